@@ -1,0 +1,81 @@
+"""The GPU catalog: hardware figures as data (gpus.toml), validated on load.
+
+Every figure carries a source; tensor peaks are dense (no 2:4 sparsity).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+CATALOG_PATH = Path(__file__).with_name("gpus.toml")
+
+TENSOR_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "fp4")
+SOURCED_FIGURES = ("memory_gb", "hbm_tb_s", "tflops", "interconnect_gb_s", "tdp_w", "usd_per_hour")
+
+# Used when a custom GPU gives no link figure: PCIe Gen4 x16 per direction, the slowest common link.
+DEFAULT_INTERCONNECT_GB_S = 32.0
+
+
+class GpuSpec(BaseModel):
+    """One GPU as the contract's `gpu` object describes it (catalog entries add sources)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str = Field(min_length=1, max_length=120)
+    memory_gb: float = Field(gt=0, le=10_000)
+    hbm_tb_s: float = Field(gt=0, le=1_000)
+    tflops: dict[str, float]
+    interconnect_gb_s: float | None = Field(default=None, gt=0, le=100_000)
+    usd_per_hour: float | None = Field(default=None, gt=0, le=10_000)
+    vendor: str | None = None
+    tdp_w: float | None = Field(default=None, gt=0, le=10_000)
+    sources: dict[str, str] | None = None
+
+    @field_validator("tflops")
+    @classmethod
+    def _dense_peaks(cls, peaks: dict[str, float]) -> dict[str, float]:
+        if "bf16" not in peaks:
+            raise ValueError("needs a dense 'bf16' peak")
+        for precision, value in peaks.items():
+            if precision not in TENSOR_PRECISIONS:
+                raise ValueError(f"unknown precision '{precision}' (known: {', '.join(TENSOR_PRECISIONS)})")
+            if not (0 < value <= 1_000_000):
+                raise ValueError(f"'{precision}' peak must be a positive number of TFLOP/s")
+        return peaks
+
+    @property
+    def link_gb_s(self) -> float:
+        return self.interconnect_gb_s or DEFAULT_INTERCONNECT_GB_S
+
+    def peak_tflops(self, precision: str) -> float:
+        return self.tflops[precision]
+
+
+class CatalogGpu(GpuSpec):
+    id: str
+
+    @model_validator(mode="after")
+    def _every_figure_sourced(self) -> CatalogGpu:
+        sources = self.sources or {}
+        for figure in SOURCED_FIGURES:
+            if getattr(self, figure) is not None and not sources.get(figure):
+                raise ValueError(f"{self.id}: figure '{figure}' has no source")
+        return self
+
+
+@lru_cache(maxsize=1)
+def load_catalog() -> dict[str, CatalogGpu]:
+    raw = tomllib.loads(CATALOG_PATH.read_text())
+    return {gpu_id: CatalogGpu(id=gpu_id, **entry) for gpu_id, entry in raw.items()}
+
+
+def catalog_ids() -> list[str]:
+    return list(load_catalog())
+
+
+def get_gpu(gpu_id: str) -> CatalogGpu:
+    return load_catalog()[gpu_id]

@@ -1,0 +1,26 @@
+"""A resolved deployment: the model, the GPU and every setting the physics needs, presets looked up.
+
+The computing modules (memory, roofline, latency, communication, cost) take this, never the raw
+scenario, so they stay free of preset lookups and defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpu_catalog import GpuSpec
+from planner.efficiency import EngineEfficiency
+from planner.model_shapes import ModelSpec
+
+
+@dataclass(frozen=True)
+class Deployment:
+    model: ModelSpec
+    gpu: GpuSpec
+    tp: int
+    weights: str
+    kv_cache: str
+    compute: str
+    efficiency: EngineEfficiency
+    memory_utilization: float
+    reserve_gb: float

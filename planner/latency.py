@@ -1,0 +1,93 @@
+"""The time model: decode step (ITL) and prefill (TTFT) from roofline work and engine efficiency.
+
+Decode step = GEMM term + attention term + activation traffic + TP all-reduces + fixed overheads.
+Each of the first two joins its compute time and its memory time with a p-norm (`smoothing`):
+near the ridge a kernel costs more than max(compute, memory). With `ideal()` efficiency every
+fixed cost is zero, p-norm is max() and the step reduces to the roofline.
+The bound (`*_bound_ms`) is the pure roofline of the same step: max(all FLOPs / peak, all bytes / BW).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.communication import tp_communication_ms
+from planner.deployment import Deployment
+from planner.roofline import StepWork, decode_work, prefill_work
+
+
+def _join(compute_ms, memory_ms, p: float):
+    """p-norm of compute and memory time; p = 0 means max()."""
+    if p <= 0:
+        return np.maximum(compute_ms, memory_ms)
+    hi = np.maximum(np.maximum(compute_ms, memory_ms), 1e-30)
+    return hi * ((compute_ms / hi) ** p + (memory_ms / hi) ** p) ** (1.0 / p)
+
+
+@dataclass(frozen=True)
+class StepTime:
+    gemm_ms: np.ndarray
+    attention_ms: np.ndarray
+    activations_ms: np.ndarray
+    communication_ms: np.ndarray
+    overhead_ms: np.ndarray
+    bound_ms: np.ndarray
+    work: StepWork
+
+    @property
+    def total_ms(self) -> np.ndarray:
+        return self.gemm_ms + self.attention_ms + self.activations_ms + self.communication_ms + self.overhead_ms
+
+    def breakdown(self, index=()) -> dict[str, float]:
+        return {
+            "gemm_ms": float(np.asarray(self.gemm_ms)[index]),
+            "attention_ms": float(np.asarray(self.attention_ms)[index]),
+            "activations_ms": float(np.asarray(self.activations_ms)[index]),
+            "communication_ms": float(np.asarray(self.communication_ms)[index]),
+            "overhead_ms": float(np.asarray(self.overhead_ms)[index]),
+        }
+
+
+def _bound_ms(d: Deployment, work: StepWork) -> np.ndarray:
+    peak_c = d.gpu.peak_tflops(d.compute) * 1e12
+    peak_attn = d.gpu.peak_tflops("bf16") * 1e12
+    compute_s = work.gemm_flops / peak_c + work.attention_flops / peak_attn
+    memory_s = work.bytes / (d.gpu.hbm_tb_s * 1e12)
+    return np.maximum(compute_s, memory_s) * 1e3
+
+
+def _step_time(d: Deployment, work: StepWork, tokens, gemm_eff: float, attn_compute_eff: float,
+               fixed_ms: float) -> StepTime:
+    e = d.efficiency
+    bw = d.gpu.hbm_tb_s * 1e12
+    peak_c = d.gpu.peak_tflops(d.compute) * 1e12
+    peak_attn = d.gpu.peak_tflops("bf16") * 1e12
+    gemm = _join(work.gemm_flops / (gemm_eff * peak_c) * 1e3, work.weight_bytes / (e.bandwidth * bw) * 1e3,
+                 e.smoothing)
+    attention = _join(work.attention_flops / (attn_compute_eff * peak_attn) * 1e3,
+                      work.kv_bytes / (e.kv_bandwidth * bw) * 1e3, e.smoothing)
+    activations = work.activation_bytes / (e.bandwidth * bw) * 1e3
+    comm = tp_communication_ms(d, tokens)
+    overhead = np.full_like(gemm, d.model.n_layers * e.layer_overhead_us / 1e3 + fixed_ms)
+    return StepTime(gemm, attention, activations, comm, overhead, _bound_ms(d, work), work)
+
+
+def decode_step(d: Deployment, batch, context, tokens_per_sequence: int = 1) -> StepTime:
+    """One decode step: the inter-token latency of every sequence in the batch."""
+    work = decode_work(d, batch, context, tokens_per_sequence)
+    tokens = np.asarray(batch, dtype=float) * tokens_per_sequence
+    return _step_time(d, work, tokens, d.efficiency.compute, d.efficiency.compute,
+                      d.efficiency.step_overhead_us / 1e3)
+
+
+def prefill(d: Deployment, prompt_len) -> StepTime:
+    """One request's prompt processed alone."""
+    work = prefill_work(d, prompt_len)
+    return _step_time(d, work, prompt_len, d.efficiency.prefill_compute, d.efficiency.attention_compute,
+                      d.efficiency.prefill_overhead_ms)
+
+
+def ttft_ms(d: Deployment, prefill_ms):
+    return prefill_ms + d.efficiency.ttft_overhead_ms

@@ -1,0 +1,182 @@
+"""Model shapes: parameter counts from the architecture (GQA/MQA, MLA, gated MLP, MoE, embeddings).
+
+All counts are for one whole model (all TP ranks together). `n_params` on the model overrides the
+derived total; every component is then scaled by the same factor so memory and FLOPs follow it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class MoeSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    n_experts: int = Field(ge=1, le=4096)
+    top_k: int = Field(ge=1, le=4096)
+    d_ff_expert: int = Field(ge=1, le=1_000_000)
+    n_shared_experts: int = Field(default=0, ge=0, le=64)
+    # Extension: leading layers that keep a dense MLP of width `d_ff` (DeepSeek-V3: 3).
+    first_dense_layers: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _top_k_fits(self) -> MoeSpec:
+        if self.top_k > self.n_experts:
+            raise ValueError("top_k cannot exceed n_experts")
+        return self
+
+
+class MlaSpec(BaseModel):
+    """Multi-head latent attention (DeepSeek-V2/V3). The KV cache holds the compressed latent plus the
+    decoupled rotary key per token per layer, and it is replicated on every TP rank."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    kv_lora_rank: int = Field(ge=1)
+    qk_rope_head_dim: int = Field(ge=0)
+    qk_nope_head_dim: int = Field(ge=1)
+    v_head_dim: int = Field(ge=1)
+    q_lora_rank: int | None = Field(default=None, ge=1)
+
+
+class ModelSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str = Field(default="custom", min_length=1, max_length=120)
+    n_layers: int = Field(ge=1, le=1000)
+    d_model: int = Field(ge=1, le=1_000_000)
+    n_heads: int = Field(ge=1, le=10_000)
+    n_kv_heads: int = Field(ge=1, le=10_000)
+    head_dim: int | None = Field(default=None, ge=1, le=100_000)
+    d_ff: int = Field(ge=1, le=10_000_000)
+    vocab_size: int = Field(ge=1, le=10_000_000)
+    tied_embeddings: bool = False
+    n_params: float | None = Field(default=None, gt=0, le=1e15)
+    moe: MoeSpec | None = None
+    # Extensions (contract v1 allows new optional fields).
+    mla: MlaSpec | None = None
+    sliding_window: int | None = Field(default=None, ge=1)
+    sliding_window_layers: int | None = Field(default=None, ge=0)
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelSpec:
+        if self.n_kv_heads > self.n_heads:
+            raise ValueError("n_kv_heads cannot exceed n_heads")
+        if self.n_heads % self.n_kv_heads != 0:
+            raise ValueError("n_heads must be a multiple of n_kv_heads")
+        if self.head_dim is None and self.d_model % self.n_heads != 0:
+            raise ValueError("head_dim is required when d_model is not a multiple of n_heads")
+        if self.sliding_window_layers is not None and self.sliding_window_layers > self.n_layers:
+            raise ValueError("sliding_window_layers cannot exceed n_layers")
+        if self.moe is not None and self.moe.first_dense_layers > self.n_layers:
+            raise ValueError("moe.first_dense_layers cannot exceed n_layers")
+        return self
+
+    @property
+    def head_dim_resolved(self) -> int:
+        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
+
+    @property
+    def n_windowed_layers(self) -> int:
+        if self.sliding_window is None:
+            return 0
+        return self.n_layers if self.sliding_window_layers is None else self.sliding_window_layers
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameters by role, whole model, after any `n_params` scaling.
+
+    `expert_params` are all routed experts of all MoE layers; a token reads `top_k` of them per layer.
+    """
+
+    attention: float
+    dense_mlp: float
+    shared_experts: float
+    expert_params: float
+    router: float
+    norms: float
+    embedding: float
+    lm_head: float
+    scale: float  # n_params / derived total (1.0 without the override)
+
+    @property
+    def total(self) -> float:
+        return (self.attention + self.dense_mlp + self.shared_experts + self.expert_params + self.router
+                + self.norms + self.embedding + self.lm_head)
+
+    @property
+    def non_embedding(self) -> float:
+        return self.total - self.embedding - self.lm_head
+
+    @property
+    def body_matmul(self) -> float:
+        """Transformer-body weights that go through matmuls (quantizable), experts included."""
+        return self.attention + self.dense_mlp + self.shared_experts + self.expert_params + self.router
+
+
+def attention_params_per_layer(m: ModelSpec) -> float:
+    d = m.d_model
+    if m.mla is not None:
+        a = m.mla
+        qk_dim = a.qk_nope_head_dim + a.qk_rope_head_dim
+        if a.q_lora_rank:
+            q = d * a.q_lora_rank + a.q_lora_rank * m.n_heads * qk_dim + a.q_lora_rank
+        else:
+            q = d * m.n_heads * qk_dim
+        kv = d * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank * m.n_heads * (
+            a.qk_nope_head_dim + a.v_head_dim) + a.kv_lora_rank
+        o = m.n_heads * a.v_head_dim * d
+        return float(q + kv + o)
+    hd = m.head_dim_resolved
+    return float(d * m.n_heads * hd + 2 * d * m.n_kv_heads * hd + m.n_heads * hd * d)
+
+
+def param_counts(m: ModelSpec) -> ParamCounts:
+    d, n_layers = m.d_model, m.n_layers
+    attention = attention_params_per_layer(m) * n_layers
+    gated_mlp = 3.0 * d  # gate, up, down per unit of width
+    if m.moe is None:
+        dense_mlp, shared, experts, router = gated_mlp * m.d_ff * n_layers, 0.0, 0.0, 0.0
+    else:
+        moe_layers = n_layers - m.moe.first_dense_layers
+        dense_mlp = gated_mlp * m.d_ff * m.moe.first_dense_layers
+        shared = gated_mlp * m.moe.d_ff_expert * m.moe.n_shared_experts * moe_layers
+        experts = gated_mlp * m.moe.d_ff_expert * m.moe.n_experts * moe_layers
+        router = float(d * m.moe.n_experts * moe_layers)
+    norms = float(2 * d * n_layers + d)
+    embedding = float(m.vocab_size * d)
+    lm_head = 0.0 if m.tied_embeddings else float(m.vocab_size * d)
+    derived = attention + dense_mlp + shared + experts + router + norms + embedding + lm_head
+    scale = m.n_params / derived if m.n_params else 1.0
+    return ParamCounts(
+        attention=attention * scale, dense_mlp=dense_mlp * scale, shared_experts=shared * scale,
+        expert_params=experts * scale, router=router * scale, norms=norms * scale,
+        embedding=embedding * scale, lm_head=lm_head * scale, scale=scale,
+    )
+
+
+def active_params(m: ModelSpec) -> float:
+    """Parameters one token touches: all but the routed experts it does not select."""
+    p = param_counts(m)
+    if m.moe is None:
+        return p.total
+    return p.total - p.expert_params * (1.0 - m.moe.top_k / m.moe.n_experts)
+
+
+def matmul_params_per_token(m: ModelSpec) -> float:
+    """Weights one token multiplies through (2 FLOPs each): body with top-k experts, plus the LM head.
+    The input embedding is a lookup, not a matmul."""
+    p = param_counts(m)
+    experts = p.expert_params * (m.moe.top_k / m.moe.n_experts) if m.moe else 0.0
+    head = p.lm_head if not m.tied_embeddings else p.embedding
+    return p.attention + p.dense_mlp + p.shared_experts + experts + p.router + head
+
+
+def expected_experts_touched(n_experts: int, top_k: int, tokens):
+    """Distinct experts a layer reads for `tokens` tokens with uniform top-k routing:
+    E * (1 - (1 - k/E)^B). Works on numpy arrays."""
+    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** tokens)

@@ -1,0 +1,49 @@
+"""Storage bits per value for every precision the contract names.
+
+Group-scale convention (documented in README): 4-bit integer weights are stored in groups of 128
+with one bf16 scale per group (AWQ/GPTQ default), so int4 costs 4 + 16/128 = 4.125 bits. fp4 is NVFP4:
+groups of 16 with one fp8 scale, 4 + 8/16 = 4.5 bits. 8-bit formats use per-channel or per-tensor
+scales, negligible next to the data, so they count 8 bits.
+"""
+
+from __future__ import annotations
+
+WEIGHT_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
+KV_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
+COMPUTE_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "fp4")
+
+INT4_GROUP_SIZE = 128
+INT4_SCALE_BITS = 16
+FP4_GROUP_SIZE = 16
+FP4_SCALE_BITS = 8
+
+_BITS = {
+    "fp32": 32.0,
+    "fp16": 16.0,
+    "bf16": 16.0,
+    "fp8": 8.0,
+    "int8": 8.0,
+    "int4": 4.0 + INT4_SCALE_BITS / INT4_GROUP_SIZE,
+    "fp4": 4.0 + FP4_SCALE_BITS / FP4_GROUP_SIZE,
+}
+
+
+def bits_per_value(precision: str) -> float:
+    return _BITS[precision]
+
+
+def bytes_per_value(precision: str) -> float:
+    return _BITS[precision] / 8.0
+
+
+def default_compute_precision(weights: str) -> str:
+    """fp8 weights run fp8 GEMMs and fp4 weights fp4 GEMMs; weight-only int8/int4 dequantize to bf16."""
+    if weights == "fp8":
+        return "fp8"
+    if weights == "fp4":
+        return "fp4"
+    return "bf16"
+
+
+# Activations move between kernels in 16 bits in every engine we model.
+ACTIVATION_BYTES = 2.0

@@ -1,0 +1,173 @@
+"""Scenario I/O: the contract's input object, validated, and resolved into a Deployment.
+
+Every bad input becomes one ScenarioError naming the field path and the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gpu_catalog import GpuSpec, load_catalog
+from planner.calibration import CalibrationProfile
+from planner.deployment import Deployment
+from planner.efficiency import EngineEfficiency, default_engine, ideal
+from planner.errors import ScenarioError, from_validation_error
+from planner.hf_import import model_from_hf_config
+from planner.model_shapes import ModelSpec
+from planner.precision import default_compute_precision
+from planner.presets import load_presets
+
+WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]
+KvPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+ComputePrecision = Literal["bf16", "fp16", "fp8", "int8", "fp4"]
+
+PositiveInt = Annotated[int, Field(strict=True, ge=1)]
+
+DEFAULT_MEMORY_UTILIZATION = 0.90
+DEFAULT_RESERVE_GB = 2.0
+
+
+class MemorySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    utilization: float = Field(default=DEFAULT_MEMORY_UTILIZATION, gt=0, le=1)
+    reserve_gb: float = Field(default=DEFAULT_RESERVE_GB, ge=0, le=10_000)
+
+
+class SpeculativeSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    draft_tokens: int = Field(ge=1, le=64)
+    acceptance: float = Field(ge=0, le=1)
+    draft_params: float = Field(gt=0, le=1e13)
+
+
+class Scenario(BaseModel):
+    """The contract's scenario. `model` and `gpu` stay as given (id, object or hf_config) so a
+    scenario round-trips through links and exports unchanged."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    model: str | dict[str, Any]
+    gpu: str | dict[str, Any]
+    tp: Annotated[int, Field(strict=True, ge=1, le=1024)] = 1
+    weights: WeightPrecision = "bf16"
+    kv_cache: KvPrecision = "bf16"
+    compute: ComputePrecision | None = None
+    context_len: Annotated[int, Field(strict=True, ge=1, le=100_000_000)] | None = None
+    prompt_len: Annotated[int, Field(strict=True, ge=1, le=100_000_000)] = 1024
+    output_len: Annotated[int, Field(strict=True, ge=1, le=100_000_000)] = 256
+    batch: Annotated[int, Field(strict=True, ge=1, le=10_000_000)] | None = None
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    efficiency: Literal["ideal", "default"] | EngineEfficiency = "default"
+    speculative: SpeculativeSettings | None = None
+    usd_per_gpu_hour: Annotated[float, Field(strict=True, gt=0, le=100_000)] | None = None
+    calibration: CalibrationProfile | None = None
+
+    @model_validator(mode="after")
+    def _lengths_fit_context(self) -> Scenario:
+        if self.context_len is not None and self.prompt_len + self.output_len > self.context_len:
+            raise ValueError(
+                f"context_len ({self.context_len}) is shorter than prompt_len + output_len "
+                f"({self.prompt_len + self.output_len})")
+        return self
+
+    @property
+    def context_len_resolved(self) -> int:
+        return self.context_len if self.context_len is not None else self.prompt_len + self.output_len
+
+    @property
+    def mean_context(self) -> float:
+        return self.prompt_len + self.output_len / 2
+
+
+def parse_scenario(data: Any) -> Scenario:
+    if not isinstance(data, dict):
+        raise ScenarioError("scenario", "must be a JSON object")
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        if first["type"] == "value_error" and not first["loc"]:
+            raise ScenarioError("context_len", from_validation_error(err).reason) from None
+        # Unions report a path per branch ('model.str'); name the field itself.
+        loc = first["loc"]
+        if loc and loc[0] in ("model", "gpu") and len(loc) > 1 and loc[1] in ("str", "dict[str,any]"):
+            raise ScenarioError(loc[0], "must be a preset id (string) or an object") from None
+        if loc and loc[0] == "efficiency" and len(loc) > 1:
+            if loc[1] == "literal['ideal','default']":
+                raise ScenarioError("efficiency", "must be \"ideal\", \"default\" or an object") from None
+            if loc[1] == "EngineEfficiency":
+                sub = ".".join(str(p) for p in loc[2:])
+                raise ScenarioError(f"efficiency.{sub}" if sub else "efficiency",
+                                    from_validation_error(err).reason) from None
+        raise from_validation_error(err) from None
+    return scenario
+
+
+def parse_scenario_json(text: str) -> Scenario:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ScenarioError("scenario", f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+    return parse_scenario(data)
+
+
+def resolve_model(model: str | dict[str, Any], field: str = "model") -> ModelSpec:
+    if isinstance(model, str):
+        presets = load_presets()
+        if model not in presets:
+            raise ScenarioError(field, f"unknown preset '{model[:60]}' (known: {', '.join(presets)})")
+        return presets[model]
+    if set(model) == {"hf_config"}:
+        return model_from_hf_config(model["hf_config"], f"{field}.hf_config")
+    try:
+        return ModelSpec.model_validate(model)
+    except ValidationError as err:
+        raise from_validation_error(err, field) from None
+
+
+def resolve_gpu(gpu: str | dict[str, Any], field: str = "gpu") -> tuple[GpuSpec, str | None]:
+    """The GPU spec and its catalog id (None for a custom GPU)."""
+    if isinstance(gpu, str):
+        catalog = load_catalog()
+        if gpu not in catalog:
+            raise ScenarioError(field, f"unknown GPU '{gpu[:60]}' (known: {', '.join(catalog)})")
+        return catalog[gpu], gpu
+    try:
+        return GpuSpec.model_validate(gpu), None
+    except ValidationError as err:
+        raise from_validation_error(err, field) from None
+
+
+def resolve_efficiency(scenario: Scenario, gpu_id: str | None) -> EngineEfficiency:
+    if scenario.efficiency == "ideal":
+        return ideal()
+    if isinstance(scenario.efficiency, EngineEfficiency):
+        return scenario.efficiency
+    if scenario.calibration is not None:
+        return scenario.calibration.efficiency_for(gpu_id)
+    return default_engine(gpu_id)
+
+
+def resolve(scenario: Scenario) -> Deployment:
+    model = resolve_model(scenario.model)
+    gpu, gpu_id = resolve_gpu(scenario.gpu)
+    compute = scenario.compute or default_compute_precision(scenario.weights)
+    if compute not in gpu.tflops:
+        have = ", ".join(sorted(gpu.tflops))
+        field = "compute" if scenario.compute else "weights"
+        hint = "" if scenario.compute else f"; {scenario.weights} weights need {compute} tensor cores, or set compute to bf16 for weight-only"
+        raise ScenarioError(field, f"{gpu.name} has no dense {compute} peak (it has: {have}){hint}")
+    if scenario.tp > model.n_heads:
+        raise ScenarioError("tp", f"cannot exceed the model's {model.n_heads} attention heads")
+    is_ideal = scenario.efficiency == "ideal"
+    return Deployment(
+        model=model, gpu=gpu, tp=scenario.tp, weights=scenario.weights, kv_cache=scenario.kv_cache,
+        compute=compute, efficiency=resolve_efficiency(scenario, gpu_id),
+        memory_utilization=1.0 if is_ideal else scenario.memory.utilization,
+        reserve_gb=0.0 if is_ideal else scenario.memory.reserve_gb,
+    )
