@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 CATALOG_PATH = Path(__file__).with_name("gpus.toml")
 
 TENSOR_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "fp4")
-SOURCED_FIGURES = ("memory_gb", "hbm_tb_s", "tflops", "interconnect_gb_s", "tdp_w", "usd_per_hour")
+SOURCED_FIGURES = ("memory_gb", "hbm_tb_s", "tflops", "tflops_sparse", "interconnect_gb_s", "tdp_w",
+                   "usd_per_hour")
 
 # Used when a custom GPU gives no link figure: PCIe Gen4 x16 per direction, the slowest common link.
 DEFAULT_INTERCONNECT_GB_S = 32.0
@@ -33,6 +34,7 @@ class GpuSpec(BaseModel):
     usd_per_hour: float | None = Field(default=None, gt=0, le=10_000)
     vendor: str | None = None
     tdp_w: float | None = Field(default=None, gt=0, le=10_000)
+    tflops_sparse: dict[str, float] | None = None  # 2:4-sparsity peaks, for reference only
     sources: dict[str, str] | None = None
 
     @field_validator("tflops")
@@ -64,6 +66,9 @@ class CatalogGpu(GpuSpec):
         for figure in SOURCED_FIGURES:
             if getattr(self, figure) is not None and not sources.get(figure):
                 raise ValueError(f"{self.id}: figure '{figure}' has no source")
+        for precision, sparse in (self.tflops_sparse or {}).items():
+            if precision in self.tflops and self.tflops[precision] > sparse:
+                raise ValueError(f"{self.id}: dense {precision} peak exceeds its sparse peak")
         return self
 
 

@@ -54,6 +54,7 @@ class RooflineSection(BaseModel):
     prefill_ai: float
     decode_flops_per_gpu: float
     decode_bytes_per_gpu: float
+    prefill_flops_per_gpu: float
 
 
 class Band(BaseModel):
@@ -185,6 +186,7 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
             regime="compute-bound" if decode_ai >= ridge else "memory-bound",
             compute_precision=d.compute, prefill_ai=float(pre.work.arithmetic_intensity),
             decode_flops_per_gpu=float(work.flops), decode_bytes_per_gpu=float(work.bytes),
+            prefill_flops_per_gpu=float(pre.work.flops),
         ),
         latency=LatencySection(
             prefill_ms=prefill_ms, ttft_ms=ttft, itl_ms=itl, itl_ms_bound=itl_bound,

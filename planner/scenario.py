@@ -97,13 +97,16 @@ def parse_scenario(data: Any) -> Scenario:
         loc = first["loc"]
         if loc and loc[0] in ("model", "gpu") and len(loc) > 1 and loc[1] in ("str", "dict[str,any]"):
             raise ScenarioError(loc[0], "must be a preset id (string) or an object") from None
-        if loc and loc[0] == "efficiency" and len(loc) > 1:
-            if loc[1] == "literal['ideal','default']":
+        if loc and loc[0] == "efficiency":
+            if not isinstance(data.get("efficiency"), dict):
                 raise ScenarioError("efficiency", "must be \"ideal\", \"default\" or an object") from None
-            if loc[1] == "EngineEfficiency":
-                sub = ".".join(str(p) for p in loc[2:])
-                raise ScenarioError(f"efficiency.{sub}" if sub else "efficiency",
-                                    from_validation_error(err).reason) from None
+            for e in err.errors():
+                if e["loc"][:2] == ("efficiency", "EngineEfficiency"):
+                    sub = ".".join(str(p) for p in e["loc"][2:])
+                    one = ValidationError.from_exception_data("efficiency", [
+                        {"type": e["type"], "loc": e["loc"][2:], "input": e["input"], "ctx": e.get("ctx", {})}])
+                    raise ScenarioError(f"efficiency.{sub}" if sub else "efficiency",
+                                        from_validation_error(one).reason) from None
         raise from_validation_error(err) from None
     return scenario
 

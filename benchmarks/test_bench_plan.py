@@ -1,0 +1,19 @@
+"""Benchmarks (pytest-benchmark). Targets live here, not in timed assertions:
+plan() under 2 ms per plan on the 2-core dev machine. Run: make bench."""
+
+from __future__ import annotations
+
+from planner import plan
+
+SCENARIO = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
+            "context_len": 8192, "prompt_len": 2000, "output_len": 400}
+
+
+def test_bench_plan(benchmark):
+    result = benchmark(plan, SCENARIO)
+    assert result.memory.max_batch > 0
+
+
+def test_bench_plan_moe(benchmark):
+    result = benchmark(plan, {**SCENARIO, "model": "deepseek-v3", "gpu": "h200", "tp": 8})
+    assert result.model.active_params < result.model.total_params

@@ -1,0 +1,65 @@
+"""Owning instead of renting: $/GPU-hour from capex, amortization, power and hosting, and the
+break-even utilization against a rental price.
+
+owned $/GPU-hour = capex / (years * 8760)
+                 + TDP_kW * average_power_fraction * PUE * $/kWh
+                 + hosting $/month * 12 / 8760
+An owned GPU costs that every hour of the year; a rented one only while rented, so owning is cheaper
+once the fleet is busy more than  break_even_utilization = owned $/h / rented $/h  of the time.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpu_catalog import GpuSpec
+
+OWNERSHIP_PATH = Path(__file__).parent / "data" / "ownership.toml"
+HOURS_PER_YEAR = 8760.0
+DEFAULT_TDP_W = 700.0
+
+
+@lru_cache(maxsize=1)
+def ownership_defaults() -> dict:
+    return tomllib.loads(OWNERSHIP_PATH.read_text())
+
+
+class OwnershipCosts(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    capex_usd_per_gpu: dict[str, float] | float | None = None
+    amortization_years: float = Field(default=4.0, gt=0, le=30)
+    power_usd_per_kwh: float = Field(default=0.10, ge=0, le=10)
+    pue: float = Field(default=1.3, ge=1, le=5)
+    average_power_fraction: float = Field(default=0.7, ge=0, le=1.5)
+    hosting_usd_per_gpu_month: float = Field(default=150.0, ge=0, le=1e6)
+
+
+def capex_for(gpu_id: str, costs: OwnershipCosts) -> float | None:
+    c = costs.capex_usd_per_gpu
+    if isinstance(c, (int, float)):
+        return float(c)
+    if isinstance(c, dict) and gpu_id in c:
+        return float(c[gpu_id])
+    return ownership_defaults()["capex_usd_per_gpu"].get(gpu_id)
+
+
+def owned_usd_per_gpu_hour(gpu_id: str, gpu: GpuSpec, costs: OwnershipCosts | None) -> float | None:
+    costs = costs or OwnershipCosts()
+    capex = capex_for(gpu_id, costs)
+    if capex is None:
+        return None
+    tdp_kw = (gpu.tdp_w or DEFAULT_TDP_W) / 1000.0
+    amortization = capex / (costs.amortization_years * HOURS_PER_YEAR)
+    power = tdp_kw * costs.average_power_fraction * costs.pue * costs.power_usd_per_kwh
+    hosting = costs.hosting_usd_per_gpu_month * 12.0 / HOURS_PER_YEAR
+    return amortization + power + hosting
+
+
+def break_even_utilization(owned_usd_per_hour: float, rented_usd_per_hour: float) -> float:
+    """Fraction of hours a GPU must be busy for owning it to cost less than renting it when busy."""
+    return owned_usd_per_hour / rented_usd_per_hour

@@ -1,0 +1,82 @@
+"""Parameter counts from the architecture, against official totals (within 1% unless noted)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.model_shapes import ModelSpec, active_params, expected_experts_touched, param_counts
+from planner.presets import load_presets
+
+PRESETS = load_presets()
+
+# Official totals (model cards / papers), in billions.
+OFFICIAL_TOTAL_B = {
+    "llama-3.1-8b": 8.03, "llama-3.1-70b": 70.55, "llama-3.1-405b": 405.85, "llama-3.2-1b": 1.24,
+    "llama-3.2-3b": 3.21, "mistral-7b": 7.24, "mixtral-8x7b": 46.7, "mixtral-8x22b": 140.6,
+    "qwen2.5-7b": 7.61, "qwen2.5-72b": 72.7, "qwen3-8b": 8.19, "qwen3-32b": 32.8, "qwen3-235b-a22b": 235.0,
+    "gemma-2-9b": 9.24, "gemma-2-27b": 27.2, "deepseek-v3": 671.0,
+}
+
+
+@pytest.mark.parametrize("model_id", sorted(OFFICIAL_TOTAL_B))
+def test_total_params_within_1_percent(model_id):
+    assert param_counts(PRESETS[model_id]).total / 1e9 == pytest.approx(OFFICIAL_TOTAL_B[model_id], rel=0.01)
+
+
+def test_at_least_15_presets_each_with_a_source():
+    assert len(PRESETS) >= 15
+    assert all(spec.source and spec.source.startswith("https://huggingface.co/") for spec in PRESETS.values())
+
+
+@pytest.mark.parametrize("model_id, active_b, rel", [
+    ("mixtral-8x7b", 12.9, 0.01), ("mixtral-8x22b", 39.1, 0.01), ("qwen3-235b-a22b", 22.0, 0.01),
+    # "37B activated" is a two-digit figure (+-1.4%); ours counts both embedding tables.
+    ("deepseek-v3", 37.0, 0.015),
+])
+def test_moe_active_params(model_id, active_b, rel):
+    assert active_params(PRESETS[model_id]) / 1e9 == pytest.approx(active_b, rel=rel)
+
+
+def test_dense_model_active_equals_total():
+    m = PRESETS["llama-3.1-8b"]
+    assert active_params(m) == param_counts(m).total
+
+
+def test_tied_embeddings_count_once():
+    m = PRESETS["llama-3.2-1b"]
+    untied = ModelSpec(**{**m.model_dump(), "tied_embeddings": False})
+    assert param_counts(untied).total - param_counts(m).total == m.vocab_size * m.d_model
+
+
+def test_n_params_override_scales_every_component():
+    m = PRESETS["llama-3.1-70b"]
+    scaled = ModelSpec(**{**m.model_dump(), "n_params": 70e9})
+    p, q = param_counts(m), param_counts(scaled)
+    assert q.total == pytest.approx(70e9)
+    assert q.attention / q.total == pytest.approx(p.attention / p.total)
+
+
+def test_gqa_attention_params_by_hand():
+    # Llama-3.1-8B layer: q 4096x4096, k and v 4096x1024 each, o 4096x4096 = 41,943,040
+    from planner.model_shapes import attention_params_per_layer
+
+    assert attention_params_per_layer(PRESETS["llama-3.1-8b"]) == 41_943_040
+
+
+def test_experts_touched_rises_toward_all_experts():
+    assert expected_experts_touched(8, 2, 1) == pytest.approx(2.0)
+    assert expected_experts_touched(256, 8, 1) == pytest.approx(8.0)
+    assert expected_experts_touched(8, 2, 64) == pytest.approx(8.0, rel=1e-6)
+    touched = [expected_experts_touched(256, 8, b) for b in (1, 4, 16, 64, 256)]
+    assert touched == sorted(touched) and touched[-1] < 256
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"n_kv_heads": 64, "n_heads": 32}, "n_kv_heads cannot exceed n_heads"),
+    ({"n_kv_heads": 5}, "multiple of n_kv_heads"),
+    ({"moe": {"n_experts": 4, "top_k": 8, "d_ff_expert": 10}}, "top_k cannot exceed"),
+])
+def test_inconsistent_shapes_are_refused(bad, message):
+    base = PRESETS["llama-3.1-8b"].model_dump()
+    with pytest.raises(ValueError, match=message):
+        ModelSpec(**{**base, **bad})

@@ -1,0 +1,120 @@
+"""Hypothesis properties: monotonicity and invariants over random valid scenarios."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpu_catalog import load_catalog
+from planner import plan, plan_dict
+from planner.precision import bits_per_value
+from planner.presets import load_presets
+
+GPUS = list(load_catalog())
+MODELS = list(load_presets())
+WEIGHTS = ["fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]
+KV = ["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _compute_for(gpu_id: str, weights: str) -> str:
+    peaks = load_catalog()[gpu_id].tflops
+    default = {"fp8": "fp8", "fp4": "fp4"}.get(weights, "bf16")
+    return default if default in peaks else "bf16"
+
+
+@st.composite
+def scenarios(draw):
+    gpu = draw(st.sampled_from(GPUS))
+    weights = draw(st.sampled_from(WEIGHTS))
+    model = draw(st.sampled_from(MODELS))
+    n_heads = load_presets()[model].n_heads
+    tp = draw(st.sampled_from([t for t in (1, 2, 4, 8) if t <= n_heads]))
+    prompt = draw(st.integers(1, 16_000))
+    output = draw(st.integers(1, 4_000))
+    extra = draw(st.integers(0, 16_000))
+    s = {"model": model, "gpu": gpu, "tp": tp, "weights": weights, "kv_cache": draw(st.sampled_from(KV)),
+         "compute": _compute_for(gpu, weights), "prompt_len": prompt, "output_len": output,
+         "context_len": prompt + output + extra}
+    if draw(st.booleans()):
+        s["batch"] = draw(st.integers(1, 512))
+    if draw(st.booleans()):
+        s["efficiency"] = "ideal"
+    return s
+
+
+def _walk_keys(d, prefix=""):
+    for k, v in d.items():
+        yield prefix + k
+        if isinstance(v, dict) and k not in ("decode_breakdown_ms", "prefill_breakdown_ms"):
+            yield from _walk_keys(v, prefix + k + ".")
+
+
+CONTRACT_KEYS = {
+    "memory.weights_gb_per_gpu", "memory.kv_bytes_per_token", "memory.kv_bytes_per_token_per_gpu",
+    "memory.kv_budget_gb_per_gpu", "memory.max_batch", "memory.fits", "roofline.ridge_flop_per_byte",
+    "roofline.decode_ai", "roofline.ridge_crossing_batch", "roofline.regime", "latency.prefill_ms",
+    "latency.ttft_ms", "latency.itl_ms", "latency.itl_ms_bound", "throughput.output_tokens_per_s",
+    "throughput.output_tokens_per_s_bound", "throughput.tokens_per_s_per_user",
+    "cost.usd_per_million_output_tokens",
+}
+
+
+@SETTINGS
+@given(scenarios())
+def test_every_valid_scenario_yields_every_contract_key(s):
+    out = plan_dict(s)
+    assert set(_walk_keys(out)) >= CONTRACT_KEYS
+    assert out["latency"]["itl_ms"] > 0 and out["latency"]["ttft_ms"] > 0
+
+
+@SETTINGS
+@given(scenarios())
+def test_realistic_itl_never_below_its_bound(s):
+    p = plan(s)
+    assert p.latency.itl_ms >= p.latency.itl_ms_bound * (1 - 1e-9)
+    assert p.latency.prefill_ms >= p.latency.prefill_ms_bound * (1 - 1e-9)
+    assert p.throughput.output_tokens_per_s <= p.throughput.output_tokens_per_s_bound * (1 + 1e-9)
+
+
+@SETTINGS
+@given(scenarios(), st.integers(1, 100_000))
+def test_max_batch_never_grows_with_context(s, more):
+    a = plan(s).memory.max_batch
+    b = plan({**s, "context_len": s["context_len"] + more}).memory.max_batch
+    assert b <= a
+
+
+@SETTINGS
+@given(scenarios(), st.sampled_from(WEIGHTS), st.sampled_from(WEIGHTS))
+def test_lower_weight_precision_never_adds_weight_bytes(s, w1, w2):
+    hi, lo = sorted((w1, w2), key=bits_per_value, reverse=True)
+    s = {**s, "compute": "bf16"}
+    assert plan({**s, "weights": lo}).memory.weights_gb_per_gpu <= plan({**s, "weights": hi}).memory.weights_gb_per_gpu
+
+
+@SETTINGS
+@given(scenarios(), st.integers(1, 2000), st.integers(1, 2000))
+def test_decode_ai_never_falls_as_batch_grows(s, b1, b2):
+    lo, hi = sorted((b1, b2))
+    a = plan({**s, "batch": lo}).roofline.decode_ai
+    b = plan({**s, "batch": hi}).roofline.decode_ai
+    assert b >= a * (1 - 1e-9)
+
+
+@SETTINGS
+@given(scenarios(), st.integers(1, 1000), st.integers(1, 1000))
+def test_itl_never_falls_as_batch_grows(s, b1, b2):
+    lo, hi = sorted((b1, b2))
+    assert plan({**s, "batch": hi}).latency.itl_ms >= plan({**s, "batch": lo}).latency.itl_ms * (1 - 1e-9)
+
+
+@SETTINGS
+@given(scenarios())
+def test_ridge_crossing_is_where_the_regime_flips(s):
+    p = plan(s)
+    crossing = p.roofline.ridge_crossing_batch
+    if crossing is not None:
+        assert plan({**s, "batch": crossing}).roofline.regime == "compute-bound"
+        if crossing > 1:
+            assert plan({**s, "batch": crossing - 1}).roofline.regime == "memory-bound"

@@ -1,0 +1,1 @@
+"""Streamlit UI modules over the pure planner: inputs, figures, charts, links, comparison, exports."""

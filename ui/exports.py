@@ -1,0 +1,99 @@
+"""Exports and imports: scenario JSON (down and up), plan JSON, batch sweep CSV, calibration profiles."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from planner import ScenarioError, parse_scenario, plan_dict
+from planner.calibration import CalibrationProfile
+from planner.errors import from_validation_error
+from planner.scenario import resolve
+from planner.sweep import batch_sweep
+from ui import inputs
+from ui.text import plain
+
+MAX_UPLOAD_BYTES = 1_000_000
+
+
+def _read_upload(upload) -> Any:
+    raw = upload.getvalue()
+    if len(raw) > MAX_UPLOAD_BYTES:
+        raise ScenarioError("file", f"larger than {MAX_UPLOAD_BYTES:,} bytes")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ScenarioError("file", f"not valid JSON ({type(err).__name__})") from None
+
+
+def apply_scenario_upload(upload) -> str | None:
+    """Validate an uploaded scenario and load it into the inputs; the error text, or None."""
+    try:
+        data = _read_upload(upload)
+        resolve(parse_scenario(data))
+    except ScenarioError as err:
+        return f"{err.field}: {err.reason}"
+    inputs.queue_scenario(data)
+    return None
+
+
+def apply_calibration_upload(upload) -> str | None:
+    from pydantic import ValidationError
+
+    try:
+        data = _read_upload(upload)
+        profile = CalibrationProfile.model_validate(data)
+    except ScenarioError as err:
+        return f"{err.field}: {err.reason}"
+    except ValidationError as err:
+        e = from_validation_error(err, "calibration")
+        return f"{e.field}: {e.reason}"
+    st.session_state["calibration"] = profile.model_dump(exclude_none=True)
+    return None
+
+
+def _once(upload, key: str) -> bool:
+    """True the first time this uploaded file is seen (uploads persist across reruns)."""
+    if upload is None:
+        return False
+    marker = f"{upload.name}:{upload.size}:{getattr(upload, 'file_id', '')}"
+    if st.session_state.get(key) == marker:
+        return False
+    st.session_state[key] = marker
+    return True
+
+
+def render(scenario: dict[str, Any] | None) -> None:
+    c1, c2, c3 = st.columns(3)
+    if scenario is not None:
+        c1.download_button("Scenario JSON", json.dumps(scenario, indent=2), "scenario.json", "application/json",
+                           key="dl_scenario")
+        c2.download_button("Plan JSON", json.dumps(plan_dict(scenario), indent=2), "plan.json", "application/json",
+                           key="dl_plan")
+        c3.download_button("Batch sweep CSV", pd.DataFrame(batch_sweep(scenario)).to_csv(index=False),
+                           "batch_sweep.csv", "text/csv", key="dl_sweep")
+    u1, u2 = st.columns(2)
+    up = u1.file_uploader("Load a scenario JSON", type=["json"], key="up_scenario")
+    if _once(up, "up_scenario_seen"):
+        error = apply_scenario_upload(up)
+        st.session_state["upload_error"] = error
+        if error is None:
+            st.rerun()
+    if st.session_state.get("upload_error"):
+        u1.error(f"Scenario not loaded: {plain(st.session_state['upload_error'])}")
+    cal = u2.file_uploader("Load a calibration profile JSON", type=["json"], key="up_calibration",
+                           help="from tools/fit_calibration.py or `python -m planner calibrate`")
+    if _once(cal, "up_calibration_seen"):
+        st.session_state["calibration_error"] = apply_calibration_upload(cal)
+        if st.session_state["calibration_error"] is None:
+            st.rerun()
+    if st.session_state.get("calibration_error"):
+        u2.error(f"Calibration not loaded: {plain(st.session_state['calibration_error'])}")
+    if st.session_state.get("calibration"):
+        u2.caption(f"Calibration in use: {plain(st.session_state['calibration'].get('name', ''))}")
+        if u2.button("Drop calibration", key="drop_calibration"):
+            st.session_state["calibration"] = None
+            st.rerun()

@@ -1,0 +1,276 @@
+"""Sidebar inputs for every scenario field. Widget state lives in st.session_state under the keys
+below; `seed_widgets` writes a scenario into them and `read_scenario` turns them back into one."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import streamlit as st
+
+from gpu_catalog import load_catalog
+from planner.hf_import import SUPPORTED_MODEL_TYPES
+from planner.presets import load_presets
+
+CUSTOM = "custom"
+TP_CHOICES = [1, 2, 4, 8, 16, 32, 64]
+WEIGHTS = ["bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp32"]
+KV = ["bf16", "fp16", "fp8", "int8", "int4", "fp32"]
+COMPUTE = ["auto", "bf16", "fp16", "fp8", "int8", "fp4"]
+
+MODEL_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size")
+CUSTOM_MODEL_DEFAULT = {"name": "my-model", "n_layers": 32, "d_model": 4096, "n_heads": 32, "n_kv_heads": 8,
+                        "head_dim": 128, "d_ff": 14336, "vocab_size": 128256, "tied_embeddings": False}
+CUSTOM_GPU_DEFAULT = {"name": "my-gpu", "memory_gb": 80.0, "hbm_tb_s": 3.35,
+                      "tflops": {"bf16": 989.4, "fp8": 1978.9}, "interconnect_gb_s": 450.0, "usd_per_hour": 2.5}
+
+
+def _catalog_price(gpu_id: str) -> float:
+    gpu = load_catalog().get(gpu_id)
+    return float(gpu.usd_per_hour) if gpu and gpu.usd_per_hour else 2.0
+
+
+def seed_widgets(scenario: dict[str, Any], target: Any = None) -> None:
+    """Write a (valid) scenario into the widgets' session state (or into `target`, a dict)."""
+    ss = st.session_state if target is None else target
+    model = scenario["model"]
+    ss["model_extra"] = None
+    if isinstance(model, str):
+        ss["model_choice"] = model
+        custom = dict(CUSTOM_MODEL_DEFAULT)
+    else:
+        ss["model_choice"] = CUSTOM
+        custom = dict(CUSTOM_MODEL_DEFAULT)
+        if set(model) == {"hf_config"}:
+            ss["model_extra"] = model  # imported config travels whole
+        else:
+            extra = {k: v for k, v in model.items() if k not in (*MODEL_FIELDS, "name", "tied_embeddings", "n_params")}
+            ss["model_extra"] = extra or None
+            custom.update({k: v for k, v in model.items() if k in (*MODEL_FIELDS, "name", "tied_embeddings", "n_params")})
+    for field in MODEL_FIELDS:
+        ss[f"m_{field}"] = int(custom.get(field) or (custom["d_model"] // custom["n_heads"] if field == "head_dim" else 1))
+    ss["m_name"] = str(custom.get("name", "my-model"))
+    ss["m_tied"] = bool(custom.get("tied_embeddings", False))
+    ss["m_n_params_b"] = float(custom.get("n_params") or 0.0) / 1e9
+
+    gpu = scenario["gpu"]
+    g = dict(CUSTOM_GPU_DEFAULT)
+    if isinstance(gpu, str):
+        ss["gpu_choice"] = gpu
+    else:
+        ss["gpu_choice"] = CUSTOM
+        g.update(gpu)
+    ss["g_name"] = str(g["name"])
+    ss["g_memory_gb"] = float(g["memory_gb"])
+    ss["g_hbm_tb_s"] = float(g["hbm_tb_s"])
+    ss["g_bf16"] = float(g["tflops"].get("bf16", 0.0))
+    ss["g_fp8"] = float(g["tflops"].get("fp8", 0.0))
+    ss["g_fp4"] = float(g["tflops"].get("fp4", 0.0))
+    ss["g_link"] = float(g.get("interconnect_gb_s") or 32.0)
+
+    ss["tp"] = int(scenario.get("tp", 1))
+    ss["weights"] = scenario.get("weights", "bf16")
+    ss["kv_cache"] = scenario.get("kv_cache", "bf16")
+    ss["compute"] = scenario.get("compute") or "auto"
+    prompt, output = int(scenario.get("prompt_len", 1024)), int(scenario.get("output_len", 256))
+    ss["prompt_len"], ss["output_len"] = prompt, output
+    ss["context_len"] = int(scenario.get("context_len") or prompt + output)
+    ss["batch_auto"] = scenario.get("batch") is None
+    ss["batch"] = int(scenario.get("batch") or 64)
+    memory = scenario.get("memory") or {}
+    ss["utilization"] = float(memory.get("utilization", 0.90))
+    ss["reserve_gb"] = float(memory.get("reserve_gb", 2.0))
+    eff = scenario.get("efficiency", "default")
+    ss["efficiency"] = eff if isinstance(eff, str) else "default"
+    ss["efficiency_custom"] = eff if isinstance(eff, dict) else None
+    price = scenario.get("usd_per_gpu_hour")
+    ss["price_explicit"] = price is not None
+    ss["price"] = float(price if price is not None else (
+        _catalog_price(gpu) if isinstance(gpu, str) else g.get("usd_per_hour") or 2.0))
+    spec = scenario.get("speculative")
+    ss["spec_on"] = spec is not None
+    ss["spec_k"] = int((spec or {}).get("draft_tokens", 4))
+    ss["spec_p"] = float((spec or {}).get("acceptance", 0.7))
+    ss["spec_draft_b"] = float((spec or {}).get("draft_params", 1e9)) / 1e9
+    ss["calibration"] = scenario.get("calibration")
+
+
+def queue_scenario(scenario: dict[str, Any]) -> None:
+    """Load a scenario into the widgets on the next run (widgets drawn in this run can't change)."""
+    updates: dict[str, Any] = {}
+    seed_widgets(scenario, updates)
+    queue_updates(updates)
+
+
+def queue_updates(updates: dict[str, Any]) -> None:
+    st.session_state.setdefault("pending_widget_state", {}).update(updates)
+
+
+def apply_queued() -> None:
+    """Call before any widget is drawn."""
+    pending = st.session_state.pop("pending_widget_state", None)
+    if pending:
+        for key, value in pending.items():
+            st.session_state[key] = value
+
+
+def _on_gpu_change() -> None:
+    ss = st.session_state
+    if ss["gpu_choice"] != CUSTOM:
+        ss["price"] = _catalog_price(ss["gpu_choice"])
+    ss["price_explicit"] = False
+
+
+def _on_price_change() -> None:
+    st.session_state["price_explicit"] = True
+
+
+def _custom_model(ss) -> dict[str, Any]:
+    if ss.get("model_extra") and set(ss["model_extra"]) == {"hf_config"}:
+        return ss["model_extra"]
+    model = {"name": ss["m_name"] or "custom", **{f: int(ss[f"m_{f}"]) for f in MODEL_FIELDS},
+             "tied_embeddings": bool(ss["m_tied"])}
+    if ss["m_n_params_b"] > 0:
+        model["n_params"] = float(ss["m_n_params_b"]) * 1e9
+    if ss.get("model_extra"):
+        model.update(ss["model_extra"])
+    return model
+
+
+def _custom_gpu(ss) -> dict[str, Any]:
+    tflops = {"bf16": float(ss["g_bf16"])}
+    for precision in ("fp8", "fp4"):
+        if ss[f"g_{precision}"] > 0:
+            tflops[precision] = float(ss[f"g_{precision}"])
+    return {"name": ss["g_name"] or "custom", "memory_gb": float(ss["g_memory_gb"]),
+            "hbm_tb_s": float(ss["g_hbm_tb_s"]), "tflops": tflops, "interconnect_gb_s": float(ss["g_link"])}
+
+
+def read_scenario() -> dict[str, Any]:
+    """The scenario the widgets describe (not yet validated)."""
+    ss = st.session_state
+    scenario: dict[str, Any] = {
+        "model": ss["model_choice"] if ss["model_choice"] != CUSTOM else _custom_model(ss),
+        "gpu": ss["gpu_choice"] if ss["gpu_choice"] != CUSTOM else _custom_gpu(ss),
+        "tp": int(ss["tp"]), "weights": ss["weights"], "kv_cache": ss["kv_cache"],
+        "context_len": int(ss["context_len"]), "prompt_len": int(ss["prompt_len"]),
+        "output_len": int(ss["output_len"]),
+    }
+    if ss["compute"] != "auto":
+        scenario["compute"] = ss["compute"]
+    if not ss["batch_auto"]:
+        scenario["batch"] = int(ss["batch"])
+    if abs(ss["utilization"] - 0.90) > 1e-9 or abs(ss["reserve_gb"] - 2.0) > 1e-9:
+        scenario["memory"] = {"utilization": float(ss["utilization"]), "reserve_gb": float(ss["reserve_gb"])}
+    if ss.get("efficiency_custom"):
+        scenario["efficiency"] = ss["efficiency_custom"]
+    elif ss["efficiency"] != "default":
+        scenario["efficiency"] = ss["efficiency"]
+    if ss["gpu_choice"] == CUSTOM or ss.get("price_explicit"):
+        scenario["usd_per_gpu_hour"] = float(ss["price"])
+    if ss["spec_on"]:
+        scenario["speculative"] = {"draft_tokens": int(ss["spec_k"]), "acceptance": float(ss["spec_p"]),
+                                   "draft_params": float(ss["spec_draft_b"]) * 1e9}
+    if ss.get("calibration"):
+        scenario["calibration"] = ss["calibration"]
+    return scenario
+
+
+def _hf_import_box() -> None:
+    """Paste or upload a Hugging Face config.json; it becomes the custom model."""
+    from planner import ScenarioError
+    from planner.hf_import import model_from_hf_config
+
+    with st.expander("Import a Hugging Face config.json"):
+        st.caption("Supported model_type: " + ", ".join(SUPPORTED_MODEL_TYPES) + ". Nothing is downloaded.")
+        text = st.text_area("Paste config.json", key="hf_text", height=120)
+        upload = st.file_uploader("or upload it", type=["json"], key="hf_upload")
+        if st.button("Use this config", key="hf_apply"):
+            raw = upload.getvalue().decode("utf-8", errors="replace") if upload is not None else text
+            try:
+                config = json.loads(raw)
+                model_from_hf_config(config)
+            except json.JSONDecodeError as err:
+                st.session_state["hf_error"] = f"config.json is not valid JSON ({err.msg}, line {err.lineno})"
+            except ScenarioError as err:
+                st.session_state["hf_error"] = f"{err.field}: {err.reason}"
+            else:
+                st.session_state["hf_error"] = None
+                queue_updates({"model_choice": CUSTOM, "model_extra": {"hf_config": config}})
+                st.rerun()
+        if st.session_state.get("hf_error"):
+            st.error(st.session_state["hf_error"], icon="⚠️")
+
+
+def render_sidebar() -> None:
+    ss = st.session_state
+    presets = load_presets()
+    catalog = load_catalog()
+    sb = st.sidebar
+    sb.header("Scenario")
+
+    sb.selectbox("Model", [*presets, CUSTOM], key="model_choice",
+                 format_func=lambda k: presets[k].name if k in presets else "Custom shape…")
+    if ss["model_choice"] == CUSTOM:
+        with sb.container(border=True):
+            if ss.get("model_extra") and set(ss["model_extra"]) == {"hf_config"}:
+                st.info("Using an imported config.json.")
+                if st.button("Edit the shape instead", key="hf_clear"):
+                    queue_updates({"model_extra": None})
+                    st.rerun()
+            else:
+                st.text_input("Name", key="m_name", max_chars=120)
+                c1, c2 = st.columns(2)
+                c1.number_input("Layers", 1, 1000, key="m_n_layers")
+                c2.number_input("d_model", 1, 1_000_000, key="m_d_model")
+                c1.number_input("Heads", 1, 10_000, key="m_n_heads")
+                c2.number_input("KV heads", 1, 10_000, key="m_n_kv_heads")
+                c1.number_input("head_dim", 1, 100_000, key="m_head_dim")
+                c2.number_input("d_ff", 1, 10_000_000, key="m_d_ff")
+                c1.number_input("Vocab", 1, 10_000_000, key="m_vocab_size")
+                c2.number_input("Params (B, 0 = from shape)", 0.0, 1e6, key="m_n_params_b", format="%.3f")
+                st.checkbox("Tied embeddings", key="m_tied")
+                if ss.get("model_extra"):
+                    st.caption("Also keeps: " + ", ".join(sorted(ss["model_extra"])))
+        with sb:
+            _hf_import_box()
+
+    sb.selectbox("GPU", [*catalog, CUSTOM], key="gpu_choice", on_change=_on_gpu_change,
+                 format_func=lambda k: catalog[k].name if k in catalog else "Custom GPU…")
+    if ss["gpu_choice"] == CUSTOM:
+        with sb.container(border=True):
+            st.text_input("GPU name", key="g_name", max_chars=120)
+            c1, c2 = st.columns(2)
+            c1.number_input("Memory (GB)", 0.1, 10_000.0, key="g_memory_gb")
+            c2.number_input("HBM (TB/s)", 0.01, 1000.0, key="g_hbm_tb_s")
+            c1.number_input("Dense bf16 TFLOP/s", 0.1, 1e6, key="g_bf16")
+            c2.number_input("Dense fp8 (0 = none)", 0.0, 1e6, key="g_fp8")
+            c1.number_input("Dense fp4 (0 = none)", 0.0, 1e6, key="g_fp4")
+            c2.number_input("Link GB/s per direction", 0.1, 100_000.0, key="g_link")
+
+    c1, c2 = sb.columns(2)
+    c1.selectbox("TP degree", TP_CHOICES, key="tp", help="GPUs per replica (tensor parallel)")
+    c2.selectbox("Weights", WEIGHTS, key="weights")
+    c1.selectbox("KV cache", KV, key="kv_cache")
+    c2.selectbox("Compute", COMPUTE, key="compute", help="auto: fp8 for fp8 weights, fp4 for fp4, else bf16")
+    c1, c2, c3 = sb.columns(3)
+    c1.number_input("Context", 1, 10_000_000, key="context_len", help="tokens a sequence may hold")
+    c2.number_input("Prompt", 1, 10_000_000, key="prompt_len")
+    c3.number_input("Output", 1, 10_000_000, key="output_len")
+    sb.checkbox("Batch = max batch that fits", key="batch_auto")
+    if not ss["batch_auto"]:
+        sb.number_input("Batch (concurrent sequences)", 1, 10_000_000, key="batch")
+    with sb.expander("Memory, engine and price"):
+        st.slider("Memory utilization", 0.30, 1.00, step=0.01, key="utilization",
+                  help="fraction of GPU memory the engine may use (vLLM gpu_memory_utilization)")
+        st.number_input("Reserve per GPU (GB)", 0.0, 1000.0, step=0.5, key="reserve_gb",
+                        help="runtime, activations, CUDA graphs")
+        st.radio("Engine efficiency", ["default", "ideal"], key="efficiency", horizontal=True,
+                 help="default: an optimized engine (calibrated); ideal: the pure roofline")
+        st.number_input("$ per GPU-hour", 0.01, 100_000.0, step=0.1, key="price", on_change=_on_price_change)
+    with sb.expander("Speculative decoding"):
+        st.checkbox("Enable", key="spec_on")
+        if ss["spec_on"]:
+            st.number_input("Draft tokens k", 1, 64, key="spec_k")
+            st.slider("Acceptance p", 0.0, 1.0, step=0.01, key="spec_p")
+            st.number_input("Draft params (B)", 0.01, 10_000.0, key="spec_draft_b")

@@ -1,0 +1,151 @@
+"""Share links: every scenario field is a query parameter of the same name (nested ones dotted:
+`memory.utilization`); a custom model or GPU travels as its JSON object. Pure functions, no Streamlit.
+
+Reading a link is forgiving: a bad parameter gets a message naming it, falls back to its default,
+and the rest of the link still applies.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from planner import ScenarioError, parse_scenario
+from planner.scenario import resolve
+
+DEFAULT_SCENARIO: dict[str, Any] = {
+    "model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
+    "context_len": 8192, "prompt_len": 2000, "output_len": 400,
+}
+
+INT_FIELDS = ("tp", "context_len", "prompt_len", "output_len", "batch")
+FLOAT_FIELDS = ("usd_per_gpu_hour", "memory.utilization", "memory.reserve_gb")
+STR_FIELDS = ("weights", "kv_cache", "compute")
+JSON_OR_STR_FIELDS = ("model", "gpu", "efficiency")
+JSON_FIELDS = ("speculative", "calibration")
+FIELDS = ("model", "gpu", *INT_FIELDS, *STR_FIELDS, *FLOAT_FIELDS, "efficiency", *JSON_FIELDS)
+COMPARE_PARAM = "compare"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def scenario_to_query(scenario: dict[str, Any]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for key, value in scenario.items():
+        if value is None:
+            continue
+        if key == "memory":
+            for sub, v in value.items():
+                params[f"memory.{sub}"] = repr(float(v))
+        elif isinstance(value, dict):
+            params[key] = _compact(value)
+        elif isinstance(value, float):
+            params[key] = repr(value)
+        else:
+            params[key] = str(value)
+    return params
+
+
+def _convert(field: str, raw: str) -> Any:
+    """Query text to a typed value; raises ValueError with a reason."""
+    if field in INT_FIELDS:
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError("must be a whole number") from None
+    if field in FLOAT_FIELDS:
+        try:
+            return float(raw)
+        except ValueError:
+            raise ValueError("must be a number") from None
+    if field in JSON_OR_STR_FIELDS:
+        if raw.lstrip().startswith("{"):
+            try:
+                return json.loads(raw)
+            except json.JSONDecodeError:
+                raise ValueError("is not valid JSON") from None
+        return raw
+    if field in JSON_FIELDS:
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            raise ValueError("is not valid JSON") from None
+    return raw
+
+
+def _set(scenario: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
+    out = json.loads(json.dumps(scenario))
+    if field.startswith("memory."):
+        out.setdefault("memory", {})[field.split(".", 1)[1]] = value
+    else:
+        out[field] = value
+    return out
+
+
+def _check(scenario: dict[str, Any]) -> None:
+    resolve(parse_scenario(scenario))
+
+
+def scenario_from_query(params: dict[str, str], default: dict[str, Any] | None = None
+                        ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The scenario a link describes, and (parameter, reason) for each parameter that was dropped."""
+    scenario = json.loads(json.dumps(default or DEFAULT_SCENARIO))
+    problems: list[tuple[str, str]] = []
+    typed: dict[str, Any] = {}
+    for field, raw in params.items():
+        if field == COMPARE_PARAM:
+            continue
+        if field not in FIELDS:
+            problems.append((field, "is not a scenario field; ignored"))
+            continue
+        try:
+            typed[field] = _convert(field, raw)
+        except ValueError as err:
+            problems.append((field, f"{err}; using the default"))
+    if "gpu" in typed and "usd_per_gpu_hour" not in typed:
+        scenario.pop("usd_per_gpu_hour", None)
+    # Apply what we can; fields that only fit together with later ones (context_len before
+    # prompt_len) are retried until nothing more applies.
+    pending = dict(typed)
+    last_error: dict[str, str] = {}
+    progress = True
+    while pending and progress:
+        progress = False
+        for field, value in list(pending.items()):
+            trial = _set(scenario, field, value)
+            try:
+                _check(trial)
+            except ValueError as err:  # ScenarioError is a ValueError
+                reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else str(err)
+                last_error[field] = reason
+                continue
+            scenario = trial
+            del pending[field]
+            progress = True
+    for field in pending:
+        problems.append((field, f"{last_error[field]}; using the default"))
+    return scenario, problems
+
+
+def comparison_to_query(pins: list[dict[str, Any]]) -> str:
+    return _compact(pins)
+
+
+def comparison_from_query(raw: str) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    try:
+        pins = json.loads(raw)
+    except json.JSONDecodeError:
+        return [], [(COMPARE_PARAM, "is not valid JSON; no comparison loaded")]
+    if not isinstance(pins, list):
+        return [], [(COMPARE_PARAM, "must be a JSON list of scenarios; no comparison loaded")]
+    good, problems = [], []
+    for i, pin in enumerate(pins[:12]):
+        try:
+            _check(pin)
+            good.append(pin)
+        except ValueError as err:
+            reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else str(err)
+            problems.append((f"{COMPARE_PARAM}[{i}]", f"{reason}; that pin is skipped"))
+    return good, problems

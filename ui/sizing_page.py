@@ -1,0 +1,163 @@
+"""Sizing page: traffic, objectives, candidate filters and cost mode in; a ranked table, a cost vs
+latency scatter with the Pareto frontier, and a way to open any option in the planner."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from planner import ScenarioError
+from planner.ownership import break_even_utilization
+from planner.presets import load_presets
+from planner.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS, parse_sizing, size
+from ui import inputs
+from ui.text import plain
+
+SIZE_PARAM = "size"
+DEFAULT_REQUEST: dict[str, Any] = {
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
+}
+
+
+def _request_from_widgets(catalog) -> dict[str, Any]:
+    ss = st.session_state
+    req: dict[str, Any] = {
+        "model": ss["sz_model"],
+        "traffic": {"requests_per_s": float(ss["sz_rps"]), "prompt_len": int(ss["sz_prompt"]),
+                    "output_len": int(ss["sz_output"])},
+        "slo": {"ttft_ms": float(ss["sz_ttft"]), "itl_ms": float(ss["sz_itl"])},
+        "gpus": list(ss["sz_gpus"]) or list(catalog), "tp": list(ss["sz_tp"]) or DEFAULT_TP,
+        "weights": list(ss["sz_weights"]) or DEFAULT_WEIGHTS, "kv_cache": list(ss["sz_kv"]) or DEFAULT_KV,
+        "cost_mode": ss["sz_cost_mode"],
+    }
+    if ss["sz_cost_mode"] == "own":
+        req["ownership"] = {"amortization_years": float(ss["sz_years"]), "power_usd_per_kwh": float(ss["sz_kwh"]),
+                            "pue": float(ss["sz_pue"]), "hosting_usd_per_gpu_month": float(ss["sz_hosting"])}
+    return req
+
+
+def _seed(req: dict[str, Any], catalog) -> None:
+    ss = st.session_state
+    ss["sz_model"] = req["model"] if isinstance(req["model"], str) else "llama-3.1-70b"
+    ss["sz_rps"] = float(req["traffic"]["requests_per_s"])
+    ss["sz_prompt"] = int(req["traffic"]["prompt_len"])
+    ss["sz_output"] = int(req["traffic"]["output_len"])
+    ss["sz_ttft"] = float(req["slo"]["ttft_ms"])
+    ss["sz_itl"] = float(req["slo"]["itl_ms"])
+    ss["sz_gpus"] = [g for g in req.get("gpus", []) if isinstance(g, str) and g in catalog]
+    ss["sz_tp"] = req.get("tp", DEFAULT_TP)
+    ss["sz_weights"] = req.get("weights", DEFAULT_WEIGHTS)
+    ss["sz_kv"] = req.get("kv_cache", DEFAULT_KV)
+    ss["sz_cost_mode"] = req.get("cost_mode", "rent")
+    own = req.get("ownership") or {}
+    ss["sz_years"] = float(own.get("amortization_years", 4.0))
+    ss["sz_kwh"] = float(own.get("power_usd_per_kwh", 0.10))
+    ss["sz_pue"] = float(own.get("pue", 1.3))
+    ss["sz_hosting"] = float(own.get("hosting_usd_per_gpu_month", 150.0))
+
+
+def _init(catalog) -> None:
+    if st.session_state.get("sz_initialized"):
+        return
+    req = DEFAULT_REQUEST
+    raw = st.query_params.get(SIZE_PARAM)
+    if raw:
+        try:
+            candidate = json.loads(raw)
+            parse_sizing(candidate)
+            req = candidate
+        except (json.JSONDecodeError, ScenarioError) as err:
+            reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else "not valid JSON"
+            st.session_state["sz_link_problem"] = reason
+    _seed(req, catalog)
+    st.session_state["sz_initialized"] = True
+    if raw and "sz_link_problem" not in st.session_state:
+        st.session_state["sz_run"] = True  # a shared search link runs its search
+
+
+def scatter(options: pd.DataFrame) -> alt.Chart:
+    return alt.Chart(options).mark_circle(size=70).encode(
+        x=alt.X("usd_per_hour:Q", title="fleet $ per hour", scale=alt.Scale(type="log")),
+        y=alt.Y("itl_ms:Q", title="ITL (ms)"),
+        color=alt.Color("pareto:N", title="Pareto frontier", scale=alt.Scale(domain=[True, False],
+                                                                             range=["#d62728", "#9ecae1"])),
+        tooltip=["gpu", "tp", "weights", "kv_cache", "batch", "replicas", "gpus_total",
+                 alt.Tooltip("usd_per_hour:Q", format=",.2f"), alt.Tooltip("itl_ms:Q", format=",.1f"),
+                 alt.Tooltip("ttft_ms:Q", format=",.0f"), alt.Tooltip("usd_per_million_output_tokens:Q", format=",.3f")],
+    ).properties(height=320, title="Cost vs ITL (red: not dominated on both)")
+
+
+def render(catalog) -> None:
+    _init(catalog)
+    ss = st.session_state
+    presets = load_presets()
+    if ss.get("sz_link_problem"):
+        st.warning(f"Link parameter `size`: {plain(ss['sz_link_problem'])}; using the default search")
+    with st.form("sizing"):
+        c1, c2, c3 = st.columns(3)
+        c1.selectbox("Model", list(presets), key="sz_model", format_func=lambda k: presets[k].name)
+        c1.number_input("Requests per second", 0.001, 1e7, key="sz_rps", format="%.3f")
+        c2.number_input("Prompt tokens", 1, 10_000_000, key="sz_prompt")
+        c2.number_input("Output tokens", 1, 10_000_000, key="sz_output")
+        c3.number_input("TTFT objective (ms)", 1.0, 1e7, key="sz_ttft")
+        c3.number_input("ITL objective (ms)", 0.1, 1e7, key="sz_itl")
+        f1, f2 = st.columns(2)
+        f1.multiselect("GPUs (empty: whole catalog)", list(catalog), key="sz_gpus")
+        f2.multiselect("TP", [1, 2, 4, 8, 16], key="sz_tp")
+        f1.multiselect("Weights", ["bf16", "fp8", "int8", "int4", "fp4"], key="sz_weights")
+        f2.multiselect("KV cache", ["bf16", "fp8", "int8", "int4"], key="sz_kv")
+        st.radio("Cost", ["rent", "own"], key="sz_cost_mode", horizontal=True,
+                 help="rent: catalog $/GPU-hour; own: capex amortized + power + hosting")
+        o1, o2, o3, o4 = st.columns(4)
+        o1.number_input("Amortization (years)", 0.5, 30.0, key="sz_years")
+        o2.number_input("$ per kWh", 0.0, 10.0, key="sz_kwh", format="%.3f")
+        o3.number_input("PUE", 1.0, 5.0, key="sz_pue")
+        o4.number_input("Hosting $/GPU-month", 0.0, 1e6, key="sz_hosting")
+        submitted = st.form_submit_button("Find the cheapest fleet")
+    req = _request_from_widgets(catalog)
+    if submitted or ss.pop("sz_run", False):
+        try:
+            with st.spinner("Searching configurations…"):
+                ss["sz_result"] = size(req)
+            ss["sz_error"] = None
+        except ScenarioError as err:
+            ss["sz_result"], ss["sz_error"] = None, f"{err.field}: {err.reason}"
+        ss["sz_request"] = req
+    if ss.get("sz_error"):
+        st.error(plain(ss["sz_error"]))
+    result = ss.get("sz_result")
+    if not result:
+        st.caption("Assumptions: continuous batching with chunked prefill (2,048-token chunks); each replica's "
+                   "prefills form an M/D/1 queue under Poisson arrivals; prefill time slows decoding in proportion "
+                   "to its share of the replica's time. See README, 'Sizing assumptions'.")
+        return
+    st.query_params[SIZE_PARAM] = json.dumps(ss["sz_request"], separators=(",", ":"))
+    st.markdown(f"Searched **{result['searched']:,}** configurations; **{result['feasible']:,}** meet both objectives.")
+    if not result["options"]:
+        st.error("No configuration meets both objectives at this traffic. Reasons by candidate are below.")
+    else:
+        options = pd.DataFrame([{k: v for k, v in o.items() if k != "scenario"} for o in result["options"]])
+        best = result["options"][0]
+        if ss["sz_request"].get("cost_mode") == "own" and best.get("own_usd_per_gpu_hour") and best.get("rent_usd_per_gpu_hour"):
+            u = break_even_utilization(best["own_usd_per_gpu_hour"], best["rent_usd_per_gpu_hour"])
+            st.info(f"Cheapest option owned: ${best['own_usd_per_gpu_hour']:.2f}/GPU-hour vs ${best['rent_usd_per_gpu_hour']:.2f} "
+                    f"rented; owning wins above {u:.0%} utilization.")
+        cols = ["gpu", "tp", "weights", "kv_cache", "batch", "replicas", "gpus_total", "ttft_ms", "itl_ms",
+                "itl_ms_under_load", "output_tokens_per_s", "usd_per_hour", "usd_per_million_output_tokens", "pareto"]
+        st.dataframe(options[cols].head(50), width="stretch", hide_index=False)
+        st.altair_chart(scatter(options), width="stretch")
+        pick = st.number_input("Open option # in the planner", 0, len(result["options"]) - 1, 0, key="sz_pick")
+        if st.button("Open in planner", key="sz_open"):
+            inputs.queue_scenario(result["options"][int(pick)]["scenario"])
+            st.session_state["sz_opened"] = int(pick)
+            st.rerun()
+        if ss.get("sz_opened") is not None:
+            st.success(f"Option #{ss['sz_opened']} is loaded into the sidebar and the Plan tab.")
+    if result["infeasible"]:
+        with st.expander(f"Candidates that could not work ({len(result['infeasible'])})"):
+            st.dataframe(pd.DataFrame(result["infeasible"]), width="stretch")
