@@ -42,9 +42,9 @@ with tab_plan:
     else:
         top = st.columns([3, 1])
         top[0].markdown(f"**{plain(result.model.name)}** on **{result.tp} x {plain(result.gpu)}** · "
-                        f"{scenario['weights']} weights · {scenario['kv_cache']} KV · efficiency `{plain(result.efficiency)}`"
-                        + (f" · calibration `{plain(result.calibration)}`" if result.calibration else ""))
-        if top[1].button("📌 Pin for comparison", key="pin_plan"):
+                        f"{scenario['weights']} weights · {scenario['kv_cache']} KV · efficiency {plain(result.efficiency)}"
+                        + (f" · calibration {plain(result.calibration)}" if result.calibration else ""))
+        if top[1].button("Pin for comparison", key="pin_plan"):
             st.session_state.setdefault("pins", []).append(scenario)
             st.rerun()
         figures.render(result, scenario)

@@ -19,8 +19,10 @@ def memory_bar(p: Plan) -> alt.Chart:
         "gb": [m.weights_gb_per_gpu, kv, m.reserve_gb, free],
         "order": [0, 1, 2, 3],
     })
-    return alt.Chart(df, height=90, title="Per-GPU memory (GB, within the utilization limit)").mark_bar().encode(
-        x=alt.X("sum(gb):Q", title="GB"),
+    df["gpu"] = "one GPU"
+    return alt.Chart(df, height=110, title="Per-GPU memory (GB, within the utilization limit)").mark_bar().encode(
+        x=alt.X("gb:Q", title="GB", stack="zero"),
+        y=alt.Y("gpu:N", title=None),
         color=alt.Color("part:N", sort=list(df["part"]), scale=alt.Scale(scheme="tableau10")),
         order=alt.Order("order:Q"),
         tooltip=["part", alt.Tooltip("gb:Q", format=",.2f")],

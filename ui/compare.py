@@ -15,8 +15,8 @@ from ui.figures import headline_rows
 
 NUMERIC_KEYS = {
     "Weights per GPU": ("memory", "weights_gb_per_gpu"), "KV budget per GPU": ("memory", "kv_budget_gb_per_gpu"),
-    "Max batch": ("memory", "max_batch"), "Decode intensity": ("roofline", "decode_ai"),
-    "Ridge point": ("roofline", "ridge_flop_per_byte"), "TTFT": ("latency", "ttft_ms"), "ITL": ("latency", "itl_ms"),
+    "Max batch": ("memory", "max_batch"), "Decode FLOP/byte": ("roofline", "decode_ai"),
+    "Ridge FLOP/byte": ("roofline", "ridge_flop_per_byte"), "TTFT": ("latency", "ttft_ms"), "ITL": ("latency", "itl_ms"),
     "Tokens/s (replica)": ("throughput", "output_tokens_per_s"),
     "Tokens/s per user": ("throughput", "tokens_per_s_per_user"),
     "$ per M output tokens": ("cost", "usd_per_million_output_tokens"),
@@ -26,7 +26,9 @@ NUMERIC_KEYS = {
 def label(scenario: dict[str, Any]) -> str:
     model = scenario["model"] if isinstance(scenario["model"], str) else scenario["model"].get("name", "custom")
     gpu = scenario["gpu"] if isinstance(scenario["gpu"], str) else scenario["gpu"].get("name", "custom")
-    return f"{model} · {gpu} · TP{scenario.get('tp', 1)} · {scenario.get('weights', 'bf16')}/{scenario.get('kv_cache', 'bf16')}"
+    lengths = f"{scenario.get('prompt_len', 1024)}→{scenario.get('output_len', 256)}"
+    return (f"{model} · {gpu} · TP{scenario.get('tp', 1)} · {scenario.get('weights', 'bf16')}/"
+            f"{scenario.get('kv_cache', 'bf16')} · {lengths}")
 
 
 def comparison_table(pins: list[dict[str, Any]]) -> pd.DataFrame:
@@ -69,7 +71,7 @@ def overlaid_sweeps(pins: list[dict[str, Any]]) -> pd.DataFrame:
 def render(current: dict[str, Any] | None) -> None:
     pins: list[dict[str, Any]] = st.session_state.setdefault("pins", [])
     c1, c2, c3 = st.columns([1, 1, 3])
-    if c1.button("📌 Pin current scenario", key="pin_compare", disabled=current is None):
+    if c1.button("Pin current scenario", key="pin_compare", disabled=current is None):
         pins.append(current)
         st.rerun()
     if c2.button("Clear pins", key="clear_pins", disabled=not pins):
@@ -81,7 +83,7 @@ def render(current: dict[str, Any] | None) -> None:
         st.info("No pinned scenarios yet.")
         return
     try:
-        st.dataframe(comparison_table(pins), width="stretch")
+        st.table(comparison_table(pins))
         sweeps = overlaid_sweeps(pins)
     except ScenarioError as err:  # a pin that stopped validating (should not happen: pins are checked)
         st.error(f"A pinned scenario is no longer valid: {err.field}: {err.reason}")

@@ -47,8 +47,10 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> None:
             extra = {k: v for k, v in model.items() if k not in (*MODEL_FIELDS, "name", "tied_embeddings", "n_params")}
             ss["model_extra"] = extra or None
             custom.update({k: v for k, v in model.items() if k in (*MODEL_FIELDS, "name", "tied_embeddings", "n_params")})
+            if model.get("head_dim") is None and "d_model" in model and "n_heads" in model:
+                custom["head_dim"] = model["d_model"] // model["n_heads"]
     for field in MODEL_FIELDS:
-        ss[f"m_{field}"] = int(custom.get(field) or (custom["d_model"] // custom["n_heads"] if field == "head_dim" else 1))
+        ss[f"m_{field}"] = int(custom[field])
     ss["m_name"] = str(custom.get("name", "my-model"))
     ss["m_tied"] = bool(custom.get("tied_embeddings", False))
     ss["m_n_params_b"] = float(custom.get("n_params") or 0.0) / 1e9

@@ -1,0 +1,203 @@
+"""Streamlit AppTest: every element, the link round trip (bad parameters included), pins, exports, sizing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from planner import plan_dict
+from ui.links import DEFAULT_SCENARIO, scenario_to_query
+
+TIMEOUT = 60
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+def run_app(params: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def unescape(markdown: str) -> str:
+    """Markdown as displayed: the app escapes user and field text with backslashes."""
+    return markdown.replace("\\", "")
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _num(text: str) -> float:
+    return float(text.replace("$", "").replace(",", "").split()[0])
+
+
+def assert_metrics_match_plan(at: AppTest, scenario: dict) -> None:
+    p = plan_dict(scenario)
+    m = metrics(at)
+    assert _num(m["Weights per GPU"]) == pytest.approx(p["memory"]["weights_gb_per_gpu"], abs=0.006)
+    assert _num(m["KV budget per GPU"]) == pytest.approx(p["memory"]["kv_budget_gb_per_gpu"], abs=0.006)
+    assert int(_num(m["Max batch"])) == p["memory"]["max_batch"]
+    assert _num(m["Decode FLOP/byte"]) == pytest.approx(p["roofline"]["decode_ai"], abs=0.06)
+    assert _num(m["Ridge FLOP/byte"]) == pytest.approx(p["roofline"]["ridge_flop_per_byte"], abs=0.06)
+    assert _num(m["TTFT"]) == pytest.approx(p["latency"]["ttft_ms"], rel=0.006)
+    assert _num(m["ITL"]) == pytest.approx(p["latency"]["itl_ms"], rel=0.006)
+    assert _num(m["Tokens/s (replica)"]) == pytest.approx(p["throughput"]["output_tokens_per_s"], abs=0.6)
+    assert _num(m["$ per M output tokens"]) == pytest.approx(p["cost"]["usd_per_million_output_tokens"], abs=6e-4)
+
+
+def test_default_page_shows_a_realistic_plan_with_every_headline_figure():
+    at = run_app()
+    assert len(at.metric) == 10
+    assert_metrics_match_plan(at, DEFAULT_SCENARIO)
+    assert at.sidebar.selectbox(key="model_choice").value == "llama-3.1-70b"
+    assert at.sidebar.selectbox(key="gpu_choice").value == "h100-sxm"
+    assert len(at.get("vega_lite_chart")) >= 5  # memory, roofline, AI, ITL+tok/s, cost
+    assert not at.error and not at.warning
+
+
+def test_share_link_reproduces_the_cli_plan():
+    link = {"model": "llama-3.1-70b", "gpu": "h200", "tp": "2", "weights": "fp8", "kv_cache": "fp8",
+            "context_len": "8192", "prompt_len": "3000", "output_len": "500"}
+    at = run_app(link)
+    scenario = {**{k: (int(v) if v.isdigit() else v) for k, v in link.items()}}
+    assert_metrics_match_plan(at, scenario)
+    assert dict(at.query_params) == {k: [v] if isinstance(at.query_params[k], list) else v
+                                     for k, v in scenario_to_query(scenario).items()} or \
+        {k: at.query_params[k] for k in at.query_params} == scenario_to_query(scenario)
+
+
+def test_bad_link_parameters_fall_back_and_the_rest_applies():
+    at = run_app({"gpu": "h900", "tp": "two", "context_len": "4096", "prompt_len": "1000", "output_len": "200",
+                  "weights": "<b>fp9</b>"})
+    warnings = unescape(" ".join(w.value for w in at.warning))
+    assert "gpu" in warnings and "unknown GPU" in warnings
+    assert "tp" in warnings and "whole number" in warnings
+    assert "weights" in warnings and "<b>" not in warnings  # user text is escaped, never HTML
+    assert at.sidebar.number_input(key="context_len").value == 4096
+    assert at.sidebar.number_input(key="prompt_len").value == 1000
+    assert at.sidebar.selectbox(key="gpu_choice").value == DEFAULT_SCENARIO["gpu"]
+    assert at.sidebar.selectbox(key="tp").value == DEFAULT_SCENARIO["tp"]
+    assert_metrics_match_plan(at, {**DEFAULT_SCENARIO, "context_len": 4096, "prompt_len": 1000, "output_len": 200})
+
+
+def test_changing_an_input_updates_the_url():
+    at = run_app()
+    at.sidebar.selectbox(key="tp").set_value(8).run()
+    assert at.query_params["tp"] in ("8", ["8"])
+    assert_metrics_match_plan(at, {**DEFAULT_SCENARIO, "tp": 8})
+    at.sidebar.selectbox(key="gpu_choice").set_value("b200").run()
+    assert at.query_params["gpu"] in ("b200", ["b200"])
+
+
+def test_custom_model_travels_as_json_in_the_link():
+    model = {"name": "tiny", "n_layers": 4, "d_model": 512, "n_heads": 8, "n_kv_heads": 2, "d_ff": 2048,
+             "vocab_size": 32000}
+    at = run_app({"model": json.dumps(model), "gpu": "l4", "tp": "1", "weights": "bf16", "kv_cache": "bf16"})
+    assert at.sidebar.selectbox(key="model_choice").value == "custom"
+    assert at.sidebar.number_input(key="m_n_layers").value == 4
+    assert_metrics_match_plan(at, {"model": {**model, "head_dim": 64, "tied_embeddings": False}, "gpu": "l4",
+                                   "tp": 1, "weights": "bf16", "kv_cache": "bf16", "context_len": 8192,
+                                   "prompt_len": 2000, "output_len": 400})
+
+
+def test_scenario_that_does_not_fit_says_so_and_suggests_tp():
+    at = run_app({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": "2", "weights": "bf16"})
+    errors = " ".join(e.value for e in at.error)
+    assert "do not fit" in errors and "smallest TP that fits is **16**" in errors
+
+
+def test_invalid_input_combination_names_the_field_and_keeps_state():
+    at = run_app()
+    at.sidebar.number_input(key="prompt_len").set_value(9000).run()
+    assert not at.exception
+    assert any("context_len" in unescape(e.value) for e in at.error)
+    assert at.sidebar.selectbox(key="model_choice").value == "llama-3.1-70b"  # nothing else lost
+    at.sidebar.number_input(key="context_len").set_value(16384).run()
+    assert not at.error and len(at.metric) == 10
+
+
+def test_pin_two_scenarios_and_compare():
+    at = run_app()
+    at.button(key="pin_plan").click().run()
+    at.sidebar.selectbox(key="gpu_choice").set_value("h200").run()
+    at.button(key="pin_plan").click().run()
+    table = at.table[0].value
+    assert table.shape[1] == 3  # two pins and the difference
+    assert "ITL" in table.index
+    compare = json.loads(at.query_params["compare"] if isinstance(at.query_params["compare"], str)
+                         else at.query_params["compare"][0])
+    assert [p["gpu"] for p in compare] == ["h100-sxm", "h200"]
+
+
+def test_comparison_link_loads_pins_and_skips_bad_ones():
+    pins = [{**DEFAULT_SCENARIO}, {**DEFAULT_SCENARIO, "gpu": "b200"}, {**DEFAULT_SCENARIO, "tp": "x"}]
+    at = run_app({**scenario_to_query(DEFAULT_SCENARIO), "compare": json.dumps(pins)})
+    assert len(at.session_state["pins"]) == 2
+    assert any("compare[2]" in unescape(w.value) for w in at.warning)
+
+
+def test_exports_offer_scenario_plan_and_sweep():
+    at = run_app()
+    labels = [b.label for b in at.get("download_button")]
+    assert labels == ["Scenario JSON", "Plan JSON", "Batch sweep CSV"]
+
+
+def test_ideal_efficiency_reproduces_the_roofline():
+    at = run_app()
+    at.sidebar.radio(key="efficiency").set_value("ideal").run()
+    assert at.query_params["efficiency"] in ("ideal", ["ideal"])
+    assert_metrics_match_plan(at, {**DEFAULT_SCENARIO, "efficiency": "ideal"})
+
+
+def test_custom_price_enters_the_link_and_cost():
+    at = run_app()
+    at.sidebar.number_input(key="price").set_value(5.0).run()
+    assert at.query_params["usd_per_gpu_hour"] in ("5.0", ["5.0"])
+    assert_metrics_match_plan(at, {**DEFAULT_SCENARIO, "usd_per_gpu_hour": 5.0})
+
+
+def test_speculative_decoding_inputs():
+    at = run_app()
+    at.sidebar.checkbox(key="spec_on").check().run()
+    spec = json.loads(at.query_params["speculative"] if isinstance(at.query_params["speculative"], str)
+                      else at.query_params["speculative"][0])
+    assert spec == {"acceptance": 0.7, "draft_params": 1e9, "draft_tokens": 4}
+
+
+def test_hf_config_import_in_the_app():
+    at = run_app()
+    at.sidebar.selectbox(key="model_choice").set_value("custom").run()
+    config = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+              "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256}
+    at.text_area(key="hf_text").input(json.dumps(config)).run()
+    at.button(key="hf_apply").click().run()
+    assert not at.exception
+    model = json.loads(at.query_params["model"] if isinstance(at.query_params["model"], str)
+                       else at.query_params["model"][0])
+    assert model == {"hf_config": config}
+    weights_8b = plan_dict({**DEFAULT_SCENARIO, "model": "llama-3.1-8b"})["memory"]["weights_gb_per_gpu"]
+    assert float(metrics(at)["Weights per GPU"].split()[0]) == pytest.approx(weights_8b, abs=0.006)
+
+
+def test_hf_config_import_rejects_unsupported_family():
+    at = run_app()
+    at.sidebar.selectbox(key="model_choice").set_value("custom").run()
+    at.text_area(key="hf_text").input('{"model_type": "gpt2"}').run()
+    at.button(key="hf_apply").click().run()
+    assert any("not supported" in e.value and "llama" in e.value for e in at.error)
+
+
+def test_sizing_page_ranks_options():
+    at = run_app()
+    at.button[-1]  # the form's submit button is the last button before sizing results
+    submit = [b for b in at.button if b.label == "Find the cheapest fleet"][0]
+    submit.click().run(timeout=TIMEOUT)
+    assert not at.exception
+    assert any("meet both objectives" in m.value for m in at.markdown)
+    assert "size" in at.query_params

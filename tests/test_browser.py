@@ -1,0 +1,158 @@
+"""Real-browser test: Debian's headless Chromium, driven by Playwright, against `streamlit run app.py`.
+
+Opens a share link, checks the headline figures against the CLI's plan, changes an input and checks the
+URL followed, pins two scenarios and checks the comparison, and saves screenshots under artifacts/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+LINK = {"model": "llama-3.1-70b", "gpu": "h200", "tp": "2", "weights": "fp8", "kv_cache": "fp8",
+        "context_len": "8192", "prompt_len": "3000", "output_len": "500"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail("Debian chromium is missing: .ci/run must install it")
+        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        yield b
+        b.close()
+
+
+def _cli_plan(scenario: dict) -> dict:
+    r = subprocess.run([sys.executable, "-m", "planner", "plan", "-"], input=json.dumps(scenario), text=True,
+                       capture_output=True, cwd=ROOT, timeout=60, check=True)
+    return json.loads(r.stdout)
+
+
+def _metrics(page) -> dict[str, float]:
+    out = {}
+    for m in page.locator('[data-testid="stMetric"]').all():
+        label = m.locator('[data-testid="stMetricLabel"]').inner_text().strip()
+        value = m.locator('[data-testid="stMetricValue"]').inner_text().strip()
+        out[label] = float(re.sub(r"[^0-9.]", "", value.split()[0]))
+    return out
+
+
+def _wait_for_metrics(page, n=10):
+    page.wait_for_function(f"document.querySelectorAll('[data-testid=\"stMetric\"]').length >= {n}", timeout=60_000)
+    page.wait_for_timeout(500)
+
+
+def _query(page) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
+
+
+def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(server, browser):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1500, "height": 2000})
+    page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in LINK.items()))
+    _wait_for_metrics(page)
+
+    scenario = {k: int(v) if v.isdigit() else v for k, v in LINK.items()}
+    plan = _cli_plan(scenario)
+    m = _metrics(page)
+    assert m["Weights per GPU"] == pytest.approx(plan["memory"]["weights_gb_per_gpu"], abs=0.006)
+    assert m["KV budget per GPU"] == pytest.approx(plan["memory"]["kv_budget_gb_per_gpu"], abs=0.006)
+    assert m["Max batch"] == plan["memory"]["max_batch"]
+    assert m["ITL"] == pytest.approx(plan["latency"]["itl_ms"], rel=0.006)
+    assert m["TTFT"] == pytest.approx(plan["latency"]["ttft_ms"], rel=0.006)
+    assert m["Tokens/s (replica)"] == pytest.approx(plan["throughput"]["output_tokens_per_s"], abs=0.6)
+    assert m["$ per M output tokens"] == pytest.approx(plan["cost"]["usd_per_million_output_tokens"], abs=6e-4)
+    page.screenshot(path=str(ARTIFACTS / "browser_plan.png"), full_page=True)
+
+    # change an input: the URL follows
+    page.get_by_role("button", name="Pin for comparison").click()
+    page.wait_for_function("window.location.search.includes('compare=')", timeout=30_000)
+    output = page.get_by_label("Output", exact=True)
+    output.fill("300")
+    output.press("Enter")
+    page.wait_for_function("window.location.search.includes('output_len=300')", timeout=30_000)
+    _wait_for_metrics(page)
+    assert _query(page)["output_len"] == "300"
+    plan_300 = _cli_plan({**scenario, "output_len": 300})
+    page.wait_for_timeout(1000)
+    assert _metrics(page)["ITL"] == pytest.approx(plan_300["latency"]["itl_ms"], rel=0.006)
+
+    # pin the second scenario and compare
+    page.get_by_role("button", name="Pin for comparison").click()
+    page.wait_for_function("(new URLSearchParams(window.location.search).get('compare') || '').split('gpu').length == 3",
+                           timeout=30_000)
+    pins = json.loads(_query(page)["compare"])
+    assert [p["output_len"] for p in pins] == [500, 300]
+    page.get_by_role("tab", name="Compare what-ifs").click()
+    table = page.locator('[data-testid="stTable"]')
+    table.wait_for(timeout=30_000)
+    text = table.inner_text()
+    assert "ITL" in text and "Δ" in text
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(ARTIFACTS / "browser_compare.png"), full_page=True)
+    page.close()
+
+
+def test_bad_link_parameter_is_named_and_rest_applies(server, browser):
+    page = browser.new_page()
+    page.goto(server + "/?gpu=h900&tp=4&output_len=123&model=%3Cscript%3Ealert(1)%3C/script%3E")
+    _wait_for_metrics(page)
+    alerts = page.locator('[data-testid="stAlert"]').all_inner_texts()
+    joined = " ".join(alerts)
+    assert "gpu" in joined and "unknown GPU" in joined
+    assert "model" in joined and "unknown preset" in joined
+    assert page.locator("script:has-text('alert(1)')").count() == 0  # no HTML from user text
+    assert _query(page)["output_len"] == "123"
+    page.close()
