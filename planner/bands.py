@@ -15,7 +15,7 @@ from pydantic import BaseModel
 BANDS_PATH = Path(__file__).parent / "data" / "error_bands.json"
 
 
-class _Band(BaseModel):
+class Band(BaseModel):
     low: float
     high: float
 
@@ -27,8 +27,8 @@ def _quantiles() -> dict[str, dict[str, float]]:
     return json.loads(BANDS_PATH.read_text())["metrics"]
 
 
-def error_band(metric: str, estimate: float) -> _Band | None:
+def error_band(metric: str, estimate: float) -> Band | None:
     q = _quantiles().get(metric)
     if q is None:
         return None
-    return _Band(low=estimate / (1.0 + q["q90"]), high=estimate / (1.0 + q["q10"]))
+    return Band(low=estimate / (1.0 + q["q90"]), high=estimate / (1.0 + q["q10"]))

@@ -22,6 +22,8 @@ class EngineEfficiency(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     bandwidth: float = Field(default=1.0, gt=0, le=1, description="weight streaming, fraction of HBM peak")
+    quantized_bandwidth: float = Field(default=1.0, gt=0, le=1,
+                                       description="streaming sub-16-bit weights (dequantizing kernels), fraction of HBM peak")
     compute: float = Field(default=1.0, gt=0, le=1, description="decode GEMMs, fraction of dense tensor peak")
     kv_bandwidth: float = Field(default=1.0, gt=0, le=1, description="attention KV reads, fraction of HBM peak")
     prefill_compute: float = Field(default=1.0, gt=0, le=1, description="prefill GEMMs, fraction of peak")

@@ -15,6 +15,7 @@ import numpy as np
 
 from planner.communication import tp_communication_ms
 from planner.deployment import Deployment
+from planner.precision import bits_per_value
 from planner.roofline import StepWork, decode_work, prefill_work
 
 
@@ -58,13 +59,19 @@ def _bound_ms(d: Deployment, work: StepWork) -> np.ndarray:
     return np.maximum(compute_s, memory_s) * 1e3
 
 
+def weight_bandwidth_efficiency(d: Deployment) -> float:
+    """Dequantizing kernels for sub-16-bit weights reach less of HBM bandwidth at small batch."""
+    return d.efficiency.quantized_bandwidth if bits_per_value(d.weights) < 16 else d.efficiency.bandwidth
+
+
 def _step_time(d: Deployment, work: StepWork, tokens, gemm_eff: float, attn_compute_eff: float,
                fixed_ms: float) -> StepTime:
     e = d.efficiency
+    weight_bw = weight_bandwidth_efficiency(d)
     bw = d.gpu.hbm_tb_s * 1e12
     peak_c = d.gpu.peak_tflops(d.compute) * 1e12
     peak_attn = d.gpu.peak_tflops("bf16") * 1e12
-    gemm = _join(work.gemm_flops / (gemm_eff * peak_c) * 1e3, work.weight_bytes / (e.bandwidth * bw) * 1e3,
+    gemm = _join(work.gemm_flops / (gemm_eff * peak_c) * 1e3, work.weight_bytes / (weight_bw * bw) * 1e3,
                  e.smoothing)
     attention = _join(work.attention_flops / (attn_compute_eff * peak_attn) * 1e3,
                       work.kv_bytes / (e.kv_bandwidth * bw) * 1e3, e.smoothing)
@@ -83,10 +90,15 @@ def decode_step(d: Deployment, batch, context, tokens_per_sequence: int = 1) -> 
 
 
 def prefill(d: Deployment, prompt_len) -> StepTime:
-    """One request's prompt processed alone."""
+    """One request's prompt processed alone. Its fixed costs (kernel launches per layer, scheduling)
+    overlap the GPU work, so they act as a floor for short prompts rather than adding to long ones:
+    total = p-norm(work, fixed). The breakdown's overhead_ms is what the floor adds beyond the work."""
     work = prefill_work(d, prompt_len)
-    return _step_time(d, work, prompt_len, d.efficiency.prefill_compute, d.efficiency.attention_compute,
-                      d.efficiency.prefill_overhead_ms)
+    t = _step_time(d, work, prompt_len, d.efficiency.prefill_compute, d.efficiency.attention_compute,
+                   d.efficiency.prefill_overhead_ms)
+    busy = t.gemm_ms + t.attention_ms + t.activations_ms + t.communication_ms
+    total = _join(busy, t.overhead_ms, d.efficiency.smoothing)
+    return StepTime(t.gemm_ms, t.attention_ms, t.activations_ms, t.communication_ms, total - busy, t.bound_ms, work)
 
 
 def ttft_ms(d: Deployment, prefill_ms):

@@ -8,7 +8,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel
 
-from planner.bands import error_band
+from planner.bands import Band, error_band
 from planner.cost import usd_per_million_output_tokens
 from planner.deployment import Deployment
 from planner.latency import decode_step, prefill, ttft_ms
@@ -55,11 +55,6 @@ class RooflineSection(BaseModel):
     decode_flops_per_gpu: float
     decode_bytes_per_gpu: float
     prefill_flops_per_gpu: float
-
-
-class Band(BaseModel):
-    low: float
-    high: float
 
 
 class LatencySection(BaseModel):
