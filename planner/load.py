@@ -3,7 +3,8 @@
 If prefills take a share rho of a replica's time, decoding runs in the remaining 1 - rho, so the
 inter-token latency a user sees is ITL / (1 - rho). At a fixed concurrency c (a closed loop: a new
 request replaces each finished one), Little's law gives the arrival rate lambda = c / E2E with
-E2E = TTFT + output_len * ITL_load, and rho = lambda * prefill time: solved by fixed-point iteration.
+E2E = TTFT + output_len * ITL_load; a sequence's decode is slowed by the prefills of the other c - 1,
+so rho = (c - 1) / E2E * prefill time (none at c = 1): solved by fixed-point iteration.
 """
 
 from __future__ import annotations
@@ -28,6 +29,6 @@ def itl_under_concurrency(d: Deployment, concurrency: int, prompt_len: int, outp
     itl_load = itl
     for _ in range(iterations):
         e2e_ms = first + output_len * itl_load
-        share = concurrency / e2e_ms * prefill_ms
+        share = (concurrency - 1) / e2e_ms * prefill_ms
         itl_load = float(itl_with_prefill_share(itl, share))
     return itl_load
