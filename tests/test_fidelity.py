@@ -1,0 +1,113 @@
+"""Fidelity: held-out accuracy may not regress; error bands reach the plan; calibration works end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner import plan
+from planner.calibration import CalibrationProfile, profile_from_vllm_bench
+from tools.accuracy_report import BASELINE, evaluate
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "data" / "examples"
+# Rounding slack only: the fit is deterministic, so a real regression exceeds this.
+SLACK = 0.002
+
+
+@pytest.fixture(scope="module")
+def accuracy():
+    return evaluate()
+
+
+def test_held_out_medians_do_not_regress(accuracy):
+    recorded = json.loads(BASELINE.read_text())
+    for key, median in recorded.items():
+        assert accuracy["summary"][key]["median"] <= median + SLACK, key
+
+
+def test_held_out_targets_of_the_issue(accuracy):
+    s = accuracy["summary"]
+    assert s["published.itl.heldout"]["median"] <= 0.10  # within 10% of measured decode ITL
+    assert s["published.prefill.heldout"]["median"] <= 0.15  # within 15% of measured prefill
+    assert s["device.itl.heldout"]["median"] <= 0.10
+
+
+def test_every_public_row_is_in_the_report(accuracy):
+    published = [r for r in accuracy["rows"] if r["origin"] == "published"]
+    assert len(published) == 60
+    assert sum(r["heldout"] for r in published) >= 10
+    assert all(r["predicted"] > 0 for r in published)
+
+
+def test_h100_device_rows_validate_a_profile_fitted_on_h200(accuracy):
+    h100 = [r for r in accuracy["rows"] if r["origin"] == "device" and "h100" in r["id"] and r["group"] == "itl"]
+    assert h100 and all(r["heldout"] for r in h100)
+    errors = sorted(abs(r["error"]) for r in h100)
+    assert errors[len(errors) // 2] <= 0.10
+
+
+def test_default_plan_carries_error_bands(sample_scenario):
+    p = plan(sample_scenario)
+    assert p.latency.itl_band_ms.low < p.latency.itl_ms < p.latency.itl_band_ms.high
+    assert p.latency.ttft_band_ms.low < p.latency.ttft_ms < p.latency.ttft_band_ms.high
+    band = p.throughput.output_tokens_per_s_band
+    assert band.low < p.throughput.output_tokens_per_s < band.high
+    assert plan({**sample_scenario, "efficiency": "ideal"}).latency.itl_band_ms is None
+
+
+def test_vllm_bench_calibration_reproduces_the_benchmark():
+    bench = json.loads((EXAMPLES / "vllm_bench_qwen3_8b_h100.json").read_text())
+    scenario = json.loads((EXAMPLES / "qwen3_8b_h100_scenario.json").read_text())
+    profile = profile_from_vllm_bench(bench, scenario, name="test-profile")
+    calibrated = plan({**scenario, "calibration": profile.model_dump(exclude_none=True)})
+    assert calibrated.latency.itl_ms == pytest.approx(bench["median_tpot_ms"], rel=0.01)
+    assert calibrated.latency.ttft_ms == pytest.approx(bench["median_ttft_ms"], rel=0.01)
+    assert calibrated.calibration == "test-profile"
+    # a profile measured on one GPU does not change plans for another
+    other = plan({**scenario, "gpu": "h200", "calibration": profile.model_dump(exclude_none=True)})
+    assert other.calibration is None and other.efficiency == "default-engine"
+
+
+def test_calibrate_cli_end_to_end(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "planner", "calibrate", str(EXAMPLES / "vllm_bench_qwen3_8b_h100.json"),
+                        str(EXAMPLES / "qwen3_8b_h100_scenario.json"), "--name", "cli"], capture_output=True,
+                       text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0, r.stderr
+    profile = json.loads(r.stdout)
+    scenario = json.loads((EXAMPLES / "qwen3_8b_h100_scenario.json").read_text())
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({**scenario, "calibration": profile}))
+    out = json.loads(subprocess.run([sys.executable, "-m", "planner", "plan", str(f)], capture_output=True, text=True,
+                                    cwd=ROOT, timeout=60, check=True).stdout)
+    assert out["calibration"] == "cli" and out["latency"]["itl_ms"] == pytest.approx(7.28, rel=0.01)
+
+
+def test_device_profile_file_is_a_valid_calibration():
+    profile = CalibrationProfile.model_validate(json.loads(
+        (ROOT / "data" / "calibrations" / "h200_torch_cudagraph.json").read_text()))
+    p = plan({"model": "llama-3.1-8b", "gpu": "h200", "calibration": profile.model_dump(exclude_none=True)})
+    assert p.calibration == profile.name
+
+
+@pytest.mark.parametrize("bad, field", [
+    ({"median_ttft_ms": 50}, "bench.median_tpot_ms"), ({"median_tpot_ms": -1, "median_ttft_ms": 5}, "bench.median_tpot_ms"),
+    ([], "bench"),
+])
+def test_bad_bench_json_is_named(bad, field):
+    from planner import ScenarioError
+
+    with pytest.raises(ScenarioError) as err:
+        profile_from_vllm_bench(bad, {"model": "qwen3-8b", "gpu": "h100-sxm"})
+    assert err.value.field == field
+
+
+def test_bad_calibration_in_scenario_is_named():
+    from planner import ScenarioError
+
+    with pytest.raises(ScenarioError, match="calibration.efficiency"):
+        plan({"model": "qwen3-8b", "gpu": "h100-sxm", "calibration": {"name": "x", "efficiency": {"warp": 2.0}}})

@@ -1,0 +1,152 @@
+"""Sizing: options meet the objectives and cover the traffic, re-plan to the same ITL, the frontier is
+non-dominated, costs follow the formula, rent vs buy agrees with a hand calculation, infeasible inputs answer."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu_catalog import get_gpu
+from planner import ScenarioError, plan
+from planner.ownership import OwnershipCosts, break_even_utilization, owned_usd_per_gpu_hour
+from planner.sizing import mdl_wait_ms, pareto_mask, size
+
+ROOT = Path(__file__).resolve().parents[1]
+REQUEST = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 5.0, "prompt_len": 2000, "output_len": 400},
+           "slo": {"ttft_ms": 3000.0, "itl_ms": 60.0}, "gpus": ["h100-sxm", "h200", "a100-sxm-80gb", "l40s"]}
+
+
+@pytest.fixture(scope="module")
+def result():
+    return size(REQUEST)
+
+
+def test_options_meet_objectives_and_cover_traffic(result):
+    assert result["options"]
+    demand = 5.0 * 400
+    for o in result["options"]:
+        assert o["itl_ms_under_load"] <= 60.0 and o["itl_ms"] <= 60.0 and o["ttft_ms"] <= 3000.0
+        assert o["replicas"] * o["output_tokens_per_s"] >= demand
+        assert o["gpus_total"] == o["replicas"] * o["tp"]
+
+
+def test_options_sorted_cheapest_first(result):
+    costs = [o["usd_per_hour"] for o in result["options"]]
+    assert costs == sorted(costs)
+
+
+@pytest.mark.parametrize("index", [0, 1, 5, -1])
+def test_each_option_replanned_alone_gives_the_same_itl(result, index):
+    o = result["options"][index]
+    p = plan(o["scenario"])
+    assert p.latency.batch == o["batch"]
+    assert p.latency.itl_ms == pytest.approx(o["itl_ms"], rel=1e-9)
+    assert p.throughput.output_tokens_per_s == pytest.approx(o["output_tokens_per_s"], rel=1e-9)
+
+
+def test_fleet_cost_follows_the_formula(result):
+    for o in result["options"][:20]:
+        price = get_gpu(o["gpu"]).usd_per_hour
+        assert o["usd_per_hour"] == pytest.approx(o["gpus_total"] * price)
+        assert o["usd_per_million_output_tokens"] == pytest.approx(o["usd_per_hour"] / (5.0 * 400 * 3600) * 1e6)
+
+
+def test_frontier_is_truly_non_dominated(result):
+    opts = result["options"]
+    frontier = [o for o in opts if o["pareto"]]
+    assert frontier
+    for f in frontier:
+        for o in opts:
+            dominates = (o["usd_per_hour"] <= f["usd_per_hour"] and o["itl_ms"] <= f["itl_ms"]
+                         and (o["usd_per_hour"] < f["usd_per_hour"] or o["itl_ms"] < f["itl_ms"]))
+            assert not dominates
+    for o in opts:  # every point off the frontier is dominated by one on it
+        if not o["pareto"]:
+            assert any(f["usd_per_hour"] <= o["usd_per_hour"] and f["itl_ms"] <= o["itl_ms"] for f in frontier)
+
+
+def test_pareto_mask_small_case():
+    cost = np.array([1.0, 2.0, 2.0, 3.0])
+    lat = np.array([10.0, 5.0, 6.0, 1.0])
+    assert pareto_mask(cost, lat).tolist() == [True, True, False, True]
+
+
+def test_searched_counts_every_batch_and_infeasible_explains(result):
+    assert result["searched"] >= len(result["options"])
+    reasons = {i["candidate"]: i["reason"] for i in result["infeasible"]}
+    assert "do not fit" in reasons["l40s tp1 bf16/bf16"]
+    assert "no dense fp8 peak" in reasons["a100-sxm-80gb tp1 fp8/bf16"]
+
+
+def test_objectives_no_gpu_can_meet_give_a_clear_answer():
+    r = size({**REQUEST, "slo": {"ttft_ms": 1.0, "itl_ms": 0.5}})
+    assert r["options"] == [] and r["feasible"] == 0
+    assert all(i["reason"] for i in r["infeasible"])
+    assert any("ITL at batch 1" in i["reason"] for i in r["infeasible"])
+
+
+def test_model_that_fits_nowhere():
+    r = size({**REQUEST, "model": "llama-3.1-405b", "gpus": ["l4"], "tp": [1, 2], "weights": ["bf16"],
+              "kv_cache": ["bf16"]})
+    assert r["options"] == [] and all("do not fit" in i["reason"] for i in r["infeasible"])
+
+
+def test_md1_wait_by_hand():
+    # rho = 0.5, S = 100 ms: W = 0.5 * 100 / (2 * 0.5) = 50 ms; saturated queues wait forever
+    assert mdl_wait_ms(np.array([0.005]), 100.0)[0] == pytest.approx(50.0)
+    assert math.isinf(mdl_wait_ms(np.array([0.02]), 100.0)[0])
+
+
+def test_ttft_under_load_grows_with_traffic():
+    lo = size({**REQUEST, "gpus": ["h200"], "tp": [2], "weights": ["fp8"], "kv_cache": ["fp8"]})["options"]
+    hi = size({**REQUEST, "gpus": ["h200"], "tp": [2], "weights": ["fp8"], "kv_cache": ["fp8"],
+               "traffic": {**REQUEST["traffic"], "requests_per_s": 40.0}})["options"]
+    assert max(o["gpus_total"] for o in hi) > max(o["gpus_total"] for o in lo)
+
+
+def test_owned_cost_by_hand():
+    gpu = get_gpu("h100-sxm")  # 700 W, capex default 35,000
+    costs = OwnershipCosts(amortization_years=4, power_usd_per_kwh=0.10, pue=1.3, average_power_fraction=0.7,
+                           hosting_usd_per_gpu_month=150)
+    expected = 35000 / (4 * 8760) + 0.7 * 0.7 * 1.3 * 0.10 + 150 * 12 / 8760
+    assert owned_usd_per_gpu_hour("h100-sxm", gpu, costs) == pytest.approx(expected)
+    assert expected == pytest.approx(0.9989 + 0.0637 + 0.2055, abs=1e-3)  # amortization + power + hosting
+    assert break_even_utilization(expected, 2.99) == pytest.approx(expected / 2.99)
+
+
+def test_own_mode_prices_the_fleet_with_owned_cost():
+    r = size({**REQUEST, "gpus": ["h100-sxm"], "cost_mode": "own"})
+    o = r["options"][0]
+    assert o["usd_per_gpu_hour"] == pytest.approx(o["own_usd_per_gpu_hour"])
+    assert o["own_usd_per_gpu_hour"] < o["rent_usd_per_gpu_hour"]
+
+
+@pytest.mark.parametrize("bad, field", [
+    ({"traffic": {"requests_per_s": -1, "prompt_len": 10, "output_len": 10}}, "traffic.requests_per_s"),
+    ({"slo": {"ttft_ms": 100}}, "slo.itl_ms"),
+    ({"gpus": ["h900"]}, "gpus.0"),
+    ({"model": "gpt-9"}, "model"),
+    ({"weights": ["int3"]}, "weights.0"),
+    ({"tp": [0]}, "tp.0"),
+])
+def test_bad_sizing_inputs_name_the_field(bad, field):
+    with pytest.raises(ScenarioError) as err:
+        size({**REQUEST, **bad})
+    assert err.value.field == field
+
+
+def test_size_cli():
+    r = subprocess.run([sys.executable, "-m", "planner", "size", "-"], input=json.dumps(REQUEST), text=True,
+                       capture_output=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["options"] and out["searched"] > 0
+    bad = subprocess.run([sys.executable, "-m", "planner", "size", "-"], input='{"model": "llama-3.1-8b"}', text=True,
+                         capture_output=True, cwd=ROOT, timeout=60)
+    assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.startswith("error: traffic: ")
