@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PORT ?= 8501
 
-.PHONY: install install-dev app test lint bench browser accuracy
+.PHONY: install install-dev browser-deps app test lint bench accuracy
 
 install:
 	$(PYTHON) -m pip install -q -r requirements.txt
@@ -13,8 +13,12 @@ install-dev:
 app: install
 	$(PYTHON) -m streamlit run app.py --server.port $(PORT) --server.headless true
 
-# Every test, the real-browser ones included (needs Debian's chromium: .ci/run installs it).
-test: install-dev
+# Debian's chromium for the real-browser tests (Playwright's own browser download cannot work here).
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# Every test, the real-browser ones included.
+test: install-dev browser-deps
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m pytest
 
@@ -24,6 +28,10 @@ lint:
 bench: install-dev
 	$(PYTHON) -m pytest benchmarks --benchmark-enable --benchmark-only -q
 	$(PYTHON) tools/bench_app.py
+
+# Refit the default engine on the public rows, then regenerate docs/ACCURACY.md and the error bands.
+calibrate:
+	$(PYTHON) tools/fit_calibration.py --published
 
 accuracy:
 	$(PYTHON) tools/accuracy_report.py

@@ -5,15 +5,25 @@
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import streamlit as st
 
 from gpu_catalog import GpuSpec, load_catalog
 from planner import ScenarioError, plan
+from planner.planning import clean_json
 from planner.scenario import parse_scenario, resolve
 from planner.sweep import batch_sweep
 from ui import charts, compare, exports, figures, inputs, sizing_page, state
 from ui.text import plain
+
+_started = time.perf_counter()  # imports are cached after the first run
+
+
+def _plan_json(result):
+    return clean_json(result.model_dump())
+
 
 st.set_page_config(page_title="Ridgeline — LLM serving capacity planner", page_icon="⛰️", layout="wide")
 state.init_from_link()
@@ -62,8 +72,11 @@ with tab_plan:
         with st.expander("Time breakdown (ms)"):
             st.dataframe(pd.DataFrame({"decode step": result.latency.decode_breakdown_ms,
                                        "prefill": result.latency.prefill_breakdown_ms}), width="stretch")
-        exports.render(scenario)
+        exports.render(scenario, _plan_json(result), sweep)
 with tab_compare:
     compare.render(scenario if error is None else None)
 with tab_size:
     sizing_page.render(load_catalog())
+
+# Server-side time of this run, read by tools/bench_app.py (a figure, not an assertion).
+st.session_state["_last_run_ms"] = (time.perf_counter() - _started) * 1e3

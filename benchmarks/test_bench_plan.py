@@ -17,3 +17,22 @@ def test_bench_plan(benchmark):
 def test_bench_plan_moe(benchmark):
     result = benchmark(plan, {**SCENARIO, "model": "deepseek-v3", "gpu": "h200", "tp": 8})
     assert result.model.active_params < result.model.total_params
+
+
+SIZING = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+          "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}}
+
+
+def test_bench_sizing_whole_catalog(benchmark):
+    """Target: a search over >= 5,000 configurations under 0.5 s in-process."""
+    from planner.sizing import size
+
+    result = benchmark(size, SIZING)
+    assert result["searched"] >= 5000
+
+
+def test_bench_batch_sweep(benchmark):
+    from planner.sweep import batch_sweep
+
+    result = benchmark(batch_sweep, SCENARIO)
+    assert len(result["batch"]) > 10

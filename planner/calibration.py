@@ -7,6 +7,8 @@ overrides the default engine for the GPU it was measured on; the plan names it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from planner.efficiency import EngineEfficiency, default_engine

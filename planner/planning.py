@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel
 
 from planner.bands import Band, error_band
@@ -204,17 +203,20 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
     )
 
 
+def clean_json(value: Any) -> Any:
+    """JSON-ready data: NaN and infinities become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: clean_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_json(v) for v in value]
+    return value
+
+
 def plan_dict(scenario: Scenario | dict[str, Any]) -> dict[str, Any]:
     """The plan as JSON-ready data (NaN becomes null)."""
-    def clean(value: Any) -> Any:
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value
-    return clean(plan(scenario).model_dump())
+    return clean_json(plan(scenario).model_dump())
 
 
-__all__ = ["Plan", "plan", "plan_dict", "np"]
+__all__ = ["Plan", "clean_json", "plan", "plan_dict"]

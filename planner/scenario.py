@@ -150,7 +150,9 @@ def resolve_efficiency(scenario: Scenario, gpu_id: str | None) -> EngineEfficien
     if scenario.efficiency == "ideal":
         return ideal()
     if isinstance(scenario.efficiency, EngineEfficiency):
-        return scenario.efficiency
+        # fields the scenario leaves out come from the default engine, not from the ideal roofline
+        given = scenario.efficiency.model_dump(include=scenario.efficiency.model_fields_set)
+        return EngineEfficiency.model_validate({**default_engine(gpu_id).model_dump(), "name": "custom", **given})
     if scenario.calibration is not None:
         return scenario.calibration.efficiency_for(gpu_id)
     return default_engine(gpu_id)

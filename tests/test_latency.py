@@ -96,3 +96,12 @@ def test_custom_price_overrides_catalog(sample_scenario):
     a = plan(sample_scenario).cost.usd_per_million_output_tokens
     b = plan({**sample_scenario, "usd_per_gpu_hour": 2 * 2.99}).cost.usd_per_million_output_tokens
     assert b == pytest.approx(2 * a)
+
+
+def test_partial_efficiency_object_keeps_default_engine_for_the_rest(sample_scenario):
+    base = plan(sample_scenario)
+    tweaked = plan({**sample_scenario, "efficiency": {"step_overhead_us": 0.0}})
+    assert tweaked.efficiency == "custom"
+    default_overhead = base.latency.decode_breakdown_ms["overhead_ms"]
+    assert tweaked.latency.decode_breakdown_ms["gemm_ms"] == pytest.approx(base.latency.decode_breakdown_ms["gemm_ms"])
+    assert tweaked.latency.decode_breakdown_ms["overhead_ms"] < default_overhead

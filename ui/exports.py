@@ -66,15 +66,18 @@ def _once(upload, key: str) -> bool:
     return True
 
 
-def render(scenario: dict[str, Any] | None) -> None:
+def render(scenario: dict[str, Any] | None, plan_json: dict[str, Any] | None = None,
+           sweep: pd.DataFrame | None = None) -> None:
+    """Downloads reuse the page's plan and sweep when given (no second computation)."""
     c1, c2, c3 = st.columns(3)
     if scenario is not None:
         c1.download_button("Scenario JSON", json.dumps(scenario, indent=2), "scenario.json", "application/json",
                            key="dl_scenario")
-        c2.download_button("Plan JSON", json.dumps(plan_dict(scenario), indent=2), "plan.json", "application/json",
-                           key="dl_plan")
-        c3.download_button("Batch sweep CSV", pd.DataFrame(batch_sweep(scenario)).to_csv(index=False),
-                           "batch_sweep.csv", "text/csv", key="dl_sweep")
+        c2.download_button("Plan JSON", json.dumps(plan_json or plan_dict(scenario), indent=2), "plan.json",
+                           "application/json", key="dl_plan")
+        frame = sweep if sweep is not None else pd.DataFrame(batch_sweep(scenario))
+        c3.download_button("Batch sweep CSV", frame.to_csv(index=False), "batch_sweep.csv", "text/csv",
+                           key="dl_sweep")
     u1, u2 = st.columns(2)
     up = u1.file_uploader("Load a scenario JSON", type=["json"], key="up_scenario")
     if _once(up, "up_scenario_seen"):
