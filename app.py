@@ -51,7 +51,10 @@ with tab_plan:
         st.caption("Fix that input; the rest of the scenario is kept.")
     else:
         top = st.columns([3, 1])
-        top[0].markdown(f"**{plain(result.model.name)}** on **{result.tp} x {plain(result.gpu)}** · "
+        params = f"{result.model.total_params / 1e9:,.1f}B params"
+        if result.model.active_params < result.model.total_params:
+            params += f", {result.model.active_params / 1e9:,.1f}B active per token"
+        top[0].markdown(f"**{plain(result.model.name)}** ({params}) on **{result.tp} x {plain(result.gpu)}** · "
                         f"{scenario['weights']} weights · {scenario['kv_cache']} KV · efficiency {plain(result.efficiency)}"
                         + (f" · calibration {plain(result.calibration)}" if result.calibration else ""))
         if top[1].button("Pin for comparison", key="pin_plan"):

@@ -201,3 +201,52 @@ def test_sizing_page_ranks_options():
     assert not at.exception
     assert any("meet both objectives" in m.value for m in at.markdown)
     assert "size" in at.query_params
+
+
+def test_moe_model_shows_total_and_active_parameters():
+    at = run_app({"model": "mixtral-8x7b", "gpu": "h200", "tp": "1", "weights": "bf16", "kv_cache": "bf16"})
+    header = " ".join(m.value for m in at.markdown)
+    assert "46.7B params, 12.9B active per token" in header
+
+
+def test_sizing_link_reproduces_the_search():
+    request = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 2.0, "prompt_len": 500, "output_len": 200},
+               "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0}, "gpus": ["l4", "h100-sxm"], "tp": [1], "weights": ["bf16"],
+               "kv_cache": ["bf16"], "cost_mode": "rent"}
+    at = run_app({"size": json.dumps(request)})
+    from planner.sizing import size
+
+    expected = size(request)
+    shown = [m.value for m in at.markdown if "meet both objectives" in m.value][0]
+    assert f"**{expected['searched']:,}** configurations" in shown
+    assert at.session_state["sz_result"]["options"][0]["gpu"] == expected["options"][0]["gpu"]
+
+
+def test_bad_sizing_link_is_named():
+    at = run_app({"size": '{"model": "llama-3.1-8b"}'})
+    assert any("size" in unescape(w.value) and "traffic" in unescape(w.value) for w in at.warning)
+
+
+def test_calibration_from_a_vllm_bench_file_applies_to_the_plan():
+    """The upload handler, driven directly (AppTest cannot upload files): profile in state, plan names it."""
+    from ui import exports
+
+    root = Path(__file__).resolve().parents[1] / "data" / "examples"
+    scenario = json.loads((root / "qwen3_8b_h100_scenario.json").read_text())
+
+    class Upload:
+        name = "bench.json"
+        size = 0
+
+        @staticmethod
+        def getvalue():
+            return (root / "vllm_bench_qwen3_8b_h100.json").read_bytes()
+
+    import streamlit as st
+
+    st.session_state.clear()
+    assert exports.apply_bench_upload(Upload, scenario) is None
+    profile = st.session_state["calibration"]
+    calibrated = plan_dict({**scenario, "calibration": profile})
+    assert calibrated["latency"]["itl_ms"] == pytest.approx(7.28, rel=0.01)
+    assert calibrated["calibration"] == "vllm-bench:bench.json"

@@ -55,6 +55,20 @@ def apply_calibration_upload(upload) -> str | None:
     return None
 
 
+def apply_bench_upload(upload, scenario: dict[str, Any]) -> str | None:
+    """Fit a calibration profile from a `vllm bench serve --save-result` file and the current scenario."""
+    from planner.calibration import profile_from_vllm_bench
+
+    try:
+        bench = _read_upload(upload)
+        profile = profile_from_vllm_bench(bench, {k: v for k, v in scenario.items() if k != "calibration"},
+                                          name=f"vllm-bench:{upload.name[:60]}")
+    except ScenarioError as err:
+        return f"{err.field}: {err.reason}"
+    st.session_state["calibration"] = profile.model_dump(exclude_none=True)
+    return None
+
+
 def _once(upload, key: str) -> bool:
     """True the first time this uploaded file is seen (uploads persist across reruns)."""
     if upload is None:
@@ -95,6 +109,13 @@ def render(scenario: dict[str, Any] | None, plan_json: dict[str, Any] | None = N
             st.rerun()
     if st.session_state.get("calibration_error"):
         u2.error(f"Calibration not loaded: {plain(st.session_state['calibration_error'])}")
+    if scenario is not None:
+        bench = u2.file_uploader("…or fit one from a `vllm bench serve --save-result` JSON of this scenario",
+                                 type=["json"], key="up_bench")
+        if _once(bench, "up_bench_seen"):
+            st.session_state["calibration_error"] = apply_bench_upload(bench, scenario)
+            if st.session_state["calibration_error"] is None:
+                st.rerun()
     if st.session_state.get("calibration"):
         u2.caption(f"Calibration in use: {plain(st.session_state['calibration'].get('name', ''))}")
         if u2.button("Drop calibration", key="drop_calibration"):

@@ -25,6 +25,7 @@ JSON_OR_STR_FIELDS = ("model", "gpu", "efficiency")
 JSON_FIELDS = ("speculative", "calibration")
 FIELDS = ("model", "gpu", *INT_FIELDS, *STR_FIELDS, *FLOAT_FIELDS, "efficiency", *JSON_FIELDS)
 COMPARE_PARAM = "compare"
+SIZE_PARAM = "size"  # the sizing page's search, read by ui/sizing_page.py
 
 
 def _compact(value: Any) -> str:
@@ -95,7 +96,7 @@ def scenario_from_query(params: dict[str, str], default: dict[str, Any] | None =
     problems: list[tuple[str, str]] = []
     typed: dict[str, Any] = {}
     for field, raw in params.items():
-        if field == COMPARE_PARAM:
+        if field in (COMPARE_PARAM, SIZE_PARAM):
             continue
         if field not in FIELDS:
             problems.append((field, "is not a scenario field; ignored"))

@@ -15,9 +15,9 @@ from planner.ownership import break_even_utilization
 from planner.presets import load_presets
 from planner.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS, parse_sizing, size
 from ui import inputs
+from ui.links import SIZE_PARAM
 from ui.text import plain
 
-SIZE_PARAM = "size"
 DEFAULT_REQUEST: dict[str, Any] = {
     "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
     "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
@@ -65,7 +65,7 @@ def _init(catalog) -> None:
     if st.session_state.get("sz_initialized"):
         return
     req = DEFAULT_REQUEST
-    raw = st.query_params.get(SIZE_PARAM)
+    raw = st.session_state.get("size_link")  # captured at session start (ui/state.py)
     if raw:
         try:
             candidate = json.loads(raw)
@@ -136,7 +136,8 @@ def render(catalog) -> None:
                    "prefills form an M/D/1 queue under Poisson arrivals; prefill time slows decoding in proportion "
                    "to its share of the replica's time. See README, 'Sizing assumptions'.")
         return
-    st.query_params[SIZE_PARAM] = json.dumps(ss["sz_request"], separators=(",", ":"))
+    if st.query_params.get(SIZE_PARAM) != json.dumps(ss["sz_request"], separators=(",", ":")):
+        st.query_params[SIZE_PARAM] = json.dumps(ss["sz_request"], separators=(",", ":"))
     st.markdown(f"Searched **{result['searched']:,}** configurations; **{result['feasible']:,}** meet both objectives.")
     if not result["options"]:
         st.error("No configuration meets both objectives at this traffic. Reasons by candidate are below.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import streamlit as st
@@ -20,6 +21,7 @@ def init_from_link() -> None:
         pins, pin_problems = links.comparison_from_query(params[links.COMPARE_PARAM])
         problems += pin_problems
     inputs.seed_widgets(scenario)
+    st.session_state["size_link"] = params.get(links.SIZE_PARAM)
     st.session_state["pins"] = pins
     st.session_state["link_problems"] = problems
     st.session_state["initialized"] = True
@@ -31,6 +33,10 @@ def sync_link(scenario: dict[str, Any] | None) -> str:
     pins = st.session_state.get("pins") or []
     if pins:
         params[links.COMPARE_PARAM] = links.comparison_to_query(pins)
+    if st.session_state.get("sz_request"):
+        params[links.SIZE_PARAM] = json.dumps(st.session_state["sz_request"], separators=(",", ":"))
+    elif st.session_state.get("size_link"):
+        params[links.SIZE_PARAM] = st.session_state["size_link"]
     current = {k: st.query_params[k] for k in st.query_params}
     if scenario is not None and current != params:
         st.query_params.from_dict(params)
