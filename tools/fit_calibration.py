@@ -27,14 +27,16 @@ FIXED = {
     # bf16 8192^3-class GEMMs ran at 705-770 of 989 TFLOP/s and fp8 at 1,306-1,382 of 1,979 on the lent
     # H200 (data/measurements): ~0.75 of dense peak.
     "compute": 0.75,
-    # an all-reduce of 1 GiB ran at 329 GB/s bus bandwidth on 2 H100s (device tool KINDS.md, 2026-11-13): 0.73 of 450.
-    "link": 0.73,
+    # NCCL all-reduce on 2x H200 over NVLink inside a CUDA graph (data/measurements/allreduce_2xh200_*.json):
+    # 8.7 us at 8 KB (the latency at TP 2), 303 GB/s bus bandwidth at 256 MB = 0.67 of 450 GB/s per direction.
+    "link": 0.67,
+    "allreduce_latency_us": 8.7,
     "attention_compute": 0.5,
 }
 PUBLISHED_FREE = {  # name: (start, low, high)
     "bandwidth": (0.85, 0.3, 1.0), "quantized_bandwidth": (0.7, 0.2, 1.0), "kv_bandwidth": (0.7, 0.2, 1.0),
     "layer_overhead_us": (20.0, 0.0, 300.0), "step_overhead_us": (300.0, 0.0, 20000.0),
-    "allreduce_latency_us": (10.0, 0.0, 200.0), "prefill_compute": (0.6, 0.1, 1.0),
+    "prefill_compute": (0.6, 0.1, 1.0),
     "prefill_overhead_ms": (3.0, 0.0, 100.0), "ttft_overhead_ms": (10.0, 0.0, 500.0), "smoothing": (3.0, 1.0, 16.0),
 }
 
@@ -87,8 +89,9 @@ def fit(cases: list[Case], free: dict[str, tuple[float, float, float]], fixed: d
 
     def loss(z):
         eff = {**fixed, **params(z), "name": "fit"}
-        errs = [np.log(predict(c, eff) / c.measured) for c in train]
-        return float(np.mean(np.square(errs)))
+        errs = np.array([np.log(predict(c, eff) / c.measured) for c in train])
+        weights = np.array([c.weight for c in train])
+        return float(np.sum(weights * errs ** 2) / np.sum(weights))
 
     start = np.array([free[n][0] for n in names])
     z0 = -np.log((hi - lo) / np.clip(start - lo, 1e-6, None) - 1 + 1e-9)
@@ -126,9 +129,8 @@ def main() -> int:
     data = json.loads(path.read_text())
     cases = [c for c in device_cases() if c.source == path.name] or _cases_from(path)
     free = dict(PUBLISHED_FREE)
-    for k in ("ttft_overhead_ms", "allreduce_latency_us"):
-        free.pop(k)
-    fixed = {**FIXED, "ttft_overhead_ms": 0.0, "allreduce_latency_us": 0.0}
+    free.pop("ttft_overhead_ms")
+    fixed = {**FIXED, "ttft_overhead_ms": 0.0, "allreduce_latency_us": 0.0}  # TP shards ran without all-reduce
     values, loss = fit(cases, free, fixed, args.iters)
     profile = {"name": args.name or path.stem, "gpu": "h200" if "H200" in data["meta"]["gpu"] else "h100-sxm",
                "efficiency": {**fixed, **{k: round(v, 4) for k, v in values.items()}},
