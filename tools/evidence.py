@@ -170,7 +170,15 @@ def device_cases() -> list[Case]:
         g["interconnect_gb_s"] = 1e5
         g["name"] = f"{gpu_name} (TP emulated, no all-reduce)"
         tag = path.stem
+        fused_run = any(r.get("variant") == "fused" for r in data["decode"])
         for j, r in enumerate(data["decode"]):
+            if fused_run:  # validates the default engine as is: every row held out, nothing fitted on it
+                s = {"model": r["model"], "gpu": g, "tp": r["tp_shard"], "weights": r["precision"], "kv_cache": "bf16",
+                     "batch": r["batch"], "prompt_len": r["context"] - 1, "output_len": 2,
+                     "context_len": r["context"] + 1}
+                cases.append(Case(f"{tag}:d{j}", str(path.name), "torch.compile+CUDA graphs", s, "itl_ms", r["ms"],
+                                  heldout=True, extra={"gpu_id": gpu_id, "default_engine": True}))
+                continue
             s = {"model": r["model"], "gpu": g, "tp": r["tp_shard"], "weights": r["precision"], "kv_cache": "bf16",
                  "batch": r["batch"], "prompt_len": r["context"] - 1, "output_len": 2, "context_len": r["context"] + 1}
             heldout = gpu_id != FIT_GPU or r["model"] == "qwen3-8b" or r["batch"] in (16, 128)

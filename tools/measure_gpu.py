@@ -153,8 +153,33 @@ def measure_gemm(precisions):
 # A Llama-shaped model, one tensor-parallel rank of it
 
 
+def _pre_attention(x, norm_w, w_qkv, precision: str):
+    return linear_fn(F.rms_norm(x, (x.shape[-1],), norm_w, 1e-5), w_qkv, precision)
+
+
+def _post_attention(x, attn, w_o, norm_w, w_gate_up, w_down, d_ff: int, precision: str):
+    x = x + linear_fn(attn, w_o, precision)
+    h = F.rms_norm(x, (x.shape[-1],), norm_w, 1e-5)
+    gu = linear_fn(h, w_gate_up, precision)
+    return x + linear_fn(F.silu(gu[:, :d_ff]) * gu[:, d_ff:], w_down, precision)
+
+
+_COMPILED = {}
+
+
+def fused(name):
+    """torch.compile'd layer pieces (norms, activations and residuals fused around the GEMMs)."""
+    if name not in _COMPILED:
+        # one compiled graph per (batch, shape): well past Dynamo's default of 8, or it falls back to eager
+        torch._dynamo.config.recompile_limit = 256
+        torch._dynamo.config.cache_size_limit = 256
+        fn = {"pre": _pre_attention, "post": _post_attention}[name]
+        _COMPILED[name] = torch.compile(fn, dynamic=False)
+    return _COMPILED[name]
+
+
 class RankModel:
-    def __init__(self, shape, tp, precision, kv_tokens_budget):
+    def __init__(self, shape, tp, precision, kv_tokens_budget, fused_layers=False):
         n_layers, d, h, hkv, hd, d_ff, vocab = shape
         self.n_layers, self.d, self.hd = n_layers, d, hd
         self.h = h // tp
@@ -162,6 +187,7 @@ class RankModel:
         self.d_ff = d_ff // tp
         self.vocab = vocab // tp
         self.precision = precision
+        self.fused_layers = fused_layers
         q_dim, kv_dim = self.h * hd, self.hkv * hd
 
         def weight(n, k):
@@ -204,6 +230,24 @@ class RankModel:
         scale = 1.0 / math.sqrt(hd)
         q_dim, kv_dim = h * hd, hkv * hd
         prec = self.precision
+
+        if self.fused_layers:
+            pre, post = fused("pre"), fused("post")
+
+            def fused_step():
+                h = x0
+                for i, layer in enumerate(self.layers):
+                    qkv = pre(h, layer["norm1"], layer["qkv"], prec)
+                    q = qkv[:, :q_dim].view(batch, hkv, group, hd)
+                    kc[i][:, :, ctx - 1].copy_(qkv[:, q_dim:q_dim + kv_dim].view(batch, hkv, hd))
+                    vc[i][:, :, ctx - 1].copy_(qkv[:, q_dim + kv_dim:].view(batch, hkv, hd))
+                    scores = torch.matmul(q, kc[i].transpose(-1, -2)) * scale
+                    probs = torch.softmax(scores.float(), dim=-1).to(BF16)
+                    attn = torch.matmul(probs, vc[i]).reshape(batch, q_dim)
+                    h = post(h, attn, layer["o"], layer["norm2"], layer["gate_up"], layer["down"], self.d_ff, prec)
+                return F.linear(self._norm(h, self.final_norm), self.lm_head)
+
+            return fused_step
 
         def step():
             x.copy_(x0)
@@ -258,12 +302,13 @@ class RankModel:
         return run
 
 
-def run_model(name, tp, precision, grid, prompts, kv_tokens_budget):
+def run_model(name, tp, precision, grid, prompts, kv_tokens_budget, fused_layers=False):
     shape = SHAPES[name]
-    log(f"model {name} tp-shard {tp} {precision}")
+    variant = "fused" if fused_layers else "eager"
+    log(f"model {name} tp-shard {tp} {precision} {variant}")
     t0 = time.time()
-    model = RankModel(shape, tp, precision, kv_tokens_budget)
-    meta = {"model": name, "tp_shard": tp, "precision": precision, "n_layers": shape[0],
+    model = RankModel(shape, tp, precision, kv_tokens_budget, fused_layers)
+    meta = {"model": name, "tp_shard": tp, "precision": precision, "n_layers": shape[0], "variant": variant,
             "weight_bytes_per_gpu": model.weight_bytes(), "kv_heads_per_gpu": model.hkv}
     decode, prefill = [], []
     for batch, ctx in grid:
@@ -291,6 +336,9 @@ def main():
     ap.add_argument("--out", default="measurements.json")
     ap.add_argument("--quick", action="store_true", help="a small grid (smoke test)")
     ap.add_argument("--kv-gb", type=float, default=24.0, help="KV buffer budget in GB")
+    ap.add_argument("--fused", action="store_true",
+                    help="decode with torch.compile'd layer pieces (fused norms/activations) instead of eager kernels")
+    ap.add_argument("--skip-ceilings", action="store_true", help="skip the bandwidth and GEMM measurements")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         sys.exit("error: no CUDA device")
@@ -311,14 +359,20 @@ def main():
     }
     log(json.dumps(meta))
     result = {"meta": meta}
-    result["bandwidth"] = measure_bandwidth()
+    result["bandwidth"] = {} if args.skip_ceilings else measure_bandwidth()
     log("bandwidth", result["bandwidth"])
-    result["gemm"] = measure_gemm(["bf16"] + (["fp8"] if has_fp8 else []))
+    result["gemm"] = [] if args.skip_ceilings else measure_gemm(["bf16"] + (["fp8"] if has_fp8 else []))
     for row in result["gemm"]:
         if row.get("square") or row["m"] in (1, 256, 4096):
             log("gemm", row["precision"], row["m"], row["n"], row["k"], f"{row['tflops']:.1f} TFLOP/s")
 
-    if args.quick:
+    if args.fused:  # compiling per batch size costs time: a smaller grid, decode only
+        grid = [(1, 512), (1, 4096), (8, 1024), (8, 8192), (32, 2048), (64, 1024), (128, 512), (256, 512)]
+        prompts = []
+        runs = [("llama-3.1-8b", 1, "bf16"), ("llama-3.1-70b", 4, "bf16"), ("llama-3.1-70b", 8, "bf16")]
+        if has_fp8:
+            runs.append(("llama-3.1-8b", 1, "fp8"))
+    elif args.quick:
         grid = [(1, 512), (16, 2048), (64, 1024)]
         prompts = [128, 2048]
         runs = [("llama-3.1-8b", 1, "bf16")]
@@ -335,7 +389,7 @@ def main():
         shape = SHAPES[name]
         hkv = max(1, shape[3] // tp)
         kv_tokens = int(args.kv_gb * 1e9 / (2 * shape[0] * hkv * shape[4] * 2))
-        dec, pre = run_model(name, tp, precision, grid, prompts, kv_tokens)
+        dec, pre = run_model(name, tp, precision, grid, prompts, kv_tokens, fused_layers=args.fused)
         result["decode"] += dec
         result["prefill"] += pre
         with open(args.out, "w") as f:  # keep partial results if the lease ends
