@@ -7,6 +7,7 @@ overrides the default engine for the GPU it was measured on; the plan names it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -105,7 +106,7 @@ def profile_from_vllm_bench(bench: Any, scenario: Any, name: str | None = None) 
     base = d0.efficiency.model_dump()
 
     def deployment(values):
-        return type(d0)(**{**d0.__dict__, "efficiency": type(d0.efficiency).model_validate(values)})
+        return dataclasses.replace(d0, efficiency=EngineEfficiency.model_validate(values))
 
     def itl_at(slowdown):
         d = deployment(_scaled(base, slowdown, DECODE_EFFICIENCIES, DECODE_COSTS))

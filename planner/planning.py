@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Literal
 
@@ -109,7 +110,7 @@ class Plan(BaseModel):
 def smallest_tp_that_fits(d: Deployment, context_len: int) -> int | None:
     tp = 1
     while tp <= min(MAX_TP_SUGGESTION, d.model.n_heads):
-        trial = Deployment(**{**d.__dict__, "tp": tp})
+        trial = dataclasses.replace(d, tp=tp)
         if plan_memory(trial, context_len).fits:
             return tp
         tp *= 2

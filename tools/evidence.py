@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpu_catalog import get_gpu
 from planner import plan
 from planner.latency import decode_step, prefill
 from planner.load import itl_under_concurrency
@@ -164,23 +165,19 @@ def device_cases() -> list[Case]:
             continue
         gpu_name = data["meta"]["gpu"]
         gpu_id = "h200" if "H200" in gpu_name else "h100-sxm"
-        from gpu_catalog import get_gpu
-
         g = get_gpu(gpu_id).model_dump(exclude_none=True, exclude={"id", "sources", "tflops_sparse", "vendor"})
         g["interconnect_gb_s"] = 1e5
         g["name"] = f"{gpu_name} (TP emulated, no all-reduce)"
         tag = path.stem
         fused_run = any(r.get("variant") == "fused" for r in data["decode"])
         for j, r in enumerate(data["decode"]):
+            # ITL at exactly `context` cached tokens: mean context = prompt + output / 2
+            s = {"model": r["model"], "gpu": g, "tp": r["tp_shard"], "weights": r["precision"], "kv_cache": "bf16",
+                 "batch": r["batch"], "prompt_len": r["context"] - 1, "output_len": 2, "context_len": r["context"] + 1}
             if fused_run:  # validates the default engine as is: every row held out, nothing fitted on it
-                s = {"model": r["model"], "gpu": g, "tp": r["tp_shard"], "weights": r["precision"], "kv_cache": "bf16",
-                     "batch": r["batch"], "prompt_len": r["context"] - 1, "output_len": 2,
-                     "context_len": r["context"] + 1}
                 cases.append(Case(f"{tag}:d{j}", str(path.name), "torch.compile+CUDA graphs", s, "itl_ms", r["ms"],
                                   heldout=True, extra={"gpu_id": gpu_id, "default_engine": True}))
                 continue
-            s = {"model": r["model"], "gpu": g, "tp": r["tp_shard"], "weights": r["precision"], "kv_cache": "bf16",
-                 "batch": r["batch"], "prompt_len": r["context"] - 1, "output_len": 2, "context_len": r["context"] + 1}
             heldout = gpu_id != FIT_GPU or r["model"] == "qwen3-8b" or r["batch"] in (16, 128)
             cases.append(Case(f"{tag}:d{j}", str(path.name), "torch+CUDA graphs", s, "itl_ms", r["ms"], heldout=heldout,
                               extra={"gpu_id": gpu_id}))

@@ -11,7 +11,7 @@ from planner import Plan
 
 def memory_bar(p: Plan) -> alt.Chart:
     m = p.memory
-    total = m.usable_gb_per_gpu / 1.0
+    total = m.usable_gb_per_gpu
     kv = min(m.kv_gb_per_gpu_at_batch, max(m.kv_budget_gb_per_gpu, 0.0))
     free = max(total - m.weights_gb_per_gpu - m.reserve_gb - kv, 0.0)
     df = pd.DataFrame({
