@@ -107,6 +107,10 @@ class Plan(BaseModel):
     warnings: list[str]
 
 
+def is_default_engine_name(d: Deployment) -> bool:
+    return d.efficiency.name == "default-engine"
+
+
 def smallest_tp_that_fits(d: Deployment, context_len: int) -> int | None:
     tp = 1
     while tp <= min(MAX_TP_SUGGESTION, d.model.n_heads):
@@ -142,6 +146,9 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
     if price is None:
         price = float("nan")
         warnings.append("no $/GPU-hour: give usd_per_gpu_hour for a custom GPU to get costs")
+    if is_default_engine_name(d) and (d.gpu.vendor or "nvidia") != "nvidia":
+        warnings.append(f"the default engine is calibrated on NVIDIA GPUs; {d.gpu.vendor} software stacks often reach a "
+                        "lower fraction of peak: calibrate with your own benchmark before buying")
     if not mem.fits:
         warnings.append("the weights and one sequence do not fit in the KV budget at this TP")
     elif batch > mem.max_batch:

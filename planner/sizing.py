@@ -237,7 +237,10 @@ def size(data: Any) -> dict[str, Any]:
         "options": rows[: req.max_options],
         "infeasible": infeasible,
         "assumptions": {"chunk_tokens": CHUNK_TOKENS, "queue": "M/D/1 prefill queue per replica, Poisson arrivals",
-                        "cost_mode": req.cost_mode},
+                        "cost_mode": req.cost_mode,
+                        "engine": "default engine calibrated on NVIDIA GPUs; other vendors' options assume the same "
+                                  "fraction of peak (calibrate them)",
+                        "prices": "catalog reference prices; several are estimates (see `python -m planner gpus` sources)"},
     }
 
 

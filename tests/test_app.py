@@ -169,6 +169,9 @@ def test_speculative_decoding_inputs():
     at.sidebar.checkbox(key="spec_on").check().run()
     spec = json.loads(query(at)["speculative"])
     assert spec == {"acceptance": 0.7, "draft_params": 1e9, "draft_tokens": 4}
+    expected = plan_dict({**DEFAULT_SCENARIO, "speculative": spec})["speculative"]
+    shown = [i.value for i in at.info if "Speculative decoding" in i.value][0]
+    assert f"{expected['tokens_per_round']:.2f} tokens per target pass" in shown
 
 
 def test_hf_config_import_in_the_app():

@@ -124,3 +124,8 @@ def test_partial_efficiency_object_keeps_default_engine_for_the_rest(sample_scen
     default_overhead = base.latency.decode_breakdown_ms["overhead_ms"]
     assert tweaked.latency.decode_breakdown_ms["gemm_ms"] == pytest.approx(base.latency.decode_breakdown_ms["gemm_ms"])
     assert tweaked.latency.decode_breakdown_ms["overhead_ms"] < default_overhead
+
+
+def test_non_nvidia_gpu_plans_warn_about_calibration():
+    assert any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "mi300x"}).warnings)
+    assert not any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "h100-sxm"}).warnings)

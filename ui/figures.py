@@ -58,6 +58,11 @@ def render(p: Plan, scenario: dict[str, Any]) -> None:
         for col, (label, value, meaning) in zip(cols, rows[start:start + 5], strict=False):
             col.metric(label, value, help=meaning)
             col.caption(meaning)
+    if p.speculative is not None:
+        sp = p.speculative
+        st.info(f"Speculative decoding: {sp.tokens_per_round:.2f} tokens per target pass, a round of "
+                f"{fmt_ms(sp.round_ms)}, so an effective ITL of **{fmt_ms(sp.itl_ms)}** "
+                f"({sp.output_tokens_per_s:,.0f} tokens/s at batch {p.latency.batch:,}) against {fmt_ms(p.latency.itl_ms)} without.")
     st.markdown(regime_advice(p))
     for warning in p.warnings:
         st.warning(warning)

@@ -139,6 +139,8 @@ def render(catalog) -> None:
     if st.query_params.get(SIZE_PARAM) != json.dumps(ss["sz_request"], separators=(",", ":")):
         st.query_params[SIZE_PARAM] = json.dumps(ss["sz_request"], separators=(",", ":"))
     st.markdown(f"Searched **{result['searched']:,}** configurations; **{result['feasible']:,}** meet both objectives.")
+    st.caption("Prices are catalog reference prices, several of them estimates; AMD and Intel options assume the "
+               "NVIDIA-calibrated engine efficiency. Check both before buying.")
     if not result["options"]:
         st.error("No configuration meets both objectives at this traffic. Reasons by candidate are below.")
     else:
