@@ -252,3 +252,16 @@ def test_calibration_from_a_vllm_bench_file_applies_to_the_plan():
     calibrated = plan_dict({**scenario, "calibration": profile})
     assert calibrated["latency"]["itl_ms"] == pytest.approx(7.28, rel=0.01)
     assert calibrated["calibration"] == "vllm-bench:bench.json"
+
+
+def test_sizing_option_opens_in_the_planner():
+    at = run_app()
+    [b for b in at.button if b.label == "Find the cheapest fleet"][0].click().run(timeout=TIMEOUT)
+    option = at.session_state["sz_result"]["options"][2]
+    at.number_input(key="sz_pick").set_value(2).run()
+    at.button(key="sz_open").click().run()
+    assert not at.exception
+    assert at.sidebar.selectbox(key="gpu_choice").value == option["gpu"]
+    assert at.sidebar.selectbox(key="tp").value == option["tp"]
+    assert at.sidebar.number_input(key="batch").value == option["batch"]
+    assert float(metrics(at)["ITL"].split()[0]) == pytest.approx(option["itl_ms"], rel=0.006)

@@ -129,3 +129,20 @@ def test_partial_efficiency_object_keeps_default_engine_for_the_rest(sample_scen
 def test_non_nvidia_gpu_plans_warn_about_calibration():
     assert any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "mi300x"}).warnings)
     assert not any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "h100-sxm"}).warnings)
+
+
+@pytest.mark.parametrize("scenario, low, high", [
+    # data/reference/measured_published.md, batch-1 MBU: 16-bit TP1 0.65-0.75 (A100, H100; vLLM Qwen3-8B 67%)
+    ({"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 1, "weights": "bf16"}, 0.55, 0.80),
+    # 8-bit weights at batch 1: 0.43-0.65 (NIM 70B fp8 TP2: 56-58%)
+    ({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 2, "weights": "fp8"}, 0.43, 0.65),
+    # TP4: 0.55-0.65 on A100, 0.40 on H100 (Databricks); vLLM CI 70B TP4 on H200 at batch 8: 45%
+    ({"model": "llama-3.1-70b", "gpu": "h200", "tp": 4, "weights": "bf16"}, 0.40, 0.65),
+])
+def test_default_batch1_decode_bandwidth_utilization_is_in_the_published_range(scenario, low, high):
+    from gpu_catalog import get_gpu
+
+    p = plan({**scenario, "batch": 1, "prompt_len": 128, "output_len": 128})
+    weight_bytes = p.roofline.decode_bytes_per_gpu  # at batch 1 and a short context, almost all weights
+    mbu = weight_bytes / (p.latency.itl_ms * 1e-3) / (get_gpu(scenario["gpu"]).hbm_tb_s * 1e12)
+    assert low <= mbu <= high, mbu
