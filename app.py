@@ -5,20 +5,25 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pandas as pd
 import streamlit as st
 
-from gpu_catalog import GpuSpec, load_catalog
+from gpu_catalog import load_catalog
 from planner import ScenarioError, plan
 from planner.planning import clean_json
-from planner.scenario import parse_scenario, resolve
 from planner.sweep import batch_sweep
 from ui import charts, compare, exports, figures, inputs, sizing_page, state
 from ui.text import plain
 
 _started = time.perf_counter()  # imports are cached after the first run
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _chart_specs(scenario_json: str) -> dict[str, dict]:
+    return charts.plan_page_specs(scenario_json)
 
 
 def _plan_json(result):
@@ -38,7 +43,6 @@ for field, reason in st.session_state.get("link_problems", []):
 scenario = inputs.read_scenario()
 result, error = None, None
 try:
-    d = resolve(parse_scenario(scenario))
     result = plan(scenario)
 except ScenarioError as err:
     error = err
@@ -65,13 +69,13 @@ with tab_plan:
             st.code("?" + query, language=None)
             st.caption("Copy this query string after the app's address (the address bar already holds it).")
         sweep = pd.DataFrame(batch_sweep(scenario))
-        st.altair_chart(charts.memory_bar(result), width="stretch")
-        gpu: GpuSpec = d.gpu
+        specs = _chart_specs(json.dumps(scenario, sort_keys=True))
+        charts.show(specs["memory"])
         c1, c2 = st.columns(2)
-        c1.altair_chart(charts.roofline(result, gpu.peak_tflops(d.compute), gpu.hbm_tb_s), width="stretch")
-        c2.altair_chart(charts.intensity_vs_batch(sweep, result), width="stretch")
-        st.altair_chart(charts.itl_and_throughput(sweep, result), width="stretch")
-        st.altair_chart(charts.cost_vs_batch(sweep, result), width="stretch")
+        charts.show(specs["roofline"], c1)
+        charts.show(specs["intensity"], c2)
+        charts.show(specs["itl_throughput"])
+        charts.show(specs["cost"])
         with st.expander("Time breakdown (ms)"):
             st.dataframe(pd.DataFrame({"decode step": result.latency.decode_breakdown_ms,
                                        "prefill": result.latency.prefill_breakdown_ms}), width="stretch")

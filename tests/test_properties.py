@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -118,3 +119,23 @@ def test_ridge_crossing_is_where_the_regime_flips(s):
         assert plan({**s, "batch": crossing}).roofline.regime == "compute-bound"
         if crossing > 1:
             assert plan({**s, "batch": crossing - 1}).roofline.regime == "memory-bound"
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen3-32b"]),
+       st.floats(0.1, 50.0), st.integers(50, 8000), st.integers(10, 2000),
+       st.floats(100.0, 5000.0), st.floats(10.0, 200.0))
+def test_sizing_options_always_meet_objectives_and_replan_consistently(model, rps, prompt, output, ttft, itl):
+    from planner.sizing import size
+
+    request = {"model": model, "traffic": {"requests_per_s": rps, "prompt_len": prompt, "output_len": output},
+               "slo": {"ttft_ms": ttft, "itl_ms": itl}, "gpus": ["h100-sxm", "l40s"], "tp": [1, 4],
+               "weights": ["fp8"], "kv_cache": ["fp8"], "max_options": 5}
+    result = size(request)
+    assert result["feasible"] >= len(result["options"])
+    for o in result["options"]:
+        assert o["ttft_ms"] <= ttft and o["itl_ms_under_load"] <= itl
+        assert o["replicas"] * o["output_tokens_per_s"] >= rps * output * (1 - 1e-9)
+        assert plan(o["scenario"]).latency.itl_ms == pytest.approx(o["itl_ms"], rel=1e-9)
+    if not result["options"]:
+        assert result["infeasible"]

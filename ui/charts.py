@@ -9,6 +9,38 @@ import pandas as pd
 from planner import Plan
 
 
+def show(chart, container=None) -> None:
+    """Render an Altair chart (or its Vega-Lite spec) without Streamlit re-validating it against the
+    Vega-Lite JSON schema on every rerun; these charts are built by tested code."""
+    import streamlit as st
+
+    spec = chart if isinstance(chart, dict) else chart.to_dict(validate=False)
+    (container or st).vega_lite_chart(spec, width="stretch")
+
+
+def plan_page_specs(scenario_json: str) -> dict[str, dict]:
+    """The plan page's five chart specs for one scenario (JSON text, so it can key a cache). Building
+    Altair charts is most of a rerun's server time; the app caches this per scenario."""
+    import json
+
+    from planner import plan as make_plan
+    from planner.scenario import parse_scenario, resolve
+    from planner.sweep import batch_sweep
+
+    scenario = json.loads(scenario_json)
+    p = make_plan(scenario)
+    d = resolve(parse_scenario(scenario))
+    sweep = pd.DataFrame(batch_sweep(scenario))
+    built = {
+        "memory": memory_bar(p),
+        "roofline": roofline(p, d.gpu.peak_tflops(d.compute), d.gpu.hbm_tb_s),
+        "intensity": intensity_vs_batch(sweep, p),
+        "itl_throughput": itl_and_throughput(sweep, p),
+        "cost": cost_vs_batch(sweep, p),
+    }
+    return {name: chart.to_dict(validate=False) for name, chart in built.items()}
+
+
 def memory_bar(p: Plan) -> alt.Chart:
     m = p.memory
     total = m.usable_gb_per_gpu

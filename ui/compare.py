@@ -88,7 +88,7 @@ def render(current: dict[str, Any] | None) -> None:
     except ScenarioError as err:  # a pin that stopped validating (should not happen: pins are checked)
         st.error(f"A pinned scenario is no longer valid: {err.field}: {err.reason}")
         return
-    st.altair_chart(charts.overlay(sweeps, "itl_ms", "ITL (ms) vs batch"), width="stretch")
-    st.altair_chart(charts.overlay(sweeps, "output_tokens_per_s", "Output tokens/s vs batch"), width="stretch")
-    st.altair_chart(charts.overlay(sweeps, "usd_per_million_output_tokens", "$ per M output tokens vs batch",
-                                   log_y=True), width="stretch")
+    charts.show(charts.overlay(sweeps, "itl_ms", "ITL (ms) vs batch"))
+    charts.show(charts.overlay(sweeps, "output_tokens_per_s", "Output tokens/s vs batch"))
+    charts.show(charts.overlay(sweeps, "usd_per_million_output_tokens", "$ per M output tokens vs batch",
+                                   log_y=True))

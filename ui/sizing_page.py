@@ -14,7 +14,7 @@ from planner import ScenarioError
 from planner.ownership import break_even_utilization
 from planner.presets import load_presets
 from planner.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS, parse_sizing, size
-from ui import inputs
+from ui import charts, inputs
 from ui.links import SIZE_PARAM
 from ui.text import plain
 
@@ -153,7 +153,7 @@ def render(catalog) -> None:
         cols = ["gpu", "tp", "weights", "kv_cache", "batch", "replicas", "gpus_total", "ttft_ms", "itl_ms",
                 "itl_ms_under_load", "output_tokens_per_s", "usd_per_hour", "usd_per_million_output_tokens", "pareto"]
         st.dataframe(options[cols].head(50), width="stretch", hide_index=False)
-        st.altair_chart(scatter(options), width="stretch")
+        charts.show(scatter(options))
         pick = st.number_input("Open option # in the planner", 0, len(result["options"]) - 1, 0, key="sz_pick")
         if st.button("Open in planner", key="sz_open"):
             inputs.queue_scenario(result["options"][int(pick)]["scenario"])
