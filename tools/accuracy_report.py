@@ -41,7 +41,9 @@ def evaluate() -> dict:
             # the default engine unchanged, but the TP shards ran without all-reduces
             rows.append(_row(c, predict(c, {"allreduce_latency_us": 0.0}), "device-fused", "default engine"))
             continue
-        rows.append(_row(c, predict(c, profile["efficiency"]) if profile else predict(c), "device",
+        no_allreduce = {"allreduce_latency_us": 0.0}  # TP shards ran without all-reduces
+        rows.append(_row(c, predict(c, {**profile["efficiency"], **no_allreduce}) if profile
+                         else predict(c, no_allreduce), "device",
                          f"profile {profile['name']}" if profile else "default engine"))
     summary = {}
     for origin in ("published", "device", "device-fused"):

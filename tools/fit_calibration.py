@@ -132,11 +132,15 @@ def main() -> int:
     free.pop("ttft_overhead_ms")
     fixed = {**FIXED, "ttft_overhead_ms": 0.0, "allreduce_latency_us": 0.0}  # TP shards ran without all-reduce
     values, loss = fit(cases, free, fixed, args.iters)
+    # The runs had no all-reduce and no server: the profile carries only what they measured, and plans
+    # take communication and serving overhead from the default engine.
+    unmeasured = {"link", "allreduce_latency_us", "ttft_overhead_ms"}
+    measured = {k: v for k, v in {**fixed, **{k: round(v, 4) for k, v in values.items()}}.items() if k not in unmeasured}
     profile = {"name": args.name or path.stem, "gpu": "h200" if "H200" in data["meta"]["gpu"] else "h100-sxm",
-               "efficiency": {**fixed, **{k: round(v, 4) for k, v in values.items()}},
+               "efficiency": measured,
                "source": f"tools/fit_calibration.py on {path.name} ({data['meta']['gpu']}, torch {data['meta']['torch']}, "
                          f"{data['meta']['date']}); train rms log error {loss ** 0.5:.3f}"}
-    EngineEfficiency.model_validate({**profile["efficiency"]})
+    EngineEfficiency.model_validate(profile["efficiency"])
     text = json.dumps(profile, indent=2) + "\n"
     if args.out:
         Path(args.out).write_text(text)
