@@ -3,7 +3,7 @@
 A ring all-reduce moves 2(n-1)/n of the message over each GPU's link, per direction, and pays a
 fixed latency per collective, which dominates at decode sizes. The latency is given at TP 2 and grows
 with log2(tp) (tree/NVSwitch algorithms add a step per doubling): measured on 2x H200 over NVLink, NCCL
-2.28.3, inside a CUDA graph, 8.7 us at 8 KB and 12.3 us at 512 KB (data/measurements/allreduce_*.json);
+2.28 (NCCL_VERSION 2.28.3 in the image, torch reports 2.28.9), inside a CUDA graph, 8.7 us at 8 KB and 12.3 us at 512 KB (data/measurements/allreduce_*.json);
 TP 4 and 8 were not measured (machines with more than 2 GPUs were not lent).
 """
 
