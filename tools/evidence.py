@@ -155,6 +155,11 @@ def published_cases() -> list[Case]:
     return cases
 
 
+def default_engine_cases() -> list[Case]:
+    """What the default engine is fitted and validated on: every scored public row and our fused steps."""
+    return [c for c in published_cases() if c.scored] + [c for c in device_cases() if c.extra.get("default_engine")]
+
+
 def device_cases() -> list[Case]:
     """Our own measurements: tools/measure_gpu.py output. TP shards ran without all-reduces, so their
     scenarios use a GPU object with a link fast enough to make communication vanish."""
@@ -174,9 +179,13 @@ def device_cases() -> list[Case]:
             # ITL at exactly `context` cached tokens: mean context = prompt + output / 2
             s = {"model": r["model"], "gpu": g, "tp": r["tp_shard"], "weights": r["precision"], "kv_cache": "bf16",
                  "batch": r["batch"], "prompt_len": r["context"] - 1, "output_len": 2, "context_len": r["context"] + 1}
-            if fused_run:  # validates the default engine as is: every row held out, nothing fitted on it
+            if fused_run:
+                # engine-class steps of our own: part of the default engine's fit (weight 1 each, like a public
+                # row); Llama-3.1-70B TP8 and the batch 8 and 128 rows are held out
+                heldout = (r["model"] == "llama-3.1-70b" and r["tp_shard"] == 8) or r["batch"] in (8, 128)
                 cases.append(Case(f"{tag}:d{j}", str(path.name), "torch.compile+CUDA graphs", s, "itl_ms", r["ms"],
-                                  heldout=True, extra={"gpu_id": gpu_id, "default_engine": True}))
+                                  heldout=heldout, extra={"gpu_id": gpu_id, "default_engine": True,
+                                                          "no_allreduce": True}))
                 continue
             heldout = gpu_id != FIT_GPU or r["model"] == "qwen3-8b" or r["batch"] in (16, 128)
             cases.append(Case(f"{tag}:d{j}", str(path.name), "torch+CUDA graphs", s, "itl_ms", r["ms"], heldout=heldout,
@@ -193,6 +202,9 @@ def device_cases() -> list[Case]:
 def predict(case: Case, efficiency: dict[str, Any] | str | None = None) -> float:
     """The planner's figure for this case's metric, under the given efficiency (default engine if None)."""
     s = dict(case.scenario)
+    if case.extra.get("no_allreduce"):  # TP shards measured without all-reduces
+        base = {} if efficiency is None else ({"name": efficiency} if isinstance(efficiency, str) else efficiency)
+        efficiency = {**base, "allreduce_latency_us": 0.0} if base.get("name") != "ideal" else "ideal"
     if efficiency is not None:
         s["efficiency"] = efficiency
     if case.metric in ("itl_ms", "prefill_ms", "ttft_ms") and not case.extra.get("concurrent"):

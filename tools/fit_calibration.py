@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from planner.efficiency import DEFAULT_CALIBRATION_PATH, EngineEfficiency  # noqa: E402
-from tools.evidence import Case, device_cases, predict, published_cases  # noqa: E402
+from tools.evidence import Case, default_engine_cases, device_cases, predict  # noqa: E402
 
 # Fixed from measurement or documentation, not fitted:
 FIXED = {
@@ -109,13 +109,14 @@ def main() -> int:
     args = ap.parse_args()
 
     if args.published:
-        cases = [c for c in published_cases() if c.scored]
+        cases = default_engine_cases()
         values, loss = fit(cases, PUBLISHED_FREE, FIXED, args.iters)
         current = json.loads(DEFAULT_CALIBRATION_PATH.read_text())
         current["default"] = {"name": "default-engine", **FIXED, **{k: round(v, 4) for k, v in values.items()}}
         current["note"] = ("Fitted by tools/fit_calibration.py --published on the training rows of "
-                           "data/reference/measured_published.csv (held-out rows excluded); fixed terms from the "
-                           "lent-GPU measurements. Regenerate the report with tools/accuracy_report.py.")
+                           "data/reference/measured_published.csv and of our torch.compile-fused H100 decode steps "
+                           "(held-out rows excluded); fixed terms from the lent-GPU measurements. Regenerate the "
+                           "report with tools/accuracy_report.py.")
         current["train_rms_log_error"] = round(loss ** 0.5, 4)
         out = Path(args.out) if args.out else DEFAULT_CALIBRATION_PATH
         out.write_text(json.dumps(current, indent=2) + "\n")
