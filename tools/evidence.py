@@ -193,6 +193,12 @@ def device_cases() -> list[Case]:
         for j, r in enumerate(data["prefill"]):
             s = {"model": r["model"], "gpu": g, "tp": r["tp_shard"], "weights": r["precision"], "kv_cache": "bf16",
                  "prompt_len": r["prompt_len"], "output_len": 1}
+            if fused_run:  # engine-class prefill (fused, CUDA graph): default-engine evidence like the decode rows
+                heldout = (r["model"] == "llama-3.1-70b" and r["tp_shard"] == 8) or r["prompt_len"] == 512
+                cases.append(Case(f"{tag}:p{j}", str(path.name), "torch.compile+CUDA graphs", s, "prefill_ms", r["ms"],
+                                  heldout=heldout, extra={"gpu_id": gpu_id, "default_engine": True,
+                                                          "no_allreduce": True}))
+                continue
             heldout = gpu_id != FIT_GPU or r["model"] == "qwen3-8b" or r["prompt_len"] == 512
             cases.append(Case(f"{tag}:p{j}", str(path.name), "torch eager prefill", s, "prefill_ms", r["ms"],
                               heldout=heldout, extra={"gpu_id": gpu_id}))
