@@ -52,7 +52,8 @@ def memory_bar(p: Plan) -> alt.Chart:
         "order": [0, 1, 2, 3],
     })
     df["gpu"] = "one GPU"
-    return alt.Chart(df, height=110, title="Per-GPU memory (GB, within the utilization limit)").mark_bar().encode(
+    # a step height: a fixed total height must also hold the title, axis and legend, and squeezed the bar to 1 px
+    return alt.Chart(df, height=alt.Step(48), title="Per-GPU memory (GB, within the utilization limit)").mark_bar().encode(
         x=alt.X("gb:Q", title="GB", stack="zero"),
         y=alt.Y("gpu:N", title=None),
         color=alt.Color("part:N", sort=list(df["part"]), scale=alt.Scale(scheme="tableau10")),
