@@ -20,15 +20,16 @@ from planner.precision import bytes_per_value
 GB = 1e9
 
 
-def _embedding_bytes_per_value(weights: str) -> float:
+def embedding_bytes_per_value(weights: str) -> float:
+    """Embedding and LM head stay in bf16 when the body is quantized (fp32 checkpoints keep fp32)."""
     return max(bytes_per_value(weights), 2.0)
 
 
 def weight_bytes_total(model: ModelSpec, weights: str) -> float:
     p = param_counts(model)
     body = p.body_matmul * bytes_per_value(weights)
-    norms = p.norms * _embedding_bytes_per_value(weights)
-    embeddings = (p.embedding + p.lm_head) * _embedding_bytes_per_value(weights)
+    norms = p.norms * embedding_bytes_per_value(weights)
+    embeddings = (p.embedding + p.lm_head) * embedding_bytes_per_value(weights)
     return body + norms + embeddings
 
 

@@ -14,8 +14,8 @@ import numpy as np
 
 from planner.deployment import Deployment
 from planner.memory import (
-    _embedding_bytes_per_value,
     cached_token_layers,
+    embedding_bytes_per_value,
     kv_bytes_per_sequence_per_gpu,
     kv_bytes_per_token_per_gpu,
 )
@@ -62,7 +62,7 @@ def _weights_read_bytes(d: Deployment, tokens: np.ndarray, include_head: bool = 
     m, p = d.model, param_counts(d.model)
     w_bytes = bytes_per_value(d.weights)
     shared = (p.attention + p.dense_mlp + p.shared_experts + p.router) * w_bytes
-    head = _head_params(m) * _embedding_bytes_per_value(d.weights) if include_head else 0.0
+    head = _head_params(m) * embedding_bytes_per_value(d.weights) if include_head else 0.0
     experts = np.zeros_like(tokens, dtype=float)
     if m.moe is not None:
         touched = expected_experts_touched(m.moe.n_experts, m.moe.top_k, tokens)

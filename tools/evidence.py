@@ -216,8 +216,8 @@ def predict(case: Case, efficiency: dict[str, Any] | str | None = None) -> float
     if case.metric in ("itl_ms", "prefill_ms", "ttft_ms") and not case.extra.get("concurrent"):
         p = plan(s)
         return {"itl_ms": p.latency.itl_ms, "prefill_ms": p.latency.prefill_ms, "ttft_ms": p.latency.ttft_ms}[case.metric]
-    d = resolve(parse_scenario(s))
     sc = parse_scenario(s)
+    d = resolve(sc)
     if case.metric == "itl_ms":  # continuous batching at a concurrency: prefills interleave with decode
         return float(itl_under_concurrency(d, s["batch"], sc.prompt_len, sc.output_len))
     batch = s.get("batch") or 1

@@ -136,8 +136,9 @@ def render(catalog) -> None:
                    "prefills form an M/D/1 queue under Poisson arrivals; prefill time slows decoding in proportion "
                    "to its share of the replica's time. See README, 'Sizing assumptions'.")
         return
-    if st.query_params.get(SIZE_PARAM) != json.dumps(ss["sz_request"], separators=(",", ":")):
-        st.query_params[SIZE_PARAM] = json.dumps(ss["sz_request"], separators=(",", ":"))
+    link = json.dumps(ss["sz_request"], separators=(",", ":"))
+    if st.query_params.get(SIZE_PARAM) != link:
+        st.query_params[SIZE_PARAM] = link
     st.markdown(f"Searched **{result['searched']:,}** configurations; **{result['feasible']:,}** meet both objectives.")
     st.caption("Prices are catalog reference prices, several of them estimates; AMD and Intel options assume the "
                "NVIDIA-calibrated engine efficiency. Check both before buying.")
