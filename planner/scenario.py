@@ -45,6 +45,43 @@ class SpeculativeSettings(BaseModel):
     draft_params: float = Field(gt=0, le=1e13)
 
 
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM V1's chunked-prefill token budget per iteration (online serving)
+DEFAULT_BLOCK_SIZE = 16  # vLLM's default KV-cache block size in tokens
+EngineName = Literal["graph", "vllm", "sglang", "trt-llm"]
+
+
+class ServiceObjective(BaseModel):
+    """A latency objective at a percentile: what goodput and the sizing search are held to."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ttft_ms: float | None = Field(default=None, gt=0, le=1e7)
+    itl_ms: float | None = Field(default=None, gt=0, le=1e7)
+    percentile: Literal[50, 90, 99] = 90
+
+
+class LoadSettings(BaseModel):
+    """The operating point: a request rate per replica (open loop) or a concurrency (closed loop),
+    the shape of the traffic, and the engine's chunked-prefill token budget."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    request_rate: float | None = Field(default=None, gt=0, le=1e6, description="requests/s per replica")
+    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
+    arrival_cv: float = Field(default=1.0, ge=0, le=10, description="inter-arrival coefficient of variation")
+    prompt_len_cv: float = Field(default=0.0, ge=0, le=10)
+    output_len_cv: float = Field(default=0.0, ge=0, le=10)
+    prefix_cache_hit: float = Field(default=0.0, ge=0, le=1)
+    max_num_batched_tokens: int = Field(default=DEFAULT_MAX_NUM_BATCHED_TOKENS, ge=16, le=10_000_000)
+    slo: ServiceObjective | None = None
+
+    @model_validator(mode="after")
+    def _one_operating_point(self) -> LoadSettings:
+        if self.request_rate is not None and self.concurrency is not None:
+            raise ValueError("give request_rate or concurrency, not both")
+        return self
+
+
 class Scenario(BaseModel):
     """The contract's scenario. `model` and `gpu` stay as given (id, object or hf_config) so a
     scenario round-trips through links and exports unchanged."""
@@ -66,6 +103,14 @@ class Scenario(BaseModel):
     speculative: SpeculativeSettings | None = None
     usd_per_gpu_hour: Annotated[float, Field(strict=True, gt=0, le=100_000)] | None = None
     calibration: CalibrationProfile | None = None
+    # extensions (round 2): parallelism, engine, engine memory knobs, operating point
+    pp: Annotated[int, Field(strict=True, ge=1, le=256)] = 1
+    ep: Annotated[int, Field(strict=True, ge=1, le=1024)] = 1
+    engine: EngineName = "vllm"
+    max_model_len: Annotated[int, Field(strict=True, ge=1, le=100_000_000)] | None = None
+    block_size: Annotated[int, Field(strict=True, ge=1, le=1024)] = DEFAULT_BLOCK_SIZE
+    enforce_eager: bool = False
+    load: LoadSettings | None = None
 
     @model_validator(mode="after")
     def _lengths_fit_context(self) -> Scenario:
@@ -78,6 +123,10 @@ class Scenario(BaseModel):
     @property
     def context_len_resolved(self) -> int:
         return self.context_len if self.context_len is not None else self.prompt_len + self.output_len
+
+    @property
+    def max_num_batched_tokens(self) -> int:
+        return self.load.max_num_batched_tokens if self.load is not None else DEFAULT_MAX_NUM_BATCHED_TOKENS
 
     @property
     def mean_context(self) -> float:
