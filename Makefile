@@ -1,17 +1,48 @@
 # Ridgeline: the two README commands are `make app` and `make test`.
+#
+# Everything installs into the project's own virtual environment (.venv): pip never touches the
+# system Python, so this works on Debian/Ubuntu's externally managed Python (PEP 668) and wherever
+# pip refuses to install outside a virtual environment. PYTHON only creates the environment.
 PYTHON ?= python3
+VENV ?= .venv
 PORT ?= 8501
+PY := $(VENV)/bin/python
 
-.PHONY: install install-dev browser-deps app test lint bench accuracy
+.PHONY: venv install install-dev browser-deps app test lint bench calibrate accuracy
 
-install:
-	$(PYTHON) -m pip install -q -r requirements.txt
+# The environment itself. Debian ships `venv` without ensurepip unless python3-venv is installed:
+# as root with apt-get we install it, otherwise we say what to install.
+$(PY):
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "error: Ridgeline needs Python 3.11 or newer ('$(PYTHON)' is $$($(PYTHON) --version 2>&1)); run: make PYTHON=python3.11 ..." >&2; exit 1; }
+	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing python3-venv (Debian's venv needs it) ..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; \
+	  else \
+	    echo "error: '$(PYTHON)' cannot create a virtual environment; install it first: sudo apt-get install python3-venv" >&2; exit 1; \
+	  fi; }
+	@rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
 
-install-dev:
-	$(PYTHON) -m pip install -q -r requirements-dev.txt
+venv: $(PY)
+
+# Stamps: reinstall only when a requirements file changes.
+$(VENV)/.installed: requirements.txt | $(PY)
+	$(PY) -m pip install -q -r requirements.txt
+	@touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install -q -r requirements-dev.txt
+	@touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+
+install-dev: $(VENV)/.installed-dev
 
 app: install
-	$(PYTHON) -m streamlit run app.py --server.port $(PORT) --server.headless true
+	@echo "Ridgeline: open http://localhost:$(PORT) (on a remote server, its address on port $(PORT)); Ctrl-C stops it."
+	$(PY) -m streamlit run app.py --server.port $(PORT) --server.headless true
 
 # Debian's chromium for the real-browser tests (Playwright's own browser download cannot work here).
 browser-deps:
@@ -19,19 +50,19 @@ browser-deps:
 
 # Every test, the real-browser ones included.
 test: install-dev browser-deps
-	$(PYTHON) -m ruff check .
-	$(PYTHON) -m pytest
+	$(PY) -m ruff check .
+	$(PY) -m pytest
 
-lint:
-	$(PYTHON) -m ruff check .
+lint: install-dev
+	$(PY) -m ruff check .
 
 bench: install-dev
-	$(PYTHON) -m pytest benchmarks --benchmark-enable --benchmark-only -q
-	$(PYTHON) tools/bench_app.py
+	$(PY) -m pytest benchmarks --benchmark-enable --benchmark-only -q
+	$(PY) tools/bench_app.py
 
 # Refit the default engine on the public rows, then regenerate docs/ACCURACY.md and the error bands.
-calibrate:
-	$(PYTHON) tools/fit_calibration.py --published
+calibrate: install-dev
+	$(PY) tools/fit_calibration.py --published
 
-accuracy:
-	$(PYTHON) tools/accuracy_report.py
+accuracy: install-dev
+	$(PY) tools/accuracy_report.py
