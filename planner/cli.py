@@ -1,4 +1,4 @@
-"""`python -m planner plan|size|gpus|models|calibrate`: the contract's command line.
+"""`python -m planner plan|size|gpus|models|calibrate|commands|compare-bench`: the contract's command line.
 
 A bad input exits 2 with one line `error: <field path>: <reason>` on stderr and nothing on stdout.
 """
@@ -65,7 +65,20 @@ def run(argv: list[str]) -> int:
     p_cal.add_argument("bench_json", help="`vllm bench serve --save-result` output")
     p_cal.add_argument("scenario_json", help="the scenario that benchmark ran")
     p_cal.add_argument("--name", default=None)
+    # commands (issue 15): the engine and benchmark commands of a plan, and a benchmark compared with it
+    p_cmd = sub.add_parser("commands", help="launch and benchmark commands that reproduce a scenario's plan")
+    p_cmd.add_argument("file", help="scenario JSON file or '-'")
+    p_cmd.add_argument("--engine", choices=["vllm", "sglang", "trt-llm"], default=None,
+                       help="default: the scenario's engine (vllm for 'graph')")
+    p_cmd.add_argument("--format", choices=["text", "script", "k8s", "json", "expected"], default="text")
+    p_cmp = sub.add_parser("compare-bench", help="predicted vs measured for a `vllm bench serve --save-result` run")
+    p_cmp.add_argument("bench_json")
+    p_cmp.add_argument("scenario_json")
+    p_cmp.add_argument("--format", choices=["text", "json"], default="text")
     args = parser.parse_args(argv)
+    if args.command in ("commands", "compare-bench"):
+        sys.stdout.write(_issue15_output(args))
+        return 0
 
     if args.command == "plan":
         from planner.planning import plan_dict
@@ -86,6 +99,20 @@ def run(argv: list[str]) -> int:
                                          name=args.name).model_dump(exclude_none=True)
     sys.stdout.write(json.dumps(result, indent=2, allow_nan=False) + "\n")
     return 0
+
+
+def _issue15_output(args: argparse.Namespace) -> str:
+    if args.command == "commands":
+        from planner.commands import command_set, render
+
+        return render(command_set(_read_json(args.file), engine=args.engine), args.format)
+    from planner.bench_compare import compare_bench, comparison_dict, comparison_text
+    from planner.planning import clean_json
+
+    result = compare_bench(_read_json(args.bench_json), _read_json(args.scenario_json))
+    if args.format == "json":
+        return json.dumps(clean_json(comparison_dict(result)), indent=2, allow_nan=False) + "\n"
+    return comparison_text(result)
 
 
 def main(argv: list[str] | None = None) -> int:

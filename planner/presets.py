@@ -9,13 +9,26 @@ from pathlib import Path
 from planner.model_shapes import ModelSpec
 
 PRESETS_PATH = Path(__file__).parent / "data" / "models.toml"
+# Keys of a preset entry that describe where to get the model, not its shape.
+_NON_SHAPE_KEYS = ("hf_id",)
+
+
+@lru_cache(maxsize=1)
+def _raw_presets() -> dict[str, dict]:
+    return tomllib.loads(PRESETS_PATH.read_text())
 
 
 @lru_cache(maxsize=1)
 def load_presets() -> dict[str, ModelSpec]:
-    raw = tomllib.loads(PRESETS_PATH.read_text())
-    return {model_id: ModelSpec(**entry) for model_id, entry in raw.items()}
+    return {model_id: ModelSpec(**{k: v for k, v in entry.items() if k not in _NON_SHAPE_KEYS})
+            for model_id, entry in _raw_presets().items()}
 
 
 def preset_ids() -> list[str]:
     return list(load_presets())
+
+
+def preset_hf_id(model_id: str) -> str | None:
+    """The Hugging Face repository a preset's config comes from (what an engine loads), if known."""
+    entry = _raw_presets().get(model_id)
+    return entry.get("hf_id") if entry else None

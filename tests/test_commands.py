@@ -1,0 +1,405 @@
+"""Engine and benchmark commands from a plan (planner/commands.py), checked against each engine's
+documented command line (data/reference/engine_cli_flags.json: names, defaults and accepted values
+collected from the engines' docs and argument parsers, sources in the file)."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.commands import (
+    ENGINES,
+    HEALTH_PATH,
+    command_set,
+    expected_sheet,
+    k8s_manifest,
+    launch_script,
+    manifest_object,
+    render,
+)
+from planner.errors import ScenarioError
+from planner.planning import plan_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = json.loads((ROOT / "data" / "reference" / "engine_cli_flags.json").read_text())
+# the program words before the first flag, per engine (the rest are positional arguments)
+PROGRAM = {"vllm": ("vllm serve", 3), "sglang": ("sglang launch_server", 3), "trt-llm": ("trtllm-serve", 2)}
+
+
+def flags_of(argv: tuple[str, ...], n_program: int) -> dict[str, list[str]]:
+    """Flag -> its values (tokens up to the next flag), after the program words and positionals."""
+    out: dict[str, list[str]] = {}
+    current = None
+    for token in argv[n_program:]:
+        if token.startswith("--"):
+            current = token
+            assert current not in out, f"{current} given twice"
+            out[current] = []
+        else:
+            assert current is not None, f"positional {token!r} after the program words"
+            out[current].append(token)
+    return out
+
+
+def check_against_reference(flags: dict[str, list[str]], section: str) -> None:
+    documented = REFERENCE[section]["flags"]
+    for flag, values in flags.items():
+        assert flag in documented, f"{section}: {flag} is not a documented flag"
+        spec = documented[flag]
+        if spec.get("type") == "bool":
+            assert values == [], f"{flag} is a switch, got {values}"
+            continue
+        assert values, f"{flag} needs a value"
+        if "choices" in spec:
+            for v in values:
+                assert v in [str(c) for c in spec["choices"]], f"{flag} {v} not in {spec['choices']}"
+        if spec.get("type") == "int":
+            assert int(values[0]) >= 0
+        if spec.get("type") == "float":
+            value = float(values[0])
+            assert math.isfinite(value) and value > 0
+            if spec.get("range") == "(0, 1]":
+                assert 0 < value <= 1
+            if spec.get("range") == "[0, 1)":
+                assert 0 <= value < 1
+        if spec.get("type") == "json":
+            assert set(json.loads(values[0])) <= set(spec["keys"])
+        if "allowed" in spec and section == "vllm bench serve" and flag == "--percentile-metrics":
+            assert set(values[0].split(",")) <= set(spec["allowed"])
+        if flag == "--goodput":
+            assert all(v.split(":")[0] in spec["allowed"] and float(v.split(":")[1]) > 0 for v in values)
+
+
+SECTION = {"vllm": "vllm serve", "sglang": "sglang launch_server", "trt-llm": "trtllm-serve"}
+
+
+def launch_flags(cs) -> dict[str, list[str]]:
+    return flags_of(cs.launch.argv, PROGRAM[cs.engine][1])
+
+
+def bench_flags(cs) -> dict[str, list[str]]:
+    assert cs.bench[:3] == ("vllm", "bench", "serve")
+    return flags_of(cs.bench, 3)
+
+
+# --- every flag documented, for many scenarios ---------------------------------------------------------
+
+loads = st.one_of(
+    st.none(),
+    st.fixed_dictionaries({"request_rate": st.floats(0.05, 50)}, optional={
+        "arrival_cv": st.floats(0.1, 4), "prompt_len_cv": st.floats(0, 1), "output_len_cv": st.floats(0, 1),
+        "prefix_cache_hit": st.floats(0, 0.9), "max_num_batched_tokens": st.integers(256, 65536),
+        "slo": st.fixed_dictionaries({}, optional={"ttft_ms": st.floats(10, 5000), "itl_ms": st.floats(5, 500)})}),
+    st.fixed_dictionaries({"concurrency": st.integers(1, 64)}, optional={
+        "prefix_cache_hit": st.floats(0, 0.9), "max_num_batched_tokens": st.integers(256, 65536)}),
+)
+scenarios = st.fixed_dictionaries(
+    {"model": st.sampled_from(["llama-3.1-8b", "qwen3-8b", "mixtral-8x7b", "qwen3-235b-a22b"]),
+     "gpu": st.sampled_from(["h100-sxm", "h200"]),
+     "tp": st.sampled_from([1, 2, 4, 8])},
+    optional={"pp": st.sampled_from([1, 2]), "ep": st.sampled_from([1, 2, 8]),
+              "weights": st.sampled_from(["bf16", "fp16", "fp8", "int4"]),
+              "kv_cache": st.sampled_from(["bf16", "fp8", "int8"]),
+              "block_size": st.sampled_from([8, 16, 32, 48]), "enforce_eager": st.booleans(),
+              "memory": st.fixed_dictionaries({"utilization": st.floats(0.5, 0.95)}),
+              "prompt_len": st.integers(16, 4000), "output_len": st.integers(1, 2000),
+              "load": loads,
+              "speculative": st.fixed_dictionaries({"draft_tokens": st.integers(1, 8), "acceptance": st.floats(0, 1),
+                                                    "draft_params": st.sampled_from([5e8, 1e9])}),
+              "engine": st.sampled_from(["graph", "vllm", "sglang", "trt-llm"])},
+).map(lambda d: {k: v for k, v in d.items() if v is not None})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios, st.sampled_from(ENGINES))
+def test_every_emitted_flag_is_documented_with_a_documented_value(scenario, engine):
+    try:
+        cs = command_set(scenario, engine)
+    except ScenarioError:
+        return  # a scenario the planner itself refuses (e.g. fp8 where the GPU has no fp8) has no commands
+    check_against_reference(launch_flags(cs), SECTION[engine])
+    check_against_reference(bench_flags(cs), "vllm bench serve")
+    for line in cs.launch.files.get("extra_llm_api_options.yaml", "").splitlines()[1:]:
+        key = "kv_cache_config." + line.strip().split(":")[0]
+        assert key in REFERENCE["trtllm-serve"]["extra_llm_api_options_keys"], key
+
+
+# --- each flag's value is the plan's -------------------------------------------------------------------
+
+
+def test_vllm_flags_carry_the_scenario_and_plan(sample_scenario):
+    """Llama-3.1-70B, TP 4, fp8 weights and KV: vLLM's online fp8 quantization and fp8 KV cache; the
+    context limit is the planned context_len; max-num-seqs is the plan's batch."""
+    cs = command_set(sample_scenario, "vllm")
+    f = launch_flags(cs)
+    assert cs.launch.argv[:3] == ("vllm", "serve", "meta-llama/Llama-3.1-70B")
+    assert f["--tensor-parallel-size"] == ["4"] and "--pipeline-parallel-size" not in f
+    assert f["--quantization"] == ["fp8"] and f["--kv-cache-dtype"] == ["fp8"]
+    assert f["--max-model-len"] == ["8192"]
+    assert f["--gpu-memory-utilization"] == ["0.9"]  # the scenario default, vLLM's documented default too
+    assert f["--max-num-seqs"] == [str(plan_dict(sample_scenario)["latency"]["batch"])]
+    assert f["--max-num-batched-tokens"] == ["8192"] and f["--block-size"] == ["16"]
+    assert "--enforce-eager" not in f and "--enable-prefix-caching" not in f and "--speculative-config" not in f
+
+
+def test_engine_specific_forms(sample_scenario):
+    """fp8 KV is `fp8` in vLLM and TensorRT-LLM, `fp8_e4m3` in SGLang (docs: --kv-cache-dtype fp8_e4m3)."""
+    s = {**sample_scenario, "pp": 2, "enforce_eager": True, "block_size": 32}
+    sg = launch_flags(command_set(s, "sglang"))
+    assert sg["--kv-cache-dtype"] == ["fp8_e4m3"] and sg["--tp-size"] == ["4"] and sg["--pp-size"] == ["2"]
+    assert sg["--page-size"] == ["32"] and sg["--disable-cuda-graph"] == [] and sg["--context-length"] == ["8192"]
+    trt = command_set(s, "trt-llm")
+    tf = launch_flags(trt)
+    assert tf["--tp_size"] == ["4"] and tf["--pp_size"] == ["2"] and tf["--max_seq_len"] == ["8192"]
+    assert 'dtype: "fp8"' in trt.launch.files["extra_llm_api_options.yaml"]
+    assert "tokens_per_block: 32" in trt.launch.files["extra_llm_api_options.yaml"]
+    vf = launch_flags(command_set(s, "vllm"))
+    assert vf["--pipeline-parallel-size"] == ["2"] and vf["--enforce-eager"] == [] and vf["--block-size"] == ["32"]
+    assert command_set(s, "vllm").gpus_per_replica == 8  # tp x pp
+
+
+def test_trtllm_kv_fraction_is_of_the_memory_left_after_weights():
+    """TensorRT-LLM sizes the KV cache as a fraction of the memory free after weights: the planned KV budget
+    over (GPU memory - weights) for Llama-3.1-8B bf16 on one H100 (the catalog's 85.52 GB)."""
+    from gpu_catalog import load_catalog
+
+    s = {"model": "llama-3.1-8b", "gpu": "h100-sxm"}
+    mem = plan_dict(s)["memory"]
+    want = mem["kv_budget_gb_per_gpu"] / (load_catalog()["h100-sxm"].memory_gb - mem["weights_gb_per_gpu"])
+    got = float(launch_flags(command_set(s, "trt-llm"))["--kv_cache_free_gpu_memory_fraction"][0])
+    assert got == pytest.approx(want, abs=0.006)
+    assert 0.5 < got < 1
+
+
+def test_moe_expert_parallel_and_dense_models():
+    moe = {"model": "mixtral-8x7b", "gpu": "h100-sxm", "tp": 2, "ep": 2}
+    assert launch_flags(command_set(moe, "vllm"))["--enable-expert-parallel"] == []
+    assert launch_flags(command_set(moe, "sglang"))["--ep-size"] == ["2"]
+    assert launch_flags(command_set(moe, "trt-llm"))["--ep_size"] == ["2"]
+    dense = command_set({"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 2, "ep": 2}, "vllm")
+    assert "--enable-expert-parallel" not in launch_flags(dense)
+    assert any("no experts" in n for n in dense.launch.notes)
+
+
+def test_quantized_checkpoints_and_unsupported_kv_are_notes_not_flags():
+    cs = command_set({"model": "llama-3.1-8b", "gpu": "h100-sxm", "weights": "int4", "kv_cache": "int8"}, "vllm")
+    f = launch_flags(cs)
+    assert "--quantization" not in f and "--kv-cache-dtype" not in f
+    assert any("int4" in n for n in cs.launch.notes) and any("int8 KV" in n for n in cs.launch.notes)
+    odd = command_set({"model": "llama-3.1-8b", "gpu": "h100-sxm", "block_size": 48}, "vllm")
+    assert "--block-size" not in launch_flags(odd) and any("block_size 48" in n for n in odd.launch.notes)
+
+
+def test_speculative_config_is_vllm_json():
+    s = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "speculative":
+         {"draft_tokens": 4, "acceptance": 0.7, "draft_params": 1e9}}
+    spec = json.loads(launch_flags(command_set(s, "vllm"))["--speculative-config"][0])
+    assert spec["num_speculative_tokens"] == 4 and spec["model"] == "YOUR_DRAFT_MODEL_ID"
+
+
+def test_bench_at_the_planned_operating_point():
+    """Open loop at 2 req/s with arrival CV 2: gamma burstiness k = 1/CV^2 = 0.25; prompt CV 0.3 is a
+    uniform range ratio r = 0.3 x sqrt(3) = 0.5196; a 50% prefix hit on 2000-token prompts is 1000 shared
+    prefix tokens + 1000 random ones; two minutes of arrivals = 240 prompts; the SLO becomes --goodput."""
+    s = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "prompt_len": 2000, "output_len": 400,
+         "load": {"request_rate": 2.0, "arrival_cv": 2.0, "prompt_len_cv": 0.3, "prefix_cache_hit": 0.5,
+                  "slo": {"ttft_ms": 500, "itl_ms": 50}}}
+    cs = command_set(s, "vllm")
+    b = bench_flags(cs)
+    assert b["--dataset-name"] == ["random"] and b["--random-output-len"] == ["400"]
+    assert int(b["--random-input-len"][0]) + int(b["--random-prefix-len"][0]) == 2000
+    assert b["--random-prefix-len"] == ["1000"]
+    assert float(b["--burstiness"][0]) == pytest.approx(0.25)
+    assert float(b["--random-range-ratio"][0]) == pytest.approx(0.3 * math.sqrt(3), rel=1e-5)
+    assert b["--request-rate"] == ["2"] and "--max-concurrency" not in b and b["--num-prompts"] == ["240"]
+    assert b["--goodput"] == ["ttft:500", "tpot:50"]
+    assert b["--save-result"] == [] and b["--percentile-metrics"] == ["ttft,tpot,itl,e2el"]
+    assert b["--metric-percentiles"] == ["50,90,99"]
+    assert launch_flags(cs)["--enable-prefix-caching"] == []
+    # with no context_len the engine's limit covers the longest benchmark request
+    assert int(launch_flags(cs)["--max-model-len"][0]) >= (2000 + 400) * (1 + 0.3 * math.sqrt(3))
+
+
+def test_closed_loop_bench_uses_the_concurrency_and_the_openai_backend_for_other_engines():
+    s = {"model": "qwen3-8b", "gpu": "h100-sxm", "load": {"concurrency": 16}}
+    b = bench_flags(command_set(s, "sglang"))
+    assert b["--max-concurrency"] == ["16"] and "--request-rate" not in b
+    assert b["--backend"] == ["openai"] and b["--base-url"] == ["http://127.0.0.1:30000"]
+    assert bench_flags(command_set(s, "vllm"))["--backend"] == ["vllm"]
+
+
+def test_engine_defaults_to_the_scenarios():
+    assert command_set({"model": "qwen3-8b", "gpu": "h100-sxm", "engine": "sglang"}).engine == "sglang"
+    assert command_set({"model": "qwen3-8b", "gpu": "h100-sxm", "engine": "graph"}).engine == "vllm"
+    with pytest.raises(ScenarioError) as err:
+        command_set({"model": "qwen3-8b", "gpu": "h100-sxm"}, "tgi")
+    assert err.value.field == "engine"
+
+
+def test_custom_model_gets_a_placeholder_or_its_config_name():
+    from tests.conftest import SEED_LLAMA_70B
+
+    cs = command_set({"model": dict(SEED_LLAMA_70B), "gpu": "h100-sxm", "tp": 4}, "vllm")
+    assert cs.launch.argv[2] == "YOUR_MODEL_ID" and any("YOUR_MODEL_ID" in n for n in cs.notes)
+
+
+# --- expected figures ------------------------------------------------------------------------------------
+
+
+def test_expected_sheet_matches_the_plan():
+    """Closed loop at the plan's batch: medians are the plan's TTFT and ITL; E2E = TTFT + (out - 1) x ITL;
+    request throughput = batch / E2E (Little's law); output throughput = that x output_len."""
+    s = {"model": "qwen3-8b", "gpu": "h100-sxm", "batch": 8, "prompt_len": 512, "output_len": 128}
+    p = plan_dict(s)
+    fig = {f.result_key: f for f in command_set(s).expected}
+    ttft, itl = p["latency"]["ttft_ms"], p["latency"]["itl_ms"]
+    assert fig["median_ttft_ms"].predicted == ttft and fig["median_itl_ms"].predicted == itl
+    assert fig["median_tpot_ms"].predicted == itl
+    e2e = ttft + 127 * itl
+    assert fig["median_e2el_ms"].predicted == pytest.approx(e2e)
+    assert fig["request_throughput"].predicted == pytest.approx(8 * 1000 / e2e)
+    assert fig["output_throughput"].predicted == pytest.approx(8 * 1000 / e2e * 128)
+    band = p["latency"]["itl_band_ms"]
+    assert (fig["median_itl_ms"].band_low, fig["median_itl_ms"].band_high) == (band["low"], band["high"])
+    sheet = expected_sheet(command_set(s))
+    assert "median_ttft_ms" in sheet and f"{ttft:,.2f}" in sheet and "p99_ttft_ms" in sheet
+
+
+def test_open_loop_throughput_is_the_arrival_rate():
+    s = {"model": "qwen3-8b", "gpu": "h100-sxm", "output_len": 200, "load": {"request_rate": 3.0}}
+    fig = {f.result_key: f for f in command_set(s).expected}
+    assert fig["request_throughput"].predicted == pytest.approx(3.0)
+    assert fig["output_throughput"].predicted == pytest.approx(600.0)
+
+
+def test_speculative_tpot_and_streamed_itl():
+    """With speculation a round emits several tokens: TPOT is per token, the streamed ITL a round."""
+    s = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "batch": 4,
+         "speculative": {"draft_tokens": 4, "acceptance": 0.7, "draft_params": 1e9}}
+    spec = plan_dict(s)["speculative"]
+    fig = {f.result_key: f for f in command_set(s).expected}
+    assert fig["median_tpot_ms"].predicted == spec["itl_ms"] and fig["median_itl_ms"].predicted == spec["round_ms"]
+
+
+# --- downloadable files ----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_launch_script_is_valid_bash_and_waits_for_health(engine, sample_scenario):
+    cs = command_set({**sample_scenario, "load": {"concurrency": 4}}, engine)
+    script = launch_script(cs)
+    r = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert f"curl -sf http://127.0.0.1:{cs.launch.port}{HEALTH_PATH}" in script
+    assert script.index("until curl") < script.index("vllm bench serve") or script.index("until curl") < script.index(
+        "vllm \\\n    bench")
+    assert "--save-result" in script
+
+
+def parse_block_yaml(text: str):
+    """The block-style YAML subset the manifest uses (mappings, '- ' lists, JSON-quoted or plain scalars)."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+
+    def scalar(raw: str):
+        raw = raw.strip()
+        if raw.startswith('"'):
+            return json.loads(raw)
+        if raw in ("true", "false"):
+            return raw == "true"
+        try:
+            return int(raw)
+        except ValueError:
+            return float(raw) if raw.replace(".", "", 1).isdigit() else raw
+
+    def block(i: int, indent: int):
+        if lines[i].strip().startswith("- "):
+            items = []
+            while i < len(lines) and lines[i].startswith(" " * indent + "- "):
+                rest = lines[i][indent + 2:]
+                if ":" in rest and not rest.startswith('"'):
+                    lines[i] = " " * (indent + 2) + rest  # the item's first key, at the item's indent
+                    item, i = block(i, indent + 2)
+                else:
+                    item, i = scalar(rest), i + 1
+                items.append(item)
+            return items, i
+        mapping = {}
+        while i < len(lines) and len(lines[i]) - len(lines[i].lstrip()) == indent and not lines[i].lstrip().startswith("- "):
+            key, _, rest = lines[i].strip().partition(":")
+            if rest.strip():
+                mapping[key], i = scalar(rest), i + 1
+            else:
+                child_indent = len(lines[i + 1]) - len(lines[i + 1].lstrip())
+                mapping[key], i = block(i + 1, child_indent)
+        return mapping, i
+
+    return block(0, 0)[0]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_k8s_manifest_parses_to_the_deployment(engine, sample_scenario):
+    """GPU request = tp x pp, probes on the engine's /health and port, the container runs the launch command."""
+    cs = command_set({**sample_scenario, "pp": 2}, engine)
+    docs = k8s_manifest(cs).split("---\n")
+    deployment = parse_block_yaml(docs[-1])
+    assert deployment == manifest_object(cs)
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 8
+    assert container["resources"]["requests"]["nvidia.com/gpu"] == 8
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/health", "port": cs.launch.port}
+    assert container["command"][0] == cs.launch.argv[0]
+    assert deployment["spec"]["selector"]["matchLabels"] == deployment["spec"]["template"]["metadata"]["labels"]
+    if engine == "trt-llm":
+        config_map = parse_block_yaml(docs[0])
+        assert config_map["kind"] == "ConfigMap"
+        assert config_map["data"]["extra_llm_api_options.yaml"] == cs.launch.files["extra_llm_api_options.yaml"]
+        assert "/etc/ridgeline/extra_llm_api_options.yaml" in container["command"]
+
+
+def test_render_json_round_trips(sample_scenario):
+    out = json.loads(render(command_set(sample_scenario), "json"))
+    assert out["launch"]["argv"][:2] == ["vllm", "serve"] and out["bench"]["result_file"] == "ridgeline_bench.json"
+    assert {e["result_key"] for e in out["expected"]} >= {"median_ttft_ms", "median_tpot_ms", "output_throughput"}
+
+
+# --- CLI ---------------------------------------------------------------------------------------------------
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "planner", *args], input=stdin, capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+
+
+@pytest.mark.parametrize("fmt", ["text", "script", "k8s", "json", "expected"])
+def test_cli_commands_formats(fmt, sample_scenario):
+    r = cli("commands", "-", "--engine", "sglang", "--format", fmt, stdin=json.dumps(sample_scenario))
+    assert r.returncode == 0 and r.stderr == ""
+    cs = command_set(sample_scenario, "sglang")
+    assert r.stdout == render(cs, fmt)
+
+
+@pytest.mark.parametrize("args,stdin,message", [
+    (("commands", "-"), '{"model": "qwen3-8b"}', "error: gpu: required field is missing"),
+    (("commands", "-", "--engine", "tgi"), "{}", "error: arguments: argument --engine: invalid choice"),
+    (("commands", "-", "--format", "pdf"), "{}", "error: arguments: argument --format: invalid choice"),
+    (("commands", "nope.json"), None, "error: file: 'nope.json' does not exist"),
+    (("compare-bench", "-", "data/examples/qwen3_8b_h100_scenario.json"), "[1]", "error: bench: must be a JSON object"),
+    (("compare-bench", "-", "data/examples/qwen3_8b_h100_scenario.json"), '{"median_tpot_ms": "fast", "median_ttft_ms": 5}',
+     "error: bench.median_tpot_ms:"),
+    (("compare-bench", "data/examples/vllm_bench_qwen3_8b_h100.json", "-"), '{"model": "qwen3-8b", "gpu": "h900"}',
+     "error: gpu: unknown GPU"),
+])
+def test_cli_bad_input_is_one_line_exit_2(args, stdin, message):
+    r = cli(*args, stdin=stdin)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr

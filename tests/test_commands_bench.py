@@ -1,0 +1,109 @@
+"""A `vllm bench serve --save-result` run compared with its plan (planner/bench_compare.py).
+
+The example run (data/examples/vllm_bench_qwen3_8b_h100.json) carries the figures GPUStack published
+for vLLM v0.11.0, Qwen3-8B bf16 on one H100 SXM at concurrency 1: median TPOT 7.28 ms, median TTFT
+59.01 ms, ~233 tokens in / ~221 out (data/reference/measured_published.csv rows 54-55).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.bench_compare import compare_bench, comparison_dict, comparison_text, scenario_at_bench_point
+from planner.errors import ScenarioError
+from planner.planning import plan_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = json.loads((ROOT / "data" / "examples" / "vllm_bench_qwen3_8b_h100.json").read_text())
+SCENARIO = json.loads((ROOT / "data" / "examples" / "qwen3_8b_h100_scenario.json").read_text())
+
+
+def rows(c):
+    return {r.result_key: r for r in c.rows}
+
+
+def test_published_tpot_falls_in_the_plans_band():
+    """The default engine's predicted median TPOT, with its error band, covers the published 7.28 ms."""
+    r = rows(compare_bench(BENCH, SCENARIO))["median_tpot_ms"]
+    assert r.measured == 7.28
+    band = plan_dict(SCENARIO)["latency"]["itl_band_ms"]
+    assert band["low"] <= 7.28 <= band["high"]
+    assert r.error_pct == pytest.approx((r.predicted - 7.28) / 7.28 * 100)
+    assert abs(r.error_pct) < 15
+
+
+def test_only_the_figures_the_run_saved_are_compared():
+    c = compare_bench(BENCH, SCENARIO)
+    assert set(rows(c)) == {"median_ttft_ms", "median_tpot_ms"}
+    full = {**BENCH, "output_throughput": 130.0, "request_throughput": 0.59, "p99_ttft_ms": 80.0, "median_itl_ms": 7.3}
+    got = rows(compare_bench(full, SCENARIO))
+    assert set(got) == {"median_ttft_ms", "median_tpot_ms", "output_throughput", "request_throughput", "median_itl_ms",
+                        "p99_ttft_ms"}
+    assert got["output_throughput"].measured == 130.0
+    # a measured figure the plan has no prediction for is still listed, without an error
+    assert got["p99_ttft_ms"].measured == 80.0 and got["p99_ttft_ms"].error_pct is None
+
+
+def test_calibration_reproduces_the_run_and_keeps_the_scenario():
+    """The fitted profile targets the run's median TPOT and TTFT, so re-predicted they match within 1%."""
+    c = compare_bench(BENCH, SCENARIO)
+    r = rows(c)
+    assert abs(r["median_tpot_ms"].calibrated_error_pct) < 1
+    assert abs(r["median_ttft_ms"].calibrated_error_pct) < 1
+    assert c.calibration.gpu == "h100-sxm"
+    assert c.calibrated_scenario == {**SCENARIO, "calibration": c.calibration.model_dump(exclude_none=True)}
+    assert plan_dict(c.calibrated_scenario)["calibration"] == c.calibration.name
+
+
+def test_operating_point_from_the_run():
+    """Mean lengths from token totals (23300 / 100 = 233 in, 22100 / 100 = 221 out), batch = max concurrency."""
+    bench = {**BENCH, "max_concurrency": 4}
+    point = scenario_at_bench_point(bench, {**SCENARIO, "prompt_len": 1000, "output_len": 50,
+                                            "load": {"request_rate": 1.0}})
+    assert (point["prompt_len"], point["output_len"], point["batch"]) == (233, 221, 4)
+    assert point["load"] == {"concurrency": 4}
+
+
+def test_outputs():
+    c = compare_bench(BENCH, SCENARIO)
+    text = comparison_text(c)
+    assert "Median TPOT (ms)" in text and "7.28" in text and "calibration:" in text
+    d = json.loads(json.dumps(comparison_dict(c)))
+    assert d["calibrated_scenario"]["calibration"]["name"] == c.calibration.name
+    assert {f["result_key"] for f in d["figures"]} == {"median_ttft_ms", "median_tpot_ms"}
+
+
+@pytest.mark.parametrize("bench,field", [
+    ([], "bench"),
+    ({"median_tpot_ms": 7.0}, "bench.median_ttft_ms"),
+    ({"median_tpot_ms": -1, "median_ttft_ms": 50}, "bench.median_tpot_ms"),
+    ({**BENCH, "completed": "many"}, "bench.completed"),
+    ({**BENCH, "max_concurrency": -2}, "bench.max_concurrency"),
+    ({**BENCH, "median_itl_ms": "x"}, "bench.median_itl_ms"),
+])
+def test_bad_bench_names_the_field(bench, field):
+    with pytest.raises(ScenarioError) as err:
+        compare_bench(bench, SCENARIO)
+    assert err.value.field == field
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-10, 10**6) | st.floats(allow_nan=True)
+                           | st.text(max_size=5), lambda kids: st.lists(kids, max_size=3), max_leaves=5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.dictionaries(st.sampled_from(["median_tpot_ms", "median_ttft_ms", "completed", "total_input_tokens",
+                                        "total_output_tokens", "max_concurrency", "p99_ttft_ms", "output_throughput"]),
+                       json_values))
+def test_any_bench_object_gives_a_comparison_or_one_field_error(bench):
+    try:
+        c = compare_bench(bench, SCENARIO)
+    except ScenarioError as err:
+        assert err.field.startswith("bench") or err.field in ("prompt_len", "output_len", "batch", "context_len")
+        return
+    assert all(r.measured is not None for r in c.rows)
