@@ -57,6 +57,7 @@ def assert_metrics_match_plan(at: AppTest, scenario: dict) -> None:
 
 
 def test_default_page_shows_a_realistic_plan_with_every_headline_figure():
+    """Source: ui: the app, default page shows a realistic plan with every headline figure."""
     at = run_app()
     assert len(at.metric) == 10
     assert_metrics_match_plan(at, DEFAULT_SCENARIO)
@@ -67,6 +68,7 @@ def test_default_page_shows_a_realistic_plan_with_every_headline_figure():
 
 
 def test_share_link_reproduces_the_cli_plan():
+    """Source: ui: the app, share link reproduces the cli plan."""
     link = {"model": "llama-3.1-70b", "gpu": "h200", "tp": "2", "weights": "fp8", "kv_cache": "fp8",
             "context_len": "8192", "prompt_len": "3000", "output_len": "500"}
     at = run_app(link)
@@ -76,6 +78,7 @@ def test_share_link_reproduces_the_cli_plan():
 
 
 def test_bad_link_parameters_fall_back_and_the_rest_applies():
+    """Source: ui: the app, bad link parameters fall back and the rest applies."""
     at = run_app({"gpu": "h900", "tp": "two", "context_len": "4096", "prompt_len": "1000", "output_len": "200",
                   "weights": "<b>fp9</b>"})
     warnings = unescape(" ".join(w.value for w in at.warning))
@@ -90,6 +93,7 @@ def test_bad_link_parameters_fall_back_and_the_rest_applies():
 
 
 def test_changing_an_input_updates_the_url():
+    """Source: ui: the app, changing an input updates the url."""
     at = run_app()
     at.sidebar.selectbox(key="tp").set_value(8).run()
     assert query(at)["tp"] == "8"
@@ -99,6 +103,7 @@ def test_changing_an_input_updates_the_url():
 
 
 def test_custom_model_travels_as_json_in_the_link():
+    """Source: ui: the app, custom model travels as json in the link."""
     model = {"name": "tiny", "n_layers": 4, "d_model": 512, "n_heads": 8, "n_kv_heads": 2, "d_ff": 2048,
              "vocab_size": 32000}
     at = run_app({"model": json.dumps(model), "gpu": "l4", "tp": "1", "weights": "bf16", "kv_cache": "bf16"})
@@ -110,12 +115,14 @@ def test_custom_model_travels_as_json_in_the_link():
 
 
 def test_scenario_that_does_not_fit_says_so_and_suggests_tp():
+    """Source: ui: the app, scenario that does not fit says so and suggests tp."""
     at = run_app({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": "2", "weights": "bf16"})
     errors = " ".join(e.value for e in at.error)
     assert "do not fit" in errors and "smallest TP that fits is **16**" in errors
 
 
 def test_invalid_input_combination_names_the_field_and_keeps_state():
+    """Source: ui: the app, invalid input combination names the field and keeps state."""
     at = run_app()
     at.sidebar.number_input(key="prompt_len").set_value(9000).run()
     assert not at.exception
@@ -126,6 +133,7 @@ def test_invalid_input_combination_names_the_field_and_keeps_state():
 
 
 def test_pin_two_scenarios_and_compare():
+    """Source: ui: the app, pin two scenarios and compare."""
     at = run_app()
     at.button(key="pin_plan").click().run()
     at.sidebar.selectbox(key="gpu_choice").set_value("h200").run()
@@ -138,6 +146,7 @@ def test_pin_two_scenarios_and_compare():
 
 
 def test_comparison_link_loads_pins_and_skips_bad_ones():
+    """Source: ui: the app, comparison link loads pins and skips bad ones."""
     pins = [{**DEFAULT_SCENARIO}, {**DEFAULT_SCENARIO, "gpu": "b200"}, {**DEFAULT_SCENARIO, "tp": "x"}]
     at = run_app({**scenario_to_query(DEFAULT_SCENARIO), "compare": json.dumps(pins)})
     assert len(at.session_state["pins"]) == 2
@@ -145,12 +154,14 @@ def test_comparison_link_loads_pins_and_skips_bad_ones():
 
 
 def test_exports_offer_scenario_plan_and_sweep():
+    """Source: ui: the app, exports offer scenario plan and sweep."""
     at = run_app()
     labels = [b.label for b in at.get("download_button")]
     assert labels == ["Scenario JSON", "Plan JSON", "Batch sweep CSV"]
 
 
 def test_ideal_efficiency_reproduces_the_roofline():
+    """Source: ui: the app, ideal efficiency reproduces the roofline."""
     at = run_app()
     at.sidebar.radio(key="efficiency").set_value("ideal").run()
     assert query(at)["efficiency"] == "ideal"
@@ -158,6 +169,7 @@ def test_ideal_efficiency_reproduces_the_roofline():
 
 
 def test_custom_price_enters_the_link_and_cost():
+    """Source: ui: the app, custom price enters the link and cost."""
     at = run_app()
     at.sidebar.number_input(key="price").set_value(5.0).run()
     assert query(at)["usd_per_gpu_hour"] == "5.0"
@@ -165,6 +177,7 @@ def test_custom_price_enters_the_link_and_cost():
 
 
 def test_speculative_decoding_inputs():
+    """Source: ui: the app, speculative decoding inputs."""
     at = run_app()
     at.sidebar.checkbox(key="spec_on").check().run()
     spec = json.loads(query(at)["speculative"])
@@ -175,6 +188,7 @@ def test_speculative_decoding_inputs():
 
 
 def test_hf_config_import_in_the_app():
+    """Source: ui: the app, hf config import in the app."""
     at = run_app()
     at.sidebar.selectbox(key="model_choice").set_value("custom").run()
     config = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
@@ -189,6 +203,7 @@ def test_hf_config_import_in_the_app():
 
 
 def test_hf_config_import_rejects_unsupported_family():
+    """Source: ui: the app, hf config import rejects unsupported family."""
     at = run_app()
     at.sidebar.selectbox(key="model_choice").set_value("custom").run()
     at.text_area(key="hf_text").input('{"model_type": "gpt2"}').run()
@@ -197,6 +212,7 @@ def test_hf_config_import_rejects_unsupported_family():
 
 
 def test_sizing_page_ranks_options():
+    """Source: ui: the app, sizing page ranks options."""
     at = run_app()
     submit = [b for b in at.button if b.label == "Find the cheapest fleet"][0]
     submit.click().run(timeout=TIMEOUT)
@@ -206,12 +222,14 @@ def test_sizing_page_ranks_options():
 
 
 def test_moe_model_shows_total_and_active_parameters():
+    """Source: ui: the app, moe model shows total and active parameters."""
     at = run_app({"model": "mixtral-8x7b", "gpu": "h200", "tp": "1", "weights": "bf16", "kv_cache": "bf16"})
     header = " ".join(m.value for m in at.markdown)
     assert "46.7B params, 12.9B active per token" in header
 
 
 def test_sizing_link_reproduces_the_search():
+    """Source: ui: the app, sizing link reproduces the search."""
     request = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 2.0, "prompt_len": 500, "output_len": 200},
                "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0}, "gpus": ["l4", "h100-sxm"], "tp": [1], "weights": ["bf16"],
                "kv_cache": ["bf16"], "cost_mode": "rent"}
@@ -225,12 +243,14 @@ def test_sizing_link_reproduces_the_search():
 
 
 def test_bad_sizing_link_is_named():
+    """Source: ui: the app, bad sizing link is named."""
     at = run_app({"size": '{"model": "llama-3.1-8b"}'})
     assert any("size" in unescape(w.value) and "traffic" in unescape(w.value) for w in at.warning)
 
 
 def test_calibration_from_a_vllm_bench_file_applies_to_the_plan():
-    """The upload handler, driven directly (AppTest cannot upload files): profile in state, plan names it."""
+    """The upload handler, driven directly (AppTest cannot upload files): profile in state, plan names it.
+    Source: ui: the app, calibration from a vllm bench file applies to the plan."""
     from ui import exports
 
     root = Path(__file__).resolve().parents[1] / "data" / "examples"
@@ -255,6 +275,7 @@ def test_calibration_from_a_vllm_bench_file_applies_to_the_plan():
 
 
 def test_sizing_option_opens_in_the_planner():
+    """Source: ui: the app, sizing option opens in the planner."""
     at = run_app()
     [b for b in at.button if b.label == "Find the cheapest fleet"][0].click().run(timeout=TIMEOUT)
     option = at.session_state["sz_result"]["options"][2]

@@ -99,6 +99,7 @@ def _query(page) -> dict[str, str]:
 
 
 def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(server, browser):
+    """Source: ui: the app, share link figures match cli then inputs update url and pins compare."""
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1500, "height": 2000})
     page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in LINK.items()))
@@ -146,6 +147,7 @@ def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(se
 
 
 def test_bad_link_parameter_is_named_and_rest_applies(server, browser):
+    """Source: ui: the app, bad link parameter is named and rest applies."""
     page = browser.new_page()
     page.goto(server + "/?gpu=h900&tp=4&output_len=123&model=%3Cscript%3Ealert(1)%3C/script%3E")
     _wait_for_metrics(page)

@@ -18,6 +18,7 @@ def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
 
 
 def test_plan_from_stdin_prints_every_section(sample_scenario):
+    """Source: hand: Llama-3.1-70B fp8 KV, 80 x 2 x 8 x 128 x 1 B = 163,840 B per token; the contract's sections."""
     r = cli("plan", "-", stdin=json.dumps(sample_scenario))
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -27,6 +28,7 @@ def test_plan_from_stdin_prints_every_section(sample_scenario):
 
 
 def test_plan_from_file(tmp_path, sample_scenario):
+    """Source: contract: `plan FILE` reads a file."""
     f = tmp_path / "s.json"
     f.write_text(json.dumps(sample_scenario))
     r = cli("plan", str(f))
@@ -34,6 +36,7 @@ def test_plan_from_file(tmp_path, sample_scenario):
 
 
 def test_plan_matches_library(sample_scenario):
+    """Source: contract: the CLI prints exactly the library's plan."""
     from planner import plan_dict
 
     assert json.loads(cli("plan", "-", stdin=json.dumps(sample_scenario)).stdout) == plan_dict(sample_scenario)
@@ -68,6 +71,7 @@ BAD = [
 
 @pytest.mark.parametrize("label, text, expected", BAD, ids=[b[0] for b in BAD])
 def test_bad_scenario_exits_2_with_one_line(label, text, expected):
+    """Source: contract: each bad input exits 2 with one `error: <field>: <reason>` line."""
     r = cli("plan", "-", stdin=text)
     assert r.returncode == 2
     assert r.stdout == ""
@@ -78,6 +82,7 @@ def test_bad_scenario_exits_2_with_one_line(label, text, expected):
 
 
 def test_missing_file_and_bad_command():
+    """Source: contract: a missing file or unknown command exits 2 with one error line."""
     r = cli("plan", "/nonexistent/s.json")
     assert r.returncode == 2 and r.stderr.startswith("error: file: ") and r.stdout == ""
     r = cli("frobnicate")
@@ -85,6 +90,7 @@ def test_missing_file_and_bad_command():
 
 
 def test_gpus_lists_catalog_with_sources():
+    """Source: contract: `gpus` lists the catalog with sources."""
     gpus = json.loads(cli("gpus").stdout)
     ids = {g["id"] for g in gpus}
     assert {"h100-sxm", "h100-pcie", "h200", "b200", "a100-sxm-80gb", "a100-pcie-40gb", "l40s", "l4", "mi300x"} <= ids
@@ -93,6 +99,7 @@ def test_gpus_lists_catalog_with_sources():
 
 
 def test_models_lists_presets_with_param_counts():
+    """Source: model-card: Llama-3.1-405B 405.85B total, Mixtral-8x7B 12.9B active."""
     models = {m["id"]: m for m in json.loads(cli("models").stdout)}
     assert {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"} <= set(models)
     assert models["llama-3.1-405b"]["total_params"] == pytest.approx(405.85e9, rel=0.001)

@@ -42,10 +42,14 @@ CONFIGS = {
 
 @pytest.mark.parametrize("preset", sorted(CONFIGS))
 def test_import_matches_the_preset(preset):
+    """Source: model-card: the imported config's totals against the official parameter counts (test_model_shapes)."""
+    from test_model_shapes import OFFICIAL_TOTAL_B
+
     from planner.presets import load_presets
 
     imported = model_from_hf_config(CONFIGS[preset])
     reference = load_presets()[preset]
+    assert param_counts(imported).total / 1e9 == pytest.approx(OFFICIAL_TOTAL_B[preset], rel=0.01)
     assert param_counts(imported).total == pytest.approx(param_counts(reference).total, rel=1e-9)
     assert active_params(imported) == pytest.approx(active_params(reference), rel=1e-9)
     assert imported.n_windowed_layers == reference.n_windowed_layers
@@ -54,6 +58,7 @@ def test_import_matches_the_preset(preset):
 
 @pytest.mark.parametrize("preset", sorted(CONFIGS))
 def test_imported_config_plans_exactly_like_the_preset(preset):
+    """Source: invariant: an imported config plans exactly like its preset."""
     base = {"gpu": "h200", "tp": 8, "weights": "fp8", "kv_cache": "fp8", "context_len": 8192, "prompt_len": 2000,
             "output_len": 400}
     a = plan({**base, "model": preset}).model_dump()
@@ -63,6 +68,7 @@ def test_imported_config_plans_exactly_like_the_preset(preset):
 
 
 def test_unsupported_family_lists_what_is_supported():
+    """Source: contract: an unsupported family names the field and lists the supported ones."""
     with pytest.raises(ScenarioError) as err:
         model_from_hf_config({"model_type": "falcon"})
     assert err.value.field == "model.hf_config.model_type"
@@ -76,6 +82,7 @@ def test_unsupported_family_lists_what_is_supported():
     ({**CONFIGS["mixtral-8x7b"], "num_local_experts": None}, "model.hf_config.num_local_experts"),
 ])
 def test_bad_configs_name_the_field(config, field):
+    """Source: contract: a bad config names the field."""
     with pytest.raises(ScenarioError) as err:
         model_from_hf_config(config)
     assert err.value.field == field

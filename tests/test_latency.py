@@ -17,30 +17,35 @@ def _deployment(**overrides):
 
 
 def test_ideal_itl_equals_bound_plus_link_transfer(seed_scenario):
+    """Source: hand: the seeds' Llama-3-70B TP8 fp16 at batch 1, ideal engine: weights streamed
+    17.239 GB / 3.35 TB/s = 5.1461 ms (test_seed_figures); two all-reduces per layer of one token's
+    8,192 x 2 B over 450 GB/s with the ring's 1.75: 2 x 80 x 1.75 x 16,384 / 450e9 s = 0.010194 ms;
+    no fixed costs."""
     p = plan({**seed_scenario, "batch": 1})
-    assert p.latency.itl_ms >= p.latency.itl_ms_bound
-    assert p.latency.itl_ms - p.latency.itl_ms_bound == pytest.approx(
-        p.latency.decode_breakdown_ms["communication_ms"], abs=1e-9)
+    assert p.latency.decode_breakdown_ms["communication_ms"] == pytest.approx(0.010194, rel=1e-4)
     assert p.latency.decode_breakdown_ms["overhead_ms"] == 0
-
-
-def test_breakdown_sums_to_itl(sample_scenario):
-    p = plan(sample_scenario)
-    assert sum(p.latency.decode_breakdown_ms.values()) == pytest.approx(p.latency.itl_ms)
-    assert sum(p.latency.prefill_breakdown_ms.values()) == pytest.approx(p.latency.prefill_ms)
+    assert p.latency.itl_ms == pytest.approx(5.1461 + 0.010194, rel=2e-4)
 
 
 def test_allreduce_formula():
+    """Source: hand: ring all-reduce time = 2(n-1)/n x bytes / link + latency x log2(n), worked below."""
     # 1 MB over TP 4 at 450 GB/s, efficiency 1, 10 us latency at TP 2: 1.5 MB / 450 GB/s + 10 us x log2(4)
     assert allreduce_ms(1e6, 4, 450.0, 1.0, 10.0) == pytest.approx(1.5e6 / 450e9 * 1e3 + 0.020)
     assert allreduce_ms(1e6, 2, 450.0, 1.0, 10.0) == pytest.approx(1e6 / 450e9 * 1e3 + 0.010)
     assert allreduce_ms(1e6, 1, 450.0, 1.0, 10.0) == 0
 
 
+# Held-out message sizes and how close one latency + bandwidth line gets to them: NCCL changes
+# protocol between 0.5 and 16 MB, which one line cannot follow, so those sizes are not asserted.
+ALLREDUCE_HELD_OUT_REL = {32_768: 0.08, 131_072: 0.08, 67_108_864: 0.10}
+
+
 def test_allreduce_matches_the_2xh200_measurement():
-    """data/measurements/allreduce_2xh200_*.json: NCCL in a CUDA graph, 2x H200 over NVLink. The default
-    engine's latency and link efficiency come from it; small and large messages land within 35%
-    (NCCL changes protocol between 0.5 and 16 MB, which one line cannot follow exactly)."""
+    """Source: measured: data/measurements/allreduce_2xh200_*.json (NCCL 2.28 in a CUDA graph, 2x H200 over
+    NVLink). The default engine's two constants were read off two of its rows: the latency from 8 KB
+    (8.73 us) and the link efficiency from 256 MB (303 GB/s bus = 0.67 x 450): those rows must come back
+    within 2% (a 10% error in either constant fails). The rows not used (32 KB, 128 KB, 64 MB: decode and
+    large messages) are a validation: the one-line model stays within 8-10% of them."""
     import json
     from pathlib import Path
 
@@ -49,42 +54,62 @@ def test_allreduce_matches_the_2xh200_measurement():
     data = json.loads(next((Path(__file__).resolve().parents[1] / "data" / "measurements").glob(
         "allreduce_2xh200_*.json")).read_text())
     e = default_engine()
-    for row in data["allreduce"]:
-        if row["bytes"] <= 131_072 or row["bytes"] >= 67_108_864:
-            predicted_us = float(allreduce_ms(row["bytes"], 2, 450.0, e.link, e.allreduce_latency_us)) * 1e3
-            assert predicted_us == pytest.approx(row["graph_us"], rel=0.35), row
+    measured = {row["bytes"]: row["graph_us"] for row in data["allreduce"]}
+
+    def predicted_us(n_bytes: int) -> float:
+        return float(allreduce_ms(n_bytes, 2, 450.0, e.link, e.allreduce_latency_us)) * 1e3
+
+    for fit_bytes in (8_192, 268_435_456):
+        assert predicted_us(fit_bytes) == pytest.approx(measured[fit_bytes], rel=0.02), fit_bytes
+    for n_bytes, rel in ALLREDUCE_HELD_OUT_REL.items():
+        assert predicted_us(n_bytes) == pytest.approx(measured[n_bytes], rel=rel), n_bytes
 
 
-def test_tp_cuts_weight_time_but_adds_fixed_costs():
-    tp1 = plan({"model": "llama-3.1-70b", "gpu": "h200", "tp": 1, "batch": 1})
-    tp8 = plan({"model": "llama-3.1-70b", "gpu": "h200", "tp": 8, "batch": 1})
-    assert tp8.latency.itl_ms < tp1.latency.itl_ms
-    # bandwidth utilization falls as TP rises (published: 82% TP2 -> ~50% TP8)
-    speedup = tp1.latency.itl_ms / tp8.latency.itl_ms
-    assert speedup < 8 * 0.8
-    assert tp8.latency.decode_breakdown_ms["communication_ms"] > 0 == tp1.latency.decode_breakdown_ms[
-        "communication_ms"]
+def test_tp_speedup_falls_short_of_tp_as_published():
+    """Source: published: gpt-fast (measured_published.csv), Llama-2-70B bf16 batch 1 on A100: MBU 72% at
+    TP2 and 51-53% at TP8, so TP2 -> TP8 speeds decode up 4 x 0.52 / 0.72 = 2.9x, not 4x. The planner's
+    TP2 -> TP8 speedup must land in 2.4-3.4 (a model with no per-layer fixed cost gives about 4)."""
+    tp2 = plan({"model": "llama-3.1-70b", "gpu": "a100-sxm-80gb", "tp": 2, "batch": 1, "prompt_len": 5,
+                "output_len": 200})
+    tp8 = plan({"model": "llama-3.1-70b", "gpu": "a100-sxm-80gb", "tp": 8, "batch": 1, "prompt_len": 5,
+                "output_len": 200})
+    assert 2.4 <= tp2.latency.itl_ms / tp8.latency.itl_ms <= 3.4
 
 
-def test_prefill_is_compute_bound_for_long_prompts_and_overhead_bound_for_short():
-    long = plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": 8192, "output_len": 1})
-    short = plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": 16, "output_len": 1})
-    assert long.roofline.prefill_ai > long.roofline.ridge_flop_per_byte
-    assert short.latency.prefill_ms < long.latency.prefill_ms
-    # a 16-token prompt costs about one weight read plus fixed costs, not 16/8192 of a long one
-    assert short.latency.prefill_ms > long.latency.prefill_ms * 16 / 8192 * 5
+def test_prefill_time_grows_slower_than_the_prompt_as_published():
+    """Source: published: batch-1 first-token latency at 128 and 2,048 prompt tokens, 7B-class models
+    (measured_published.csv): TRT-LLM v0.5 H100 fp8 7 -> 36 ms (x5.1), A100 fp16 16 -> 133 ms (x8.3);
+    LMDeploy A100 fp16 22 -> 139 ms (x6.3). A 16x longer prompt costs 5-8x, not 16x: short prompts pay a
+    weight read and fixed costs. The planner's ratio must stay in 3-10 on both GPUs (it is 3.7 on H100 fp8:
+    its 128-token prefill, 9.0 ms, is slower than TRT-LLM's 7 ms; fidelity tracks that); prefill at 8,192
+    tokens is compute-bound (prefill AI about 2,100 FLOP/B against the 295 ridge, by hand 2 x 8,192 x P
+    FLOPs over 2P weight bytes plus activations)."""
+    for gpu, weights in (("h100-sxm", "fp8"), ("a100-sxm-80gb", "bf16")):
+        base = {"model": "llama-3.1-8b", "gpu": gpu, "weights": weights, "kv_cache": weights, "output_len": 1}
+        short = plan({**base, "prompt_len": 128}).latency.ttft_ms
+        long = plan({**base, "prompt_len": 2048}).latency.ttft_ms
+        assert 3.0 <= long / short <= 10.0, (gpu, long / short)
+    p = plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": 8192, "output_len": 1})
+    assert p.roofline.prefill_ai > 5 * p.roofline.ridge_flop_per_byte
 
 
 def test_moe_decode_bytes_rise_with_batch_toward_all_experts():
+    """Source: hand: Mixtral-8x7B's config.json: one expert is 3 x 4,096 x 14,336 x 32 layers, 8 experts
+    45,097,156,608 params; attention 1,342,177,280, router 1,048,576, LM head 131,072,000. Batch 1 reads
+    top-2 of 8 experts: (1,342,177,280 + 1,048,576 + 131,072,000 + 45,097,156,608 / 4) x 2 B = 25,497,174,016 B
+    (model card: 12.9B active). At batch 64 almost all 8 experts: 1 - (6/8)^64 = 1 - 1e-8 of them,
+    46.57e9 params streamed (model card: 46.7B with the input embedding)."""
     d = _deployment(model="mixtral-8x7b", gpu="h200", weights="bf16")
     w1 = float(decode_step(d, 1, 1000).work.weight_bytes)
     w64 = float(decode_step(d, 64, 1000).work.weight_bytes)
-    full = 46.7e9 * 2
-    assert w1 == pytest.approx(12.9e9 * 2, rel=0.03)  # two experts per layer
-    assert w1 < w64 <= full * 1.01 and w64 > 0.99 * full
+    assert w1 == pytest.approx(25_497_174_016, rel=1e-6)
+    all_experts = (1_342_177_280 + 1_048_576 + 131_072_000 + 45_097_156_608) * 2
+    assert w64 == pytest.approx(all_experts, rel=1e-3)
 
 
 def test_moe_itl_grows_faster_with_batch_than_dense():
+    """Source: invariant: a dense model streams the same weights at any batch; an MoE streams more
+    experts as the batch grows, so its ITL rises faster from batch 1 to 8."""
     dense = _deployment(model="llama-3.1-70b", gpu="h200", tp=2)
     moe = _deployment(model="mixtral-8x7b", gpu="h200", tp=2)
     batches = np.array([1, 8])
@@ -94,6 +119,8 @@ def test_moe_itl_grows_faster_with_batch_than_dense():
 
 
 def test_speculation_lowers_itl_at_high_acceptance_and_not_at_low():
+    """Source: hand: Leviathan et al. 2023, tokens per target pass (1 - p^(k+1)) / (1 - p) = (1 - 0.8^5) / 0.2
+    = 3.36 at p = 0.8, k = 4; at p = 0.05 with an 8B draft each round costs more than it yields."""
     base = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "batch": 1}
     plain = plan(base).latency.itl_ms
     good = plan({**base, "speculative": {"draft_tokens": 4, "acceptance": 0.8, "draft_params": 1e9}})
@@ -103,21 +130,31 @@ def test_speculation_lowers_itl_at_high_acceptance_and_not_at_low():
     assert good.speculative.tokens_per_round == pytest.approx((1 - 0.8 ** 5) / 0.2)
 
 
-def test_throughput_and_cost_follow_contract_formulas(sample_scenario):
-    p = plan(sample_scenario)
-    assert p.throughput.output_tokens_per_s == pytest.approx(p.latency.batch * 1000 / p.latency.itl_ms)
-    assert p.throughput.tokens_per_s_per_user == pytest.approx(1000 / p.latency.itl_ms)
-    expected = 4 * 2.99 / (p.throughput.output_tokens_per_s * 3600) * 1e6
-    assert p.cost.usd_per_million_output_tokens == pytest.approx(expected)
+def test_throughput_and_cost_by_hand(seed_scenario):
+    """Source: hand: the seeds' Llama-3-70B TP8 fp16, ideal engine. Batch 1: 5.15630 ms (test above),
+    193.94 tok/s. Batch 64: weights 17.239386 GB / 3.35 TB/s = 5.145990 ms (GEMM FLOPs 64 x 2 x 68.96e9 / 8
+    / 989.4e12 = 1.1 ms stay under it); KV 64 x (1.5 read + 1 written) x 40,960 B / 3.35 TB/s = 0.001956 ms;
+    all-reduces 2 x 80 x 1.75 x 64 x 16,384 B / 450 GB/s = 0.652447 ms: 5.800393 ms, 11,033.73 tok/s.
+    At the seed's back-solved $2.70/GPU-hour (item 18): 8 x 2.70 / (tok/s x 3600) x 1e6 = $30.937 per
+    million at batch 1 and $0.54379 at batch 64."""
+    one = plan({**seed_scenario, "batch": 1, "usd_per_gpu_hour": 2.70})
+    assert one.throughput.output_tokens_per_s == pytest.approx(193.94, rel=2e-4)
+    assert one.cost.usd_per_million_output_tokens == pytest.approx(30.937, rel=2e-4)
+    many = plan({**seed_scenario, "batch": 64, "usd_per_gpu_hour": 2.70})
+    assert many.latency.itl_ms == pytest.approx(5.800393, rel=1e-5)
+    assert many.throughput.output_tokens_per_s == pytest.approx(11_033.73, rel=1e-5)
+    assert many.cost.usd_per_million_output_tokens == pytest.approx(0.54379, rel=1e-4)
 
 
 def test_custom_price_overrides_catalog(sample_scenario):
+    """Source: invariant: cost is linear in the price, and a given price replaces the catalog's."""
     a = plan(sample_scenario).cost.usd_per_million_output_tokens
     b = plan({**sample_scenario, "usd_per_gpu_hour": 2 * 2.99}).cost.usd_per_million_output_tokens
     assert b == pytest.approx(2 * a)
 
 
 def test_partial_efficiency_object_keeps_default_engine_for_the_rest(sample_scenario):
+    """Source: contract: an efficiency object fills the fields it leaves out from the default engine."""
     base = plan(sample_scenario)
     tweaked = plan({**sample_scenario, "efficiency": {"step_overhead_us": 0.0}})
     assert tweaked.efficiency == "custom"
@@ -127,6 +164,7 @@ def test_partial_efficiency_object_keeps_default_engine_for_the_rest(sample_scen
 
 
 def test_non_nvidia_gpu_plans_warn_about_calibration():
+    """Source: contract: plans on other vendors' GPUs warn that the default engine is NVIDIA-calibrated."""
     assert any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "mi300x"}).warnings)
     assert not any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "h100-sxm"}).warnings)
 
@@ -138,8 +176,11 @@ def test_non_nvidia_gpu_plans_warn_about_calibration():
     ({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 2, "weights": "fp8"}, 0.43, 0.65),
     # TP4: 0.55-0.65 on A100, 0.40 on H100 (Databricks); vLLM CI 70B TP4 on H200 at batch 8: 45%
     ({"model": "llama-3.1-70b", "gpu": "h200", "tp": 4, "weights": "bf16"}, 0.40, 0.65),
+    # TP8: 0.40-0.53 on 70B (gpt-fast Llama-2-70B bf16 TP8 on A100: 51-53%)
+    ({"model": "llama-3.1-70b", "gpu": "a100-sxm-80gb", "tp": 8, "weights": "bf16"}, 0.40, 0.53),
 ])
 def test_default_batch1_decode_bandwidth_utilization_is_in_the_published_range(scenario, low, high):
+    """Source: published: data/reference/measured_published.md, batch-1 MBU ranges per precision and TP."""
     from gpu_catalog import get_gpu
 
     p = plan({**scenario, "batch": 1, "prompt_len": 128, "output_len": 128})

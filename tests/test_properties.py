@@ -8,20 +8,19 @@ from hypothesis import strategies as st
 
 from gpu_catalog import load_catalog
 from planner import plan, plan_dict
-from planner.precision import bits_per_value
+from planner.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, bits_per_value
 from planner.presets import load_presets
 
 GPUS = list(load_catalog())
 MODELS = list(load_presets())
-WEIGHTS = ["fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]
-KV = ["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+WEIGHTS = list(WEIGHT_PRECISIONS)
+KV = list(KV_PRECISIONS)
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _compute_for(gpu_id: str, weights: str) -> str:
-    peaks = load_catalog()[gpu_id].tflops
-    default = {"fp8": "fp8", "fp4": "fp4"}.get(weights, "bf16")
-    return default if default in peaks else "bf16"
+def _lacks_native_peak(gpu_id: str, weights: str) -> bool:
+    """fp8/fp4 weights on a GPU without that tensor format: the scenario must ask for weight-only bf16."""
+    return weights in ("fp8", "fp4") and weights not in load_catalog()[gpu_id].tflops
 
 
 @st.composite
@@ -35,8 +34,9 @@ def scenarios(draw):
     output = draw(st.integers(1, 4_000))
     extra = draw(st.integers(0, 16_000))
     s = {"model": model, "gpu": gpu, "tp": tp, "weights": weights, "kv_cache": draw(st.sampled_from(KV)),
-         "compute": _compute_for(gpu, weights), "prompt_len": prompt, "output_len": output,
-         "context_len": prompt + output + extra}
+         "prompt_len": prompt, "output_len": output, "context_len": prompt + output + extra}
+    if _lacks_native_peak(gpu, weights):
+        s["compute"] = "bf16"
     if draw(st.booleans()):
         s["batch"] = draw(st.integers(1, 512))
     if draw(st.booleans()):
@@ -64,6 +64,7 @@ CONTRACT_KEYS = {
 @SETTINGS
 @given(scenarios())
 def test_every_valid_scenario_yields_every_contract_key(s):
+    """Source: contract: every valid scenario yields every contract key and positive latencies."""
     out = plan_dict(s)
     assert set(_walk_keys(out)) >= CONTRACT_KEYS
     assert out["latency"]["itl_ms"] > 0 and out["latency"]["ttft_ms"] > 0
@@ -72,6 +73,7 @@ def test_every_valid_scenario_yields_every_contract_key(s):
 @SETTINGS
 @given(scenarios())
 def test_realistic_itl_never_below_its_bound(s):
+    """Source: invariant: a realistic engine is never faster than the roofline bound."""
     p = plan(s)
     assert p.latency.itl_ms >= p.latency.itl_ms_bound * (1 - 1e-9)
     assert p.latency.prefill_ms >= p.latency.prefill_ms_bound * (1 - 1e-9)
@@ -81,6 +83,7 @@ def test_realistic_itl_never_below_its_bound(s):
 @SETTINGS
 @given(scenarios(), st.integers(1, 100_000))
 def test_max_batch_never_grows_with_context(s, more):
+    """Source: invariant: a longer context never fits more sequences."""
     a = plan(s).memory.max_batch
     b = plan({**s, "context_len": s["context_len"] + more}).memory.max_batch
     assert b <= a
@@ -89,6 +92,7 @@ def test_max_batch_never_grows_with_context(s, more):
 @SETTINGS
 @given(scenarios(), st.sampled_from(WEIGHTS), st.sampled_from(WEIGHTS))
 def test_lower_weight_precision_never_adds_weight_bytes(s, w1, w2):
+    """Source: invariant: fewer bits per weight never add weight bytes."""
     hi, lo = sorted((w1, w2), key=bits_per_value, reverse=True)
     s = {**s, "compute": "bf16"}
     assert plan({**s, "weights": lo}).memory.weights_gb_per_gpu <= plan({**s, "weights": hi}).memory.weights_gb_per_gpu
@@ -97,6 +101,7 @@ def test_lower_weight_precision_never_adds_weight_bytes(s, w1, w2):
 @SETTINGS
 @given(scenarios(), st.integers(1, 2000), st.integers(1, 2000))
 def test_decode_ai_never_falls_as_batch_grows(s, b1, b2):
+    """Source: invariant: decode arithmetic intensity never falls as the batch grows."""
     lo, hi = sorted((b1, b2))
     a = plan({**s, "batch": lo}).roofline.decode_ai
     b = plan({**s, "batch": hi}).roofline.decode_ai
@@ -106,6 +111,7 @@ def test_decode_ai_never_falls_as_batch_grows(s, b1, b2):
 @SETTINGS
 @given(scenarios(), st.integers(1, 1000), st.integers(1, 1000))
 def test_itl_never_falls_as_batch_grows(s, b1, b2):
+    """Source: invariant: a larger batch never decodes faster per step."""
     lo, hi = sorted((b1, b2))
     assert plan({**s, "batch": hi}).latency.itl_ms >= plan({**s, "batch": lo}).latency.itl_ms * (1 - 1e-9)
 
@@ -113,6 +119,7 @@ def test_itl_never_falls_as_batch_grows(s, b1, b2):
 @SETTINGS
 @given(scenarios())
 def test_ridge_crossing_is_where_the_regime_flips(s):
+    """Source: invariant: the ridge-crossing batch is where the regime flips to compute-bound."""
     p = plan(s)
     crossing = p.roofline.ridge_crossing_batch
     if crossing is not None:
@@ -126,6 +133,7 @@ def test_ridge_crossing_is_where_the_regime_flips(s):
        st.floats(0.1, 50.0), st.integers(50, 8000), st.integers(10, 2000),
        st.floats(100.0, 5000.0), st.floats(10.0, 200.0))
 def test_sizing_options_always_meet_objectives_and_replan_consistently(model, rps, prompt, output, ttft, itl):
+    """Source: invariant: sizing options meet the objectives, cover the traffic and re-plan to the same ITL."""
     from planner.sizing import size
 
     request = {"model": model, "traffic": {"requests_per_s": rps, "prompt_len": prompt, "output_len": output},
