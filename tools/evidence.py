@@ -166,7 +166,7 @@ def device_cases() -> list[Case]:
     cases: list[Case] = []
     for path in sorted(MEASUREMENTS.glob("*.json")):
         data = json.loads(path.read_text())
-        if "decode" not in data:  # e.g. all-reduce measurements
+        if "decode" not in data or "physics" in path.stem:  # all-reduce runs; the physics set (graph engine)
             continue
         gpu_name = data["meta"]["gpu"]
         gpu_id = "h200" if "H200" in gpu_name else "h100-sxm"

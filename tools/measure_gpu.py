@@ -12,6 +12,7 @@ Tensor-parallel shards are emulated by running one rank's slice of the model (he
 the all-reduces are not in these numbers.
 
     python3 tools/measure_gpu.py --out measurements.json [--quick]
+    python3 tools/measure_gpu.py --physics --out physics.json   # the graph engine's set (measure_physics.py)
 
 Then `python3 tools/fit_calibration.py measurements.json` turns it into a calibration profile.
 """
@@ -361,7 +362,17 @@ def main():
     ap.add_argument("--fused", action="store_true",
                     help="decode with torch.compile'd layer pieces (fused norms/activations) instead of eager kernels")
     ap.add_argument("--skip-ceilings", action="store_true", help="skip the bandwidth and GEMM measurements")
-    args = ap.parse_args()
+    ap.add_argument("--physics", action="store_true",
+                    help="the GPU-physics set of the graph engine instead (tools/measure_physics.py; pass its options after --)")
+    args, rest = ap.parse_known_args()
+    if args.physics:
+        sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
+        import measure_physics
+
+        sys.argv = [sys.argv[0], "--out", args.out, *[a for a in rest if a != "--"]]
+        return measure_physics.main()
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
     if not torch.cuda.is_available():
         sys.exit("error: no CUDA device")
 
