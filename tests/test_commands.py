@@ -121,6 +121,7 @@ scenarios = st.fixed_dictionaries(
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios, st.sampled_from(ENGINES))
 def test_every_emitted_flag_is_documented_with_a_documented_value(scenario, engine):
+    """Source: docs: each engine's documented CLI (data/reference/engine_cli_flags.json)."""
     try:
         cs = command_set(scenario, engine)
     except ScenarioError:
@@ -137,7 +138,9 @@ def test_every_emitted_flag_is_documented_with_a_documented_value(scenario, engi
 
 def test_vllm_flags_carry_the_scenario_and_plan(sample_scenario):
     """Llama-3.1-70B, TP 4, fp8 weights and KV: vLLM's online fp8 quantization and fp8 KV cache; the
-    context limit is the planned context_len; max-num-seqs is the plan's batch."""
+    context limit is the planned context_len; max-num-seqs is the plan's batch.
+    Source: docs: vLLM's `vllm serve` flags and defaults.
+    """
     cs = command_set(sample_scenario, "vllm")
     f = launch_flags(cs)
     assert cs.launch.argv[:3] == ("vllm", "serve", "meta-llama/Llama-3.1-70B")
@@ -151,7 +154,9 @@ def test_vllm_flags_carry_the_scenario_and_plan(sample_scenario):
 
 
 def test_engine_specific_forms(sample_scenario):
-    """fp8 KV is `fp8` in vLLM and TensorRT-LLM, `fp8_e4m3` in SGLang (docs: --kv-cache-dtype fp8_e4m3)."""
+    """fp8 KV is `fp8` in vLLM and TensorRT-LLM, `fp8_e4m3` in SGLang (docs: --kv-cache-dtype fp8_e4m3).
+    Source: docs: SGLang and TensorRT-LLM flag spellings.
+    """
     s = {**sample_scenario, "pp": 2, "enforce_eager": True, "block_size": 32}
     sg = launch_flags(command_set(s, "sglang"))
     assert sg["--kv-cache-dtype"] == ["fp8_e4m3"] and sg["--tp-size"] == ["4"] and sg["--pp-size"] == ["2"]
@@ -168,7 +173,9 @@ def test_engine_specific_forms(sample_scenario):
 
 def test_trtllm_kv_fraction_is_of_the_memory_left_after_weights():
     """TensorRT-LLM sizes the KV cache as a fraction of the memory free after weights: the planned KV budget
-    over (GPU memory - weights) for Llama-3.1-8B bf16 on one H100 (the catalog's 85.52 GB)."""
+    over (GPU memory - weights) for Llama-3.1-8B bf16 on one H100 (the catalog's 85.52 GB).
+    Source: docs: TensorRT-LLM's free_gpu_memory_fraction is of the memory left after weights.
+    """
     from gpu_catalog import load_catalog
 
     s = {"model": "llama-3.1-8b", "gpu": "h100-sxm"}
@@ -180,6 +187,7 @@ def test_trtllm_kv_fraction_is_of_the_memory_left_after_weights():
 
 
 def test_moe_expert_parallel_and_dense_models():
+    """Source: docs: each engine's expert-parallel flag."""
     moe = {"model": "mixtral-8x7b", "gpu": "h100-sxm", "tp": 2, "ep": 2}
     assert launch_flags(command_set(moe, "vllm"))["--enable-expert-parallel"] == []
     assert launch_flags(command_set(moe, "sglang"))["--ep-size"] == ["2"]
@@ -190,6 +198,7 @@ def test_moe_expert_parallel_and_dense_models():
 
 
 def test_quantized_checkpoints_and_unsupported_kv_are_notes_not_flags():
+    """Source: contract: unsupported settings become notes, not flags."""
     cs = command_set({"model": "llama-3.1-8b", "gpu": "h100-sxm", "weights": "int4", "kv_cache": "int8"}, "vllm")
     f = launch_flags(cs)
     assert "--quantization" not in f and "--kv-cache-dtype" not in f
@@ -199,6 +208,7 @@ def test_quantized_checkpoints_and_unsupported_kv_are_notes_not_flags():
 
 
 def test_speculative_config_is_vllm_json():
+    """Source: docs: vLLM's --speculative-config JSON."""
     s = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "speculative":
          {"draft_tokens": 4, "acceptance": 0.7, "draft_params": 1e9}}
     spec = json.loads(launch_flags(command_set(s, "vllm"))["--speculative-config"][0])
@@ -208,7 +218,9 @@ def test_speculative_config_is_vllm_json():
 def test_bench_at_the_planned_operating_point():
     """Open loop at 2 req/s with arrival CV 2: gamma burstiness k = 1/CV^2 = 0.25; prompt CV 0.3 is a
     uniform range ratio r = 0.3 x sqrt(3) = 0.5196; a 50% prefix hit on 2000-token prompts is 1000 shared
-    prefix tokens + 1000 random ones; two minutes of arrivals = 240 prompts; the SLO becomes --goodput."""
+    prefix tokens + 1000 random ones; two minutes of arrivals = 240 prompts; the SLO becomes --goodput.
+    Source: hand: gamma burstiness 1/CV^2, uniform range ratio CV x sqrt(3), worked in the docstring.
+    """
     s = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "prompt_len": 2000, "output_len": 400,
          "load": {"request_rate": 2.0, "arrival_cv": 2.0, "prompt_len_cv": 0.3, "prefix_cache_hit": 0.5,
                   "slo": {"ttft_ms": 500, "itl_ms": 50}}}
@@ -229,6 +241,7 @@ def test_bench_at_the_planned_operating_point():
 
 
 def test_closed_loop_bench_uses_the_concurrency_and_the_openai_backend_for_other_engines():
+    """Source: docs: vllm bench serve's backends and flags."""
     s = {"model": "qwen3-8b", "gpu": "h100-sxm", "load": {"concurrency": 16}}
     b = bench_flags(command_set(s, "sglang"))
     assert b["--max-concurrency"] == ["16"] and "--request-rate" not in b
@@ -237,6 +250,7 @@ def test_closed_loop_bench_uses_the_concurrency_and_the_openai_backend_for_other
 
 
 def test_engine_defaults_to_the_scenarios():
+    """Source: contract: the engine comes from the scenario."""
     assert command_set({"model": "qwen3-8b", "gpu": "h100-sxm", "engine": "sglang"}).engine == "sglang"
     assert command_set({"model": "qwen3-8b", "gpu": "h100-sxm", "engine": "graph"}).engine == "vllm"
     with pytest.raises(ScenarioError) as err:
@@ -245,6 +259,7 @@ def test_engine_defaults_to_the_scenarios():
 
 
 def test_custom_model_gets_a_placeholder_or_its_config_name():
+    """Source: contract: a custom model gets a placeholder id."""
     from tests.conftest import SEED_LLAMA_70B
 
     cs = command_set({"model": dict(SEED_LLAMA_70B), "gpu": "h100-sxm", "tp": 4}, "vllm")
@@ -256,7 +271,9 @@ def test_custom_model_gets_a_placeholder_or_its_config_name():
 
 def test_expected_sheet_matches_the_plan():
     """Closed loop at the plan's batch: medians are the plan's TTFT and ITL; E2E = TTFT + (out - 1) x ITL;
-    request throughput = batch / E2E (Little's law); output throughput = that x output_len."""
+    request throughput = batch / E2E (Little's law); output throughput = that x output_len.
+    Source: invariant: the expected sheet carries the plan's own figures.
+    """
     s = {"model": "qwen3-8b", "gpu": "h100-sxm", "batch": 8, "prompt_len": 512, "output_len": 128}
     p = plan_dict(s)
     fig = {f.result_key: f for f in command_set(s).expected}
@@ -274,6 +291,7 @@ def test_expected_sheet_matches_the_plan():
 
 
 def test_open_loop_throughput_is_the_arrival_rate():
+    """Source: hand: 3 requests/s x 200 tokens = 600 tok/s."""
     s = {"model": "qwen3-8b", "gpu": "h100-sxm", "output_len": 200, "load": {"request_rate": 3.0}}
     fig = {f.result_key: f for f in command_set(s).expected}
     assert fig["request_throughput"].predicted == pytest.approx(3.0)
@@ -281,7 +299,9 @@ def test_open_loop_throughput_is_the_arrival_rate():
 
 
 def test_speculative_tpot_and_streamed_itl():
-    """With speculation a round emits several tokens: TPOT is per token, the streamed ITL a round."""
+    """With speculation a round emits several tokens: TPOT is per token, the streamed ITL a round.
+    Source: invariant: TPOT is per token, the streamed ITL per round.
+    """
     s = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "batch": 4,
          "speculative": {"draft_tokens": 4, "acceptance": 0.7, "draft_params": 1e9}}
     spec = plan_dict(s)["speculative"]
@@ -295,6 +315,7 @@ def test_speculative_tpot_and_streamed_itl():
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 @pytest.mark.parametrize("engine", ENGINES)
 def test_launch_script_is_valid_bash_and_waits_for_health(engine, sample_scenario):
+    """Source: contract: the launch script is valid bash and waits for health."""
     cs = command_set({**sample_scenario, "load": {"concurrency": 4}}, engine)
     script = launch_script(cs)
     r = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True, timeout=30)
@@ -347,7 +368,9 @@ def parse_block_yaml(text: str):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_k8s_manifest_parses_to_the_deployment(engine, sample_scenario):
-    """GPU request = tp x pp, probes on the engine's /health and port, the container runs the launch command."""
+    """GPU request = tp x pp, probes on the engine's /health and port, the container runs the launch command.
+    Source: contract: the manifest parses to the deployment.
+    """
     cs = command_set({**sample_scenario, "pp": 2}, engine)
     docs = k8s_manifest(cs).split("---\n")
     deployment = parse_block_yaml(docs[-1])
@@ -367,6 +390,7 @@ def test_k8s_manifest_parses_to_the_deployment(engine, sample_scenario):
 
 
 def test_render_json_round_trips(sample_scenario):
+    """Source: contract: the JSON rendering round-trips."""
     out = json.loads(render(command_set(sample_scenario), "json"))
     assert out["launch"]["argv"][:2] == ["vllm", "serve"] and out["bench"]["result_file"] == "ridgeline_bench.json"
     assert {e["result_key"] for e in out["expected"]} >= {"median_ttft_ms", "median_tpot_ms", "output_throughput"}
@@ -382,6 +406,7 @@ def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("fmt", ["text", "script", "k8s", "json", "expected"])
 def test_cli_commands_formats(fmt, sample_scenario):
+    """Source: contract: the CLI prints each format."""
     r = cli("commands", "-", "--engine", "sglang", "--format", fmt, stdin=json.dumps(sample_scenario))
     assert r.returncode == 0 and r.stderr == ""
     cs = command_set(sample_scenario, "sglang")
@@ -400,6 +425,7 @@ def test_cli_commands_formats(fmt, sample_scenario):
      "error: gpu: unknown GPU"),
 ])
 def test_cli_bad_input_is_one_line_exit_2(args, stdin, message):
+    """Source: contract: a bad input exits 2 with one line."""
     r = cli(*args, stdin=stdin)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr

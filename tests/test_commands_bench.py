@@ -28,7 +28,9 @@ def rows(c):
 
 
 def test_published_tpot_falls_in_the_plans_band():
-    """The default engine's predicted median TPOT, with its error band, covers the published 7.28 ms."""
+    """The default engine's predicted median TPOT, with its error band, covers the published 7.28 ms.
+    Source: published: GPUStack's vLLM Qwen3-8B H100 median TPOT 7.28 ms.
+    """
     r = rows(compare_bench(BENCH, SCENARIO))["median_tpot_ms"]
     assert r.measured == 7.28
     band = plan_dict(SCENARIO)["latency"]["itl_band_ms"]
@@ -38,6 +40,7 @@ def test_published_tpot_falls_in_the_plans_band():
 
 
 def test_only_the_figures_the_run_saved_are_compared():
+    """Source: contract: only the figures a run saved are compared."""
     c = compare_bench(BENCH, SCENARIO)
     assert set(rows(c)) == {"median_ttft_ms", "median_tpot_ms"}
     full = {**BENCH, "output_throughput": 130.0, "request_throughput": 0.59, "p99_ttft_ms": 80.0, "median_itl_ms": 7.3}
@@ -50,7 +53,9 @@ def test_only_the_figures_the_run_saved_are_compared():
 
 
 def test_calibration_reproduces_the_run_and_keeps_the_scenario():
-    """The fitted profile targets the run's median TPOT and TTFT, so re-predicted they match within 1%."""
+    """The fitted profile targets the run's median TPOT and TTFT, so re-predicted they match within 1%.
+    Source: invariant: a profile fitted to a run reproduces it.
+    """
     c = compare_bench(BENCH, SCENARIO)
     r = rows(c)
     assert abs(r["median_tpot_ms"].calibrated_error_pct) < 1
@@ -61,7 +66,9 @@ def test_calibration_reproduces_the_run_and_keeps_the_scenario():
 
 
 def test_operating_point_from_the_run():
-    """Mean lengths from token totals (23300 / 100 = 233 in, 22100 / 100 = 221 out), batch = max concurrency."""
+    """Mean lengths from token totals (23300 / 100 = 233 in, 22100 / 100 = 221 out), batch = max concurrency.
+    Source: hand: 23,300 / 100 = 233 in, 22,100 / 100 = 221 out.
+    """
     bench = {**BENCH, "max_concurrency": 4}
     point = scenario_at_bench_point(bench, {**SCENARIO, "prompt_len": 1000, "output_len": 50,
                                             "load": {"request_rate": 1.0}})
@@ -70,6 +77,7 @@ def test_operating_point_from_the_run():
 
 
 def test_outputs():
+    """Source: contract: the comparison's output formats."""
     c = compare_bench(BENCH, SCENARIO)
     text = comparison_text(c)
     assert "Median TPOT (ms)" in text and "7.28" in text and "calibration:" in text
@@ -87,6 +95,7 @@ def test_outputs():
     ({**BENCH, "median_itl_ms": "x"}, "bench.median_itl_ms"),
 ])
 def test_bad_bench_names_the_field(bench, field):
+    """Source: contract: a bad bench file names the field."""
     with pytest.raises(ScenarioError) as err:
         compare_bench(bench, SCENARIO)
     assert err.value.field == field
@@ -101,6 +110,7 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers(-10, 10**6) |
                                         "total_output_tokens", "max_concurrency", "p99_ttft_ms", "output_throughput"]),
                        json_values))
 def test_any_bench_object_gives_a_comparison_or_one_field_error(bench):
+    """Source: invariant: any bench object gives a comparison or one field error (hypothesis)."""
     try:
         c = compare_bench(bench, SCENARIO)
     except ScenarioError as err:
