@@ -41,7 +41,7 @@ ALLREDUCE_HELD_OUT_REL = {32_768: 0.08, 131_072: 0.08, 67_108_864: 0.10}
 
 
 def test_allreduce_matches_the_2xh200_measurement():
-    """Source: measured: data/measurements/allreduce_2xh200_*.json (NCCL 2.28 in a CUDA graph, 2x H200 over
+    """Source: measured: data/measurements/allreduce_2xh200_2026-11-26.json (NCCL 2.28 in a CUDA graph, 2x H200 over
     NVLink). The default engine's two constants were read off two of its rows: the latency from 8 KB
     (8.73 us) and the link efficiency from 256 MB (303 GB/s bus = 0.67 x 450): those rows must come back
     within 2% (a 10% error in either constant fails). The rows not used (32 KB, 128 KB, 64 MB: decode and
@@ -51,8 +51,8 @@ def test_allreduce_matches_the_2xh200_measurement():
 
     from planner.efficiency import default_engine
 
-    data = json.loads(next((Path(__file__).resolve().parents[1] / "data" / "measurements").glob(
-        "allreduce_2xh200_*.json")).read_text())
+    data = json.loads((Path(__file__).resolve().parents[1] / "data" / "measurements"
+                       / "allreduce_2xh200_2026-11-26.json").read_text())
     e = default_engine()
     measured = {row["bytes"]: row["graph_us"] for row in data["allreduce"]}
 
