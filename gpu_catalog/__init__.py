@@ -27,15 +27,15 @@ class GpuSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field(min_length=1, max_length=120)
-    memory_gb: float = Field(gt=0, le=10_000)
-    hbm_tb_s: float = Field(gt=0, le=1_000)
-    tflops: dict[str, float]
-    interconnect_gb_s: float | None = Field(default=None, gt=0, le=100_000)
-    usd_per_hour: float | None = Field(default=None, gt=0, le=10_000)
-    vendor: str | None = None
-    tdp_w: float | None = Field(default=None, gt=0, le=10_000)
-    tflops_sparse: dict[str, float] | None = None  # 2:4-sparsity peaks, for reference only
-    sources: dict[str, str] | None = None
+    memory_gb: float = Field(ge=0.1, le=10_000)
+    hbm_tb_s: float = Field(ge=0.01, le=1_000)
+    tflops: dict[str, float] = Field(max_length=len(TENSOR_PRECISIONS))
+    interconnect_gb_s: float | None = Field(default=None, ge=1, le=100_000)
+    usd_per_hour: float | None = Field(default=None, ge=0.0001, le=10_000)
+    vendor: str | None = Field(default=None, max_length=60)
+    tdp_w: float | None = Field(default=None, ge=1, le=10_000)
+    tflops_sparse: dict[str, float] | None = Field(default=None, max_length=len(TENSOR_PRECISIONS))  # 2:4 peaks, reference only
+    sources: dict[str, str] | None = Field(default=None, max_length=32)
 
     @field_validator("tflops")
     @classmethod
@@ -44,9 +44,9 @@ class GpuSpec(BaseModel):
             raise ValueError("needs a dense 'bf16' peak")
         for precision, value in peaks.items():
             if precision not in TENSOR_PRECISIONS:
-                raise ValueError(f"unknown precision '{precision}' (known: {', '.join(TENSOR_PRECISIONS)})")
-            if not (0 < value <= 1_000_000):
-                raise ValueError(f"'{precision}' peak must be a positive number of TFLOP/s")
+                raise ValueError(f"unknown precision {precision[:30]!r} (known: {', '.join(TENSOR_PRECISIONS)})")
+            if not (0.1 <= value <= 1_000_000):
+                raise ValueError(f"'{precision}' peak must be between 0.1 and 1,000,000 TFLOP/s")
         return peaks
 
     @property

@@ -2,7 +2,7 @@
 
 Every figure the benchmark saved is set beside the plan's prediction at the run's own operating point
 (its mean prompt/output lengths and max concurrency), with the error; the calibration fitted from the
-run (planner.calibration.profile_from_vllm_bench) is then applied and the same figures predicted
+run (planner.calibration_fit.profile_from_vllm_bench) is then applied and the same figures predicted
 again, and the calibrated scenario is returned for re-planning.
 """
 
@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from planner.calibration import CalibrationProfile, profile_from_vllm_bench
+from planner.calibration import CalibrationProfile
+from planner.calibration_fit import profile_from_vllm_bench
 from planner.commands import ExpectedFigure, command_set
 from planner.errors import ScenarioError
 from planner.scenario import parse_scenario

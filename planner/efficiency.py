@@ -21,14 +21,14 @@ class EngineEfficiency(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    bandwidth: float = Field(default=1.0, gt=0, le=1, description="weight streaming, fraction of HBM peak")
-    quantized_bandwidth: float = Field(default=1.0, gt=0, le=1,
+    bandwidth: float = Field(default=1.0, ge=0.01, le=1, description="weight streaming, fraction of HBM peak")
+    quantized_bandwidth: float = Field(default=1.0, ge=0.01, le=1,
                                        description="streaming sub-16-bit weights (dequantizing kernels), fraction of HBM peak")
-    compute: float = Field(default=1.0, gt=0, le=1, description="decode GEMMs, fraction of dense tensor peak")
-    kv_bandwidth: float = Field(default=1.0, gt=0, le=1, description="attention KV reads, fraction of HBM peak")
-    prefill_compute: float = Field(default=1.0, gt=0, le=1, description="prefill GEMMs, fraction of peak")
-    attention_compute: float = Field(default=1.0, gt=0, le=1, description="prefill attention, fraction of bf16 peak")
-    link: float = Field(default=1.0, gt=0, le=1, description="all-reduce bus bandwidth, fraction of link peak")
+    compute: float = Field(default=1.0, ge=0.01, le=1, description="decode GEMMs, fraction of dense tensor peak")
+    kv_bandwidth: float = Field(default=1.0, ge=0.01, le=1, description="attention KV reads, fraction of HBM peak")
+    prefill_compute: float = Field(default=1.0, ge=0.01, le=1, description="prefill GEMMs, fraction of peak")
+    attention_compute: float = Field(default=1.0, ge=0.01, le=1, description="prefill attention, fraction of bf16 peak")
+    link: float = Field(default=1.0, ge=0.01, le=1, description="all-reduce bus bandwidth, fraction of link peak")
     layer_overhead_us: float = Field(default=0.0, ge=0, le=10_000, description="fixed cost per layer per step")
     step_overhead_us: float = Field(default=0.0, ge=0, le=1_000_000, description="fixed cost per decode step")
     allreduce_latency_us: float = Field(default=0.0, ge=0, le=10_000, description="latency of one all-reduce")
@@ -36,7 +36,7 @@ class EngineEfficiency(BaseModel):
     ttft_overhead_ms: float = Field(default=0.0, ge=0, le=100_000, description="serving cost before the first token")
     smoothing: float = Field(default=0.0, ge=0, le=64,
                              description="p of the p-norm joining compute and memory time; 0 means max()")
-    name: str = "custom"
+    name: str = Field(default="custom", max_length=200)
 
 
 def ideal() -> EngineEfficiency:

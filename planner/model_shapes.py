@@ -19,7 +19,7 @@ class MoeSpec(BaseModel):
     d_ff_expert: int = Field(ge=1, le=1_000_000)
     n_shared_experts: int = Field(default=0, ge=0, le=64)
     # Extension: leading layers that keep a dense MLP of width `d_ff` (DeepSeek-V3: 3).
-    first_dense_layers: int = Field(default=0, ge=0)
+    first_dense_layers: int = Field(default=0, ge=0, le=1000)
 
     @model_validator(mode="after")
     def _top_k_fits(self) -> MoeSpec:
@@ -34,11 +34,11 @@ class MlaSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    kv_lora_rank: int = Field(ge=1)
-    qk_rope_head_dim: int = Field(ge=0)
-    qk_nope_head_dim: int = Field(ge=1)
-    v_head_dim: int = Field(ge=1)
-    q_lora_rank: int | None = Field(default=None, ge=1)
+    kv_lora_rank: int = Field(ge=1, le=100_000)
+    qk_rope_head_dim: int = Field(ge=0, le=100_000)
+    qk_nope_head_dim: int = Field(ge=1, le=100_000)
+    v_head_dim: int = Field(ge=1, le=100_000)
+    q_lora_rank: int | None = Field(default=None, ge=1, le=1_000_000)
 
 
 class ModelSpec(BaseModel):
@@ -53,13 +53,13 @@ class ModelSpec(BaseModel):
     d_ff: int = Field(ge=1, le=10_000_000)
     vocab_size: int = Field(ge=1, le=10_000_000)
     tied_embeddings: bool = False
-    n_params: float | None = Field(default=None, gt=0, le=1e15)
+    n_params: float | None = Field(default=None, ge=1e3, le=1e15)
     moe: MoeSpec | None = None
     # Extensions (contract v1 allows new optional fields).
     mla: MlaSpec | None = None
-    sliding_window: int | None = Field(default=None, ge=1)
-    sliding_window_layers: int | None = Field(default=None, ge=0)
-    source: str | None = None
+    sliding_window: int | None = Field(default=None, ge=1, le=100_000_000)
+    sliding_window_layers: int | None = Field(default=None, ge=0, le=1000)
+    source: str | None = Field(default=None, max_length=2000)
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:

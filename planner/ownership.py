@@ -13,6 +13,7 @@ from __future__ import annotations
 import tomllib
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,11 +29,15 @@ def ownership_defaults() -> dict:
     return tomllib.loads(OWNERSHIP_PATH.read_text())
 
 
-class OwnershipCosts(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+# Physical ranges: a GPU costs less than $10M; a fleet is amortized over 1 month to 30 years.
+CapexUsd = Annotated[float, Field(ge=0, le=10_000_000)]
 
-    capex_usd_per_gpu: dict[str, float] | float | None = None
-    amortization_years: float = Field(default=4.0, gt=0, le=30)
+
+class OwnershipCosts(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    capex_usd_per_gpu: Annotated[dict[str, CapexUsd], Field(max_length=1000)] | CapexUsd | None = None
+    amortization_years: float = Field(default=4.0, ge=1 / 12, le=30)
     power_usd_per_kwh: float = Field(default=0.10, ge=0, le=10)
     pue: float = Field(default=1.3, ge=1, le=5)
     average_power_fraction: float = Field(default=0.7, ge=0, le=1.5)

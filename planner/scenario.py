@@ -42,7 +42,7 @@ class SpeculativeSettings(BaseModel):
 
     draft_tokens: int = Field(ge=1, le=64)
     acceptance: float = Field(ge=0, le=1)
-    draft_params: float = Field(gt=0, le=1e13)
+    draft_params: float = Field(ge=1e3, le=1e13)
 
 
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM V1's chunked-prefill token budget per iteration (online serving)
@@ -101,7 +101,7 @@ class Scenario(BaseModel):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     efficiency: Literal["ideal", "default"] | EngineEfficiency = "default"
     speculative: SpeculativeSettings | None = None
-    usd_per_gpu_hour: Annotated[float, Field(strict=True, gt=0, le=100_000)] | None = None
+    usd_per_gpu_hour: Annotated[float, Field(strict=True, ge=0.0001, le=100_000)] | None = None
     calibration: CalibrationProfile | None = None
     # extensions (round 2): parallelism, engine, engine memory knobs, operating point
     pp: Annotated[int, Field(strict=True, ge=1, le=256)] = 1

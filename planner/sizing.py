@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -69,7 +69,7 @@ class SizingRequest(BaseModel):
     context_len: int | None = Field(default=None, ge=1, le=100_000_000)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     efficiency: Literal["ideal", "default"] | dict[str, Any] = "default"
-    usd_per_gpu_hour: dict[str, float] | None = None
+    usd_per_gpu_hour: dict[str, Annotated[float, Field(ge=0.0001, le=10_000)]] | None = Field(default=None, max_length=1000)
     # extensions
     cost_mode: Literal["rent", "own"] = "rent"
     ownership: OwnershipCosts | None = None

@@ -104,3 +104,264 @@ def test_models_lists_presets_with_param_counts():
     assert {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"} <= set(models)
     assert models["llama-3.1-405b"]["total_params"] == pytest.approx(405.85e9, rel=0.001)
     assert models["mixtral-8x7b"]["active_params"] == pytest.approx(12.9e9, rel=0.01)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Bad input never crashes (issue 13): each reproducer found by fuzzing, run in-process through main().
+
+def cli_inproc(*args: str, stdin: str = "") -> tuple[int, str, str]:
+    import io
+
+    from planner.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    rc = main(list(args), stdin=io.StringIO(stdin), stdout=out, stderr=err)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def assert_one_line_error(rc: int, out: str, err: str, expected: str = "") -> str:
+    assert rc == 2, err
+    assert out == ""
+    assert err.endswith("\n") and err.count("\n") == 1, repr(err[:500])
+    line = err[:-1]
+    assert line.startswith("error: ") and len(line) <= 300, line[:400]
+    assert "Traceback" not in err and "internal" not in line
+    assert expected in line, line
+    return line
+
+
+LLAMA_8B = {"model": "llama-3.1-8b", "gpu": "h100-sxm"}
+MLA_MODEL = {"name": "mla", "n_layers": 4, "d_model": 1024, "n_heads": 8, "n_kv_heads": 8, "d_ff": 4096,
+             "vocab_size": 32000, "mla": {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+                                          "v_head_dim": 128}}
+QWEN2_HF = {"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584, "num_attention_heads": 28,
+            "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
+            "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 28}
+
+
+def test_json_nested_100000_deep_is_refused_as_json():
+    rc, out, err = cli_inproc("plan", "-", stdin="[" * 100_000 + "]" * 100_000)
+    assert_one_line_error(rc, out, err, "scenario: not valid JSON (nested deeper than 100 levels)")
+
+
+def test_json_nested_just_past_the_limit_is_refused_too():
+    deep = '{"model": "llama-3.1-8b", "gpu": "h100-sxm", "x": ' + "[" * 150 + "]" * 150 + "}"
+    assert_one_line_error(*cli_inproc("plan", "-", stdin=deep), "nested deeper than 100 levels")
+
+
+def test_integer_literal_of_4301_digits_is_refused_as_json():
+    text = '{"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": ' + "1" * 4301 + "}"
+    assert_one_line_error(*cli_inproc("plan", "-", stdin=text), "an integer literal is too long")
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_literals_are_refused(constant):
+    text = '{"model": "llama-3.1-8b", "gpu": "h100-sxm", "usd_per_gpu_hour": ' + constant + "}"
+    assert_one_line_error(*cli_inproc("plan", "-", stdin=text), f"not valid JSON ({constant} is not a number)")
+
+
+@pytest.mark.parametrize("where, field", [
+    ("kv_lora_rank", "model.mla.kv_lora_rank"), ("q_lora_rank", "model.mla.q_lora_rank"),
+    ("qk_rope_head_dim", "model.mla.qk_rope_head_dim"),
+])
+def test_huge_mla_rank_is_out_of_range(where, field):
+    model = {**MLA_MODEL, "mla": {**MLA_MODEL["mla"], where: 10**400}}
+    line = assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, "model": model})))
+    assert line.startswith(f"error: {field}: Input should be less than or equal to")
+
+
+def test_huge_sliding_window_is_out_of_range():
+    model = {**MLA_MODEL, "mla": None, "sliding_window": 10**400}
+    line = assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, "model": model})))
+    assert line.startswith("error: model.sliding_window: Input should be less than or equal to")
+
+
+@pytest.mark.parametrize("key", ["num_hidden_layers", "hidden_size", "vocab_size", "sliding_window",
+                                 "max_window_layers"])
+def test_huge_hf_integer_is_out_of_range(key):
+    config = {**QWEN2_HF, key: 10**400}
+    line = assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, "model": {"hf_config": config}})))
+    assert line.startswith("error: model.hf_config.")
+
+
+def test_hf_max_window_layers_as_string_is_named():
+    config = {**QWEN2_HF, "max_window_layers": "1"}
+    assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, "model": {"hf_config": config}})),
+                          "model.hf_config.max_window_layers: must be")
+
+
+def test_hf_tie_word_embeddings_as_string_is_refused_not_read_as_true():
+    """"false" is a non-empty string: bool("false") is True, which would drop the LM head's 545M params."""
+    config = {**QWEN2_HF, "tie_word_embeddings": "false"}
+    assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, "model": {"hf_config": config}})),
+                          "model.hf_config.tie_word_embeddings: must be true or false")
+
+
+def test_calibrate_with_a_ttft_of_1e6_ms_is_out_of_range(tmp_path):
+    bench = json.loads((ROOT / "data/examples/vllm_bench_qwen3_8b_h100.json").read_text())
+    f = tmp_path / "bench.json"
+    f.write_text(json.dumps({**bench, "median_ttft_ms": 1e6}))
+    line = assert_one_line_error(*cli_inproc("calibrate", str(f), str(ROOT / "data/examples/qwen3_8b_h100_scenario.json")))
+    assert line.startswith("error: bench.median_ttft_ms: Input should be less than or equal to 100000")
+
+
+SIZING = json.loads((ROOT / "data/examples/llama70b_sizing_owned.json").read_text())
+
+
+@pytest.mark.parametrize("capex, expected", [
+    ("Infinity", "not valid JSON (Infinity is not a number)"), ("NaN", "not valid JSON (NaN is not a number)"),
+    ("-1e9", "ownership.capex_usd_per_gpu"), ("1e300", "ownership.capex_usd_per_gpu"),
+])
+def test_sizing_ownership_capex_out_of_range(capex, expected):
+    text = json.dumps({**SIZING, "ownership": {"capex_usd_per_gpu": 0}}).replace(
+        '"capex_usd_per_gpu": 0', f'"capex_usd_per_gpu": {capex}')
+    assert_one_line_error(*cli_inproc("size", "-", stdin=text), expected)
+
+
+def test_sizing_ownership_capex_map_value_out_of_range():
+    req = {**SIZING, "ownership": {"capex_usd_per_gpu": {"h100-sxm": -1e9}}}
+    assert_one_line_error(*cli_inproc("size", "-", stdin=json.dumps(req)), "ownership.capex_usd_per_gpu")
+
+
+def test_sizing_library_call_with_python_infinity_is_refused():
+    """A library caller can pass float('inf') without going through JSON: the ranges catch it."""
+    from planner import ScenarioError
+    from planner.sizing import size
+
+    with pytest.raises(ScenarioError, match="ownership.capex_usd_per_gpu"):
+        size({**SIZING, "ownership": {"capex_usd_per_gpu": float("inf")}})
+    with pytest.raises(ScenarioError, match="usd_per_gpu_hour"):
+        size({**SIZING, "usd_per_gpu_hour": {"h100-sxm": float("inf")}})
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"gpu": {"name": "x", "memory_gb": 80, "hbm_tb_s": 5e-324, "tflops": {"bf16": 989}}}, "gpu.hbm_tb_s"),
+    ({"gpu": {"name": "x", "memory_gb": 80, "hbm_tb_s": 3.35, "tflops": {"bf16": 5e-324}}}, "gpu.tflops"),
+    ({"gpu": {"name": "x", "memory_gb": 80, "hbm_tb_s": 3.35, "tflops": {"bf16": 989},
+              "interconnect_gb_s": 5e-324}}, "gpu.interconnect_gb_s"),
+    ({"efficiency": {"bandwidth": 5e-324}}, "efficiency.bandwidth"),
+    ({"efficiency": {"compute": 5e-324}}, "efficiency.compute"),
+    ({"efficiency": {"link": 5e-324}}, "efficiency.link"),
+    ({"usd_per_gpu_hour": 5e-324}, "usd_per_gpu_hour"),
+])
+def test_denormal_bandwidth_or_efficiency_is_out_of_range_not_a_null_plan(patch, field):
+    """5e-324 used to divide into infinity: latencies and costs came out null with exit 0."""
+    line = assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, "tp": 2, **patch})))
+    assert line.startswith(f"error: {field}"), line
+
+
+@pytest.mark.parametrize("scenario, field", [
+    ({"model": "llama\n-3.1-8b", "gpu": "h100-sxm"}, "model: unknown preset 'llama\\n-3.1-8b'"),
+    ({**LLAMA_8B, "bo\ngus": 1}, "bo\\ngus: unknown field"),
+    ({**LLAMA_8B, "gpu": {"name": "x", "memory_gb": 80, "hbm_tb_s": 3, "tflops": {"bf16": 900, "f\np8": 1}}},
+     "unknown precision 'f\\np8'"),
+    ({**LLAMA_8B, "model": {"hf_config": {"model_type": "gpt\n2\r\x00\u2028"}}},
+     "model.hf_config.model_type: 'gpt\\n2\\r\\x00\\u2028' is not supported"),
+])
+def test_newlines_in_echoed_text_never_split_the_line(scenario, field):
+    assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps(scenario)), field)
+
+
+def test_10_mb_model_type_gives_a_short_line():
+    scenario = {**LLAMA_8B, "model": {"hf_config": {"model_type": "x" * 10_000_000}}}
+    line = assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps(scenario)),
+                                 "model.hf_config.model_type: 'xxxx")
+    assert "..." in line
+
+
+def test_10_mb_preset_id_and_gpu_id_give_a_short_line():
+    for field in ("model", "gpu"):
+        assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, field: "y\n" * 5_000_000})),
+                              f"{field}: unknown")
+
+
+def test_a_plan_that_does_not_fit_is_still_finite():
+    """Llama-3.1-405B in bf16 on one L4: nothing fits, every figure still a finite number (or null)."""
+    rc, out, err = cli_inproc("plan", "-", stdin=json.dumps({"model": "llama-3.1-405b", "gpu": "l4"}))
+    assert rc == 0, err
+    assert '"fits": false' in out and "NaN" not in out and "Infinity" not in out
+
+
+# ---------------------------------------------------------------------------------------------------
+# The contract in the repository: schema, examples, help.
+
+EXAMPLES = ROOT / "data" / "examples"
+
+
+def test_every_example_runs_through_its_command():
+    """Each example file is an input of a command and runs to a JSON answer (exit 0)."""
+    runs = {
+        "llama70b_h100_fp8_scenario.json": ("plan",), "qwen3_8b_h100_scenario.json": ("plan",),
+        "llama70b_sizing.json": ("size",), "llama70b_sizing_owned.json": ("size",),
+        "vllm_bench_qwen3_8b_h100.json": ("calibrate", "{file}", str(EXAMPLES / "qwen3_8b_h100_scenario.json")),
+    }
+    assert {p.name for p in EXAMPLES.glob("*.json")} == set(runs), "a new example needs a run here"
+    outputs = {}
+    for name, command in runs.items():
+        args = [a.format(file=EXAMPLES / name) for a in command] if len(command) > 1 else [*command, str(EXAMPLES / name)]
+        rc, out, err = cli_inproc(*args)
+        assert rc == 0, (name, err)
+        outputs[name] = json.loads(out)
+    # each is the documented answer's shape
+    assert outputs["llama70b_h100_fp8_scenario.json"]["memory"]["kv_bytes_per_token"] == 163_840  # 2*80*8*128*1 B
+    owned = outputs["llama70b_sizing_owned.json"]["options"]
+    assert owned and all(o["own_usd_per_gpu_hour"] == o["usd_per_gpu_hour"] for o in owned)
+    assert outputs["vllm_bench_qwen3_8b_h100.json"]["gpu"] == "h100-sxm"
+
+
+@pytest.mark.parametrize("kind, example", [
+    ("scenario", "llama70b_h100_fp8_scenario.json"), ("scenario", "qwen3_8b_h100_scenario.json"),
+    ("sizing", "llama70b_sizing.json"), ("sizing", "llama70b_sizing_owned.json"),
+])
+def test_examples_validate_against_the_generated_schema(kind, example):
+    import jsonschema
+
+    rc, out, _ = cli_inproc("schema", kind)
+    schema = json.loads(out)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(json.loads((EXAMPLES / example).read_text()), schema)
+
+
+@pytest.mark.parametrize("kind, bad", [
+    ("scenario", {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 0}),
+    ("scenario", {"model": "llama-3.1-8b", "gpu": {"name": "x", "memory_gb": 80, "hbm_tb_s": 0.0001, "tflops": {"bf16": 1}}}),
+    ("scenario", {"model": "llama-3.1-8b"}),
+    ("scenario", {"model": "llama-3.1-8b", "gpu": "h100-sxm", "bogus": 1}),
+    ("sizing", {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 1, "prompt_len": 1, "output_len": 1}}),
+    ("calibration", {"name": "x", "extra": 1}),
+])
+def test_the_schema_refuses_what_the_planner_refuses(kind, bad):
+    import jsonschema
+
+    schema = json.loads(cli_inproc("schema", kind)[1])
+    assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
+    command = {"scenario": "plan", "sizing": "size"}.get(kind)
+    if command:
+        assert cli_inproc(command, "-", stdin=json.dumps(bad))[0] == 2
+
+
+def test_the_calibrate_output_validates_against_the_calibration_schema():
+    import jsonschema
+
+    rc, out, _ = cli_inproc("calibrate", str(EXAMPLES / "vllm_bench_qwen3_8b_h100.json"),
+                            str(EXAMPLES / "qwen3_8b_h100_scenario.json"))
+    jsonschema.validate(json.loads(out), json.loads(cli_inproc("schema", "calibration")[1]))
+
+
+@pytest.mark.parametrize("command, names", [
+    ("plan", ["scenario", "example", "data/examples/", "python -m planner plan"]),
+    ("size", ["sizing request", "example", "data/examples/", "python -m planner size"]),
+    ("calibrate", ["vllm bench serve --save-result", "example", "data/examples/"]),
+    ("schema", ["JSON Schema", "example"]),
+])
+def test_help_names_the_input_and_shows_an_example(command, names, capsys):
+    rc, out, err = cli_inproc(command, "--help")
+    help_text = capsys.readouterr().out  # argparse prints help on sys.stdout
+    assert rc == 0
+    for name in names:
+        assert name in help_text, name
+    # every example the help names exists
+    import re
+
+    for path in re.findall(r"data/examples/[\w.]+\.json", help_text):
+        assert (ROOT / path).is_file(), path

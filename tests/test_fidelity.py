@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from planner import plan
-from planner.calibration import CalibrationProfile, profile_from_vllm_bench
+from planner.calibration import CalibrationProfile
+from planner.calibration_fit import profile_from_vllm_bench
 from tools.accuracy_report import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -57,7 +57,7 @@ def apply_calibration_upload(upload) -> str | None:
 
 def apply_bench_upload(upload, scenario: dict[str, Any]) -> str | None:
     """Fit a calibration profile from a `vllm bench serve --save-result` file and the current scenario."""
-    from planner.calibration import profile_from_vllm_bench
+    from planner.calibration_fit import profile_from_vllm_bench
 
     try:
         bench = _read_upload(upload)
