@@ -140,22 +140,26 @@ QWEN2_HF = {"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584,
 
 
 def test_json_nested_100000_deep_is_refused_as_json():
+    """Source: contract: issue 13 reproducer (RecursionError before); the contract's one-line error, exit 2."""
     rc, out, err = cli_inproc("plan", "-", stdin="[" * 100_000 + "]" * 100_000)
     assert_one_line_error(rc, out, err, "scenario: not valid JSON (nested deeper than 100 levels)")
 
 
 def test_json_nested_just_past_the_limit_is_refused_too():
+    """Source: contract: docs/CONTRACT.md, JSON nested deeper than 100 levels is refused."""
     deep = '{"model": "llama-3.1-8b", "gpu": "h100-sxm", "x": ' + "[" * 150 + "]" * 150 + "}"
     assert_one_line_error(*cli_inproc("plan", "-", stdin=deep), "nested deeper than 100 levels")
 
 
 def test_integer_literal_of_4301_digits_is_refused_as_json():
+    """Source: contract: issue 13 reproducer; Python refuses int literals over 4,300 digits (sys.get_int_max_str_digits)."""
     text = '{"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": ' + "1" * 4301 + "}"
     assert_one_line_error(*cli_inproc("plan", "-", stdin=text), "an integer literal is too long")
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_nan_and_infinity_literals_are_refused(constant):
+    """Source: contract: docs/CONTRACT.md, NaN and Infinity are not JSON numbers (RFC 8259)."""
     text = '{"model": "llama-3.1-8b", "gpu": "h100-sxm", "usd_per_gpu_hour": ' + constant + "}"
     assert_one_line_error(*cli_inproc("plan", "-", stdin=text), f"not valid JSON ({constant} is not a number)")
 
@@ -165,12 +169,14 @@ def test_nan_and_infinity_literals_are_refused(constant):
     ("qk_rope_head_dim", "model.mla.qk_rope_head_dim"),
 ])
 def test_huge_mla_rank_is_out_of_range(where, field):
+    """Source: contract: issue 13 reproducer (OverflowError before): 10**400 is outside the MLA range (<= 100,000)."""
     model = {**MLA_MODEL, "mla": {**MLA_MODEL["mla"], where: 10**400}}
     line = assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, "model": model})))
     assert line.startswith(f"error: {field}: Input should be less than or equal to")
 
 
 def test_huge_sliding_window_is_out_of_range():
+    """Source: contract: issue 13 reproducer (OverflowError before)."""
     model = {**MLA_MODEL, "mla": None, "sliding_window": 10**400}
     line = assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, "model": model})))
     assert line.startswith("error: model.sliding_window: Input should be less than or equal to")
@@ -179,25 +185,30 @@ def test_huge_sliding_window_is_out_of_range():
 @pytest.mark.parametrize("key", ["num_hidden_layers", "hidden_size", "vocab_size", "sliding_window",
                                  "max_window_layers"])
 def test_huge_hf_integer_is_out_of_range(key):
+    """Source: contract: issue 13 reproducer (OverflowError on num_hidden_layers before)."""
     config = {**QWEN2_HF, key: 10**400}
     line = assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, "model": {"hf_config": config}})))
     assert line.startswith("error: model.hf_config.")
 
 
 def test_hf_max_window_layers_as_string_is_named():
+    """Source: contract: issue 13 reproducer (TypeError before)."""
     config = {**QWEN2_HF, "max_window_layers": "1"}
     assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, "model": {"hf_config": config}})),
                           "model.hf_config.max_window_layers: must be")
 
 
 def test_hf_tie_word_embeddings_as_string_is_refused_not_read_as_true():
-    """"false" is a non-empty string: bool("false") is True, which would drop the LM head's 545M params."""
+    """"false" is a non-empty string: bool("false") is True, which would drop the LM head's 545M params.
+
+    Source: contract: issue 13 reproducer."""
     config = {**QWEN2_HF, "tie_word_embeddings": "false"}
     assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, "model": {"hf_config": config}})),
                           "model.hf_config.tie_word_embeddings: must be true or false")
 
 
 def test_calibrate_with_a_ttft_of_1e6_ms_is_out_of_range(tmp_path):
+    """Source: contract: issue 13 reproducer (a pydantic traceback before); TTFT range 0-100,000 ms."""
     bench = json.loads((ROOT / "data/examples/vllm_bench_qwen3_8b_h100.json").read_text())
     f = tmp_path / "bench.json"
     f.write_text(json.dumps({**bench, "median_ttft_ms": 1e6}))
@@ -213,18 +224,22 @@ SIZING = json.loads((ROOT / "data/examples/llama70b_sizing_owned.json").read_tex
     ("-1e9", "ownership.capex_usd_per_gpu"), ("1e300", "ownership.capex_usd_per_gpu"),
 ])
 def test_sizing_ownership_capex_out_of_range(capex, expected):
+    """Source: contract: issue 13 reproducers (crash writing JSON for Infinity/NaN, a negative $/h for -1e9)."""
     text = json.dumps({**SIZING, "ownership": {"capex_usd_per_gpu": 0}}).replace(
         '"capex_usd_per_gpu": 0', f'"capex_usd_per_gpu": {capex}')
     assert_one_line_error(*cli_inproc("size", "-", stdin=text), expected)
 
 
 def test_sizing_ownership_capex_map_value_out_of_range():
+    """Source: contract: capex per GPU is 0-10,000,000 USD."""
     req = {**SIZING, "ownership": {"capex_usd_per_gpu": {"h100-sxm": -1e9}}}
     assert_one_line_error(*cli_inproc("size", "-", stdin=json.dumps(req)), "ownership.capex_usd_per_gpu")
 
 
 def test_sizing_library_call_with_python_infinity_is_refused():
-    """A library caller can pass float('inf') without going through JSON: the ranges catch it."""
+    """A library caller can pass float('inf') without going through JSON: the ranges catch it.
+
+    Source: contract: ranges hold for library callers too (no JSON parser in between)."""
     from planner import ScenarioError
     from planner.sizing import size
 
@@ -245,7 +260,9 @@ def test_sizing_library_call_with_python_infinity_is_refused():
     ({"usd_per_gpu_hour": 5e-324}, "usd_per_gpu_hour"),
 ])
 def test_denormal_bandwidth_or_efficiency_is_out_of_range_not_a_null_plan(patch, field):
-    """5e-324 used to divide into infinity: latencies and costs came out null with exit 0."""
+    """5e-324 used to divide into infinity: latencies and costs came out null with exit 0.
+
+    Source: contract: issue 13 reproducer; physical ranges (HBM >= 0.01 TB/s, peaks >= 0.1 TFLOP/s, links >= 1 GB/s, efficiencies >= 0.01)."""
     line = assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, "tp": 2, **patch})))
     assert line.startswith(f"error: {field}"), line
 
@@ -259,10 +276,12 @@ def test_denormal_bandwidth_or_efficiency_is_out_of_range_not_a_null_plan(patch,
      "model.hf_config.model_type: 'gpt\\n2\\r\\x00\\u2028' is not supported"),
 ])
 def test_newlines_in_echoed_text_never_split_the_line(scenario, field):
+    """Source: contract: issue 13 reproducers; echoed text escaped like a Python repr."""
     assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps(scenario)), field)
 
 
 def test_10_mb_model_type_gives_a_short_line():
+    """Source: contract: issue 13 reproducer (a 10 MB error line before); lines <= 300 characters."""
     scenario = {**LLAMA_8B, "model": {"hf_config": {"model_type": "x" * 10_000_000}}}
     line = assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps(scenario)),
                                  "model.hf_config.model_type: 'xxxx")
@@ -270,13 +289,16 @@ def test_10_mb_model_type_gives_a_short_line():
 
 
 def test_10_mb_preset_id_and_gpu_id_give_a_short_line():
+    """Source: contract: lines <= 300 characters whatever the echoed text."""
     for field in ("model", "gpu"):
         assert_one_line_error(*cli_inproc("plan", "-", stdin=json.dumps({**LLAMA_8B, field: "y\n" * 5_000_000})),
                               f"{field}: unknown")
 
 
 def test_a_plan_that_does_not_fit_is_still_finite():
-    """Llama-3.1-405B in bf16 on one L4: nothing fits, every figure still a finite number (or null)."""
+    """Llama-3.1-405B in bf16 on one L4: nothing fits, every figure still a finite number (or null).
+
+    Source: contract: every figure of a plan is finite (or null where the contract allows)."""
     rc, out, err = cli_inproc("plan", "-", stdin=json.dumps({"model": "llama-3.1-405b", "gpu": "l4"}))
     assert rc == 0, err
     assert '"fits": false' in out and "NaN" not in out and "Infinity" not in out
@@ -289,7 +311,9 @@ EXAMPLES = ROOT / "data" / "examples"
 
 
 def test_every_example_runs_through_its_command():
-    """Each example file is an input of a command and runs to a JSON answer (exit 0)."""
+    """Each example file is an input of a command and runs to a JSON answer (exit 0).
+
+    Source: hand: Llama-3.1-70B fp8 KV is 2 x 80 layers x 8 KV heads x 128 x 1 B = 163,840 B/token; owned options price at the owned $/h."""
     runs = {
         "llama70b_h100_fp8_scenario.json": ("plan",), "qwen3_8b_h100_scenario.json": ("plan",),
         "llama70b_sizing.json": ("size",), "llama70b_sizing_owned.json": ("size",),
@@ -314,6 +338,7 @@ def test_every_example_runs_through_its_command():
     ("sizing", "llama70b_sizing.json"), ("sizing", "llama70b_sizing_owned.json"),
 ])
 def test_examples_validate_against_the_generated_schema(kind, example):
+    """Source: contract: each example is a valid input of the schema `python -m planner schema` prints."""
     import jsonschema
 
     rc, out, _ = cli_inproc("schema", kind)
@@ -331,6 +356,7 @@ def test_examples_validate_against_the_generated_schema(kind, example):
     ("calibration", {"name": "x", "extra": 1}),
 ])
 def test_the_schema_refuses_what_the_planner_refuses(kind, bad):
+    """Source: contract: the schema and the planner agree on out-of-range, missing and unknown fields."""
     import jsonschema
 
     schema = json.loads(cli_inproc("schema", kind)[1])
@@ -341,6 +367,7 @@ def test_the_schema_refuses_what_the_planner_refuses(kind, bad):
 
 
 def test_the_calibrate_output_validates_against_the_calibration_schema():
+    """Source: contract: calibrate's output is a valid calibration profile."""
     import jsonschema
 
     rc, out, _ = cli_inproc("calibrate", str(EXAMPLES / "vllm_bench_qwen3_8b_h100.json"),
@@ -355,6 +382,7 @@ def test_the_calibrate_output_validates_against_the_calibration_schema():
     ("schema", ["JSON Schema", "example"]),
 ])
 def test_help_names_the_input_and_shows_an_example(command, names, capsys):
+    """Source: contract: issue 13 item 2, `--help` names the input format and shows an example that exists."""
     rc, out, err = cli_inproc(command, "--help")
     help_text = capsys.readouterr().out  # argparse prints help on sys.stdout
     assert rc == 0
