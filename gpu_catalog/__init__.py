@@ -15,10 +15,18 @@ CATALOG_PATH = Path(__file__).with_name("gpus.toml")
 
 TENSOR_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "fp4")
 SOURCED_FIGURES = ("memory_gb", "hbm_tb_s", "tflops", "tflops_sparse", "interconnect_gb_s", "tdp_w",
-                   "usd_per_hour")
+                   "usd_per_hour", "scale_up_domain", "gpus_per_node", "scale_out_gb_s", "scale_out_latency_us")
 
 # Used when a custom GPU gives no link figure: PCIe Gen4 x16 per direction, the slowest common link.
 DEFAULT_INTERCONNECT_GB_S = 32.0
+# Topology defaults for a custom GPU that gives none (documented in docs/CONTRACT_EXTENSIONS.md):
+# a link of NVLink class (>= 100 GB/s per direction) comes on 8-GPU boards (HGX, MI300X platform), a
+# slower one is PCIe and joins nothing beyond the card; servers hold 8 GPUs; one 400 Gb/s NIC per GPU.
+SCALE_UP_LINK_THRESHOLD_GB_S = 100.0
+DEFAULT_SCALE_UP_DOMAIN = 8
+DEFAULT_GPUS_PER_NODE = 8
+DEFAULT_SCALE_OUT_GB_S = 50.0
+DEFAULT_SCALE_OUT_LATENCY_US = 10.0
 
 
 class GpuSpec(BaseModel):
@@ -36,6 +44,11 @@ class GpuSpec(BaseModel):
     tdp_w: float | None = Field(default=None, ge=1, le=10_000)
     tflops_sparse: dict[str, float] | None = Field(default=None, max_length=len(TENSOR_PRECISIONS))  # 2:4 peaks, reference only
     sources: dict[str, str] | None = Field(default=None, max_length=32)
+    # topology: the scale-up (NVLink / Infinity Fabric) domain, the server, and the network per GPU
+    scale_up_domain: int | None = Field(default=None, ge=1, le=100_000)
+    gpus_per_node: int | None = Field(default=None, ge=1, le=1024)
+    scale_out_gb_s: float | None = Field(default=None, ge=0.1, le=10_000)
+    scale_out_latency_us: float | None = Field(default=None, ge=0, le=100_000)
 
     @field_validator("tflops")
     @classmethod
@@ -52,6 +65,30 @@ class GpuSpec(BaseModel):
     @property
     def link_gb_s(self) -> float:
         return self.interconnect_gb_s or DEFAULT_INTERCONNECT_GB_S
+
+    @property
+    def scale_up_gpus(self) -> int:
+        """GPUs that reach each other over `interconnect_gb_s`."""
+        if self.scale_up_domain is not None:
+            return self.scale_up_domain
+        return DEFAULT_SCALE_UP_DOMAIN if self.link_gb_s >= SCALE_UP_LINK_THRESHOLD_GB_S else 1
+
+    @property
+    def node_gpus(self) -> int:
+        return self.gpus_per_node or DEFAULT_GPUS_PER_NODE
+
+    @property
+    def host_link_gb_s(self) -> float:
+        """Between GPUs of one server outside the scale-up domain: PCIe through the host."""
+        return self.link_gb_s if self.scale_up_gpus == 1 else DEFAULT_INTERCONNECT_GB_S
+
+    @property
+    def network_gb_s(self) -> float:
+        return self.scale_out_gb_s or DEFAULT_SCALE_OUT_GB_S
+
+    @property
+    def network_latency_us(self) -> float:
+        return self.scale_out_latency_us if self.scale_out_latency_us is not None else DEFAULT_SCALE_OUT_LATENCY_US
 
     def peak_tflops(self, precision: str) -> float:
         return self.tflops[precision]

@@ -24,3 +24,6 @@ class Deployment:
     efficiency: EngineEfficiency
     memory_utilization: float
     reserve_gb: float
+    # pipeline stages and expert-parallel size (planner/parallelism.py shards by them)
+    pp: int = 1
+    ep: int = 1

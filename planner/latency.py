@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.communication import tp_communication_ms
+from planner.communication import ep_communication_ms, pp_communication_ms, tp_communication_ms
 from planner.deployment import Deployment
+from planner.parallelism import sharding
 from planner.precision import bits_per_value
-from planner.roofline import StepWork, decode_work, prefill_work
+from planner.roofline import StepWork, decode_micro_batch, decode_work, prefill_work
 
 
 def _join(compute_ms, memory_ms, p: float):
@@ -36,10 +37,14 @@ class StepTime:
     overhead_ms: np.ndarray
     bound_ms: np.ndarray
     work: StepWork
+    # pipeline point-to-point sends and expert all-to-alls (zero without pp / ep)
+    pp_ms: np.ndarray | float = 0.0
+    ep_ms: np.ndarray | float = 0.0
 
     @property
     def total_ms(self) -> np.ndarray:
-        return self.gemm_ms + self.attention_ms + self.activations_ms + self.communication_ms + self.overhead_ms
+        return (self.gemm_ms + self.attention_ms + self.activations_ms + self.communication_ms + self.overhead_ms
+                + self.pp_ms + self.ep_ms)
 
     def breakdown(self, index=()) -> dict[str, float]:
         return {
@@ -48,6 +53,8 @@ class StepTime:
             "activations_ms": float(np.asarray(self.activations_ms)[index]),
             "communication_ms": float(np.asarray(self.communication_ms)[index]),
             "overhead_ms": float(np.asarray(self.overhead_ms)[index]),
+            "pp_ms": float(np.broadcast_to(self.pp_ms, np.shape(self.gemm_ms))[index]),
+            "ep_ms": float(np.broadcast_to(self.ep_ms, np.shape(self.gemm_ms))[index]),
         }
 
 
@@ -65,8 +72,11 @@ def weight_bandwidth_efficiency(d: Deployment) -> float:
 
 
 def _step_time(d: Deployment, work: StepWork, tokens, gemm_eff: float, attn_compute_eff: float,
-               fixed_ms: float) -> StepTime:
+               fixed_ms: float, attention_groups: int = 1) -> StepTime:
+    """`tokens`: tokens one pass carries through a stage (one micro-batch, or one prompt), spread over
+    `attention_groups` data-parallel attention groups of tp GPUs."""
     e = d.efficiency
+    group_tokens = np.asarray(tokens, dtype=float) / attention_groups
     weight_bw = weight_bandwidth_efficiency(d)
     bw = d.gpu.hbm_tb_s * 1e12
     peak_c = d.gpu.peak_tflops(d.compute) * 1e12
@@ -76,29 +86,36 @@ def _step_time(d: Deployment, work: StepWork, tokens, gemm_eff: float, attn_comp
     attention = _join(work.attention_flops / (attn_compute_eff * peak_attn) * 1e3,
                       work.kv_bytes / (e.kv_bandwidth * bw) * 1e3, e.smoothing)
     activations = work.activation_bytes / (e.bandwidth * bw) * 1e3
-    comm = tp_communication_ms(d, tokens)
-    overhead = np.full_like(gemm, d.model.n_layers * e.layer_overhead_us / 1e3 + fixed_ms)
-    return StepTime(gemm, attention, activations, comm, overhead, _bound_ms(d, work), work)
+    comm = tp_communication_ms(d, group_tokens) * np.ones_like(gemm)
+    # a pass crosses pp stages, each its own scheduled step with its fixed cost
+    overhead = np.full_like(gemm, d.model.n_layers * e.layer_overhead_us / 1e3 + fixed_ms * d.pp)
+    # Expert all-to-alls overlap the other half of a two-micro-batch step (DeepSeek's dual micro-batch
+    # overlap, SGLang two-batch overlap, vLLM DBO): only what outlasts the compute is exposed.
+    ep_exposed = np.maximum(ep_communication_ms(d, group_tokens / d.tp) - (gemm + attention + activations), 0.0)
+    return StepTime(gemm, attention, activations, comm, overhead, _bound_ms(d, work), work,
+                    pp_communication_ms(d, tokens) * np.ones_like(gemm), ep_exposed)
 
 
 def decode_step(d: Deployment, batch, context, tokens_per_sequence: int = 1) -> StepTime:
     """One decode step: the inter-token latency of every sequence in the batch."""
     work = decode_work(d, batch, context, tokens_per_sequence)
-    tokens = np.asarray(batch, dtype=float) * tokens_per_sequence
+    tokens = decode_micro_batch(d, batch) * tokens_per_sequence
     return _step_time(d, work, tokens, d.efficiency.compute, d.efficiency.compute,
-                      d.efficiency.step_overhead_us / 1e3)
+                      d.efficiency.step_overhead_us / 1e3, sharding(d).attention_dp)
 
 
-def prefill(d: Deployment, prompt_len) -> StepTime:
+def prefill(d: Deployment, prompt_len, busy_groups: int = 1) -> StepTime:
     """One request's prompt processed alone. Its fixed costs (kernel launches per layer, scheduling)
     overlap the GPU work, so they act as a floor for short prompts rather than adding to long ones:
-    total = p-norm(work, fixed). The breakdown's overhead_ms is what the floor adds beyond the work."""
-    work = prefill_work(d, prompt_len)
+    total = p-norm(work, fixed). The breakdown's overhead_ms is what the floor adds beyond the work.
+    `busy_groups`: attention groups prefilling at once (planner.roofline.prefill_work)."""
+    work = prefill_work(d, prompt_len, busy_groups)
     t = _step_time(d, work, prompt_len, d.efficiency.prefill_compute, d.efficiency.attention_compute,
                    d.efficiency.prefill_overhead_ms)
-    busy = t.gemm_ms + t.attention_ms + t.activations_ms + t.communication_ms
+    busy = t.gemm_ms + t.attention_ms + t.activations_ms + t.communication_ms + t.pp_ms + t.ep_ms
     total = _join(busy, t.overhead_ms, d.efficiency.smoothing)
-    return StepTime(t.gemm_ms, t.attention_ms, t.activations_ms, t.communication_ms, total - busy, t.bound_ms, work)
+    return StepTime(t.gemm_ms, t.attention_ms, t.activations_ms, t.communication_ms, total - busy, t.bound_ms, work,
+                    t.pp_ms, t.ep_ms)
 
 
 def ttft_ms(d: Deployment, prefill_ms):

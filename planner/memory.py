@@ -15,6 +15,7 @@ import numpy as np
 
 from planner.deployment import Deployment
 from planner.model_shapes import ModelSpec, param_counts
+from planner.parallelism import sharding
 from planner.precision import bytes_per_value
 
 GB = 1e9
@@ -35,6 +36,17 @@ def weight_bytes_total(model: ModelSpec, weights: str) -> float:
 
 def weight_bytes_per_gpu(model: ModelSpec, weights: str, tp: int) -> float:
     return weight_bytes_total(model, weights) / tp
+
+
+def weight_bytes_per_gpu_sharded(d: Deployment) -> float:
+    """Weights on the busiest GPU under tp x pp x ep (planner/parallelism.py): per-layer weights of one
+    stage, routed experts over the expert shards, the rest over tp; the embedding sits on the first stage
+    and the LM head on the last (both on the one stage when pp is 1). Equals weight_bytes_per_gpu at pp=ep=1."""
+    s, p = sharding(d), param_counts(d.model)
+    w, e = bytes_per_value(d.weights), embedding_bytes_per_value(d.weights)
+    layers = ((p.body_matmul - p.expert_params) * w + (p.norms * e)) / d.tp + p.expert_params * w * s.expert_weight_fraction
+    ends = (p.embedding + p.lm_head) if s.pp == 1 else max(p.embedding, p.lm_head)
+    return layers * s.stage_layer_fraction + ends * e / d.tp
 
 
 def kv_values_per_token_per_layer(model: ModelSpec) -> int:
@@ -93,15 +105,18 @@ class MemoryPlan:
 
 
 def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:
-    weights_gb = weight_bytes_per_gpu(d.model, d.weights, d.tp) / GB
+    """Per GPU of the busiest pipeline stage; `max_batch` is the replica's concurrent sequences (each
+    attention data-parallel group holds its own)."""
+    s = sharding(d)
+    weights_gb = weight_bytes_per_gpu_sharded(d) / GB
     usable_gb = d.gpu.memory_gb * d.memory_utilization
     kv_budget_gb = usable_gb - d.reserve_gb - weights_gb
-    per_seq = float(kv_bytes_per_sequence_per_gpu(d.model, d.kv_cache, d.tp, context_len))
-    max_batch = max(0, math.floor(kv_budget_gb * GB / per_seq)) if kv_budget_gb > 0 else 0
+    per_seq = float(kv_bytes_per_sequence_per_gpu(d.model, d.kv_cache, d.tp, context_len)) * s.stage_layer_fraction
+    max_batch = max(0, math.floor(kv_budget_gb * GB / per_seq)) * s.attention_dp if kv_budget_gb > 0 else 0
     return MemoryPlan(
         weights_gb_per_gpu=weights_gb,
         kv_bytes_per_token=kv_bytes_per_token(d.model, d.kv_cache),
-        kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(d.model, d.kv_cache, d.tp),
+        kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(d.model, d.kv_cache, d.tp) * s.stage_layer_fraction,
         kv_bytes_per_sequence_per_gpu=per_seq,
         usable_gb_per_gpu=usable_gb,
         reserve_gb=d.reserve_gb,

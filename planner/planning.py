@@ -14,6 +14,12 @@ from planner.deployment import Deployment
 from planner.latency import decode_step, prefill, ttft_ms
 from planner.memory import plan_memory
 from planner.model_shapes import active_params, param_counts
+from planner.parallelism import (
+    ParallelismSection,
+    cheapest_layout_that_fits,
+    parallelism_section,
+    parallelism_warnings,
+)
 from planner.roofline import ridge_crossing_batch, ridge_flop_per_byte
 from planner.scenario import Scenario, parse_scenario, resolve
 from planner.speculative import plan_speculative
@@ -42,6 +48,7 @@ class MemorySection(BaseModel):
     kv_gb_per_gpu_at_batch: float
     weights_fit: bool
     smallest_tp_that_fits: int | None
+    smallest_layout_that_fits: dict[str, int] | None = None  # {tp, pp, ep, gpus_per_replica, nodes_per_replica}
 
 
 class RooflineSection(BaseModel):
@@ -105,6 +112,7 @@ class Plan(BaseModel):
     efficiency: str
     calibration: str | None
     warnings: list[str]
+    parallelism: ParallelismSection | None = None
 
 
 def is_default_engine_name(d: Deployment) -> bool:
@@ -119,6 +127,16 @@ def smallest_tp_that_fits(d: Deployment, context_len: int) -> int | None:
             return tp
         tp *= 2
     return None
+
+
+def smallest_layout_that_fits(d: Deployment, context_len: int) -> dict[str, int] | None:
+    """The cheapest tp x pp x ep that holds the weights and one sequence, across nodes when it must."""
+    fit = cheapest_layout_that_fits(d, lambda trial: plan_memory(trial, context_len).fits)
+    if fit is None:
+        return None
+    s = parallelism_section(fit)
+    return {"tp": s.tp, "pp": s.pp, "ep": s.ep, "gpus_per_replica": s.gpus_per_replica,
+            "nodes_per_replica": s.nodes_per_replica}
 
 
 def plan(scenario: Scenario | dict[str, Any]) -> Plan:
@@ -142,7 +160,8 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
 
     tokens_per_s = batch * 1000.0 / itl
     price = scenario.usd_per_gpu_hour or d.gpu.usd_per_hour
-    warnings: list[str] = []
+    layout = parallelism_section(d)
+    warnings: list[str] = parallelism_warnings(d)
     if price is None:
         price = float("nan")
         warnings.append("no $/GPU-hour: give usd_per_gpu_hour for a custom GPU to get costs")
@@ -181,6 +200,7 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
             kv_gb_per_gpu_at_batch=min(batch, mem.max_batch) * mem.kv_bytes_per_sequence_per_gpu / 1e9,
             weights_fit=mem.weights_fit,
             smallest_tp_that_fits=d.tp if mem.fits else smallest_tp_that_fits(d, context_len),
+            smallest_layout_that_fits=None if mem.fits else smallest_layout_that_fits(d, context_len),
         ),
         roofline=RooflineSection(
             ridge_flop_per_byte=ridge, decode_ai=decode_ai,
@@ -201,13 +221,15 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
             tokens_per_s_per_user=1000.0 / itl, output_tokens_per_s_band=tps_band,
         ),
         cost=CostSection(
-            usd_per_million_output_tokens=float(usd_per_million_output_tokens(d.tp, price, tokens_per_s)),
-            usd_per_gpu_hour=price, usd_per_replica_hour=price * d.tp,
+            usd_per_million_output_tokens=float(usd_per_million_output_tokens(layout.gpus_per_replica, price,
+                                                                              tokens_per_s)),
+            usd_per_gpu_hour=price, usd_per_replica_hour=price * layout.gpus_per_replica,
         ),
         speculative=spec,
         model=ModelSummary(name=d.model.name, total_params=counts.total, active_params=active_params(d.model),
                            non_embedding_params=counts.non_embedding),
         gpu=d.gpu.name, tp=d.tp, efficiency=d.efficiency.name, calibration=calibration, warnings=warnings,
+        parallelism=layout,
     )
 
 

@@ -19,7 +19,8 @@ from planner.memory import (
     kv_bytes_per_sequence_per_gpu,
     kv_bytes_per_token_per_gpu,
 )
-from planner.model_shapes import ModelSpec, expected_experts_touched, matmul_params_per_token, param_counts
+from planner.model_shapes import ModelSpec, matmul_params_per_token, param_counts
+from planner.parallelism import sharding
 from planner.precision import ACTIVATION_BYTES, bytes_per_value
 
 MAX_SEARCH_BATCH = 1 << 24
@@ -58,16 +59,31 @@ def _head_params(m: ModelSpec) -> float:
 
 
 def _weights_read_bytes(d: Deployment, tokens: np.ndarray, include_head: bool = True) -> np.ndarray:
-    """Weight bytes one step streams on one GPU when it processes `tokens` tokens."""
+    """Weight bytes one step streams on one GPU when the expert-parallel group routes `tokens` tokens.
+    A GPU reads its own routed experts that some token selects: uniform top-k over E experts leaves each
+    expert untouched with probability (1 - k/E)^tokens."""
     m, p = d.model, param_counts(d.model)
     w_bytes = bytes_per_value(d.weights)
     shared = (p.attention + p.dense_mlp + p.shared_experts + p.router) * w_bytes
     head = _head_params(m) * embedding_bytes_per_value(d.weights) if include_head else 0.0
     experts = np.zeros_like(tokens, dtype=float)
     if m.moe is not None:
-        touched = expected_experts_touched(m.moe.n_experts, m.moe.top_k, tokens)
-        experts = p.expert_params * w_bytes * touched / m.moe.n_experts
-    return (shared + head + experts) / d.tp
+        touched_share = 1.0 - (1.0 - m.moe.top_k / m.moe.n_experts) ** tokens
+        experts = p.expert_params * w_bytes * touched_share * sharding(d).expert_weight_fraction
+    return (shared + head) / d.tp + experts
+
+
+def _routed_expert_params_per_token(m: ModelSpec) -> float:
+    return param_counts(m).expert_params * (m.moe.top_k / m.moe.n_experts) if m.moe else 0.0
+
+
+def _gemm_flops(d: Deployment, tokens_per_group, tokens_routed, dense_params: float) -> np.ndarray:
+    """Matmul FLOPs on the busiest GPU: each attention group's tokens through the TP-sharded weights, and
+    the EP group's routed tokens through the local experts (uneven routing: the busiest GPU's share)."""
+    s = sharding(d)
+    experts = _routed_expert_params_per_token(d.model)
+    return (2.0 * tokens_per_group * dense_params / d.tp
+            + 2.0 * tokens_routed * experts * s.expert_imbalance / s.expert_shards)
 
 
 def _attention_flops_per_cached_token_layer(m: ModelSpec) -> float:
@@ -99,19 +115,30 @@ def _prefill_activation_values_per_token_layer(d: Deployment) -> float:
     return 6.0 * m.d_model + sharded / d.tp
 
 
+def decode_micro_batch(d: Deployment, batch):
+    """Sequences in one pipeline micro-batch: a replica keeps pp micro-batches in flight, one per stage."""
+    return np.asarray(batch, dtype=float) / d.pp
+
+
 def decode_work(d: Deployment, batch, context, tokens_per_sequence: int = 1) -> StepWork:
-    """One decode step of `batch` sequences at `context` cached tokens each. `tokens_per_sequence`
-    > 1 is a speculative verification pass (k+1 tokens per sequence, one weight read)."""
-    batch = np.asarray(batch, dtype=float)
+    """One decode round of a replica holding `batch` sequences at `context` cached tokens each, on one GPU
+    column (a GPU of every stage; with pp = 1 simply one GPU). Each of the pp micro-batches of batch/pp
+    sequences crosses every stage, so a round is the whole model's work at the micro-batch; attention
+    groups (data-parallel under EP) each take their share of the micro-batch. `tokens_per_sequence` > 1
+    is a speculative verification pass (k+1 tokens per sequence, one weight read)."""
+    micro = decode_micro_batch(d, batch)
     context = np.asarray(context, dtype=float)
     m = d.model
-    tokens = batch * tokens_per_sequence
-    gemm = 2.0 * tokens * matmul_params_per_token(m) / d.tp
-    attn = (tokens * cached_token_layers(m, context) * _attention_flops_per_cached_token_layer(m)
+    s = sharding(d)
+    group_batch = micro / s.attention_dp
+    tokens = micro * tokens_per_sequence
+    group_tokens = group_batch * tokens_per_sequence
+    gemm = _gemm_flops(d, group_tokens, tokens, matmul_params_per_token(m) - _routed_expert_params_per_token(m))
+    attn = (group_tokens * cached_token_layers(m, context) * _attention_flops_per_cached_token_layer(m)
             / min(d.tp, m.n_heads))
     weights = _weights_read_bytes(d, tokens)
-    kv = (batch * kv_bytes_per_sequence_per_gpu(m, d.kv_cache, d.tp, context)
-          + tokens * kv_bytes_per_token_per_gpu(m, d.kv_cache, d.tp))
+    kv = (group_batch * kv_bytes_per_sequence_per_gpu(m, d.kv_cache, d.tp, context)
+          + group_tokens * kv_bytes_per_token_per_gpu(m, d.kv_cache, d.tp))
     # A decode batch's intermediates (hidden states of a few hundred tokens, a few MB) stay in the
     # 50-60 MB L2 of current GPUs, so decode counts no activation HBM traffic; prefill does.
     act = np.zeros_like(gemm)
@@ -131,14 +158,18 @@ def causal_pairs(m: ModelSpec, prompt_len) -> np.ndarray:
     return pairs
 
 
-def prefill_work(d: Deployment, prompt_len) -> StepWork:
-    """One request's whole prompt in one pass; logits only for the last token."""
+def prefill_work(d: Deployment, prompt_len, busy_groups: int = 1) -> StepWork:
+    """One request's whole prompt in one pass; logits only for the last token. `busy_groups` attention
+    groups prefill a prompt each at once (a saturated prefill worker under EP): the expert GPUs then
+    serve all of their routed tokens."""
     s = np.asarray(prompt_len, dtype=float)
     m = d.model
     head = _head_params(m)
-    gemm = (2.0 * s * (matmul_params_per_token(m) - head) + 2.0 * head) / d.tp
+    # one attention group runs the prompt; its routed tokens spread over the expert shards
+    gemm = (_gemm_flops(d, s, s * busy_groups, matmul_params_per_token(m) - head - _routed_expert_params_per_token(m))
+            + 2.0 * head / d.tp)
     attn = causal_pairs(m, s) * _prefill_attention_flops_per_pair(m) / min(d.tp, m.n_heads)
-    weights = _weights_read_bytes(d, s)
+    weights = _weights_read_bytes(d, s * busy_groups)
     kv = s * kv_bytes_per_token_per_gpu(m, d.kv_cache, d.tp)
     act = s * m.n_layers * _prefill_activation_values_per_token_layer(d) * ACTIVATION_BYTES
     return StepWork(gemm, attn, weights * np.ones_like(gemm), kv, act)

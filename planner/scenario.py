@@ -17,6 +17,7 @@ from planner.efficiency import EngineEfficiency, default_engine, ideal
 from planner.errors import ScenarioError, from_validation_error
 from planner.hf_import import model_from_hf_config
 from planner.model_shapes import ModelSpec
+from planner.parallelism import validate_parallelism
 from planner.precision import default_compute_precision
 from planner.presets import load_presets
 
@@ -216,12 +217,12 @@ def resolve(scenario: Scenario) -> Deployment:
         field = "compute" if scenario.compute else "weights"
         hint = "" if scenario.compute else f"; {scenario.weights} weights need {compute} tensor cores, or set compute to bf16 for weight-only"
         raise ScenarioError(field, f"{gpu.name} has no dense {compute} peak (it has: {have}){hint}")
-    if scenario.tp > model.n_heads:
-        raise ScenarioError("tp", f"cannot exceed the model's {model.n_heads} attention heads")
+    validate_parallelism(model, scenario.tp, scenario.pp, scenario.ep)
     is_ideal = scenario.efficiency == "ideal"
     return Deployment(
         model=model, gpu=gpu, tp=scenario.tp, weights=scenario.weights, kv_cache=scenario.kv_cache,
         compute=compute, efficiency=resolve_efficiency(scenario, gpu_id),
         memory_utilization=1.0 if is_ideal else scenario.memory.utilization,
         reserve_gb=0.0 if is_ideal else scenario.memory.reserve_gb,
+        pp=scenario.pp, ep=scenario.ep,
     )
