@@ -113,9 +113,8 @@ def validate_parallelism(model: ModelSpec, tp: int, pp: int, ep: int) -> None:
         raise ScenarioError("tp", f"cannot exceed the model's {model.n_heads} attention heads")
     if pp > model.n_layers:
         raise ScenarioError("pp", f"cannot exceed the model's {model.n_layers} layers")
-    if ep > 1:
-        if model.moe is None:
-            raise ScenarioError("ep", "expert parallelism needs a mixture-of-experts model; this one is dense")
+    if ep > 1 and model.moe is not None:
+        # a dense model has no experts to spread: engines ignore the flag, and so does resolve()
         if ep > model.moe.n_experts:
             raise ScenarioError("ep", f"cannot exceed the model's {model.moe.n_experts} routed experts")
         if ep % tp != 0:
@@ -123,9 +122,16 @@ def validate_parallelism(model: ModelSpec, tp: int, pp: int, ep: int) -> None:
                                 "ep / tp groups of tp GPUs")
 
 
-def parallelism_warnings(d: Deployment) -> list[str]:
+def effective_ep(model: ModelSpec, ep: int) -> int:
+    """Expert parallelism only applies to a mixture-of-experts model."""
+    return ep if model.moe is not None else 1
+
+
+def parallelism_warnings(d: Deployment, requested_ep: int = 1) -> list[str]:
     s = sharding(d)
     notes = []
+    if requested_ep > 1 and d.model.moe is None:
+        notes.append(f"ep {requested_ep} ignored: {d.model.name} is dense (no experts to spread); the plan uses ep 1")
     if s.tp_link.crosses_nodes:
         notes.append(
             f"tp {s.tp} spans {math.ceil(s.tp / d.gpu.node_gpus)} nodes of {d.gpu.node_gpus} GPUs: every all-reduce "
@@ -198,5 +204,5 @@ def cheapest_layout_that_fits(d: Deployment, fits: Callable[[Deployment], bool])
     return None
 
 
-__all__ = ["ParallelismSection", "candidate_layouts", "cheapest_layout_that_fits", "parallelism_section", "EXPERT_IMBALANCE", "Link", "Sharding", "link_for_group", "parallelism_warnings", "sharding",
+__all__ = ["ParallelismSection", "candidate_layouts", "cheapest_layout_that_fits", "effective_ep", "parallelism_section", "EXPERT_IMBALANCE", "Link", "Sharding", "link_for_group", "parallelism_warnings", "sharding",
            "validate_parallelism"]

@@ -161,7 +161,7 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
     tokens_per_s = batch * 1000.0 / itl
     price = scenario.usd_per_gpu_hour or d.gpu.usd_per_hour
     layout = parallelism_section(d)
-    warnings: list[str] = parallelism_warnings(d)
+    warnings: list[str] = parallelism_warnings(d, scenario.ep)
     if price is None:
         price = float("nan")
         warnings.append("no $/GPU-hour: give usd_per_gpu_hour for a custom GPU to get costs")

@@ -17,7 +17,7 @@ from planner.efficiency import EngineEfficiency, default_engine, ideal
 from planner.errors import ScenarioError, from_validation_error
 from planner.hf_import import model_from_hf_config
 from planner.model_shapes import ModelSpec
-from planner.parallelism import validate_parallelism
+from planner.parallelism import effective_ep, validate_parallelism
 from planner.precision import default_compute_precision
 from planner.presets import load_presets
 
@@ -224,5 +224,5 @@ def resolve(scenario: Scenario) -> Deployment:
         compute=compute, efficiency=resolve_efficiency(scenario, gpu_id),
         memory_utilization=1.0 if is_ideal else scenario.memory.utilization,
         reserve_gb=0.0 if is_ideal else scenario.memory.reserve_gb,
-        pp=scenario.pp, ep=scenario.ep,
+        pp=scenario.pp, ep=effective_ep(model, scenario.ep),
     )

@@ -178,7 +178,6 @@ def test_moe_plans_with_ep_across_nodes_and_shows_the_all_to_all():
 # --- validation ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("extra, field, words", [
-    ({"model": "llama-3.1-8b", "ep": 2}, "ep", "mixture-of-experts"),
     ({"model": "deepseek-v3", "ep": 512}, "ep", "256 routed experts"),
     ({"model": "deepseek-v3", "tp": 8, "ep": 4}, "ep", "multiple of tp"),
     ({"model": "llama-3.1-8b", "pp": 64}, "pp", "32 layers"),
@@ -188,6 +187,13 @@ def test_bad_layouts_are_one_line_errors(extra, field, words):
     with pytest.raises(ScenarioError) as err:
         plan({"gpu": "h100-sxm", **extra})
     assert err.value.field == field and words in err.value.reason and "\n" not in str(err.value)
+
+
+def test_ep_on_a_dense_model_is_ignored_with_a_warning():
+    """Engines ignore expert parallelism on a dense model (no experts); so does the plan, and says so."""
+    p = plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 2, "ep": 2})
+    assert p.parallelism.ep == 1 and p.parallelism.gpus_per_replica == 2
+    assert any("ep 2 ignored" in w for w in p.warnings)
 
 
 # --- does-not-fit hint ---------------------------------------------------------------------------------
