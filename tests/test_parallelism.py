@@ -35,7 +35,9 @@ def deployment(**scenario):
 def test_topology_figures(gpu_id, domain, node, scale_out):
     """DGX H100/H200/B200: 8 GPUs on NVSwitch, 8 ConnectX-7 at 400 Gb/s (= 50 GB/s each); GB200 NVL72:
     72-GPU NVLink domain, 4-GPU trays with 4 ConnectX-7 400G; DGX A100: ConnectX-6 200 Gb/s = 25 GB/s;
-    g6e.48xlarge: 400 Gbps for 8 L40S = 6.25 GB/s each; PCIe cards without a bridge: domain of 1."""
+    g6e.48xlarge: 400 Gbps for 8 L40S = 6.25 GB/s each; PCIe cards without a bridge: domain of 1.
+
+    Source: datasheet: DGX BasePOD RA, DGX GB200 and DGX A100 guides, AWS G6e page (catalog sources)."""
     g = CATALOG[gpu_id]
     assert (g.scale_up_domain, g.gpus_per_node, g.scale_out_gb_s) == (domain, node, scale_out)
     for figure in ("scale_up_domain", "gpus_per_node", "scale_out_gb_s", "scale_out_latency_us"):
@@ -44,7 +46,9 @@ def test_topology_figures(gpu_id, domain, node, scale_out):
 
 def test_custom_gpu_topology_defaults():
     """Documented defaults: an NVLink-class link (>= 100 GB/s) means an 8-GPU board, a slower one PCIe
-    only; 8 GPUs per server; a 400 Gb/s NIC per GPU = 50 GB/s."""
+    only; 8 GPUs per server; a 400 Gb/s NIC per GPU = 50 GB/s.
+
+    Source: contract: the documented custom-GPU defaults (docs/CONTRACT_EXTENSIONS.md)."""
     nvlink = GpuSpec(name="x", memory_gb=80, hbm_tb_s=3, tflops={"bf16": 900}, interconnect_gb_s=450)
     pcie = GpuSpec(name="y", memory_gb=48, hbm_tb_s=1, tflops={"bf16": 300})
     assert (nvlink.scale_up_gpus, nvlink.node_gpus, nvlink.network_gb_s) == (8, 8, 50.0)
@@ -53,6 +57,7 @@ def test_custom_gpu_topology_defaults():
 
 @pytest.mark.parametrize("bad", [{"scale_up_domain": 0}, {"scale_out_gb_s": -1.0}, {"gpus_per_node": 5000}])
 def test_custom_gpu_topology_ranges_refused(bad):
+    """Source: contract: physical ranges give one-line errors."""
     gpu = {"name": "x", "memory_gb": 80.0, "hbm_tb_s": 3.0, "tflops": {"bf16": 900.0}, **bad}
     with pytest.raises(ScenarioError) as err:
         plan({"model": "llama-3.1-8b", "gpu": gpu})
@@ -64,6 +69,7 @@ def test_custom_gpu_topology_ranges_refused(bad):
     ("l40s", 4, "pcie"), ("l40s", 16, "network"), ("h100-nvl", 2, "scale-up"), ("h100-nvl", 4, "pcie"),
 ])
 def test_link_for_group(gpu_id, group, kind):
+    """Source: datasheet: scale-up domain and server sizes from the catalog's sources."""
     assert link_for_group(CATALOG[gpu_id], group).kind == kind
 
 
@@ -73,7 +79,9 @@ def test_tp16_all_reduce_pays_the_network_hop():
     """Hierarchical all-reduce of M = 64 tokens x 16384 x 2 B = 2,097,152 B on 2 HGX H100 nodes: the
     intra-node part equals the TP 8 all-reduce; on top, each GPU all-reduces its 1/8 shard (262,144 B)
     across 2 nodes: 2(2-1)/2 x 262,144 / (0.9 x 50e9) = 5.825 us plus 2 x 10 us latency x log2(2)
-    = 25.825 us more than TP 8."""
+    = 25.825 us more than TP 8.
+
+    Source: hand: the derivation above."""
     m = 64 * 16384 * 2.0
     tp8 = deployment(model="llama-3.1-405b", gpu="h100-sxm", tp=8)
     tp16 = deployment(model="llama-3.1-405b", gpu="h100-sxm", tp=16)
@@ -83,7 +91,9 @@ def test_tp16_all_reduce_pays_the_network_hop():
 
 def test_tp16_across_nodes_is_slower_and_warned_while_gb200_keeps_nvlink():
     """Per GPU, TP 16 streams half the weights of TP 8, but on HGX its 252 all-reduces per token cross
-    the network; on GB200 NVL72 the same TP 16 stays on NVLink (72-GPU domain)."""
+    the network; on GB200 NVL72 the same TP 16 stays on NVLink (72-GPU domain).
+
+    Source: datasheet: 8-GPU HGX vs 72-GPU NVL72 domains."""
     base = {"model": "llama-3.1-405b", "weights": "fp8", "kv_cache": "fp8", "batch": 64}
     hgx16 = plan({**base, "gpu": "h100-sxm", "tp": 16})
     hgx8 = plan({**base, "gpu": "h100-sxm", "tp": 8})
@@ -100,7 +110,9 @@ def test_tp16_across_nodes_is_slower_and_warned_while_gb200_keeps_nvlink():
 def test_pp_splits_layers_and_multiplies_capacity():
     """405B (126 layers) at tp 8 pp 2 on H100: each GPU holds 63 layers' body / 8 plus the larger of the
     embedding and the LM head / 8 (not both), and per-sequence KV for 63 layers, so the KV budget holds
-    about twice the sequences of a single 8-GPU stage with the same per-GPU budget."""
+    about twice the sequences of a single 8-GPU stage with the same per-GPU budget.
+
+    Source: hand: the derivation above."""
     d = deployment(model="llama-3.1-405b", gpu="h100-sxm", tp=8, pp=2, weights="fp8", kv_cache="fp8")
     p = param_counts(d.model)
     ends = max(p.embedding, p.lm_head) * 2.0 / 8  # bf16 embedding and head
@@ -115,7 +127,9 @@ def test_pp_splits_layers_and_multiplies_capacity():
 def test_tp_beats_pp_at_batch_one_as_nvidia_measured():
     """NVIDIA (developer blog 'Boosting Llama 3.1 405B Throughput by Another 1.5x on H200 ... NVLink
     Switch', 2024-10): on 8 H200, TP 8 is 5.6x faster than PP 8 in the minimum-latency case. A batch-1
-    token crosses all 8 stages in turn under PP, reading the whole model at one GPU's bandwidth."""
+    token crosses all 8 stages in turn under PP, reading the whole model at one GPU's bandwidth.
+
+    Source: published: NVIDIA's TP 8 vs PP 8 ratio (5.6x), 20% tolerance."""
     base = {"model": "llama-3.1-405b", "gpu": "h200", "weights": "fp8", "kv_cache": "fp8", "batch": 1}
     tp = plan({**base, "tp": 8}).latency.itl_ms
     pp = plan({**base, "tp": 1, "pp": 8}).latency.itl_ms
@@ -123,6 +137,7 @@ def test_tp_beats_pp_at_batch_one_as_nvidia_measured():
 
 
 def test_pp_point_to_point_is_small_and_counted():
+    """Source: hand: 131,072 B / (0.9 x 50 GB/s) + 10 us."""
     p = plan({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": 8, "pp": 2, "weights": "fp8", "batch": 64})
     b = p.latency.decode_breakdown_ms
     assert p.parallelism.links["pp"] == "network"
@@ -137,7 +152,9 @@ def test_pp_point_to_point_is_small_and_counted():
 def test_ep_all_to_all_matches_deepep_low_latency_table(monkeypatch, ep, dispatch_us, combine_us):
     """DeepEP (github.com/deepseek-ai/DeepEP, docs/legacy.md): low-latency kernels on H800 with one CX7
     400 Gb/s NIC per GPU, 128 tokens per GPU, hidden 7168, top-8, FP8 dispatch and BF16 combine.
-    Their test routes uniformly at random, so no imbalance factor here."""
+    Their test routes uniformly at random, so no imbalance factor here.
+
+    Source: published: DeepEP's low-latency table, 12% tolerance."""
     monkeypatch.setattr(parallelism, "EXPERT_IMBALANCE", 1.0)
     d = deployment(model="deepseek-v3", gpu="h100-sxm", tp=1, ep=ep, weights="fp8")
     assert float(ep_alltoall_ms(d, 128, 1.0)) * 1e3 == pytest.approx(dispatch_us, rel=0.12)
@@ -147,7 +164,9 @@ def test_ep_all_to_all_matches_deepep_low_latency_table(monkeypatch, ep, dispatc
 def test_ep_shards_experts_and_runs_attention_data_parallel():
     """DeepSeek-V3 on EP 32 (tp 1): each GPU holds 8 of 256 routed experts and the full attention,
     dense layers, embedding and head (attention data-parallel in 32 groups); the replica's sequences
-    are 32 x those one GPU's KV budget holds."""
+    are 32 x those one GPU's KV budget holds.
+
+    Source: hand: the derivation above."""
     d = deployment(model="deepseek-v3", gpu="h200", tp=1, ep=32, weights="fp8", kv_cache="fp8")
     s = sharding(d)
     assert (s.attention_dp, s.expert_weight_fraction, s.gpus_per_replica, s.nodes_per_replica) == (32, 1 / 32, 32, 4)
@@ -160,12 +179,15 @@ def test_ep_shards_experts_and_runs_attention_data_parallel():
 
 
 def test_ep_72_uses_redundant_slots_like_sglang():
-    """SGLang serves DeepSeek's 256 experts on EP 72 with 288 slots (256 + 32 redundant): 4 per GPU."""
+    """SGLang serves DeepSeek's 256 experts on EP 72 with 288 slots (256 + 32 redundant): 4 per GPU.
+
+    Source: published: SGLang's 288-slot EP 72 layout (LMSYS, 2025-05-05)."""
     d = deployment(model="deepseek-v3", gpu="h100-sxm", tp=1, ep=72, weights="fp8")
     assert sharding(d).expert_weight_fraction == pytest.approx(4 / 256)
 
 
 def test_moe_plans_with_ep_across_nodes_and_shows_the_all_to_all():
+    """Source: invariant: breakdown sums to the step; cost counts every GPU."""
     p = plan({"model": "deepseek-v3", "gpu": "h100-sxm", "tp": 1, "ep": 32, "weights": "fp8", "kv_cache": "fp8",
               "prompt_len": 2000, "output_len": 100, "batch": 32 * 256})
     assert p.parallelism.links["ep"] == "network" and p.parallelism.expert_imbalance == 1.2
@@ -184,13 +206,16 @@ def test_moe_plans_with_ep_across_nodes_and_shows_the_all_to_all():
     ({"model": "llama-3.1-8b", "tp": 64}, "tp", "32 attention heads"),
 ])
 def test_bad_layouts_are_one_line_errors(extra, field, words):
+    """Source: contract: one-line `field: reason` errors."""
     with pytest.raises(ScenarioError) as err:
         plan({"gpu": "h100-sxm", **extra})
     assert err.value.field == field and words in err.value.reason and "\n" not in str(err.value)
 
 
 def test_ep_on_a_dense_model_is_ignored_with_a_warning():
-    """Engines ignore expert parallelism on a dense model (no experts); so does the plan, and says so."""
+    """Engines ignore expert parallelism on a dense model (no experts); so does the plan, and says so.
+
+    Source: contract: dense + ep plans with ep 1 and a warning."""
     p = plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 2, "ep": 2})
     assert p.parallelism.ep == 1 and p.parallelism.gpus_per_replica == 2
     assert any("ep 2 ignored" in w for w in p.warnings)
@@ -201,7 +226,9 @@ def test_ep_on_a_dense_model_is_ignored_with_a_warning():
 def test_hint_proposes_the_cheapest_layout_across_nodes():
     """405B bf16 needs 811.7 GB of weights; an H100 gives 85.52 x 0.9 - 2 = 74.97 GB, so at least 11
     GPUs. No tp x pp layout has 11; 12 = tp 4 x pp 3 holds 807.5/12 + 4.2/4 = 68.3 GB per GPU (fits),
-    TP stays inside a node, and the 12 GPUs span 2 nodes. The TP-only key stays as before (16)."""
+    TP stays inside a node, and the 12 GPUs span 2 nodes. The TP-only key stays as before (16).
+
+    Source: hand: the derivation above."""
     p = plan({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": 1})
     assert p.memory.smallest_tp_that_fits == 16
     assert p.memory.smallest_layout_that_fits == {"tp": 4, "pp": 3, "ep": 1, "gpus_per_replica": 12,
@@ -214,7 +241,9 @@ def test_hint_proposes_the_cheapest_layout_across_nodes():
 @given(tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4]), ep_exp=st.integers(0, 6),
        model=st.sampled_from(["deepseek-v3", "qwen3-235b-a22b", "mixtral-8x7b"]))
 def test_more_gpus_never_more_weights_per_gpu(tp, pp, ep_exp, model):
-    """Doubling pp or ep never raises the weights (or the per-sequence KV) one GPU holds."""
+    """Doubling pp or ep never raises the weights (or the per-sequence KV) one GPU holds.
+
+    Source: invariant"""
     d0 = deployment(model=model, gpu="h200", tp=1)
     ep = 2 ** ep_exp
     ep = ep if ep == 1 or (ep % tp == 0 and ep <= d0.model.moe.n_experts) else 1
@@ -236,6 +265,7 @@ def test_more_gpus_never_more_weights_per_gpu(tp, pp, ep_exp, model):
 @given(tp=st.sampled_from([1, 2, 4, 8, 16, 32]), pp=st.sampled_from([1, 2, 3, 4]),
        batch=st.integers(1, 4096))
 def test_breakdown_sums_to_the_step(tp, pp, batch):
+    """Source: invariant"""
     p = plan({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": tp, "pp": pp, "batch": batch})
     assert sum(p.latency.decode_breakdown_ms.values()) == pytest.approx(p.latency.itl_ms, rel=1e-9)
     assert sum(p.latency.prefill_breakdown_ms.values()) == pytest.approx(p.latency.prefill_ms, rel=1e-9)
