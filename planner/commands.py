@@ -303,9 +303,9 @@ def expected_figures(s: Scenario, plan_json: dict[str, Any]) -> tuple[ExpectedFi
 
     The plan's batch-step figures stand for the medians of a closed loop at that batch: TPOT is the
     decode step time (ITL); with speculative decoding a step emits several tokens, so TPOT is the
-    per-token time and the streamed ITL is the round time. E2E = TTFT + (output_len - 1) x TPOT, and
-    request throughput = output tokens/s / output_len. Percentiles beyond the median come from the
-    plan's `serving` section when it has them."""
+    per-token time and the streamed ITL is the round time. E2E = TTFT + (output_len - 1) x TPOT. Request
+    throughput is the arrival rate in an open loop (below saturation) and batch / E2E in a closed loop
+    (Little's law). Percentiles beyond the median come from the plan's `serving` section when it has them."""
     lat, thr = plan_json["latency"], plan_json["throughput"]
     spec = plan_json.get("speculative")
     ttft = float(lat["ttft_ms"])
