@@ -44,6 +44,7 @@ def run(script: str) -> AppTest:
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trt-llm"])
 def test_panel_shows_each_engines_commands_and_downloads(engine):
+    """Source: ui: the panel shows the library's commands, expected figures and four downloads"""
     scenario = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
                 "context_len": 8192, "prompt_len": 2000, "output_len": 400}
     at = run(PANEL.format(root=str(ROOT), scenario=json.dumps(scenario)))
@@ -59,11 +60,13 @@ def test_panel_shows_each_engines_commands_and_downloads(engine):
 
 
 def test_panel_reports_a_bad_scenario_in_one_line():
+    """Source: ui: one error line for a bad scenario"""
     at = run(PANEL.format(root=str(ROOT), scenario=json.dumps({"model": "qwen3-8b", "gpu": "h900"})))
     assert at.error and "gpu" in at.error[0].value and "unknown GPU" in at.error[0].value
 
 
 def test_bench_comparison_side_by_side_and_replan():
+    """Source: published: GPUStack's measured 59.01 / 7.28 ms shown beside the prediction; ui: re-plan button"""
     raw = BENCH_PATH.read_bytes()
     at = run(COMPARISON.format(root=str(ROOT), scenario=json.dumps(SCENARIO), raw=raw))
     frame = at.dataframe[0].value
@@ -77,6 +80,7 @@ def test_bench_comparison_side_by_side_and_replan():
 
 
 def test_calibrated_link_round_trips_through_the_link_decoder():
+    """Source: ui: the calibrated link decodes to the calibrated scenario"""
     c = compare_bench(json.loads(BENCH_PATH.read_bytes()), SCENARIO)
     params = dict(parse_qsl(calibrated_link(c)[1:]))
     decoded, problems = scenario_from_query(params)
@@ -92,6 +96,7 @@ def test_calibrated_link_round_trips_through_the_link_decoder():
     (b" " * (MAX_BENCH_BYTES + 1), "larger than"),
 ])
 def test_bad_bench_upload_is_one_error(raw, message):
+    """Source: ui: one error for bad JSON, a bad field or an oversize file"""
     at = run(COMPARISON.format(root=str(ROOT), scenario=json.dumps(SCENARIO), raw=raw))
     assert len(at.error) == 1 and message in at.error[0].value.replace("\\", "")
     assert not at.dataframe
