@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.calibration import CalibrationProfile
-from planner.calibration_fit import profile_from_vllm_bench
+from planner.calibration_fit import VllmBenchResult, parse_bench, profile_from_vllm_bench
 from planner.commands import ExpectedFigure, command_set
 from planner.errors import ScenarioError
 from planner.scenario import parse_scenario
@@ -53,7 +53,7 @@ class BenchComparison:
     calibrated_scenario: dict[str, Any]  # the user's scenario with the fitted calibration
 
 
-def _number(bench: dict[str, Any], key: str) -> float | None:
+def _measured(bench: dict[str, Any], key: str) -> float | None:
     value = bench.get(key)
     if value is None:
         return None
@@ -62,38 +62,33 @@ def _number(bench: dict[str, Any], key: str) -> float | None:
     return float(value)
 
 
-def check_bench(bench: Any) -> dict[str, Any]:
-    if not isinstance(bench, dict):
-        raise ScenarioError("bench", "must be a JSON object (vllm bench serve --save-result output)")
+def check_bench(bench: Any) -> tuple[dict[str, Any], VllmBenchResult]:
+    """The file and the fields the fit reads (validated by calibration_fit.parse_bench); every other
+    figure compared must be a finite number when present."""
+    parsed = parse_bench(bench)
     if len(bench) > MAX_BENCH_KEYS:
         raise ScenarioError("bench", f"has more than {MAX_BENCH_KEYS} keys; not a vllm bench result")
-    for key in ("completed", "total_input_tokens", "total_output_tokens", "max_concurrency"):
-        value = _number(bench, key)
-        if value is not None and value < 0:
-            raise ScenarioError(f"bench.{key}", "must not be negative")
-    return bench
+    return bench, parsed
 
 
-def scenario_at_bench_point(bench: dict[str, Any], scenario: dict[str, Any]) -> dict[str, Any]:
+def scenario_at_bench_point(bench: Any, scenario: dict[str, Any]) -> dict[str, Any]:
     """The scenario as the run exercised it: mean lengths from the token totals, batch = max concurrency
     (the same operating point profile_from_vllm_bench fits at)."""
+    b = bench if isinstance(bench, VllmBenchResult) else parse_bench(bench)
     point = copy.deepcopy(scenario)
     point.pop("calibration", None)
-    completed = _number(bench, "completed") or 0
-    total_in, total_out = _number(bench, "total_input_tokens"), _number(bench, "total_output_tokens")
-    if completed and total_in and total_out:
-        point["prompt_len"] = max(1, round(total_in / completed))
-        point["output_len"] = max(1, round(total_out / completed))
+    if b.completed and b.total_input_tokens and b.total_output_tokens:
+        point["prompt_len"] = max(1, round(b.total_input_tokens / b.completed))
+        point["output_len"] = max(1, round(b.total_output_tokens / b.completed))
         if point.get("context_len") is not None:
             point["context_len"] = max(point["context_len"], point["prompt_len"] + point["output_len"])
         if point.get("max_model_len") is not None:
             point["max_model_len"] = max(point["max_model_len"], point["prompt_len"] + point["output_len"])
-    concurrency = _number(bench, "max_concurrency")
-    if concurrency:
-        point["batch"] = int(concurrency)
+    if b.max_concurrency:
+        point["batch"] = b.max_concurrency
         if isinstance(point.get("load"), dict):
             point["load"] = {k: v for k, v in point["load"].items() if k not in ("request_rate", "concurrency")}
-            point["load"]["concurrency"] = int(concurrency)
+            point["load"]["concurrency"] = b.max_concurrency
     parse_scenario(point)  # the run's point must itself be a valid scenario
     return point
 
@@ -104,17 +99,17 @@ def _predicted(scenario: dict[str, Any]) -> dict[str, ExpectedFigure]:
 
 def compare_bench(bench: Any, scenario: Any, name: str | None = None) -> BenchComparison:
     """Predicted vs measured for every figure the run saved, the fitted calibration and the calibrated scenario."""
-    bench = check_bench(bench)
+    bench, parsed = check_bench(bench)
     if not isinstance(scenario, dict):
         raise ScenarioError("scenario", "must be a JSON object")
     parse_scenario(scenario)
-    point = scenario_at_bench_point(bench, scenario)
+    point = scenario_at_bench_point(parsed, scenario)
     profile = profile_from_vllm_bench(bench, {k: v for k, v in scenario.items() if k != "calibration"}, name=name)
     calibration = profile.model_dump(exclude_none=True)
     predicted = _predicted(point)
     calibrated = _predicted({**point, "calibration": calibration})
     rows = tuple(
-        FigureComparison(f.label, key, f.unit, f.predicted, _number(bench, key),
+        FigureComparison(f.label, key, f.unit, f.predicted, _measured(bench, key),
                          calibrated[key].predicted)
         for key, f in predicted.items() if key in bench)
     return BenchComparison(point_scenario=point, rows=rows, calibration=profile,
