@@ -51,6 +51,7 @@ browser-deps:
 # Every test, the real-browser ones included.
 test: install-dev browser-deps
 	$(PY) -m ruff check .
+	$(PY) -m mypy planner
 	$(PY) -m pytest
 
 lint: install-dev

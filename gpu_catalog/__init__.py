@@ -8,12 +8,14 @@ from __future__ import annotations
 import tomllib
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 CATALOG_PATH = Path(__file__).with_name("gpus.toml")
 
-TENSOR_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "fp4")
+TensorPrecision = Literal["bf16", "fp16", "fp8", "int8", "fp4"]
+TENSOR_PRECISIONS: tuple[str, ...] = get_args(TensorPrecision)
 SOURCED_FIGURES = ("memory_gb", "hbm_tb_s", "tflops", "tflops_sparse", "interconnect_gb_s", "tdp_w",
                    "usd_per_hour", "scale_up_domain", "gpus_per_node", "scale_out_gb_s", "scale_out_latency_us")
 

@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -100,6 +101,7 @@ def _first_non_finite(value: Any, path: str = "") -> str | None:
     """The path of the first NaN or infinite number in a result, or None."""
     if isinstance(value, float):
         return None if math.isfinite(value) else (path or "result")
+    items: Iterable[tuple[Any, Any]]
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, list):

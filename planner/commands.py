@@ -287,6 +287,9 @@ def bench_argv(s: Scenario, engine: str, hf_id: str, batch: int) -> tuple[tuple[
     return tuple(argv), notes
 
 
+_NO_BAND: tuple[float | None, float | None] = (None, None)
+
+
 def _band(band: Any) -> tuple[float | None, float | None]:
     if isinstance(band, dict) and band.get("low") is not None and band.get("high") is not None:
         return float(band["low"]), float(band["high"])
@@ -312,14 +315,15 @@ def expected_figures(s: Scenario, plan_json: dict[str, Any]) -> tuple[ExpectedFi
     ttft_band = _band(lat.get("ttft_band_ms"))
     if spec:
         tpot, itl, tokens_per_s = float(spec["itl_ms"]), float(spec["round_ms"]), float(spec["output_tokens_per_s"])
-        tpot_band = itl_band = (None, None)
+        tpot_band = itl_band = _NO_BAND
     else:
         tpot = itl = float(lat["itl_ms"])
         tpot_band = itl_band = _band(lat.get("itl_band_ms"))
         tokens_per_s = float(thr["output_tokens_per_s"])
     e2e = ttft + (s.output_len - 1) * tpot
-    e2e_band = ((ttft_band[0] + (s.output_len - 1) * tpot_band[0], ttft_band[1] + (s.output_len - 1) * tpot_band[1])
-                if None not in ttft_band and None not in tpot_band else (None, None))
+    (t_lo, t_hi), (p_lo, p_hi) = ttft_band, tpot_band
+    e2e_band = ((t_lo + (s.output_len - 1) * p_lo, t_hi + (s.output_len - 1) * p_hi)
+                if t_lo is not None and t_hi is not None and p_lo is not None and p_hi is not None else _NO_BAND)
     if s.load is not None and s.load.request_rate is not None:
         # open loop below saturation: every arriving request completes, so throughput is the arrival rate
         requests_per_s = min(tokens_per_s / s.output_len, s.load.request_rate)

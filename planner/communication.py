@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from planner.deployment import Deployment
 from planner.parallelism import Link, sharding
@@ -47,7 +48,8 @@ def ring_allreduce_volume_factor(tp: int) -> float:
     return 2.0 * (tp - 1) / tp
 
 
-def allreduce_ms(message_bytes, tp: int, link_gb_s: float, link_efficiency: float, latency_us: float):
+def allreduce_ms(message_bytes: npt.ArrayLike, tp: int, link_gb_s: float, link_efficiency: float,
+                 latency_us: float) -> npt.NDArray[np.float64]:
     """Time of one ring all-reduce of `message_bytes` per GPU."""
     if tp <= 1:
         return np.zeros_like(np.asarray(message_bytes, dtype=float))
@@ -61,7 +63,7 @@ def _inner_group(d: Deployment) -> int:
     return d.gpu.scale_up_gpus if d.gpu.scale_up_gpus > 1 else d.gpu.node_gpus
 
 
-def tp_allreduce_ms(d: Deployment, message_bytes):
+def tp_allreduce_ms(d: Deployment, message_bytes: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """One all-reduce over the TP group, hierarchical when the group outgrows its fast tier."""
     s = sharding(d)
     e = d.efficiency
@@ -87,13 +89,13 @@ def tp_allreduces_per_pass(d: Deployment) -> int:
     return ALLREDUCES_PER_LAYER * m.n_layers
 
 
-def tp_communication_ms(d: Deployment, tokens) -> np.ndarray:
+def tp_communication_ms(d: Deployment, tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """All-reduce time of one forward pass over `tokens` tokens of one TP group (decode batch or prompt)."""
     message = np.asarray(tokens, dtype=float) * d.model.d_model * ACTIVATION_BYTES
     return tp_allreduces_per_pass(d) * tp_allreduce_ms(d, message)
 
 
-def _p2p_ms(message_bytes, link: Link, d: Deployment):
+def _p2p_ms(message_bytes: npt.ArrayLike, link: Link, d: Deployment) -> npt.NDArray[np.float64]:
     if link.kind == "none":
         return np.zeros_like(np.asarray(message_bytes, dtype=float))
     if link.crosses_nodes:
@@ -103,7 +105,7 @@ def _p2p_ms(message_bytes, link: Link, d: Deployment):
     return np.asarray(message_bytes, dtype=float) / (bw * 1e9) * 1e3 + latency_us / 1e3
 
 
-def pp_communication_ms(d: Deployment, tokens) -> np.ndarray:
+def pp_communication_ms(d: Deployment, tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Point-to-point sends of one micro-batch of `tokens` tokens through the pp - 1 stage boundaries."""
     if d.pp <= 1:
         return np.zeros_like(np.asarray(tokens, dtype=float))
@@ -113,11 +115,12 @@ def pp_communication_ms(d: Deployment, tokens) -> np.ndarray:
     return (d.pp - 1) * _p2p_ms(message, s.pp_link, d)
 
 
-def ep_alltoall_ms(d: Deployment, tokens_per_gpu, bytes_per_value: float) -> np.ndarray:
+def ep_alltoall_ms(d: Deployment, tokens_per_gpu: npt.ArrayLike, bytes_per_value: float) -> npt.NDArray[np.float64]:
     """One all-to-all in which each GPU sends `tokens_per_gpu` x top_k hidden vectors to the experts' GPUs;
     the busiest GPU receives `expert_imbalance` times the mean."""
     s = sharding(d)
     m = d.model
+    assert m.moe is not None  # expert parallelism applies to MoE models only
     volume = np.asarray(tokens_per_gpu, dtype=float) * m.moe.top_k * m.d_model * bytes_per_value * s.expert_imbalance
     if s.ep_link.crosses_nodes:
         remote = (d.ep - d.gpu.node_gpus) / d.ep

@@ -66,8 +66,8 @@ def from_validation_error(err: ValidationError, prefix: str = "") -> ScenarioErr
         path = _field_path(first["loc"])
         first = next((e for e in errors if _field_path(e["loc"])[:len(path)] == path
                       and not e["type"].endswith("_type")), first)
-    path = ".".join(str(part) for part in _field_path(first["loc"]))
-    field = ".".join(part for part in (prefix, path) if part)
+    dotted = ".".join(str(part) for part in _field_path(first["loc"]))
+    field = ".".join(part for part in (prefix, dotted) if part)
     reason = _clean(first["msg"])
     if first["type"] == "extra_forbidden":
         reason = "unknown field"

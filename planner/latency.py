@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from planner.communication import ep_communication_ms, pp_communication_ms, tp_communication_ms
 from planner.deployment import Deployment
@@ -20,7 +21,7 @@ from planner.precision import bits_per_value
 from planner.roofline import StepWork, decode_micro_batch, decode_work, prefill_work
 
 
-def _join(compute_ms, memory_ms, p: float):
+def _join(compute_ms: npt.ArrayLike, memory_ms: npt.ArrayLike, p: float) -> npt.NDArray[np.float64]:
     """p-norm of compute and memory time; p = 0 means max()."""
     if p <= 0:
         return np.maximum(compute_ms, memory_ms)
@@ -46,7 +47,7 @@ class StepTime:
         return (self.gemm_ms + self.attention_ms + self.activations_ms + self.communication_ms + self.overhead_ms
                 + self.pp_ms + self.ep_ms)
 
-    def breakdown(self, index=()) -> dict[str, float]:
+    def breakdown(self, index: int | tuple[int, ...] = ()) -> dict[str, float]:
         return {
             "gemm_ms": float(np.asarray(self.gemm_ms)[index]),
             "attention_ms": float(np.asarray(self.attention_ms)[index]),
@@ -71,7 +72,7 @@ def weight_bandwidth_efficiency(d: Deployment) -> float:
     return d.efficiency.quantized_bandwidth if bits_per_value(d.weights) < 16 else d.efficiency.bandwidth
 
 
-def _step_time(d: Deployment, work: StepWork, tokens, gemm_eff: float, attn_compute_eff: float,
+def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: float, attn_compute_eff: float,
                fixed_ms: float, attention_groups: int = 1) -> StepTime:
     """`tokens`: tokens one pass carries through a stage (one micro-batch, or one prompt), spread over
     `attention_groups` data-parallel attention groups of tp GPUs."""
@@ -96,7 +97,7 @@ def _step_time(d: Deployment, work: StepWork, tokens, gemm_eff: float, attn_comp
                     pp_communication_ms(d, tokens) * np.ones_like(gemm), ep_exposed)
 
 
-def decode_step(d: Deployment, batch, context, tokens_per_sequence: int = 1) -> StepTime:
+def decode_step(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike, tokens_per_sequence: int = 1) -> StepTime:
     """One decode step: the inter-token latency of every sequence in the batch."""
     work = decode_work(d, batch, context, tokens_per_sequence)
     tokens = decode_micro_batch(d, batch) * tokens_per_sequence
@@ -104,7 +105,7 @@ def decode_step(d: Deployment, batch, context, tokens_per_sequence: int = 1) -> 
                       d.efficiency.step_overhead_us / 1e3, sharding(d).attention_dp)
 
 
-def prefill(d: Deployment, prompt_len, busy_groups: int = 1) -> StepTime:
+def prefill(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepTime:
     """One request's prompt processed alone. Its fixed costs (kernel launches per layer, scheduling)
     overlap the GPU work, so they act as a floor for short prompts rather than adding to long ones:
     total = p-norm(work, fixed). The breakdown's overhead_ms is what the floor adds beyond the work.
@@ -118,5 +119,5 @@ def prefill(d: Deployment, prompt_len, busy_groups: int = 1) -> StepTime:
                     t.pp_ms, t.ep_ms)
 
 
-def ttft_ms(d: Deployment, prefill_ms):
-    return prefill_ms + d.efficiency.ttft_overhead_ms
+def ttft_ms(d: Deployment, prefill_ms: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    return np.asarray(prefill_ms, dtype=float) + d.efficiency.ttft_overhead_ms

@@ -10,6 +10,7 @@ so rho = (c - 1) / E2E * prefill time (none at c = 1): solved by fixed-point ite
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from planner.deployment import Deployment
 from planner.latency import decode_step, prefill, ttft_ms
@@ -17,7 +18,7 @@ from planner.latency import decode_step, prefill, ttft_ms
 MAX_PREFILL_SHARE = 0.95
 
 
-def itl_with_prefill_share(itl_ms, prefill_share):
+def itl_with_prefill_share(itl_ms: npt.ArrayLike, prefill_share: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return np.asarray(itl_ms) / (1.0 - np.minimum(np.asarray(prefill_share), MAX_PREFILL_SHARE))
 
 

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from planner.deployment import Deployment
 from planner.model_shapes import ModelSpec, param_counts
@@ -74,7 +75,7 @@ def kv_bytes_per_token_per_gpu(model: ModelSpec, kv_cache: str, tp: int) -> floa
     return model.n_layers * kv_values_per_token_per_layer_per_gpu(model, tp) * bytes_per_value(kv_cache)
 
 
-def cached_token_layers(model: ModelSpec, context_len):
+def cached_token_layers(model: ModelSpec, context_len: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Sum over layers of the tokens each layer caches: windowed layers hold at most the window.
     Works on numpy arrays of context lengths."""
     context = np.asarray(context_len, dtype=float)
@@ -82,10 +83,10 @@ def cached_token_layers(model: ModelSpec, context_len):
     full = model.n_layers - windowed
     if windowed == 0:
         return full * context
-    return full * context + windowed * np.minimum(context, float(model.sliding_window))
+    return full * context + windowed * np.minimum(context, float(model.sliding_window or 0))
 
 
-def kv_bytes_per_sequence_per_gpu(model: ModelSpec, kv_cache: str, tp: int, context_len):
+def kv_bytes_per_sequence_per_gpu(model: ModelSpec, kv_cache: str, tp: int, context_len: npt.ArrayLike) -> npt.NDArray[np.float64]:
     per_token_layer = kv_values_per_token_per_layer_per_gpu(model, tp) * bytes_per_value(kv_cache)
     return cached_token_layers(model, context_len) * per_token_layer
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -176,7 +178,7 @@ def matmul_params_per_token(m: ModelSpec) -> float:
     return p.attention + p.dense_mlp + p.shared_experts + experts + p.router + head
 
 
-def expected_experts_touched(n_experts: int, top_k: int, tokens):
+def expected_experts_touched(n_experts: int, top_k: int, tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Distinct experts a layer reads for `tokens` tokens with uniform top-k routing:
     E * (1 - (1 - k/E)^B). Works on numpy arrays."""
-    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** tokens)
+    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** np.asarray(tokens, dtype=float))

@@ -8,9 +8,18 @@ scales, negligible next to the data, so they count 8 bits.
 
 from __future__ import annotations
 
-WEIGHT_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")
-KV_PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
-COMPUTE_PRECISIONS = ("bf16", "fp16", "fp8", "int8", "fp4")
+from typing import Literal, get_args
+
+from gpu_catalog import TensorPrecision
+
+# The one list of each: scenario and sizing validation, the app's option lists and the tests read these.
+WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]
+KvPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+ComputePrecision = TensorPrecision  # GEMMs run in a tensor-core format the catalog gives a peak for
+
+WEIGHT_PRECISIONS: tuple[str, ...] = get_args(WeightPrecision)
+KV_PRECISIONS: tuple[str, ...] = get_args(KvPrecision)
+COMPUTE_PRECISIONS: tuple[str, ...] = get_args(ComputePrecision)
 
 INT4_GROUP_SIZE = 128
 INT4_SCALE_BITS = 16

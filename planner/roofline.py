@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from planner.deployment import Deployment
 from planner.memory import (
@@ -115,12 +116,12 @@ def _prefill_activation_values_per_token_layer(d: Deployment) -> float:
     return 6.0 * m.d_model + sharded / d.tp
 
 
-def decode_micro_batch(d: Deployment, batch):
+def decode_micro_batch(d: Deployment, batch: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Sequences in one pipeline micro-batch: a replica keeps pp micro-batches in flight, one per stage."""
     return np.asarray(batch, dtype=float) / d.pp
 
 
-def decode_work(d: Deployment, batch, context, tokens_per_sequence: int = 1) -> StepWork:
+def decode_work(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike, tokens_per_sequence: int = 1) -> StepWork:
     """One decode round of a replica holding `batch` sequences at `context` cached tokens each, on one GPU
     column (a GPU of every stage; with pp = 1 simply one GPU). Each of the pp micro-batches of batch/pp
     sequences crosses every stage, so a round is the whole model's work at the micro-batch; attention
@@ -146,19 +147,19 @@ def decode_work(d: Deployment, batch, context, tokens_per_sequence: int = 1) -> 
                     act * np.ones_like(gemm))
 
 
-def causal_pairs(m: ModelSpec, prompt_len) -> np.ndarray:
+def causal_pairs(m: ModelSpec, prompt_len: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """(query, key) pairs a causal prefill computes, summed over layers, windows respected."""
     s = np.asarray(prompt_len, dtype=float)
     full_layers = m.n_layers - m.n_windowed_layers
     pairs = full_layers * s * (s + 1) / 2
     if m.n_windowed_layers:
-        w = float(m.sliding_window)
+        w = float(m.sliding_window or 0)
         windowed = np.where(s <= w, s * (s + 1) / 2, w * (w + 1) / 2 + (s - w) * w)
         pairs = pairs + m.n_windowed_layers * windowed
     return pairs
 
 
-def prefill_work(d: Deployment, prompt_len, busy_groups: int = 1) -> StepWork:
+def prefill_work(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepWork:
     """One request's whole prompt in one pass; logits only for the last token. `busy_groups` attention
     groups prefill a prompt each at once (a saturated prefill worker under EP): the expert GPUs then
     serve all of their routed tokens."""

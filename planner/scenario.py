@@ -18,12 +18,8 @@ from planner.errors import ScenarioError, from_validation_error
 from planner.hf_import import model_from_hf_config
 from planner.model_shapes import ModelSpec
 from planner.parallelism import effective_ep, validate_parallelism
-from planner.precision import default_compute_precision
+from planner.precision import ComputePrecision, KvPrecision, WeightPrecision, default_compute_precision
 from planner.presets import load_presets
-
-WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]
-KvPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
-ComputePrecision = Literal["bf16", "fp16", "fp8", "int8", "fp4"]
 
 PositiveInt = Annotated[int, Field(strict=True, ge=1)]
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpu_catalog import load_catalog
@@ -30,12 +31,13 @@ from planner.errors import ScenarioError, from_validation_error
 from planner.latency import decode_step, prefill, ttft_ms
 from planner.memory import plan_memory
 from planner.ownership import OwnershipCosts, owned_usd_per_gpu_hour
+from planner.precision import KvPrecision, WeightPrecision
 from planner.scenario import MemorySettings, Scenario, resolve, resolve_gpu, resolve_model
 from planner.sweep import batch_grid
 
 DEFAULT_TP = [1, 2, 4, 8]
-DEFAULT_WEIGHTS = ["bf16", "fp8", "int4"]
-DEFAULT_KV = ["bf16", "fp8"]
+DEFAULT_WEIGHTS: list[WeightPrecision] = ["bf16", "fp8", "int4"]
+DEFAULT_KV: list[KvPrecision] = ["bf16", "fp8"]
 CHUNK_TOKENS = 2048  # vLLM V1's default max_num_batched_tokens for chunked prefill (online serving)
 
 
@@ -62,10 +64,8 @@ class SizingRequest(BaseModel):
     slo: Slo
     gpus: list[str | dict[str, Any]] | None = Field(default=None, min_length=1, max_length=100)
     tp: list[int] = Field(default_factory=lambda: list(DEFAULT_TP), min_length=1, max_length=16)
-    weights: list[Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]] = Field(
-        default_factory=lambda: list(DEFAULT_WEIGHTS), min_length=1)
-    kv_cache: list[Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]] = Field(
-        default_factory=lambda: list(DEFAULT_KV), min_length=1)
+    weights: list[WeightPrecision] = Field(default_factory=lambda: list(DEFAULT_WEIGHTS), min_length=1)
+    kv_cache: list[KvPrecision] = Field(default_factory=lambda: list(DEFAULT_KV), min_length=1)
     context_len: int | None = Field(default=None, ge=1, le=100_000_000)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     efficiency: Literal["ideal", "default"] | dict[str, Any] = "default"
@@ -141,15 +141,15 @@ def _scenario_for(req: SizingRequest, fam: _Family, batch: int | None = None) ->
     return s
 
 
-def mdl_wait_ms(arrival_per_ms: np.ndarray, service_ms: float) -> np.ndarray:
+def mdl_wait_ms(arrival_per_ms: npt.ArrayLike, service_ms: float) -> npt.NDArray[np.float64]:
     """Mean wait in an M/D/1 queue (Pollaczek-Khinchine with deterministic service)."""
-    rho = arrival_per_ms * service_ms
+    rho = np.asarray(arrival_per_ms, dtype=float) * service_ms
     with np.errstate(divide="ignore", invalid="ignore"):
         wait = np.where(rho < 1, rho * service_ms / (2 * (1 - rho)), np.inf)
     return wait
 
 
-def pareto_mask(cost: np.ndarray, latency: np.ndarray) -> np.ndarray:
+def pareto_mask(cost: npt.NDArray[np.float64], latency: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
     """True where no other point is at least as good on both and better on one (lower is better)."""
     order = np.lexsort((latency, cost))
     mask = np.zeros(len(cost), dtype=bool)
@@ -229,8 +229,8 @@ def size(data: Any) -> dict[str, Any]:
     rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
     if rows:
         mask = pareto_mask(np.array([r["usd_per_hour"] for r in rows]), np.array([r["itl_ms"] for r in rows]))
-        for r, on in zip(rows, mask, strict=True):
-            r["pareto"] = bool(on)
+        for row, on in zip(rows, mask, strict=True):
+            row["pareto"] = bool(on)
     return {
         "searched": searched,
         "feasible": len(rows),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from planner.deployment import Deployment
 from planner.latency import decode_step, weight_bandwidth_efficiency
@@ -23,7 +24,7 @@ def tokens_per_round(draft_tokens: int, acceptance: float) -> float:
     return (1.0 - acceptance ** (draft_tokens + 1)) / (1.0 - acceptance)
 
 
-def draft_step_ms(d: Deployment, draft_params: float, batch) -> np.ndarray:
+def draft_step_ms(d: Deployment, draft_params: float, batch: npt.ArrayLike) -> npt.NDArray[np.float64]:
     e = d.efficiency
     weight_s = draft_params * bytes_per_value(d.weights) / d.tp / (weight_bandwidth_efficiency(d) * d.gpu.hbm_tb_s * 1e12)
     compute_s = 2.0 * draft_params * np.asarray(batch, dtype=float) / d.tp / (
