@@ -287,18 +287,17 @@ def bench_argv(s: Scenario, engine: str, hf_id: str, batch: int) -> tuple[tuple[
     return tuple(argv), notes
 
 
-_NO_BAND: tuple[float | None, float | None] = (None, None)
+Span = tuple[float, float] | None  # a figure's (low, high) band, or None
 
 
-def _band(band: Any) -> tuple[float | None, float | None]:
+def _band(band: Any) -> Span:
     if isinstance(band, dict) and band.get("low") is not None and band.get("high") is not None:
         return float(band["low"]), float(band["high"])
-    return None, None
+    return None
 
 
-def _scaled_band(band: tuple[float | None, float | None], factor: float) -> tuple[float | None, float | None]:
-    lo, hi = band
-    return (lo * factor, hi * factor) if lo is not None and hi is not None else (None, None)
+def _figure(label: str, key: str, unit: str, value: float | None, band: Span = None) -> ExpectedFigure:
+    return ExpectedFigure(label, key, unit, value, *(band if band is not None else (None, None)))
 
 
 def expected_figures(s: Scenario, plan_json: dict[str, Any]) -> tuple[ExpectedFigure, ...]:
@@ -313,43 +312,43 @@ def expected_figures(s: Scenario, plan_json: dict[str, Any]) -> tuple[ExpectedFi
     spec = plan_json.get("speculative")
     ttft = float(lat["ttft_ms"])
     ttft_band = _band(lat.get("ttft_band_ms"))
+    tpot_band: Span = None
     if spec:
         tpot, itl, tokens_per_s = float(spec["itl_ms"]), float(spec["round_ms"]), float(spec["output_tokens_per_s"])
-        tpot_band = itl_band = _NO_BAND
     else:
         tpot = itl = float(lat["itl_ms"])
-        tpot_band = itl_band = _band(lat.get("itl_band_ms"))
+        tpot_band = _band(lat.get("itl_band_ms"))
         tokens_per_s = float(thr["output_tokens_per_s"])
-    e2e = ttft + (s.output_len - 1) * tpot
-    (t_lo, t_hi), (p_lo, p_hi) = ttft_band, tpot_band
-    e2e_band = ((t_lo + (s.output_len - 1) * p_lo, t_hi + (s.output_len - 1) * p_hi)
-                if t_lo is not None and t_hi is not None and p_lo is not None and p_hi is not None else _NO_BAND)
+    steps = s.output_len - 1
+    e2e = ttft + steps * tpot
+    e2e_band: Span = ((ttft_band[0] + steps * tpot_band[0], ttft_band[1] + steps * tpot_band[1])
+                      if ttft_band is not None and tpot_band is not None else None)
+    rps_band: Span = None
     if s.load is not None and s.load.request_rate is not None:
         # open loop below saturation: every arriving request completes, so throughput is the arrival rate
         requests_per_s = min(tokens_per_s / s.output_len, s.load.request_rate)
-        rps_band: tuple[float | None, float | None] = (None, None)
     else:
         # closed loop (Little's law): `batch` requests in flight, each lasting one E2E
-        batch = int(plan_json["latency"]["batch"])
+        batch = int(lat["batch"])
         requests_per_s = batch * 1000.0 / e2e
-        rps_band = ((batch * 1000.0 / e2e_band[1], batch * 1000.0 / e2e_band[0])
-                    if e2e_band[0] is not None and e2e_band[1] is not None else (None, None))
+        if e2e_band is not None:
+            rps_band = (batch * 1000.0 / e2e_band[1], batch * 1000.0 / e2e_band[0])
+    tokens_band: Span = (rps_band[0] * s.output_len, rps_band[1] * s.output_len) if rps_band is not None else None
     out = [
-        ExpectedFigure("Request throughput", "request_throughput", "req/s", requests_per_s, *rps_band),
-        ExpectedFigure("Output token throughput", "output_throughput", "tok/s", requests_per_s * s.output_len,
-                       *_scaled_band(rps_band, s.output_len)),
-        ExpectedFigure("Median TTFT", "median_ttft_ms", "ms", ttft, *ttft_band),
-        ExpectedFigure("Median TPOT", "median_tpot_ms", "ms", tpot, *tpot_band),
-        ExpectedFigure("Median ITL", "median_itl_ms", "ms", itl, *itl_band),
-        ExpectedFigure("Median E2EL", "median_e2el_ms", "ms", e2e, *e2e_band),
+        _figure("Request throughput", "request_throughput", "req/s", requests_per_s, rps_band),
+        _figure("Output token throughput", "output_throughput", "tok/s", requests_per_s * s.output_len, tokens_band),
+        _figure("Median TTFT", "median_ttft_ms", "ms", ttft, ttft_band),
+        _figure("Median TPOT", "median_tpot_ms", "ms", tpot, tpot_band),
+        _figure("Median ITL", "median_itl_ms", "ms", itl, tpot_band),
+        _figure("Median E2EL", "median_e2el_ms", "ms", e2e, e2e_band),
     ]
     serving = plan_json.get("serving") or {}
     for name, key, label in (("ttft_ms", "ttft", "TTFT"), ("itl_ms", "itl", "ITL"), ("e2e_ms", "e2el", "E2EL")):
         pcts = serving.get(name)
         for p in PERCENTILES[1:]:
             value = pcts.get(f"p{p}") if isinstance(pcts, dict) else None
-            out.append(ExpectedFigure(f"P{p} {label}", f"p{p}_{key}_ms", "ms",
-                                      float(value) if isinstance(value, (int, float)) else None))
+            out.append(_figure(f"P{p} {label}", f"p{p}_{key}_ms", "ms",
+                               float(value) if isinstance(value, (int, float)) else None))
     return tuple(out)
 
 

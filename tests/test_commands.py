@@ -429,3 +429,19 @@ def test_cli_bad_input_is_one_line_exit_2(args, stdin, message):
     r = cli(*args, stdin=stdin)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_every_sizing_option_has_documented_commands():
+    """Source: docs: each engine's documented CLI (data/reference/engine_cli_flags.json), for the options of
+    data/examples/llama70b_sizing.json; each option's batch is its --max-num-seqs and tp its TP flag."""
+    from planner.sizing import size_dict
+
+    options = size_dict(json.loads((ROOT / "data" / "examples" / "llama70b_sizing.json").read_text()))["options"]
+    assert options
+    for option in options:
+        for engine in ENGINES:
+            cs = command_set(option["scenario"], engine)
+            check_against_reference(launch_flags(cs), SECTION[engine])
+        f = launch_flags(command_set(option["scenario"], "vllm"))
+        assert f["--max-num-seqs"] == [str(option["scenario"]["batch"])]
+        assert f["--tensor-parallel-size"] == [str(option["scenario"]["tp"])]
