@@ -23,7 +23,13 @@ class Deployment:
     compute: str
     efficiency: EngineEfficiency
     memory_utilization: float
-    reserve_gb: float
+    reserve_gb: float | None  # None: the engine's overheads are modelled (planner.engine_memory)
     # pipeline stages and expert-parallel size (planner/parallelism.py shards by them)
     pp: int = 1
     ep: int = 1
+    # engine memory knobs (vLLM's names); defaults are vLLM's
+    engine: str = "vllm"
+    block_size: int = 16
+    max_num_batched_tokens: int = 8192
+    max_model_len: int | None = None  # None: the scenario's context length
+    enforce_eager: bool = False

@@ -1,6 +1,6 @@
 """Per-GPU memory: weights, KV cache per token and per sequence, the KV budget and the max batch.
 
-Conventions: GB = 10^9 bytes. Quantized checkpoints keep the embedding and LM head in bf16
+Conventions: GB = 10^9 bytes (the engine's own accounting, planner.engine_memory, works in GiB). Quantized checkpoints keep the embedding and LM head in bf16
 (AWQ, GPTQ, ModelOpt FP8/NVFP4 all do), so only the transformer body takes the weight precision.
 KV heads shard across TP ranks and replicate when n_kv_heads < tp; an MLA latent cache is replicated
 on every rank.
@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.deployment import Deployment
+from planner.engine_memory import GIB, EngineMemory, max_batch_for_context, plan_engine_memory
 from planner.model_shapes import ModelSpec, param_counts
 from planner.parallelism import sharding
 from planner.precision import bytes_per_value
@@ -91,6 +92,12 @@ def kv_bytes_per_sequence_per_gpu(model: ModelSpec, kv_cache: str, tp: int, cont
     return cached_token_layers(model, context_len) * per_token_layer
 
 
+# Engines whose start-up accounting we model term by term; the others use the napkin rule
+# (utilization x memory - reserve - weights) with this reserve unless one is given.
+MODELLED_ENGINES = ("vllm",)
+NAPKIN_RESERVE_GB = 2.0
+
+
 @dataclass(frozen=True)
 class MemoryPlan:
     weights_gb_per_gpu: float
@@ -103,26 +110,68 @@ class MemoryPlan:
     max_batch: int
     fits: bool
     weights_fit: bool
+    engine: EngineMemory | None = None  # vLLM's accounting when its rules apply
+
+
+def uses_engine_rules(d: Deployment) -> bool:
+    """vLLM's rules apply unless a reserve is given (it overrides the modelled overheads) or the engine
+    is not one we model."""
+    return d.reserve_gb is None and d.engine in MODELLED_ENGINES
 
 
 def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:
     """Per GPU of the busiest pipeline stage; `max_batch` is the replica's concurrent sequences (each
     attention data-parallel group holds its own)."""
     s = sharding(d)
-    weights_gb = weight_bytes_per_gpu_sharded(d) / GB
-    usable_gb = d.gpu.memory_gb * d.memory_utilization
-    kv_budget_gb = usable_gb - d.reserve_gb - weights_gb
     per_seq = float(kv_bytes_per_sequence_per_gpu(d.model, d.kv_cache, d.tp, context_len)) * s.stage_layer_fraction
-    max_batch = max(0, math.floor(kv_budget_gb * GB / per_seq)) * s.attention_dp if kv_budget_gb > 0 else 0
+    if uses_engine_rules(d):
+        e = plan_engine_memory(d, d.max_model_len or context_len, d.max_num_batched_tokens, d.block_size,
+                               enforce_eager=d.enforce_eager)
+        weights_gb = e.weights_gib * GIB / GB
+        usable_gb = e.requested_gib * GIB / GB
+        reserve_gb = e.overheads_gib * GIB / GB
+        kv_budget_gb = e.kv_budget_gib * GIB / GB
+        max_batch = max_batch_for_context(e, context_len) * s.attention_dp if kv_budget_gb > 0 else 0
+    else:
+        e = None
+        weights_gb = weight_bytes_per_gpu_sharded(d) / GB
+        usable_gb = d.gpu.memory_gb * d.memory_utilization
+        reserve_gb = d.reserve_gb if d.reserve_gb is not None else NAPKIN_RESERVE_GB
+        kv_budget_gb = usable_gb - reserve_gb - weights_gb
+        max_batch = max(0, math.floor(kv_budget_gb * GB / per_seq)) * s.attention_dp if kv_budget_gb > 0 else 0
     return MemoryPlan(
         weights_gb_per_gpu=weights_gb,
         kv_bytes_per_token=kv_bytes_per_token(d.model, d.kv_cache),
         kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(d.model, d.kv_cache, d.tp) * s.stage_layer_fraction,
         kv_bytes_per_sequence_per_gpu=per_seq,
         usable_gb_per_gpu=usable_gb,
-        reserve_gb=d.reserve_gb,
+        reserve_gb=reserve_gb,
         kv_budget_gb_per_gpu=kv_budget_gb,
         max_batch=max_batch,
         fits=max_batch >= 1,
         weights_fit=kv_budget_gb > 0,
+        engine=e,
     )
+
+
+def engine_memory_fields(mem: MemoryPlan) -> dict:
+    """The plan's engine-memory keys (memory section): the waterfall in GiB, vLLM's two start-up lines,
+    the block pool. Napkin plans say so and leave the engine figures null."""
+    e = mem.engine
+    if e is None:
+        return {"engine_rules": "napkin", "vllm_version": None, "waterfall_gib": None, "kv_cache_tokens": None,
+                "max_concurrency": None, "num_gpu_blocks": None, "engine_log_lines": [], "kv_cache_groups": []}
+    waterfall = {
+        "device_total": e.device_total_gib, "framework_total": e.visible_total_gib,
+        "utilization_cap": e.requested_gib, "weights": e.weights_gib,
+        "activation_peak": e.activation_peak_gib, "non_torch": e.non_torch_gib, "cuda_graphs": e.cuda_graph_gib,
+        "reserve_override": e.reserve_override_gib, "kv_cache": e.kv_budget_gib,
+    }
+    return {
+        "engine_rules": e.engine, "vllm_version": e.vllm_version, "waterfall_gib": waterfall,
+        "kv_cache_tokens": e.kv_cache_tokens, "max_concurrency": e.max_concurrency,
+        "num_gpu_blocks": e.num_gpu_blocks, "engine_log_lines": list(e.log_lines),
+        "kv_cache_groups": [{"kind": g.kind, "n_layers": g.n_layers, "window": g.window} for g in e.kv_groups],
+        "block_size": e.block_size, "max_model_len": e.max_model_len,
+        "max_num_batched_tokens": e.max_num_batched_tokens, "max_num_seqs": e.max_num_seqs,
+    }

@@ -7,6 +7,7 @@ derived total; every component is then scaled by the same factor so memory and F
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +63,8 @@ class ModelSpec(BaseModel):
     sliding_window: int | None = Field(default=None, ge=1, le=100_000_000)
     sliding_window_layers: int | None = Field(default=None, ge=0, le=1000)
     source: str | None = Field(default=None, max_length=2000)
+    # the precision the published checkpoint ships in (informational; the scenario's `weights` decides)
+    checkpoint_weights: Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:

@@ -12,7 +12,7 @@ from planner.bands import Band, error_band
 from planner.cost import usd_per_million_output_tokens
 from planner.deployment import Deployment
 from planner.latency import decode_step, prefill, ttft_ms
-from planner.memory import plan_memory
+from planner.memory import engine_memory_fields, plan_memory
 from planner.model_shapes import active_params, param_counts
 from planner.parallelism import (
     ParallelismSection,
@@ -49,6 +49,19 @@ class MemorySection(BaseModel):
     weights_fit: bool
     smallest_tp_that_fits: int | None
     smallest_layout_that_fits: dict[str, int] | None = None  # {tp, pp, ep, gpus_per_replica, nodes_per_replica}
+    # extensions (engine memory, planner.engine_memory): waterfall in GiB and vLLM's start-up lines
+    engine_rules: str = "napkin"
+    vllm_version: str | None = None
+    waterfall_gib: dict[str, float | None] | None = None
+    kv_cache_tokens: int | None = None
+    max_concurrency: float | None = None
+    num_gpu_blocks: int | None = None
+    engine_log_lines: list[str] = []
+    kv_cache_groups: list[dict[str, Any]] = []
+    block_size: int | None = None
+    max_model_len: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
 
 
 class RooflineSection(BaseModel):
@@ -201,6 +214,7 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
             weights_fit=mem.weights_fit,
             smallest_tp_that_fits=d.tp if mem.fits else smallest_tp_that_fits(d, context_len),
             smallest_layout_that_fits=None if mem.fits else smallest_layout_that_fits(d, context_len),
+            **engine_memory_fields(mem),
         ),
         roofline=RooflineSection(
             ridge_flop_per_byte=ridge, decode_ai=decode_ai,

@@ -31,7 +31,9 @@ class MemorySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     utilization: float = Field(default=DEFAULT_MEMORY_UTILIZATION, gt=0, le=1)
-    reserve_gb: float = Field(default=DEFAULT_RESERVE_GB, ge=0, le=10_000)
+    # None (default): the engine's overheads (activations, non-torch memory, CUDA graphs) are modelled;
+    # a number overrides them with a flat reserve per GPU.
+    reserve_gb: float | None = Field(default=None, ge=0, le=10_000)
 
 
 class SpeculativeSettings(BaseModel):
@@ -221,4 +223,7 @@ def resolve(scenario: Scenario) -> Deployment:
         memory_utilization=1.0 if is_ideal else scenario.memory.utilization,
         reserve_gb=0.0 if is_ideal else scenario.memory.reserve_gb,
         pp=scenario.pp, ep=effective_ep(model, scenario.ep),
+        engine=scenario.engine, block_size=scenario.block_size,
+        max_num_batched_tokens=scenario.max_num_batched_tokens, max_model_len=scenario.max_model_len,
+        enforce_eager=scenario.enforce_eager,
     )

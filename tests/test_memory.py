@@ -68,11 +68,26 @@ def test_sliding_window_caps_windowed_layers():
 
 def test_mistral_window_makes_max_batch_flat_past_the_window():
     """Source: model-card: Mistral-7B v0.1 attends over a 4,096-token sliding window in every layer, so a
-    sequence caches at most 4,096 tokens and the max batch is the same at 8k and 32k contexts."""
-    base = {"model": "mistral-7b", "gpu": "h100-sxm", "prompt_len": 100, "output_len": 100}
+    sequence caches at most 4,096 tokens and the max batch is the same at 8k and 32k contexts (napkin rule,
+    explicit reserve)."""
+    base = {"model": "mistral-7b", "gpu": "h100-sxm", "prompt_len": 100, "output_len": 100,
+            "memory": {"reserve_gb": 2.0}}
     b8k = plan({**base, "context_len": 8192}).memory.max_batch
     b32k = plan({**base, "context_len": 32768}).memory.max_batch
     assert b8k == b32k
+
+
+def test_vllm_window_holds_window_plus_one_chunk():
+    """Source: hand: vLLM vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes: a
+    request holds min(W - 1 + max_num_batched_tokens, L) tokens plus one block; with W 4096 and 8192
+    batched tokens that is ceil(12,287 / 16) + 1 = 769 blocks, flat past 12,287 tokens."""
+    base = {"model": "mistral-7b", "gpu": "h100-sxm", "prompt_len": 100, "output_len": 100}
+    b16k = plan({**base, "context_len": 16384}).memory
+    b32k = plan({**base, "context_len": 32768}).memory
+    b8k = plan({**base, "context_len": 8192}).memory
+    assert b16k.max_batch == b32k.max_batch
+    assert b8k.max_batch > b16k.max_batch
+    assert b16k.max_batch == b16k.num_gpu_blocks // (-(-12287 // 16) + 1)  # 769 blocks per request
 
 
 def test_budget_subtracts_reserve_and_utilization():

@@ -1,0 +1,151 @@
+"""Ridgeline's vLLM memory rules against public vLLM start-up logs (data/reference/vllm_startup_logs.csv).
+
+    python -m tools.vllm_log_accuracy     # prints each row's error and the tuning / held-out summary
+
+Nothing is fitted per case: each row is planned with the rules of its vLLM version, its GPU's total
+(the logged framework total when the log prints one, else the catalog), TP, utilization, batched
+tokens and max_num_seqs. The KV budget target: within 3% or 0.75 GiB, whichever is larger; the KV
+token count is checked from the logged budget (block rounding and groups) within 3%.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpu_catalog import GpuSpec, load_catalog
+from planner.deployment import Deployment
+from planner.efficiency import ideal
+from planner.engine_memory import DRIVER_RESERVED_GIB, GIB, kv_tokens_and_concurrency, plan_engine_memory
+from planner.presets import load_presets
+
+CSV_PATH = Path(__file__).resolve().parents[1] / "data" / "reference" / "vllm_startup_logs.csv"
+GPU_IDS = {"H100 80GB": "h100-sxm", "A100 80GB": "a100-sxm-80gb", "L40S 48GB": "l40s"}
+BUDGET_REL, BUDGET_ABS_GIB, TOKENS_REL = 0.03, 0.75, 0.03
+
+
+@dataclass(frozen=True)
+class RowResult:
+    id: str
+    split: str
+    known_gap: str
+    budget_logged_gib: float | None
+    budget_model_gib: float | None
+    weights_logged_gib: float | None
+    weights_model_gib: float | None
+    tokens_logged: int | None
+    tokens_model: int | None
+
+    @property
+    def budget_error_gib(self) -> float | None:
+        if self.budget_logged_gib is None or self.budget_model_gib is None:
+            return None
+        return self.budget_model_gib - self.budget_logged_gib
+
+    @property
+    def budget_ok(self) -> bool | None:
+        err = self.budget_error_gib
+        if err is None:
+            return None
+        return abs(err) <= max(BUDGET_REL * abs(self.budget_logged_gib or 0.0), BUDGET_ABS_GIB)
+
+    @property
+    def tokens_error(self) -> float | None:
+        if not self.tokens_logged or self.tokens_model is None:
+            return None
+        return self.tokens_model / self.tokens_logged - 1.0
+
+
+def load_rows() -> list[dict[str, str]]:
+    with CSV_PATH.open() as f:
+        return list(csv.DictReader(f))
+
+
+def _num(text: str) -> float | None:
+    return float(text) if text.strip() else None
+
+
+def gpu_for(row: dict[str, str]) -> GpuSpec | None:
+    total = _num(row["framework_total_gib"])
+    if total is not None:  # the log prints torch's total: give the planner the device figure it comes from
+        return GpuSpec(name=row["gpu"], memory_gb=(total + DRIVER_RESERVED_GIB) * GIB / 1e9, hbm_tb_s=1.0,
+                       tflops={"bf16": 1.0})
+    gpu_id = GPU_IDS.get(row["gpu"])
+    return load_catalog()[gpu_id] if gpu_id else None
+
+
+def evaluate_row(row: dict[str, str]) -> RowResult:
+    model = load_presets()[row["model"]]
+    tp = int(row["tp"])
+    budget_logged = _num(row["logged_kv_gib"])
+    tokens_logged = int(row["logged_kv_tokens"]) if row["logged_kv_tokens"] else None
+    gpu = gpu_for(row)
+    budget_model = weights_model = None
+    mml = int(row["max_model_len"]) if row["max_model_len"] else None
+    mnbt = int(row["max_num_batched_tokens"]) if row["max_num_batched_tokens"] else 8192
+    if gpu is not None and row["utilization"]:
+        d = Deployment(model=model, gpu=gpu, tp=tp, weights=row["weights"], kv_cache=row["kv_cache"],
+                       compute="bf16", efficiency=ideal(), memory_utilization=float(row["utilization"]),
+                       reserve_gb=None)
+        seqs = int(row["max_num_seqs"]) if row["max_num_seqs"] else None
+        e = plan_engine_memory(d, mml or 4096, mnbt, 16, max_num_seqs=seqs, vllm_version=row["vllm_version"])
+        budget_model, weights_model = e.kv_budget_gib, e.weights_gib
+    elif gpu is not None or row["weights"]:
+        from planner.engine_memory import weights_gib_per_gpu
+
+        d = Deployment(model=model, gpu=gpu or load_catalog()["h100-sxm"], tp=tp, weights=row["weights"],
+                       kv_cache=row["kv_cache"], compute="bf16", efficiency=ideal(), memory_utilization=0.9,
+                       reserve_gb=None)
+        weights_model = weights_gib_per_gpu(d)
+    tokens_model = None
+    if row["tokens_checkable"] == "yes" and budget_logged is not None and mml:
+        _, tokens_model, _, _, _ = kv_tokens_and_concurrency(model, tp, row["kv_cache"], budget_logged, 16, mml, mnbt)
+        if not tokens_logged and row["logged_gpu_blocks"]:
+            tokens_logged = int(row["logged_gpu_blocks"]) * 16
+    return RowResult(id=row["id"], split=row["split"], known_gap=row["known_gap"],
+                     budget_logged_gib=budget_logged if row["utilization"] and gpu is not None else None,
+                     budget_model_gib=budget_model, weights_logged_gib=_num(row["logged_weights_gib"]),
+                     weights_model_gib=weights_model, tokens_logged=tokens_logged, tokens_model=tokens_model)
+
+
+def evaluate() -> list[RowResult]:
+    return [evaluate_row(row) for row in load_rows()]
+
+
+def summary(results: list[RowResult], split: str) -> dict[str, float | int | None]:
+    rows = [r for r in results if r.split == split]
+    budget = [abs(r.budget_error_gib) for r in rows if r.budget_error_gib is not None]
+    budget_rel = [abs(r.budget_error_gib) / abs(r.budget_logged_gib) for r in rows
+                  if r.budget_error_gib is not None and r.budget_logged_gib]
+    tokens = [abs(r.tokens_error) for r in rows if r.tokens_error is not None]
+    return {
+        "rows": len(rows),
+        "budget_rows": len(budget),
+        "budget_within_target": sum(1 for r in rows if r.budget_ok),
+        "budget_median_abs_gib": statistics.median(budget) if budget else None,
+        "budget_max_abs_gib": max(budget) if budget else None,
+        "budget_median_rel": statistics.median(budget_rel) if budget_rel else None,
+        "token_rows": len(tokens),
+        "tokens_median_rel": statistics.median(tokens) if tokens else None,
+        "tokens_max_rel": max(tokens) if tokens else None,
+    }
+
+
+def main() -> None:
+    results = evaluate()
+    for r in results:
+        err = r.budget_error_gib
+        print(f"{r.id:36s} {r.split:8s} budget {r.budget_model_gib if r.budget_model_gib is None else round(r.budget_model_gib, 2)}"
+              f" vs {r.budget_logged_gib} (err {None if err is None else round(err, 2)} GiB, ok={r.budget_ok})"
+              f" weights {None if r.weights_model_gib is None else round(r.weights_model_gib, 2)} vs {r.weights_logged_gib}"
+              f" tokens {r.tokens_model} vs {r.tokens_logged} {r.known_gap}")
+    for split in ("tuning", "held-out"):
+        print(split, summary(results, split))
+        covered = [r for r in results if r.split == split and not r.known_gap]
+        print(split, "without known gaps", summary(covered, split))
+
+
+if __name__ == "__main__":
+    main()
