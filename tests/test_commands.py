@@ -445,3 +445,28 @@ def test_every_sizing_option_has_documented_commands():
         f = launch_flags(command_set(option["scenario"], "vllm"))
         assert f["--max-num-seqs"] == [str(option["scenario"]["batch"])]
         assert f["--tensor-parallel-size"] == [str(option["scenario"]["tp"])]
+
+
+def test_expected_figures_follow_the_plans_serving_section():
+    """Source: hand: with a serving section (values set here), each benchmark line is the section's figure;
+    the band is the plan's TTFT or ITL band as factors of its estimate (ttft_band / ttft x value), and
+    throughput takes the inverse ITL factors."""
+    from planner.commands import expected_figures
+    from planner.scenario import parse_scenario
+
+    s = {"model": "qwen3-8b", "gpu": "h100-sxm", "load": {"request_rate": 2.0}}
+    plan = plan_dict(s)
+    serving = {"request_rate": 2.0, "output_tokens_per_s": 512.0,
+               "ttft_ms": {"p50": 40.0, "p90": 70.0, "p99": 120.0},
+               "itl_ms": {"p50": 9.0, "p90": 12.0, "p99": 30.0},
+               "e2e_ms": {"p50": 2400.0, "p90": 3000.0, "p99": 4100.0}}
+    fig = {f.result_key: f for f in expected_figures(parse_scenario(s), {**plan, "serving": serving})}
+    assert fig["request_throughput"].predicted == 2.0 and fig["output_throughput"].predicted == 512.0
+    assert [fig[f"{p}_ttft_ms"].predicted for p in ("median", "p90", "p99")] == [40.0, 70.0, 120.0]
+    assert [fig[f"{p}_itl_ms"].predicted for p in ("median", "p90", "p99")] == [9.0, 12.0, 30.0]
+    assert fig["median_tpot_ms"].predicted == 9.0 and fig["p99_e2el_ms"].predicted == 4100.0
+    lat = plan["latency"]
+    assert fig["p99_ttft_ms"].band_low == pytest.approx(120.0 * lat["ttft_band_ms"]["low"] / lat["ttft_ms"])
+    assert fig["median_itl_ms"].band_high == pytest.approx(9.0 * lat["itl_band_ms"]["high"] / lat["itl_ms"])
+    assert fig["output_throughput"].band_low == pytest.approx(512.0 * lat["itl_ms"] / lat["itl_band_ms"]["high"])
+    assert fig["median_e2el_ms"].band_low is None  # the plan has no E2E band
