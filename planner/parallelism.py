@@ -88,6 +88,15 @@ class Sharding:
 
 
 def sharding(d: Deployment) -> Sharding:
+    """The layout of `d`, computed once per Deployment (kept in the frozen instance's __dict__:
+    every physics function asks for it, and the sizing search asks thousands of times)."""
+    cached = d.__dict__.get("_sharding")
+    if cached is None:
+        cached = d.__dict__["_sharding"] = _sharding(d)
+    return cached
+
+
+def _sharding(d: Deployment) -> Sharding:
     tp, pp, ep = d.tp, d.pp, d.ep
     per_stage = max(tp, ep)
     gpus = per_stage * pp
