@@ -129,7 +129,7 @@ def size_fleet(p: PrefillWorker, dw: DecodeWorker, requests_per_s: float, prompt
     else:
         return None
     decode_workers = max(1, math.ceil(requests_per_s * output_len / dw.output_tokens_per_s))
-    return DisaggregatedFleet(p, dw, workers, decode_workers, fixed + wait, transfer,
+    return DisaggregatedFleet(p, dw, workers, decode_workers, float(fixed + wait), transfer,
                               requests_per_s / (workers * p.prompts_per_s))
 
 
@@ -195,12 +195,12 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
         price = price_of(c.gpu_key, c.gpu_value)
         if d is None or price is None:
             continue
-        w = decode_worker(d, context_len, mean_context, itl_slo_ms)
+        dw = decode_worker(d, context_len, mean_context, itl_slo_ms)
         searched += 1
-        if w is None:
+        if dw is None:
             continue
         decodes.setdefault((c.weights, c.kv_cache), []).append(
-            (price * w.gpus / w.output_tokens_per_s, w, c.gpu_key, price))
+            (price * dw.gpus / dw.output_tokens_per_s, dw, c.gpu_key, price))
     options = []
     demand_tokens_per_s = requests_per_s * output_len
     for key, pre in prefills.items():

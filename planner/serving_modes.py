@@ -92,12 +92,13 @@ def size_with_modes(data: Any) -> dict[str, Any]:
 def _verdict(agg: dict[str, Any] | None, dis: dict[str, Any] | None) -> dict[str, Any]:
     if agg is None and dis is None:
         return {"winner": None, "why": "neither mode meets the objectives at this traffic"}
-    if dis is None or (agg is not None and agg["usd_per_hour"] <= dis["usd_per_hour"]):
+    if agg is not None and (dis is None or agg["usd_per_hour"] <= dis["usd_per_hour"]):
         why = ("no disaggregated fleet meets the objectives" if dis is None else
                f"aggregated replicas cost ${agg['usd_per_hour']:.2f}/h against ${dis['usd_per_hour']:.2f}/h "
                "disaggregated: at this traffic the decode batch absorbs the prefills and a separate prefill "
                "pool (plus the KV transfer) costs more than it saves")
         return {"winner": "aggregated", "why": why}
+    assert dis is not None
     why = ("no aggregated replica meets the objectives (prefills interleaved with decode push ITL or TTFT "
            "past them)" if agg is None else
            f"disaggregated fleet costs ${dis['usd_per_hour']:.2f}/h against ${agg['usd_per_hour']:.2f}/h aggregated: "
