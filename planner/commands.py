@@ -480,7 +480,8 @@ def launch_script(cs: CommandSet) -> str:
     return (
         "#!/usr/bin/env bash\n"
         f"# Ridgeline: launch {cs.engine} with the planned settings, wait until it is healthy, benchmark it.\n"
-        f"# Needs {cs.gpus_per_replica} GPU(s) and `vllm` installed for the benchmark client.\n"
+        f"# Needs {cs.gpus_per_replica} GPU(s) and `vllm` installed for the benchmark client; gated models\n"
+        "# (e.g. meta-llama) need HF_TOKEN set in the environment.\n"
         f"{notes}"
         "set -euo pipefail\n\n"
         f"{files}"
@@ -535,6 +536,9 @@ def manifest_object(cs: CommandSet, name: str = "ridgeline-llm") -> dict[str, An
                   "trt-llm": "nvcr.io/nvidia/tensorrt-llm/release:latest"}[cs.engine],
         "command": command,
         "ports": [{"containerPort": launch.port}],
+        # gated repositories (e.g. meta-llama) need a Hugging Face token: secret `hf-token`, key `token`
+        "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token",
+                                                                    "optional": True}}}],
         "resources": {"limits": {"nvidia.com/gpu": cs.gpus_per_replica},
                       "requests": {"nvidia.com/gpu": cs.gpus_per_replica}},
         # weights load before /health answers: readiness waits, liveness starts late

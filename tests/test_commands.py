@@ -381,6 +381,7 @@ def test_k8s_manifest_parses_to_the_deployment(engine, sample_scenario):
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"] == {"path": "/health", "port": cs.launch.port}
     assert container["command"][0] == cs.launch.argv[0]
+    assert container["env"][0]["valueFrom"]["secretKeyRef"] == {"name": "hf-token", "key": "token", "optional": True}
     assert deployment["spec"]["selector"]["matchLabels"] == deployment["spec"]["template"]["metadata"]["labels"]
     if engine == "trt-llm":
         config_map = parse_block_yaml(docs[0])
