@@ -25,8 +25,8 @@ def run_app(params: dict[str, str] | None = None) -> AppTest:
 
 
 def unescape(markdown: str) -> str:
-    """Markdown as displayed: the app escapes user and field text with backslashes."""
-    return markdown.replace("\\", "")
+    """Markdown as displayed: the app shows user and field text in code spans (ui/text.py)."""
+    return markdown.replace("`", "")
 
 
 def query(at: AppTest) -> dict[str, str]:
@@ -138,7 +138,8 @@ def test_pin_two_scenarios_and_compare():
     at.button(key="pin_plan").click().run()
     at.sidebar.selectbox(key="gpu_choice").set_value("h200").run()
     at.button(key="pin_plan").click().run()
-    table = at.table[0].value
+    at.radio(key="view").set_value("Compare what-ifs").run()
+    table = at.dataframe[0].value
     assert table.shape[1] == 3  # two pins and the difference
     assert "ITL" in table.index
     compare = json.loads(query(at)["compare"])
@@ -214,6 +215,7 @@ def test_hf_config_import_rejects_unsupported_family():
 def test_sizing_page_ranks_options():
     """Source: ui: the app, sizing page ranks options."""
     at = run_app()
+    at.radio(key="view").set_value("Size a fleet").run()
     submit = [b for b in at.button if b.label == "Find the cheapest fleet"][0]
     submit.click().run(timeout=TIMEOUT)
     assert not at.exception
@@ -234,6 +236,7 @@ def test_sizing_link_reproduces_the_search():
                "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0}, "gpus": ["l4", "h100-sxm"], "tp": [1], "weights": ["bf16"],
                "kv_cache": ["bf16"], "cost_mode": "rent"}
     at = run_app({"size": json.dumps(request)})
+    at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
     from planner.sizing import size
 
     expected = size(request)
@@ -245,6 +248,7 @@ def test_sizing_link_reproduces_the_search():
 def test_bad_sizing_link_is_named():
     """Source: ui: the app, bad sizing link is named."""
     at = run_app({"size": '{"model": "llama-3.1-8b"}'})
+    at.radio(key="view").set_value("Size a fleet").run()
     assert any("size" in unescape(w.value) and "traffic" in unescape(w.value) for w in at.warning)
 
 
@@ -277,6 +281,7 @@ def test_calibration_from_a_vllm_bench_file_applies_to_the_plan():
 def test_sizing_option_opens_in_the_planner():
     """Source: ui: the app, sizing option opens in the planner."""
     at = run_app()
+    at.radio(key="view").set_value("Size a fleet").run()
     [b for b in at.button if b.label == "Find the cheapest fleet"][0].click().run(timeout=TIMEOUT)
     option = at.session_state["sz_result"]["options"][2]
     at.number_input(key="sz_pick").set_value(2).run()
@@ -286,3 +291,130 @@ def test_sizing_option_opens_in_the_planner():
     assert at.sidebar.selectbox(key="tp").value == option["tp"]
     assert at.sidebar.number_input(key="batch").value == option["batch"]
     assert float(metrics(at)["ITL"].split()[0]) == pytest.approx(option["itl_ms"], rel=0.006)
+
+
+# --- issue 13: no injection, no traceback, no silent change -------------------------------------------
+
+EVIL = "[Log in again](https://evil.example/login) ![x](https://evil.example/pixel.png) <img src=x>"
+
+
+def _all_text(at: AppTest) -> str:
+    return " ".join(e.value for kind in ("markdown", "caption", "warning", "error", "info", "success")
+                    for e in at.get(kind))
+
+
+def _live_markup(text: str) -> list[str]:
+    """Markdown links/images, HTML tags and bare addresses outside code spans (they would render)."""
+    import re
+
+    outside = re.sub(r"(`+)(?:(?!\1).)*?\1", "", text)  # drop every inline code span
+    return re.findall(r"\]\(|<img|<a |https?://|www\.", outside)
+
+
+def test_pin_names_from_a_link_never_render_as_markdown():
+    """A crafted `compare=` link: pin names go into the comparison as plain text (a dataframe, not
+    st.table, whose headers render Markdown), and no Markdown element carries a live link or image."""
+    pins = [{**DEFAULT_SCENARIO, "model": {"name": EVIL, "n_layers": 4, "d_model": 512, "n_heads": 8,
+                                             "n_kv_heads": 2, "d_ff": 2048, "vocab_size": 32000}},
+            {**DEFAULT_SCENARIO, "gpu": {"name": EVIL, "memory_gb": 80.0, "hbm_tb_s": 3.35,
+                                         "tflops": {"bf16": 989.4, "fp8": 1978.9}, "usd_per_hour": 2.0}}]
+    at = run_app({**scenario_to_query(DEFAULT_SCENARIO), "compare": json.dumps(pins)})
+    at.radio(key="view").set_value("Compare what-ifs").run()
+    assert not at.exception
+    assert len(at.session_state["pins"]) == 2
+    assert not at.table  # st.table renders its headers as Markdown
+    frame = at.dataframe[0].value
+    assert any(EVIL in str(col) for col in frame.columns)  # shown literally
+    assert not _live_markup(_all_text(at))
+
+
+def test_custom_names_in_the_plan_header_and_warnings_are_escaped():
+    gpu = {"name": EVIL, "vendor": EVIL, "memory_gb": 80.0, "hbm_tb_s": 3.35, "tflops": {"bf16": 989.4},
+           "usd_per_hour": 2.0}
+    at = run_app({"gpu": json.dumps(gpu), "tp": "4", "model": "llama-3.1-8b", "weights": "bf16", "kv_cache": "bf16"})
+    assert at.sidebar.selectbox(key="gpu_choice").value == "custom"
+    text = _all_text(at)
+    assert not _live_markup(text)
+    assert "evil" in text  # the name is shown, escaped
+
+
+def test_memory_utilization_below_the_old_slider_minimum_is_shown_as_given():
+    """0.1 is a valid vLLM gpu_memory_utilization the planner accepts; the input used to start at 0.3
+    and raise. Llama-3.1-8B bf16 (16.06 GB) on an 80 GB H100 at 0.1 leaves no KV budget: not fitting."""
+    at = run_app({"model": "llama-3.1-8b", "tp": "1", "weights": "bf16", "kv_cache": "bf16", "memory.utilization": "0.1"})
+    assert at.sidebar.number_input(key="utilization").value == pytest.approx(0.1)
+    assert query(at)["memory.utilization"] == "0.1"
+    assert not at.warning or all("utilization" not in w.value for w in at.warning)
+
+
+def test_tp_3_from_a_link_stays_tp_3():
+    at = run_app({"tp": "3", "model": "llama-3.1-8b"})
+    assert at.sidebar.selectbox(key="tp").value == 3
+    assert query(at)["tp"] == "3"
+    assert_metrics_match_plan(at, {**DEFAULT_SCENARIO, "model": "llama-3.1-8b", "tp": 3})
+
+
+def test_a_tenth_of_a_cent_per_gpu_hour_is_kept():
+    at = run_app({"usd_per_gpu_hour": "0.001"})
+    assert at.sidebar.number_input(key="price").value == pytest.approx(0.001)
+    assert query(at)["usd_per_gpu_hour"] == "0.001"
+    assert_metrics_match_plan(at, {**DEFAULT_SCENARIO, "usd_per_gpu_hour": 0.001})
+
+
+def test_link_warnings_go_away_once_the_user_changes_the_input():
+    at = run_app({"gpu": "h900"})
+    assert any("gpu" in unescape(w.value) for w in at.warning)
+    at.sidebar.selectbox(key="gpu_choice").set_value("h200").run()
+    assert not at.warning
+
+
+def test_sizing_link_with_null_optional_fields_runs():
+    request = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 2.0, "prompt_len": 500, "output_len": 200},
+               "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0}, "gpus": None, "ownership": None, "tp": [1, 3],
+               "weights": ["bf16", "fp16"]}
+    at = run_app({"size": json.dumps(request)})
+    at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
+    assert not at.exception and not at.error
+    assert at.multiselect(key="sz_tp").value == [1, 3]
+    assert at.multiselect(key="sz_weights").value == ["bf16", "fp16"]
+    assert at.session_state["sz_request"]["tp"] == [1, 3]
+
+
+def test_a_link_over_the_length_limit_is_refused_with_a_message():
+    from ui.links import MAX_LINK_CHARS
+
+    at = run_app({"gpu": "h200", "model": json.dumps({"name": "x" * MAX_LINK_CHARS})})
+    warnings = unescape(" ".join(w.value for w in at.warning))
+    assert "over the limit" in warnings
+    assert at.sidebar.selectbox(key="gpu_choice").value == DEFAULT_SCENARIO["gpu"]  # nothing of it applied
+
+
+def test_a_pasted_config_over_the_size_limit_is_refused_before_parsing():
+    from ui.inputs import HF_MAX_BYTES
+
+    at = run_app()
+    at.sidebar.selectbox(key="model_choice").set_value("custom").run()
+    big = json.dumps({"model_type": "llama", "pad": "x" * HF_MAX_BYTES})
+    at.text_area(key="hf_text").input(big).run()
+    at.button(key="hf_apply").click().run()
+    assert not at.exception
+    assert len(at.text_area(key="hf_text").value or "") <= HF_MAX_BYTES  # the box itself holds no more
+    assert at.error  # nothing usable was pasted: said so
+    assert "hf_config" not in query(at).get("model", "")
+
+
+def test_an_uploaded_config_over_the_size_limit_is_never_read():
+    """The size comes from the upload's metadata; reading its bytes would fail this test."""
+    from planner import ScenarioError
+    from ui.inputs import HF_MAX_BYTES, read_hf_config
+
+    class Upload:
+        size = HF_MAX_BYTES + 1
+
+        def getvalue(self):
+            raise AssertionError("read before the size check")
+
+    with pytest.raises(ScenarioError, match="over the limit"):
+        read_hf_config("", Upload())
+    with pytest.raises(ScenarioError, match="nested too deeply|not valid JSON"):
+        read_hf_config("[" * 60_000, None)

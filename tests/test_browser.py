@@ -85,13 +85,39 @@ def _metrics(page) -> dict[str, float]:
     for m in page.locator('[data-testid="stMetric"]').all():
         label = m.locator('[data-testid="stMetricLabel"]').inner_text().strip()
         value = m.locator('[data-testid="stMetricValue"]').inner_text().strip()
-        out[label] = float(re.sub(r"[^0-9.]", "", value.split()[0]))
+        digits = re.sub(r"[^0-9.]", "", value.split()[0])
+        if digits:
+            out[label] = float(digits)
     return out
 
 
-def _wait_for_metrics(page, n=10):
-    page.wait_for_function(f"document.querySelectorAll('[data-testid=\"stMetric\"]').length >= {n}", timeout=60_000)
-    page.wait_for_timeout(500)
+IDLE = '.stApp[data-test-script-state="notRunning"]'
+
+
+def _wait_idle(page) -> None:
+    """The script run the page asked for has finished (Streamlit marks the app's root element)."""
+    page.wait_for_selector(IDLE, timeout=60_000)
+
+
+def _wait_for_metrics(page, n: int = 8) -> None:
+    page.wait_for_function(f"document.querySelectorAll('[data-testid=\"stMetric\"]').length >= {n}",
+                           timeout=60_000)
+    _wait_idle(page)
+
+
+def _metric_text(page, label: str) -> str:
+    m = page.locator('[data-testid="stMetric"]').filter(has=page.get_by_text(label, exact=True)).first
+    return m.locator('[data-testid="stMetricValue"]').inner_text()
+
+
+def _wait_metric_changed(page, label: str, before: str) -> None:
+    """Wait for a change the test caused: the metric's text differs from what it was before."""
+    page.wait_for_function(
+        """([label, before]) => [...document.querySelectorAll('[data-testid="stMetric"]')].some(m =>
+             m.querySelector('[data-testid="stMetricLabel"]')?.innerText.trim() === label &&
+             m.querySelector('[data-testid="stMetricValue"]')?.innerText !== before)""",
+        arg=[label, before], timeout=60_000)
+    _wait_idle(page)
 
 
 def _query(page) -> dict[str, str]:
@@ -113,21 +139,20 @@ def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(se
     assert m["Max batch"] == plan["memory"]["max_batch"]
     assert m["ITL"] == pytest.approx(plan["latency"]["itl_ms"], rel=0.006)
     assert m["TTFT"] == pytest.approx(plan["latency"]["ttft_ms"], rel=0.006)
-    assert m["Tokens/s (replica)"] == pytest.approx(plan["throughput"]["output_tokens_per_s"], abs=0.6)
-    assert m["$ per M output tokens"] == pytest.approx(plan["cost"]["usd_per_million_output_tokens"], abs=6e-4)
     page.screenshot(path=str(ARTIFACTS / "browser_plan.png"), full_page=True)
 
-    # change an input: the URL follows
+    # pin, then change an input: the URL and the figures follow
     page.get_by_role("button", name="Pin for comparison").click()
     page.wait_for_function("window.location.search.includes('compare=')", timeout=30_000)
+    _wait_idle(page)
+    itl_before = _metric_text(page, "ITL")
     output = page.get_by_label("Output", exact=True)
     output.fill("300")
     output.press("Enter")
     page.wait_for_function("window.location.search.includes('output_len=300')", timeout=30_000)
-    _wait_for_metrics(page)
+    _wait_metric_changed(page, "ITL", itl_before)  # shorter outputs: a shorter mean context, a faster step
     assert _query(page)["output_len"] == "300"
     plan_300 = _cli_plan({**scenario, "output_len": 300})
-    page.wait_for_timeout(1000)
     assert _metrics(page)["ITL"] == pytest.approx(plan_300["latency"]["itl_ms"], rel=0.006)
 
     # pin the second scenario and compare
@@ -136,12 +161,10 @@ def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(se
                            timeout=30_000)
     pins = json.loads(_query(page)["compare"])
     assert [p["output_len"] for p in pins] == [500, 300]
-    page.get_by_role("tab", name="Compare what-ifs").click()
-    table = page.locator('[data-testid="stTable"]')
-    table.wait_for(timeout=30_000)
-    text = table.inner_text()
-    assert "ITL" in text and "Δ" in text
-    page.wait_for_timeout(1500)
+    page.get_by_text("Compare what-ifs", exact=True).click()
+    table = page.locator('[data-testid="stDataFrame"]')
+    table.first.wait_for(timeout=30_000)
+    _wait_idle(page)
     page.screenshot(path=str(ARTIFACTS / "browser_compare.png"), full_page=True)
     page.close()
 
@@ -157,4 +180,50 @@ def test_bad_link_parameter_is_named_and_rest_applies(server, browser):
     assert "model" in joined and "unknown preset" in joined
     assert page.locator("script:has-text('alert(1)')").count() == 0  # no HTML from user text
     assert _query(page)["output_len"] == "123"
+    page.close()
+
+
+EVIL = "[Log in again](https://evil.example/login) ![p](https://evil.example/pixel.png) <img src=https://evil.example/i.png>"
+
+
+def test_crafted_compare_link_makes_no_outside_request_no_link_no_image(server, browser):
+    """Issue 13: pin names from a `compare=` link once reached a Markdown table header, showing a live
+    link to another site and fetching an outside image on page load. Every request the page makes is
+    recorded (and any outside one blocked): only the app's own host may be asked."""
+    from urllib.parse import quote
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    requested: list[str] = []
+
+    def record(route):
+        requested.append(route.request.url)
+        if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            route.abort()
+
+    page.route("**/*", record)
+    model = {"name": EVIL, "n_layers": 4, "d_model": 512, "n_heads": 8, "n_kv_heads": 2, "d_ff": 2048,
+             "vocab_size": 32000}
+    gpu = {"name": EVIL, "vendor": EVIL, "memory_gb": 80.0, "hbm_tb_s": 3.35,
+           "tflops": {"bf16": 989.4, "fp8": 1978.9}, "usd_per_hour": 2.0}
+    base = {"context_len": 8192, "prompt_len": 3000, "output_len": 500, "weights": "bf16", "kv_cache": "bf16", "tp": 1}
+    pins = [{**base, "model": model, "gpu": "h200"}, {**base, "model": "llama-3.1-8b", "gpu": gpu}]
+    link = {**{k: str(v) for k, v in base.items()}, "model": json.dumps(model), "gpu": json.dumps(gpu),
+            "compare": json.dumps(pins)}
+    page.goto(server + "/?" + "&".join(f"{k}={quote(v)}" for k, v in link.items()))
+    _wait_for_metrics(page)
+    page.screenshot(path=str(ARTIFACTS / "browser_injection_plan.png"), full_page=True)
+    assert page.get_by_text("[Log in again](https://evil.example/login)", exact=False).count() > 0  # shown literally
+    page.get_by_text("Compare what-ifs", exact=True).click()
+    page.get_by_role("button", name="Clear pins").wait_for(timeout=30_000)
+    page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=30_000)
+    _wait_idle(page)
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(ARTIFACTS / "browser_injection.png"), full_page=True)
+    outside = [u for u in requested if urlparse(u).hostname not in ("127.0.0.1", "localhost")
+               and not u.startswith(("data:", "blob:"))]
+    assert outside == []
+    assert page.locator('a[href*="evil"]').count() == 0
+    assert page.locator('img[src*="evil"]').count() == 0
     page.close()

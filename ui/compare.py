@@ -12,6 +12,7 @@ from planner import ScenarioError, plan
 from planner.sweep import batch_sweep
 from ui import charts
 from ui.figures import headline_rows
+from ui.text import plain
 
 NUMERIC_KEYS = {
     "Weights per GPU": ("memory", "weights_gb_per_gpu"), "KV budget per GPU": ("memory", "kv_budget_gb_per_gpu"),
@@ -83,10 +84,11 @@ def render(current: dict[str, Any] | None) -> None:
         st.info("No pinned scenarios yet.")
         return
     try:
-        st.table(comparison_table(pins))
+        # st.dataframe shows pin labels (user text) as plain text; st.table would render them as Markdown
+        st.dataframe(comparison_table(pins), width="stretch")
         sweeps = overlaid_sweeps(pins)
     except ScenarioError as err:  # a pin that stopped validating (should not happen: pins are checked)
-        st.error(f"A pinned scenario is no longer valid: {err.field}: {err.reason}")
+        st.error(f"A pinned scenario is no longer valid: {plain(err.field, 80)}: {plain(err.reason)}")
         return
     charts.show(charts.overlay(sweeps, "itl_ms", "ITL (ms) vs batch"))
     charts.show(charts.overlay(sweeps, "output_tokens_per_s", "Output tokens/s vs batch"))

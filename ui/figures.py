@@ -7,6 +7,7 @@ from typing import Any
 import streamlit as st
 
 from planner import Plan
+from ui.text import plain
 
 
 def fmt_ms(x: float) -> str:
@@ -65,4 +66,4 @@ def render(p: Plan, scenario: dict[str, Any]) -> None:
                 f"({sp.output_tokens_per_s:,.0f} tokens/s at batch {p.latency.batch:,}) against {fmt_ms(p.latency.itl_ms)} without.")
     st.markdown(regime_advice(p))
     for warning in p.warnings:
-        st.warning(warning)
+        st.warning(plain(warning))  # warnings can echo a custom GPU's vendor or name

@@ -10,13 +10,31 @@ import streamlit as st
 
 from gpu_catalog import load_catalog
 from planner.hf_import import SUPPORTED_MODEL_TYPES
+from planner.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.presets import load_presets
+from ui.text import plain
 
 CUSTOM = "custom"
 TP_CHOICES = [1, 2, 4, 8, 16, 32, 64]
-WEIGHTS = ["bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp32"]
-KV = ["bf16", "fp16", "fp8", "int8", "int4", "fp32"]
-COMPUTE = ["auto", "bf16", "fp16", "fp8", "int8", "fp4"]
+WEIGHTS = list(WEIGHT_PRECISIONS)
+KV = list(KV_PRECISIONS)
+COMPUTE = ["auto", *COMPUTE_PRECISIONS]
+# A pasted or uploaded config.json, checked before it is read: real ones are 1-10 kB (the largest,
+# with long lists of unquantized layers, stay well under this).
+HF_MAX_BYTES = 64_000
+
+# (min, max) of every numeric widget: the planner's own accepted range (planner/scenario.py), or wider,
+# so that any value a link or a file can hold is shown as it is and the planner judges it.
+WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
+    "m_n_layers": (1, 1_000_000), "m_d_model": (1, 100_000_000), "m_n_heads": (1, 10_000_000),
+    "m_n_kv_heads": (1, 10_000_000), "m_head_dim": (1, 100_000_000), "m_d_ff": (1, 1_000_000_000),
+    "m_vocab_size": (1, 1_000_000_000), "m_n_params_b": (0.0, 1e9),
+    "g_memory_gb": (0.0, 1e6), "g_hbm_tb_s": (0.0, 1e6), "g_bf16": (0.0, 1e9), "g_fp8": (0.0, 1e9),
+    "g_fp4": (0.0, 1e9), "g_link": (0.0, 1e9),
+    "context_len": (1, 100_000_000), "prompt_len": (1, 100_000_000), "output_len": (1, 100_000_000),
+    "batch": (1, 10_000_000), "utilization": (0.0, 1.0), "reserve_gb": (0.0, 10_000.0),
+    "price": (0.0, 100_000.0), "spec_k": (1, 64), "spec_p": (0.0, 1.0), "spec_draft_b": (0.0, 10_000.0),
+}
 
 MODEL_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size")
 CUSTOM_MODEL_DEFAULT = {"name": "my-model", "n_layers": 32, "d_model": 4096, "n_heads": 32, "n_kv_heads": 8,
@@ -30,8 +48,23 @@ def _catalog_price(gpu_id: str) -> float:
     return float(gpu.usd_per_hour) if gpu and gpu.usd_per_hour else 2.0
 
 
-def seed_widgets(scenario: dict[str, Any], target: Any = None) -> None:
-    """Write a (valid) scenario into the widgets' session state (or into `target`, a dict)."""
+def _within_bounds(ss: Any) -> list[tuple[str, str]]:
+    """Values a widget cannot show are brought into its range, and each such change is reported."""
+    problems = []
+    for key, (low, high) in WIDGET_BOUNDS.items():
+        if key not in ss:
+            continue
+        value = ss[key]
+        if not low <= value <= high:
+            kept = type(value)(min(max(value, low), high))
+            ss[key] = kept
+            problems.append((key, f"{value:g} is outside the input's range {low:g} to {high:g}; shown as {kept:g}"))
+    return problems
+
+
+def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str, str]]:
+    """Write a (valid) scenario into the widgets' session state (or into `target`, a dict); return
+    (input, reason) for any value an input could not hold as given."""
     ss = st.session_state if target is None else target
     model = scenario["model"]
     ss["model_extra"] = None
@@ -95,6 +128,7 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> None:
     ss["spec_p"] = float((spec or {}).get("acceptance", 0.7))
     ss["spec_draft_b"] = float((spec or {}).get("draft_params", 1e9)) / 1e9
     ss["calibration"] = scenario.get("calibration")
+    return _within_bounds(ss)
 
 
 def queue_scenario(scenario: dict[str, Any]) -> None:
@@ -114,6 +148,16 @@ def apply_queued() -> None:
     if pending:
         for key, value in pending.items():
             st.session_state[key] = value
+
+
+def _bounds(key: str) -> tuple[Any, Any]:
+    return WIDGET_BOUNDS[key]
+
+
+def with_current(choices: list[Any], current: Any) -> list[Any]:
+    """The choices, plus the current value when a link or file holds one outside them (TP 3): a
+    selectbox would otherwise fall back to its first choice without a word."""
+    return choices if current in choices or current is None else [*choices, current]
 
 
 def _on_gpu_change() -> None:
@@ -178,6 +222,26 @@ def read_scenario() -> dict[str, Any]:
     return scenario
 
 
+def read_hf_config(text: str, upload: Any) -> Any:
+    """The config.json pasted (`text`) or uploaded (`upload`, which wins), parsed; its size is checked
+    before a byte of it is read or parsed. Raises ScenarioError with the reason."""
+    from planner import ScenarioError
+
+    size = upload.size if upload is not None else len(text.encode("utf-8"))
+    if size > HF_MAX_BYTES:
+        raise ScenarioError("config.json", f"is {size:,} bytes, over the limit of {HF_MAX_BYTES:,}")
+    raw = upload.getvalue().decode("utf-8", errors="replace") if upload is not None else text
+    if not raw.strip():
+        raise ScenarioError("config.json", "paste or upload a config.json first")
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ScenarioError("config.json", "is nested too deeply") from None
+    except (json.JSONDecodeError, ValueError) as err:
+        where = f", line {err.lineno}" if isinstance(err, json.JSONDecodeError) else ""
+        raise ScenarioError("config.json", f"is not valid JSON ({type(err).__name__}{where})") from None
+
+
 def _hf_import_box() -> None:
     """Paste or upload a Hugging Face config.json; it becomes the custom model."""
     from planner import ScenarioError
@@ -185,15 +249,12 @@ def _hf_import_box() -> None:
 
     with st.expander("Import a Hugging Face config.json"):
         st.caption("Supported model_type: " + ", ".join(SUPPORTED_MODEL_TYPES) + ". Nothing is downloaded.")
-        text = st.text_area("Paste config.json", key="hf_text", height=120)
+        text = st.text_area("Paste config.json", key="hf_text", height=120, max_chars=HF_MAX_BYTES)
         upload = st.file_uploader("or upload it", type=["json"], key="hf_upload")
         if st.button("Use this config", key="hf_apply"):
-            raw = upload.getvalue().decode("utf-8", errors="replace") if upload is not None else text
             try:
-                config = json.loads(raw)
+                config = read_hf_config(text, upload)
                 model_from_hf_config(config)
-            except json.JSONDecodeError as err:
-                st.session_state["hf_error"] = f"config.json is not valid JSON ({err.msg}, line {err.lineno})"
             except ScenarioError as err:
                 st.session_state["hf_error"] = f"{err.field}: {err.reason}"
             else:
@@ -201,7 +262,7 @@ def _hf_import_box() -> None:
                 queue_updates({"model_choice": CUSTOM, "model_extra": {"hf_config": config}})
                 st.rerun()
         if st.session_state.get("hf_error"):
-            st.error(st.session_state["hf_error"], icon="⚠️")
+            st.error(plain(st.session_state["hf_error"]), icon="⚠️")
 
 
 def render_sidebar() -> None:
@@ -223,17 +284,17 @@ def render_sidebar() -> None:
             else:
                 st.text_input("Name", key="m_name", max_chars=120)
                 c1, c2 = st.columns(2)
-                c1.number_input("Layers", 1, 1000, key="m_n_layers")
-                c2.number_input("d_model", 1, 1_000_000, key="m_d_model")
-                c1.number_input("Heads", 1, 10_000, key="m_n_heads")
-                c2.number_input("KV heads", 1, 10_000, key="m_n_kv_heads")
-                c1.number_input("head_dim", 1, 100_000, key="m_head_dim")
-                c2.number_input("d_ff", 1, 10_000_000, key="m_d_ff")
-                c1.number_input("Vocab", 1, 10_000_000, key="m_vocab_size")
-                c2.number_input("Params (B, 0 = from shape)", 0.0, 1e6, key="m_n_params_b", format="%.3f")
+                c1.number_input("Layers", *_bounds("m_n_layers"), key="m_n_layers")
+                c2.number_input("d_model", *_bounds("m_d_model"), key="m_d_model")
+                c1.number_input("Heads", *_bounds("m_n_heads"), key="m_n_heads")
+                c2.number_input("KV heads", *_bounds("m_n_kv_heads"), key="m_n_kv_heads")
+                c1.number_input("head_dim", *_bounds("m_head_dim"), key="m_head_dim")
+                c2.number_input("d_ff", *_bounds("m_d_ff"), key="m_d_ff")
+                c1.number_input("Vocab", *_bounds("m_vocab_size"), key="m_vocab_size")
+                c2.number_input("Params (B, 0 = from shape)", *_bounds("m_n_params_b"), key="m_n_params_b", format="%.3f")
                 st.checkbox("Tied embeddings", key="m_tied")
                 if ss.get("model_extra"):
-                    st.caption("Also keeps: " + ", ".join(sorted(ss["model_extra"])))
+                    st.caption("Also keeps: " + plain(", ".join(sorted(ss["model_extra"]))))
         with sb:
             _hf_import_box()
 
@@ -243,36 +304,38 @@ def render_sidebar() -> None:
         with sb.container(border=True):
             st.text_input("GPU name", key="g_name", max_chars=120)
             c1, c2 = st.columns(2)
-            c1.number_input("Memory (GB)", 0.1, 10_000.0, key="g_memory_gb")
-            c2.number_input("HBM (TB/s)", 0.01, 1000.0, key="g_hbm_tb_s")
-            c1.number_input("Dense bf16 TFLOP/s", 0.1, 1e6, key="g_bf16")
-            c2.number_input("Dense fp8 (0 = none)", 0.0, 1e6, key="g_fp8")
-            c1.number_input("Dense fp4 (0 = none)", 0.0, 1e6, key="g_fp4")
-            c2.number_input("Link GB/s per direction", 0.1, 100_000.0, key="g_link")
+            c1.number_input("Memory (GB)", *_bounds("g_memory_gb"), key="g_memory_gb")
+            c2.number_input("HBM (TB/s)", *_bounds("g_hbm_tb_s"), key="g_hbm_tb_s")
+            c1.number_input("Dense bf16 TFLOP/s", *_bounds("g_bf16"), key="g_bf16")
+            c2.number_input("Dense fp8 (0 = none)", *_bounds("g_fp8"), key="g_fp8")
+            c1.number_input("Dense fp4 (0 = none)", *_bounds("g_fp4"), key="g_fp4")
+            c2.number_input("Link GB/s per direction", *_bounds("g_link"), key="g_link")
 
     c1, c2 = sb.columns(2)
-    c1.selectbox("TP degree", TP_CHOICES, key="tp", help="GPUs per replica (tensor parallel)")
-    c2.selectbox("Weights", WEIGHTS, key="weights")
-    c1.selectbox("KV cache", KV, key="kv_cache")
-    c2.selectbox("Compute", COMPUTE, key="compute", help="auto: fp8 for fp8 weights, fp4 for fp4, else bf16")
+    c1.selectbox("TP degree", with_current(TP_CHOICES, ss.get("tp")), key="tp",
+                 help="GPUs per replica (tensor parallel)")
+    c2.selectbox("Weights", with_current(WEIGHTS, ss.get("weights")), key="weights")
+    c1.selectbox("KV cache", with_current(KV, ss.get("kv_cache")), key="kv_cache")
+    c2.selectbox("Compute", with_current(COMPUTE, ss.get("compute")), key="compute",
+                 help="auto: fp8 for fp8 weights, fp4 for fp4, else bf16")
     c1, c2, c3 = sb.columns(3)
-    c1.number_input("Context", 1, 10_000_000, key="context_len", help="tokens a sequence may hold")
-    c2.number_input("Prompt", 1, 10_000_000, key="prompt_len")
-    c3.number_input("Output", 1, 10_000_000, key="output_len")
+    c1.number_input("Context", *_bounds("context_len"), key="context_len", help="tokens a sequence may hold")
+    c2.number_input("Prompt", *_bounds("prompt_len"), key="prompt_len")
+    c3.number_input("Output", *_bounds("output_len"), key="output_len")
     sb.checkbox("Batch = max batch that fits", key="batch_auto")
     if not ss["batch_auto"]:
-        sb.number_input("Batch (concurrent sequences)", 1, 10_000_000, key="batch")
+        sb.number_input("Batch (concurrent sequences)", *_bounds("batch"), key="batch")
     with sb.expander("Memory, engine and price"):
-        st.slider("Memory utilization", 0.30, 1.00, step=0.01, key="utilization",
+        st.number_input("Memory utilization", *_bounds("utilization"), step=0.01, format="%.3f", key="utilization",
                   help="fraction of GPU memory the engine may use (vLLM gpu_memory_utilization)")
-        st.number_input("Reserve per GPU (GB)", 0.0, 1000.0, step=0.5, key="reserve_gb",
+        st.number_input("Reserve per GPU (GB)", *_bounds("reserve_gb"), step=0.5, key="reserve_gb",
                         help="runtime, activations, CUDA graphs")
         st.radio("Engine efficiency", ["default", "ideal"], key="efficiency", horizontal=True,
                  help="default: an optimized engine (calibrated); ideal: the pure roofline")
-        st.number_input("$ per GPU-hour", 0.01, 100_000.0, step=0.1, key="price", on_change=_on_price_change)
+        st.number_input("$ per GPU-hour", *_bounds("price"), step=0.1, format="%.3f", key="price", on_change=_on_price_change)
     with sb.expander("Speculative decoding"):
         st.checkbox("Enable", key="spec_on")
         if ss["spec_on"]:
-            st.number_input("Draft tokens k", 1, 64, key="spec_k")
-            st.slider("Acceptance p", 0.0, 1.0, step=0.01, key="spec_p")
-            st.number_input("Draft params (B)", 0.01, 10_000.0, key="spec_draft_b")
+            st.number_input("Draft tokens k", *_bounds("spec_k"), key="spec_k")
+            st.slider("Acceptance p", *_bounds("spec_p"), step=0.01, key="spec_p")
+            st.number_input("Draft params (B)", *_bounds("spec_draft_b"), key="spec_draft_b")

@@ -26,6 +26,26 @@ JSON_FIELDS = ("speculative", "calibration")
 FIELDS = ("model", "gpu", *INT_FIELDS, *STR_FIELDS, *FLOAT_FIELDS, "efficiency", *JSON_FIELDS)
 COMPARE_PARAM = "compare"
 SIZE_PARAM = "size"  # the sizing page's search, read by ui/sizing_page.py
+# A link's whole query string, in characters. Far above any scenario typed in the sidebar (~300) or a
+# dozen pins (~4,000), below the 64 KiB request line the web server accepts; a longer link is refused
+# whole with a message instead of being parsed (a pasted 1 MB config must not ride along in it).
+MAX_LINK_CHARS = 32_000
+MAX_PINS = 12
+
+
+def link_length(params: dict[str, str]) -> int:
+    """Characters of the query string these parameters make (as the address bar holds it)."""
+    from urllib.parse import urlencode
+
+    return len(urlencode(params))
+
+
+def link_too_long(params: dict[str, str]) -> str | None:
+    """The refusal message when a link is over MAX_LINK_CHARS, else None."""
+    n = link_length(params)
+    if n <= MAX_LINK_CHARS:
+        return None
+    return f"is {n:,} characters long, over the limit of {MAX_LINK_CHARS:,}"
 
 
 def _compact(value: Any) -> str:
@@ -141,8 +161,11 @@ def comparison_from_query(raw: str) -> tuple[list[dict[str, Any]], list[tuple[st
         return [], [(COMPARE_PARAM, "is not valid JSON; no comparison loaded")]
     if not isinstance(pins, list):
         return [], [(COMPARE_PARAM, "must be a JSON list of scenarios; no comparison loaded")]
-    good, problems = [], []
-    for i, pin in enumerate(pins[:12]):
+    good: list[dict[str, Any]] = []
+    problems: list[tuple[str, str]] = []
+    if len(pins) > MAX_PINS:
+        problems.append((COMPARE_PARAM, f"holds {len(pins)} pins; only the first {MAX_PINS} are loaded"))
+    for i, pin in enumerate(pins[:MAX_PINS]):
         try:
             _check(pin)
             good.append(pin)

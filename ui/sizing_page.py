@@ -12,6 +12,7 @@ import streamlit as st
 
 from planner import ScenarioError
 from planner.ownership import break_even_utilization
+from planner.precision import KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.presets import load_presets
 from planner.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS, parse_sizing, size
 from ui import charts, inputs
@@ -24,41 +25,58 @@ DEFAULT_REQUEST: dict[str, Any] = {
 }
 
 
+_FORM_KEYS = ("model", "traffic", "slo", "gpus", "tp", "weights", "kv_cache", "cost_mode", "ownership")
+
+
 def _request_from_widgets(catalog) -> dict[str, Any]:
+    """The search the form describes; fields the form has no input for (context_len, memory, prices,
+    custom GPUs, …) come unchanged from the link's request."""
     ss = st.session_state
-    req: dict[str, Any] = {
-        "model": ss["sz_model"],
+    base = ss.get("sz_base") or {}
+    req: dict[str, Any] = {k: v for k, v in base.items() if k not in _FORM_KEYS}
+    model = base.get("model") if ss["sz_model"] == LINK_MODEL else ss["sz_model"]
+    custom_gpus = [g for g in (base.get("gpus") or []) if isinstance(g, dict)]
+    req.update({
+        "model": model,
         "traffic": {"requests_per_s": float(ss["sz_rps"]), "prompt_len": int(ss["sz_prompt"]),
                     "output_len": int(ss["sz_output"])},
         "slo": {"ttft_ms": float(ss["sz_ttft"]), "itl_ms": float(ss["sz_itl"])},
-        "gpus": list(ss["sz_gpus"]) or list(catalog), "tp": list(ss["sz_tp"]) or DEFAULT_TP,
+        "gpus": (list(ss["sz_gpus"]) or ([] if custom_gpus else list(catalog))) + custom_gpus,
+        "tp": list(ss["sz_tp"]) or DEFAULT_TP,
         "weights": list(ss["sz_weights"]) or DEFAULT_WEIGHTS, "kv_cache": list(ss["sz_kv"]) or DEFAULT_KV,
         "cost_mode": ss["sz_cost_mode"],
-    }
+    })
     if ss["sz_cost_mode"] == "own":
-        req["ownership"] = {"amortization_years": float(ss["sz_years"]), "power_usd_per_kwh": float(ss["sz_kwh"]),
+        req["ownership"] = {**(base.get("ownership") or {}),
+                            "amortization_years": float(ss["sz_years"]), "power_usd_per_kwh": float(ss["sz_kwh"]),
                             "pue": float(ss["sz_pue"]), "hosting_usd_per_gpu_month": float(ss["sz_hosting"])}
     return req
 
 
+LINK_MODEL = "__link_model__"
+
+
 def _seed(req: dict[str, Any], catalog) -> None:
+    """Fill the form from a request that parse_sizing accepted (any optional field may be null)."""
     ss = st.session_state
-    ss["sz_model"] = req["model"] if isinstance(req["model"], str) else "llama-3.1-70b"
-    ss["sz_rps"] = float(req["traffic"]["requests_per_s"])
-    ss["sz_prompt"] = int(req["traffic"]["prompt_len"])
-    ss["sz_output"] = int(req["traffic"]["output_len"])
-    ss["sz_ttft"] = float(req["slo"]["ttft_ms"])
-    ss["sz_itl"] = float(req["slo"]["itl_ms"])
-    ss["sz_gpus"] = [g for g in req.get("gpus", []) if isinstance(g, str) and g in catalog]
-    ss["sz_tp"] = req.get("tp", DEFAULT_TP)
-    ss["sz_weights"] = req.get("weights", DEFAULT_WEIGHTS)
-    ss["sz_kv"] = req.get("kv_cache", DEFAULT_KV)
-    ss["sz_cost_mode"] = req.get("cost_mode", "rent")
+    ss["sz_base"] = req
+    ss["sz_model"] = req["model"] if isinstance(req["model"], str) else LINK_MODEL
+    traffic, slo = req["traffic"], req["slo"]
+    ss["sz_rps"] = float(traffic["requests_per_s"])
+    ss["sz_prompt"] = int(traffic["prompt_len"])
+    ss["sz_output"] = int(traffic["output_len"])
+    ss["sz_ttft"] = float(slo["ttft_ms"])
+    ss["sz_itl"] = float(slo["itl_ms"])
+    ss["sz_gpus"] = [g for g in (req.get("gpus") or []) if isinstance(g, str) and g in catalog]
+    ss["sz_tp"] = list(req.get("tp") or DEFAULT_TP)
+    ss["sz_weights"] = list(req.get("weights") or DEFAULT_WEIGHTS)
+    ss["sz_kv"] = list(req.get("kv_cache") or DEFAULT_KV)
+    ss["sz_cost_mode"] = req.get("cost_mode") or "rent"
     own = req.get("ownership") or {}
-    ss["sz_years"] = float(own.get("amortization_years", 4.0))
-    ss["sz_kwh"] = float(own.get("power_usd_per_kwh", 0.10))
-    ss["sz_pue"] = float(own.get("pue", 1.3))
-    ss["sz_hosting"] = float(own.get("hosting_usd_per_gpu_month", 150.0))
+    ss["sz_years"] = float(own.get("amortization_years") or 4.0)
+    ss["sz_kwh"] = float(own.get("power_usd_per_kwh") or 0.10)
+    ss["sz_pue"] = float(own.get("pue") or 1.3)
+    ss["sz_hosting"] = float(own.get("hosting_usd_per_gpu_month") or 150.0)
 
 
 def _init(catalog) -> None:
@@ -71,13 +89,17 @@ def _init(catalog) -> None:
             candidate = json.loads(raw)
             parse_sizing(candidate)
             req = candidate
-        except (json.JSONDecodeError, ScenarioError) as err:
+        except (json.JSONDecodeError, RecursionError, ScenarioError) as err:
             reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else "not valid JSON"
             st.session_state["sz_link_problem"] = reason
     _seed(req, catalog)
     st.session_state["sz_initialized"] = True
     if raw and "sz_link_problem" not in st.session_state:
         st.session_state["sz_run"] = True  # a shared search link runs its search
+
+
+def _options(usual: list[Any], chosen: list[Any]) -> list[Any]:
+    return usual + [c for c in chosen if c not in usual]
 
 
 def scatter(options: pd.DataFrame) -> alt.Chart:
@@ -100,17 +122,22 @@ def render(catalog) -> None:
         st.warning(f"Link parameter `size`: {plain(ss['sz_link_problem'])}; using the default search")
     with st.form("sizing"):
         c1, c2, c3 = st.columns(3)
-        c1.selectbox("Model", list(presets), key="sz_model", format_func=lambda k: presets[k].name)
+        base_model = (ss.get("sz_base") or {}).get("model")
+        models = list(presets) + ([LINK_MODEL] if isinstance(base_model, dict) else [])
+        c1.selectbox("Model", models, key="sz_model", format_func=lambda k: presets[k].name if k in presets
+                     else f"custom from the link: {str(base_model.get('name', 'custom'))[:60]}")
         c1.number_input("Requests per second", 0.001, 1e7, key="sz_rps", format="%.3f")
         c2.number_input("Prompt tokens", 1, 10_000_000, key="sz_prompt")
         c2.number_input("Output tokens", 1, 10_000_000, key="sz_output")
         c3.number_input("TTFT objective (ms)", 1.0, 1e7, key="sz_ttft")
         c3.number_input("ITL objective (ms)", 0.1, 1e7, key="sz_itl")
         f1, f2 = st.columns(2)
-        f1.multiselect("GPUs (empty: whole catalog)", list(catalog), key="sz_gpus")
-        f2.multiselect("TP", [1, 2, 4, 8, 16], key="sz_tp")
-        f1.multiselect("Weights", ["bf16", "fp8", "int8", "int4", "fp4"], key="sz_weights")
-        f2.multiselect("KV cache", ["bf16", "fp8", "int8", "int4"], key="sz_kv")
+        f1.multiselect("GPUs (empty: whole catalog)", list(catalog), key="sz_gpus",
+                       format_func=lambda k: catalog[k].name if k in catalog else str(k))
+        # a link may name choices beyond the usual ones (TP 3, fp16): they are offered, not dropped
+        f2.multiselect("TP", _options([1, 2, 4, 8, 16], ss["sz_tp"]), key="sz_tp")
+        f1.multiselect("Weights", _options(list(WEIGHT_PRECISIONS), ss["sz_weights"]), key="sz_weights")
+        f2.multiselect("KV cache", _options(list(KV_PRECISIONS), ss["sz_kv"]), key="sz_kv")
         st.radio("Cost", ["rent", "own"], key="sz_cost_mode", horizontal=True,
                  help="rent: catalog $/GPU-hour; own: capex amortized + power + hosting")
         o1, o2, o3, o4 = st.columns(4)
@@ -149,7 +176,7 @@ def render(catalog) -> None:
         best = result["options"][0]
         if ss["sz_request"].get("cost_mode") == "own" and best.get("own_usd_per_gpu_hour") and best.get("rent_usd_per_gpu_hour"):
             u = break_even_utilization(best["own_usd_per_gpu_hour"], best["rent_usd_per_gpu_hour"])
-            st.info(f"Cheapest option owned: ${best['own_usd_per_gpu_hour']:.2f}/GPU-hour vs ${best['rent_usd_per_gpu_hour']:.2f} "
+            st.info(f"Cheapest option owned: \\${best['own_usd_per_gpu_hour']:.2f}/GPU-hour vs \\${best['rent_usd_per_gpu_hour']:.2f} "
                     f"rented; owning wins above {u:.0%} utilization.")
         cols = ["gpu", "tp", "weights", "kv_cache", "batch", "replicas", "gpus_total", "ttft_ms", "itl_ms",
                 "itl_ms_under_load", "output_tokens_per_s", "usd_per_hour", "usd_per_million_output_tokens", "pareto"]
@@ -158,6 +185,7 @@ def render(catalog) -> None:
         pick = st.number_input("Open option # in the planner", 0, len(result["options"]) - 1, 0, key="sz_pick")
         if st.button("Open in planner", key="sz_open"):
             inputs.queue_scenario(result["options"][int(pick)]["scenario"])
+            inputs.queue_updates({"view": "Plan"})
             st.session_state["sz_opened"] = int(pick)
             st.rerun()
         if ss.get("sz_opened") is not None:

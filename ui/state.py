@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -11,24 +12,44 @@ from ui import inputs, links
 
 
 def init_from_link() -> None:
-    """On a session's first run: scenario and pins from the query string, problems remembered."""
+    """On a session's first run: scenario and pins from the query string, problems remembered.
+
+    A link over links.MAX_LINK_CHARS is refused whole (the default scenario loads, with a message)."""
     if st.session_state.get("initialized"):
         return
     params = {k: st.query_params[k] for k in st.query_params}
+    too_long = links.link_too_long(params)
+    if too_long:
+        params = {}
     scenario, problems = links.scenario_from_query(params)
+    if too_long:
+        problems.insert(0, ("link", f"{too_long}; not loaded, the default scenario is shown"))
     pins: list[dict[str, Any]] = []
     if links.COMPARE_PARAM in params:
         pins, pin_problems = links.comparison_from_query(params[links.COMPARE_PARAM])
         problems += pin_problems
-    inputs.seed_widgets(scenario)
+    problems += inputs.seed_widgets(scenario)
     st.session_state["size_link"] = params.get(links.SIZE_PARAM)
     st.session_state["pins"] = pins
     st.session_state["link_problems"] = problems
+    # the scenario the link produced: its warnings stay only until the user changes an input
+    st.session_state["link_scenario"] = inputs.read_scenario()
     st.session_state["initialized"] = True
 
 
-def sync_link(scenario: dict[str, Any] | None) -> str:
-    """Write the scenario (and pins) into the address bar; return the query string."""
+def current_link_problems(scenario: dict[str, Any]) -> list[tuple[str, str]]:
+    """The link's warnings while the scenario is still the one the link gave; none once the user changed it."""
+    ss = st.session_state
+    if ss.get("link_problems") and scenario != ss.get("link_scenario"):
+        ss["link_problems"] = []
+    return list(ss.get("link_problems") or [])
+
+
+def sync_link(scenario: dict[str, Any] | None) -> tuple[str, str | None]:
+    """Write the scenario (and pins) into the address bar; return (query string, refusal or None).
+
+    A scenario whose link would exceed links.MAX_LINK_CHARS (a large imported config) is not written
+    into the address bar: the refusal says so, and the scenario JSON download still carries it."""
     params = links.scenario_to_query(scenario) if scenario is not None else {}
     pins = st.session_state.get("pins") or []
     if pins:
@@ -37,9 +58,10 @@ def sync_link(scenario: dict[str, Any] | None) -> str:
         params[links.SIZE_PARAM] = json.dumps(st.session_state["sz_request"], separators=(",", ":"))
     elif st.session_state.get("size_link"):
         params[links.SIZE_PARAM] = st.session_state["size_link"]
+    too_long = links.link_too_long(params)
+    if too_long:
+        return "", too_long
     current = {k: st.query_params[k] for k in st.query_params}
     if scenario is not None and current != params:
         st.query_params.from_dict(params)
-    from urllib.parse import urlencode
-
-    return urlencode(params)
+    return urlencode(params), None
