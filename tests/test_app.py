@@ -114,11 +114,24 @@ def test_custom_model_travels_as_json_in_the_link():
                                    "prompt_len": 2000, "output_len": 400})
 
 
-def test_scenario_that_does_not_fit_says_so_and_suggests_tp():
-    """Source: ui: the app, scenario that does not fit says so and suggests tp."""
-    at = run_app({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": "2", "weights": "bf16"})
+def test_scenario_that_does_not_fit_says_so_and_offers_what_would_fit():
+    """Llama-3.1-405B in bf16 is 405.9e9 x 2 B = 811.8 GB of weights. On H100s (80 GB x 0.9 - 2 GB reserve =
+    70 GB per GPU for weights and KV) TP 8 holds 101.5 GB per GPU: no fit; TP 16 holds 50.7 GB: fits. At TP 8,
+    fp8 weights are 50.7 GB per GPU: fit; an H200 (141 x 0.9 - 2 = 124.9 GB) holds the 101.5 GB of bf16.
+    Source: hand: the arithmetic above (parameter count from the Llama 3.1 405B model card).
+    """
+    at = run_app({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": "8", "weights": "bf16", "kv_cache": "bf16"})
     errors = " ".join(e.value for e in at.error)
-    assert "do not fit" in errors and "smallest TP that fits is **16**" in errors
+    assert "do not fit" in errors
+    assert "ITL" not in metrics(at) and "$ per M output tokens" not in metrics(at)  # nothing implies it works
+    assert len(at.get("vega_lite_chart")) == 1  # the memory bar only
+    labels = [b.label for b in at.button]
+    assert "Use TP 16" in labels
+    assert "fp8 weights, bf16 KV" in labels
+    assert "NVIDIA H200" in " ".join(labels)
+    at.button(key="fit_tp").click().run()
+    assert at.sidebar.selectbox(key="tp").value == 16
+    assert "ITL" in metrics(at) and not at.error
 
 
 def test_invalid_input_combination_names_the_field_and_keeps_state():
@@ -284,7 +297,7 @@ def test_sizing_option_opens_in_the_planner():
     at.radio(key="view").set_value("Size a fleet").run()
     [b for b in at.button if b.label == "Find the cheapest fleet"][0].click().run(timeout=TIMEOUT)
     option = at.session_state["sz_result"]["options"][2]
-    at.number_input(key="sz_pick").set_value(2).run()
+    at.number_input(key="sz_pick").set_value(3).run()  # 1-based: option 3 is the third
     at.button(key="sz_open").click().run()
     assert not at.exception
     assert at.sidebar.selectbox(key="gpu_choice").value == option["gpu"]
@@ -313,7 +326,9 @@ def _live_markup(text: str) -> list[str]:
 
 def test_pin_names_from_a_link_never_render_as_markdown():
     """A crafted `compare=` link: pin names go into the comparison as plain text (a dataframe, not
-    st.table, whose headers render Markdown), and no Markdown element carries a live link or image."""
+    st.table, whose headers render Markdown), and no Markdown element carries a live link or image.
+    Source: ui: the app's behaviour.
+    """
     pins = [{**DEFAULT_SCENARIO, "model": {"name": EVIL, "n_layers": 4, "d_model": 512, "n_heads": 8,
                                              "n_kv_heads": 2, "d_ff": 2048, "vocab_size": 32000}},
             {**DEFAULT_SCENARIO, "gpu": {"name": EVIL, "memory_gb": 80.0, "hbm_tb_s": 3.35,
@@ -329,6 +344,7 @@ def test_pin_names_from_a_link_never_render_as_markdown():
 
 
 def test_custom_names_in_the_plan_header_and_warnings_are_escaped():
+    """Source: ui: the app's behaviour."""
     gpu = {"name": EVIL, "vendor": EVIL, "memory_gb": 80.0, "hbm_tb_s": 3.35, "tflops": {"bf16": 989.4},
            "usd_per_hour": 2.0}
     at = run_app({"gpu": json.dumps(gpu), "tp": "4", "model": "llama-3.1-8b", "weights": "bf16", "kv_cache": "bf16"})
@@ -340,14 +356,19 @@ def test_custom_names_in_the_plan_header_and_warnings_are_escaped():
 
 def test_memory_utilization_below_the_old_slider_minimum_is_shown_as_given():
     """0.1 is a valid vLLM gpu_memory_utilization the planner accepts; the input used to start at 0.3
-    and raise. Llama-3.1-8B bf16 (16.06 GB) on an 80 GB H100 at 0.1 leaves no KV budget: not fitting."""
+    and raise. At 0.1 an 80 GB H100 offers 8.0 GB, minus the 2 GB reserve: 6 GB, less than Llama-3.1-8B's
+    16.06 GB of bf16 weights (8.03e9 params x 2 B), so the plan must say it does not fit.
+    Source: hand: 80 x 0.1 - 2 = 6 GB < 16.06 GB.
+    """
     at = run_app({"model": "llama-3.1-8b", "tp": "1", "weights": "bf16", "kv_cache": "bf16", "memory.utilization": "0.1"})
     assert at.sidebar.number_input(key="utilization").value == pytest.approx(0.1)
     assert query(at)["memory.utilization"] == "0.1"
     assert not at.warning or all("utilization" not in w.value for w in at.warning)
+    assert any("do not fit" in e.value for e in at.error)
 
 
 def test_tp_3_from_a_link_stays_tp_3():
+    """Source: ui: the app's behaviour."""
     at = run_app({"tp": "3", "model": "llama-3.1-8b"})
     assert at.sidebar.selectbox(key="tp").value == 3
     assert query(at)["tp"] == "3"
@@ -355,6 +376,7 @@ def test_tp_3_from_a_link_stays_tp_3():
 
 
 def test_a_tenth_of_a_cent_per_gpu_hour_is_kept():
+    """Source: ui: the app's behaviour."""
     at = run_app({"usd_per_gpu_hour": "0.001"})
     assert at.sidebar.number_input(key="price").value == pytest.approx(0.001)
     assert query(at)["usd_per_gpu_hour"] == "0.001"
@@ -362,6 +384,7 @@ def test_a_tenth_of_a_cent_per_gpu_hour_is_kept():
 
 
 def test_link_warnings_go_away_once_the_user_changes_the_input():
+    """Source: ui: the app's behaviour."""
     at = run_app({"gpu": "h900"})
     assert any("gpu" in unescape(w.value) for w in at.warning)
     at.sidebar.selectbox(key="gpu_choice").set_value("h200").run()
@@ -369,6 +392,7 @@ def test_link_warnings_go_away_once_the_user_changes_the_input():
 
 
 def test_sizing_link_with_null_optional_fields_runs():
+    """Source: ui: the app's behaviour."""
     request = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 2.0, "prompt_len": 500, "output_len": 200},
                "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0}, "gpus": None, "ownership": None, "tp": [1, 3],
                "weights": ["bf16", "fp16"]}
@@ -381,6 +405,7 @@ def test_sizing_link_with_null_optional_fields_runs():
 
 
 def test_a_link_over_the_length_limit_is_refused_with_a_message():
+    """Source: ui: the app's behaviour."""
     from ui.links import MAX_LINK_CHARS
 
     at = run_app({"gpu": "h200", "model": json.dumps({"name": "x" * MAX_LINK_CHARS})})
@@ -390,6 +415,7 @@ def test_a_link_over_the_length_limit_is_refused_with_a_message():
 
 
 def test_a_pasted_config_over_the_size_limit_is_refused_before_parsing():
+    """Source: ui: the app's behaviour."""
     from ui.inputs import HF_MAX_BYTES
 
     at = run_app()
@@ -404,7 +430,9 @@ def test_a_pasted_config_over_the_size_limit_is_refused_before_parsing():
 
 
 def test_an_uploaded_config_over_the_size_limit_is_never_read():
-    """The size comes from the upload's metadata; reading its bytes would fail this test."""
+    """The size comes from the upload's metadata; reading its bytes would fail this test.
+    Source: ui: the app's behaviour (AppTest or a real browser).
+    """
     from planner import ScenarioError
     from ui.inputs import HF_MAX_BYTES, read_hf_config
 

@@ -189,7 +189,9 @@ EVIL = "[Log in again](https://evil.example/login) ![p](https://evil.example/pix
 def test_crafted_compare_link_makes_no_outside_request_no_link_no_image(server, browser):
     """Issue 13: pin names from a `compare=` link once reached a Markdown table header, showing a live
     link to another site and fetching an outside image on page load. Every request the page makes is
-    recorded (and any outside one blocked): only the app's own host may be asked."""
+    recorded (and any outside one blocked): only the app's own host may be asked.
+    Source: ui: the app's behaviour.
+    """
     from urllib.parse import quote
 
     page = browser.new_page(viewport={"width": 1400, "height": 1600})

@@ -1,144 +1,226 @@
-"""Altair charts with tooltips: memory bar, roofline, intensity vs batch, ITL and tokens/s vs batch, cost."""
+"""Vega-Lite chart specs, written as plain dicts: building them through Altair cost ~120 ms of server
+time per rerun (schema objects and validation), these cost under a millisecond. The numbers come from
+planner/chart_data.py (and the planner's sweeps); this module only lays them out.
+
+Conventions: log axes get ticks at powers of ten only; a legend never truncates its labels; the
+title sits above the plot with room for it.
+"""
 
 from __future__ import annotations
 
-import altair as alt
-import numpy as np
-import pandas as pd
+import math
+from typing import Any
 
-from planner import Plan
+from planner.chart_data import ChartData
+
+PALETTE = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d"]
+GREY = "#b0b0b0"
 
 
-def show(chart, container=None) -> None:
-    """Render an Altair chart (or its Vega-Lite spec) without Streamlit re-validating it against the
-    Vega-Lite JSON schema on every rerun; these charts are built by tested code."""
+def show(spec: dict[str, Any], container=None) -> None:
+    """Render a Vega-Lite spec (Streamlit does not re-validate a dict against the schema)."""
     import streamlit as st
 
-    spec = chart if isinstance(chart, dict) else chart.to_dict(validate=False)
     (container or st).vega_lite_chart(spec, width="stretch")
 
 
-def plan_page_specs(scenario_json: str) -> dict[str, dict]:
-    """The plan page's five chart specs for one scenario (JSON text, so it can key a cache). Building
-    Altair charts is most of a rerun's server time; the app caches this per scenario."""
-    import json
-
-    from planner import plan as make_plan
-    from planner.scenario import parse_scenario, resolve
-    from planner.sweep import batch_sweep
-
-    scenario = json.loads(scenario_json)
-    p = make_plan(scenario)
-    d = resolve(parse_scenario(scenario))
-    sweep = pd.DataFrame(batch_sweep(scenario))
-    built = {
-        "memory": memory_bar(p),
-        "roofline": roofline(p, d.gpu.peak_tflops(d.compute), d.gpu.hbm_tb_s),
-        "intensity": intensity_vs_batch(sweep, p),
-        "itl_throughput": itl_and_throughput(sweep, p),
-        "cost": cost_vs_batch(sweep, p),
-    }
-    return {name: chart.to_dict(validate=False) for name, chart in built.items()}
+def _base(title: str, height: int = 260, **extra: Any) -> dict[str, Any]:
+    return {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+            "title": {"text": title, "anchor": "start", "offset": 10},
+            "height": height, "padding": {"top": 8, "left": 5, "right": 5, "bottom": 5},
+            "config": {"legend": {"labelLimit": 0, "titleLimit": 0}, "axis": {"labelFlush": False}}, **extra}
 
 
-def memory_bar(p: Plan) -> alt.Chart:
-    m = p.memory
-    total = m.usable_gb_per_gpu
-    kv = min(m.kv_gb_per_gpu_at_batch, max(m.kv_budget_gb_per_gpu, 0.0))
-    free = max(total - m.weights_gb_per_gpu - m.reserve_gb - kv, 0.0)
-    df = pd.DataFrame({
-        "part": ["weights", f"KV at batch {p.latency.batch}", "reserve", "free"],
-        "gb": [m.weights_gb_per_gpu, kv, m.reserve_gb, free],
-        "order": [0, 1, 2, 3],
-    })
-    df["gpu"] = "one GPU"
-    # a step height: a fixed total height must also hold the title, axis and legend, and squeezed the bar to 1 px
-    return alt.Chart(df, height=alt.Step(48), title="Per-GPU memory (GB, within the utilization limit)").mark_bar().encode(
-        x=alt.X("gb:Q", title="GB", stack="zero"),
-        y=alt.Y("gpu:N", title=None),
-        color=alt.Color("part:N", sort=list(df["part"]), scale=alt.Scale(scheme="tableau10")),
-        order=alt.Order("order:Q"),
-        tooltip=["part", alt.Tooltip("gb:Q", format=",.2f")],
-    )
+def log_ticks(low: float, high: float) -> list[float]:
+    """Powers of ten from below `low` to above `high`: regular ticks on a log axis."""
+    low, high = max(low, 1e-12), max(high, low * 10)
+    return [10.0 ** k for k in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)]
 
 
-def roofline(p: Plan, peak_tflops: float, hbm_tb_s: float) -> alt.LayerChart:
-    ai = np.logspace(-1, 4.5, 120)
-    perf = np.minimum(peak_tflops, ai * hbm_tb_s)
-    line = pd.DataFrame({"ai": ai, "tflops": perf})
-    decode_achieved = p.roofline.decode_flops_per_gpu / (p.latency.itl_ms * 1e-3) / 1e12
-    points = pd.DataFrame({
-        "kernel": [f"decode (batch {p.latency.batch})", "prefill"],
-        "ai": [p.roofline.decode_ai, p.roofline.prefill_ai],
-        "tflops": [decode_achieved, p.roofline.prefill_flops_per_gpu / (p.latency.prefill_ms * 1e-3) / 1e12],
-    })
-    scale_x = alt.Scale(type="log")
-    scale_y = alt.Scale(type="log")
-    roof = alt.Chart(line).mark_line(color="gray").encode(
-        x=alt.X("ai:Q", scale=scale_x, title="arithmetic intensity (FLOP/byte)"),
-        y=alt.Y("tflops:Q", scale=scale_y, title="TFLOP/s per GPU"),
-        tooltip=[alt.Tooltip("ai:Q", format=",.1f"), alt.Tooltip("tflops:Q", format=",.1f")])
-    ridge = alt.Chart(pd.DataFrame({"ai": [p.roofline.ridge_flop_per_byte]})).mark_rule(strokeDash=[4, 4]).encode(
-        x="ai:Q", tooltip=[alt.Tooltip("ai:Q", title="ridge", format=",.1f")])
-    dots = alt.Chart(points).mark_point(size=120, filled=True).encode(
-        x="ai:Q", y="tflops:Q", color="kernel:N",
-        tooltip=["kernel", alt.Tooltip("ai:Q", format=",.1f"), alt.Tooltip("tflops:Q", format=",.1f", title="estimated TFLOP/s")])
-    return (roof + ridge + dots).properties(height=300, title=f"Roofline ({p.roofline.compute_precision})")
+def _log_axis(field: str, title: str, values: list[float], fmt: str = "~s", **extra: Any) -> dict[str, Any]:
+    finite = [v for v in values if v is not None and v > 0 and math.isfinite(v)] or [1.0]
+    ticks = log_ticks(min(finite), max(finite))
+    return {"field": field, "type": "quantitative", "title": title,
+            "scale": {"type": "log", "domain": [ticks[0], ticks[-1]], "nice": False},
+            "axis": {"values": ticks, "format": fmt, "grid": True}, **extra}
 
 
-def intensity_vs_batch(sweep: pd.DataFrame, p: Plan) -> alt.LayerChart:
-    base = alt.Chart(sweep).encode(x=alt.X("batch:Q", scale=alt.Scale(type="log"), title="batch"))
-    line = base.mark_line(point=True).encode(
-        y=alt.Y("decode_ai:Q", scale=alt.Scale(type="log"), title="decode FLOP/byte"),
-        tooltip=["batch", alt.Tooltip("decode_ai:Q", format=",.1f")])
-    ridge = alt.Chart(pd.DataFrame({"ridge": [p.roofline.ridge_flop_per_byte]})).mark_rule(color="red").encode(
-        y="ridge:Q", tooltip=[alt.Tooltip("ridge:Q", format=",.1f")])
-    layers = [line, ridge]
-    if p.roofline.ridge_crossing_batch:
-        layers.append(alt.Chart(pd.DataFrame({"batch": [p.roofline.ridge_crossing_batch]})).mark_rule(
-            color="red", strokeDash=[4, 4]).encode(x="batch:Q", tooltip=[alt.Tooltip("batch:Q", title="crossing batch")]))
-    return alt.layer(*layers).properties(height=260, title="Decode arithmetic intensity vs batch (red: ridge)")
+def _records(columns: dict[str, list[Any]], names: list[str], where: str | None = None) -> list[dict[str, Any]]:
+    rows = []
+    for i in range(len(columns["batch"])):
+        if where is not None and not columns[where][i]:
+            continue
+        rows.append({n: _round(columns[n][i]) for n in names})
+    return rows
 
 
-def _max_batch_rule(p: Plan) -> alt.Chart:
-    return alt.Chart(pd.DataFrame({"batch": [max(p.memory.max_batch, 1)]})).mark_rule(strokeDash=[4, 4]).encode(
-        x="batch:Q", tooltip=[alt.Tooltip("batch:Q", title="max batch")])
+def _round(v: Any) -> Any:
+    if isinstance(v, float):
+        return round(v, 6) if math.isfinite(v) else None
+    return v
 
 
-def _long(sweep: pd.DataFrame, columns: dict[str, str], label: str = "scenario") -> pd.DataFrame:
-    keep = ["batch", *columns] + ([label] if label in sweep else [])
-    df = sweep[keep].melt(id_vars=[c for c in ("batch", label) if c in sweep], var_name="series", value_name="value")
-    df["series"] = df["series"].map(columns)
-    return df
+# --- plan page ------------------------------------------------------------------------------------
+
+def memory_bar(c: ChartData) -> dict[str, Any]:
+    m = c.memory
+    rows = [{"part": part.name, "gb": round(part.gb, 3), "order": i} for i, part in enumerate(m.parts)]
+    names = [part.name for part in m.parts]
+    caps = [{"label": f"engine cap {m.usable_gb:,.1f} GB", "gb": round(m.usable_gb, 3)},
+            {"label": f"device {m.device_gb:,.1f} GB", "gb": round(m.device_gb, 3)}]
+    spec = _base("Per-GPU memory (GB): the stack within the engine's cap; lines: cap and device capacity", height=70)
+    spec["layer"] = [
+        {"data": {"values": rows}, "mark": {"type": "bar", "height": 36},
+         "encoding": {"x": {"field": "gb", "type": "quantitative", "stack": "zero", "title": "GB",
+                            "scale": {"domain": [0, max(m.device_gb, sum(r["gb"] for r in rows)) * 1.02]}},
+                      "color": {"field": "part", "type": "nominal", "sort": names, "title": None,
+                                "scale": {"domain": names, "range": PALETTE[:len(names)]},
+                                "legend": {"orient": "bottom", "direction": "horizontal"}},
+                      "order": {"field": "order", "type": "quantitative"},
+                      "tooltip": [{"field": "part", "title": "part"},
+                                  {"field": "gb", "type": "quantitative", "format": ",.2f", "title": "GB"}]}},
+        {"data": {"values": caps}, "mark": {"type": "rule", "color": "black", "strokeWidth": 2},
+         "encoding": {"x": {"field": "gb", "type": "quantitative"},
+                      "strokeDash": {"field": "label", "type": "nominal", "title": None,
+                                     "legend": {"orient": "bottom", "direction": "horizontal"}},
+                      "tooltip": [{"field": "label", "title": "capacity"}]}},
+    ]
+    return spec
 
 
-def itl_and_throughput(sweep: pd.DataFrame, p: Plan) -> alt.HConcatChart:
-    itl = _long(sweep, {"itl_ms": "estimate", "itl_ms_bound": "roofline bound"})
-    tps = _long(sweep, {"output_tokens_per_s": "estimate", "output_tokens_per_s_bound": "roofline bound"})
-    x = alt.X("batch:Q", scale=alt.Scale(type="log"))
-    c1 = alt.Chart(itl).mark_line(point=True).encode(
-        x=x, y=alt.Y("value:Q", title="ITL (ms)"), strokeDash="series:N", color="series:N",
-        tooltip=["batch", "series", alt.Tooltip("value:Q", format=",.2f")])
-    c2 = alt.Chart(tps).mark_line(point=True).encode(
-        x=x, y=alt.Y("value:Q", title="output tokens/s"), strokeDash="series:N", color="series:N",
-        tooltip=["batch", "series", alt.Tooltip("value:Q", format=",.0f")])
-    return alt.hconcat((c1 + _max_batch_rule(p)).properties(height=260, title="ITL vs batch (dashed: max batch)"),
-                       (c2 + _max_batch_rule(p)).properties(height=260, title="Tokens/s vs batch"))
+def roofline(c: ChartData) -> dict[str, Any]:
+    r = c.roofline
+    ceiling = [{"ai": ai, "tflops": t} for ai, t in r.ceiling]
+    points = [{"kernel": pt.kernel, "ai": round(pt.ai_flop_per_byte, 3), "tflops": round(pt.tflops_per_gpu, 3)}
+              for pt in r.points]
+    ais = [ai for ai, _ in r.ceiling]
+    tflops = [t for _, t in r.ceiling] + [pt.tflops_per_gpu for pt in r.points]
+    x = _log_axis("ai", "arithmetic intensity (FLOP/byte)", ais)
+    y = _log_axis("tflops", "TFLOP/s per GPU", [min(tflops) / 2, max(tflops)])
+    spec = _base(f"Roofline ({r.compute_precision} peak {r.peak_tflops:,.0f} TFLOP/s, HBM {r.hbm_tb_s:g} TB/s)", 300)
+    ridge = [{"ai": round(r.ridge_flop_per_byte, 3), "tflops": r.peak_tflops,
+              "label": f"ridge {r.ridge_flop_per_byte:,.0f} FLOP/byte"}]
+    spec["layer"] = [
+        {"data": {"values": ceiling}, "mark": {"type": "line", "color": "grey"},
+         "encoding": {"x": x, "y": y}},
+        {"data": {"values": ridge}, "mark": {"type": "rule", "strokeDash": [4, 4], "color": "grey"},
+         "encoding": {"x": {"field": "ai", "type": "quantitative"},
+                      "tooltip": [{"field": "label", "title": "ridge"}]}},
+        {"data": {"values": ridge}, "mark": {"type": "text", "align": "left", "dx": 4, "dy": -8, "color": "#555"},
+         "encoding": {"x": {"field": "ai", "type": "quantitative"}, "y": {"field": "tflops", "type": "quantitative"},
+                      "text": {"field": "label"}}},
+        {"data": {"values": points}, "mark": {"type": "point", "filled": True, "size": 120},
+         "encoding": {"x": {"field": "ai", "type": "quantitative"}, "y": {"field": "tflops", "type": "quantitative"},
+                      "color": {"field": "kernel", "type": "nominal", "title": None,
+                                "scale": {"range": PALETTE[:2]}, "legend": {"orient": "bottom"}},
+                      "tooltip": [{"field": "kernel"}, {"field": "ai", "format": ",.1f", "title": "FLOP/byte"},
+                                  {"field": "tflops", "format": ",.1f", "title": "TFLOP/s reached"}]}},
+    ]
+    return spec
 
 
-def cost_vs_batch(sweep: pd.DataFrame, p: Plan) -> alt.LayerChart:
-    line = alt.Chart(sweep).mark_line(point=True).encode(
-        x=alt.X("batch:Q", scale=alt.Scale(type="log")),
-        y=alt.Y("usd_per_million_output_tokens:Q", scale=alt.Scale(type="log"), title="$ per M output tokens"),
-        tooltip=["batch", alt.Tooltip("usd_per_million_output_tokens:Q", format=",.3f", title="$/M")])
-    return (line + _max_batch_rule(p)).properties(height=260, title="Cost per million output tokens vs batch")
+def intensity_vs_batch(c: ChartData) -> dict[str, Any]:
+    rows = [{**row, "fits": "fits in memory" if row["fits"] else "beyond the max batch"}
+            for row in _records(c.sweep, ["batch", "decode_ai", "fits"])]
+    ridge = c.roofline.ridge_flop_per_byte
+    x = _log_axis("batch", "batch (concurrent sequences)", [r["batch"] for r in rows], fmt="~s")
+    y = _log_axis("decode_ai", "decode FLOP/byte", [r["decode_ai"] for r in rows] + [ridge])
+    spec = _base("Decode arithmetic intensity vs batch", 300)
+    layers: list[dict[str, Any]] = [
+        {"data": {"values": rows}, "mark": {"type": "line", "point": True},
+         "encoding": {"x": x, "y": y,
+                      "color": {"field": "fits", "type": "nominal", "title": None,
+                                "scale": {"domain": ["fits in memory", "beyond the max batch"],
+                                          "range": [PALETTE[0], GREY]}, "legend": {"orient": "bottom"}},
+                      "tooltip": [{"field": "batch", "format": ","}, {"field": "decode_ai", "format": ",.1f",
+                                                                     "title": "FLOP/byte"}]}},
+        {"data": {"values": [{"ridge": ridge, "label": f"ridge {ridge:,.0f}"}]},
+         "mark": {"type": "rule", "color": PALETTE[2]},
+         "encoding": {"y": {"field": "ridge", "type": "quantitative"}, "tooltip": [{"field": "label"}]}},
+        {"data": {"values": [{"ridge": ridge, "label": f"ridge {ridge:,.0f} FLOP/byte"}]},
+         "mark": {"type": "text", "align": "left", "x": 4, "dy": -8, "color": PALETTE[2]},
+         "encoding": {"y": {"field": "ridge", "type": "quantitative"}, "text": {"field": "label"}}},
+    ]
+    crossing = c.plan.roofline.ridge_crossing_batch
+    if crossing:
+        layers.append({"data": {"values": [{"batch": crossing, "label": f"crosses the ridge at batch {crossing:,}"}]},
+                       "mark": {"type": "rule", "color": PALETTE[2], "strokeDash": [4, 4]},
+                       "encoding": {"x": {"field": "batch", "type": "quantitative"}, "tooltip": [{"field": "label"}]}})
+    spec["layer"] = layers
+    return spec
 
 
-def overlay(sweeps: pd.DataFrame, column: str, title: str, log_y: bool = False) -> alt.Chart:
-    """One line per pinned scenario (column `scenario`)."""
-    return alt.Chart(sweeps).mark_line(point=True).encode(
-        x=alt.X("batch:Q", scale=alt.Scale(type="log")),
-        y=alt.Y(f"{column}:Q", title=title, scale=alt.Scale(type="log") if log_y else alt.Undefined),
-        color=alt.Color("scenario:N"),
-        tooltip=["scenario", "batch", alt.Tooltip(f"{column}:Q", format=",.2f")],
-    ).properties(height=260, title=title)
+def _max_batch_rule(max_batch: int) -> dict[str, Any]:
+    return {"data": {"values": [{"batch": max(max_batch, 1), "label": f"max batch {max_batch:,}"}]},
+            "mark": {"type": "rule", "strokeDash": [4, 4], "color": "grey"},
+            "encoding": {"x": {"field": "batch", "type": "quantitative"}, "tooltip": [{"field": "label"}]}}
+
+
+def _estimate_and_bound(c: ChartData, estimate: str, bound: str, title: str, y_title: str, fmt: str) -> dict[str, Any]:
+    rows = []
+    for row in _records(c.sweep, ["batch", estimate, bound], where="fits"):
+        rows.append({"batch": row["batch"], "series": "estimate", "value": row[estimate]})
+        rows.append({"batch": row["batch"], "series": "roofline bound", "value": row[bound]})
+    x = _log_axis("batch", "batch (concurrent sequences)", [r["batch"] for r in rows] or [1])
+    spec = _base(title, 260)
+    spec["layer"] = [
+        {"data": {"values": rows}, "mark": {"type": "line", "point": True},
+         "encoding": {"x": x, "y": {"field": "value", "type": "quantitative", "title": y_title},
+                      "color": {"field": "series", "type": "nominal", "title": None,
+                                "scale": {"range": PALETTE[:2]}, "legend": {"orient": "bottom"}},
+                      "strokeDash": {"field": "series", "type": "nominal", "legend": None},
+                      "tooltip": [{"field": "batch", "format": ","}, {"field": "series"},
+                                  {"field": "value", "format": fmt, "title": y_title}]}},
+        _max_batch_rule(c.max_batch),
+    ]
+    return spec
+
+
+def itl_vs_batch(c: ChartData) -> dict[str, Any]:
+    return _estimate_and_bound(c, "itl_ms", "itl_ms_bound", "ITL vs batch, up to the max batch (dashed)",
+                               "ITL (ms)", ",.2f")
+
+
+def tokens_vs_batch(c: ChartData) -> dict[str, Any]:
+    return _estimate_and_bound(c, "output_tokens_per_s", "output_tokens_per_s_bound",
+                               "Output tokens/s per replica vs batch", "output tokens/s", ",.0f")
+
+
+def cost_vs_batch(c: ChartData) -> dict[str, Any]:
+    rows = _records(c.sweep, ["batch", "usd_per_million_output_tokens"], where="fits")
+    values = [r["usd_per_million_output_tokens"] for r in rows]
+    spec = _base("$ per million output tokens vs batch (decode only)", 260)
+    spec["layer"] = [
+        {"data": {"values": rows}, "mark": {"type": "line", "point": True},
+         "encoding": {"x": _log_axis("batch", "batch (concurrent sequences)", [r["batch"] for r in rows] or [1]),
+                      "y": _log_axis("usd_per_million_output_tokens", "$ per M output tokens", values or [1.0],
+                                     fmt="$,.3~g"),
+                      "tooltip": [{"field": "batch", "format": ","},
+                                  {"field": "usd_per_million_output_tokens", "format": "$,.3f", "title": "$/M"}]}},
+        _max_batch_rule(c.max_batch),
+    ]
+    return spec
+
+
+def plan_page_specs(c: ChartData) -> dict[str, dict[str, Any]]:
+    return {"memory": memory_bar(c), "roofline": roofline(c), "intensity": intensity_vs_batch(c),
+            "itl": itl_vs_batch(c), "tokens": tokens_vs_batch(c), "cost": cost_vs_batch(c)}
+
+
+# --- comparison -----------------------------------------------------------------------------------
+
+def overlay(rows: list[dict[str, Any]], column: str, title: str, y_title: str, log_y: bool = False,
+            fmt: str = ",.2f") -> dict[str, Any]:
+    """One line per pinned scenario (field `scenario`), batches that fit only; legend below, uncut."""
+    values = [r[column] for r in rows]
+    y: dict[str, Any] = ({"field": column, "type": "quantitative", "title": y_title} if not log_y
+                         else _log_axis(column, y_title, values or [1.0], fmt="$,.3~g"))
+    spec = _base(title, 280)
+    spec.update({"data": {"values": rows}, "mark": {"type": "line", "point": True},
+                 "encoding": {"x": _log_axis("batch", "batch (concurrent sequences)", [r["batch"] for r in rows] or [1]),
+                              "y": y,
+                              "color": {"field": "scenario", "type": "nominal", "title": None,
+                                        "legend": {"orient": "bottom", "direction": "vertical"}},
+                              "tooltip": [{"field": "scenario"}, {"field": "batch", "format": ","},
+                                          {"field": column, "format": fmt, "title": y_title}]}})
+    return spec

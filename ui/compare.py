@@ -60,13 +60,17 @@ def _unique(labels: list[str]) -> list[str]:
     return out
 
 
-def overlaid_sweeps(pins: list[dict[str, Any]]) -> pd.DataFrame:
-    frames = []
+def overlaid_sweeps(pins: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each pin's batch sweep, the batches that fit in memory only, one row per (pin, batch)."""
+    rows: list[dict[str, Any]] = []
     for lab, s in zip(_unique([label(s) for s in pins]), pins, strict=True):
-        df = pd.DataFrame(batch_sweep(s))
-        df["scenario"] = lab
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True)
+        sweep = batch_sweep(s)
+        for i in range(len(sweep["batch"])):
+            if sweep["fits"][i]:
+                rows.append({"scenario": lab, "batch": int(sweep["batch"][i]), "itl_ms": float(sweep["itl_ms"][i]),
+                             "output_tokens_per_s": float(sweep["output_tokens_per_s"][i]),
+                             "usd_per_million_output_tokens": float(sweep["usd_per_million_output_tokens"][i])})
+    return rows
 
 
 def render(current: dict[str, Any] | None) -> None:
@@ -90,7 +94,8 @@ def render(current: dict[str, Any] | None) -> None:
     except ScenarioError as err:  # a pin that stopped validating (should not happen: pins are checked)
         st.error(f"A pinned scenario is no longer valid: {plain(err.field, 80)}: {plain(err.reason)}")
         return
-    charts.show(charts.overlay(sweeps, "itl_ms", "ITL (ms) vs batch"))
-    charts.show(charts.overlay(sweeps, "output_tokens_per_s", "Output tokens/s vs batch"))
-    charts.show(charts.overlay(sweeps, "usd_per_million_output_tokens", "$ per M output tokens vs batch",
-                                   log_y=True))
+    charts.show(charts.overlay(sweeps, "itl_ms", "ITL vs batch (up to each pin's max batch)", "ITL (ms)"))
+    charts.show(charts.overlay(sweeps, "output_tokens_per_s", "Output tokens/s per replica vs batch",
+                               "output tokens/s", fmt=",.0f"))
+    charts.show(charts.overlay(sweeps, "usd_per_million_output_tokens", "$ per million output tokens vs batch",
+                               "$ per M output tokens", log_y=True, fmt="$,.3f"))

@@ -105,6 +105,14 @@ def _set(scenario: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
     return out
 
 
+def _reason(err: ValueError, param: str) -> str:
+    """The planner's reason, prefixed with its field unless that is the parameter already named
+    (no "model: model: …")."""
+    if not isinstance(err, ScenarioError):
+        return str(err)
+    return err.reason if err.field == param else f"{err.field}: {err.reason}"
+
+
 def _check(scenario: dict[str, Any]) -> None:
     resolve(parse_scenario(scenario))
 
@@ -139,8 +147,7 @@ def scenario_from_query(params: dict[str, str], default: dict[str, Any] | None =
             try:
                 _check(trial)
             except ValueError as err:  # ScenarioError is a ValueError
-                reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else str(err)
-                last_error[field] = reason
+                last_error[field] = _reason(err, field)
                 continue
             scenario = trial
             del pending[field]
@@ -170,6 +177,5 @@ def comparison_from_query(raw: str) -> tuple[list[dict[str, Any]], list[tuple[st
             _check(pin)
             good.append(pin)
         except ValueError as err:
-            reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else str(err)
-            problems.append((f"{COMPARE_PARAM}[{i}]", f"{reason}; that pin is skipped"))
+            problems.append((f"{COMPARE_PARAM}[{i}]", f"{_reason(err, '')}; that pin is skipped"))
     return good, problems

@@ -8,9 +8,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from gpu_catalog import load_catalog
 from planner import Plan, ScenarioError, plan
+from planner.alternatives import FitAlternatives, fit_alternatives
+from planner.chart_data import chart_data
 from planner.planning import clean_json
-from ui import charts, exports, figures
+from ui import charts, exports, figures, inputs
 from ui.text import plain
 
 
@@ -29,7 +32,50 @@ def plan_or_error(scenario: dict[str, Any]) -> tuple[Plan | None, ScenarioError 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def _chart_specs(scenario_json: str) -> dict[str, dict]:
-    return charts.plan_page_specs(scenario_json)
+    """The page's chart specs, per scenario across sessions (a rerun that changes nothing rebuilds none)."""
+    return charts.plan_page_specs(chart_data(json.loads(scenario_json)))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _alternatives(scenario_json: str) -> FitAlternatives:
+    return fit_alternatives(json.loads(scenario_json))
+
+
+def _load(changes: dict[str, Any], scenario: dict[str, Any]) -> None:
+    new = {**scenario, **changes}
+    if "gpu" in changes:
+        new.pop("usd_per_gpu_hour", None)  # the new GPU's catalog price
+    inputs.queue_scenario(new)
+
+
+def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
+    """Does not fit: say why, then what would, each one click away."""
+    m = p.memory
+    st.error(f"The weights ({m.weights_gb_per_gpu:,.1f} GB per GPU) and one {scenario.get('context_len', '')}-token "
+             f"sequence do not fit in {m.usable_gb_per_gpu - m.reserve_gb:,.1f} GB usable per GPU, so there is no "
+             "latency, throughput or cost to show.")
+    alt = _alternatives(json.dumps(scenario, sort_keys=True))
+    catalog = load_catalog()
+    st.markdown("**What would fit**")
+    cols = st.columns(3)
+    with cols[0]:
+        if alt.smallest_tp:
+            st.caption(f"The smallest TP that fits is **{alt.smallest_tp}**.")
+            st.button(f"Use TP {alt.smallest_tp}", key="fit_tp", on_click=_load,
+                      args=({"tp": alt.smallest_tp}, scenario))
+        else:
+            st.caption("No TP fits at this precision: use lower-precision weights or a larger GPU.")
+    with cols[1]:
+        st.caption(f"Precisions that fit at TP {p.tp} (weights/KV):" if alt.precisions
+                   else f"No weight/KV precision fits at TP {p.tp}.")
+        for w, k in alt.precisions[:6]:
+            st.button(f"{w} weights, {k} KV", key=f"fit_prec_{w}_{k}", on_click=_load,
+                      args=({"weights": w, "kv_cache": k}, scenario))
+    with cols[2]:
+        st.caption(f"Catalog GPUs where it fits at TP {p.tp}:" if alt.gpus else
+                   f"No catalog GPU holds it at TP {p.tp} and this precision.")
+        for gpu_id in alt.gpus[:8]:
+            st.button(catalog[gpu_id].name, key=f"fit_gpu_{gpu_id}", on_click=_load, args=({"gpu": gpu_id}, scenario))
 
 
 def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError | None, query: str,
@@ -49,6 +95,8 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
         st.session_state.setdefault("pins", []).append(scenario)
         st.rerun()
     figures.render(result, scenario)
+    if not result.memory.fits:
+        _what_would_fit(result, scenario)
     with st.expander("Share this scenario"):
         if link_refused:
             st.warning(f"This scenario's link {link_refused}: the address bar keeps the last shorter one. "
@@ -58,12 +106,23 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
             st.caption("Copy this query string after the app's address (the address bar already holds it).")
     specs = _chart_specs(json.dumps(scenario, sort_keys=True))
     charts.show(specs["memory"])
+    if not result.memory.fits:  # no chart that implies a working deployment
+        exports.render(scenario, clean_json(result.model_dump()), None)
+        return
     c1, c2 = st.columns(2)
     charts.show(specs["roofline"], c1)
     charts.show(specs["intensity"], c2)
-    charts.show(specs["itl_throughput"])
+    c1, c2 = st.columns(2)
+    charts.show(specs["itl"], c1)
+    charts.show(specs["tokens"], c2)
     charts.show(specs["cost"])
-    with st.expander("Time breakdown (ms)"):
-        st.dataframe(pd.DataFrame({"decode step": result.latency.decode_breakdown_ms,
-                                   "prefill": result.latency.prefill_breakdown_ms}), width="stretch")
+    with st.expander("Where the time goes (ms)"):
+        lat = result.latency
+        keys = list(dict.fromkeys([*lat.decode_breakdown_ms, *lat.prefill_breakdown_ms]))
+        frame = pd.DataFrame({f"one decode step at batch {lat.batch:,}": [lat.decode_breakdown_ms.get(k, 0.0) for k in keys],
+                              f"prefill of {scenario.get('prompt_len', '')} tokens": [
+                                  lat.prefill_breakdown_ms.get(k, 0.0) for k in keys]},
+                             index=[figures.breakdown_label(k) for k in keys])
+        st.dataframe(frame, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
+                                                            for c in frame.columns})
     exports.render(scenario, clean_json(result.model_dump()), None)

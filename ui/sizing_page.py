@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -102,16 +101,69 @@ def _options(usual: list[Any], chosen: list[Any]) -> list[Any]:
     return usual + [c for c in chosen if c not in usual]
 
 
-def scatter(options: pd.DataFrame) -> alt.Chart:
-    return alt.Chart(options).mark_circle(size=70).encode(
-        x=alt.X("usd_per_hour:Q", title="fleet $ per hour", scale=alt.Scale(type="log")),
-        y=alt.Y("itl_ms:Q", title="ITL (ms)"),
-        color=alt.Color("pareto:N", title="Pareto frontier", scale=alt.Scale(domain=[True, False],
-                                                                             range=["#d62728", "#9ecae1"])),
-        tooltip=["gpu", "tp", "weights", "kv_cache", "batch", "replicas", "gpus_total",
-                 alt.Tooltip("usd_per_hour:Q", format=",.2f"), alt.Tooltip("itl_ms:Q", format=",.1f"),
-                 alt.Tooltip("ttft_ms:Q", format=",.0f"), alt.Tooltip("usd_per_million_output_tokens:Q", format=",.3f")],
-    ).properties(height=320, title="Cost vs ITL (red: not dominated on both)")
+@st.cache_data(max_entries=64, show_spinner=False)
+def _cached_size(request_json: str) -> dict[str, Any]:
+    """The search runs on request only, and once per distinct request across sessions."""
+    return size(json.loads(request_json))
+
+
+# option key -> (header, format); only the keys a result carries are shown, in this order
+COLUMNS: dict[str, tuple[str, str | None]] = {
+    "gpu_name": ("GPU", None), "tp": ("TP", "%d"), "weights": ("weights", None), "kv_cache": ("KV cache", None),
+    "batch": ("batch", "%d"), "replicas": ("replicas", "%d"), "gpus_total": ("GPUs", "%d"),
+    "ttft_ms": ("TTFT under load (ms)", "%.0f"), "itl_ms_under_load": ("ITL under load (ms)", "%.1f"),
+    "itl_ms": ("ITL alone (ms)", "%.1f"), "output_tokens_per_s": ("output tokens/s per replica", "%.0f"),
+    "usd_per_hour": ("fleet $/hour", "$%.2f"), "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"),
+    "pareto": ("Pareto", None),
+}
+
+
+def options_table(options: list[dict[str, Any]], catalog) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Human headers, GPU names, 1-based option numbers; values rounded by the column formats."""
+    rows = []
+    for o in options:
+        row = {k: v for k, v in o.items() if k != "scenario"}
+        gpu = row.get("gpu")
+        row["gpu_name"] = catalog[gpu].name if isinstance(gpu, str) and gpu in catalog else str(gpu)
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    keys = [k for k in COLUMNS if k in frame]
+    frame = frame[keys].rename(columns={k: COLUMNS[k][0] for k in keys})
+    frame.index = pd.RangeIndex(1, len(frame) + 1, name="option")
+    config = {COLUMNS[k][0]: st.column_config.NumberColumn(format=COLUMNS[k][1]) for k in keys if COLUMNS[k][1]}
+    return frame, config
+
+
+def scatter(options: list[dict[str, Any]], itl_objective_ms: float, catalog) -> dict[str, Any]:
+    """Fleet $/hour against the ITL the objective is checked against (under load), objective drawn."""
+    rows = [{"option": i + 1, "gpu": catalog[o["gpu"]].name if o.get("gpu") in catalog else str(o.get("gpu")),
+             "tp": o.get("tp"), "precision": f"{o.get('weights')}/{o.get('kv_cache')}",
+             "replicas": o.get("replicas"), "usd_per_hour": round(float(o["usd_per_hour"]), 4),
+             "itl_ms": round(float(o.get("itl_ms_under_load", o.get("itl_ms"))), 3),
+             "frontier": "Pareto frontier" if o.get("pareto") else "dominated"} for i, o in enumerate(options)]
+    itls = [r["itl_ms"] for r in rows] + [itl_objective_ms]
+    costs = [r["usd_per_hour"] for r in rows]
+    spec = charts._base("Fleet cost vs ITL under load (the ITL the objective is checked against)", 320)
+    y_top = max(itls) * 1.08
+    spec["layer"] = [
+        {"data": {"values": rows}, "mark": {"type": "circle", "size": 70, "opacity": 0.85},
+         "encoding": {"x": charts._log_axis("usd_per_hour", "fleet $ per hour", costs, fmt="$,~s"),
+                      "y": {"field": "itl_ms", "type": "quantitative", "title": "ITL under load (ms)",
+                            "scale": {"domain": [0, y_top], "nice": False}},
+                      "color": {"field": "frontier", "type": "nominal", "title": None,
+                                "scale": {"domain": ["Pareto frontier", "dominated"], "range": ["#d62728", "#9ecae1"]},
+                                "legend": {"orient": "bottom"}},
+                      "tooltip": [{"field": "option"}, {"field": "gpu"}, {"field": "tp"}, {"field": "precision"},
+                                  {"field": "replicas"}, {"field": "usd_per_hour", "format": "$,.2f", "title": "$/hour"},
+                                  {"field": "itl_ms", "format": ",.1f", "title": "ITL under load (ms)"}]}},
+        {"data": {"values": [{"itl": itl_objective_ms, "label": f"ITL objective {itl_objective_ms:g} ms"}]},
+         "mark": {"type": "rule", "color": "#d62728", "strokeDash": [6, 3]},
+         "encoding": {"y": {"field": "itl", "type": "quantitative"}, "tooltip": [{"field": "label"}]}},
+        {"data": {"values": [{"itl": itl_objective_ms, "label": f"ITL objective {itl_objective_ms:g} ms"}]},
+         "mark": {"type": "text", "align": "left", "x": 4, "dy": -7, "color": "#d62728"},
+         "encoding": {"y": {"field": "itl", "type": "quantitative"}, "text": {"field": "label"}}},
+    ]
+    return spec
 
 
 def render(catalog) -> None:
@@ -120,6 +172,8 @@ def render(catalog) -> None:
     presets = load_presets()
     if ss.get("sz_link_problem"):
         st.warning(f"Link parameter `size`: {plain(ss['sz_link_problem'])}; using the default search")
+    st.radio("Cost", ["rent", "own"], key="sz_cost_mode", horizontal=True,
+             help="rent: catalog $/GPU-hour; own: capex amortized + power + hosting")
     with st.form("sizing"):
         c1, c2, c3 = st.columns(3)
         base_model = (ss.get("sz_base") or {}).get("model")
@@ -138,19 +192,18 @@ def render(catalog) -> None:
         f2.multiselect("TP", _options([1, 2, 4, 8, 16], ss["sz_tp"]), key="sz_tp")
         f1.multiselect("Weights", _options(list(WEIGHT_PRECISIONS), ss["sz_weights"]), key="sz_weights")
         f2.multiselect("KV cache", _options(list(KV_PRECISIONS), ss["sz_kv"]), key="sz_kv")
-        st.radio("Cost", ["rent", "own"], key="sz_cost_mode", horizontal=True,
-                 help="rent: catalog $/GPU-hour; own: capex amortized + power + hosting")
-        o1, o2, o3, o4 = st.columns(4)
-        o1.number_input("Amortization (years)", 0.5, 30.0, key="sz_years")
-        o2.number_input("$ per kWh", 0.0, 10.0, key="sz_kwh", format="%.3f")
-        o3.number_input("PUE", 1.0, 5.0, key="sz_pue")
-        o4.number_input("Hosting $/GPU-month", 0.0, 1e6, key="sz_hosting")
+        if ss["sz_cost_mode"] == "own":  # ownership inputs only where they count
+            o1, o2, o3, o4 = st.columns(4)
+            o1.number_input("Amortization (years)", 0.5, 30.0, key="sz_years")
+            o2.number_input("$ per kWh", 0.0, 10.0, key="sz_kwh", format="%.3f")
+            o3.number_input("PUE", 1.0, 5.0, key="sz_pue")
+            o4.number_input("Hosting $/GPU-month", 0.0, 1e6, key="sz_hosting")
         submitted = st.form_submit_button("Find the cheapest fleet")
     req = _request_from_widgets(catalog)
     if submitted or ss.pop("sz_run", False):
         try:
             with st.spinner("Searching configurations…"):
-                ss["sz_result"] = size(req)
+                ss["sz_result"] = _cached_size(json.dumps(req, sort_keys=True))
             ss["sz_error"] = None
         except ScenarioError as err:
             ss["sz_result"], ss["sz_error"] = None, f"{err.field}: {err.reason}"
@@ -172,24 +225,23 @@ def render(catalog) -> None:
     if not result["options"]:
         st.error("No configuration meets both objectives at this traffic. Reasons by candidate are below.")
     else:
-        options = pd.DataFrame([{k: v for k, v in o.items() if k != "scenario"} for o in result["options"]])
         best = result["options"][0]
         if ss["sz_request"].get("cost_mode") == "own" and best.get("own_usd_per_gpu_hour") and best.get("rent_usd_per_gpu_hour"):
             u = break_even_utilization(best["own_usd_per_gpu_hour"], best["rent_usd_per_gpu_hour"])
             st.info(f"Cheapest option owned: \\${best['own_usd_per_gpu_hour']:.2f}/GPU-hour vs \\${best['rent_usd_per_gpu_hour']:.2f} "
                     f"rented; owning wins above {u:.0%} utilization.")
-        cols = ["gpu", "tp", "weights", "kv_cache", "batch", "replicas", "gpus_total", "ttft_ms", "itl_ms",
-                "itl_ms_under_load", "output_tokens_per_s", "usd_per_hour", "usd_per_million_output_tokens", "pareto"]
-        st.dataframe(options[cols].head(50), width="stretch", hide_index=False)
-        charts.show(scatter(options))
-        pick = st.number_input("Open option # in the planner", 0, len(result["options"]) - 1, 0, key="sz_pick")
+        frame, config = options_table(result["options"][:50], catalog)
+        st.dataframe(frame, width="stretch", column_config=config)
+        charts.show(scatter(result["options"], float(ss["sz_request"]["slo"]["itl_ms"]), catalog))
+        n = len(result["options"])
+        pick = st.number_input(f"Open option (1 to {n}) in the planner", 1, n, 1, key="sz_pick")
         if st.button("Open in planner", key="sz_open"):
-            inputs.queue_scenario(result["options"][int(pick)]["scenario"])
+            inputs.queue_scenario(result["options"][int(pick) - 1]["scenario"])
             inputs.queue_updates({"view": "Plan"})
             st.session_state["sz_opened"] = int(pick)
             st.rerun()
         if ss.get("sz_opened") is not None:
-            st.success(f"Option #{ss['sz_opened']} is loaded into the sidebar and the Plan tab.")
+            st.success(f"Option {ss['sz_opened']} is loaded into the sidebar and the Plan view.")
     if result["infeasible"]:
         with st.expander(f"Candidates that could not work ({len(result['infeasible'])})"):
             st.dataframe(pd.DataFrame(result["infeasible"]), width="stretch")

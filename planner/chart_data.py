@@ -1,0 +1,110 @@
+"""What the plan page's charts draw, computed once per scenario: the roofline's ceilings and operating
+points, the per-GPU memory stack with its capacity lines, and the batch sweep cut at the max batch.
+
+Pure and UI-free: the app lays these numbers out and computes none of them (issue 14: no physics in
+the UI). Every figure comes from the plan or the deployment the plan was made from.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.planning import Plan, plan
+from planner.scenario import Scenario, parse_scenario, resolve
+from planner.sweep import batch_sweep
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """A kernel on the roofline: its arithmetic intensity and the TFLOP/s it reaches per GPU at the
+    plan's estimated time (FLOPs of the step / its time)."""
+
+    kernel: str
+    ai_flop_per_byte: float
+    tflops_per_gpu: float
+
+
+@dataclass(frozen=True)
+class RooflineChart:
+    compute_precision: str
+    peak_tflops: float
+    hbm_tb_s: float
+    ridge_flop_per_byte: float
+    # the attainable-performance line, as (arithmetic intensity, TFLOP/s) corners: a log-log chart
+    # draws the sloped bandwidth roof and the flat compute roof exactly from these three points
+    ceiling: list[tuple[float, float]]
+    points: list[OperatingPoint]
+
+
+@dataclass(frozen=True)
+class MemoryPart:
+    name: str
+    gb: float
+
+
+@dataclass(frozen=True)
+class MemoryStack:
+    """One GPU's memory: the parts stacked within the utilization cap, and the two capacity lines."""
+
+    parts: list[MemoryPart]
+    device_gb: float
+    usable_gb: float  # device x memory utilization: the engine's cap
+    fits: bool
+
+
+@dataclass(frozen=True)
+class ChartData:
+    plan: Plan
+    roofline: RooflineChart
+    memory: MemoryStack
+    # batch sweep as columns (lists), past the max batch too: column `fits` says which batches fit
+    sweep: dict[str, list[Any]] = field(default_factory=dict)
+    max_batch: int = 0
+
+
+def _achieved_tflops(flops_per_gpu: float, ms: float) -> float:
+    return flops_per_gpu / (ms * 1e-3) / 1e12 if ms > 0 else float("nan")
+
+
+def roofline_chart(p: Plan, peak_tflops: float, hbm_tb_s: float) -> RooflineChart:
+    r, lat = p.roofline, p.latency
+    ridge = r.ridge_flop_per_byte
+    points = [r.decode_ai, r.prefill_ai, ridge]
+    lo = 10 ** math.floor(math.log10(max(min(points) / 3, 1e-3)))
+    hi = 10 ** math.ceil(math.log10(max(points) * 3))
+    return RooflineChart(
+        compute_precision=r.compute_precision, peak_tflops=peak_tflops, hbm_tb_s=hbm_tb_s, ridge_flop_per_byte=ridge,
+        ceiling=[(lo, lo * hbm_tb_s), (ridge, peak_tflops), (hi, peak_tflops)],
+        points=[
+            OperatingPoint(f"decode step (batch {lat.batch:,})", r.decode_ai,
+                           _achieved_tflops(r.decode_flops_per_gpu, lat.itl_ms)),
+            OperatingPoint("prefill", r.prefill_ai, _achieved_tflops(r.prefill_flops_per_gpu, lat.prefill_ms)),
+        ],
+    )
+
+
+def memory_stack(p: Plan, device_gb: float) -> MemoryStack:
+    m = p.memory
+    kv = min(m.kv_gb_per_gpu_at_batch, max(m.kv_budget_gb_per_gpu, 0.0))
+    free = max(m.usable_gb_per_gpu - m.weights_gb_per_gpu - m.reserve_gb - kv, 0.0)
+    parts = [MemoryPart("weights", m.weights_gb_per_gpu), MemoryPart(f"KV cache at batch {p.latency.batch:,}", kv),
+             MemoryPart("reserve", m.reserve_gb), MemoryPart("free", free)]
+    return MemoryStack(parts=parts, device_gb=device_gb, usable_gb=m.usable_gb_per_gpu, fits=m.fits)
+
+
+def chart_data(scenario: Scenario | dict[str, Any]) -> ChartData:
+    """Everything the plan page draws for one scenario: one plan, one deployment, one sweep."""
+    if not isinstance(scenario, Scenario):
+        scenario = parse_scenario(scenario)
+    d = resolve(scenario)
+    p = plan(scenario)
+    sweep = batch_sweep(scenario)
+    columns = {name: [v.item() for v in values] for name, values in sweep.items()}
+    return ChartData(plan=p, roofline=roofline_chart(p, d.gpu.peak_tflops(d.compute), d.gpu.hbm_tb_s),
+                     memory=memory_stack(p, d.gpu.memory_gb), sweep=columns, max_batch=p.memory.max_batch)
+
+
+__all__ = ["ChartData", "MemoryPart", "MemoryStack", "OperatingPoint", "RooflineChart", "chart_data",
+           "memory_stack", "roofline_chart"]
