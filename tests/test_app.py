@@ -345,7 +345,7 @@ def test_pin_names_from_a_link_never_render_as_markdown():
 
 def test_custom_names_in_the_plan_header_and_warnings_are_escaped():
     """Source: ui: the app's behaviour."""
-    gpu = {"name": EVIL, "vendor": EVIL, "memory_gb": 80.0, "hbm_tb_s": 3.35, "tflops": {"bf16": 989.4},
+    gpu = {"name": EVIL, "vendor": "[x](https://evil.example/v)", "memory_gb": 80.0, "hbm_tb_s": 3.35, "tflops": {"bf16": 989.4},
            "usd_per_hour": 2.0}
     at = run_app({"gpu": json.dumps(gpu), "tp": "4", "model": "llama-3.1-8b", "weights": "bf16", "kv_cache": "bf16"})
     assert at.sidebar.selectbox(key="gpu_choice").value == "custom"

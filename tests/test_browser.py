@@ -207,7 +207,7 @@ def test_crafted_compare_link_makes_no_outside_request_no_link_no_image(server, 
     page.route("**/*", record)
     model = {"name": EVIL, "n_layers": 4, "d_model": 512, "n_heads": 8, "n_kv_heads": 2, "d_ff": 2048,
              "vocab_size": 32000}
-    gpu = {"name": EVIL, "vendor": EVIL, "memory_gb": 80.0, "hbm_tb_s": 3.35,
+    gpu = {"name": EVIL, "vendor": "[x](https://evil.example/v)", "memory_gb": 80.0, "hbm_tb_s": 3.35,
            "tflops": {"bf16": 989.4, "fp8": 1978.9}, "usd_per_hour": 2.0}
     base = {"context_len": 8192, "prompt_len": 3000, "output_len": 500, "weights": "bf16", "kv_cache": "bf16", "tp": 1}
     pins = [{**base, "model": model, "gpu": "h200"}, {**base, "model": "llama-3.1-8b", "gpu": gpu}]

@@ -38,10 +38,20 @@ def log_ticks(low: float, high: float) -> list[float]:
 
 
 def _log_axis(field: str, title: str, values: list[float], fmt: str = "~s", **extra: Any) -> dict[str, Any]:
+    """A log axis fitted to the data (domain = its range), ticked at powers of ten (1, 2, 5 x them when
+    it holds fewer than two); a range of less than a decade gets a linear axis instead."""
     finite = [v for v in values if v is not None and v > 0 and math.isfinite(v)] or [1.0]
-    ticks = log_ticks(min(finite), max(finite))
+    low, high = min(finite), max(finite)
+    if high <= low:
+        low, high = low / 2, high * 2
+    if high / low < 10:  # less than a decade: a linear axis reads better than one or two log ticks
+        return {"field": field, "type": "quantitative", "title": title, "scale": {"zero": False, "nice": True},
+                "axis": {"format": fmt, "grid": True, "tickCount": 6}, **extra}
+    ticks = [t for t in log_ticks(low, high) if low <= t <= high]
+    if len(ticks) < 2:
+        ticks = [m * t for t in log_ticks(low, high) for m in (1, 2, 5) if low <= m * t <= high]
     return {"field": field, "type": "quantitative", "title": title,
-            "scale": {"type": "log", "domain": [ticks[0], ticks[-1]], "nice": False},
+            "scale": {"type": "log", "domain": [low, high], "nice": False},
             "axis": {"values": ticks, "format": fmt, "grid": True}, **extra}
 
 
@@ -64,26 +74,32 @@ def _round(v: Any) -> Any:
 
 def memory_bar(c: ChartData) -> dict[str, Any]:
     m = c.memory
-    rows = [{"part": part.name, "gb": round(part.gb, 3), "order": i} for i, part in enumerate(m.parts)]
+    rows = [{"gpu": "one GPU", "part": part.name, "gb": round(part.gb, 3), "order": i} for i, part in enumerate(m.parts)]
     names = [part.name for part in m.parts]
-    caps = [{"label": f"engine cap {m.usable_gb:,.1f} GB", "gb": round(m.usable_gb, 3)},
-            {"label": f"device {m.device_gb:,.1f} GB", "gb": round(m.device_gb, 3)}]
-    spec = _base("Per-GPU memory (GB): the stack within the engine's cap; lines: cap and device capacity", height=70)
+    caps = [{"gpu": "one GPU", "label": f"engine cap {m.usable_gb:,.1f} GB (device x utilization)",
+             "gb": round(m.usable_gb, 3)},
+            {"gpu": "one GPU", "label": f"device {m.device_gb:,.1f} GB", "gb": round(m.device_gb, 3)}]
+    top = max(m.device_gb, sum(r["gb"] for r in rows)) * 1.02
+    # a step height, not a fixed one: a fixed height must also hold title, axis and legends and
+    # squeezes the bar; the y band is one GPU
+    spec = _base("Per-GPU memory (GB): weights, KV cache and reserve within the engine's cap", height=0)
+    spec["height"] = {"step": 44}
+    y = {"field": "gpu", "type": "nominal", "title": None, "axis": {"labels": False, "ticks": False}}
     spec["layer"] = [
-        {"data": {"values": rows}, "mark": {"type": "bar", "height": 36},
-         "encoding": {"x": {"field": "gb", "type": "quantitative", "stack": "zero", "title": "GB",
-                            "scale": {"domain": [0, max(m.device_gb, sum(r["gb"] for r in rows)) * 1.02]}},
+        {"data": {"values": rows}, "mark": {"type": "bar"},
+         "encoding": {"y": y, "x": {"field": "gb", "type": "quantitative", "stack": "zero", "title": "GB",
+                                    "scale": {"domain": [0, top], "nice": False}},
                       "color": {"field": "part", "type": "nominal", "sort": names, "title": None,
                                 "scale": {"domain": names, "range": PALETTE[:len(names)]},
                                 "legend": {"orient": "bottom", "direction": "horizontal"}},
                       "order": {"field": "order", "type": "quantitative"},
                       "tooltip": [{"field": "part", "title": "part"},
                                   {"field": "gb", "type": "quantitative", "format": ",.2f", "title": "GB"}]}},
-        {"data": {"values": caps}, "mark": {"type": "rule", "color": "black", "strokeWidth": 2},
-         "encoding": {"x": {"field": "gb", "type": "quantitative"},
-                      "strokeDash": {"field": "label", "type": "nominal", "title": None,
-                                     "legend": {"orient": "bottom", "direction": "horizontal"}},
+        {"data": {"values": caps}, "mark": {"type": "tick", "color": "black", "thickness": 2, "size": 44},
+         "encoding": {"y": y, "x": {"field": "gb", "type": "quantitative"},
                       "tooltip": [{"field": "label", "title": "capacity"}]}},
+        {"data": {"values": caps}, "mark": {"type": "text", "align": "right", "dx": -4, "dy": -30, "fontSize": 11},
+         "encoding": {"y": y, "x": {"field": "gb", "type": "quantitative"}, "text": {"field": "label"}}},
     ]
     return spec
 
@@ -96,8 +112,8 @@ def roofline(c: ChartData) -> dict[str, Any]:
     ais = [ai for ai, _ in r.ceiling]
     tflops = [t for _, t in r.ceiling] + [pt.tflops_per_gpu for pt in r.points]
     x = _log_axis("ai", "arithmetic intensity (FLOP/byte)", ais)
-    y = _log_axis("tflops", "TFLOP/s per GPU", [min(tflops) / 2, max(tflops)])
-    spec = _base(f"Roofline ({r.compute_precision} peak {r.peak_tflops:,.0f} TFLOP/s, HBM {r.hbm_tb_s:g} TB/s)", 300)
+    y = _log_axis("tflops", "TFLOP/s per GPU", [min(tflops) / 2, max(tflops) * 2])  # room for the ridge label
+    spec = _base(f"Roofline ({r.compute_precision} peak {r.peak_tflops:,.0f} TFLOP/s, HBM {r.hbm_tb_s:g} TB/s)", 340)
     ridge = [{"ai": round(r.ridge_flop_per_byte, 3), "tflops": r.peak_tflops,
               "label": f"ridge {r.ridge_flop_per_byte:,.0f} FLOP/byte"}]
     spec["layer"] = [
@@ -125,7 +141,7 @@ def intensity_vs_batch(c: ChartData) -> dict[str, Any]:
     ridge = c.roofline.ridge_flop_per_byte
     x = _log_axis("batch", "batch (concurrent sequences)", [r["batch"] for r in rows], fmt="~s")
     y = _log_axis("decode_ai", "decode FLOP/byte", [r["decode_ai"] for r in rows] + [ridge])
-    spec = _base("Decode arithmetic intensity vs batch", 300)
+    spec = _base("Decode arithmetic intensity vs batch", 340)
     layers: list[dict[str, Any]] = [
         {"data": {"values": rows}, "mark": {"type": "line", "point": True},
          "encoding": {"x": x, "y": y,
@@ -162,7 +178,7 @@ def _estimate_and_bound(c: ChartData, estimate: str, bound: str, title: str, y_t
         rows.append({"batch": row["batch"], "series": "estimate", "value": row[estimate]})
         rows.append({"batch": row["batch"], "series": "roofline bound", "value": row[bound]})
     x = _log_axis("batch", "batch (concurrent sequences)", [r["batch"] for r in rows] or [1])
-    spec = _base(title, 260)
+    spec = _base(title, 320)
     spec["layer"] = [
         {"data": {"values": rows}, "mark": {"type": "line", "point": True},
          "encoding": {"x": x, "y": {"field": "value", "type": "quantitative", "title": y_title},
@@ -215,12 +231,15 @@ def overlay(rows: list[dict[str, Any]], column: str, title: str, y_title: str, l
     values = [r[column] for r in rows]
     y: dict[str, Any] = ({"field": column, "type": "quantitative", "title": y_title} if not log_y
                          else _log_axis(column, y_title, values or [1.0], fmt="$,.3~g"))
-    spec = _base(title, 280)
-    spec.update({"data": {"values": rows}, "mark": {"type": "line", "point": True},
-                 "encoding": {"x": _log_axis("batch", "batch (concurrent sequences)", [r["batch"] for r in rows] or [1]),
-                              "y": y,
-                              "color": {"field": "scenario", "type": "nominal", "title": None,
-                                        "legend": {"orient": "bottom", "direction": "vertical"}},
-                              "tooltip": [{"field": "scenario"}, {"field": "batch", "format": ","},
-                                          {"field": column, "format": fmt, "title": y_title}]}})
+    # Streamlit fits the whole chart, legend included, into the height: one legend row per pin on top
+    pins = len({r["scenario"] for r in rows})
+    spec = _base(title, 300 + 24 * pins)
+    spec["layer"] = [{"data": {"values": rows}, "mark": {"type": "line", "point": True},
+                      "encoding": {"x": _log_axis("batch", "batch (concurrent sequences)",
+                                                  [r["batch"] for r in rows] or [1]),
+                                   "y": y,
+                                   "color": {"field": "scenario", "type": "nominal", "title": None,
+                                             "legend": {"orient": "bottom", "direction": "vertical"}},
+                                   "tooltip": [{"field": "scenario"}, {"field": "batch", "format": ","},
+                                               {"field": column, "format": fmt, "title": y_title}]}}]
     return spec

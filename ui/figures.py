@@ -58,8 +58,8 @@ def headline_rows(p: Plan) -> list[tuple[str, str, str]]:
 
 def regime_advice(p: Plan, kv_cache: str) -> str:
     r = p.roofline
-    smaller_kv = ("a lower-precision KV cache (fp8/int8), fewer KV heads" if kv_cache not in ("fp8", "int8", "int4")
-                  else "fewer KV heads (the KV cache is already " + kv_cache + ")")
+    smaller_kv = ("a lower-precision KV cache such as fp8, or fewer KV heads" if kv_cache not in ("fp8", "int8", "int4")
+                  else f"fewer KV heads; the cache is already {kv_cache}")
     if r.regime == "memory-bound":
         if r.ridge_crossing_batch is None:
             return ("Decode is **memory-bound at every batch** at this context: KV reads grow as fast as FLOPs. "

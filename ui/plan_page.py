@@ -88,7 +88,10 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
     params = f"{result.model.total_params / 1e9:,.1f}B params"
     if result.model.active_params < result.model.total_params:
         params += f", {result.model.active_params / 1e9:,.1f}B active per token"
-    top[0].markdown(f"**{plain(result.model.name)}** ({params}) on **{result.tp} x {plain(result.gpu)}** · "
+    # preset and catalog names are ours; a custom model's or GPU's name is user text (a code span)
+    model = result.model.name if isinstance(scenario["model"], str) else plain(result.model.name, 120)
+    gpu = result.gpu if isinstance(scenario["gpu"], str) else plain(result.gpu, 120)
+    top[0].markdown(f"**{model}** ({params}) on **{result.tp} x {gpu}** · "
                     f"{scenario['weights']} weights · {scenario['kv_cache']} KV · efficiency {plain(result.efficiency)}"
                     + (f" · calibration {plain(result.calibration)}" if result.calibration else ""))
     if top[1].button("Pin for comparison", key="pin_plan"):
