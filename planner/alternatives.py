@@ -4,7 +4,6 @@ weights and one full-length sequence within the KV budget), so the page can offe
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +15,8 @@ from planner.precision import KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.scenario import Scenario, parse_scenario, resolve
 
 # precisions worth offering, most accurate first (fp32/fp16 never rescue a bf16 deployment)
-_OFFERED_WEIGHTS = [w for w in ("bf16", "fp8", "int8", "int4", "fp4") if w in WEIGHT_PRECISIONS]
-_OFFERED_KV = [k for k in ("bf16", "fp8", "int8", "int4") if k in KV_PRECISIONS]
+_OFFERED_WEIGHTS: list[str] = [w for w in ("bf16", "fp8", "int8", "int4", "fp4") if w in WEIGHT_PRECISIONS]
+_OFFERED_KV: list[str] = [k for k in ("bf16", "fp8", "int8", "int4") if k in KV_PRECISIONS]
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,7 @@ def fit_alternatives(scenario: Scenario | dict[str, Any]) -> FitAlternatives:
     s = parse_scenario(data)
     d = resolve(s)
     context = s.context_len_resolved
-    tp = smallest_tp_that_fits(dataclasses.replace(d), context)
+    tp = smallest_tp_that_fits(d, context)
     data.pop("compute", None)  # let each precision pick its own compute precision
     precisions = [(w, k) for w in _OFFERED_WEIGHTS for k in _OFFERED_KV
                   if (w, k) != (s.weights, s.kv_cache) and _fits({**data, "weights": w, "kv_cache": k})]

@@ -1,0 +1,81 @@
+"""What the charts draw (planner/chart_data.py) and what would fit (planner/alternatives.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.alternatives import fit_alternatives
+from planner.chart_data import chart_data
+
+H100_70B_FP8 = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
+                "context_len": 8192, "prompt_len": 2000, "output_len": 400}
+
+
+def test_roofline_ceiling_corners_are_the_datasheet_peak_and_bandwidth():
+    """H100 SXM: dense fp8 1,978.9 TFLOP/s and 3.35 TB/s HBM3, so the ridge sits at 1978.9 / 3.35 = 590.7
+    FLOP/byte and the bandwidth roof at 10 FLOP/byte reaches 33.5 TFLOP/s.
+    Source: datasheet: NVIDIA H100 SXM (dense fp8 1,978.9 TFLOP/s, 3.35 TB/s).
+    """
+    r = chart_data(H100_70B_FP8).roofline
+    assert r.peak_tflops == pytest.approx(1978.9)
+    assert r.ridge_flop_per_byte == pytest.approx(590.7, abs=0.05)
+    (lo_ai, lo_tflops), (ridge_ai, ridge_tflops), (_, flat) = r.ceiling
+    assert ridge_ai == pytest.approx(590.7, abs=0.05) and ridge_tflops == pytest.approx(1978.9)
+    assert lo_tflops == pytest.approx(lo_ai * 3.35) and flat == pytest.approx(1978.9)
+
+
+@pytest.mark.parametrize("scenario", [
+    H100_70B_FP8,
+    {**H100_70B_FP8, "gpu": "h200", "tp": 2},
+    {**H100_70B_FP8, "model": "mixtral-8x7b", "weights": "bf16", "kv_cache": "bf16", "tp": 2},
+    {**H100_70B_FP8, "model": "llama-3.1-8b", "tp": 1, "batch": 1},
+    {**H100_70B_FP8, "model": "llama-3.1-8b", "tp": 1, "efficiency": "ideal"},
+])
+def test_operating_points_never_sit_above_the_roof(scenario):
+    """A kernel cannot beat the roofline: its FLOPs over its estimated time are at most min(peak, AI x HBM);
+    with efficiency 'ideal' the decode step sits on the roof.
+    Source: invariant: the roofline model (Williams, Waterman, Patterson 2009).
+    """
+    c = chart_data(scenario)
+    r = c.roofline
+    for point in r.points:
+        roof = min(r.peak_tflops, point.ai_flop_per_byte * r.hbm_tb_s)
+        assert point.tflops_per_gpu <= roof * (1 + 1e-9)
+    if scenario.get("efficiency") == "ideal":
+        decode = r.points[0]
+        assert decode.tflops_per_gpu == pytest.approx(min(r.peak_tflops, decode.ai_flop_per_byte * r.hbm_tb_s), rel=0.05)
+
+
+def test_memory_stack_fills_the_engine_cap_and_names_the_device():
+    """The stack (weights, KV at the batch, reserve, free) adds up to device memory x utilization;
+    the H100 SXM's device line is its catalog memory.
+    Source: invariant: the parts partition the usable memory.
+    """
+    c = chart_data(H100_70B_FP8)
+    m = c.memory
+    assert sum(p.gb for p in m.parts) == pytest.approx(m.usable_gb, rel=1e-9)
+    assert m.usable_gb == pytest.approx(m.device_gb * 0.90, rel=1e-9)
+    assert all(p.gb >= 0 for p in m.parts)
+
+
+def test_sweep_marks_the_batches_past_the_max_batch():
+    """Source: invariant: a batch fits exactly when it is at most the max batch."""
+    c = chart_data(H100_70B_FP8)
+    for batch, fits in zip(c.sweep["batch"], c.sweep["fits"], strict=True):
+        assert fits == (batch <= c.max_batch)
+    assert c.max_batch in c.sweep["batch"]
+
+
+def test_what_would_fit_for_405b_bf16_on_h100_tp8():
+    """Llama-3.1-405B bf16: 405.9e9 x 2 B = 811.8 GB. H100 (80 GB x 0.9 - 2 GB = 70 GB per GPU): TP 8 gives
+    101.5 GB per GPU (no), TP 16 50.7 GB (yes). At TP 8: fp8 weights 50.7 GB fit, int8 too; bf16 needs a GPU
+    with 101.5 GB + KV within 0.9 x memory - 2: H200 (124.9 GB), B200, MI300X, MI325X do; an A100 80 GB not.
+    Source: hand: the arithmetic above (parameter count from the Llama 3.1 405B model card).
+    """
+    alt = fit_alternatives({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": 8, "weights": "bf16",
+                            "kv_cache": "bf16"})
+    assert alt.smallest_tp == 16
+    assert ("fp8", "bf16") in alt.precisions and ("int8", "fp8") in alt.precisions
+    assert all(w != "bf16" for w, _ in alt.precisions)
+    assert {"h200", "b200", "mi300x", "mi325x"} <= set(alt.gpus)
+    assert "a100-sxm-80gb" not in alt.gpus and "h100-sxm" not in alt.gpus
