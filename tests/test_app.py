@@ -446,3 +446,27 @@ def test_an_uploaded_config_over_the_size_limit_is_never_read():
         read_hf_config("", Upload())
     with pytest.raises(ScenarioError, match="nested too deeply|not valid JSON"):
         read_hf_config("[" * 60_000, None)
+
+
+def test_plan_offers_the_commands_that_deploy_and_benchmark_it():
+    """The commands panel (ui/commands_panel.py) appears on request and shows the library's vLLM command.
+    Source: ui: the app's behaviour.
+    """
+    from planner.commands import command_set, shell_command
+
+    at = run_app()
+    assert not at.code or all("vllm serve" not in c.value for c in at.code)  # not built until asked
+    at.toggle(key="cmd_show").set_value(True).run()
+    assert not at.exception
+    expected = shell_command(command_set(DEFAULT_SCENARIO, "vllm").launch.argv)
+    assert expected in [c.value for c in at.code]
+
+
+def test_a_sizing_option_offers_its_commands():
+    """Source: ui: the app's behaviour."""
+    at = run_app()
+    at.radio(key="view").set_value("Size a fleet").run()
+    [b for b in at.button if b.label == "Find the cheapest fleet"][0].click().run(timeout=TIMEOUT)
+    at.toggle(key="sz_cmd_show").set_value(True).run()
+    assert not at.exception
+    assert any("--tensor-parallel-size" in c.value for c in at.code)

@@ -78,6 +78,18 @@ def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
             st.button(catalog[gpu_id].name, key=f"fit_gpu_{gpu_id}", on_click=_load, args=({"gpu": gpu_id}, scenario))
 
 
+def deploy_and_benchmark(scenario: dict[str, Any], plan_json: dict[str, Any] | None, key: str = "cmd") -> None:
+    """The commands that deploy and benchmark this plan, and a benchmark result set beside it (issue 15).
+    Behind toggles: work a reader does not open is not done."""
+    from ui.commands_panel import render_bench_upload, render_commands_panel
+
+    if st.toggle("Deploy and benchmark this plan: engine commands, script, manifest, expected figures",
+                 key=f"{key}_show"):
+        render_commands_panel(scenario, plan_json, key=key)
+    if st.toggle("Compare with a benchmark you ran (`vllm bench serve --save-result` JSON)", key=f"{key}_bench_show"):
+        render_bench_upload(scenario, key=f"{key}_bench")
+
+
 def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError | None, query: str,
            link_refused: str | None) -> None:
     if error is not None or result is None:
@@ -128,4 +140,6 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
                              index=[figures.breakdown_label(k) for k in keys])
         st.dataframe(frame, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
                                                             for c in frame.columns})
-    exports.render(scenario, clean_json(result.model_dump()), None)
+    plan_json = clean_json(result.model_dump())
+    deploy_and_benchmark(scenario, plan_json)
+    exports.render(scenario, plan_json, None)

@@ -242,6 +242,10 @@ def render(catalog) -> None:
             st.rerun()
         if ss.get("sz_opened") is not None:
             st.success(f"Option {ss['sz_opened']} is loaded into the sidebar and the Plan view.")
+        if st.toggle(f"Commands to deploy and benchmark option {int(pick)}", key="sz_cmd_show"):
+            from ui.commands_panel import render_commands_panel
+
+            render_commands_panel(result["options"][int(pick) - 1]["scenario"], key="sz_cmd")
     if result["infeasible"]:
         with st.expander(f"Candidates that could not work ({len(result['infeasible'])})"):
             st.dataframe(pd.DataFrame(result["infeasible"]), width="stretch")
