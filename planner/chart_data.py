@@ -46,12 +46,18 @@ class MemoryPart:
 
 @dataclass(frozen=True)
 class MemoryStack:
-    """One GPU's memory: the parts stacked within the utilization cap, and the two capacity lines."""
+    """One GPU's memory: the parts stacked within the engine's cap, and the capacity lines.
+
+    With the engine's accounting (plan.memory.waterfall_gib, vLLM's rules) the unit is GiB, as vLLM's
+    log prints it, and the parts are its terms; otherwise GB and the napkin terms (weights, KV, reserve)."""
 
     parts: list[MemoryPart]
     device_gb: float
-    usable_gb: float  # device x memory utilization: the engine's cap
+    usable_gb: float  # the engine's cap: device (as the framework sees it) x memory utilization
     fits: bool
+    unit: str = "GB"
+    lines: list[MemoryPart] = field(default_factory=list)  # capacity lines: name and position
+    full_length_sequences: float | None = None  # how many sequences of max_model_len the KV cache holds
 
 
 @dataclass(frozen=True)
@@ -85,13 +91,33 @@ def roofline_chart(p: Plan, peak_tflops: float, hbm_tb_s: float) -> RooflineChar
     )
 
 
+_WATERFALL_PARTS = (("weights", "weights"), ("activation_peak", "activation peak (profiling run)"),
+                    ("non_torch", "non-torch (NCCL, CUDA context)"), ("cuda_graphs", "CUDA graphs"),
+                    ("reserve_override", "reserve (override)"))
+
+
 def memory_stack(p: Plan, device_gb: float) -> MemoryStack:
     m = p.memory
+    w = m.waterfall_gib
+    if w and w.get("utilization_cap") is not None:
+        parts = [MemoryPart(label, float(w[key])) for key, label in _WATERFALL_PARTS if w.get(key)]
+        kv = max(float(w.get("kv_cache") or 0.0), 0.0)
+        held = m.max_concurrency
+        kv_label = (f"KV cache: {m.kv_cache_tokens:,} tokens" if m.kv_cache_tokens else "KV cache")
+        parts.append(MemoryPart(kv_label, kv))
+        cap = float(w["utilization_cap"])
+        parts.append(MemoryPart("free", max(cap - sum(x.gb for x in parts), 0.0)))
+        lines = [MemoryPart("utilization cap", cap)]
+        if w.get("device_total") is not None:
+            lines.append(MemoryPart("device total", float(w["device_total"])))
+        return MemoryStack(parts=parts, device_gb=float(w.get("device_total") or device_gb), usable_gb=cap,
+                           fits=m.fits, unit="GiB", lines=lines, full_length_sequences=held)
     kv = min(m.kv_gb_per_gpu_at_batch, max(m.kv_budget_gb_per_gpu, 0.0))
     free = max(m.usable_gb_per_gpu - m.weights_gb_per_gpu - m.reserve_gb - kv, 0.0)
     parts = [MemoryPart("weights", m.weights_gb_per_gpu), MemoryPart(f"KV cache at batch {p.latency.batch:,}", kv),
              MemoryPart("reserve", m.reserve_gb), MemoryPart("free", free)]
-    return MemoryStack(parts=parts, device_gb=device_gb, usable_gb=m.usable_gb_per_gpu, fits=m.fits)
+    return MemoryStack(parts=parts, device_gb=device_gb, usable_gb=m.usable_gb_per_gpu, fits=m.fits,
+                       lines=[MemoryPart("utilization cap", m.usable_gb_per_gpu), MemoryPart("device", device_gb)])
 
 
 def chart_data(scenario: Scenario | dict[str, Any]) -> ChartData:

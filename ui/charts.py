@@ -74,27 +74,28 @@ def _round(v: Any) -> Any:
 
 def memory_bar(c: ChartData) -> dict[str, Any]:
     m = c.memory
+    unit = m.unit
     rows = [{"gpu": "one GPU", "part": part.name, "gb": round(part.gb, 3), "order": i} for i, part in enumerate(m.parts)]
     names = [part.name for part in m.parts]
-    caps = [{"gpu": "one GPU", "label": f"engine cap {m.usable_gb:,.1f} GB (device x utilization)",
-             "gb": round(m.usable_gb, 3)},
-            {"gpu": "one GPU", "label": f"device {m.device_gb:,.1f} GB", "gb": round(m.device_gb, 3)}]
-    top = max(m.device_gb, sum(r["gb"] for r in rows)) * 1.02
+    caps = [{"gpu": "one GPU", "label": f"{line.name} {line.gb:,.1f} {unit}", "gb": round(line.gb, 3)} for line in m.lines]
+    top = max([m.device_gb, sum(r["gb"] for r in rows)] + [line.gb for line in m.lines]) * 1.02
     # a step height, not a fixed one: a fixed height must also hold title, axis and legends and
     # squeezes the bar; the y band is one GPU
-    spec = _base("Per-GPU memory (GB): weights, KV cache and reserve within the engine's cap", height=0)
+    title = (f"Per-GPU memory ({unit}): what the engine takes, within its utilization cap" if unit == "GiB"
+             else "Per-GPU memory (GB): weights, KV cache and reserve within the engine's cap")
+    spec = _base(title, height=0)
     spec["height"] = {"step": 44}
     y = {"field": "gpu", "type": "nominal", "title": None, "axis": {"labels": False, "ticks": False}}
     spec["layer"] = [
         {"data": {"values": rows}, "mark": {"type": "bar"},
-         "encoding": {"y": y, "x": {"field": "gb", "type": "quantitative", "stack": "zero", "title": "GB",
+         "encoding": {"y": y, "x": {"field": "gb", "type": "quantitative", "stack": "zero", "title": unit,
                                     "scale": {"domain": [0, top], "nice": False}},
                       "color": {"field": "part", "type": "nominal", "sort": names, "title": None,
                                 "scale": {"domain": names, "range": PALETTE[:len(names)]},
-                                "legend": {"orient": "bottom", "direction": "horizontal"}},
+                                "legend": {"orient": "bottom", "direction": "horizontal", "columns": 4}},
                       "order": {"field": "order", "type": "quantitative"},
                       "tooltip": [{"field": "part", "title": "part"},
-                                  {"field": "gb", "type": "quantitative", "format": ",.2f", "title": "GB"}]}},
+                                  {"field": "gb", "type": "quantitative", "format": ",.2f", "title": unit}]}},
         {"data": {"values": caps}, "mark": {"type": "tick", "color": "black", "thickness": 2, "size": 44},
          "encoding": {"y": y, "x": {"field": "gb", "type": "quantitative"},
                       "tooltip": [{"field": "label", "title": "capacity"}]}},

@@ -15,6 +15,8 @@ from planner.presets import load_presets
 from ui.text import plain
 
 CUSTOM = "custom"
+ENGINES = ["vllm", "sglang", "trt-llm", "graph"]
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trt-llm": "TensorRT-LLM", "graph": "graph"}
 TP_CHOICES = [1, 2, 4, 8, 16, 32, 64]
 WEIGHTS = list(WEIGHT_PRECISIONS)
 KV = list(KV_PRECISIONS)
@@ -32,7 +34,7 @@ WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
     "g_memory_gb": (0.0, 1e6), "g_hbm_tb_s": (0.0, 1e6), "g_bf16": (0.0, 1e9), "g_fp8": (0.0, 1e9),
     "g_fp4": (0.0, 1e9), "g_link": (0.0, 1e9),
     "context_len": (1, 100_000_000), "prompt_len": (1, 100_000_000), "output_len": (1, 100_000_000),
-    "batch": (1, 10_000_000), "utilization": (0.0, 1.0), "reserve_gb": (0.0, 10_000.0),
+    "batch": (1, 10_000_000), "utilization": (0.0, 1.0), "reserve_gb": (0.0, 10_000.0), "pp": (1, 256), "ep": (1, 1024),
     "price": (0.0, 100_000.0), "spec_k": (1, 64), "spec_p": (0.0, 1.0), "spec_draft_b": (0.0, 10_000.0),
 }
 
@@ -114,7 +116,12 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["batch"] = int(scenario.get("batch") or 64)
     memory = scenario.get("memory") or {}
     ss["utilization"] = float(memory.get("utilization", 0.90))
+    ss["reserve_auto"] = memory.get("reserve_gb") is None  # None: the engine's overheads are modelled
     ss["reserve_gb"] = float(memory.get("reserve_gb") if memory.get("reserve_gb") is not None else 2.0)
+    ss["pp"] = int(scenario.get("pp", 1))
+    ss["ep"] = int(scenario.get("ep", 1))
+    ss["engine"] = str(scenario.get("engine", "vllm"))
+    ss["enforce_eager"] = bool(scenario.get("enforce_eager", False))
     eff = scenario.get("efficiency", "default")
     ss["efficiency"] = eff if isinstance(eff, str) else "default"
     ss["efficiency_custom"] = eff if isinstance(eff, dict) else None
@@ -206,8 +213,20 @@ def read_scenario() -> dict[str, Any]:
         scenario["compute"] = ss["compute"]
     if not ss["batch_auto"]:
         scenario["batch"] = int(ss["batch"])
-    if abs(ss["utilization"] - 0.90) > 1e-9 or abs(ss["reserve_gb"] - 2.0) > 1e-9:
-        scenario["memory"] = {"utilization": float(ss["utilization"]), "reserve_gb": float(ss["reserve_gb"])}
+    memory: dict[str, float] = {}
+    if abs(ss["utilization"] - 0.90) > 1e-9:
+        memory["utilization"] = float(ss["utilization"])
+    if not ss.get("reserve_auto", True):
+        memory["reserve_gb"] = float(ss["reserve_gb"])
+    if memory:
+        scenario["memory"] = memory
+    for key in ("pp", "ep"):
+        if int(ss.get(key, 1)) != 1:
+            scenario[key] = int(ss[key])
+    if ss.get("engine", "vllm") != "vllm":
+        scenario["engine"] = ss["engine"]
+    if ss.get("enforce_eager"):
+        scenario["enforce_eager"] = True
     if ss.get("efficiency_custom"):
         scenario["efficiency"] = ss["efficiency_custom"]
     elif ss["efficiency"] != "default":
@@ -318,6 +337,9 @@ def render_sidebar() -> None:
     c1.selectbox("KV cache", with_current(KV, ss.get("kv_cache")), key="kv_cache")
     c2.selectbox("Compute", with_current(COMPUTE, ss.get("compute")), key="compute",
                  help="auto: fp8 for fp8 weights, fp4 for fp4, else bf16")
+    c1, c2 = sb.columns(2)
+    c1.number_input("PP degree", *_bounds("pp"), key="pp", help="pipeline-parallel stages per replica")
+    c2.number_input("EP degree", *_bounds("ep"), key="ep", help="expert-parallel groups (MoE models)")
     c1, c2, c3 = sb.columns(3)
     c1.number_input("Context", *_bounds("context_len"), key="context_len", help="tokens a sequence may hold")
     c2.number_input("Prompt", *_bounds("prompt_len"), key="prompt_len")
@@ -328,8 +350,15 @@ def render_sidebar() -> None:
     with sb.expander("Memory, engine and price"):
         st.number_input("Memory utilization", *_bounds("utilization"), step=0.01, format="%.3f", key="utilization",
                   help="fraction of GPU memory the engine may use (vLLM gpu_memory_utilization)")
-        st.number_input("Reserve per GPU (GB)", *_bounds("reserve_gb"), step=0.5, key="reserve_gb",
-                        help="runtime, activations, CUDA graphs")
+        st.checkbox("Model the engine's overheads (activations, NCCL, CUDA graphs)", key="reserve_auto",
+                    help="off: one fixed reserve per GPU instead (memory.reserve_gb)")
+        if not ss["reserve_auto"]:
+            st.number_input("Reserve per GPU (GB)", *_bounds("reserve_gb"), step=0.5, key="reserve_gb",
+                            help="runtime, activations, CUDA graphs")
+        st.selectbox("Engine", with_current(ENGINES, ss.get("engine")), key="engine",
+                     format_func=lambda e: ENGINE_LABELS.get(e, e),
+                     help="whose memory rules and step-time profile the plan follows")
+        st.checkbox("Eager mode (no CUDA graphs)", key="enforce_eager", help="vLLM --enforce-eager")
         st.radio("Engine efficiency", ["default", "ideal"], key="efficiency", horizontal=True,
                  help="default: an optimized engine (calibrated); ideal: the pure roofline")
         st.number_input("$ per GPU-hour", *_bounds("price"), step=0.1, format="%.3f", key="price", on_change=_on_price_change)

@@ -18,12 +18,13 @@ DEFAULT_SCENARIO: dict[str, Any] = {
     "context_len": 8192, "prompt_len": 2000, "output_len": 400,
 }
 
-INT_FIELDS = ("tp", "context_len", "prompt_len", "output_len", "batch")
+INT_FIELDS = ("tp", "context_len", "prompt_len", "output_len", "batch", "pp", "ep", "max_model_len", "block_size")
 FLOAT_FIELDS = ("usd_per_gpu_hour", "memory.utilization", "memory.reserve_gb")
-STR_FIELDS = ("weights", "kv_cache", "compute")
+STR_FIELDS = ("weights", "kv_cache", "compute", "engine")
+BOOL_FIELDS = ("enforce_eager",)
 JSON_OR_STR_FIELDS = ("model", "gpu", "efficiency")
-JSON_FIELDS = ("speculative", "calibration")
-FIELDS = ("model", "gpu", *INT_FIELDS, *STR_FIELDS, *FLOAT_FIELDS, "efficiency", *JSON_FIELDS)
+JSON_FIELDS = ("speculative", "calibration", "load")
+FIELDS = ("model", "gpu", *INT_FIELDS, *STR_FIELDS, *BOOL_FIELDS, *FLOAT_FIELDS, "efficiency", *JSON_FIELDS)
 COMPARE_PARAM = "compare"
 SIZE_PARAM = "size"  # the sizing page's search, read by ui/sizing_page.py
 # A link's whole query string, in characters. Far above any scenario typed in the sidebar (~300) or a
@@ -59,7 +60,10 @@ def scenario_to_query(scenario: dict[str, Any]) -> dict[str, str]:
             continue
         if key == "memory":
             for sub, v in value.items():
-                params[f"memory.{sub}"] = repr(float(v))
+                if v is not None:
+                    params[f"memory.{sub}"] = repr(float(v))
+        elif isinstance(value, bool):
+            params[key] = "true" if value else "false"
         elif isinstance(value, dict):
             params[key] = _compact(value)
         elif isinstance(value, float):
@@ -76,6 +80,12 @@ def _convert(field: str, raw: str) -> Any:
             return int(raw)
         except ValueError:
             raise ValueError("must be a whole number") from None
+    if field in BOOL_FIELDS:
+        if raw.lower() in ("true", "1"):
+            return True
+        if raw.lower() in ("false", "0"):
+            return False
+        raise ValueError("must be true or false")
     if field in FLOAT_FIELDS:
         try:
             return float(raw)

@@ -78,6 +78,29 @@ def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
             st.button(catalog[gpu_id].name, key=f"fit_gpu_{gpu_id}", on_click=_load, args=({"gpu": gpu_id}, scenario))
 
 
+WATERFALL_LABELS = {"device_total": "device total (as the framework sees it)", "framework_total": "framework total",
+                    "utilization_cap": "x gpu_memory_utilization = the engine's cap", "weights": "- weights as loaded",
+                    "activation_peak": "- activation peak of the profiling run", "non_torch": "- non-torch (NCCL, CUDA context)",
+                    "cuda_graphs": "- CUDA-graph pool", "reserve_override": "- reserve (memory.reserve_gb override)",
+                    "kv_cache": "= KV cache"}
+
+
+def engine_memory(p: Plan) -> None:
+    """vLLM's start-up lines as the operator will see them, and the waterfall they come from (issue 11)."""
+    m = p.memory
+    if not m.engine_log_lines:
+        return
+    st.caption(f"What vLLM {m.vllm_version or ''} should log at start-up for this plan (compare with your own log):")
+    st.code("\n".join(m.engine_log_lines), language=None)
+    with st.expander("Memory waterfall, term by term (GiB per GPU)"):
+        rows = [(WATERFALL_LABELS.get(k, k), v) for k, v in (m.waterfall_gib or {}).items() if v is not None]
+        frame = pd.DataFrame({"GiB": [v for _, v in rows]}, index=[k for k, _ in rows])
+        st.dataframe(frame, width="stretch", column_config={"GiB": st.column_config.NumberColumn(format="%.2f")})
+        if m.max_concurrency is not None and m.max_model_len:
+            st.caption(f"The KV cache holds {m.kv_cache_tokens or 0:,} tokens: {m.max_concurrency:,.1f} sequences of "
+                       f"the full {m.max_model_len:,} tokens (rules: {m.engine_rules}, vLLM {m.vllm_version or 'n/a'}).")
+
+
 def deploy_and_benchmark(scenario: dict[str, Any], plan_json: dict[str, Any] | None, key: str = "cmd") -> None:
     """The commands that deploy and benchmark this plan, and a benchmark result set beside it (issue 15).
     Behind toggles: work a reader does not open is not done."""
@@ -121,6 +144,7 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
             st.caption("Copy this query string after the app's address (the address bar already holds it).")
     specs = _chart_specs(json.dumps(scenario, sort_keys=True))
     charts.show(specs["memory"])
+    engine_memory(result)
     if not result.memory.fits:  # no chart that implies a working deployment
         exports.render(scenario, clean_json(result.model_dump()), None)
         return
