@@ -98,19 +98,19 @@ _WATERFALL_PARTS = (("weights", "weights"), ("activation_peak", "activation peak
 
 def memory_stack(p: Plan, device_gb: float) -> MemoryStack:
     m = p.memory
-    w = m.waterfall_gib
-    if w and w.get("utilization_cap") is not None:
-        parts = [MemoryPart(label, float(w[key])) for key, label in _WATERFALL_PARTS if w.get(key)]
-        kv = max(float(w.get("kv_cache") or 0.0), 0.0)
+    w = {k: float(v) for k, v in (m.waterfall_gib or {}).items() if v is not None}
+    if "utilization_cap" in w:
+        parts = [MemoryPart(label, w[key]) for key, label in _WATERFALL_PARTS if w.get(key)]
+        kv = max(w.get("kv_cache", 0.0), 0.0)
         held = m.max_concurrency
         kv_label = (f"KV cache: {m.kv_cache_tokens:,} tokens" if m.kv_cache_tokens else "KV cache")
         parts.append(MemoryPart(kv_label, kv))
-        cap = float(w["utilization_cap"])
+        cap = w["utilization_cap"]
         parts.append(MemoryPart("free", max(cap - sum(x.gb for x in parts), 0.0)))
         lines = [MemoryPart("utilization cap", cap)]
-        if w.get("device_total") is not None:
-            lines.append(MemoryPart("device total", float(w["device_total"])))
-        return MemoryStack(parts=parts, device_gb=float(w.get("device_total") or device_gb), usable_gb=cap,
+        if "device_total" in w:
+            lines.append(MemoryPart("device total", w["device_total"]))
+        return MemoryStack(parts=parts, device_gb=w.get("device_total", device_gb), usable_gb=cap,
                            fits=m.fits, unit="GiB", lines=lines, full_length_sequences=held)
     kv = min(m.kv_gb_per_gpu_at_batch, max(m.kv_budget_gb_per_gpu, 0.0))
     free = max(m.usable_gb_per_gpu - m.weights_gb_per_gpu - m.reserve_gb - kv, 0.0)
