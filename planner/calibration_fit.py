@@ -55,7 +55,7 @@ def _solve(predict, target: float, lo: float = 0.05, hi: float = 20.0) -> float:
         return lo
     if predict(hi) <= target:
         return hi
-    for _ in range(80):
+    while hi / lo > 1 + 1e-9:  # ~33 halvings of log(hi/lo): far below the 6 decimals a profile keeps
         mid = (lo * hi) ** 0.5
         if predict(mid) < target:
             lo = mid

@@ -7,6 +7,7 @@ A bad input exits 2 with one line `error: <field path>: <reason>` on stderr and 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -115,7 +116,8 @@ def _first_non_finite(value: Any, path: str = "") -> str | None:
     return None
 
 
-def _parser() -> _Parser:
+@functools.cache
+def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
     parser = _Parser(prog="python -m planner", description="Ridgeline LLM serving capacity planner. "
                      "Inputs and outputs: docs/CONTRACT.md; examples: data/examples/.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)

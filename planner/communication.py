@@ -6,7 +6,7 @@ link, per direction, and pays a fixed latency per collective, which dominates at
 latency is given at TP 2 and grows with log2(tp) (tree/NVSwitch algorithms add a step per doubling):
 measured on 2x H200 over NVLink, NCCL 2.28 (NCCL_VERSION 2.28.3 in the image, torch reports 2.28.9),
 inside a CUDA graph, 8.7 us at 8 KB and 12.3 us at 512 KB (data/measurements/allreduce_*.json);
-TP 4 and 8 were not measured (machines with more than 2 GPUs were not lent).
+TP 4 and 8 were not measured.
 
 A TP group wider than the scale-up domain runs hierarchically (NCCL's tree/ring over nodes): a
 reduce-scatter and all-gather inside each node (the intra-node all-reduce volume) plus an all-reduce of

@@ -6,11 +6,11 @@ scenario, so they stay free of preset lookups and defaults.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpu_catalog import GpuSpec
 from planner.efficiency import EngineEfficiency
-from planner.model_shapes import ModelSpec
+from planner.model_shapes import ModelSpec, ParamCounts, param_counts
 
 
 @dataclass(frozen=True)
@@ -33,3 +33,8 @@ class Deployment:
     max_num_batched_tokens: int = 8192
     max_model_len: int | None = None  # None: the scenario's context length
     enforce_eager: bool = False
+    # The model's parameter counts, computed once when the deployment is resolved (not per formula).
+    params: ParamCounts = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", param_counts(self.model))

@@ -44,7 +44,7 @@ def weight_bytes_per_gpu_sharded(d: Deployment) -> float:
     """Weights on the busiest GPU under tp x pp x ep (planner/parallelism.py): per-layer weights of one
     stage, routed experts over the expert shards, the rest over tp; the embedding sits on the first stage
     and the LM head on the last (both on the one stage when pp is 1). Equals weight_bytes_per_gpu at pp=ep=1."""
-    s, p = sharding(d), param_counts(d.model)
+    s, p = sharding(d), d.params
     w, e = bytes_per_value(d.weights), embedding_bytes_per_value(d.weights)
     layers = ((p.body_matmul - p.expert_params) * w + (p.norms * e)) / d.tp + p.expert_params * w * s.expert_weight_fraction
     ends = (p.embedding + p.lm_head) if s.pp == 1 else max(p.embedding, p.lm_head)

@@ -107,6 +107,8 @@ class ParamCounts:
     embedding: float
     lm_head: float
     scale: float  # n_params / derived total (1.0 without the override)
+    routed_share: float = 0.0  # top_k / n_experts: the share of routed experts one token reads
+    tied: bool = False  # the LM head is the embedding matrix
 
     @property
     def total(self) -> float:
@@ -121,6 +123,28 @@ class ParamCounts:
     def body_matmul(self) -> float:
         """Transformer-body weights that go through matmuls (quantizable), experts included."""
         return self.attention + self.dense_mlp + self.shared_experts + self.expert_params + self.router
+
+    @property
+    def head(self) -> float:
+        """The LM head's weights (the embedding matrix when tied)."""
+        return self.embedding if self.tied else self.lm_head
+
+    @property
+    def routed_per_token(self) -> float:
+        """Routed-expert weights one token multiplies through (its top-k experts)."""
+        return self.expert_params * self.routed_share
+
+    @property
+    def active(self) -> float:
+        """Parameters one token touches: all but the routed experts it does not select."""
+        return self.total - self.expert_params + self.routed_per_token
+
+    @property
+    def matmul_per_token(self) -> float:
+        """Weights one token multiplies through (2 FLOPs each): body with top-k experts, plus the LM head.
+        The input embedding is a lookup, not a matmul."""
+        return (self.attention + self.dense_mlp + self.shared_experts + self.routed_per_token + self.router
+                + self.head)
 
 
 def attention_params_per_layer(m: ModelSpec) -> float:
@@ -161,24 +185,18 @@ def param_counts(m: ModelSpec) -> ParamCounts:
         attention=attention * scale, dense_mlp=dense_mlp * scale, shared_experts=shared * scale,
         expert_params=experts * scale, router=router * scale, norms=norms * scale,
         embedding=embedding * scale, lm_head=lm_head * scale, scale=scale,
+        routed_share=m.moe.top_k / m.moe.n_experts if m.moe else 0.0, tied=m.tied_embeddings,
     )
 
 
 def active_params(m: ModelSpec) -> float:
-    """Parameters one token touches: all but the routed experts it does not select."""
-    p = param_counts(m)
-    if m.moe is None:
-        return p.total
-    return p.total - p.expert_params * (1.0 - m.moe.top_k / m.moe.n_experts)
+    """Parameters one token touches (a plan reads it from its Deployment's `params` instead)."""
+    return param_counts(m).active
 
 
 def matmul_params_per_token(m: ModelSpec) -> float:
-    """Weights one token multiplies through (2 FLOPs each): body with top-k experts, plus the LM head.
-    The input embedding is a lookup, not a matmul."""
-    p = param_counts(m)
-    experts = p.expert_params * (m.moe.top_k / m.moe.n_experts) if m.moe else 0.0
-    head = p.lm_head if not m.tied_embeddings else p.embedding
-    return p.attention + p.dense_mlp + p.shared_experts + experts + p.router + head
+    """Weights one token multiplies through (a plan reads it from its Deployment's `params` instead)."""
+    return param_counts(m).matmul_per_token
 
 
 def expected_experts_touched(n_experts: int, top_k: int, tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:

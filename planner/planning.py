@@ -13,7 +13,6 @@ from planner.cost import usd_per_million_output_tokens
 from planner.deployment import Deployment
 from planner.latency import decode_step, prefill, ttft_ms
 from planner.memory import engine_memory_fields, plan_memory
-from planner.model_shapes import active_params, param_counts
 from planner.parallelism import (
     ParallelismSection,
     cheapest_layout_that_fits,
@@ -193,7 +192,7 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
         spec = SpeculativeSection(tokens_per_round=sp.tokens_per_round, itl_ms=sp.itl_ms, round_ms=sp.round_ms,
                                   output_tokens_per_s=batch * 1000.0 / sp.itl_ms)
 
-    counts = param_counts(d.model)
+    counts = d.params
     is_default_engine = scenario.efficiency == "default"
     itl_band = error_band("itl", itl) if is_default_engine else None
     ttft_band = error_band("ttft", ttft) if is_default_engine else None
@@ -240,7 +239,7 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
             usd_per_gpu_hour=price, usd_per_replica_hour=price * layout.gpus_per_replica,
         ),
         speculative=spec,
-        model=ModelSummary(name=d.model.name, total_params=counts.total, active_params=active_params(d.model),
+        model=ModelSummary(name=d.model.name, total_params=counts.total, active_params=counts.active,
                            non_embedding_params=counts.non_embedding),
         gpu=d.gpu.name, tp=d.tp, efficiency=d.efficiency.name, calibration=calibration, warnings=warnings,
         parallelism=layout,

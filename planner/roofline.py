@@ -20,7 +20,7 @@ from planner.memory import (
     kv_bytes_per_sequence_per_gpu,
     kv_bytes_per_token_per_gpu,
 )
-from planner.model_shapes import ModelSpec, matmul_params_per_token, param_counts
+from planner.model_shapes import ModelSpec
 from planner.parallelism import sharding
 from planner.precision import ACTIVATION_BYTES, bytes_per_value
 
@@ -54,19 +54,14 @@ def ridge_flop_per_byte(d: Deployment) -> float:
     return d.gpu.peak_tflops(d.compute) / d.gpu.hbm_tb_s
 
 
-def _head_params(m: ModelSpec) -> float:
-    p = param_counts(m)
-    return p.embedding if m.tied_embeddings else p.lm_head
-
-
 def _weights_read_bytes(d: Deployment, tokens: np.ndarray, include_head: bool = True) -> np.ndarray:
     """Weight bytes one step streams on one GPU when the expert-parallel group routes `tokens` tokens.
     A GPU reads its own routed experts that some token selects: uniform top-k over E experts leaves each
     expert untouched with probability (1 - k/E)^tokens."""
-    m, p = d.model, param_counts(d.model)
+    m, p = d.model, d.params
     w_bytes = bytes_per_value(d.weights)
     shared = (p.attention + p.dense_mlp + p.shared_experts + p.router) * w_bytes
-    head = _head_params(m) * embedding_bytes_per_value(d.weights) if include_head else 0.0
+    head = p.head * embedding_bytes_per_value(d.weights) if include_head else 0.0
     experts = np.zeros_like(tokens, dtype=float)
     if m.moe is not None:
         touched_share = 1.0 - (1.0 - m.moe.top_k / m.moe.n_experts) ** tokens
@@ -74,15 +69,11 @@ def _weights_read_bytes(d: Deployment, tokens: np.ndarray, include_head: bool = 
     return (shared + head) / d.tp + experts
 
 
-def _routed_expert_params_per_token(m: ModelSpec) -> float:
-    return param_counts(m).expert_params * (m.moe.top_k / m.moe.n_experts) if m.moe else 0.0
-
-
 def _gemm_flops(d: Deployment, tokens_per_group, tokens_routed, dense_params: float) -> np.ndarray:
     """Matmul FLOPs on the busiest GPU: each attention group's tokens through the TP-sharded weights, and
     the EP group's routed tokens through the local experts (uneven routing: the busiest GPU's share)."""
     s = sharding(d)
-    experts = _routed_expert_params_per_token(d.model)
+    experts = d.params.routed_per_token
     return (2.0 * tokens_per_group * dense_params / d.tp
             + 2.0 * tokens_routed * experts * s.expert_imbalance / s.expert_shards)
 
@@ -134,7 +125,7 @@ def decode_work(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike, tok
     group_batch = micro / s.attention_dp
     tokens = micro * tokens_per_sequence
     group_tokens = group_batch * tokens_per_sequence
-    gemm = _gemm_flops(d, group_tokens, tokens, matmul_params_per_token(m) - _routed_expert_params_per_token(m))
+    gemm = _gemm_flops(d, group_tokens, tokens, d.params.matmul_per_token - d.params.routed_per_token)
     attn = (group_tokens * cached_token_layers(m, context) * _attention_flops_per_cached_token_layer(m)
             / min(d.tp, m.n_heads))
     weights = _weights_read_bytes(d, tokens)
@@ -165,9 +156,9 @@ def prefill_work(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1)
     serve all of their routed tokens."""
     s = np.asarray(prompt_len, dtype=float)
     m = d.model
-    head = _head_params(m)
+    head = d.params.head
     # one attention group runs the prompt; its routed tokens spread over the expert shards
-    gemm = (_gemm_flops(d, s, s * busy_groups, matmul_params_per_token(m) - head - _routed_expert_params_per_token(m))
+    gemm = (_gemm_flops(d, s, s * busy_groups, d.params.matmul_per_token - head - d.params.routed_per_token)
             + 2.0 * head / d.tp)
     attn = causal_pairs(m, s) * _prefill_attention_flops_per_pair(m) / min(d.tp, m.n_heads)
     weights = _weights_read_bytes(d, s * busy_groups)

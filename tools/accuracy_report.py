@@ -126,8 +126,8 @@ def write_report(result: dict) -> str:
         lines.append(f"| {origin} | {group} | {split} | {v['n']} | {v['median']:.1%} | {v['worst']:.1%} |")
     lines += constants_table()
     for origin, title in (("published", "Public measurements (data/reference/measured_published.csv)"),
-                          ("device", "Lent-GPU measurements, eager kernels (data/measurements/), fitted profile"),
-                          ("device-fused", "Lent-GPU measurements, torch.compile-fused layers, default engine")):
+                          ("device", "Our GPU measurements (H100 SXM and H200, 2026-11-26), eager kernels (data/measurements/), fitted profile"),
+                          ("device-fused", "Our GPU measurements (H100 SXM, 2026-11-26), torch.compile-fused layers, default engine")):
         lines += ["", f"## {title}", "", "| id | engine | scenario | metric | measured | predicted | error | split |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in result["rows"]:

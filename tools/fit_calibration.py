@@ -24,8 +24,8 @@ from tools.evidence import Case, default_engine_cases, device_cases, predict  # 
 
 # Fixed from measurement or documentation, not fitted:
 FIXED = {
-    # bf16 8192^3-class GEMMs ran at 705-770 of 989 TFLOP/s and fp8 at 1,306-1,382 of 1,979 on the lent
-    # H200 (data/measurements): ~0.75 of dense peak.
+    # bf16 8192^3-class GEMMs ran at 705-770 of 989 TFLOP/s and fp8 at 1,306-1,382 of 1,979 on an
+    # H200 (2026-11-26, driver 580.159.04, torch 2.11.0+cu130; data/measurements): ~0.75 of dense peak.
     "compute": 0.75,
     # NCCL all-reduce on 2x H200 over NVLink inside a CUDA graph (data/measurements/allreduce_2xh200_*.json):
     # 8.7 us at 8 KB (the latency at TP 2), 303 GB/s bus bandwidth at 256 MB = 0.67 of 450 GB/s per direction.
@@ -119,7 +119,8 @@ def main() -> int:
         current["default"] = {"name": "default-engine", **FIXED, **{k: round(v, 4) for k, v in values.items()}}
         current["note"] = ("Fitted by tools/fit_calibration.py --published on the training rows of "
                            "data/reference/measured_published.csv and of our torch.compile-fused H100 decode steps "
-                           "(held-out rows excluded); fixed terms from the lent-GPU measurements. Regenerate the "
+                           "(held-out rows excluded); fixed terms from our H100 SXM / H200 measurements (2026-11-26, driver 580.159.04, torch 2.11.0+cu130). "
+                           "Regenerate the "
                            "report with tools/accuracy_report.py.")
         current["train_rms_log_error"] = round(loss ** 0.5, 4)
         out = Path(args.out) if args.out else DEFAULT_CALIBRATION_PATH

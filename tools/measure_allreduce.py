@@ -77,7 +77,7 @@ def worker(rank, world, out, port):
         with open(out, "w") as f:
             json.dump({"meta": meta, "allreduce": rows}, f, indent=1)
     dist.barrier()
-    # destroy_process_group() hung after CUDA-graph-captured collectives on the lent 2x H200 (2026-11-26);
+    # destroy_process_group() hung after CUDA-graph-captured collectives on 2x H200 (2026-11-26, driver 580.159.04, torch 2.11.0+cu130);
     # the results are written, so leave without tearing NCCL down.
     os._exit(0)
 

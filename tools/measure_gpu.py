@@ -427,7 +427,7 @@ def main():
         dec, pre = run_model(name, tp, precision, grid, prompts, kv_tokens, fused_layers=args.fused)
         result["decode"] += dec
         result["prefill"] += pre
-        with open(args.out, "w") as f:  # keep partial results if the lease ends
+        with open(args.out, "w") as f:  # keep partial results if the run is cut short
             json.dump(result, f, indent=1)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
