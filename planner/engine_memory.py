@@ -44,7 +44,7 @@ import math
 from dataclasses import dataclass, field
 
 from planner.deployment import Deployment
-from planner.model_shapes import ModelSpec, param_counts
+from planner.model_shapes import ModelSpec
 from planner.parallelism import sharding
 from planner.precision import bytes_per_value
 
@@ -138,7 +138,7 @@ def weights_gib_per_gpu(d: Deployment) -> float:
     every rank, embedding and LM head in 16 bits over vocabulary rows padded to 64 and split over TP
     (first and last stage)."""
     m = d.model
-    p = param_counts(m)
+    p = d.params
     s = sharding(d)
     w, emb_bytes = bytes_per_value(d.weights), max(bytes_per_value(d.weights), 2.0)
     dense_body = (p.body_matmul - p.expert_params) * w / d.tp
