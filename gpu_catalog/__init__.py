@@ -117,9 +117,6 @@ def load_catalog() -> dict[str, CatalogGpu]:
     return {gpu_id: CatalogGpu(id=gpu_id, **entry) for gpu_id, entry in raw.items()}
 
 
-def catalog_ids() -> list[str]:
-    return list(load_catalog())
-
 
 def get_gpu(gpu_id: str) -> CatalogGpu:
     return load_catalog()[gpu_id]

@@ -178,9 +178,9 @@ def run(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = No
 
         result: Any = plan_dict(_read_json(args.file, "scenario", stdin))
     elif args.command == "size":
-        from planner.sizing import size_dict
+        from planner.sizing import size
 
-        result = size_dict(_read_json(args.file, "sizing", stdin))
+        result = size(_read_json(args.file, "sizing", stdin))
     elif args.command == "gpus":
         result = _catalog_json()
     elif args.command == "models":

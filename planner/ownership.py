@@ -21,12 +21,17 @@ from gpu_catalog import GpuSpec
 
 OWNERSHIP_PATH = Path(__file__).parent / "data" / "ownership.toml"
 HOURS_PER_YEAR = 8760.0
-DEFAULT_TDP_W = 700.0
 
 
 @lru_cache(maxsize=1)
 def ownership_defaults() -> dict:
+    """planner/data/ownership.toml: the one place of the ownership defaults, each with its source."""
     return tomllib.loads(OWNERSHIP_PATH.read_text())
+
+
+_DEFAULT = ownership_defaults()["default"]
+# A GPU with no tdp_w (a custom GPU) is powered as the catalog's H100 SXM / H200 (datasheet: 700 W).
+DEFAULT_TDP_W = float(_DEFAULT["tdp_w_if_unknown"])
 
 
 # Physical ranges: a GPU costs less than $10M; a fleet is amortized over 1 month to 30 years.
@@ -37,11 +42,11 @@ class OwnershipCosts(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     capex_usd_per_gpu: Annotated[dict[str, CapexUsd], Field(max_length=1000)] | CapexUsd | None = None
-    amortization_years: float = Field(default=4.0, ge=1 / 12, le=30)
-    power_usd_per_kwh: float = Field(default=0.10, ge=0, le=10)
-    pue: float = Field(default=1.3, ge=1, le=5)
-    average_power_fraction: float = Field(default=0.7, ge=0, le=1.5)
-    hosting_usd_per_gpu_month: float = Field(default=150.0, ge=0, le=1e6)
+    amortization_years: float = Field(default=_DEFAULT["amortization_years"], ge=1 / 12, le=30)
+    power_usd_per_kwh: float = Field(default=_DEFAULT["power_usd_per_kwh"], ge=0, le=10)
+    pue: float = Field(default=_DEFAULT["pue"], ge=1, le=5)
+    average_power_fraction: float = Field(default=_DEFAULT["average_power_fraction"], ge=0, le=1.5)
+    hosting_usd_per_gpu_month: float = Field(default=_DEFAULT["hosting_usd_per_gpu_month"], ge=0, le=1e6)
 
 
 def capex_for(gpu_id: str, costs: OwnershipCosts) -> float | None:

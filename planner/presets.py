@@ -24,10 +24,6 @@ def load_presets() -> dict[str, ModelSpec]:
             for model_id, entry in _raw_presets().items()}
 
 
-def preset_ids() -> list[str]:
-    return list(load_presets())
-
-
 def preset_hf_id(model_id: str) -> str | None:
     """The Hugging Face repository a preset's config comes from (what an engine loads), if known."""
     entry = _raw_presets().get(model_id)

@@ -23,8 +23,8 @@ from planner.presets import load_presets
 
 PositiveInt = Annotated[int, Field(strict=True, ge=1)]
 
-DEFAULT_MEMORY_UTILIZATION = 0.90
-DEFAULT_RESERVE_GB = 2.0
+DEFAULT_MEMORY_UTILIZATION = 0.90  # vLLM's --gpu-memory-utilization default (0.9)
+DEFAULT_RESERVE_GB = 2.0  # estimate, not measured: CUDA context, activations, CUDA graphs per GPU
 
 
 class MemorySettings(BaseModel):

@@ -242,7 +242,3 @@ def size(data: Any) -> dict[str, Any]:
                                   "fraction of peak (calibrate them)",
                         "prices": "catalog reference prices; several are estimates (see `python -m planner gpus` sources)"},
     }
-
-
-def size_dict(data: Any) -> dict[str, Any]:
-    return size(data)
