@@ -133,6 +133,7 @@ def test_owned_cost_by_hand():
                            hosting_usd_per_gpu_month=150)
     expected = 35000 / (4 * 8760) + 0.7 * 0.7 * 1.3 * 0.10 + 150 * 12 / 8760
     assert owned_usd_per_gpu_hour("h100-sxm", gpu, costs) == pytest.approx(expected)
+    assert owned_usd_per_gpu_hour("h100-sxm", gpu, None) == pytest.approx(expected)  # those are the defaults
     assert expected == pytest.approx(0.9989 + 0.0637 + 0.2055, abs=1e-3)  # amortization + power + hosting
     assert break_even_utilization(expected, 2.99) == pytest.approx(expected / 2.99)
 
