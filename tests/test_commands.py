@@ -435,9 +435,9 @@ def test_cli_bad_input_is_one_line_exit_2(args, stdin, message):
 def test_every_sizing_option_has_documented_commands():
     """Source: docs: each engine's documented CLI (data/reference/engine_cli_flags.json), for the options of
     data/examples/llama70b_sizing.json; each option's batch is its --max-num-seqs and tp its TP flag."""
-    from planner.sizing import size_dict
+    from planner.sizing import size
 
-    options = size_dict(json.loads((ROOT / "data" / "examples" / "llama70b_sizing.json").read_text()))["options"]
+    options = size(json.loads((ROOT / "data" / "examples" / "llama70b_sizing.json").read_text()))["options"]
     assert options
     for option in options:
         for engine in ENGINES:
