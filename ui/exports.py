@@ -85,13 +85,14 @@ def render(scenario: dict[str, Any] | None, plan_json: dict[str, Any] | None = N
     """Downloads reuse the page's plan and sweep when given (no second computation)."""
     c1, c2, c3 = st.columns(3)
     if scenario is not None:
-        c1.download_button("Scenario JSON", json.dumps(scenario, indent=2), "scenario.json", "application/json",
-                           key="dl_scenario")
-        c2.download_button("Plan JSON", json.dumps(plan_json or plan_dict(scenario), indent=2), "plan.json",
-                           "application/json", key="dl_plan")
-        frame = sweep if sweep is not None else pd.DataFrame(batch_sweep(scenario))
-        c3.download_button("Batch sweep CSV", frame.to_csv(index=False), "batch_sweep.csv", "text/csv",
-                           key="dl_sweep")
+        # the files are made when a button is pressed (deferred), not on every rerun
+        frozen = json.loads(json.dumps(scenario))
+        c1.download_button("Scenario JSON", lambda: json.dumps(frozen, indent=2), "scenario.json",
+                           "application/json", key="dl_scenario", on_click="ignore")
+        c2.download_button("Plan JSON", lambda: json.dumps(plan_json or plan_dict(frozen), indent=2), "plan.json",
+                           "application/json", key="dl_plan", on_click="ignore")
+        c3.download_button("Batch sweep CSV", lambda: (sweep if sweep is not None else pd.DataFrame(batch_sweep(frozen)))
+                           .to_csv(index=False), "batch_sweep.csv", "text/csv", key="dl_sweep", on_click="ignore")
     u1, u2 = st.columns(2)
     up = u1.file_uploader("Load a scenario JSON", type=["json"], key="up_scenario")
     if _once(up, "up_scenario_seen"):
