@@ -35,6 +35,9 @@ WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
     "g_fp4": (0.0, 1e9), "g_link": (0.0, 1e9),
     "context_len": (1, 100_000_000), "prompt_len": (1, 100_000_000), "output_len": (1, 100_000_000),
     "batch": (1, 10_000_000), "utilization": (0.0, 1.0), "reserve_gb": (0.0, 10_000.0), "pp": (1, 256), "ep": (1, 1024),
+    "load_rate": (0.0, 1e6), "load_concurrency": (1, 10_000_000), "slo_ttft": (0.0, 1e7), "slo_itl": (0.0, 1e7),
+    "arrival_cv": (0.0, 10.0), "prompt_len_cv": (0.0, 10.0), "output_len_cv": (0.0, 10.0),
+    "prefix_cache_hit": (0.0, 1.0), "max_num_batched_tokens": (16, 10_000_000),
     "price": (0.0, 100_000.0), "spec_k": (1, 64), "spec_p": (0.0, 1.0), "spec_draft_b": (0.0, 10_000.0),
 }
 
@@ -122,6 +125,20 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["ep"] = int(scenario.get("ep", 1))
     ss["engine"] = str(scenario.get("engine", "vllm"))
     ss["enforce_eager"] = bool(scenario.get("enforce_eager", False))
+    load = scenario.get("load") or {}
+    ss["load_mode"] = ("request rate" if load.get("request_rate") is not None
+                       else "concurrency" if load.get("concurrency") is not None else "batch")
+    ss["load_rate"] = float(load.get("request_rate") or 1.0)
+    ss["load_concurrency"] = int(load.get("concurrency") or 64)
+    slo = load.get("slo") or {}
+    ss["slo_on"] = bool(load.get("slo"))
+    ss["slo_ttft"] = float(slo.get("ttft_ms") or 2000.0)
+    ss["slo_itl"] = float(slo.get("itl_ms") or 50.0)
+    ss["slo_ttft_on"] = not load.get("slo") or slo.get("ttft_ms") is not None
+    ss["slo_itl_on"] = not load.get("slo") or slo.get("itl_ms") is not None
+    ss["slo_percentile"] = int(slo.get("percentile") or 90)
+    for key, default in LOAD_SHAPE_DEFAULTS.items():
+        ss[key] = type(default)(load.get(key, default))
     eff = scenario.get("efficiency", "default")
     ss["efficiency"] = eff if isinstance(eff, str) else "default"
     ss["efficiency_custom"] = eff if isinstance(eff, dict) else None
@@ -199,6 +216,31 @@ def _custom_gpu(ss) -> dict[str, Any]:
             "hbm_tb_s": float(ss["g_hbm_tb_s"]), "tflops": tflops, "interconnect_gb_s": float(ss["g_link"])}
 
 
+LOAD_SHAPE_DEFAULTS: dict[str, float | int] = {"arrival_cv": 1.0, "prompt_len_cv": 0.0, "output_len_cv": 0.0,
+                                                "prefix_cache_hit": 0.0, "max_num_batched_tokens": 8192}
+
+
+def _read_load(ss: Any) -> dict[str, Any]:
+    """The scenario's `load` section: operating point, traffic shape and objective (only what differs)."""
+    load: dict[str, Any] = {}
+    mode = ss.get("load_mode", "batch")
+    if mode == "request rate":
+        load["request_rate"] = float(ss["load_rate"])
+    elif mode == "concurrency":
+        load["concurrency"] = int(ss["load_concurrency"])
+    for key, default in LOAD_SHAPE_DEFAULTS.items():
+        if key in ss and ss[key] != default:
+            load[key] = type(default)(ss[key])
+    if ss.get("slo_on"):
+        slo: dict[str, Any] = {"percentile": int(ss["slo_percentile"])}
+        if ss.get("slo_ttft_on"):
+            slo["ttft_ms"] = float(ss["slo_ttft"])
+        if ss.get("slo_itl_on"):
+            slo["itl_ms"] = float(ss["slo_itl"])
+        load["slo"] = slo
+    return load
+
+
 def read_scenario() -> dict[str, Any]:
     """The scenario the widgets describe (not yet validated)."""
     ss = st.session_state
@@ -227,6 +269,9 @@ def read_scenario() -> dict[str, Any]:
         scenario["engine"] = ss["engine"]
     if ss.get("enforce_eager"):
         scenario["enforce_eager"] = True
+    load = _read_load(ss)
+    if load:
+        scenario["load"] = load
     if ss.get("efficiency_custom"):
         scenario["efficiency"] = ss["efficiency_custom"]
     elif ss["efficiency"] != "default":
@@ -347,6 +392,29 @@ def render_sidebar() -> None:
     sb.checkbox("Batch = max batch that fits", key="batch_auto")
     if not ss["batch_auto"]:
         sb.number_input("Batch (concurrent sequences)", *_bounds("batch"), key="batch")
+    with sb.container(border=True):
+        st.radio("Operating point", ["batch", "concurrency", "request rate"], key="load_mode", horizontal=True,
+                 help="batch: as many clients as the batch (closed loop); concurrency: that many clients; "
+                      "request rate: requests per second arriving at one replica (open loop)")
+        if ss["load_mode"] == "request rate":
+            st.number_input("Requests/s per replica", *_bounds("load_rate"), step=0.5, format="%.3f", key="load_rate")
+        elif ss["load_mode"] == "concurrency":
+            st.number_input("Concurrent clients", *_bounds("load_concurrency"), key="load_concurrency")
+        st.checkbox("Latency objective (SLO)", key="slo_on")
+        if ss["slo_on"]:
+            c1, c2 = st.columns(2)
+            c1.checkbox("TTFT", key="slo_ttft_on")
+            c2.checkbox("ITL", key="slo_itl_on")
+            c1.number_input("TTFT (ms)", *_bounds("slo_ttft"), key="slo_ttft", disabled=not ss["slo_ttft_on"])
+            c2.number_input("ITL (ms)", *_bounds("slo_itl"), key="slo_itl", disabled=not ss["slo_itl_on"])
+            st.radio("at percentile", [50, 90, 99], key="slo_percentile", horizontal=True, format_func=lambda p: f"p{p}")
+    with sb.expander("Traffic shape and scheduler"):
+        st.number_input("Arrival CV (1 = Poisson)", *_bounds("arrival_cv"), step=0.1, key="arrival_cv")
+        st.number_input("Prompt length CV", *_bounds("prompt_len_cv"), step=0.1, key="prompt_len_cv")
+        st.number_input("Output length CV", *_bounds("output_len_cv"), step=0.1, key="output_len_cv")
+        st.number_input("Prefix-cache hit fraction", *_bounds("prefix_cache_hit"), step=0.05, key="prefix_cache_hit")
+        st.number_input("max_num_batched_tokens", *_bounds("max_num_batched_tokens"), step=1024,
+                        key="max_num_batched_tokens", help="the chunked-prefill token budget per iteration")
     with sb.expander("Memory, engine and price"):
         st.number_input("Memory utilization", *_bounds("utilization"), step=0.01, format="%.3f", key="utilization",
                   help="fraction of GPU memory the engine may use (vLLM gpu_memory_utilization)")
