@@ -8,10 +8,11 @@ from typing import Any
 
 import streamlit as st
 
-from gpu_catalog import load_catalog
+from gpu_catalog import DEFAULT_INTERCONNECT_GB_S, load_catalog
 from planner.hf_import import SUPPORTED_MODEL_TYPES
 from planner.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.presets import load_presets
+from planner.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_RESERVE_GB
 from ui.text import plain
 
 CUSTOM = "custom"
@@ -47,10 +48,13 @@ CUSTOM_MODEL_DEFAULT = {"name": "my-model", "n_layers": 32, "d_model": 4096, "n_
 CUSTOM_GPU_DEFAULT = {"name": "my-gpu", "memory_gb": 80.0, "hbm_tb_s": 3.35,
                       "tflops": {"bf16": 989.4, "fp8": 1978.9}, "interconnect_gb_s": 450.0, "usd_per_hour": 2.5}
 
+# No source: the price input's starting value for a GPU that has none (a custom GPU given without
+# usd_per_hour). The plan itself never invents a price: without one it warns and leaves costs empty.
+PLACEHOLDER_USD_PER_GPU_HOUR = 2.0
 
 def _catalog_price(gpu_id: str) -> float:
     gpu = load_catalog().get(gpu_id)
-    return float(gpu.usd_per_hour) if gpu and gpu.usd_per_hour else 2.0
+    return float(gpu.usd_per_hour) if gpu and gpu.usd_per_hour else PLACEHOLDER_USD_PER_GPU_HOUR
 
 
 def _within_bounds(ss: Any) -> list[tuple[str, str]]:
@@ -106,7 +110,7 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["g_bf16"] = float(g["tflops"].get("bf16", 0.0))
     ss["g_fp8"] = float(g["tflops"].get("fp8", 0.0))
     ss["g_fp4"] = float(g["tflops"].get("fp4", 0.0))
-    ss["g_link"] = float(g.get("interconnect_gb_s") or 32.0)
+    ss["g_link"] = float(g.get("interconnect_gb_s") or DEFAULT_INTERCONNECT_GB_S)
 
     ss["tp"] = int(scenario.get("tp", 1))
     ss["weights"] = scenario.get("weights", "bf16")
@@ -118,9 +122,9 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["batch_auto"] = scenario.get("batch") is None
     ss["batch"] = int(scenario.get("batch") or 64)
     memory = scenario.get("memory") or {}
-    ss["utilization"] = float(memory.get("utilization", 0.90))
+    ss["utilization"] = float(memory.get("utilization", DEFAULT_MEMORY_UTILIZATION))
     ss["reserve_auto"] = memory.get("reserve_gb") is None  # None: the engine's overheads are modelled
-    ss["reserve_gb"] = float(memory.get("reserve_gb") if memory.get("reserve_gb") is not None else 2.0)
+    ss["reserve_gb"] = float(memory.get("reserve_gb") if memory.get("reserve_gb") is not None else DEFAULT_RESERVE_GB)
     ss["pp"] = int(scenario.get("pp", 1))
     ss["ep"] = int(scenario.get("ep", 1))
     ss["engine"] = str(scenario.get("engine", "vllm"))
@@ -145,7 +149,7 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     price = scenario.get("usd_per_gpu_hour")
     ss["price_explicit"] = price is not None
     ss["price"] = float(price if price is not None else (
-        _catalog_price(gpu) if isinstance(gpu, str) else g.get("usd_per_hour") or 2.0))
+        _catalog_price(gpu) if isinstance(gpu, str) else g.get("usd_per_hour") or PLACEHOLDER_USD_PER_GPU_HOUR))
     spec = scenario.get("speculative")
     ss["spec_on"] = spec is not None
     ss["spec_k"] = int((spec or {}).get("draft_tokens", 4))
@@ -256,7 +260,7 @@ def read_scenario() -> dict[str, Any]:
     if not ss["batch_auto"]:
         scenario["batch"] = int(ss["batch"])
     memory: dict[str, float] = {}
-    if abs(ss["utilization"] - 0.90) > 1e-9:
+    if abs(ss["utilization"] - DEFAULT_MEMORY_UTILIZATION) > 1e-9:
         memory["utilization"] = float(ss["utilization"])
     if not ss.get("reserve_auto", True):
         memory["reserve_gb"] = float(ss["reserve_gb"])

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from planner import ScenarioError
-from planner.ownership import break_even_utilization
+from planner.ownership import OwnershipCosts, break_even_utilization
 from planner.precision import KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.presets import load_presets
 from planner.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS, parse_sizing, size
@@ -72,10 +72,11 @@ def _seed(req: dict[str, Any], catalog) -> None:
     ss["sz_kv"] = list(req.get("kv_cache") or DEFAULT_KV)
     ss["sz_cost_mode"] = req.get("cost_mode") or "rent"
     own = req.get("ownership") or {}
-    ss["sz_years"] = float(own.get("amortization_years") or 4.0)
-    ss["sz_kwh"] = float(own.get("power_usd_per_kwh") or 0.10)
-    ss["sz_pue"] = float(own.get("pue") or 1.3)
-    ss["sz_hosting"] = float(own.get("hosting_usd_per_gpu_month") or 150.0)
+    defaults = OwnershipCosts()  # planner/data/ownership.toml, with sources
+    ss["sz_years"] = float(own.get("amortization_years") or defaults.amortization_years)
+    ss["sz_kwh"] = float(own.get("power_usd_per_kwh") or defaults.power_usd_per_kwh)
+    ss["sz_pue"] = float(own.get("pue") or defaults.pue)
+    ss["sz_hosting"] = float(own.get("hosting_usd_per_gpu_month") or defaults.hosting_usd_per_gpu_month)
 
 
 def _init(catalog) -> None:
