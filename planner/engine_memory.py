@@ -141,7 +141,8 @@ def weights_gib_per_gpu(d: Deployment) -> float:
     p = d.params
     s = sharding(d)
     w, emb_bytes = bytes_per_value(d.weights), max(bytes_per_value(d.weights), 2.0)
-    dense_body = (p.body_matmul - p.expert_params) * w / d.tp
+    w_dense = emb_bytes if m.quantized_scope == "routed_experts" and m.moe is not None else w
+    dense_body = (p.body_matmul - p.expert_params) * w_dense / d.tp
     experts = p.expert_params * w * s.expert_weight_fraction
     norms = p.norms * emb_bytes  # replicated on every rank
     layers = (dense_body + experts + norms) * s.stage_layer_fraction

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from planner.deployment import Deployment
 from planner.engine_memory import GIB, EngineMemory, max_batch_for_context, plan_engine_memory
-from planner.model_shapes import ModelSpec, param_counts
+from planner.model_shapes import ModelSpec, param_counts, quantizable_split
 from planner.parallelism import sharding
 from planner.precision import bytes_per_value
 
@@ -30,7 +30,8 @@ def embedding_bytes_per_value(weights: str) -> float:
 
 def weight_bytes_total(model: ModelSpec, weights: str) -> float:
     p = param_counts(model)
-    body = p.body_matmul * bytes_per_value(weights)
+    quantized, kept = quantizable_split(model, p)
+    body = quantized * bytes_per_value(weights) + kept * embedding_bytes_per_value(weights)
     norms = p.norms * embedding_bytes_per_value(weights)
     embeddings = (p.embedding + p.lm_head) * embedding_bytes_per_value(weights)
     return body + norms + embeddings
@@ -46,7 +47,8 @@ def weight_bytes_per_gpu_sharded(d: Deployment) -> float:
     and the LM head on the last (both on the one stage when pp is 1). Equals weight_bytes_per_gpu at pp=ep=1."""
     s, p = sharding(d), d.params
     w, e = bytes_per_value(d.weights), embedding_bytes_per_value(d.weights)
-    layers = ((p.body_matmul - p.expert_params) * w + (p.norms * e)) / d.tp + p.expert_params * w * s.expert_weight_fraction
+    w_dense = e if d.model.quantized_scope == "routed_experts" and d.model.moe is not None else w
+    layers = ((p.body_matmul - p.expert_params) * w_dense + (p.norms * e)) / d.tp + p.expert_params * w * s.expert_weight_fraction
     ends = (p.embedding + p.lm_head) if s.pp == 1 else max(p.embedding, p.lm_head)
     return layers * s.stage_layer_fraction + ends * e / d.tp
 

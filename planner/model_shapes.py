@@ -65,6 +65,11 @@ class ModelSpec(BaseModel):
     source: str | None = Field(default=None, max_length=2000)
     # the precision the published checkpoint ships in (informational; the scenario's `weights` decides)
     checkpoint_weights: Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"] | None = None
+    # which weights a quantized checkpoint quantizes: all matmuls (default) or only the routed experts
+    # (gpt-oss MXFP4 and Llama-4-Maverick FP8 keep attention, router and shared experts in 16 bits)
+    quantized_scope: Literal["all", "routed_experts"] | None = None
+    # notes from an import (an unknown family read from its standard keys, a quantization left out)
+    import_notes: list[str] | None = Field(default=None, max_length=20)
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
@@ -145,6 +150,14 @@ class ParamCounts:
         The input embedding is a lookup, not a matmul."""
         return (self.attention + self.dense_mlp + self.shared_experts + self.routed_per_token + self.router
                 + self.head)
+
+
+def quantizable_split(m: ModelSpec, p: ParamCounts) -> tuple[float, float]:
+    """Body matmul parameters a quantized checkpoint stores at the weight precision, and those it keeps
+    in 16 bits (its `quantized_scope`)."""
+    if m.quantized_scope == "routed_experts" and m.moe is not None:
+        return p.expert_params, p.body_matmul - p.expert_params
+    return p.body_matmul, 0.0
 
 
 def attention_params_per_layer(m: ModelSpec) -> float:

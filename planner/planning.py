@@ -20,7 +20,7 @@ from planner.parallelism import (
     parallelism_warnings,
 )
 from planner.roofline import ridge_crossing_batch, ridge_flop_per_byte
-from planner.scenario import Scenario, parse_scenario, resolve
+from planner.scenario import Scenario, parse_scenario, resolution_notes, resolve
 from planner.speculative import plan_speculative
 
 MAX_TP_SUGGESTION = 64
@@ -173,7 +173,7 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
     tokens_per_s = batch * 1000.0 / itl
     price = scenario.usd_per_gpu_hour or d.gpu.usd_per_hour
     layout = parallelism_section(d)
-    warnings: list[str] = parallelism_warnings(d, scenario.ep)
+    warnings: list[str] = parallelism_warnings(d, scenario.ep) + resolution_notes(scenario, d)
     if price is None:
         price = float("nan")
         warnings.append("no $/GPU-hour: give usd_per_gpu_hour for a custom GPU to get costs")

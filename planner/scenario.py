@@ -206,10 +206,30 @@ def resolve_efficiency(scenario: Scenario, gpu_id: str | None) -> EngineEfficien
     return default_engine(gpu_id)
 
 
+def checkpoint_weights(scenario: Scenario, model: ModelSpec) -> str:
+    """The weight precision: the scenario's when it gives one, else the checkpoint's native precision
+    (a preset's `checkpoint_weights` or an imported quantization_config), else bf16."""
+    if "weights" in scenario.model_fields_set or model.checkpoint_weights is None:
+        return scenario.weights
+    return model.checkpoint_weights
+
+
+def resolution_notes(scenario: Scenario, d: Deployment) -> list[str]:
+    """What the plan took from the model rather than the scenario: the checkpoint's precision, import notes."""
+    notes = list(d.model.import_notes or [])
+    if d.weights != scenario.weights:
+        notes.append(f"weights {d.weights}: the checkpoint's native precision (set `weights` to plan another)"
+                     + (f"; computed in {d.compute} (weight-only)" if d.compute != d.weights else ""))
+    return notes
+
+
 def resolve(scenario: Scenario) -> Deployment:
     model = resolve_model(scenario.model)
     gpu, gpu_id = resolve_gpu(scenario.gpu)
-    compute = scenario.compute or default_compute_precision(scenario.weights)
+    weights = checkpoint_weights(scenario, model)
+    compute = scenario.compute or default_compute_precision(weights)
+    if compute not in gpu.tflops and weights != scenario.weights:
+        compute = "bf16"  # weight-only kernels (Marlin) dequantize a checkpoint the GPU has no tensor cores for
     if compute not in gpu.tflops:
         have = ", ".join(sorted(gpu.tflops))
         field = "compute" if scenario.compute else "weights"
@@ -218,7 +238,7 @@ def resolve(scenario: Scenario) -> Deployment:
     validate_parallelism(model, scenario.tp, scenario.pp, scenario.ep)
     is_ideal = scenario.efficiency == "ideal"
     return Deployment(
-        model=model, gpu=gpu, tp=scenario.tp, weights=scenario.weights, kv_cache=scenario.kv_cache,
+        model=model, gpu=gpu, tp=scenario.tp, weights=weights, kv_cache=scenario.kv_cache,
         compute=compute, efficiency=resolve_efficiency(scenario, gpu_id),
         memory_utilization=1.0 if is_ideal else scenario.memory.utilization,
         reserve_gb=0.0 if is_ideal else scenario.memory.reserve_gb,

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner import ScenarioError, plan
-from planner.hf_import import model_from_hf_config
+from planner.hf_import import SUPPORTED_MODEL_TYPES, model_from_hf_config
 from planner.model_shapes import active_params, param_counts
 
 # Abridged official config.json values (the fields the planner reads), per family.
@@ -86,3 +91,161 @@ def test_bad_configs_name_the_field(config, field):
     with pytest.raises(ScenarioError) as err:
         model_from_hf_config(config)
     assert err.value.field == field
+
+
+# --- real config.json files, one per family (tests/fixtures/hf_configs, sources in SOURCES.md) --------
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs"
+
+
+def fixture(name: str) -> dict:
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize("name, preset", [
+    ("deepseek_v3__DeepSeek-V3", "deepseek-v3"),
+    ("gemma3__gemma-3-27b-it", "gemma-3-27b"),
+    ("llama4__Llama-4-Scout-17B-16E-Instruct", "llama-4-scout"),
+    ("gpt_oss__gpt-oss-120b", "gpt-oss-120b"),
+    ("mistral3__Mistral-Small-3.1-24B-Instruct-2503", "mistral-small-3.1-24b"),
+])
+def test_real_config_imports_as_its_preset(name, preset):
+    """Source: model-card: each checkpoint's config.json against the preset written from the same
+    config (models.toml): same parameter count, active parameters, windowed layers and MLA."""
+    from planner.presets import load_presets
+
+    imported = model_from_hf_config(fixture(name))
+    reference = load_presets()[preset]
+    assert param_counts(imported).total == pytest.approx(param_counts(reference).total, rel=1e-9)
+    assert active_params(imported) == pytest.approx(active_params(reference), rel=1e-9)
+    assert imported.n_windowed_layers == reference.n_windowed_layers
+    assert imported.sliding_window == reference.sliding_window
+    assert (imported.mla is None) == (reference.mla is None)
+
+
+@pytest.mark.parametrize("name, total_b, active_b, rel, active_without_embeddings", [
+    ("deepseek_v2__DeepSeek-V2", 236, 21, 0.03, False),
+    ("glm4_moe__GLM-4.5-Air", 106, 12, 0.03, True),
+    ("qwen2_moe__Qwen1.5-MoE-A2.7B", 14.3, 2.7, 0.03, False),
+    ("phi3__Phi-3-mini-4k-instruct", 3.8, 3.8, 0.03, False),
+    ("olmo2__OLMo-2-1124-7B", 7.3, 7.3, 0.03, False),
+    ("granite__granite-3.1-8b-instruct", 8.1, 8.1, 0.03, False),
+    ("cohere2__c4ai-command-r7b-12-2024", 8.0, 8.0, 0.03, False),
+])
+def test_real_config_parameter_counts_match_the_model_card(name, total_b, active_b, rel, active_without_embeddings):
+    """Source: model-card: published total / activated parameters (DeepSeek-V2 236B/21B, GLM-4.5-Air
+    106B/12B, Qwen1.5-MoE-A2.7B 14.3B/2.7B, Phi-3-mini 3.8B, OLMo-2 7B 7.3B, Granite-3.1 8B 8.1B,
+    Command R7B 8B); the main model only (MTP/next-n layers are not counted). GLM's card counts active
+    parameters without the embedding and output tables."""
+    m = model_from_hf_config(fixture(name))
+    p = param_counts(m)
+    assert p.total / 1e9 == pytest.approx(total_b, rel=rel)
+    active = active_params(m) - ((p.embedding + p.lm_head) if active_without_embeddings else 0.0)
+    assert active / 1e9 == pytest.approx(active_b, rel=rel)
+
+
+def test_qwen2_moe_shared_expert_is_four_expert_widths():
+    """Source: hand: shared_expert_intermediate_size 5632 / moe_intermediate_size 1408 = 4 experts' width."""
+    m = model_from_hf_config(fixture("qwen2_moe__Qwen1.5-MoE-A2.7B"))
+    assert m.moe.n_shared_experts == 4 and m.moe.n_experts == 60 and m.moe.first_dense_layers == 0
+
+
+@pytest.mark.parametrize("name, window, windowed", [
+    ("gemma3__gemma-3-27b-it", 1024, 52),  # pattern 6: layers 5, 11, ..., 59 global -> 62 - 10
+    ("gpt_oss__gpt-oss-120b", 128, 18),  # layer_types alternate sliding / full
+    ("cohere2__c4ai-command-r7b-12-2024", 4096, 24),  # pattern 4: every 4th layer global
+    ("llama4__Llama-4-Scout-17B-16E-Instruct", 8192, 36),  # chunked attention on 3 of 4 layers
+    ("phi3__Phi-3-mini-4k-instruct", 2047, 32),
+    ("mistral3__Mistral-Small-3.1-24B-Instruct-2503", None, 0),  # sliding_window null
+    ("qwen2_moe__Qwen1.5-MoE-A2.7B", None, 0),  # use_sliding_window false
+])
+def test_sliding_window_layouts(name, window, windowed):
+    """Source: model-card: each family's attention layout as its config.json states it (layer_types,
+    sliding_window_pattern, attention_chunk_size with no_rope_layers' default of every 4th layer global)."""
+    m = model_from_hf_config(fixture(name))
+    assert m.sliding_window == window and m.n_windowed_layers == windowed
+
+
+@pytest.mark.parametrize("name, weights, scope", [
+    ("gpt_oss__gpt-oss-120b", "fp4", "routed_experts"),
+    ("deepseek_v3__DeepSeek-V3", "fp8", None),
+    ("qwen2_awq__Qwen2.5-7B-Instruct-AWQ", "int4", None),
+    ("qwen2_gptq_int8__Qwen2.5-7B-Instruct-GPTQ-Int8", "int8", None),
+    ("llama_compressed_tensors_fp8__Llama-3.1-8B-Instruct-FP8", "fp8", None),
+    ("llama_bnb_4bit__Llama-3.1-8B-Instruct-bnb-4bit", "int4", None),
+])
+def test_quantization_config_sets_the_checkpoint_precision(name, weights, scope):
+    """Source: model-card: quantization_config of each checkpoint (mxfp4 keeping attention, router,
+    embeddings and head unconverted; block FP8; AWQ 4-bit; GPTQ 8-bit; compressed-tensors float 8-bit;
+    bitsandbytes load_in_4bit)."""
+    m = model_from_hf_config(fixture(name))
+    assert m.checkpoint_weights == weights and m.quantized_scope == scope
+
+
+def test_gpt_oss_plans_with_its_mxfp4_experts_and_bf16_attention():
+    """Source: hand: gpt-oss-120b keeps attention (0.96B) in bf16 and the 114.7B expert weights in
+    4.5-bit storage: (114.7e9 x 4.5 + 0.96e9 x 16 + router) / 8 + 2 x 201,088 x 2,880 x 2 B = 68.9 GB;
+    without a `weights` key the plan takes the checkpoint's fp4 and computes in bf16 (H100 has no fp4)."""
+    p = plan({"model": {"hf_config": fixture("gpt_oss__gpt-oss-120b")}, "gpu": "h100-sxm", "memory": {"reserve_gb": 2}})
+    assert p.memory.weights_gb_per_gpu == pytest.approx(68.9, rel=0.01)
+    assert p.roofline.compute_precision == "bf16"
+    assert any("checkpoint's native precision" in w for w in p.warnings)
+
+
+def test_explicit_weights_override_the_checkpoint():
+    """Source: contract: a scenario's `weights` is what gets planned."""
+    cfg = fixture("deepseek_v3__DeepSeek-V3")
+    p = plan({"model": {"hf_config": cfg}, "gpu": "h200", "tp": 8, "weights": "bf16"})
+    assert not any("checkpoint's native precision" in w for w in p.warnings)
+
+
+def test_unknown_model_type_with_standard_keys_imports_with_a_note():
+    """Source: contract: an unknown decoder with the standard keys imports, and the plan says so."""
+    cfg = {**fixture("olmo2__OLMo-2-1124-7B"), "model_type": "brand_new_decoder"}
+    m = model_from_hf_config(cfg)
+    assert m.import_notes and "brand_new_decoder" in m.import_notes[0]
+    p = plan({"model": {"hf_config": cfg}, "gpu": "h100-sxm"})
+    assert any("not a family Ridgeline knows" in w for w in p.warnings)
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda c: c["text_config"].update(num_hidden_layers=10**400), "model.hf_config.text_config.num_hidden_layers"),
+    (lambda c: c["text_config"].update(sliding_window=10**400), "model.hf_config.text_config.sliding_window"),
+    (lambda c: c["text_config"].update(tie_word_embeddings="false"), "model.hf_config.text_config.tie_word_embeddings"),
+    (lambda c: c.update(text_config="not an object"), "model.hf_config.text_config"),
+    (lambda c: c["text_config"].update(layer_types=["sliding_attention"] * 3), "model.hf_config.text_config.layer_types"),
+])
+def test_nested_config_errors_name_the_nested_field(mutate, field):
+    """Source: contract: one-line errors name the field path inside text_config."""
+    cfg = fixture("gemma3__gemma-3-27b-it")
+    mutate(cfg)
+    with pytest.raises(ScenarioError) as err:
+        model_from_hf_config(cfg)
+    assert err.value.field == field
+
+
+def test_mla_rank_out_of_range_is_refused():
+    """Source: contract: 10**400 as an MLA rank is a clean error, not an OverflowError."""
+    cfg = {**fixture("deepseek_v2__DeepSeek-V2"), "kv_lora_rank": 10**400}
+    with pytest.raises(ScenarioError) as err:
+        model_from_hf_config(cfg)
+    assert err.value.field == "model.hf_config.kv_lora_rank"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads",
+                                        "intermediate_size", "vocab_size", "head_dim", "sliding_window",
+                                        "tie_word_embeddings", "layer_types", "text_config", "quantization_config",
+                                        "num_local_experts", "num_experts_per_tok", "attention_chunk_size"]),
+                       st.one_of(st.integers(-5, 10**12), st.text(max_size=5), st.booleans(), st.none(),
+                                 st.lists(st.text(max_size=3), max_size=3), st.dictionaries(st.text(max_size=3),
+                                                                                            st.integers(), max_size=2))),
+       st.sampled_from(SUPPORTED_MODEL_TYPES + ("unknown_decoder",)))
+def test_any_config_imports_or_names_one_field(config, model_type):
+    """Source: invariant: any JSON object either imports as a valid ModelSpec or raises one ScenarioError."""
+    try:
+        m = model_from_hf_config({**config, "model_type": model_type})
+    except ScenarioError as err:
+        assert err.field.startswith("model.hf_config") and "\n" not in err.reason
+    else:
+        assert param_counts(m).total > 0
