@@ -12,7 +12,6 @@ import json
 import math
 import sys
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, TextIO
 
 from gpu_catalog import load_catalog
@@ -21,9 +20,8 @@ from planner.presets import load_presets
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug of ours, still reported on one line
-MAX_INPUT_BYTES = 16_000_000  # a scenario is a few kB; a pasted config.json with comments, a few hundred
+MAX_INPUT_BYTES = 16_000_000  # a scenario or a config.json is a few kB; refuse files that are clearly not one
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
 
 _PLAN_HELP = """\
 input: one scenario, a JSON object (docs/CONTRACT.md; schema: python -m planner schema scenario).
@@ -52,6 +50,21 @@ for a scenario's "calibration" field.
 example:
   python -m planner calibrate data/examples/vllm_bench_qwen3_8b_h100.json \\
       data/examples/qwen3_8b_h100_scenario.json --name my-vllm > profile.json
+"""
+_COMMANDS_HELP = """\
+input: one scenario, as for `plan` (docs/CONTRACT.md; schema: python -m planner schema scenario).
+Output: the engine launch command and the `vllm bench serve` command that reproduce its plan.
+
+example:
+  python -m planner commands data/examples/llama70b_h100_fp8_scenario.json --engine vllm
+"""
+_COMPARE_HELP = """\
+inputs: BENCH_JSON, a `vllm bench serve --save-result` file; SCENARIO_JSON, the scenario it ran
+(as for `plan`). Output: predicted vs measured figures and the calibration that closes the gap.
+
+example:
+  python -m planner compare-bench data/examples/vllm_bench_qwen3_8b_h100.json \\
+      data/examples/qwen3_8b_h100_scenario.json
 """
 _SCHEMA_HELP = """\
 prints the JSON Schema (draft 2020-12) of an input, generated from the models that validate it.
@@ -138,12 +151,14 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
                               epilog=_SCHEMA_HELP, formatter_class=raw)
     p_schema.add_argument("input", nargs="?", default="scenario", choices=["scenario", "sizing", "calibration"])
     # commands (issue 15): the engine and benchmark commands of a plan, and a benchmark compared with it
-    p_cmd = sub.add_parser("commands", help="launch and benchmark commands that reproduce a scenario's plan")
+    p_cmd = sub.add_parser("commands", help="launch and benchmark commands that reproduce a scenario's plan",
+                           epilog=_COMMANDS_HELP, formatter_class=raw)
     p_cmd.add_argument("file", help="scenario JSON file or '-'")
     p_cmd.add_argument("--engine", choices=["vllm", "sglang", "trt-llm"], default=None,
                        help="default: the scenario's engine (vllm for 'graph')")
     p_cmd.add_argument("--format", choices=["text", "script", "k8s", "json", "expected"], default="text")
-    p_cmp = sub.add_parser("compare-bench", help="predicted vs measured for a `vllm bench serve --save-result` run")
+    p_cmp = sub.add_parser("compare-bench", help="predicted vs measured for a `vllm bench serve --save-result` run",
+                           epilog=_COMPARE_HELP, formatter_class=raw)
     p_cmp.add_argument("bench_json")
     p_cmp.add_argument("scenario_json")
     p_cmp.add_argument("--format", choices=["text", "json"], default="text")

@@ -380,6 +380,8 @@ def test_the_calibrate_output_validates_against_the_calibration_schema():
     ("size", ["sizing request", "example", "data/examples/", "python -m planner size"]),
     ("calibrate", ["vllm bench serve --save-result", "example", "data/examples/"]),
     ("schema", ["JSON Schema", "example"]),
+    ("commands", ["scenario", "example", "data/examples/", "python -m planner commands"]),
+    ("compare-bench", ["vllm bench serve --save-result", "example", "data/examples/"]),
 ])
 def test_help_names_the_input_and_shows_an_example(command, names, capsys):
     """Source: contract: issue 13 item 2, `--help` names the input format and shows an example that exists."""

@@ -152,6 +152,26 @@ def _all_finite(value: Any) -> bool:
     return True
 
 
+# The contract's figures: numbers in every plan (null only where the contract allows it). A null here
+# would be an infinity that the JSON writer turned into null: a range we do not check.
+CONTRACT_FIGURES = {
+    "memory": ["weights_gb_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_budget_gb_per_gpu",
+               "max_batch"],
+    "roofline": ["ridge_flop_per_byte", "decode_ai"],
+    "latency": ["prefill_ms", "ttft_ms", "itl_ms", "itl_ms_bound"],
+    "throughput": ["output_tokens_per_s", "output_tokens_per_s_bound", "tokens_per_s_per_user"],
+}
+
+
+def _check_plan_figures(result: dict) -> None:
+    for section, figures in CONTRACT_FIGURES.items():
+        for figure in figures:
+            value = result[section][figure]
+            assert isinstance(value, (int, float)) and not isinstance(value, bool), (section, figure, value)
+    if result["cost"]["usd_per_gpu_hour"] is not None:  # no price, no cost: the contract's null
+        assert isinstance(result["cost"]["usd_per_million_output_tokens"], float)
+
+
 def check_cli(argv: list[str], stdin: str = "") -> dict | None:
     out, err = io.StringIO(), io.StringIO()
     rc = main(argv, stdin=io.StringIO(stdin), stdout=out, stderr=err)
@@ -159,6 +179,8 @@ def check_cli(argv: list[str], stdin: str = "") -> dict | None:
         assert err.getvalue() == ""
         result = json.loads(out.getvalue(), parse_constant=_refuse_constant)
         assert _all_finite(result)
+        if argv[0] == "plan":
+            _check_plan_figures(result)
         return result
     text = err.getvalue()
     assert rc == 2, text  # 70 would be a bug of ours (an internal error)
@@ -166,6 +188,7 @@ def check_cli(argv: list[str], stdin: str = "") -> dict | None:
     assert text.endswith("\n") and text.count("\n") == 1, repr(text[:400])
     assert text.startswith("error: ") and len(text) <= 301, repr(text[:400])
     assert text[:-1].isprintable(), repr(text)
+    assert "not a finite number" not in text, text  # the CLI's last guard: a range we missed
     return None
 
 
