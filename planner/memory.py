@@ -15,7 +15,13 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.deployment import Deployment
-from planner.engine_memory import GIB, EngineMemory, max_batch_for_context, plan_engine_memory
+from planner.engine_memory import (
+    GIB,
+    EngineMemory,
+    max_batch_for_context,
+    plan_engine_memory,
+    plan_sglang_memory,
+)
 from planner.model_shapes import ModelSpec, param_counts, quantizable_split
 from planner.parallelism import sharding
 from planner.precision import bytes_per_value
@@ -96,7 +102,7 @@ def kv_bytes_per_sequence_per_gpu(model: ModelSpec, kv_cache: str, tp: int, cont
 
 # Engines whose start-up accounting we model term by term; the others use the napkin rule
 # (utilization x memory - reserve - weights) with this reserve unless one is given.
-MODELLED_ENGINES = ("vllm",)
+MODELLED_ENGINES = ("vllm", "sglang")
 NAPKIN_RESERVE_GB = 2.0
 
 
@@ -127,8 +133,11 @@ def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:
     s = sharding(d)
     per_seq = float(kv_bytes_per_sequence_per_gpu(d.model, d.kv_cache, d.tp, context_len)) * s.stage_layer_fraction
     if uses_engine_rules(d):
-        e = plan_engine_memory(d, d.max_model_len or context_len, d.max_num_batched_tokens, d.block_size,
-                               enforce_eager=d.enforce_eager)
+        if d.engine == "sglang":
+            e = plan_sglang_memory(d, d.max_model_len or context_len)
+        else:
+            e = plan_engine_memory(d, d.max_model_len or context_len, d.max_num_batched_tokens, d.block_size,
+                                   enforce_eager=d.enforce_eager)
         weights_gb = e.weights_gib * GIB / GB
         usable_gb = e.requested_gib * GIB / GB
         reserve_gb = e.overheads_gib * GIB / GB
@@ -170,7 +179,7 @@ def engine_memory_fields(mem: MemoryPlan) -> dict:
         "reserve_override": e.reserve_override_gib, "kv_cache": e.kv_budget_gib,
     }
     return {
-        "engine_rules": e.engine, "vllm_version": e.vllm_version, "waterfall_gib": waterfall,
+        "engine_rules": e.engine, "vllm_version": e.vllm_version or None, "waterfall_gib": waterfall,
         "kv_cache_tokens": e.kv_cache_tokens, "max_concurrency": e.max_concurrency,
         "num_gpu_blocks": e.num_gpu_blocks, "engine_log_lines": list(e.log_lines),
         "kv_cache_groups": [{"kind": g.kind, "n_layers": g.n_layers, "window": g.window} for g in e.kv_groups],

@@ -116,3 +116,29 @@ def test_gemma3_hybrid_groups_share_one_pool():
     assert kinds == {"full_attention": 10, "sliding_window": 52}
     # a 32k request needs 2048 blocks in the full group and 6 x (ceil((1023 + 8192) / 16) + 1) = 6 x 577
     assert m.max_concurrency == pytest.approx(m.num_gpu_blocks / (2048 + 6 * 577))
+
+
+def test_sglang_pool_tokens_from_its_logged_k_and_v_sizes():
+    """Source: published: vllm#21348 SGLang line for Qwen3-235B-A22B-FP8 at TP 4 ("#tokens: 367404, K size:
+    8.23 GB, V size: 8.23 GB"). By hand: one token of all 94 layers on one GPU is 1 KV head x 128 x 2 x 2 B x 94 =
+    48,128 B; 16.46 GiB / 48,128 B = 367,2xx tokens (the logged sizes are rounded to 0.01)."""
+    from planner.engine_memory import format_sglang_log_line, sglang_cell_bytes
+    from planner.presets import load_presets
+
+    cell = sglang_cell_bytes(load_presets()["qwen3-235b-a22b"], 4, "bf16")
+    assert cell == 48_128
+    assert (8.23 + 8.23) * 2**30 / cell == pytest.approx(367_404, rel=1e-3)
+    assert format_sglang_log_line(367_404, 8.23, 8.23) == "KV Cache is allocated. #tokens: 367404, K size: 8.23 GB, V size: 8.23 GB"
+
+
+def test_sglang_rule_reads_utilization_as_mem_fraction_static():
+    """Source: invariant: SGLang's pool is (free after start-up) x mem_fraction_static - weights, so it grows
+    by the fraction's step times the start-up free memory, and its waterfall closes."""
+    base = {"model": "qwen3-235b-a22b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "engine": "sglang"}
+    lo = plan({**base, "memory": {"utilization": 0.85}}).memory
+    hi = plan({**base, "memory": {"utilization": 0.93}}).memory
+    w = hi.waterfall_gib
+    assert hi.engine_rules == "sglang" and hi.engine_log_lines[0].startswith("KV Cache is allocated. #tokens: ")
+    assert w["utilization_cap"] - w["weights"] - w["non_torch"] == pytest.approx(w["kv_cache"])
+    assert hi.waterfall_gib["kv_cache"] - lo.waterfall_gib["kv_cache"] == pytest.approx(
+        0.08 * (w["framework_total"] - 1.5), rel=1e-9)
