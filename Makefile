@@ -18,9 +18,10 @@ $(PY):
 	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "Installing python3-venv (Debian's venv needs it) ..."; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; } || { \
+	      echo "error: could not install python3-venv with apt-get; install it, then run make again" >&2; exit 1; }; \
 	  else \
-	    echo "error: '$(PYTHON)' cannot create a virtual environment; install it first: sudo apt-get install python3-venv" >&2; exit 1; \
+	    echo "error: '$(PYTHON)' cannot create a virtual environment (no ensurepip): sudo apt-get install python3-venv, then run make again" >&2; exit 1; \
 	  fi; }
 	@rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
