@@ -14,8 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from planner.calibration import CalibrationProfile
 from planner.efficiency import EngineEfficiency
 from planner.errors import ScenarioError, from_validation_error
-from planner.latency import prefill, ttft_ms
-from planner.load import itl_under_concurrency
+from planner.load import itl_under_concurrency, ttft_under_concurrency
 from planner.scenario import parse_scenario, resolve
 
 DECODE_EFFICIENCIES = ("bandwidth", "quantized_bandwidth", "kv_bandwidth", "compute", "link")
@@ -101,7 +100,7 @@ def profile_from_vllm_bench(bench: Any, scenario: Any, name: str | None = None) 
 
     def ttft_at(values):
         d = deployment(values)
-        return float(ttft_ms(d, float(prefill(d, base_scenario.prompt_len).total_ms)))
+        return ttft_under_concurrency(d, int(concurrency), base_scenario.prompt_len, base_scenario.output_len)
 
     try:
         s_itl = _solve(itl_at, b.median_tpot_ms)

@@ -121,3 +121,16 @@ def prefill(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> S
 
 def ttft_ms(d: Deployment, prefill_ms: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return np.asarray(prefill_ms, dtype=float) + d.efficiency.ttft_overhead_ms
+
+
+
+def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike,
+                          cached_tokens: npt.ArrayLike = 0) -> npt.NDArray[np.float64]:
+    """Extra time that computing prompt tokens `cached_tokens`..`prompt_len` adds to an engine iteration
+    it rides in (chunked prefill): the prompt's prefill minus that of its cached prefix, or, with nothing
+    cached, minus an empty iteration (decode step at batch 0: weights read once, fixed costs), which the
+    iteration pays anyway. So an idle engine's iteration carrying a whole prompt lasts exactly `prefill`."""
+    cached = np.asarray(cached_tokens, dtype=float)
+    empty = float(decode_step(d, 0, 1).total_ms)
+    before = np.where(cached > 0, prefill(d, np.maximum(cached, 1.0)).total_ms, empty)
+    return np.maximum(np.asarray(prefill(d, prompt_len).total_ms, dtype=float) - before, 0.0)

@@ -8,19 +8,29 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from gpu_catalog import load_catalog
 from planner.bands import Band, error_band
 from planner.cost import usd_per_million_output_tokens
 from planner.deployment import Deployment
-from planner.latency import decode_step, prefill, ttft_ms
-from planner.memory import engine_memory_fields, plan_memory
+from planner.latency import StepTime, decode_step, prefill, ttft_ms
+from planner.memory import MemoryPlan, engine_memory_fields, plan_memory
 from planner.parallelism import (
     ParallelismSection,
     cheapest_layout_that_fits,
     parallelism_section,
     parallelism_warnings,
 )
+from planner.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, default_compute_precision
 from planner.roofline import ridge_crossing_batch, ridge_flop_per_byte
-from planner.scenario import Scenario, parse_scenario, resolution_notes, resolve
+from planner.scenario import LoadSettings, Scenario, parse_scenario, resolution_notes, resolve
+from planner.serving import (
+    Objective,
+    Percentiles,
+    ServingPoint,
+    Workload,
+    serve_at_concurrency,
+    serve_at_rate,
+)
 from planner.speculative import plan_speculative
 
 MAX_TP_SUGGESTION = 64
@@ -77,6 +87,9 @@ class RooflineSection(BaseModel):
 
 
 class LatencySection(BaseModel):
+    """One request's prefill and the decode step at `batch`, each alone (no load). The serving
+    section has the figures under load."""
+
     prefill_ms: float
     ttft_ms: float
     itl_ms: float
@@ -92,6 +105,8 @@ class LatencySection(BaseModel):
 
 
 class ThroughputSection(BaseModel):
+    """Decode-only figures at `batch` (prefill ignored): bounds of what serving reaches."""
+
     output_tokens_per_s: float
     output_tokens_per_s_bound: float
     tokens_per_s_per_user: float
@@ -99,9 +114,63 @@ class ThroughputSection(BaseModel):
 
 
 class CostSection(BaseModel):
-    usd_per_million_output_tokens: float
+    usd_per_million_output_tokens: float | None  # at the serving operating point
     usd_per_gpu_hour: float
     usd_per_replica_hour: float
+    # extensions
+    usd_per_million_total_tokens: float | None  # input + output tokens at the operating point
+    usd_per_million_output_tokens_bound: float | None  # decode-only at `batch`, prefill ignored: a lower bound
+
+
+class LatencyPercentiles(BaseModel):
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+    @classmethod
+    def of(cls, p: Percentiles) -> LatencyPercentiles:
+        return cls(p50=p.p50, p90=p.p90, p99=p.p99)
+
+
+class ServingSection(BaseModel):
+    """One replica at its operating point under the serving model (planner.serving)."""
+
+    mode: Literal["concurrency", "request_rate"]
+    request_rate: float | None  # requests/s per replica
+    concurrency: float | None  # mean requests in the replica (given, or lambda x mean E2E)
+    stable: bool
+    max_request_rate: float | None  # capacity: the saturation rate
+    goodput_request_rate: float | None  # highest rate meeting load.slo (null without one)
+    prefill_share: float | None
+    output_tokens_per_s: float | None
+    output_tokens_per_s_per_gpu: float | None
+    ttft_ms: LatencyPercentiles
+    itl_ms: LatencyPercentiles
+    e2e_ms: LatencyPercentiles
+    # extensions
+    total_tokens_per_s_per_gpu: float | None
+    decoding_sequences: float | None
+    max_running: int
+    max_num_batched_tokens: int
+    slo_percentile: int | None
+
+
+class PrecisionChoice(BaseModel):
+    weights: str
+    kv_cache: str
+
+
+class GpuChoice(BaseModel):
+    gpu: str
+    tp: int
+
+
+class FitAlternatives(BaseModel):
+    """What would fit when the scenario does not."""
+
+    smallest_tp: int | None
+    precisions: list[PrecisionChoice]
+    gpus: list[GpuChoice]
 
 
 class SpeculativeSection(BaseModel):
@@ -118,6 +187,8 @@ class Plan(BaseModel):
     throughput: ThroughputSection
     cost: CostSection
     speculative: SpeculativeSection | None
+    serving: ServingSection
+    fit_alternatives: FitAlternatives | None
     model: ModelSummary
     gpu: str
     tp: int
@@ -151,6 +222,180 @@ def smallest_layout_that_fits(d: Deployment, context_len: int) -> dict[str, int]
             "nodes_per_replica": s.nodes_per_replica}
 
 
+def workload_for(scenario: Scenario, d: Deployment, max_running: int) -> Workload:
+    """The traffic one replica serves, from the scenario's lengths and its `load` shape."""
+    load = scenario.load or LoadSettings()
+    return Workload(
+        ttft_overhead_ms=d.efficiency.ttft_overhead_ms,
+        prompt_len=scenario.prompt_len, output_len=scenario.output_len, max_running=max(int(max_running), 1),
+        prompt_len_cv=load.prompt_len_cv, output_len_cv=load.output_len_cv, arrival_cv=load.arrival_cv,
+        prefix_cache_hit=load.prefix_cache_hit, max_num_batched_tokens=load.max_num_batched_tokens,
+        context=scenario.mean_context)
+
+
+def _price(scenario: Scenario, d: Deployment) -> float:
+    price = scenario.usd_per_gpu_hour or d.gpu.usd_per_hour
+    return float("nan") if price is None else float(price)
+
+
+def _warnings(scenario: Scenario, d: Deployment, mem: MemoryPlan, batch: int, price: float) -> list[str]:
+    warnings: list[str] = parallelism_warnings(d, scenario.ep) + resolution_notes(scenario, d)
+    if math.isnan(price):
+        warnings.append("no $/GPU-hour: give usd_per_gpu_hour for a custom GPU to get costs")
+    if is_default_engine_name(d) and (d.gpu.vendor or "nvidia") != "nvidia":
+        warnings.append(f"the default engine is calibrated on NVIDIA GPUs; {d.gpu.vendor} software stacks often reach a "
+                        "lower fraction of peak: calibrate with your own benchmark before buying")
+    if not mem.fits:
+        warnings.append("the weights and one sequence do not fit in the KV budget at this TP: no serving figure or "
+                        "cost is given (latency and throughput are the step physics only); see fit_alternatives")
+    elif batch > mem.max_batch:
+        warnings.append(f"batch {batch} exceeds the max batch {mem.max_batch} that fits at context "
+                        f"{scenario.context_len_resolved}")
+    return warnings
+
+
+def _memory_section(d: Deployment, mem: MemoryPlan, batch: int, context_len: int) -> MemorySection:
+    return MemorySection(
+        weights_gb_per_gpu=mem.weights_gb_per_gpu, kv_bytes_per_token=mem.kv_bytes_per_token,
+        kv_bytes_per_token_per_gpu=mem.kv_bytes_per_token_per_gpu,
+        kv_budget_gb_per_gpu=mem.kv_budget_gb_per_gpu, max_batch=mem.max_batch, fits=mem.fits,
+        kv_bytes_per_sequence_per_gpu=mem.kv_bytes_per_sequence_per_gpu,
+        usable_gb_per_gpu=mem.usable_gb_per_gpu, reserve_gb=mem.reserve_gb,
+        kv_gb_per_gpu_at_batch=min(batch, mem.max_batch) * mem.kv_bytes_per_sequence_per_gpu / 1e9,
+        weights_fit=mem.weights_fit,
+        smallest_tp_that_fits=d.tp if mem.fits else smallest_tp_that_fits(d, context_len),
+        smallest_layout_that_fits=None if mem.fits else smallest_layout_that_fits(d, context_len),
+        **engine_memory_fields(mem),
+    )
+
+
+def _roofline_section(d: Deployment, step: StepTime, pre: StepTime, mean_ctx: float) -> RooflineSection:
+    decode_ai = float(step.work.arithmetic_intensity)
+    ridge = ridge_flop_per_byte(d)
+    return RooflineSection(
+        ridge_flop_per_byte=ridge, decode_ai=decode_ai,
+        ridge_crossing_batch=ridge_crossing_batch(d, mean_ctx),
+        regime="compute-bound" if decode_ai >= ridge else "memory-bound",
+        compute_precision=d.compute, prefill_ai=float(pre.work.arithmetic_intensity),
+        decode_flops_per_gpu=float(step.work.flops), decode_bytes_per_gpu=float(step.work.bytes),
+        prefill_flops_per_gpu=float(pre.work.flops),
+    )
+
+
+def _latency_section(d: Deployment, step: StepTime, pre: StepTime, batch: int, mean_ctx: float,
+                     banded: bool) -> LatencySection:
+    """One request's prefill and the decode step at `batch`, each alone: the step physics, given even
+    when the deployment does not fit (memory.fits says so; cost and serving are then null)."""
+    itl, prefill_ms = float(step.total_ms), float(pre.total_ms)
+    ttft = float(ttft_ms(d, prefill_ms))
+    return LatencySection(
+        prefill_ms=prefill_ms, ttft_ms=ttft, itl_ms=itl, itl_ms_bound=float(step.bound_ms),
+        prefill_ms_bound=float(pre.bound_ms), batch=batch, mean_context=mean_ctx,
+        decode_breakdown_ms=step.breakdown(), prefill_breakdown_ms=pre.breakdown(),
+        itl_band_ms=error_band("itl", itl) if banded else None,
+        ttft_band_ms=error_band("ttft", ttft) if banded else None,
+    )
+
+
+def _throughput_section(step: StepTime, batch: int, banded: bool) -> ThroughputSection:
+    """The decode-only figures at `batch`, prefill ignored: an upper bound of what serving reaches."""
+    itl, bound = float(step.total_ms), float(step.bound_ms)
+    band = error_band("itl", itl) if banded else None
+    return ThroughputSection(
+        output_tokens_per_s=batch * 1000.0 / itl, output_tokens_per_s_bound=batch * 1000.0 / bound,
+        tokens_per_s_per_user=1000.0 / itl,
+        output_tokens_per_s_band=Band(low=batch * 1000.0 / band.high, high=batch * 1000.0 / band.low) if band else None,
+    )
+
+
+def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> ServingPoint | None:
+    """The serving model at the scenario's operating point (None when the deployment does not fit)."""
+    if not mem.fits:
+        return None
+    load = scenario.load
+    slo = (Objective(load.slo.ttft_ms, load.slo.itl_ms, load.slo.percentile)
+           if load is not None and load.slo is not None else None)
+    cap = mem.max_batch if scenario.batch is None else min(scenario.batch, mem.max_batch)
+    if load is not None and load.request_rate is not None:
+        return serve_at_rate(d, workload_for(scenario, d, cap), load.request_rate, slo)
+    if load is not None and load.concurrency is not None:
+        return serve_at_concurrency(d, workload_for(scenario, d, cap), load.concurrency, slo)
+    # no load: the closed loop at `batch` (default the max batch), running at most the max batch
+    concurrency = scenario.batch if scenario.batch is not None else mem.max_batch
+    return serve_at_concurrency(d, workload_for(scenario, d, mem.max_batch), concurrency, None)
+
+
+def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) -> ServingSection:
+    if point is None:
+        return ServingSection(
+            mode="request_rate" if scenario.load is not None and scenario.load.request_rate is not None
+            else "concurrency", request_rate=None, concurrency=None, stable=False, max_request_rate=None,
+            goodput_request_rate=None, prefill_share=None, output_tokens_per_s=None, output_tokens_per_s_per_gpu=None,
+            ttft_ms=LatencyPercentiles(), itl_ms=LatencyPercentiles(), e2e_ms=LatencyPercentiles(),
+            total_tokens_per_s_per_gpu=None, decoding_sequences=None, max_running=0,
+            max_num_batched_tokens=scenario.max_num_batched_tokens, slo_percentile=None)
+    real = point.stable
+    return ServingSection(
+        mode=point.mode, request_rate=point.request_rate, concurrency=point.concurrency, stable=point.stable,
+        max_request_rate=point.max_request_rate, goodput_request_rate=point.goodput_request_rate,
+        prefill_share=point.prefill_share if real else None,
+        output_tokens_per_s=point.output_tokens_per_s if real else None,
+        output_tokens_per_s_per_gpu=point.output_tokens_per_s / gpus if real else None,
+        total_tokens_per_s_per_gpu=point.total_tokens_per_s / gpus if real else None,
+        ttft_ms=LatencyPercentiles.of(point.ttft_ms), itl_ms=LatencyPercentiles.of(point.itl_ms),
+        e2e_ms=LatencyPercentiles.of(point.e2e_ms), decoding_sequences=point.decoding_sequences if real else None,
+        max_running=point.max_running, max_num_batched_tokens=scenario.max_num_batched_tokens,
+        slo_percentile=point.slo.percentile if point.slo is not None else None,
+    )
+
+
+def _cost_section(gpus: int, step: StepTime, batch: int, price: float, point: ServingPoint | None) -> CostSection:
+    """$/M tokens at the operating point (the replica's whole hour over the tokens it serves), and the
+    decode-only figure at `batch` as a bound."""
+    bound = (float(usd_per_million_output_tokens(gpus, price, batch * 1000.0 / float(step.total_ms)))
+             if point is not None else None)
+    at_point = point is not None and point.stable and point.output_tokens_per_s > 0
+    return CostSection(
+        usd_per_million_output_tokens=(float(usd_per_million_output_tokens(gpus, price, point.output_tokens_per_s))
+                                       if at_point and point is not None else None),
+        usd_per_million_total_tokens=(float(usd_per_million_output_tokens(gpus, price, point.total_tokens_per_s))
+                                      if at_point and point is not None else None),
+        usd_per_million_output_tokens_bound=bound,
+        usd_per_gpu_hour=price, usd_per_replica_hour=price * gpus,
+    )
+
+
+def _speculative_section(scenario: Scenario, d: Deployment, batch: int, fits: bool) -> SpeculativeSection | None:
+    if scenario.speculative is None or not fits:
+        return None
+    s = scenario.speculative
+    sp = plan_speculative(d, batch, scenario.mean_context, s.draft_tokens, s.acceptance, s.draft_params)
+    return SpeculativeSection(tokens_per_round=sp.tokens_per_round, itl_ms=sp.itl_ms, round_ms=sp.round_ms,
+                              output_tokens_per_s=batch * 1000.0 / sp.itl_ms)
+
+
+def _fit_alternatives(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> FitAlternatives | None:
+    """What would fit instead, when this does not: the smallest TP, the precisions at this TP, other GPUs."""
+    if mem.fits:
+        return None
+    context_len = scenario.context_len_resolved
+    precisions = []
+    for weights in WEIGHT_PRECISIONS:
+        if default_compute_precision(weights) not in d.gpu.tflops:
+            continue
+        for kv in KV_PRECISIONS:
+            if plan_memory(dataclasses.replace(d, weights=weights, kv_cache=kv), context_len).fits:
+                precisions.append(PrecisionChoice(weights=weights, kv_cache=kv))
+    gpus = []
+    for gpu_id, gpu in load_catalog().items():
+        if gpu_id == scenario.gpu or d.compute not in gpu.tflops:
+            continue
+        tp = smallest_tp_that_fits(dataclasses.replace(d, gpu=gpu), context_len)
+        if tp is not None:
+            gpus.append(GpuChoice(gpu=gpu_id, tp=tp))
+    return FitAlternatives(smallest_tp=smallest_tp_that_fits(d, context_len), precisions=precisions, gpus=gpus)
+
+
 def plan(scenario: Scenario | dict[str, Any]) -> Plan:
     if not isinstance(scenario, Scenario):
         scenario = parse_scenario(scenario)
@@ -158,91 +403,30 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
     context_len = scenario.context_len_resolved
     mem = plan_memory(d, context_len)
     batch = scenario.batch if scenario.batch is not None else max(1, mem.max_batch)
-    mean_ctx = scenario.mean_context
-
-    step = decode_step(d, batch, mean_ctx)
-    itl = float(step.total_ms)
-    itl_bound = float(step.bound_ms)
-    work = step.work
-    decode_ai = float(work.arithmetic_intensity)
-    ridge = ridge_flop_per_byte(d)
+    step = decode_step(d, batch, scenario.mean_context)
     pre = prefill(d, scenario.prompt_len)
-    prefill_ms = float(pre.total_ms)
-    ttft = float(ttft_ms(d, prefill_ms))
-
-    tokens_per_s = batch * 1000.0 / itl
-    price = scenario.usd_per_gpu_hour or d.gpu.usd_per_hour
+    price = _price(scenario, d)
+    banded = scenario.efficiency == "default"
+    point = operating_point(scenario, d, mem)
     layout = parallelism_section(d)
-    warnings: list[str] = parallelism_warnings(d, scenario.ep) + resolution_notes(scenario, d)
-    if price is None:
-        price = float("nan")
-        warnings.append("no $/GPU-hour: give usd_per_gpu_hour for a custom GPU to get costs")
-    if is_default_engine_name(d) and (d.gpu.vendor or "nvidia") != "nvidia":
-        warnings.append(f"the default engine is calibrated on NVIDIA GPUs; {d.gpu.vendor} software stacks often reach a "
-                        "lower fraction of peak: calibrate with your own benchmark before buying")
-    if not mem.fits:
-        warnings.append("the weights and one sequence do not fit in the KV budget at this TP")
-    elif batch > mem.max_batch:
-        warnings.append(f"batch {batch} exceeds the max batch {mem.max_batch} that fits at context {context_len}")
-
-    spec = None
-    if scenario.speculative is not None:
-        s = scenario.speculative
-        sp = plan_speculative(d, batch, mean_ctx, s.draft_tokens, s.acceptance, s.draft_params)
-        spec = SpeculativeSection(tokens_per_round=sp.tokens_per_round, itl_ms=sp.itl_ms, round_ms=sp.round_ms,
-                                  output_tokens_per_s=batch * 1000.0 / sp.itl_ms)
-
+    gpus = layout.gpus_per_replica
     counts = d.params
-    is_default_engine = scenario.efficiency == "default"
-    itl_band = error_band("itl", itl) if is_default_engine else None
-    ttft_band = error_band("ttft", ttft) if is_default_engine else None
-    tps_band = (Band(low=batch * 1000.0 / itl_band.high, high=batch * 1000.0 / itl_band.low)
-                if itl_band else None)
     calibration = scenario.calibration.name if (
         scenario.calibration is not None and scenario.calibration.applies_to(
-            scenario.gpu if isinstance(scenario.gpu, str) else None) and is_default_engine) else None
-
+            scenario.gpu if isinstance(scenario.gpu, str) else None) and banded) else None
     return Plan(
-        memory=MemorySection(
-            weights_gb_per_gpu=mem.weights_gb_per_gpu, kv_bytes_per_token=mem.kv_bytes_per_token,
-            kv_bytes_per_token_per_gpu=mem.kv_bytes_per_token_per_gpu,
-            kv_budget_gb_per_gpu=mem.kv_budget_gb_per_gpu, max_batch=mem.max_batch, fits=mem.fits,
-            kv_bytes_per_sequence_per_gpu=mem.kv_bytes_per_sequence_per_gpu,
-            usable_gb_per_gpu=mem.usable_gb_per_gpu, reserve_gb=mem.reserve_gb,
-            kv_gb_per_gpu_at_batch=min(batch, mem.max_batch) * mem.kv_bytes_per_sequence_per_gpu / 1e9,
-            weights_fit=mem.weights_fit,
-            smallest_tp_that_fits=d.tp if mem.fits else smallest_tp_that_fits(d, context_len),
-            smallest_layout_that_fits=None if mem.fits else smallest_layout_that_fits(d, context_len),
-            **engine_memory_fields(mem),
-        ),
-        roofline=RooflineSection(
-            ridge_flop_per_byte=ridge, decode_ai=decode_ai,
-            ridge_crossing_batch=ridge_crossing_batch(d, mean_ctx),
-            regime="compute-bound" if decode_ai >= ridge else "memory-bound",
-            compute_precision=d.compute, prefill_ai=float(pre.work.arithmetic_intensity),
-            decode_flops_per_gpu=float(work.flops), decode_bytes_per_gpu=float(work.bytes),
-            prefill_flops_per_gpu=float(pre.work.flops),
-        ),
-        latency=LatencySection(
-            prefill_ms=prefill_ms, ttft_ms=ttft, itl_ms=itl, itl_ms_bound=itl_bound,
-            prefill_ms_bound=float(pre.bound_ms), batch=batch, mean_context=mean_ctx,
-            decode_breakdown_ms=step.breakdown(), prefill_breakdown_ms=pre.breakdown(),
-            itl_band_ms=itl_band, ttft_band_ms=ttft_band,
-        ),
-        throughput=ThroughputSection(
-            output_tokens_per_s=tokens_per_s, output_tokens_per_s_bound=batch * 1000.0 / itl_bound,
-            tokens_per_s_per_user=1000.0 / itl, output_tokens_per_s_band=tps_band,
-        ),
-        cost=CostSection(
-            usd_per_million_output_tokens=float(usd_per_million_output_tokens(layout.gpus_per_replica, price,
-                                                                              tokens_per_s)),
-            usd_per_gpu_hour=price, usd_per_replica_hour=price * layout.gpus_per_replica,
-        ),
-        speculative=spec,
+        memory=_memory_section(d, mem, batch, context_len),
+        roofline=_roofline_section(d, step, pre, scenario.mean_context),
+        latency=_latency_section(d, step, pre, batch, scenario.mean_context, banded),
+        throughput=_throughput_section(step, batch, banded),
+        cost=_cost_section(gpus, step, batch, price, point),
+        speculative=_speculative_section(scenario, d, batch, mem.fits),
+        serving=_serving_section(scenario, gpus, point),
+        fit_alternatives=_fit_alternatives(scenario, d, mem),
         model=ModelSummary(name=d.model.name, total_params=counts.total, active_params=counts.active,
                            non_embedding_params=counts.non_embedding),
-        gpu=d.gpu.name, tp=d.tp, efficiency=d.efficiency.name, calibration=calibration, warnings=warnings,
-        parallelism=layout,
+        gpu=d.gpu.name, tp=d.tp, efficiency=d.efficiency.name, calibration=calibration,
+        warnings=_warnings(scenario, d, mem, batch, price), parallelism=layout,
     )
 
 
@@ -262,4 +446,4 @@ def plan_dict(scenario: Scenario | dict[str, Any]) -> dict[str, Any]:
     return clean_json(plan(scenario).model_dump())
 
 
-__all__ = ["Plan", "clean_json", "plan", "plan_dict"]
+__all__ = ["Plan", "clean_json", "operating_point", "plan", "plan_dict", "workload_for"]

@@ -46,7 +46,7 @@ def serving_rows(p: Plan) -> list[tuple[str, str, str]]:
         ("ITL", fmt_ms(lat.itl_ms), f"inter-token latency at batch {lat.batch:,}; roofline bound {fmt_ms(lat.itl_ms_bound)}{itl_band}"),
         ("Tokens/s (replica)", f"{thr.output_tokens_per_s:,.0f}", f"aggregate output tokens/s; bound {thr.output_tokens_per_s_bound:,.0f}"),
         ("Tokens/s per user", f"{thr.tokens_per_s_per_user:,.1f}", "1000 / ITL"),
-        ("$ per M output tokens", f"${cost:,.3f}" if cost == cost else "n/a",
+        ("$ per M output tokens", f"${cost:,.3f}" if cost is not None and cost == cost else "n/a",
          f"at ${p.cost.usd_per_gpu_hour:,.2f}/GPU-hour x {p.tp} GPUs"),
     ]
 

@@ -1,0 +1,458 @@
+"""Serving under load: one replica of a continuous-batching engine with chunked prefill.
+
+The engine, as vLLM V1's default scheduler runs it: every iteration runs one token of each running
+sequence plus prompt chunks taken first come first served from the waiting queue, up to
+`max_num_batched_tokens` tokens, with at most `max_running` sequences admitted (max_num_seqs, or the
+KV budget). An iteration lasts the decode step of its running sequences (latency.decode_step at the
+mean context) plus the extra time of its prompt chunks (latency.prefill_chunk_work_ms).
+
+This module is the fast model, a queueing approximation; tests/test_serving_oracle.py checks it
+against a discrete-event simulation of that scheduler.
+
+  * Decoding sequences N (Little's law): N = lambda (O - 1) T, with the mean iteration
+    T = D(N) / (1 - rho_w) and rho_w = lambda E[W] the share of time prompt chunks take. Written in N,
+    lambda(N) = N / ((O - 1) D(N) + N E[W]) is explicit, so N(lambda) is an interpolation.
+  * Prefill queue: G/G/1 whose service is a prompt's work plus its share of the full iterations a
+    backlog gets, S = W + n D(N) / C (C = budget - N prompt tokens per iteration). Utilization
+    rho = lambda E[S]; the replica is stable while rho < 1 and N < max_running (the capacity).
+    Wait: 0 with probability 1 - rho, else exponential; its mean is Kingman's,
+    rho / (1 - rho) (ca^2 + cs^2) / 2 E[S] (ca: `arrival_cv`, cs: the service's CV).
+  * TTFT = the rest of the iteration in progress + wait + own prefill iterations (ceil(n / C) D(N) + W)
+    (+ the engine's serving overhead).
+  * ITL, per token and pooled over requests (as `vllm bench serve` reports it): a mixture of
+    pure-decode iterations and iterations carrying prompt chunks (the prompts that arrived during the
+    previous iteration, Poisson; the continuation chunks of prompts longer than C); the decode batch a
+    token sees is 1 + Poisson(N), which spreads D.
+  * E2E = TTFT + (O - 1) x mean iteration.
+A closed loop (a concurrency c) runs at the rate whose mean number in the system, lambda E[E2E], is c.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
+from typing import Literal
+
+import numpy as np
+
+from planner.deployment import Deployment
+from planner.latency import decode_step, prefill_chunk_work_ms
+
+LENGTH_GRID = 32  # equal-mass quantiles that stand for a length distribution
+RESIDUAL_POINTS = 8  # equal-mass points of the uniform rest of the iteration in progress
+POPULATION_GRID = 160  # decoding-population points that tabulate the decode step
+PERCENTILES = (50, 90, 99)
+MAX_WINDOW_ARRIVALS = 48
+_BISECTION_STEPS = 48
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The traffic one replica serves and the engine's scheduling limits."""
+
+    prompt_len: float
+    output_len: float
+    max_running: int
+    prompt_len_cv: float = 0.0
+    output_len_cv: float = 0.0
+    arrival_cv: float = 1.0
+    prefix_cache_hit: float = 0.0
+    max_num_batched_tokens: int = 8192
+    context: float | None = None  # mean cached context of a decoding sequence; default prompt + output / 2
+    ttft_overhead_ms: float = 0.0
+
+
+@lru_cache(maxsize=256)
+def _unit_quantiles(cv: float, n: int) -> tuple[float, ...]:
+    """Equal-mass quantiles of a lognormal with mean 1 and coefficient of variation `cv`."""
+    if cv <= 0:
+        return (1.0,) * n
+    sigma = math.sqrt(math.log1p(cv * cv))
+    z = [NormalDist().inv_cdf((i + 0.5) / n) for i in range(n)]
+    values = np.exp(sigma * np.array(z) - sigma * sigma / 2)
+    return tuple(values / values.mean())  # the grid keeps the mean exactly
+
+
+def length_quantiles(mean: float, cv: float, n: int = LENGTH_GRID) -> np.ndarray:
+    """Token lengths standing for a fixed (cv 0) or lognormal length distribution, at least 1."""
+    return np.maximum(np.round(mean * np.array(_unit_quantiles(float(cv), n))), 1.0)
+
+
+def _normal_cdf(x: np.ndarray) -> np.ndarray:
+    """Standard normal CDF (Abramowitz & Stegun 7.1.26 erf, |error| < 1.5e-7); numpy has no erf."""
+    z = np.abs(x) / math.sqrt(2.0)
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    erf = 1.0 - poly * np.exp(-z * z)
+    return 0.5 * (1.0 + np.sign(x) * erf)
+
+
+@dataclass(frozen=True)
+class ReplicaModel:
+    """Step-time tables of one deployment under one workload; rates are per millisecond inside."""
+
+    workload: Workload
+    prompt_tokens: np.ndarray  # length grid (equal mass)
+    computed_tokens: np.ndarray  # prompt tokens prefill computes (prefix-cache hits skipped)
+    prefill_work_ms: np.ndarray  # extra iteration time of each whole prompt
+    output_tokens: np.ndarray  # length grid (equal mass)
+    population: np.ndarray  # decoding-population grid N
+    decode_ms: np.ndarray  # D(N)
+    rate_per_ms: np.ndarray  # lambda(N)
+    utilization: np.ndarray  # rho(N) of the prefill queue
+
+    @property
+    def decode_steps_per_request(self) -> float:
+        return float(np.mean(self.output_tokens - 1.0))
+
+    @property
+    def mean_prefill_work_ms(self) -> float:
+        return float(np.mean(self.prefill_work_ms))
+
+    def capacity_per_ms(self, max_running: float | np.ndarray | None = None) -> np.ndarray:
+        """Saturation rate: where the prefill queue's utilization reaches 1 or N reaches max_running."""
+        cap = np.asarray(self.workload.max_running if max_running is None else max_running, dtype=float)
+        over = np.nonzero(self.utilization >= 1.0)[0]
+        if self.decode_steps_per_request <= 0:  # no decode: the prefill queue alone
+            budget = self.workload.max_num_batched_tokens
+            service = self.mean_prefill_work_ms + np.mean(self.computed_tokens) * self.decode_ms[0] / budget
+            return np.full_like(cap, 1.0 / service)
+        if len(over):
+            i = over[0]
+            if i == 0:
+                rho_limit = 0.0
+            else:
+                u0, u1 = self.utilization[i - 1], self.utilization[i]
+                f = (1.0 - u0) / (u1 - u0) if np.isfinite(u1) else 0.0
+                rho_limit = float(self.rate_per_ms[i - 1] + f * (self.rate_per_ms[i] - self.rate_per_ms[i - 1]))
+        else:
+            rho_limit = math.inf
+        slot_limit = np.interp(cap, self.population, self.rate_per_ms)
+        return np.minimum(slot_limit, rho_limit)
+
+
+def replica_model(d: Deployment, w: Workload, max_population: int | None = None) -> ReplicaModel:
+    """Tabulate the step times once; `max_population` (default `w.max_running`) bounds the N grid."""
+    prompts = length_quantiles(w.prompt_len, w.prompt_len_cv)
+    outputs = length_quantiles(w.output_len, w.output_len_cv)
+    computed = np.maximum(np.round(prompts * (1.0 - w.prefix_cache_hit)), 1.0)
+    work = np.asarray(prefill_chunk_work_ms(d, prompts, prompts - computed), dtype=float)
+    top = max(float(max_population or w.max_running), 1.0)
+    population = np.concatenate([[0.0], np.geomspace(1e-3, top, POPULATION_GRID - 1)])
+    context = w.context if w.context is not None else w.prompt_len + w.output_len / 2
+    decode = np.asarray(decode_step(d, population, context).total_ms, dtype=float)
+    steps = float(np.mean(outputs - 1.0))
+    mean_work = float(np.mean(work))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = population / (steps * decode + population * mean_work) if steps > 0 else np.zeros_like(population)
+        chunk = w.max_num_batched_tokens - population
+        service = mean_work + float(np.mean(computed)) * decode / chunk
+        util = np.where(chunk >= 1.0, rate * service, np.inf)
+    return ReplicaModel(w, prompts, computed, work, outputs, population, decode, rate, util)
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """The replica's state at a request rate (arrays broadcast over rates)."""
+
+    rate_per_ms: np.ndarray
+    population: np.ndarray  # N, mean decoding sequences
+    decode_ms: np.ndarray  # D(N)
+    decode_spread_ms: np.ndarray  # spread of D over the batch a token sees
+    iteration_ms: np.ndarray  # mean iteration
+    chunk_tokens: np.ndarray  # prompt tokens a full iteration carries
+    utilization: np.ndarray  # rho of the prefill queue
+    prefill_share: np.ndarray  # rho_w, share of GPU time on prompts
+    wait_mean_ms: np.ndarray
+    stable: np.ndarray
+    seen: np.ndarray | float = 1.0  # share of the others an arrival finds ((c - 1) / c in a closed loop of c)
+
+
+def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0) -> LoadPoint:
+    """`seen`: an arrival in a closed loop of c clients finds the other c - 1 (the arrival theorem), so it
+    sees (c - 1) / c of the mean decoding population and queue; an open loop's arrival sees all of it."""
+    lam = np.asarray(rate_per_ms, dtype=float)
+    w = m.workload
+    cap = m.capacity_per_ms(max_running)
+    n = np.interp(lam, m.rate_per_ms, m.population) if m.decode_steps_per_request > 0 else np.zeros_like(lam)
+    d = np.interp(n, m.population, m.decode_ms)
+    slope = np.interp(n + 1.0, m.population, m.decode_ms) - d
+    spread = np.abs(slope) * np.sqrt(n)
+    d_token = d + slope  # a token sees 1 + Poisson(N) sequences in its batch
+    share = lam * m.mean_prefill_work_ms
+    chunk = np.maximum(w.max_num_batched_tokens - n, 1.0)
+    service = m.prefill_work_ms + m.computed_tokens * (d / chunk)[..., None]
+    mean_s = service.mean(axis=-1)
+    cs2 = service.var(axis=-1) / np.maximum(mean_s, 1e-12) ** 2
+    rho = lam * mean_s
+    stable = (lam < cap) & (rho < 1.0) & (share < 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iteration = np.where(share < 1.0, d / (1.0 - share), np.inf)
+        wait = np.where(rho < 1.0, rho / (1.0 - rho) * (w.arrival_cv ** 2 + cs2) / 2.0 * mean_s, np.inf)
+    return LoadPoint(lam, n, d_token, spread, iteration, chunk, rho, share, wait, stable, seen)
+
+
+def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
+    """Deterministic parts of TTFT (own iterations + rest of the iteration in progress), shape
+    (..., LENGTH_GRID * (RESIDUAL_POINTS + 1)), with their weights."""
+    own = np.ceil(m.computed_tokens / p.chunk_tokens[..., None]) * p.decode_ms[..., None] + m.prefill_work_ms
+    busy = 1.0 - np.exp(-p.population * p.seen)  # an arrival finds an iteration in progress
+    u = (np.arange(RESIDUAL_POINTS) + 0.5) / RESIDUAL_POINTS
+    residual = np.concatenate([np.zeros_like(p.iteration_ms)[..., None],
+                               p.iteration_ms[..., None] * u], axis=-1)
+    weight = np.concatenate([(1.0 - busy)[..., None],
+                             np.repeat((busy / RESIDUAL_POINTS)[..., None], RESIDUAL_POINTS, axis=-1)], axis=-1)
+    parts = own[..., :, None] + residual[..., None, :]
+    weights = np.broadcast_to(weight[..., None, :] / len(m.computed_tokens), parts.shape)
+    shape = parts.shape[:-2] + (-1,)
+    return parts.reshape(shape) + m.workload.ttft_overhead_ms, weights.reshape(shape)
+
+
+def _wait_cdf(x: np.ndarray, rho: np.ndarray, wait_mean: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        tail = rho * np.exp(-np.maximum(x, 0.0) * rho / np.maximum(wait_mean, 1e-12))
+    return np.where(x < 0, 0.0, 1.0 - np.where(rho > 0, tail, 0.0))
+
+
+def ttft_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
+    """P(TTFT <= t); `t_ms` broadcasts against the load point's shape."""
+    parts, weights = _ttft_parts(m, p)
+    t = np.asarray(t_ms, dtype=float)[..., None]
+    rho = (p.utilization * p.seen)[..., None]
+    wait = (p.wait_mean_ms * p.seen)[..., None]
+    return np.sum(weights * _wait_cdf(t - parts, rho, wait), axis=-1)
+
+
+def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
+    """Extra time an iteration's prompt chunks add, and the share of tokens that see it."""
+    n = m.computed_tokens
+    per_token = m.prefill_work_ms / n
+    chunk = p.chunk_tokens[..., None]
+    first = np.minimum(n, chunk)
+    continuations = np.maximum(np.ceil(n / chunk) - 1.0, 0.0)  # full chunks after the first
+    window = p.rate_per_ms * p.iteration_ms
+    full_share = np.minimum(1.0, window * continuations.mean(axis=-1))
+    full_extra = (chunk * per_token).mean(axis=-1)
+    # prompts arriving during the previous iteration: Poisson count, their first chunks together
+    k = np.arange(MAX_WINDOW_ARRIVALS + 1, dtype=float)
+    mu = window[..., None]
+    log_pk = k * np.log(np.maximum(mu, 1e-300)) - mu - np.array([math.lgamma(x + 1) for x in k])
+    pk = np.exp(log_pk)
+    pk = pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
+    mean_first_tokens = first.mean(axis=-1, keepdims=True)
+    mean_first_work = (first * per_token).mean(axis=-1, keepdims=True)
+    tokens_k = np.minimum(k * mean_first_tokens, chunk)
+    extra_k = tokens_k * mean_first_work / np.maximum(mean_first_tokens, 1e-12)
+    one = first * per_token  # a single arrival: its own prompt's first chunk
+    atoms = np.concatenate([full_extra[..., None], extra_k[..., :1], one, extra_k[..., 2:]], axis=-1)
+    lone = pk[..., 1:2] / one.shape[-1]
+    weights = np.concatenate([full_share[..., None], (1 - full_share[..., None]) * pk[..., :1],
+                              (1 - full_share[..., None]) * np.broadcast_to(lone, one.shape),
+                              (1 - full_share[..., None]) * pk[..., 2:]], axis=-1)
+    return atoms, weights
+
+
+def itl_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
+    atoms, weights = _itl_atoms(m, p)
+    t = np.asarray(t_ms, dtype=float)[..., None]
+    mean = p.decode_ms[..., None] + atoms
+    spread = np.maximum(p.decode_spread_ms[..., None], 1e-6 * mean)
+    return np.sum(weights * _normal_cdf((t - mean) / spread), axis=-1)
+
+
+def e2e_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
+    """P(E2E <= t): TTFT plus (O - 1) mean iterations, over the output-length grid."""
+    decode = (m.output_tokens - 1.0) * p.iteration_ms[..., None]
+    t = np.asarray(t_ms, dtype=float)[..., None] - decode
+    return np.mean(ttft_cdf(m, _expand_point(p), t), axis=-1)
+
+
+def _expand_point(p: LoadPoint) -> LoadPoint:
+    return LoadPoint(*(np.asarray(v)[..., None] for v in (
+        p.rate_per_ms, p.population, p.decode_ms, p.decode_spread_ms, p.iteration_ms, p.chunk_tokens,
+        p.utilization, p.prefill_share, p.wait_mean_ms, p.stable, p.seen)))
+
+
+def quantile(cdf, probability, high_ms, grid: int = 64, refine: int = 20) -> np.ndarray:
+    """The t where the monotone cdf(t) reaches each `probability`: a grid on [0, high] (grown until it
+    covers them), then bisection inside the bracketing cell."""
+    prob = np.atleast_1d(np.asarray(probability, dtype=float))
+    high = float(high_ms)
+    for _ in range(30):
+        ts = np.linspace(0.0, high, grid + 1)
+        values = cdf(ts)
+        if values[-1] >= prob.max():
+            break
+        high *= 4.0
+    cell = np.clip(np.searchsorted(values, prob), 1, grid)
+    lo, hi = ts[cell - 1], ts[cell]
+    for _ in range(refine):
+        mid = 0.5 * (lo + hi)
+        below = cdf(mid) < prob
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    p50: float | None
+    p90: float | None
+    p99: float | None
+
+    def at(self, percentile: int) -> float | None:
+        return {50: self.p50, 90: self.p90, 99: self.p99}[percentile]
+
+
+NO_PERCENTILES = Percentiles(None, None, None)
+
+
+def _percentiles(cdf, high: float) -> Percentiles:
+    q = quantile(cdf, np.array(PERCENTILES) / 100.0, max(high, 1e-3))
+    return Percentiles(*(float(v) for v in q))
+
+
+def latency_percentiles(m: ReplicaModel, p: LoadPoint) -> tuple[Percentiles, Percentiles, Percentiles]:
+    """TTFT, ITL and E2E percentiles at a scalar load point (None where it is not stable)."""
+    if not bool(p.stable):
+        return NO_PERCENTILES, NO_PERCENTILES, NO_PERCENTILES
+    first = float(np.max(m.prefill_work_ms) + p.iteration_ms + p.wait_mean_ms + 1.0)
+    ttft = _percentiles(lambda t: ttft_cdf(m, p, t), first)
+    itl = _percentiles(lambda t: itl_cdf(m, p, t), float(p.iteration_ms * 2))
+    if np.ptp(m.output_tokens) == 0:  # fixed output length: E2E is TTFT shifted by the decode
+        shift = float((m.output_tokens[0] - 1.0) * p.iteration_ms)
+        e2e = Percentiles(*(v + shift for v in (ttft.p50, ttft.p90, ttft.p99)))  # type: ignore[operator]
+    else:
+        e2e = _percentiles(lambda t: e2e_cdf(m, p, t), first + float(np.max(m.output_tokens) * p.iteration_ms))
+    return ttft, itl, e2e
+
+
+def mean_ttft_ms(m: ReplicaModel, p: LoadPoint) -> np.ndarray:
+    parts, weights = _ttft_parts(m, p)
+    return np.sum(parts * weights, axis=-1) + p.wait_mean_ms * p.seen
+
+
+def rate_for_concurrency(m: ReplicaModel, concurrency: float, max_running=None) -> tuple[float, bool]:
+    """Closed loop: the rate whose mean number in the system, lambda (TTFT + (O - 1) T), is the
+    concurrency, and whether the replica holds it below capacity."""
+    cap = float(m.capacity_per_ms(max_running))
+    if not cap > 0:
+        return 0.0, False
+
+    seen = max(concurrency - 1.0, 0.0) / max(concurrency, 1.0)
+
+    def in_system(rates):
+        p = load_point(m, rates, max_running, seen)
+        n = rates * (mean_ttft_ms(m, p) + m.decode_steps_per_request * p.iteration_ms)
+        return np.where(np.isfinite(n) & p.stable, n, np.inf)
+
+    rates = cap * np.concatenate([np.geomspace(1e-6, 0.9, 120), 1.0 - np.geomspace(0.1, 1e-6, 120)])
+    counts = in_system(rates)
+    above = np.nonzero(counts >= concurrency)[0]
+    if len(above) == 0:
+        return cap, False  # more clients than the replica holds below saturation: the queue grows
+    if above[0] == 0:
+        lo, hi = 0.0, float(rates[0])
+    else:
+        lo, hi = float(rates[above[0] - 1]), float(rates[above[0]])
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if float(in_system(np.asarray(mid))) < concurrency:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi), True
+
+
+def meets_objective(m: ReplicaModel, p: LoadPoint, percentile: int, ttft_ms: float | None,
+                    itl_ms: float | None) -> np.ndarray:
+    """Whether the percentile of TTFT and of ITL at each load point is within the objective."""
+    prob = percentile / 100.0
+    ok = np.asarray(p.stable, dtype=bool).copy()
+    if ttft_ms is not None:
+        ok &= ttft_cdf(m, p, ttft_ms) >= prob
+    if itl_ms is not None:
+        ok &= itl_cdf(m, p, itl_ms) >= prob
+    return ok
+
+
+def goodput_per_ms(m: ReplicaModel, percentile: int, ttft_ms: float | None, itl_ms: float | None,
+                   max_running=None, steps: int = 30) -> np.ndarray:
+    """Highest rate that meets the objective at the percentile (0 when even a trickle does not);
+    vectorized over `max_running`. Latency grows with the rate, so bisection on the rate applies."""
+    cap = np.asarray(m.capacity_per_ms(max_running), dtype=float)
+    lo = np.zeros_like(cap)
+    hi = cap.copy()
+    trickle = meets_objective(m, load_point(m, cap * 1e-6, max_running), percentile, ttft_ms, itl_ms)
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        ok = meets_objective(m, load_point(m, mid, max_running), percentile, ttft_ms, itl_ms)
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid)
+    return np.where(trickle, lo, 0.0)
+
+
+@dataclass(frozen=True)
+class Objective:
+    """A latency objective at a percentile (either bound may be absent)."""
+
+    ttft_ms: float | None
+    itl_ms: float | None
+    percentile: int = 90
+
+
+@dataclass(frozen=True)
+class ServingPoint:
+    """One replica at an operating point: rates per second, latencies in ms, None where not stable."""
+
+    mode: Literal["concurrency", "request_rate"]  # closed loop or open loop
+    request_rate: float
+    concurrency: float | None
+    stable: bool
+    max_request_rate: float
+    goodput_request_rate: float | None
+    prefill_share: float
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    decoding_sequences: float
+    max_running: int
+    ttft_ms: Percentiles
+    itl_ms: Percentiles
+    e2e_ms: Percentiles
+    slo: Objective | None
+
+
+def _point(m: ReplicaModel, mode: Literal["concurrency", "request_rate"], rate_per_ms: float, concurrency: float | None, stable: bool,
+           slo: Objective | None) -> ServingPoint:
+    seen = 1.0 if concurrency is None else max(concurrency - 1.0, 0.0) / max(concurrency, 1.0)
+    p = load_point(m, rate_per_ms, seen=seen)
+    stable = stable and bool(p.stable)
+    ttft, itl, e2e = latency_percentiles(m, p) if stable else (NO_PERCENTILES,) * 3
+    if concurrency is None and stable:
+        concurrency = float(rate_per_ms * (mean_ttft_ms(m, p) + m.decode_steps_per_request * p.iteration_ms))
+    goodput = None
+    if slo is not None and (slo.ttft_ms is not None or slo.itl_ms is not None):
+        goodput = float(goodput_per_ms(m, slo.percentile, slo.ttft_ms, slo.itl_ms)) * 1000.0
+    rate_s = rate_per_ms * 1000.0
+    return ServingPoint(
+        mode=mode, request_rate=rate_s, concurrency=concurrency, stable=stable,
+        max_request_rate=float(m.capacity_per_ms()) * 1000.0, goodput_request_rate=goodput,
+        prefill_share=float(p.prefill_share), output_tokens_per_s=rate_s * float(np.mean(m.output_tokens)),
+        total_tokens_per_s=rate_s * float(np.mean(m.output_tokens) + np.mean(m.prompt_tokens)),
+        decoding_sequences=float(p.population), max_running=m.workload.max_running,
+        ttft_ms=ttft, itl_ms=itl, e2e_ms=e2e, slo=slo)
+
+
+def serve_at_rate(d: Deployment, w: Workload, request_rate_per_s: float, slo: Objective | None = None) -> ServingPoint:
+    """Open loop: requests arrive at `request_rate_per_s` on this replica."""
+    m = replica_model(d, w)
+    return _point(m, "request_rate", request_rate_per_s / 1000.0, None, True, slo)
+
+
+def serve_at_concurrency(d: Deployment, w: Workload, concurrency: float, slo: Objective | None = None) -> ServingPoint:
+    """Closed loop: `concurrency` clients, each sending its next request when the last one ends."""
+    m = replica_model(d, w)
+    rate, held = rate_for_concurrency(m, concurrency)
+    return _point(m, "concurrency", rate, float(concurrency), held, slo)

@@ -1,0 +1,202 @@
+"""The serving model in the plan: the operating point, capacity, percentiles, goodput, prefix caching,
+cost at the operating point and the does-not-fit answer. (Agreement with the discrete-event oracle:
+tests/test_serving_oracle.py.)"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner import plan
+from planner.memory import plan_memory
+from planner.planning import workload_for
+from planner.scenario import parse_scenario, resolve
+from planner.serving import goodput_per_ms, load_point, meets_objective, replica_model
+
+# The seed's default scenario (issue 9's worked example).
+DEFAULT = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
+           "context_len": 8192, "prompt_len": 2000, "output_len": 400}
+
+
+@pytest.fixture(scope="module")
+def default_plan():
+    return plan(DEFAULT)
+
+
+def test_worked_example_is_no_longer_claimed_sustainable(default_plan):
+    """Issue 9: 169 sequences of 400 tokens at 22.6 ms per step = 169 / 0.0226 / 400 = 18.7 new requests
+    per second, each needing 96.6 ms of prefill: 1.8 s of prefill work per second. No replica does more
+    than 1000 / 96.6 = 10.4 prefills per second, so 18.7 req/s must be unstable and the operating point
+    of 169 concurrent users must serve far fewer than the decode-only 7,482 tokens/s.
+
+    Source: hand: issue 9's worked example, the bound 1000 / prefill_ms prefills per second derived above."""
+    p = default_plan
+    assert p.latency.itl_ms == pytest.approx(22.6, rel=0.02) and p.memory.max_batch == pytest.approx(169, rel=0.02)
+    assert p.latency.prefill_ms == pytest.approx(96.6, rel=0.02)
+    assert p.serving.max_request_rate < 1000.0 / p.latency.prefill_ms
+    claimed_rate = p.memory.max_batch / (p.latency.itl_ms / 1000) / 400
+    assert claimed_rate * p.latency.prefill_ms / 1000 > 1.7  # seconds of prefill per second
+    at_claim = plan({**DEFAULT, "load": {"request_rate": claimed_rate}})
+    assert not at_claim.serving.stable
+    assert at_claim.serving.ttft_ms.p99 is None and at_claim.serving.itl_ms.p50 is None
+    assert at_claim.cost.usd_per_million_output_tokens is None
+    # the closed loop at 169 serves at most capacity x 400 tokens/s, well under the decode-only claim
+    assert p.serving.output_tokens_per_s <= p.serving.max_request_rate * 400 * (1 + 1e-9)
+    assert p.serving.output_tokens_per_s < 0.5 * p.throughput.output_tokens_per_s
+    # and its cost is the replica hour over what it serves: above the decode-only bound
+    assert p.cost.usd_per_million_output_tokens == pytest.approx(
+        4 * 2.99 / (p.serving.output_tokens_per_s * 3600) * 1e6)
+    assert p.cost.usd_per_million_output_tokens > p.cost.usd_per_million_output_tokens_bound
+
+
+def test_trickle_load_matches_one_request_alone(default_plan):
+    """At a trickle the engine is idle when a request comes: TTFT is the prefill alone (weights read once
+    + the prompt's work; the plan's prefill is the same work with its launch floor) and the ITL is the
+    decode step at batch 1.
+
+    Source: hand: the derivation above."""
+    p = plan({**DEFAULT, "load": {"request_rate": 0.001}})
+    alone = plan({**DEFAULT, "batch": 1})
+    assert p.serving.stable
+    assert p.serving.ttft_ms.p50 == pytest.approx(alone.latency.ttft_ms, rel=0.05)
+    assert p.serving.itl_ms.p50 == pytest.approx(alone.latency.itl_ms, rel=0.02)
+    assert p.serving.itl_ms.p99 == pytest.approx(alone.latency.itl_ms, rel=0.02)
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.5, 0.9, 0.99])
+def test_below_capacity_is_stable_with_ordered_percentiles(default_plan, fraction):
+    """Source: invariant: below capacity the replica is stable, p50 <= p90 <= p99, and it serves rate x output_len tokens/s."""
+    rate = fraction * default_plan.serving.max_request_rate
+    s = plan({**DEFAULT, "load": {"request_rate": rate}}).serving
+    assert s.stable
+    for pct in (s.ttft_ms, s.itl_ms, s.e2e_ms):
+        assert 0 < pct.p50 <= pct.p90 <= pct.p99
+    assert s.output_tokens_per_s == pytest.approx(rate * 400)
+    assert s.output_tokens_per_s_per_gpu == pytest.approx(rate * 400 / 4)
+    assert 0 < s.prefill_share < 1
+
+
+@pytest.mark.parametrize("fraction", [1.0, 1.01, 3.0])
+def test_at_or_above_capacity_is_unstable_without_percentiles(default_plan, fraction):
+    """Source: invariant: at or above capacity no percentile pretends (issue 9 item 2b)."""
+    s = plan({**DEFAULT, "load": {"request_rate": fraction * default_plan.serving.max_request_rate}}).serving
+    assert not s.stable
+    assert s.ttft_ms.p50 is None and s.itl_ms.p90 is None and s.e2e_ms.p99 is None
+    assert s.output_tokens_per_s is None
+
+
+def test_latency_grows_with_load(default_plan):
+    """Source: invariant: more load never lowers p99 TTFT or median ITL."""
+    cap = default_plan.serving.max_request_rate
+    points = [plan({**DEFAULT, "load": {"request_rate": f * cap}}).serving for f in (0.2, 0.5, 0.8)]
+    for a, b in zip(points, points[1:], strict=False):
+        assert b.ttft_ms.p99 > a.ttft_ms.p99 and b.itl_ms.p50 > a.itl_ms.p50
+
+
+def test_closed_and_open_loop_agree_at_the_same_rate():
+    """Source: invariant: Little's law ties the closed loop's concurrency to the open loop at the same rate."""
+    closed = plan({**DEFAULT, "load": {"concurrency": 40}}).serving
+    opened = plan({**DEFAULT, "load": {"request_rate": closed.request_rate}}).serving
+    # a closed loop's arrival finds 39 of 40 others (arrival theorem), an open loop's all: ~1/40 apart
+    assert opened.concurrency == pytest.approx(40, rel=0.03)
+    assert opened.ttft_ms.p90 == pytest.approx(closed.ttft_ms.p90, rel=0.03)
+    assert opened.itl_ms.p50 == pytest.approx(closed.itl_ms.p50, rel=1e-6)
+
+
+def test_prefix_cache_hit_lowers_ttft_raises_capacity_and_lowers_cost():
+    """Source: invariant: skipping 75% of the prefill cuts its work (issue 9 item 4: TTFT, capacity, cost)."""
+    cold = plan({**DEFAULT, "load": {"request_rate": 3.0}}).serving
+    warm = plan({**DEFAULT, "load": {"request_rate": 3.0, "prefix_cache_hit": 0.75}}).serving
+    assert warm.ttft_ms.p50 < 0.6 * cold.ttft_ms.p50
+    assert warm.max_request_rate > cold.max_request_rate and warm.prefill_share < cold.prefill_share
+    closed_cold = plan({**DEFAULT, "load": {"concurrency": 100}})
+    closed_warm = plan({**DEFAULT, "load": {"concurrency": 100, "prefix_cache_hit": 0.75}})
+    assert closed_warm.cost.usd_per_million_output_tokens < closed_cold.cost.usd_per_million_output_tokens
+
+
+def test_cost_per_total_tokens_counts_prompt_and_output(default_plan):
+    """Source: hand: total tokens per request = 2000 in + 400 out = 2400, so $/M total = $/M output x 400 / 2400."""
+    c, s = default_plan.cost, default_plan.serving
+    assert c.usd_per_million_total_tokens == pytest.approx(c.usd_per_million_output_tokens * 400 / 2400)
+    assert s.total_tokens_per_s_per_gpu == pytest.approx(s.output_tokens_per_s_per_gpu * 2400 / 400)
+
+
+def test_bursty_arrivals_wait_longer():
+    """Source: invariant: a burstier arrival process (CV 3 vs Poisson) waits longer in the prefill queue."""
+    poisson = plan({**DEFAULT, "load": {"request_rate": 4.0}}).serving
+    bursty = plan({**DEFAULT, "load": {"request_rate": 4.0, "arrival_cv": 3.0}}).serving
+    assert bursty.ttft_ms.p99 > 1.5 * poisson.ttft_ms.p99
+
+
+def test_goodput_in_the_plan_meets_its_objective():
+    """Source: invariant: the goodput rate meets the SLO at its percentile and 2% more does not."""
+    p = plan({**DEFAULT, "load": {"request_rate": 1.0, "slo": {"ttft_ms": 400, "itl_ms": 40, "percentile": 90}}})
+    g = p.serving.goodput_request_rate
+    assert 0 < g < p.serving.max_request_rate
+    at = plan({**DEFAULT, "load": {"request_rate": g * 0.999}}).serving
+    beyond = plan({**DEFAULT, "load": {"request_rate": g * 1.02}}).serving
+    assert at.ttft_ms.p90 <= 400 * 1.001 and at.itl_ms.p90 <= 40 * 1.001
+    assert beyond.ttft_ms.p90 > 400 or beyond.itl_ms.p90 > 40
+
+
+@lru_cache(maxsize=1)
+def _default_model():
+    s = parse_scenario(DEFAULT)
+    d = resolve(s)
+    return replica_model(d, workload_for(s, d, plan_memory(d, s.context_len_resolved).max_batch))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(150, 5000), st.floats(15, 200), st.floats(1.0, 3.0), st.floats(1.0, 3.0),
+       st.sampled_from([50, 90, 99]))
+def test_goodput_never_falls_when_the_objective_loosens(ttft, itl, more_ttft, more_itl, percentile):
+    """Source: invariant: goodput is monotone in the SLO and bounded by capacity (hypothesis)."""
+    m = _default_model()
+    tight = float(goodput_per_ms(m, percentile, ttft, itl))
+    loose = float(goodput_per_ms(m, percentile, ttft * more_ttft, itl * more_itl))
+    assert loose >= tight * (1 - 1e-6)
+    assert loose <= float(m.capacity_per_ms())
+    if tight > 0:  # the goodput rate itself meets the objective
+        assert meets_objective(m, load_point(m, tight * (1 - 1e-6)), percentile, ttft, itl)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([50, 90]), st.floats(150, 3000), st.floats(15, 200))
+def test_a_higher_percentile_never_raises_goodput(percentile, ttft, itl):
+    """Source: invariant: p99 is at least p50/p90, so its goodput is at most theirs (hypothesis)."""
+    m = _default_model()
+    assert float(goodput_per_ms(m, 99, ttft, itl)) <= float(goodput_per_ms(m, percentile, ttft, itl)) * (1 + 1e-6)
+
+
+def test_does_not_fit_gives_no_serving_figures_and_what_would_fit():
+    """405B in bf16 is 2 x 405.9e9 = 812 GB; one H100 offers 85.52 x 0.90 - 2 = 75.0 GB, so TP 16 is the
+    smallest power of two (812 / 16 = 50.7 GB); an H200 (150.76 x 0.9 - 2 = 133.7 GB) needs TP 8
+    (101.5 GB). Even int4 (405.9e9 x 4.125 / 8 = 209 GB) does not fit one H100: no precision fits at TP 1.
+
+    Source: hand: the derivation above."""
+    p = plan({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": 1, "weights": "bf16", "kv_cache": "bf16",
+              "prompt_len": 2000, "output_len": 400})
+    assert not p.memory.fits and not p.serving.stable
+    assert p.serving.output_tokens_per_s is None and p.serving.ttft_ms.p50 is None
+    assert p.serving.max_request_rate is None
+    assert p.cost.usd_per_million_output_tokens is None and p.cost.usd_per_million_total_tokens is None
+    alt = p.fit_alternatives
+    assert alt.smallest_tp == 16 and alt.precisions == []
+    gpus = {g.gpu: g.tp for g in alt.gpus}
+    assert gpus["h200"] == 8 and gpus["h100-pcie"] == 16
+    assert plan(DEFAULT).fit_alternatives is None
+
+
+def test_fit_alternatives_lists_precisions_that_fit():
+    """70B: bf16 weights are 141 GB (> 75 GB of one H100); fp8 70.6 GB leaves 4.4 GB, enough for one
+    2,400-token sequence with fp8 KV (2400 x 163,840 B = 0.39 GB); int4 36.4 GB fits too.
+
+    Source: hand: the derivation above."""
+    p = plan({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 1, "weights": "bf16", "kv_cache": "bf16",
+              "prompt_len": 2000, "output_len": 400})
+    choices = {(c.weights, c.kv_cache) for c in p.fit_alternatives.precisions}
+    assert ("fp8", "fp8") in choices and ("int4", "bf16") in choices
+    assert not any(w in ("bf16", "fp16", "fp32") for w, _ in choices)
