@@ -21,6 +21,7 @@ from planner.engine_memory import (
     max_batch_for_context,
     plan_engine_memory,
     plan_sglang_memory,
+    plan_trtllm_memory,
 )
 from planner.model_shapes import ModelSpec, param_counts, quantizable_split
 from planner.parallelism import sharding
@@ -102,7 +103,7 @@ def kv_bytes_per_sequence_per_gpu(model: ModelSpec, kv_cache: str, tp: int, cont
 
 # Engines whose start-up accounting we model term by term; the others use the napkin rule
 # (utilization x memory - reserve - weights) with this reserve unless one is given.
-MODELLED_ENGINES = ("vllm", "sglang")
+MODELLED_ENGINES = ("vllm", "sglang", "trt-llm")
 NAPKIN_RESERVE_GB = 2.0
 
 
@@ -135,6 +136,8 @@ def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:
     if uses_engine_rules(d):
         if d.engine == "sglang":
             e = plan_sglang_memory(d, d.max_model_len or context_len)
+        elif d.engine == "trt-llm":
+            e = plan_trtllm_memory(d, d.max_model_len or context_len)
         else:
             e = plan_engine_memory(d, d.max_model_len or context_len, d.max_num_batched_tokens, d.block_size,
                                    enforce_eager=d.enforce_eager)

@@ -142,3 +142,21 @@ def test_sglang_rule_reads_utilization_as_mem_fraction_static():
     assert w["utilization_cap"] - w["weights"] - w["non_torch"] == pytest.approx(w["kv_cache"])
     assert hi.waterfall_gib["kv_cache"] - lo.waterfall_gib["kv_cache"] == pytest.approx(
         0.08 * (w["framework_total"] - 1.5), rel=1e-9)
+
+
+def test_trtllm_pool_is_the_fraction_of_free_memory_after_loading():
+    """Source: published: TensorRT-LLM docs log (H100) "total: 79.10 GiB, available: 70.48 GiB", "Number of
+    tokens per block: 64", "Allocated 63.44 GiB for max tokens in paged KV cache (259840)": 0.9 x 70.48 =
+    63.43 GiB, 259,840 tokens = 4,060 blocks of 64 (kvCacheManager getMaxNumTokens: fraction x free)."""
+    assert 0.9 * 70.48 == pytest.approx(63.44, abs=0.01)
+    assert 259_840 == 4060 * 64
+    from planner.engine_memory import format_trtllm_log_lines
+
+    lines = format_trtllm_log_lines(79.10, 70.48, 63.44, 259_840)
+    assert lines == ("Memory usage when calculating max tokens in paged kv cache: total: 79.10 GiB, available: 70.48 GiB",
+                     "[MemUsageChange] Allocated 63.44 GiB for max tokens in paged KV cache (259840).")
+    p = plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "engine": "trt-llm", "block_size": 64}).memory
+    w = p.waterfall_gib
+    available = w["framework_total"] - w["weights"] - w["activation_peak"] - w["non_torch"]
+    assert w["kv_cache"] == pytest.approx(0.9 * available)
+    assert p.kv_cache_tokens % 64 == 0 and p.engine_rules == "trt-llm"
