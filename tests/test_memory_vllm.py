@@ -148,7 +148,7 @@ def test_trtllm_pool_is_the_fraction_of_free_memory_after_loading():
     """Source: published: TensorRT-LLM docs log (H100) "total: 79.10 GiB, available: 70.48 GiB", "Number of
     tokens per block: 64", "Allocated 63.44 GiB for max tokens in paged KV cache (259840)": 0.9 x 70.48 =
     63.43 GiB, 259,840 tokens = 4,060 blocks of 64 (kvCacheManager getMaxNumTokens: fraction x free)."""
-    assert 0.9 * 70.48 == pytest.approx(63.44, abs=0.01)
+    assert pytest.approx(63.44, abs=0.01) == 0.9 * 70.48
     assert 259_840 == 4060 * 64
     from planner.engine_memory import format_trtllm_log_lines
 
