@@ -9,6 +9,7 @@ import numpy as np
 from planner.cost import usd_per_million_output_tokens
 from planner.latency import decode_step
 from planner.memory import plan_memory
+from planner.parallelism import sharding
 from planner.roofline import ridge_flop_per_byte
 from planner.scenario import Scenario, parse_scenario, resolve
 
@@ -45,6 +46,7 @@ def batch_sweep(scenario: Scenario | dict[str, Any], batches: np.ndarray | None 
         "tokens_per_s_per_user": 1000.0 / itl,
         "decode_ai": np.asarray(step.work.arithmetic_intensity),
         "ridge_flop_per_byte": np.full_like(b, ridge_flop_per_byte(d)),
-        "usd_per_million_output_tokens": np.asarray(usd_per_million_output_tokens(d.tp, price, tps)),
+        "usd_per_million_output_tokens": np.asarray(usd_per_million_output_tokens(sharding(d).gpus_per_replica, price,
+                                                                                   tps)),
         "fits": b <= mem.max_batch,
     }
