@@ -189,3 +189,14 @@ def engine_memory_fields(mem: MemoryPlan) -> dict:
         "block_size": e.block_size, "max_model_len": e.max_model_len,
         "max_num_batched_tokens": e.max_num_batched_tokens, "max_num_seqs": e.max_num_seqs,
     }
+
+
+def engine_memory_warnings(mem: MemoryPlan) -> list[str]:
+    """vLLM refuses to start when one max_model_len request does not fit the KV cache
+    (kv_cache_utils `_check_enough_kv_cache_memory`); say so in its own words."""
+    e = mem.engine
+    if e is None or e.engine != "vllm" or e.kv_budget_gib <= 0 or e.max_concurrency >= 1:
+        return []
+    return [f"vLLM would not start: one {e.max_model_len:,}-token request needs more KV cache than the "
+            f"{e.kv_budget_gib:.2f} GiB available (max concurrency {e.max_concurrency:.2f}x); lower max_model_len, "
+            "raise memory.utilization or add GPUs"]

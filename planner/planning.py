@@ -13,7 +13,7 @@ from planner.bands import Band, error_band
 from planner.cost import usd_per_million_output_tokens
 from planner.deployment import Deployment
 from planner.latency import StepTime, decode_step, prefill, ttft_ms
-from planner.memory import MemoryPlan, engine_memory_fields, plan_memory
+from planner.memory import MemoryPlan, engine_memory_fields, engine_memory_warnings, plan_memory
 from planner.parallelism import (
     ParallelismSection,
     cheapest_layout_that_fits,
@@ -239,7 +239,8 @@ def _price(scenario: Scenario, d: Deployment) -> float:
 
 
 def _warnings(scenario: Scenario, d: Deployment, mem: MemoryPlan, batch: int, price: float) -> list[str]:
-    warnings: list[str] = parallelism_warnings(d, scenario.ep) + resolution_notes(scenario, d)
+    warnings: list[str] = (parallelism_warnings(d, scenario.ep) + resolution_notes(scenario, d)
+                           + engine_memory_warnings(mem))
     if math.isnan(price):
         warnings.append("no $/GPU-hour: give usd_per_gpu_hour for a custom GPU to get costs")
     if is_default_engine_name(d) and (d.gpu.vendor or "nvidia") != "nvidia":

@@ -160,3 +160,12 @@ def test_trtllm_pool_is_the_fraction_of_free_memory_after_loading():
     available = w["framework_total"] - w["weights"] - w["activation_peak"] - w["non_torch"]
     assert w["kv_cache"] == pytest.approx(0.9 * available)
     assert p.kv_cache_tokens % 64 == 0 and p.engine_rules == "trt-llm"
+
+
+def test_vllm_refusal_to_start_is_a_warning():
+    """Source: published: vLLM refuses to start when one max_model_len request does not fit ("To serve at
+    least one request with the models's max seq len ... KV cache is needed", vllm#25350, #34076)."""
+    p = plan({"model": "qwen2.5-72b", "gpu": "h100-sxm", "tp": 2, "context_len": 32768, "prompt_len": 30000,
+              "output_len": 2000})
+    assert p.memory.max_concurrency < 1
+    assert any(w.startswith("vLLM would not start: one 32,768-token request") for w in p.warnings)
