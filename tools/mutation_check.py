@@ -48,16 +48,28 @@ MUTATIONS: list[tuple[str, str, str]] = [
     ("draft_step", "speculative draft step", "planner.speculative:draft_step_ms"),
     ("prefill_share", "serving: ITL under a prefill share", "planner.load:itl_with_prefill_share"),
     ("md1_wait", "serving: M/D/1 prefill queue wait", "planner.sizing:mdl_wait_ms"),
+    ("pp_comm", "communication: pipeline point-to-point", "planner.communication:pp_communication_ms"),
+    ("ep_alltoall", "communication: expert-parallel all-to-all", "planner.communication:ep_alltoall_ms"),
+    ("tp_allreduce_hier", "communication: TP all-reduce over tiers", "planner.communication:tp_allreduce_ms"),
+    ("kv_transfer", "disaggregation: KV transfer prefill -> decode", "planner.disaggregation:kv_transfer_ms"),
+    ("vllm_weights", "vLLM memory: weights GiB per GPU", "planner.engine_memory:weights_gib_per_gpu"),
+    ("vllm_activation", "vLLM memory: activation peak", "planner.engine_memory:activation_peak_gib"),
+    ("vllm_non_torch", "vLLM memory: non-torch memory", "planner.engine_memory:non_torch_gib"),
+    ("vllm_cuda_graph", "vLLM memory: CUDA graph pool", "planner.engine_memory:cuda_graph_gib"),
+    ("vllm_kv_page", "vLLM memory: KV page bytes per layer", "planner.engine_memory:kv_page_bytes_per_layer"),
+    ("vllm_visible", "vLLM memory: visible GiB of a GPU", "planner.engine_memory:visible_total_gib"),
 ]
 
 # The physics tests (not the app, browser, typing or suite-convention ones), quickest first.
-EXCLUDED = {"test_app.py", "test_browser.py", "test_typing.py", "test_suite_sources.py"}
+EXCLUDED = {"test_app.py", "test_browser.py", "test_typing.py", "test_suite_sources.py", "test_commands_ui.py",
+            "test_fuzz.py", "test_structure.py"}
 
 
 # Tests that compare a subprocess (not mutated) with the library in-process (mutated): a mismatch there
 # is the harness, not a catch.
 DESELECTED = ("test_plan_matches_library", "test_cli_commands_formats")
-FIRST = ("test_seed_figures.py", "test_roofline.py", "test_memory.py", "test_latency.py", "test_model_shapes.py")
+FIRST = ("test_seed_figures.py", "test_roofline.py", "test_memory.py", "test_memory_vllm.py", "test_latency.py",
+         "test_model_shapes.py", "test_parallelism.py")
 LAST = ("test_cli.py", "test_commands.py", "test_commands_bench.py", "test_fidelity.py", "test_sizing.py",
         "test_properties.py")
 

@@ -1,0 +1,32 @@
+"""Hand derivations for terms whose public checks are too loose to catch a 10% error on their own
+(the mutation check in tests/README.md found them): the expert-parallel all-to-all and vLLM's
+profiled activation peak."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.communication import ep_alltoall_ms
+from planner.engine_memory import activation_peak_gib
+from planner.presets import load_presets
+from planner.scenario import parse_scenario, resolve
+
+
+def test_ep8_dispatch_inside_one_h200_node():
+    """Source: hand: DeepSeek-V3 (hidden 7,168, top-8; config.json) at EP 8 on one H200 NVLink node, fp8
+    dispatch of 128 tokens per GPU: 128 x 8 x 7,168 x 1 B x the 1.2 busiest-GPU imbalance = 8,808,038 B,
+    7/8 of it to the other GPUs over 0.67 x 450 GB/s (our NCCL measurement's link efficiency): 25.563 us;
+    plus the measured 8.7 us latency x log2(8) = 26.1 us: 51.663 us. (DeepEP's published table, checked
+    in test_parallelism at 12%, cannot tell a 10% error from the model's own 5%.)"""
+    d = resolve(parse_scenario({"model": "deepseek-v3", "gpu": "h200", "tp": 1, "ep": 8, "weights": "fp8"}))
+    assert float(ep_alltoall_ms(d, 128, 1.0)) * 1e3 == pytest.approx(51.663, rel=1e-4)
+
+
+def test_vllm_profiled_activation_peak_of_llama_8b():
+    """Source: hand: vLLM's profiling run as planner/engine_memory.py reads vLLM's source: a dummy forward of
+    max_num_batched_tokens 8,192 whose widest layer holds the residual and normed input (2 x 4,096) plus the
+    MLP's gate_up and activation (3 x 14,336) = 51,200 bf16 values per token: 838,860,800 B; and a sampler
+    run over max_num_seqs 1,024 rows of 128,256 float32 logits, twice (logits and probabilities):
+    1,050,673,152 B. Together 1,889,533,952 B = 1.759766 GiB."""
+    m = load_presets()["llama-3.1-8b"]
+    assert activation_peak_gib(m, 1, 8192, 1024) == pytest.approx(1.759766, rel=1e-6)
