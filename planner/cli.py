@@ -35,7 +35,8 @@ example (data/examples/llama70b_h100_fp8_scenario.json):
 _SIZE_HELP = """\
 input: one sizing request, a JSON object (docs/CONTRACT.md "Sizing"; schema: python -m planner schema sizing):
 "model", "traffic" {requests_per_s, prompt_len, output_len}, "slo" {ttft_ms, itl_ms}; optional candidate
-lists "gpus", "tp", "weights", "kv_cache", and "cost_mode": "own" with "ownership" costs.
+lists "gpus", "tp", "weights", "kv_cache", and "cost_mode": "own" with "ownership" costs;
+"disaggregation": true adds prefill/decode fleets ("prefill_gpus", "decode_gpus", "pp", "ep" lists).
 
 example (data/examples/llama70b_sizing.json):
   echo '{"model": "llama-3.1-70b", "traffic": {"requests_per_s": 5, "prompt_len": 2000, "output_len": 400},
@@ -193,9 +194,9 @@ def run(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = No
 
         result: Any = plan_dict(_read_json(args.file, "scenario", stdin))
     elif args.command == "size":
-        from planner.sizing import size
+        from planner.serving_modes import size_with_modes  # aggregated, and disaggregated when asked
 
-        result = size(_read_json(args.file, "sizing", stdin))
+        result = size_with_modes(_read_json(args.file, "sizing", stdin))
     elif args.command == "gpus":
         result = _catalog_json()
     elif args.command == "models":
