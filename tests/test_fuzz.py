@@ -168,7 +168,8 @@ def _check_plan_figures(result: dict) -> None:
         for figure in figures:
             value = result[section][figure]
             assert isinstance(value, (int, float)) and not isinstance(value, bool), (section, figure, value)
-    if result["cost"]["usd_per_gpu_hour"] is not None:  # no price, no cost: the contract's null
+    # no price, or no sustainable operating point (does not fit, at or above capacity): the contract's null
+    if result["cost"]["usd_per_gpu_hour"] is not None and result["serving"]["stable"]:
         assert isinstance(result["cost"]["usd_per_million_output_tokens"], float)
 
 
