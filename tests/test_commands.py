@@ -476,3 +476,18 @@ def test_expected_figures_follow_the_plans_serving_section():
     assert fig["median_itl_ms"].band_high == pytest.approx(9.0 * lat["itl_band_ms"]["high"] / lat["itl_ms"])
     assert fig["output_throughput"].band_low == pytest.approx(512.0 * lat["itl_ms"] / lat["itl_band_ms"]["high"])
     assert fig["median_e2el_ms"].band_low is None  # the plan has no E2E band
+
+
+def test_every_preset_names_the_repository_its_config_comes_from():
+    """Source: model-card: each preset's `source` is the config.json URL on huggingface.co; its hf_id (what
+    `vllm serve` loads) is that repository."""
+    import re
+
+    from planner.presets import load_presets, preset_hf_id
+
+    for model_id, spec in load_presets().items():
+        repo = re.match(r"https://huggingface.co/([^/]+/[^/]+)/", spec.source or "")
+        if repo is None:
+            continue
+        assert preset_hf_id(model_id) == repo.group(1), (
+            f'{model_id}: add hf_id = "{repo.group(1)}" (the repository of its source) in planner/data/models.toml')
