@@ -324,6 +324,8 @@ def _serving_figures(s: Scenario, plan_json: dict[str, Any], serving: dict[str, 
     ttft_f = _relative(_band(lat.get("ttft_band_ms")), float(lat["ttft_ms"]))
     itl_f = _relative(_band(lat.get("itl_band_ms")), float(lat["itl_ms"]))
     tput_f = (1 / itl_f[1], 1 / itl_f[0]) if itl_f is not None else None
+    if serving.get("mode") == "request_rate" and serving.get("stable"):
+        tput_f = None  # an open loop below saturation completes what arrives: the rate is given, not predicted
     rate = serving.get("request_rate")
     tokens = serving.get("output_tokens_per_s")
     rate = float(rate) if isinstance(rate, (int, float)) else None

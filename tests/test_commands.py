@@ -476,6 +476,9 @@ def test_expected_figures_follow_the_plans_serving_section():
     assert fig["median_itl_ms"].band_high == pytest.approx(9.0 * lat["itl_band_ms"]["high"] / lat["itl_ms"])
     assert fig["output_throughput"].band_low == pytest.approx(512.0 * lat["itl_ms"] / lat["itl_band_ms"]["high"])
     assert fig["median_e2el_ms"].band_low is None  # the plan has no E2E band
+    stable_open = {**serving, "mode": "request_rate", "stable": True}
+    fig = {f.result_key: f for f in expected_figures(parse_scenario(s), {**plan, "serving": stable_open})}
+    assert fig["request_throughput"].band_low is None  # the arrival rate is given, not predicted
 
 
 def test_every_preset_names_the_repository_its_config_comes_from():
