@@ -5,7 +5,6 @@ Every bad input becomes one ScenarioError naming the field path and the reason.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -14,7 +13,7 @@ from gpu_catalog import GpuSpec, load_catalog
 from planner.calibration import CalibrationProfile
 from planner.deployment import Deployment
 from planner.efficiency import EngineEfficiency, default_engine, ideal
-from planner.errors import ScenarioError, from_validation_error
+from planner.errors import ScenarioError, from_validation_error, loads_json
 from planner.hf_import import model_from_hf_config
 from planner.model_shapes import ModelSpec
 from planner.parallelism import effective_ep, validate_parallelism
@@ -160,11 +159,8 @@ def parse_scenario(data: Any) -> Scenario:
 
 
 def parse_scenario_json(text: str) -> Scenario:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ScenarioError("scenario", f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
-    return parse_scenario(data)
+    """A scenario from JSON text; NaN, Infinity, deep nesting and huge integer literals are refused."""
+    return parse_scenario(loads_json(text, "scenario"))
 
 
 def resolve_model(model: str | dict[str, Any], field: str = "model") -> ModelSpec:

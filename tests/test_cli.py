@@ -395,3 +395,18 @@ def test_help_names_the_input_and_shows_an_example(command, names, capsys):
 
     for path in re.findall(r"data/examples/[\w.]+\.json", help_text):
         assert (ROOT / path).is_file(), path
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[" * 100_000 + "]" * 100_000, "scenario: not valid JSON (nested deeper than 100 levels)"),
+    ('{"model": "llama-3.1-8b", "gpu": "h100-sxm", "usd_per_gpu_hour": Infinity}', "Infinity is not a number"),
+    ('{"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": ' + "7" * 4301 + "}", "an integer literal is too long"),
+])
+def test_library_json_reader_refuses_what_the_cli_refuses(text, expected):
+    """Source: contract: `planner.parse_scenario_json` (the app's reader of pasted or uploaded scenarios) and
+    the CLI share one JSON reader, so the issue-13 reproducers give the same one-line error there."""
+    from planner import ScenarioError, parse_scenario_json
+
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario_json(text)
+    assert expected in err.value.line() and "\n" not in err.value.line()
