@@ -470,3 +470,32 @@ def test_a_sizing_option_offers_its_commands():
     at.toggle(key="sz_cmd_show").set_value(True).run()
     assert not at.exception
     assert any("--tensor-parallel-size" in c.value for c in at.code)
+
+
+def test_sizing_table_reads_like_a_table_and_ownership_inputs_only_when_owning():
+    """Human headers, catalog GPU names, options numbered from 1; ownership inputs hidden in rent mode.
+    Source: ui: the app's behaviour (issue 13.8).
+    """
+    at = run_app()
+    at.radio(key="view").set_value("Size a fleet").run()
+    assert not [n for n in at.number_input if n.key == "sz_years"]  # rent: no ownership inputs
+    [b for b in at.button if b.label == "Find the cheapest fleet"][0].click().run(timeout=TIMEOUT)
+    frame = at.dataframe[0].value
+    assert frame.index[0] == 1 and frame.index.name == "option"
+    assert {"GPU", "ITL under load (ms)", "$/M output tokens"} <= set(frame.columns)
+    from gpu_catalog import load_catalog
+
+    names = {g.name for g in load_catalog().values()}
+    assert set(frame["GPU"]) <= names
+    at.radio(key="sz_cost_mode").set_value("own").run()
+    assert [n for n in at.number_input if n.key == "sz_years"]
+
+
+def test_wording_has_no_never_crossing_no_redundant_fp8_advice_and_readable_breakdown():
+    """Source: ui: the app's behaviour (issue 13.8)."""
+    at = run_app()  # fp8 KV, memory-bound at every batch for this context
+    text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "at never" not in text
+    assert "already fp8" in text and "fp8/int8 KV" not in text
+    breakdown = [d.value for d in at.dataframe if "one decode step" in " ".join(map(str, d.value.columns))][0]
+    assert "TP all-reduce" in breakdown.index and "gemm_ms" not in breakdown.index
