@@ -1,4 +1,5 @@
-"""What would fit, when a deployment does not: the smallest TP, the weight/KV precisions that fit at this
+"""What would fit, when a deployment does not (until the plan's own `fit_alternatives` section, issue 9.7,
+is on this branch; the page prefers the plan's): the smallest TP, the weight/KV precisions that fit at this
 TP, and the catalog GPUs where it fits at this TP and precision. Memory only (the cheapest test: the
 weights and one full-length sequence within the KV budget), so the page can offer each as one click."""
 
@@ -20,10 +21,22 @@ _OFFERED_KV: list[str] = [k for k in ("bf16", "fp8", "int8", "int4") if k in KV_
 
 
 @dataclass(frozen=True)
+class PrecisionChoice:
+    weights: str
+    kv_cache: str
+
+
+@dataclass(frozen=True)
+class GpuChoice:
+    gpu: str  # catalog id
+    tp: int  # the smallest TP at which it fits on that GPU
+
+
+@dataclass(frozen=True)
 class FitAlternatives:
     smallest_tp: int | None
-    precisions: list[tuple[str, str]]  # (weights, kv_cache) that fit at this TP
-    gpus: list[str]  # catalog ids where this TP and precision fit
+    precisions: list[PrecisionChoice]  # that fit at this TP
+    gpus: list[GpuChoice]  # catalog GPUs where this precision fits, each at its smallest TP
 
 
 def _fits(data: dict[str, Any]) -> bool:
@@ -41,11 +54,18 @@ def fit_alternatives(scenario: Scenario | dict[str, Any]) -> FitAlternatives:
     context = s.context_len_resolved
     tp = smallest_tp_that_fits(d, context)
     data.pop("compute", None)  # let each precision pick its own compute precision
-    precisions = [(w, k) for w in _OFFERED_WEIGHTS for k in _OFFERED_KV
+    precisions = [PrecisionChoice(w, k) for w in _OFFERED_WEIGHTS for k in _OFFERED_KV
                   if (w, k) != (s.weights, s.kv_cache) and _fits({**data, "weights": w, "kv_cache": k})]
-    gpus = [gpu_id for gpu_id in load_catalog() if gpu_id != data.get("gpu")
-            and _fits({**{k: v for k, v in data.items() if k != "usd_per_gpu_hour"}, "gpu": gpu_id})]
+    base = {k: v for k, v in data.items() if k != "usd_per_gpu_hour"}
+    gpus = []
+    for gpu_id in load_catalog():
+        if gpu_id == data.get("gpu"):
+            continue
+        for trial_tp in (1, 2, 4, 8, 16, 32, 64):
+            if _fits({**base, "gpu": gpu_id, "tp": trial_tp}):
+                gpus.append(GpuChoice(gpu_id, trial_tp))
+                break
     return FitAlternatives(smallest_tp=tp, precisions=precisions, gpus=gpus)
 
 
-__all__ = ["FitAlternatives", "fit_alternatives"]
+__all__ = ["FitAlternatives", "GpuChoice", "PrecisionChoice", "fit_alternatives"]

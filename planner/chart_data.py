@@ -60,6 +60,25 @@ class MemoryStack:
     full_length_sequences: float | None = None  # how many sequences of max_model_len the KV cache holds
 
 
+# --- serving under load (issue 9.6): the frontier and latency vs request rate --------------------
+
+@dataclass(frozen=True)
+class ServingSeries:
+    """What the serving charts draw for one replica. Rates in requests/s per replica."""
+
+    gpus_per_replica: int
+    capacity_rate: float  # saturation rate
+    goodput_rate: float | None  # highest rate meeting the objective (None without one)
+    slo_percentile: int | None
+    slo_ttft_ms: float | None
+    slo_itl_ms: float | None
+    # frontier: one point per rate from a trickle to just below capacity (the concurrency grows with it)
+    frontier: list[dict[str, Any]] = field(default_factory=list)
+    # percentiles vs rate: p99 TTFT and ITL (ms) at a handful of rates up to capacity
+    vs_rate: list[dict[str, Any]] = field(default_factory=list)
+    operating_point: dict[str, Any] | None = None
+
+
 @dataclass(frozen=True)
 class ChartData:
     plan: Plan
@@ -68,6 +87,7 @@ class ChartData:
     # batch sweep as columns (lists), past the max batch too: column `fits` says which batches fit
     sweep: dict[str, list[Any]] = field(default_factory=dict)
     max_batch: int = 0
+    serving: ServingSeries | None = None
 
 
 def _achieved_tflops(flops_per_gpu: float, ms: float) -> float:
@@ -129,8 +149,11 @@ def chart_data(scenario: Scenario | dict[str, Any]) -> ChartData:
     sweep = batch_sweep(scenario)
     columns = {name: [v.item() for v in values] for name, values in sweep.items()}
     return ChartData(plan=p, roofline=roofline_chart(p, d.gpu.peak_tflops(d.compute), d.gpu.hbm_tb_s),
-                     memory=memory_stack(p, d.gpu.memory_gb), sweep=columns, max_batch=p.memory.max_batch)
+                     memory=memory_stack(p, d.gpu.memory_gb), sweep=columns, max_batch=p.memory.max_batch,
+                     serving=None)  # the serving model's series come with the plan's serving section (issue 9)
 
 
-__all__ = ["ChartData", "MemoryPart", "MemoryStack", "OperatingPoint", "RooflineChart", "chart_data",
+
+
+__all__ = ["ChartData", "MemoryPart", "MemoryStack", "OperatingPoint", "RooflineChart", "ServingSeries", "chart_data",
            "memory_stack", "roofline_chart"]

@@ -13,6 +13,10 @@ from ui.links import DEFAULT_SCENARIO, scenario_to_query
 
 TIMEOUT = 60
 APP = Path(__file__).resolve().parents[1] / "app.py"
+# the plan's serving section (issue 9) and what the page shows of it; the tests of that part run once
+# the planner has the section
+SERVING = "serving" in plan_dict(DEFAULT_SCENARIO)
+needs_serving = pytest.mark.skipif(not SERVING, reason="the plan has no serving section on this branch (issue 9)")
 
 
 def run_app(params: dict[str, str] | None = None) -> AppTest:
@@ -50,16 +54,24 @@ def assert_metrics_match_plan(at: AppTest, scenario: dict) -> None:
     assert int(_num(m["Max batch"])) == p["memory"]["max_batch"]
     assert _num(m["Decode FLOP/byte"]) == pytest.approx(p["roofline"]["decode_ai"], abs=0.06)
     assert _num(m["Ridge FLOP/byte"]) == pytest.approx(p["roofline"]["ridge_flop_per_byte"], abs=0.06)
-    assert _num(m["TTFT"]) == pytest.approx(p["latency"]["ttft_ms"], rel=0.006)
-    assert _num(m["ITL"]) == pytest.approx(p["latency"]["itl_ms"], rel=0.006)
-    assert _num(m["Tokens/s (replica)"]) == pytest.approx(p["throughput"]["output_tokens_per_s"], abs=0.6)
+    assert _num(m["TTFT, one request alone"]) == pytest.approx(p["latency"]["ttft_ms"], rel=0.006)
+    assert _num(m["ITL, decode only"]) == pytest.approx(p["latency"]["itl_ms"], rel=0.006)
+    assert _num(m["Tokens/s, decode only"]) == pytest.approx(p["throughput"]["output_tokens_per_s"], abs=0.6)
     assert _num(m["$ per M output tokens"]) == pytest.approx(p["cost"]["usd_per_million_output_tokens"], abs=6e-4)
+    if not SERVING:
+        return
+    sv = p["serving"]
+    assert _num(m["Request rate"]) == pytest.approx(sv["request_rate"], abs=0.006)
+    ttft50, ttft99 = (_num(x) for x in m["TTFT p50 / p99"].split(" / "))
+    assert ttft50 == pytest.approx(sv["ttft_ms"]["p50"], rel=0.006) and ttft99 == pytest.approx(sv["ttft_ms"]["p99"], rel=0.006)
+    itl50, itl99 = (_num(x) for x in m["ITL p50 / p99"].split(" / "))
+    assert itl50 == pytest.approx(sv["itl_ms"]["p50"], rel=0.006) and itl99 == pytest.approx(sv["itl_ms"]["p99"], rel=0.006)
 
 
 def test_default_page_shows_a_realistic_plan_with_every_headline_figure():
     """Source: ui: the app, default page shows a realistic plan with every headline figure."""
     at = run_app()
-    assert len(at.metric) == 10
+    assert len(at.metric) == (17 if SERVING else 10)  # operating point 4 + latency 3 + memory/roofline 5 + decode-only 5
     assert_metrics_match_plan(at, DEFAULT_SCENARIO)
     assert at.sidebar.selectbox(key="model_choice").value == "llama-3.1-70b"
     assert at.sidebar.selectbox(key="gpu_choice").value == "h100-sxm"
@@ -123,7 +135,7 @@ def test_scenario_that_does_not_fit_says_so_and_offers_what_would_fit():
     at = run_app({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": "8", "weights": "bf16", "kv_cache": "bf16"})
     errors = " ".join(e.value for e in at.error)
     assert "do not fit" in errors
-    assert "ITL" not in metrics(at) and "$ per M output tokens" not in metrics(at)  # nothing implies it works
+    assert not {"ITL, decode only", "$ per M output tokens", "TTFT p50 / p99"} & set(metrics(at))  # nothing implies it works
     assert len(at.get("vega_lite_chart")) == 1  # the memory bar only
     labels = [b.label for b in at.button]
     assert "Use TP 16" in labels
@@ -131,7 +143,7 @@ def test_scenario_that_does_not_fit_says_so_and_offers_what_would_fit():
     assert "NVIDIA H200" in " ".join(labels)
     at.button(key="fit_tp").click().run()
     assert at.sidebar.selectbox(key="tp").value == 16
-    assert "ITL" in metrics(at) and not at.error
+    assert "ITL, decode only" in metrics(at) and not at.error
 
 
 def test_invalid_input_combination_names_the_field_and_keeps_state():
@@ -142,7 +154,7 @@ def test_invalid_input_combination_names_the_field_and_keeps_state():
     assert any("context_len" in unescape(e.value) for e in at.error)
     assert at.sidebar.selectbox(key="model_choice").value == "llama-3.1-70b"  # nothing else lost
     at.sidebar.number_input(key="context_len").set_value(16384).run()
-    assert not at.error and len(at.metric) == 10
+    assert not at.error and len(at.metric) == (17 if SERVING else 10)
 
 
 def test_pin_two_scenarios_and_compare():
@@ -154,7 +166,7 @@ def test_pin_two_scenarios_and_compare():
     at.radio(key="view").set_value("Compare what-ifs").run()
     table = at.dataframe[0].value
     assert table.shape[1] == 3  # two pins and the difference
-    assert "ITL" in table.index
+    assert "ITL p99" in table.index and "Request rate (req/s per replica)" in table.index
     compare = json.loads(query(at)["compare"])
     assert [p["gpu"] for p in compare] == ["h100-sxm", "h200"]
 
@@ -303,7 +315,7 @@ def test_sizing_option_opens_in_the_planner():
     assert at.sidebar.selectbox(key="gpu_choice").value == option["gpu"]
     assert at.sidebar.selectbox(key="tp").value == option["tp"]
     assert at.sidebar.number_input(key="batch").value == option["batch"]
-    assert float(metrics(at)["ITL"].split()[0]) == pytest.approx(option["itl_ms"], rel=0.006)
+    assert float(metrics(at)["ITL, decode only"].split()[0]) == pytest.approx(option["itl_ms"], rel=0.006)
 
 
 # --- issue 13: no injection, no traceback, no silent change -------------------------------------------
@@ -499,3 +511,59 @@ def test_wording_has_no_never_crossing_no_redundant_fp8_advice_and_readable_brea
     assert "already fp8" in text and "fp8/int8 KV" not in text
     breakdown = [d.value for d in at.dataframe if "one decode step" in " ".join(map(str, d.value.columns))][0]
     assert "TP all-reduce" in breakdown.index and "gemm_ms" not in breakdown.index
+
+
+@needs_serving
+def test_plan_leads_with_the_operating_point_and_its_charts():
+    """The operating point (rate, concurrency, percentiles, cost) comes first, as the plan's `serving`
+    section gives it; the frontier and the latency-vs-rate charts are drawn.
+    Source: ui: the app's behaviour (issue 9.6).
+    """
+    at = run_app()
+    labels = [m.label for m in at.metric]
+    assert labels[:4] == ["Request rate", "Concurrency", "Output tokens/s per GPU", "$ per M output tokens"]
+    assert labels.index("TTFT p50 / p99") < labels.index("TTFT, one request alone")  # bounds come after
+    titles = [json.loads(c.proto.spec)["title"]["text"] for c in at.get("vega_lite_chart")]
+    assert any(t.startswith("Throughput per GPU vs speed per user") for t in titles)
+    assert any(t.startswith("TTFT vs request rate") for t in titles) and any(t.startswith("ITL vs request rate") for t in titles)
+
+
+@needs_serving
+def test_request_rate_and_objective_from_the_sidebar_reach_the_plan():
+    """Source: ui: the app's behaviour (issue 9.6)."""
+    at = run_app()
+    at.sidebar.radio(key="load_mode").set_value("request rate").run()
+    at.sidebar.number_input(key="load_rate").set_value(2.0).run()
+    at.sidebar.checkbox(key="slo_on").check().run()
+    load = json.loads(query(at)["load"])
+    assert load["request_rate"] == 2.0 and load["slo"]["percentile"] == 90
+    scenario = {**DEFAULT_SCENARIO, "load": load}
+    assert_metrics_match_plan(at, scenario)
+    goodput = plan_dict(scenario)["serving"]["goodput_request_rate"]
+    assert goodput is not None and f"goodput {goodput:,.2f} req/s" in " ".join(c.value for c in at.caption)
+
+
+@needs_serving
+def test_a_rate_beyond_capacity_is_called_unstable_without_percentiles():
+    """Source: ui: the app's behaviour (issue 9.2b: no percentiles that pretend)."""
+    capacity = plan_dict(DEFAULT_SCENARIO)["serving"]["max_request_rate"]
+    at = run_app({"load": json.dumps({"request_rate": round(capacity * 3, 2)})})
+    assert any("Unstable" in e.value for e in at.error)
+    assert "TTFT p50 / p99" not in metrics(at)
+
+
+@needs_serving
+def test_pins_are_compared_at_one_common_request_rate():
+    """Every pin at 70% of the lowest capacity among them, stated in the table's first row.
+    Source: ui: the app's behaviour (issue 9.6).
+    """
+    pins = [{**DEFAULT_SCENARIO}, {**DEFAULT_SCENARIO, "gpu": "h200"}]
+    at = run_app({**scenario_to_query(DEFAULT_SCENARIO), "compare": json.dumps(pins)})
+    at.radio(key="view").set_value("Compare what-ifs").run()
+    capacities = [plan_dict(p)["serving"]["max_request_rate"] for p in pins]
+    rate = 0.7 * min(capacities)
+    table = at.dataframe[0].value
+    shown = table.loc["Request rate (req/s per replica)"]
+    assert [float(v) for v in shown.iloc[:2]] == pytest.approx([rate, rate], abs=0.006)
+    h200 = plan_dict({**pins[1], "load": {"request_rate": round(rate, 3)}})["serving"]
+    assert table.iloc[:, 1]["ITL p99"] == f"{h200['itl_ms']['p99']:,.1f} ms"
