@@ -567,3 +567,27 @@ def test_pins_are_compared_at_one_common_request_rate():
     assert [float(v) for v in shown.iloc[:2]] == pytest.approx([rate, rate], abs=0.006)
     h200 = plan_dict({**pins[1], "load": {"request_rate": round(rate, 3)}})["serving"]
     assert table.iloc[:, 1]["ITL p99"] == f"{h200['itl_ms']['p99']:,.1f} ms"
+
+
+def test_sizing_searches_disaggregated_fleets_and_says_which_mode_wins():
+    """Long prompts at 10 req/s (the disaggregation test's case): the page tags options with their mode and
+    states the winner with the planner's reason (planner.serving_modes), and a disaggregated option opens
+    its decode worker in the planner.
+    Source: ui: the app's behaviour (issue 12).
+    """
+    request = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 8000, "output_len": 300},
+               "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200"], "tp": [2, 4],
+               "weights": ["fp8"], "kv_cache": ["fp8"], "disaggregation": True}
+    at = run_app({"size": json.dumps(request)})
+    at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
+    assert not at.exception and at.checkbox(key="sz_disagg").value
+    from planner.serving_modes import size_with_modes
+
+    expected = size_with_modes(request)["assumptions"]["modes"]
+    assert any(expected["winner"].capitalize() in i.value for i in at.info)
+    frame = at.dataframe[0].value
+    assert set(frame["mode"]) <= {"aggregated", "disaggregated"} and "disaggregated" in set(frame["mode"])
+    first_disagg = int(frame.index[list(frame["mode"]).index("disaggregated")])
+    at.number_input(key="sz_pick").set_value(first_disagg).run()
+    at.button(key="sz_open").click().run()
+    assert not at.exception and "ITL, decode only" in metrics(at)

@@ -11,11 +11,12 @@ import streamlit as st
 from planner import ScenarioError, plan
 from planner.sweep import batch_sweep
 from ui import charts
+from ui.figures import fmt_time
 from ui.text import plain
 
 
 def _ms(x: float | None) -> str:
-    return "n/a" if x is None else (f"{x:,.1f} ms" if x >= 10 else f"{x:,.2f} ms")
+    return "n/a" if x is None else fmt_time(x)
 
 
 def _num(x: float | None, fmt: str) -> str:

@@ -37,8 +37,8 @@ def memory_rows(p: Plan) -> list[tuple[str, str, str]]:
 
 
 def fmt_time(x: float) -> str:
-    """Milliseconds, or seconds from 10 s up (end-to-end latencies)."""
-    return f"{x / 1000:,.2f} s" if x >= 10_000 else fmt_ms(x)
+    """Milliseconds, or seconds from 1 s up (end-to-end latencies)."""
+    return f"{x / 1000:,.2f} s" if x >= 1000 else fmt_ms(x)
 
 
 def _pct(x: Any) -> str:
