@@ -13,10 +13,6 @@ from ui.links import DEFAULT_SCENARIO, scenario_to_query
 
 TIMEOUT = 60
 APP = Path(__file__).resolve().parents[1] / "app.py"
-# the plan's serving section (issue 9) and what the page shows of it; the tests of that part run once
-# the planner has the section
-SERVING = "serving" in plan_dict(DEFAULT_SCENARIO)
-needs_serving = pytest.mark.skipif(not SERVING, reason="the plan has no serving section on this branch (issue 9)")
 
 
 def run_app(params: dict[str, str] | None = None) -> AppTest:
@@ -43,7 +39,10 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 def _num(text: str) -> float:
-    return float(text.replace("$", "").replace(",", "").split()[0])
+    """The number a tile shows, in its base unit: "1.73 s" reads as 1,730 ms."""
+    parts = text.replace("$", "").replace(",", "").split()
+    value = float(parts[0])
+    return value * 1000.0 if len(parts) > 1 and parts[1] == "s" else value
 
 
 def assert_metrics_match_plan(at: AppTest, scenario: dict) -> None:
@@ -58,11 +57,10 @@ def assert_metrics_match_plan(at: AppTest, scenario: dict) -> None:
     assert _num(m["ITL, decode only"]) == pytest.approx(p["latency"]["itl_ms"], rel=0.006)
     assert _num(m["Tokens/s, decode only"]) == pytest.approx(p["throughput"]["output_tokens_per_s"], abs=0.6)
     assert _num(m["$ per M output tokens"]) == pytest.approx(p["cost"]["usd_per_million_output_tokens"], abs=6e-4)
-    if not SERVING:
-        return
     sv = p["serving"]
     assert _num(m["Request rate"]) == pytest.approx(sv["request_rate"], abs=0.006)
     ttft50, ttft99 = (_num(x) for x in m["TTFT p50 / p99"].split(" / "))
+    # shown to 3-4 significant figures (ms below 10 s, then s with 2 decimals)
     assert ttft50 == pytest.approx(sv["ttft_ms"]["p50"], rel=0.006) and ttft99 == pytest.approx(sv["ttft_ms"]["p99"], rel=0.006)
     itl50, itl99 = (_num(x) for x in m["ITL p50 / p99"].split(" / "))
     assert itl50 == pytest.approx(sv["itl_ms"]["p50"], rel=0.006) and itl99 == pytest.approx(sv["itl_ms"]["p99"], rel=0.006)
@@ -71,7 +69,7 @@ def assert_metrics_match_plan(at: AppTest, scenario: dict) -> None:
 def test_default_page_shows_a_realistic_plan_with_every_headline_figure():
     """Source: ui: the app, default page shows a realistic plan with every headline figure."""
     at = run_app()
-    assert len(at.metric) == (17 if SERVING else 10)  # operating point 4 + latency 3 + memory/roofline 5 + decode-only 5
+    assert len(at.metric) == 17  # operating point 4 + latency 3 + memory/roofline 5 + decode-only 5
     assert_metrics_match_plan(at, DEFAULT_SCENARIO)
     assert at.sidebar.selectbox(key="model_choice").value == "llama-3.1-70b"
     assert at.sidebar.selectbox(key="gpu_choice").value == "h100-sxm"
@@ -154,7 +152,7 @@ def test_invalid_input_combination_names_the_field_and_keeps_state():
     assert any("context_len" in unescape(e.value) for e in at.error)
     assert at.sidebar.selectbox(key="model_choice").value == "llama-3.1-70b"  # nothing else lost
     at.sidebar.number_input(key="context_len").set_value(16384).run()
-    assert not at.error and len(at.metric) == (17 if SERVING else 10)
+    assert not at.error and len(at.metric) == 17
 
 
 def test_pin_two_scenarios_and_compare():
@@ -513,7 +511,6 @@ def test_wording_has_no_never_crossing_no_redundant_fp8_advice_and_readable_brea
     assert "TP all-reduce" in breakdown.index and "gemm_ms" not in breakdown.index
 
 
-@needs_serving
 def test_plan_leads_with_the_operating_point_and_its_charts():
     """The operating point (rate, concurrency, percentiles, cost) comes first, as the plan's `serving`
     section gives it; the frontier and the latency-vs-rate charts are drawn.
@@ -528,7 +525,6 @@ def test_plan_leads_with_the_operating_point_and_its_charts():
     assert any(t.startswith("TTFT vs request rate") for t in titles) and any(t.startswith("ITL vs request rate") for t in titles)
 
 
-@needs_serving
 def test_request_rate_and_objective_from_the_sidebar_reach_the_plan():
     """Source: ui: the app's behaviour (issue 9.6)."""
     at = run_app()
@@ -543,7 +539,6 @@ def test_request_rate_and_objective_from_the_sidebar_reach_the_plan():
     assert goodput is not None and f"goodput {goodput:,.2f} req/s" in " ".join(c.value for c in at.caption)
 
 
-@needs_serving
 def test_a_rate_beyond_capacity_is_called_unstable_without_percentiles():
     """Source: ui: the app's behaviour (issue 9.2b: no percentiles that pretend)."""
     capacity = plan_dict(DEFAULT_SCENARIO)["serving"]["max_request_rate"]
@@ -552,7 +547,6 @@ def test_a_rate_beyond_capacity_is_called_unstable_without_percentiles():
     assert "TTFT p50 / p99" not in metrics(at)
 
 
-@needs_serving
 def test_pins_are_compared_at_one_common_request_rate():
     """Every pin at 70% of the lowest capacity among them, stated in the table's first row.
     Source: ui: the app's behaviour (issue 9.6).

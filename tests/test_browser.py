@@ -139,8 +139,7 @@ def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(se
     assert m["Max batch"] == plan["memory"]["max_batch"]
     assert m["ITL, decode only"] == pytest.approx(plan["latency"]["itl_ms"], rel=0.006)
     assert m["TTFT, one request alone"] == pytest.approx(plan["latency"]["ttft_ms"], rel=0.006)
-    if "serving" in plan:  # the operating point leads the page once the plan has it (issue 9)
-        assert m["Request rate"] == pytest.approx(plan["serving"]["request_rate"], abs=0.006)
+    assert m["Request rate"] == pytest.approx(plan["serving"]["request_rate"], abs=0.006)
     page.screenshot(path=str(ARTIFACTS / "browser_plan.png"), full_page=True)
 
     # pin, then change an input: the URL and the figures follow

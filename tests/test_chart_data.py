@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from planner import plan
-from planner.alternatives import fit_alternatives
 from planner.chart_data import chart_data
 
 H100_70B_FP8 = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
@@ -76,7 +75,7 @@ def test_what_would_fit_for_405b_bf16_on_h100_tp8():
     Source: hand: the arithmetic above (parameter count from the Llama 3.1 405B model card).
     """
     scenario = {"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": 8, "weights": "bf16", "kv_cache": "bf16"}
-    alt = getattr(plan(scenario), "fit_alternatives", None) or fit_alternatives(scenario)
+    alt = plan(scenario).fit_alternatives
     assert alt is not None and alt.smallest_tp == 16
     pairs = {(c.weights, c.kv_cache) for c in alt.precisions}
     assert ("fp8", "bf16") in pairs and all(w != "bf16" for w, _ in pairs)

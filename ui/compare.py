@@ -49,16 +49,8 @@ def at_rate(scenario: dict[str, Any], rate: float) -> dict[str, Any]:
     return {**scenario, "load": {**load, "request_rate": rate}}
 
 
-def _value(get: Any, p: Any) -> Any:
-    try:
-        return get(p)
-    except AttributeError:  # a section this planner does not have (the serving section, issue 9)
-        return None
-
-
 def common_rate(plans: list[Any]) -> float | None:
-    caps = [_value(lambda q: q.serving.max_request_rate, p) for p in plans if p.memory.fits]
-    caps = [c for c in caps if c]
+    caps = [p.serving.max_request_rate for p in plans if p.memory.fits and p.serving.max_request_rate]
     return COMMON_FRACTION * min(caps) if caps else None
 
 
@@ -76,7 +68,7 @@ def comparison_table(pins: list[dict[str, Any]], rate: float | None) -> pd.DataF
     plans = [plan(at_rate(s, rate) if rate else s) for s in pins]
     labels = _unique([label(s) for s in pins])
     table: dict[str, list[str]] = {}
-    values = [[_value(get, p) if p.memory.fits or name.startswith(("Weights", "KV", "Max")) else None
+    values = [[get(p) if p.memory.fits or name.startswith(("Weights", "KV", "Max")) else None
                for name, get, _ in ROWS] for p in plans]
     for lab, row in zip(labels, values, strict=True):
         table[lab] = [show(v) for (_, _, show), v in zip(ROWS, row, strict=True)]

@@ -110,10 +110,7 @@ def serving_rows(p: Plan) -> list[tuple[str, str, str]]:
 
 def _decode_cost_row(p: Plan) -> tuple[str, str, str]:
     where = f"at ${p.cost.usd_per_gpu_hour:,.2f}/GPU-hour x {p.tp} GPUs"
-    if getattr(p, "serving", None) is None:  # a plan without the serving model: its cost is decode-only
-        return ("$ per M output tokens", _usd(p.cost.usd_per_million_output_tokens),
-                f"decode only at batch {p.latency.batch:,}, prefill ignored; {where}")
-    return ("$ per M, decode-only bound", _usd(getattr(p.cost, "usd_per_million_output_tokens_bound", None)),
+    return ("$ per M, decode-only bound", _usd(p.cost.usd_per_million_output_tokens_bound),
             f"decode only at batch {p.latency.batch:,}, prefill ignored: a lower bound; {where}")
 
 
@@ -121,9 +118,7 @@ def headline_rows(p: Plan) -> list[tuple[str, str, str]]:
     """(label, value, meaning) for every headline figure; used by the page and the comparison."""
     rows = memory_rows(p)
     if p.memory.fits:
-        serving = getattr(p, "serving", None)
-        head = (load_rows(p) + (latency_rows(p) if serving.stable else [])) if serving is not None else []
-        rows = head + rows + serving_rows(p)
+        rows = load_rows(p) + (latency_rows(p) if p.serving.stable else []) + rows + serving_rows(p)
     return rows
 
 
@@ -153,8 +148,8 @@ def _tiles(rows: list[tuple[str, str, str]]) -> None:
 def render(p: Plan, scenario: dict[str, Any]) -> None:
     """The operating point first (load, latency percentiles, cost), then memory and roofline, then the
     decode-only bounds; serving tiles only for a deployment that fits."""
-    sv = getattr(p, "serving", None)  # the serving model's section (issue 9), where the planner has it
-    if p.memory.fits and sv is not None:
+    sv = p.serving
+    if p.memory.fits:
         st.markdown("**At the operating point**")
         _tiles(load_rows(p))
         if sv.stable:

@@ -10,7 +10,6 @@ import streamlit as st
 
 from gpu_catalog import load_catalog
 from planner import Plan, ScenarioError, plan
-from planner.alternatives import fit_alternatives
 from planner.chart_data import chart_data
 from planner.planning import clean_json
 from ui import charts, exports, figures, inputs
@@ -49,9 +48,7 @@ def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
     st.error(f"The weights ({m.weights_gb_per_gpu:,.1f} GB per GPU) and one {scenario.get('context_len', '')}-token "
              f"sequence do not fit in {m.usable_gb_per_gpu - m.reserve_gb:,.1f} GB usable per GPU, so there is no "
              "latency, throughput or cost to show.")
-    alt = getattr(p, "fit_alternatives", None)  # the plan's own answer (planner.planning), laid out here
-    if alt is None and "fit_alternatives" not in type(p).model_fields:
-        alt = fit_alternatives(scenario)  # until the plan carries the section
+    alt = p.fit_alternatives  # the plan's own answer (planner.planning), laid out here
     catalog = load_catalog()
     st.markdown("**What would fit**")
     cols = st.columns(3)
