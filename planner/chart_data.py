@@ -60,6 +60,25 @@ class MemoryStack:
     full_length_sequences: float | None = None  # how many sequences of max_model_len the KV cache holds
 
 
+# --- serving under load (issue 9.6): the frontier and latency vs request rate --------------------
+
+@dataclass(frozen=True)
+class ServingSeries:
+    """What the serving charts draw for one replica. Rates in requests/s per replica."""
+
+    gpus_per_replica: int
+    capacity_rate: float  # saturation rate
+    goodput_rate: float | None  # highest rate meeting the objective (None without one)
+    slo_percentile: int | None
+    slo_ttft_ms: float | None
+    slo_itl_ms: float | None
+    # frontier: one point per rate from a trickle to just below capacity (the concurrency grows with it)
+    frontier: list[dict[str, Any]] = field(default_factory=list)
+    # percentiles vs rate: p99 TTFT and ITL (ms) at a handful of rates up to capacity
+    vs_rate: list[dict[str, Any]] = field(default_factory=list)
+    operating_point: dict[str, Any] | None = None
+
+
 @dataclass(frozen=True)
 class ChartData:
     plan: Plan
@@ -68,6 +87,7 @@ class ChartData:
     # batch sweep as columns (lists), past the max batch too: column `fits` says which batches fit
     sweep: dict[str, list[Any]] = field(default_factory=dict)
     max_batch: int = 0
+    serving: ServingSeries | None = None
 
 
 def _achieved_tflops(flops_per_gpu: float, ms: float) -> float:
@@ -129,8 +149,71 @@ def chart_data(scenario: Scenario | dict[str, Any]) -> ChartData:
     sweep = batch_sweep(scenario)
     columns = {name: [v.item() for v in values] for name, values in sweep.items()}
     return ChartData(plan=p, roofline=roofline_chart(p, d.gpu.peak_tflops(d.compute), d.gpu.hbm_tb_s),
-                     memory=memory_stack(p, d.gpu.memory_gb), sweep=columns, max_batch=p.memory.max_batch)
+                     memory=memory_stack(p, d.gpu.memory_gb), sweep=columns, max_batch=p.memory.max_batch,
+                     serving=serving_series(scenario, p))
 
 
-__all__ = ["ChartData", "MemoryPart", "MemoryStack", "OperatingPoint", "RooflineChart", "chart_data",
-           "memory_stack", "roofline_chart"]
+
+
+FRONTIER_POINTS = 24
+PERCENTILE_POINTS = 10
+
+
+def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -> ServingSeries | None:
+    """The serving charts' data from the serving model's own functions (planner.serving), vectorized
+    over rates where the model allows; None when the deployment does not fit."""
+    import numpy as np
+
+    from planner.memory import plan_memory
+    from planner.planning import workload_for
+    from planner.serving import latency_percentiles, load_point, meets_objective, replica_model
+
+    if not isinstance(scenario, Scenario):
+        scenario = parse_scenario(scenario)
+    d = resolve(scenario)
+    mem = plan_memory(d, scenario.context_len_resolved)
+    if not mem.fits:
+        return None
+    p = p if p is not None else plan(scenario)
+    gpus = p.parallelism.gpus_per_replica if p.parallelism is not None else d.tp
+    running = mem.max_batch if scenario.batch is None else min(scenario.batch, mem.max_batch)
+    m = replica_model(d, workload_for(scenario, d, running))
+    capacity = float(m.capacity_per_ms()) * 1000.0
+    slo = scenario.load.slo if scenario.load is not None else None
+    mean_output = float(np.mean(m.output_tokens))
+
+    # the grid, plus the goodput rate itself so the shaded region ends exactly there
+    extra = [p.serving.goodput_request_rate] if p.serving.goodput_request_rate else []
+    rates = np.unique(np.concatenate([capacity * np.geomspace(0.01, 0.97, FRONTIER_POINTS), extra])) / 1000.0
+    lp = load_point(m, rates)
+    meets = (meets_objective(m, lp, slo.percentile, slo.ttft_ms, slo.itl_ms) if slo is not None
+             else np.ones_like(rates, dtype=bool))
+    frontier = [{"request_rate": float(r * 1000.0),
+                 "tokens_per_s_per_user": float(1000.0 / it) if it > 0 else None,
+                 "output_tokens_per_s_per_gpu": float(r * 1000.0 * mean_output / gpus),
+                 "decoding_sequences": float(n), "meets_objective": bool(ok)}
+                for r, it, n, ok, st in zip(rates, lp.iteration_ms, lp.population, meets, lp.stable, strict=True) if st]
+
+    vs_rate = []
+    for fraction in np.linspace(0.1, 0.95, PERCENTILE_POINTS):
+        point = load_point(m, np.asarray(capacity * fraction / 1000.0))
+        ttft, itl, _ = latency_percentiles(m, point)
+        if ttft.p99 is not None and itl.p99 is not None:
+            vs_rate.append({"request_rate": float(capacity * fraction), "ttft_p99_ms": ttft.p99, "itl_p99_ms": itl.p99,
+                            "ttft_p50_ms": ttft.p50, "itl_p50_ms": itl.p50})
+    sv = p.serving
+    op = None
+    if sv.stable and sv.request_rate:
+        # the plan's point on the same curve: its rate, and the mean iteration at that rate
+        at = load_point(m, np.asarray(sv.request_rate / 1000.0))
+        op = {"request_rate": sv.request_rate, "tokens_per_s_per_user": float(1000.0 / at.iteration_ms),
+              "output_tokens_per_s_per_gpu": sv.request_rate * mean_output / gpus}
+    return ServingSeries(gpus_per_replica=int(gpus), capacity_rate=capacity, goodput_rate=sv.goodput_request_rate,
+                         slo_percentile=slo.percentile if slo is not None else None,
+                         slo_ttft_ms=slo.ttft_ms if slo is not None else None,
+                         slo_itl_ms=slo.itl_ms if slo is not None else None,
+                         frontier=frontier, vs_rate=vs_rate, operating_point=op)
+
+
+__all__ = ["ChartData", "MemoryPart", "MemoryStack", "OperatingPoint", "RooflineChart", "ServingSeries", "chart_data",
+           "memory_stack", "roofline_chart", "serving_series"]

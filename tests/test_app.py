@@ -39,7 +39,10 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 def _num(text: str) -> float:
-    return float(text.replace("$", "").replace(",", "").split()[0])
+    """The number a tile shows, in its base unit: "1.73 s" reads as 1,730 ms."""
+    parts = text.replace("$", "").replace(",", "").split()
+    value = float(parts[0])
+    return value * 1000.0 if len(parts) > 1 and parts[1] == "s" else value
 
 
 def assert_metrics_match_plan(at: AppTest, scenario: dict) -> None:
@@ -50,16 +53,23 @@ def assert_metrics_match_plan(at: AppTest, scenario: dict) -> None:
     assert int(_num(m["Max batch"])) == p["memory"]["max_batch"]
     assert _num(m["Decode FLOP/byte"]) == pytest.approx(p["roofline"]["decode_ai"], abs=0.06)
     assert _num(m["Ridge FLOP/byte"]) == pytest.approx(p["roofline"]["ridge_flop_per_byte"], abs=0.06)
-    assert _num(m["TTFT"]) == pytest.approx(p["latency"]["ttft_ms"], rel=0.006)
-    assert _num(m["ITL"]) == pytest.approx(p["latency"]["itl_ms"], rel=0.006)
-    assert _num(m["Tokens/s (replica)"]) == pytest.approx(p["throughput"]["output_tokens_per_s"], abs=0.6)
+    assert _num(m["TTFT, one request alone"]) == pytest.approx(p["latency"]["ttft_ms"], rel=0.006)
+    assert _num(m["ITL, decode only"]) == pytest.approx(p["latency"]["itl_ms"], rel=0.006)
+    assert _num(m["Tokens/s, decode only"]) == pytest.approx(p["throughput"]["output_tokens_per_s"], abs=0.6)
     assert _num(m["$ per M output tokens"]) == pytest.approx(p["cost"]["usd_per_million_output_tokens"], abs=6e-4)
+    sv = p["serving"]
+    assert _num(m["Request rate"]) == pytest.approx(sv["request_rate"], abs=0.006)
+    ttft50, ttft99 = (_num(x) for x in m["TTFT p50 / p99"].split(" / "))
+    # shown to 3-4 significant figures (ms below 10 s, then s with 2 decimals)
+    assert ttft50 == pytest.approx(sv["ttft_ms"]["p50"], rel=0.006) and ttft99 == pytest.approx(sv["ttft_ms"]["p99"], rel=0.006)
+    itl50, itl99 = (_num(x) for x in m["ITL p50 / p99"].split(" / "))
+    assert itl50 == pytest.approx(sv["itl_ms"]["p50"], rel=0.006) and itl99 == pytest.approx(sv["itl_ms"]["p99"], rel=0.006)
 
 
 def test_default_page_shows_a_realistic_plan_with_every_headline_figure():
     """Source: ui: the app, default page shows a realistic plan with every headline figure."""
     at = run_app()
-    assert len(at.metric) == 10
+    assert len(at.metric) == 17  # operating point 4 + latency 3 + memory/roofline 5 + decode-only 5
     assert_metrics_match_plan(at, DEFAULT_SCENARIO)
     assert at.sidebar.selectbox(key="model_choice").value == "llama-3.1-70b"
     assert at.sidebar.selectbox(key="gpu_choice").value == "h100-sxm"
@@ -123,7 +133,7 @@ def test_scenario_that_does_not_fit_says_so_and_offers_what_would_fit():
     at = run_app({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": "8", "weights": "bf16", "kv_cache": "bf16"})
     errors = " ".join(e.value for e in at.error)
     assert "do not fit" in errors
-    assert "ITL" not in metrics(at) and "$ per M output tokens" not in metrics(at)  # nothing implies it works
+    assert not {"ITL, decode only", "$ per M output tokens", "TTFT p50 / p99"} & set(metrics(at))  # nothing implies it works
     assert len(at.get("vega_lite_chart")) == 1  # the memory bar only
     labels = [b.label for b in at.button]
     assert "Use TP 16" in labels
@@ -131,7 +141,7 @@ def test_scenario_that_does_not_fit_says_so_and_offers_what_would_fit():
     assert "NVIDIA H200" in " ".join(labels)
     at.button(key="fit_tp").click().run()
     assert at.sidebar.selectbox(key="tp").value == 16
-    assert "ITL" in metrics(at) and not at.error
+    assert "ITL, decode only" in metrics(at) and not at.error
 
 
 def test_invalid_input_combination_names_the_field_and_keeps_state():
@@ -142,7 +152,7 @@ def test_invalid_input_combination_names_the_field_and_keeps_state():
     assert any("context_len" in unescape(e.value) for e in at.error)
     assert at.sidebar.selectbox(key="model_choice").value == "llama-3.1-70b"  # nothing else lost
     at.sidebar.number_input(key="context_len").set_value(16384).run()
-    assert not at.error and len(at.metric) == 10
+    assert not at.error and len(at.metric) == 17
 
 
 def test_pin_two_scenarios_and_compare():
@@ -154,7 +164,7 @@ def test_pin_two_scenarios_and_compare():
     at.radio(key="view").set_value("Compare what-ifs").run()
     table = at.dataframe[0].value
     assert table.shape[1] == 3  # two pins and the difference
-    assert "ITL" in table.index
+    assert "ITL p99" in table.index and "Request rate (req/s per replica)" in table.index
     compare = json.loads(query(at)["compare"])
     assert [p["gpu"] for p in compare] == ["h100-sxm", "h200"]
 
@@ -303,7 +313,7 @@ def test_sizing_option_opens_in_the_planner():
     assert at.sidebar.selectbox(key="gpu_choice").value == option["gpu"]
     assert at.sidebar.selectbox(key="tp").value == option["tp"]
     assert at.sidebar.number_input(key="batch").value == option["batch"]
-    assert float(metrics(at)["ITL"].split()[0]) == pytest.approx(option["itl_ms"], rel=0.006)
+    assert float(metrics(at)["ITL, decode only"].split()[0]) == pytest.approx(option["itl_ms"], rel=0.006)
 
 
 # --- issue 13: no injection, no traceback, no silent change -------------------------------------------
@@ -470,3 +480,108 @@ def test_a_sizing_option_offers_its_commands():
     at.toggle(key="sz_cmd_show").set_value(True).run()
     assert not at.exception
     assert any("--tensor-parallel-size" in c.value for c in at.code)
+
+
+def test_sizing_table_reads_like_a_table_and_ownership_inputs_only_when_owning():
+    """Human headers, catalog GPU names, options numbered from 1; ownership inputs hidden in rent mode.
+    Source: ui: the app's behaviour (issue 13.8).
+    """
+    at = run_app()
+    at.radio(key="view").set_value("Size a fleet").run()
+    assert not [n for n in at.number_input if n.key == "sz_years"]  # rent: no ownership inputs
+    [b for b in at.button if b.label == "Find the cheapest fleet"][0].click().run(timeout=TIMEOUT)
+    frame = at.dataframe[0].value
+    assert frame.index[0] == 1 and frame.index.name == "option"
+    assert {"GPU", "ITL under load (ms)", "$/M output tokens"} <= set(frame.columns)
+    from gpu_catalog import load_catalog
+
+    names = {g.name for g in load_catalog().values()}
+    assert set(frame["GPU"]) <= names
+    at.radio(key="sz_cost_mode").set_value("own").run()
+    assert [n for n in at.number_input if n.key == "sz_years"]
+
+
+def test_wording_has_no_never_crossing_no_redundant_fp8_advice_and_readable_breakdown():
+    """Source: ui: the app's behaviour (issue 13.8)."""
+    at = run_app()  # fp8 KV, memory-bound at every batch for this context
+    text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "at never" not in text
+    assert "already fp8" in text and "fp8/int8 KV" not in text
+    breakdown = [d.value for d in at.dataframe if "one decode step" in " ".join(map(str, d.value.columns))][0]
+    assert "TP all-reduce" in breakdown.index and "gemm_ms" not in breakdown.index
+
+
+def test_plan_leads_with_the_operating_point_and_its_charts():
+    """The operating point (rate, concurrency, percentiles, cost) comes first, as the plan's `serving`
+    section gives it; the frontier and the latency-vs-rate charts are drawn.
+    Source: ui: the app's behaviour (issue 9.6).
+    """
+    at = run_app()
+    labels = [m.label for m in at.metric]
+    assert labels[:4] == ["Request rate", "Concurrency", "Output tokens/s per GPU", "$ per M output tokens"]
+    assert labels.index("TTFT p50 / p99") < labels.index("TTFT, one request alone")  # bounds come after
+    titles = [json.loads(c.proto.spec)["title"]["text"] for c in at.get("vega_lite_chart")]
+    assert any(t.startswith("Throughput per GPU vs speed per user") for t in titles)
+    assert any(t.startswith("TTFT vs request rate") for t in titles) and any(t.startswith("ITL vs request rate") for t in titles)
+
+
+def test_request_rate_and_objective_from_the_sidebar_reach_the_plan():
+    """Source: ui: the app's behaviour (issue 9.6)."""
+    at = run_app()
+    at.sidebar.radio(key="load_mode").set_value("request rate").run()
+    at.sidebar.number_input(key="load_rate").set_value(2.0).run()
+    at.sidebar.checkbox(key="slo_on").check().run()
+    load = json.loads(query(at)["load"])
+    assert load["request_rate"] == 2.0 and load["slo"]["percentile"] == 90
+    scenario = {**DEFAULT_SCENARIO, "load": load}
+    assert_metrics_match_plan(at, scenario)
+    goodput = plan_dict(scenario)["serving"]["goodput_request_rate"]
+    assert goodput is not None and f"goodput {goodput:,.2f} req/s" in " ".join(c.value for c in at.caption)
+
+
+def test_a_rate_beyond_capacity_is_called_unstable_without_percentiles():
+    """Source: ui: the app's behaviour (issue 9.2b: no percentiles that pretend)."""
+    capacity = plan_dict(DEFAULT_SCENARIO)["serving"]["max_request_rate"]
+    at = run_app({"load": json.dumps({"request_rate": round(capacity * 3, 2)})})
+    assert any("Unstable" in e.value for e in at.error)
+    assert "TTFT p50 / p99" not in metrics(at)
+
+
+def test_pins_are_compared_at_one_common_request_rate():
+    """Every pin at 70% of the lowest capacity among them, stated in the table's first row.
+    Source: ui: the app's behaviour (issue 9.6).
+    """
+    pins = [{**DEFAULT_SCENARIO}, {**DEFAULT_SCENARIO, "gpu": "h200"}]
+    at = run_app({**scenario_to_query(DEFAULT_SCENARIO), "compare": json.dumps(pins)})
+    at.radio(key="view").set_value("Compare what-ifs").run()
+    capacities = [plan_dict(p)["serving"]["max_request_rate"] for p in pins]
+    rate = 0.7 * min(capacities)
+    table = at.dataframe[0].value
+    shown = table.loc["Request rate (req/s per replica)"]
+    assert [float(v) for v in shown.iloc[:2]] == pytest.approx([rate, rate], abs=0.006)
+    h200 = plan_dict({**pins[1], "load": {"request_rate": round(rate, 3)}})["serving"]
+    assert table.iloc[:, 1]["ITL p99"] == f"{h200['itl_ms']['p99']:,.1f} ms"
+
+
+def test_sizing_searches_disaggregated_fleets_and_says_which_mode_wins():
+    """Long prompts at 10 req/s (the disaggregation test's case): the page tags options with their mode and
+    states the winner with the planner's reason (planner.serving_modes), and a disaggregated option opens
+    its decode worker in the planner.
+    Source: ui: the app's behaviour (issue 12).
+    """
+    request = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 8000, "output_len": 300},
+               "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200"], "tp": [2, 4],
+               "weights": ["fp8"], "kv_cache": ["fp8"], "disaggregation": True}
+    at = run_app({"size": json.dumps(request)})
+    at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
+    assert not at.exception and at.checkbox(key="sz_disagg").value
+    from planner.serving_modes import size_with_modes
+
+    expected = size_with_modes(request)["assumptions"]["modes"]
+    assert any(expected["winner"].capitalize() in i.value for i in at.info)
+    frame = at.dataframe[0].value
+    assert set(frame["mode"]) <= {"aggregated", "disaggregated"} and "disaggregated" in set(frame["mode"])
+    first_disagg = int(frame.index[list(frame["mode"]).index("disaggregated")])
+    at.number_input(key="sz_pick").set_value(first_disagg).run()
+    at.button(key="sz_open").click().run()
+    assert not at.exception and "ITL, decode only" in metrics(at)

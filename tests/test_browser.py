@@ -137,23 +137,24 @@ def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(se
     assert m["Weights per GPU"] == pytest.approx(plan["memory"]["weights_gb_per_gpu"], abs=0.006)
     assert m["KV budget per GPU"] == pytest.approx(plan["memory"]["kv_budget_gb_per_gpu"], abs=0.006)
     assert m["Max batch"] == plan["memory"]["max_batch"]
-    assert m["ITL"] == pytest.approx(plan["latency"]["itl_ms"], rel=0.006)
-    assert m["TTFT"] == pytest.approx(plan["latency"]["ttft_ms"], rel=0.006)
+    assert m["ITL, decode only"] == pytest.approx(plan["latency"]["itl_ms"], rel=0.006)
+    assert m["TTFT, one request alone"] == pytest.approx(plan["latency"]["ttft_ms"], rel=0.006)
+    assert m["Request rate"] == pytest.approx(plan["serving"]["request_rate"], abs=0.006)
     page.screenshot(path=str(ARTIFACTS / "browser_plan.png"), full_page=True)
 
     # pin, then change an input: the URL and the figures follow
     page.get_by_role("button", name="Pin for comparison").click()
     page.wait_for_function("window.location.search.includes('compare=')", timeout=30_000)
     _wait_idle(page)
-    itl_before = _metric_text(page, "ITL")
+    itl_before = _metric_text(page, "ITL, decode only")
     output = page.get_by_label("Output", exact=True)
     output.fill("300")
     output.press("Enter")
     page.wait_for_function("window.location.search.includes('output_len=300')", timeout=30_000)
-    _wait_metric_changed(page, "ITL", itl_before)  # shorter outputs: a shorter mean context, a faster step
+    _wait_metric_changed(page, "ITL, decode only", itl_before)  # shorter outputs: a shorter mean context, a faster step
     assert _query(page)["output_len"] == "300"
     plan_300 = _cli_plan({**scenario, "output_len": 300})
-    assert _metrics(page)["ITL"] == pytest.approx(plan_300["latency"]["itl_ms"], rel=0.006)
+    assert _metrics(page)["ITL, decode only"] == pytest.approx(plan_300["latency"]["itl_ms"], rel=0.006)
 
     # pin the second scenario and compare
     page.get_by_role("button", name="Pin for comparison").click()

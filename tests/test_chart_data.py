@@ -1,10 +1,10 @@
-"""What the charts draw (planner/chart_data.py) and what would fit (planner/alternatives.py)."""
+"""What the charts draw (planner/chart_data.py) and what would fit (the plan's fit_alternatives section)."""
 
 from __future__ import annotations
 
 import pytest
 
-from planner.alternatives import fit_alternatives
+from planner import plan
 from planner.chart_data import chart_data
 
 H100_70B_FP8 = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
@@ -68,15 +68,17 @@ def test_sweep_marks_the_batches_past_the_max_batch():
 
 
 def test_what_would_fit_for_405b_bf16_on_h100_tp8():
-    """Llama-3.1-405B bf16: 405.9e9 x 2 B = 811.8 GB. H100 (80 GB x 0.9 - 2 GB = 70 GB per GPU): TP 8 gives
-    101.5 GB per GPU (no), TP 16 50.7 GB (yes). At TP 8: fp8 weights 50.7 GB fit, int8 too; bf16 needs a GPU
-    with 101.5 GB + KV within 0.9 x memory - 2: H200 (124.9 GB), B200, MI300X, MI325X do; an A100 80 GB not.
+    """Llama-3.1-405B bf16: 405.9e9 x 2 B = 811.8 GB. H100 (80 GB x 0.9 - 2 GB ~ 70 GB per GPU): TP 8 gives
+    101.5 GB per GPU (no), TP 16 50.7 GB (yes). At TP 8: fp8 weights 50.7 GB fit, bf16 none. In bf16 an H200
+    (141 x 0.9 - 2 = 124.9 GB), a B200 (180 GB) and an MI300X (192 GB) need TP 8 (TP 4: 203 GB each), an MI325X
+    (256 x 0.9 - 2 = 228 GB) holds TP 4, an A100 80 GB needs TP 16.
     Source: hand: the arithmetic above (parameter count from the Llama 3.1 405B model card).
     """
-    alt = fit_alternatives({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": 8, "weights": "bf16",
-                            "kv_cache": "bf16"})
-    assert alt.smallest_tp == 16
-    assert ("fp8", "bf16") in alt.precisions and ("int8", "fp8") in alt.precisions
-    assert all(w != "bf16" for w, _ in alt.precisions)
-    assert {"h200", "b200", "mi300x", "mi325x"} <= set(alt.gpus)
-    assert "a100-sxm-80gb" not in alt.gpus and "h100-sxm" not in alt.gpus
+    scenario = {"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": 8, "weights": "bf16", "kv_cache": "bf16"}
+    alt = plan(scenario).fit_alternatives
+    assert alt is not None and alt.smallest_tp == 16
+    pairs = {(c.weights, c.kv_cache) for c in alt.precisions}
+    assert ("fp8", "bf16") in pairs and all(w != "bf16" for w, _ in pairs)
+    tp_by_gpu = {c.gpu: c.tp for c in alt.gpus}
+    assert {k: tp_by_gpu.get(k) for k in ("h200", "b200", "mi300x", "mi325x", "a100-sxm-80gb")} == {
+        "h200": 8, "b200": 8, "mi300x": 8, "mi325x": 4, "a100-sxm-80gb": 16}

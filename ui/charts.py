@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from planner.chart_data import ChartData
+from planner.chart_data import ChartData, ServingSeries
 
 PALETTE = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d"]
 GREY = "#b0b0b0"
@@ -219,9 +219,92 @@ def cost_vs_batch(c: ChartData) -> dict[str, Any]:
     return spec
 
 
+def frontier(s: ServingSeries) -> dict[str, Any]:
+    """Output tokens/s per GPU against tokens/s per user, from a trickle to capacity: the curve every
+    serving benchmark draws. Shaded: where the latency objective holds; the big point: this plan."""
+    rows = [{**r, "objective": "meets the objective" if r["meets_objective"] else "misses it"}
+            for r in s.frontier if r["tokens_per_s_per_user"]]
+    if not rows:
+        return {}
+    spec = _base("Throughput per GPU vs speed per user (each point a request rate, up to capacity)", 340)
+    x = {"field": "tokens_per_s_per_user", "type": "quantitative", "title": "output tokens/s per user (1000 / mean ITL)",
+         "scale": {"zero": False, "nice": True}}
+    layers: list[dict[str, Any]] = []
+    if s.slo_percentile is not None:
+        ok = [r["tokens_per_s_per_user"] for r in rows if r["meets_objective"]]
+        if ok:
+            layers.append({"data": {"values": [{"x": min(ok), "x2": max(ok),
+                                                "label": f"p{s.slo_percentile} objective met"}]},
+                           "mark": {"type": "rect", "color": "#54a24b", "opacity": 0.12},
+                           "encoding": {"x": {"field": "x", "type": "quantitative"}, "x2": {"field": "x2"},
+                                        "tooltip": [{"field": "label"}]}})
+    layers.append({"data": {"values": rows}, "mark": {"type": "line", "point": True, "color": PALETTE[0]},
+                   "encoding": {"x": x, "y": {"field": "output_tokens_per_s_per_gpu", "type": "quantitative",
+                                              "title": "output tokens/s per GPU"},
+                                "tooltip": [{"field": "request_rate", "format": ",.2f", "title": "req/s per replica"},
+                                            {"field": "decoding_sequences", "format": ",.0f", "title": "decoding sequences"},
+                                            {"field": "tokens_per_s_per_user", "format": ",.1f", "title": "tokens/s per user"},
+                                            {"field": "output_tokens_per_s_per_gpu", "format": ",.0f",
+                                             "title": "tokens/s per GPU"},
+                                            {"field": "objective"}]}})
+    if s.operating_point:
+        layers.append({"data": {"values": [{**s.operating_point, "label": "this plan"}]},
+                       "mark": {"type": "point", "filled": True, "size": 180, "color": PALETTE[2]},
+                       "encoding": {"x": {"field": "tokens_per_s_per_user", "type": "quantitative"},
+                                    "y": {"field": "output_tokens_per_s_per_gpu", "type": "quantitative"},
+                                    "tooltip": [{"field": "label"}, {"field": "request_rate", "format": ",.2f",
+                                                                     "title": "req/s per replica"}]}})
+    spec["layer"] = layers
+    return spec
+
+
+def latency_vs_rate(s: ServingSeries, metric: str) -> dict[str, Any]:
+    """p50 and p99 of TTFT or ITL against the request rate, with capacity, goodput and the objective."""
+    label = {"ttft": "TTFT", "itl": "ITL"}[metric]
+    rows = []
+    for r in s.vs_rate:
+        rows.append({"request_rate": r["request_rate"], "series": "p99", "ms": r[f"{metric}_p99_ms"]})
+        rows.append({"request_rate": r["request_rate"], "series": "p50", "ms": r[f"{metric}_p50_ms"]})
+    if not rows:
+        return {}
+    spec = _base(f"{label} vs request rate (p50, p99) up to capacity", 320)
+    rules = [{"rate": s.capacity_rate, "label": f"capacity {s.capacity_rate:,.2f} req/s", "kind": "capacity"}]
+    if s.goodput_rate is not None:
+        rules.append({"rate": s.goodput_rate, "label": f"goodput {s.goodput_rate:,.2f} req/s", "kind": "goodput"})
+    objective = s.slo_ttft_ms if metric == "ttft" else s.slo_itl_ms
+    layers: list[dict[str, Any]] = [
+        {"data": {"values": rows}, "mark": {"type": "line", "point": True},
+         "encoding": {"x": {"field": "request_rate", "type": "quantitative", "title": "requests/s per replica",
+                            "scale": {"domain": [0, s.capacity_rate * 1.05]}},
+                      "y": {"field": "ms", "type": "quantitative", "title": f"{label} (ms)"},
+                      "color": {"field": "series", "type": "nominal", "title": None, "sort": ["p50", "p99"],
+                                "scale": {"range": [PALETTE[0], PALETTE[1]]}, "legend": {"orient": "bottom"}},
+                      "tooltip": [{"field": "request_rate", "format": ",.2f", "title": "req/s"}, {"field": "series"},
+                                  {"field": "ms", "format": ",.1f", "title": f"{label} (ms)"}]}},
+    ]
+    for rule in rules:  # fixed colours, no shared colour scale with the p50/p99 lines
+        colour = PALETTE[2] if rule["kind"] == "capacity" else PALETTE[4]
+        layers.append({"data": {"values": [rule]}, "mark": {"type": "rule", "strokeDash": [5, 3], "color": colour},
+                       "encoding": {"x": {"field": "rate", "type": "quantitative"}, "tooltip": [{"field": "label"}]}})
+        layers.append({"data": {"values": [rule]},
+                       "mark": {"type": "text", "angle": 270, "align": "right", "dx": -4, "dy": -4, "y": 0,
+                                "baseline": "bottom", "fontSize": 11, "color": colour},
+                       "encoding": {"x": {"field": "rate", "type": "quantitative"}, "text": {"field": "label"}}})
+    if objective is not None and s.slo_percentile is not None:
+        obj = [{"ms": objective, "label": f"p{s.slo_percentile} objective {objective:,.0f} ms"}]
+        layers.append({"data": {"values": obj}, "mark": {"type": "rule", "color": PALETTE[4]},
+                       "encoding": {"y": {"field": "ms", "type": "quantitative"}, "tooltip": [{"field": "label"}]}})
+    spec["layer"] = layers
+    return spec
+
+
 def plan_page_specs(c: ChartData) -> dict[str, dict[str, Any]]:
-    return {"memory": memory_bar(c), "roofline": roofline(c), "intensity": intensity_vs_batch(c),
-            "itl": itl_vs_batch(c), "tokens": tokens_vs_batch(c), "cost": cost_vs_batch(c)}
+    specs = {"memory": memory_bar(c), "roofline": roofline(c), "intensity": intensity_vs_batch(c),
+             "itl": itl_vs_batch(c), "tokens": tokens_vs_batch(c), "cost": cost_vs_batch(c)}
+    if c.serving is not None:
+        specs.update({"frontier": frontier(c.serving), "ttft_vs_rate": latency_vs_rate(c.serving, "ttft"),
+                      "itl_vs_rate": latency_vs_rate(c.serving, "itl")})
+    return specs
 
 
 # --- comparison -----------------------------------------------------------------------------------

@@ -11,17 +11,47 @@ import streamlit as st
 from planner import ScenarioError, plan
 from planner.sweep import batch_sweep
 from ui import charts
-from ui.figures import headline_rows
+from ui.figures import fmt_time
 from ui.text import plain
 
-NUMERIC_KEYS = {
-    "Weights per GPU": ("memory", "weights_gb_per_gpu"), "KV budget per GPU": ("memory", "kv_budget_gb_per_gpu"),
-    "Max batch": ("memory", "max_batch"), "Decode FLOP/byte": ("roofline", "decode_ai"),
-    "Ridge FLOP/byte": ("roofline", "ridge_flop_per_byte"), "TTFT": ("latency", "ttft_ms"), "ITL": ("latency", "itl_ms"),
-    "Tokens/s (replica)": ("throughput", "output_tokens_per_s"),
-    "Tokens/s per user": ("throughput", "tokens_per_s_per_user"),
-    "$ per M output tokens": ("cost", "usd_per_million_output_tokens"),
-}
+
+def _ms(x: float | None) -> str:
+    return "n/a" if x is None else fmt_time(x)
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "n/a" if x is None or x != x else format(x, fmt)
+
+
+# (row, value getter, display) — one fixed list, so every pin has every row ("n/a" where a figure does
+# not exist: an unstable replica has no percentiles, a deployment that does not fit no latency)
+ROWS: list[tuple[str, Any, Any]] = [
+    ("Request rate (req/s per replica)", lambda p: p.serving.request_rate, lambda v: _num(v, ",.2f")),
+    ("Capacity (req/s per replica)", lambda p: p.serving.max_request_rate, lambda v: _num(v, ",.2f")),
+    ("TTFT p50", lambda p: p.serving.ttft_ms.p50, _ms), ("TTFT p99", lambda p: p.serving.ttft_ms.p99, _ms),
+    ("ITL p50", lambda p: p.serving.itl_ms.p50, _ms), ("ITL p99", lambda p: p.serving.itl_ms.p99, _ms),
+    ("E2E p99", lambda p: p.serving.e2e_ms.p99, _ms),
+    ("Output tokens/s per GPU", lambda p: p.serving.output_tokens_per_s_per_gpu, lambda v: _num(v, ",.0f")),
+    ("$ per M output tokens", lambda p: p.cost.usd_per_million_output_tokens, lambda v: "n/a" if v is None else f"${v:,.3f}"),
+    ("Weights per GPU", lambda p: p.memory.weights_gb_per_gpu, lambda v: f"{v:,.2f} GB"),
+    ("KV budget per GPU", lambda p: p.memory.kv_budget_gb_per_gpu, lambda v: f"{v:,.2f} GB"),
+    ("Max batch", lambda p: p.memory.max_batch, lambda v: f"{v:,}"),
+    ("ITL, decode only at the max batch", lambda p: p.latency.itl_ms if p.memory.fits else None, _ms),
+    ("$ per M, decode-only bound", lambda p: p.cost.usd_per_million_output_tokens_bound,
+     lambda v: "n/a" if v is None else f"${v:,.3f}"),
+]
+COMMON_FRACTION = 0.7  # the common rate: this share of the lowest capacity, so every pin is stable
+
+
+def at_rate(scenario: dict[str, Any], rate: float) -> dict[str, Any]:
+    """The pin at `rate` requests/s per replica (its traffic shape and objective kept)."""
+    load = {k: v for k, v in (scenario.get("load") or {}).items() if k not in ("request_rate", "concurrency")}
+    return {**scenario, "load": {**load, "request_rate": rate}}
+
+
+def common_rate(plans: list[Any]) -> float | None:
+    caps = [p.serving.max_request_rate for p in plans if p.memory.fits and p.serving.max_request_rate]
+    return COMMON_FRACTION * min(caps) if caps else None
 
 
 def label(scenario: dict[str, Any]) -> str:
@@ -32,23 +62,20 @@ def label(scenario: dict[str, Any]) -> str:
             f"{scenario.get('kv_cache', 'bf16')} · {lengths}")
 
 
-def comparison_table(pins: list[dict[str, Any]]) -> pd.DataFrame:
-    """Rows: headline figures; columns: one per pin, then the change vs the first pin."""
-    plans = [plan(s) for s in pins]
+def comparison_table(pins: list[dict[str, Any]], rate: float | None) -> pd.DataFrame:
+    """Rows: figures at one common operating point (`rate` req/s per replica, stated in the first row);
+    columns: one per pin, then the change vs the first pin."""
+    plans = [plan(at_rate(s, rate) if rate else s) for s in pins]
     labels = _unique([label(s) for s in pins])
     table: dict[str, list[str]] = {}
-    for lab, p in zip(labels, plans, strict=True):
-        table[lab] = [value for _, value, _ in headline_rows(p)]
-    first = plans[0].model_dump()
-    for lab, p in list(zip(labels, plans, strict=True))[1:]:
-        dumped = p.model_dump()
-        diffs = []
-        for name, _, _ in headline_rows(plans[0]):
-            section, key = NUMERIC_KEYS[name]
-            a, b = first[section][key], dumped[section][key]
-            diffs.append("—" if not a or a != a or b != b else f"{(b / a - 1) * 100:+.1f}%")
-        table[f"Δ {lab}"] = diffs
-    return pd.DataFrame(table, index=[r[0] for r in headline_rows(plans[0])])
+    values = [[get(p) if p.memory.fits or name.startswith(("Weights", "KV", "Max")) else None
+               for name, get, _ in ROWS] for p in plans]
+    for lab, row in zip(labels, values, strict=True):
+        table[lab] = [show(v) for (_, _, show), v in zip(ROWS, row, strict=True)]
+    for lab, row in list(zip(labels, values, strict=True))[1:]:
+        table[f"Δ {lab}"] = ["—" if a is None or b is None or not a or a != a or b != b else f"{(b / a - 1) * 100:+.1f}%"
+                             for a, b in zip(values[0], row, strict=True)]
+    return pd.DataFrame(table, index=[name for name, _, _ in ROWS])
 
 
 def _unique(labels: list[str]) -> list[str]:
@@ -88,14 +115,28 @@ def render(current: dict[str, Any] | None) -> None:
         st.info("No pinned scenarios yet.")
         return
     try:
-        # st.dataframe shows pin labels (user text) as plain text; st.table would render them as Markdown
-        st.dataframe(comparison_table(pins), width="stretch")
-        sweeps = overlaid_sweeps(pins)
+        base = [plan(s) for s in pins]
     except ScenarioError as err:  # a pin that stopped validating (should not happen: pins are checked)
         st.error(f"A pinned scenario is no longer valid: {plain(err.field, 80)}: {plain(err.reason)}")
         return
-    charts.show(charts.overlay(sweeps, "itl_ms", "ITL vs batch (up to each pin's max batch)", "ITL (ms)"))
-    charts.show(charts.overlay(sweeps, "output_tokens_per_s", "Output tokens/s per replica vs batch",
+    default = common_rate(base)
+    if default is not None:
+        if "cmp_rate" not in st.session_state or st.session_state.get("cmp_pins_seen") != len(pins):
+            st.session_state["cmp_rate"] = round(default, 3)
+            st.session_state["cmp_pins_seen"] = len(pins)
+        rate = st.number_input("Compare every pin at this request rate (req/s per replica)", 0.001, 1e6,
+                               key="cmp_rate", format="%.3f",
+                               help=f"default: {COMMON_FRACTION:.0%} of the lowest capacity among the pins")
+        st.caption(f"Every column below is one replica at **{rate:,.3f} req/s**, the same load for all pins "
+                   f"(the lowest capacity among them is {default / COMMON_FRACTION:,.2f} req/s).")
+    else:
+        rate = None
+        st.caption("No pin fits in memory: memory figures only.")
+    # st.dataframe shows pin labels (user text) as plain text; st.table would render them as Markdown
+    st.dataframe(comparison_table(pins, rate), width="stretch")
+    sweeps = overlaid_sweeps(pins)
+    charts.show(charts.overlay(sweeps, "itl_ms", "ITL vs batch, decode only (up to each pin's max batch)", "ITL (ms)"))
+    charts.show(charts.overlay(sweeps, "output_tokens_per_s", "Output tokens/s per replica vs batch, decode only",
                                "output tokens/s", fmt=",.0f"))
-    charts.show(charts.overlay(sweeps, "usd_per_million_output_tokens", "$ per million output tokens vs batch",
+    charts.show(charts.overlay(sweeps, "usd_per_million_output_tokens", "$ per million output tokens vs batch, decode only",
                                "$ per M output tokens", log_y=True, fmt="$,.3f"))

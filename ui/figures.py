@@ -36,24 +36,90 @@ def memory_rows(p: Plan) -> list[tuple[str, str, str]]:
     ]
 
 
-def serving_rows(p: Plan) -> list[tuple[str, str, str]]:
-    lat, thr = p.latency, p.throughput
-    cost = p.cost.usd_per_million_output_tokens
-    itl_band = f" (likely {lat.itl_band_ms.low:.1f}–{lat.itl_band_ms.high:.1f})" if lat.itl_band_ms else ""
-    ttft_band = f" (likely {lat.ttft_band_ms.low:.0f}–{lat.ttft_band_ms.high:.0f})" if lat.ttft_band_ms else ""
+def fmt_time(x: float) -> str:
+    """Milliseconds, or seconds from 1 s up (end-to-end latencies)."""
+    return f"{x / 1000:,.2f} s" if x >= 1000 else fmt_ms(x)
+
+
+def _pct(x: Any) -> str:
+    return fmt_time(x.p50) + " / " + fmt_time(x.p99) if x.p50 is not None and x.p99 is not None else "n/a"
+
+
+def _usd(x: float | None) -> str:
+    return f"${x:,.3f}" if x is not None and x == x else "n/a"
+
+
+def load_rows(p: Plan) -> list[tuple[str, str, str]]:
+    """The operating point: load, throughput and cost under the serving model (plan section `serving`)."""
+    sv = p.serving
+    cap = f"capacity {sv.max_request_rate:,.2f} req/s" if sv.max_request_rate else "no capacity"
+    goodput = (f"; goodput {sv.goodput_request_rate:,.2f} req/s at the p{sv.slo_percentile} objective"
+               if sv.goodput_request_rate is not None else "")
+    share = f"; {sv.prefill_share:.0%} of GPU time on prefill" if sv.prefill_share is not None else ""
     return [
-        ("TTFT", fmt_ms(lat.ttft_ms), f"time to first token for one request, alone{ttft_band}"),
-        ("ITL", fmt_ms(lat.itl_ms), f"inter-token latency at batch {lat.batch:,}; roofline bound {fmt_ms(lat.itl_ms_bound)}{itl_band}"),
-        ("Tokens/s (replica)", f"{thr.output_tokens_per_s:,.0f}", f"aggregate output tokens/s; bound {thr.output_tokens_per_s_bound:,.0f}"),
-        ("Tokens/s per user", f"{thr.tokens_per_s_per_user:,.1f}", "1000 / ITL"),
-        ("$ per M output tokens", f"${cost:,.3f}" if cost is not None and cost == cost else "n/a",
-         f"at ${p.cost.usd_per_gpu_hour:,.2f}/GPU-hour x {p.tp} GPUs"),
+        ("Request rate", f"{sv.request_rate:,.2f} req/s" if sv.request_rate else "n/a",
+         f"per replica ({'given' if sv.mode == 'request_rate' else 'what the clients sustain'}); {cap}{goodput}"),
+        ("Concurrency", f"{sv.concurrency:,.0f}" if sv.concurrency else "n/a",
+         f"requests in the replica ({'given' if sv.mode == 'concurrency' else 'from the rate'}){share}"),
+        ("Output tokens/s per GPU", f"{sv.output_tokens_per_s_per_gpu:,.0f}" if sv.output_tokens_per_s_per_gpu else "n/a",
+         f"{sv.output_tokens_per_s or 0:,.0f} per replica of {p.parallelism.gpus_per_replica if p.parallelism else p.tp} GPUs"),
+        ("$ per M output tokens", _usd(p.cost.usd_per_million_output_tokens),
+         f"at this load, prefill included; {_usd(p.cost.usd_per_million_total_tokens)} per M input + output tokens; "
+         f"decode-only bound {_usd(p.cost.usd_per_million_output_tokens_bound)}"),
     ]
+
+
+def latency_rows(p: Plan) -> list[tuple[str, str, str]]:
+    sv = p.serving
+    return [
+        ("TTFT p50 / p99", _pct(sv.ttft_ms), "time to first token under this load: queue, prefill chunks"),
+        ("ITL p50 / p99", _pct(sv.itl_ms), "inter-token latency per token, iterations carrying prefill included"),
+        ("E2E p50 / p99", _pct(sv.e2e_ms), "end-to-end: first token plus the rest of the output"),
+    ]
+
+
+def _band(band: Any, status: str | None, digits: int) -> str:
+    """The error band with the number of held-out rows behind it, or why there is none."""
+    if band is not None:
+        rows = getattr(band, "rows", None)
+        behind = f", {rows} held-out rows" if rows else ""
+        return f" (likely {band.low:.{digits}f}–{band.high:.{digits}f}{behind})"
+    return " (band: unvalidated)" if status == "unvalidated" else ""
+
+
+def serving_rows(p: Plan) -> list[tuple[str, str, str]]:
+    """Decode-only figures at the batch: bounds beside the operating point, labelled as such; the
+    compiled-graph floor (no serving engine) beside the engine's estimate where the plan has it."""
+    lat, thr = p.latency, p.throughput
+    status = getattr(lat, "band_status", {}) or {}
+    itl_floor = getattr(lat, "itl_ms_floor", None)
+    floor = f"; floor {fmt_ms(itl_floor)} (compiled graph, no engine)" if itl_floor else ""
+    engine = getattr(lat, "engine", None)
+    return [
+        ("TTFT, one request alone", fmt_ms(lat.ttft_ms),
+         f"no queue, no other traffic{_band(lat.ttft_band_ms, status.get('ttft'), 0)}"),
+        ("ITL, decode only", fmt_ms(lat.itl_ms),
+         f"a pure decode step at batch {lat.batch:,}{' on ' + engine if engine else ''}{floor}; roofline bound "
+         f"{fmt_ms(lat.itl_ms_bound)}{_band(lat.itl_band_ms, status.get('itl'), 1)}"),
+        ("Tokens/s, decode only", f"{thr.output_tokens_per_s:,.0f}",
+         f"batch {lat.batch:,} / ITL, prefill ignored: an upper bound; roofline {thr.output_tokens_per_s_bound:,.0f}"),
+        ("Tokens/s per user, decode only", f"{thr.tokens_per_s_per_user:,.1f}", "1000 / decode-only ITL"),
+        _decode_cost_row(p),
+    ]
+
+
+def _decode_cost_row(p: Plan) -> tuple[str, str, str]:
+    where = f"at ${p.cost.usd_per_gpu_hour:,.2f}/GPU-hour x {p.tp} GPUs"
+    return ("$ per M, decode-only bound", _usd(p.cost.usd_per_million_output_tokens_bound),
+            f"decode only at batch {p.latency.batch:,}, prefill ignored: a lower bound; {where}")
 
 
 def headline_rows(p: Plan) -> list[tuple[str, str, str]]:
     """(label, value, meaning) for every headline figure; used by the page and the comparison."""
-    return memory_rows(p) + serving_rows(p)
+    rows = memory_rows(p)
+    if p.memory.fits:
+        rows = load_rows(p) + (latency_rows(p) if p.serving.stable else []) + rows + serving_rows(p)
+    return rows
 
 
 def regime_advice(p: Plan, kv_cache: str) -> str:
@@ -80,10 +146,23 @@ def _tiles(rows: list[tuple[str, str, str]]) -> None:
 
 
 def render(p: Plan, scenario: dict[str, Any]) -> None:
-    """Memory and roofline tiles always; serving tiles only for a deployment that fits."""
+    """The operating point first (load, latency percentiles, cost), then memory and roofline, then the
+    decode-only bounds; serving tiles only for a deployment that fits."""
+    sv = p.serving
+    if p.memory.fits:
+        st.markdown("**At the operating point**")
+        _tiles(load_rows(p))
+        if sv.stable:
+            _tiles(latency_rows(p))
+        else:
+            cap = f"{sv.max_request_rate:,.2f}" if sv.max_request_rate else "0"
+            st.error(f"Unstable: this load exceeds what one replica sustains ({cap} req/s); queues grow without "
+                     "bound, so there are no latency percentiles. Lower the rate or the concurrency, or add replicas.")
+    st.markdown("**Memory and roofline**")
     _tiles(memory_rows(p))
     if not p.memory.fits:
         return
+    st.markdown("**Decode-only bounds** (no prefill, no queue)")
     _tiles(serving_rows(p))
     if p.speculative is not None:
         sp = p.speculative

@@ -10,7 +10,6 @@ import streamlit as st
 
 from gpu_catalog import load_catalog
 from planner import Plan, ScenarioError, plan
-from planner.alternatives import FitAlternatives, fit_alternatives
 from planner.chart_data import chart_data
 from planner.planning import clean_json
 from ui import charts, exports, figures, inputs
@@ -36,11 +35,6 @@ def _chart_specs(scenario_json: str) -> dict[str, dict]:
     return charts.plan_page_specs(chart_data(json.loads(scenario_json)))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _alternatives(scenario_json: str) -> FitAlternatives:
-    return fit_alternatives(json.loads(scenario_json))
-
-
 def _load(changes: dict[str, Any], scenario: dict[str, Any]) -> None:
     new = {**scenario, **changes}
     if "gpu" in changes:
@@ -54,28 +48,34 @@ def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
     st.error(f"The weights ({m.weights_gb_per_gpu:,.1f} GB per GPU) and one {scenario.get('context_len', '')}-token "
              f"sequence do not fit in {m.usable_gb_per_gpu - m.reserve_gb:,.1f} GB usable per GPU, so there is no "
              "latency, throughput or cost to show.")
-    alt = _alternatives(json.dumps(scenario, sort_keys=True))
+    alt = p.fit_alternatives  # the plan's own answer (planner.planning), laid out here
     catalog = load_catalog()
     st.markdown("**What would fit**")
     cols = st.columns(3)
     with cols[0]:
-        if alt.smallest_tp:
+        if alt is not None and alt.smallest_tp:
             st.caption(f"The smallest TP that fits is **{alt.smallest_tp}**.")
             st.button(f"Use TP {alt.smallest_tp}", key="fit_tp", on_click=_load,
                       args=({"tp": alt.smallest_tp}, scenario))
         else:
             st.caption("No TP fits at this precision: use lower-precision weights or a larger GPU.")
+    # the most useful first: the scenario's own KV precision, then fp8 KV; never a wider KV than now
+    kv_order = [str(scenario.get("kv_cache", "bf16")), "fp8", "int8", "int4"]
+    precisions = sorted((c for c in (alt.precisions if alt is not None else []) if c.kv_cache in kv_order),
+                        key=lambda c: kv_order.index(c.kv_cache))
     with cols[1]:
-        st.caption(f"Precisions that fit at TP {p.tp} (weights/KV):" if alt.precisions
+        st.caption(f"Precisions that fit at TP {p.tp} (weights/KV):" if precisions
                    else f"No weight/KV precision fits at TP {p.tp}.")
-        for w, k in alt.precisions[:6]:
-            st.button(f"{w} weights, {k} KV", key=f"fit_prec_{w}_{k}", on_click=_load,
-                      args=({"weights": w, "kv_cache": k}, scenario))
+        for choice in precisions[:6]:
+            st.button(f"{choice.weights} weights, {choice.kv_cache} KV", key=f"fit_prec_{choice.weights}_{choice.kv_cache}",
+                      on_click=_load, args=({"weights": choice.weights, "kv_cache": choice.kv_cache}, scenario))
+    gpus = sorted(alt.gpus if alt is not None else [], key=lambda c: c.tp)
     with cols[2]:
-        st.caption(f"Catalog GPUs where it fits at TP {p.tp}:" if alt.gpus else
-                   f"No catalog GPU holds it at TP {p.tp} and this precision.")
-        for gpu_id in alt.gpus[:8]:
-            st.button(catalog[gpu_id].name, key=f"fit_gpu_{gpu_id}", on_click=_load, args=({"gpu": gpu_id}, scenario))
+        st.caption("Catalog GPUs where it fits:" if gpus else "No catalog GPU holds it at this precision.")
+        for choice in gpus[:8]:
+            name = catalog[choice.gpu].name if choice.gpu in catalog else choice.gpu
+            st.button(f"{name}, TP {choice.tp}", key=f"fit_gpu_{choice.gpu}_{choice.tp}", on_click=_load,
+                      args=({"gpu": choice.gpu, "tp": choice.tp}, scenario))
 
 
 WATERFALL_LABELS = {"device_total": "device total (as the framework sees it)", "framework_total": "framework total",
@@ -90,7 +90,8 @@ def engine_memory(p: Plan) -> None:
     m = p.memory
     if not m.engine_log_lines:
         return
-    st.caption(f"What vLLM {m.vllm_version or ''} should log at start-up for this plan (compare with your own log):")
+    rules = {"vllm": f"vLLM {m.vllm_version or ''}".strip(), "sglang": "SGLang"}.get(m.engine_rules, m.engine_rules)
+    st.caption(f"What {rules} should log at start-up for this plan (compare with your own log):")
     st.code("\n".join(m.engine_log_lines), language=None)
     with st.expander("Memory waterfall, term by term (GiB per GPU)"):
         rows = [(WATERFALL_LABELS.get(k, k), v) for k, v in (m.waterfall_gib or {}).items() if v is not None]
@@ -98,7 +99,7 @@ def engine_memory(p: Plan) -> None:
         st.dataframe(frame, width="stretch", column_config={"GiB": st.column_config.NumberColumn(format="%.2f")})
         if m.max_concurrency is not None and m.max_model_len:
             st.caption(f"The KV cache holds {m.kv_cache_tokens or 0:,} tokens: {m.max_concurrency:,.1f} sequences of "
-                       f"the full {m.max_model_len:,} tokens (rules: {m.engine_rules}, vLLM {m.vllm_version or 'n/a'}).")
+                       f"the full {m.max_model_len:,} tokens ({rules} rules).")
 
 
 def deploy_and_benchmark(scenario: dict[str, Any], plan_json: dict[str, Any] | None, key: str = "cmd") -> None:
@@ -143,6 +144,13 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
             st.code("?" + query, language=None)
             st.caption("Copy this query string after the app's address (the address bar already holds it).")
     specs = _chart_specs(json.dumps(scenario, sort_keys=True))
+    if specs.get("frontier"):
+        charts.show(specs["frontier"])
+        c1, c2 = st.columns(2)
+        if specs.get("ttft_vs_rate"):
+            charts.show(specs["ttft_vs_rate"], c1)
+        if specs.get("itl_vs_rate"):
+            charts.show(specs["itl_vs_rate"], c2)
     charts.show(specs["memory"])
     engine_memory(result)
     if not result.memory.fits:  # no chart that implies a working deployment

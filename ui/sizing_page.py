@@ -13,7 +13,8 @@ from planner import ScenarioError
 from planner.ownership import OwnershipCosts, break_even_utilization
 from planner.precision import KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.presets import load_presets
-from planner.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS, parse_sizing, size
+from planner.serving_modes import MODE_FIELDS, size_with_modes
+from planner.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS, parse_sizing
 from ui import charts, inputs
 from ui.links import SIZE_PARAM
 from ui.text import plain
@@ -24,7 +25,8 @@ DEFAULT_REQUEST: dict[str, Any] = {
 }
 
 
-_FORM_KEYS = ("model", "traffic", "slo", "gpus", "tp", "weights", "kv_cache", "cost_mode", "ownership")
+_FORM_KEYS = ("model", "traffic", "slo", "gpus", "tp", "weights", "kv_cache", "cost_mode", "ownership",
+              "disaggregation", "pp", "ep")
 
 
 def _request_from_widgets(catalog) -> dict[str, Any]:
@@ -45,6 +47,13 @@ def _request_from_widgets(catalog) -> dict[str, Any]:
         "weights": list(ss["sz_weights"]) or DEFAULT_WEIGHTS, "kv_cache": list(ss["sz_kv"]) or DEFAULT_KV,
         "cost_mode": ss["sz_cost_mode"],
     })
+    # serving modes (planner.serving_modes): disaggregated prefill/decode fleets, PP and EP for their pools
+    if ss.get("sz_disagg"):
+        req["disaggregation"] = True
+    if list(ss.get("sz_pp") or [1]) != [1]:
+        req["pp"] = list(ss["sz_pp"])
+    if list(ss.get("sz_ep") or [1]) != [1]:
+        req["ep"] = list(ss["sz_ep"])
     if ss["sz_cost_mode"] == "own":
         req["ownership"] = {**(base.get("ownership") or {}),
                             "amortization_years": float(ss["sz_years"]), "power_usd_per_kwh": float(ss["sz_kwh"]),
@@ -71,6 +80,9 @@ def _seed(req: dict[str, Any], catalog) -> None:
     ss["sz_weights"] = list(req.get("weights") or DEFAULT_WEIGHTS)
     ss["sz_kv"] = list(req.get("kv_cache") or DEFAULT_KV)
     ss["sz_cost_mode"] = req.get("cost_mode") or "rent"
+    ss["sz_disagg"] = bool(req.get("disaggregation"))
+    ss["sz_pp"] = list(req.get("pp") or [1])
+    ss["sz_ep"] = list(req.get("ep") or [1])
     own = req.get("ownership") or {}
     defaults = OwnershipCosts()  # planner/data/ownership.toml, with sources
     ss["sz_years"] = float(own.get("amortization_years") or defaults.amortization_years)
@@ -87,7 +99,7 @@ def _init(catalog) -> None:
     if raw:
         try:
             candidate = json.loads(raw)
-            parse_sizing(candidate)
+            parse_sizing({k: v for k, v in candidate.items() if k not in MODE_FIELDS})
             req = candidate
         except (json.JSONDecodeError, RecursionError, ScenarioError) as err:
             reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else "not valid JSON"
@@ -105,16 +117,17 @@ def _options(usual: list[Any], chosen: list[Any]) -> list[Any]:
 @st.cache_data(max_entries=64, show_spinner=False)
 def _cached_size(request_json: str) -> dict[str, Any]:
     """The search runs on request only, and once per distinct request across sessions."""
-    return size(json.loads(request_json))
+    return size_with_modes(json.loads(request_json))
 
 
 # option key -> (header, format); only the keys a result carries are shown, in this order
 COLUMNS: dict[str, tuple[str, str | None]] = {
-    "gpu_name": ("GPU", None), "tp": ("TP", "%d"), "weights": ("weights", None), "kv_cache": ("KV cache", None),
+    "mode": ("mode", None), "gpu_name": ("GPU", None), "tp": ("TP", "%d"), "weights": ("weights", None), "kv_cache": ("KV cache", None),
     "batch": ("batch", "%d"), "replicas": ("replicas", "%d"), "gpus_total": ("GPUs", "%d"),
     "ttft_ms": ("TTFT under load (ms)", "%.0f"), "itl_ms_under_load": ("ITL under load (ms)", "%.1f"),
     "itl_ms": ("ITL alone (ms)", "%.1f"), "output_tokens_per_s": ("output tokens/s per replica", "%.0f"),
     "usd_per_hour": ("fleet $/hour", "$%.2f"), "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"),
+    "prefill_workers": ("prefill workers", "%d"), "decode_workers": ("decode workers", "%d"),
     "pareto": ("Pareto", None),
 }
 
@@ -123,9 +136,11 @@ def options_table(options: list[dict[str, Any]], catalog) -> tuple[pd.DataFrame,
     """Human headers, GPU names, 1-based option numbers; values rounded by the column formats."""
     rows = []
     for o in options:
-        row = {k: v for k, v in o.items() if k != "scenario"}
-        gpu = row.get("gpu")
-        row["gpu_name"] = catalog[gpu].name if isinstance(gpu, str) and gpu in catalog else str(gpu)
+        row = {k: v for k, v in o.items() if k not in ("scenario", "prefill", "decode")}
+        row["gpu_name"] = _gpu_label(o, catalog)
+        if o.get("mode") == "disaggregated":  # its layout lives in the two pools
+            row.update(tp=None, weights=f"{o['decode']['weights']}", kv_cache=f"{o['decode']['kv_cache']}",
+                       batch=o["decode"].get("batch"))
         rows.append(row)
     frame = pd.DataFrame(rows)
     keys = [k for k in COLUMNS if k in frame]
@@ -135,10 +150,32 @@ def options_table(options: list[dict[str, Any]], catalog) -> tuple[pd.DataFrame,
     return frame, config
 
 
+def option_scenario(option: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    """The scenario an option plans to: its own, or for a disaggregated fleet its decode worker's."""
+    if option.get("scenario"):
+        return option["scenario"]
+    dec, t = option["decode"], request["traffic"]
+    return {"model": request["model"], "gpu": dec["gpu"], "tp": dec["tp"], "pp": dec.get("pp", 1),
+            "ep": dec.get("ep", 1), "weights": dec["weights"], "kv_cache": dec["kv_cache"],
+            "context_len": request.get("context_len") or t["prompt_len"] + t["output_len"],
+            "prompt_len": t["prompt_len"], "output_len": t["output_len"], "batch": dec["batch"]}
+
+
+def _gpu_label(o: dict[str, Any], catalog) -> str:
+    def name(gpu: Any) -> str:
+        return catalog[gpu].name if isinstance(gpu, str) and gpu in catalog else str(gpu)
+
+    if o.get("mode") == "disaggregated":
+        pre, dec = o["prefill"], o["decode"]
+        return f"prefill {name(pre['gpu'])} TP{pre['tp']} → decode {name(dec['gpu'])} TP{dec['tp']}"
+    return name(o.get("gpu"))
+
+
 def scatter(options: list[dict[str, Any]], itl_objective_ms: float, catalog) -> dict[str, Any]:
     """Fleet $/hour against the ITL the objective is checked against (under load), objective drawn."""
-    rows = [{"option": i + 1, "gpu": catalog[o["gpu"]].name if o.get("gpu") in catalog else str(o.get("gpu")),
-             "tp": o.get("tp"), "precision": f"{o.get('weights')}/{o.get('kv_cache')}",
+    rows = [{"option": i + 1, "gpu": _gpu_label(o, catalog), "mode": o.get("mode") or "aggregated",
+             "tp": o.get("tp"), "precision": f"{o.get('weights', o.get('decode', {}).get('weights'))}/"
+                                              f"{o.get('kv_cache', o.get('decode', {}).get('kv_cache'))}",
              "replicas": o.get("replicas"), "usd_per_hour": round(float(o["usd_per_hour"]), 4),
              "itl_ms": round(float(o.get("itl_ms_under_load", o.get("itl_ms"))), 3),
              "frontier": "Pareto frontier" if o.get("pareto") else "dominated"} for i, o in enumerate(options)]
@@ -154,7 +191,8 @@ def scatter(options: list[dict[str, Any]], itl_objective_ms: float, catalog) -> 
                       "color": {"field": "frontier", "type": "nominal", "title": None,
                                 "scale": {"domain": ["Pareto frontier", "dominated"], "range": ["#d62728", "#9ecae1"]},
                                 "legend": {"orient": "bottom"}},
-                      "tooltip": [{"field": "option"}, {"field": "gpu"}, {"field": "tp"}, {"field": "precision"},
+                      "shape": {"field": "mode", "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
+                      "tooltip": [{"field": "option"}, {"field": "mode"}, {"field": "gpu"}, {"field": "tp"}, {"field": "precision"},
                                   {"field": "replicas"}, {"field": "usd_per_hour", "format": "$,.2f", "title": "$/hour"},
                                   {"field": "itl_ms", "format": ",.1f", "title": "ITL under load (ms)"}]}},
         {"data": {"values": [{"itl": itl_objective_ms, "label": f"ITL objective {itl_objective_ms:g} ms"}]},
@@ -193,6 +231,11 @@ def render(catalog) -> None:
         f2.multiselect("TP", _options([1, 2, 4, 8, 16], ss["sz_tp"]), key="sz_tp")
         f1.multiselect("Weights", _options(list(WEIGHT_PRECISIONS), ss["sz_weights"]), key="sz_weights")
         f2.multiselect("KV cache", _options(list(KV_PRECISIONS), ss["sz_kv"]), key="sz_kv")
+        m1, m2, m3 = st.columns([2, 1, 1])
+        m1.checkbox("Also search disaggregated fleets (separate prefill and decode workers)", key="sz_disagg",
+                    help="each option then says its mode, and the page says which mode wins and why")
+        m2.multiselect("PP (disaggregated pools)", _options([1, 2, 4, 8], ss["sz_pp"]), key="sz_pp")
+        m3.multiselect("EP (MoE, disaggregated pools)", _options([1, 2, 4, 8, 16], ss["sz_ep"]), key="sz_ep")
         if ss["sz_cost_mode"] == "own":  # ownership inputs only where they count
             o1, o2, o3, o4 = st.columns(4)
             o1.number_input("Amortization (years)", 0.5, 30.0, key="sz_years")
@@ -231,22 +274,29 @@ def render(catalog) -> None:
             u = break_even_utilization(best["own_usd_per_gpu_hour"], best["rent_usd_per_gpu_hour"])
             st.info(f"Cheapest option owned: \\${best['own_usd_per_gpu_hour']:.2f}/GPU-hour vs \\${best['rent_usd_per_gpu_hour']:.2f} "
                     f"rented; owning wins above {u:.0%} utilization.")
+        modes = (result.get("assumptions") or {}).get("modes")
+        if modes:
+            winner = modes.get("winner") or "neither mode"
+            st.info(f"**{winner.capitalize()} wins.** {plain(modes.get('why', ''), 600)}")
         frame, config = options_table(result["options"][:50], catalog)
         st.dataframe(frame, width="stretch", column_config=config)
         charts.show(scatter(result["options"], float(ss["sz_request"]["slo"]["itl_ms"]), catalog))
         n = len(result["options"])
         pick = st.number_input(f"Open option (1 to {n}) in the planner", 1, n, 1, key="sz_pick")
-        if st.button("Open in planner", key="sz_open"):
-            inputs.queue_scenario(result["options"][int(pick) - 1]["scenario"])
+        chosen = result["options"][int(pick) - 1]
+        scenario = option_scenario(chosen, ss["sz_request"])
+        worker = " (its decode worker)" if chosen.get("mode") == "disaggregated" else ""
+        if st.button(f"Open in planner{worker}", key="sz_open"):
+            inputs.queue_scenario(scenario)
             inputs.queue_updates({"view": "Plan"})
             st.session_state["sz_opened"] = int(pick)
             st.rerun()
         if ss.get("sz_opened") is not None:
             st.success(f"Option {ss['sz_opened']} is loaded into the sidebar and the Plan view.")
-        if st.toggle(f"Commands to deploy and benchmark option {int(pick)}", key="sz_cmd_show"):
+        if st.toggle(f"Commands to deploy and benchmark option {int(pick)}{worker}", key="sz_cmd_show"):
             from ui.commands_panel import render_commands_panel
 
-            render_commands_panel(result["options"][int(pick) - 1]["scenario"], key="sz_cmd")
+            render_commands_panel(scenario, key="sz_cmd")
     if result["infeasible"]:
         with st.expander(f"Candidates that could not work ({len(result['infeasible'])})"):
             st.dataframe(pd.DataFrame(result["infeasible"]), width="stretch")
