@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gpu_catalog import load_catalog
 from planner.disaggregation import PoolCandidate, disaggregated_options
 from planner.errors import ScenarioError, from_validation_error
-from planner.scenario import resolve_gpu, resolve_model
+from planner.memory import plan_memory
+from planner.parallelism import cheapest_layout_that_fits, sharding
+from planner.scenario import Scenario, resolve, resolve_gpu, resolve_model
 from planner.sizing import parse_sizing, size
 
 MODE_FIELDS = ("disaggregation", "prefill_gpus", "decode_gpus", "pp", "ep")
@@ -58,6 +60,7 @@ def size_with_modes(data: Any) -> dict[str, Any]:
         option.setdefault("mode", "aggregated")
         option.setdefault("prefill_workers", None)
         option.setdefault("decode_workers", None)
+    result["fit_hints"] = fit_hints(req)
     if not modes.disaggregation:
         return result
 
@@ -87,6 +90,37 @@ def size_with_modes(data: Any) -> dict[str, Any]:
                   searched=result["searched"] + searched)
     result["assumptions"]["modes"] = _verdict(aggregated[0] if aggregated else None, disagg[0] if disagg else None)
     return result
+
+
+def fit_hints(req: Any) -> list[dict[str, Any]]:
+    """For each GPU and weight precision where even the request's largest TP cannot hold the weights and
+    one sequence: the cheapest tp x pp x ep layout that can, across nodes when it must (null if none)."""
+    hints = []
+    context = req.context_len or req.traffic.prompt_len + req.traffic.output_len
+    kv = min(req.kv_cache, key=lambda k: {"int4": 0, "fp8": 1, "int8": 1}.get(k, 2))
+    for gpu in req.gpus if req.gpus is not None else list(load_catalog()):
+        for weights in req.weights:
+            try:
+                d = resolve(Scenario.model_validate({"model": req.model, "gpu": gpu, "tp": 1, "weights": weights,
+                                                     "kv_cache": kv, "context_len": context,
+                                                     "prompt_len": req.traffic.prompt_len,
+                                                     "output_len": req.traffic.output_len,
+                                                     "memory": req.memory.model_dump()}))
+                widest = resolve(Scenario.model_validate({"model": req.model, "gpu": gpu, "weights": weights,
+                                                          "kv_cache": kv, "context_len": context,
+                                                          "prompt_len": req.traffic.prompt_len,
+                                                          "output_len": req.traffic.output_len,
+                                                          "tp": max(t for t in req.tp if t <= d.model.n_heads),
+                                                          "memory": req.memory.model_dump()}))
+            except (ScenarioError, ValidationError, ValueError):
+                continue
+            if plan_memory(widest, context).fits:
+                continue
+            fit = cheapest_layout_that_fits(d, lambda trial: plan_memory(trial, context).fits)
+            layout = None if fit is None else {k: getattr(sharding(fit), k) for k in
+                                               ("tp", "pp", "ep", "gpus_per_replica", "nodes_per_replica")}
+            hints.append({"gpu": _gpu_key(gpu), "weights": weights, "kv_cache": kv, "smallest_layout_that_fits": layout})
+    return hints
 
 
 def _verdict(agg: dict[str, Any] | None, dis: dict[str, Any] | None) -> dict[str, Any]:

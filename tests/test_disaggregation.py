@@ -136,3 +136,15 @@ def test_bad_mode_fields_are_one_line_errors(extra, field):
     with pytest.raises(ScenarioError) as err:
         size_with_modes({**REQUEST, **extra})
     assert err.value.field == field and "\n" not in str(err.value)
+
+
+def test_sizing_hints_the_cheapest_layout_across_nodes():
+    """405B bf16 with fp8 KV on H100: even tp 8 cannot hold 811.7 GB of weights (101 GB per GPU > 74.97 GB
+    usable), so the search says which layout would: 12 GPUs (tp 4 x pp 3, 2 nodes), as the plan's hint.
+    fp8 weights fit at tp 8, so no hint for them.
+
+    Source: hand: 811.7 / 8 = 101.5 GB > 85.52 x 0.9 - 2 = 74.97 GB; 12 GPUs hold 68.3 GB each."""
+    r = size_with_modes({**REQUEST, "model": "llama-3.1-405b", "gpus": ["h100-sxm"], "weights": ["bf16", "fp8"],
+                         "slo": {"ttft_ms": 3000.0, "itl_ms": 80.0}})
+    assert r["fit_hints"] == [{"gpu": "h100-sxm", "weights": "bf16", "kv_cache": "fp8", "smallest_layout_that_fits":
+                               {"tp": 4, "pp": 3, "ep": 1, "gpus_per_replica": 12, "nodes_per_replica": 2}}]
