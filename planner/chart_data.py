@@ -140,12 +140,13 @@ def memory_stack(p: Plan, device_gb: float) -> MemoryStack:
                        lines=[MemoryPart("utilization cap", m.usable_gb_per_gpu), MemoryPart("device", device_gb)])
 
 
-def chart_data(scenario: Scenario | dict[str, Any]) -> ChartData:
-    """Everything the plan page draws for one scenario: one plan, one deployment, one sweep."""
+def chart_data(scenario: Scenario | dict[str, Any], p: Plan | None = None) -> ChartData:
+    """Everything the plan page draws for one scenario: one plan (the caller's, when it has made it), one
+    deployment, one sweep."""
     if not isinstance(scenario, Scenario):
         scenario = parse_scenario(scenario)
     d = resolve(scenario)
-    p = plan(scenario)
+    p = p if p is not None else plan(scenario)
     sweep = batch_sweep(scenario)
     columns = {name: [v.item() for v in values] for name, values in sweep.items()}
     return ChartData(plan=p, roofline=roofline_chart(p, d.gpu.peak_tflops(d.compute), d.gpu.hbm_tb_s),
@@ -156,7 +157,7 @@ def chart_data(scenario: Scenario | dict[str, Any]) -> ChartData:
 
 
 FRONTIER_POINTS = 24
-PERCENTILE_POINTS = 10
+PERCENTILE_POINTS = 6  # each point is a percentile search: enough for the curve's shape, cheap on a rerun
 
 
 def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -> ServingSeries | None:

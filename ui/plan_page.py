@@ -32,7 +32,7 @@ def plan_or_error(scenario: dict[str, Any]) -> tuple[Plan | None, ScenarioError 
 @st.cache_data(max_entries=256, show_spinner=False)
 def _chart_specs(scenario_json: str) -> dict[str, dict]:
     """The page's chart specs, per scenario across sessions (a rerun that changes nothing rebuilds none)."""
-    return charts.plan_page_specs(chart_data(json.loads(scenario_json)))
+    return charts.plan_page_specs(chart_data(json.loads(scenario_json), _cached_plan(scenario_json)))
 
 
 def _load(changes: dict[str, Any], scenario: dict[str, Any]) -> None:
