@@ -318,12 +318,12 @@ def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> Servi
            if load is not None and load.slo is not None else None)
     cap = mem.max_batch if scenario.batch is None else min(scenario.batch, mem.max_batch)
     if load is not None and load.request_rate is not None:
-        return serve_at_rate(d, workload_for(scenario, d, cap), load.request_rate, slo)
+        return serve_at_rate(d, workload_for(scenario, d, cap), load.request_rate, slo, mem.max_batch)
     if load is not None and load.concurrency is not None:
-        return serve_at_concurrency(d, workload_for(scenario, d, cap), load.concurrency, slo)
+        return serve_at_concurrency(d, workload_for(scenario, d, cap), load.concurrency, slo, mem.max_batch)
     # no load: the closed loop at `batch` (default the max batch), running at most the max batch
     concurrency = scenario.batch if scenario.batch is not None else mem.max_batch
-    return serve_at_concurrency(d, workload_for(scenario, d, mem.max_batch), concurrency, None)
+    return serve_at_concurrency(d, workload_for(scenario, d, mem.max_batch), concurrency, None, mem.max_batch)
 
 
 def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) -> ServingSection:

@@ -45,6 +45,7 @@ RESIDUAL_POINTS = 8  # equal-mass points of the uniform rest of the iteration in
 POPULATION_GRID = 160  # decoding-population points that tabulate the decode step
 PERCENTILES = (50, 90, 99)
 MAX_WINDOW_ARRIVALS = 48
+_LOG_FACTORIAL = np.array([math.lgamma(k + 1.0) for k in range(MAX_WINDOW_ARRIVALS + 1)])
 _BISECTION_STEPS = 48
 
 
@@ -76,7 +77,9 @@ def _unit_quantiles(cv: float, n: int) -> tuple[float, ...]:
 
 
 def length_quantiles(mean: float, cv: float, n: int = LENGTH_GRID) -> np.ndarray:
-    """Token lengths standing for a fixed (cv 0) or lognormal length distribution, at least 1."""
+    """Token lengths standing for a fixed (cv 0: one point) or lognormal length distribution, at least 1."""
+    if cv <= 0:
+        return np.array([max(round(mean), 1)], dtype=float)
     return np.maximum(np.round(mean * np.array(_unit_quantiles(float(cv), n))), 1.0)
 
 
@@ -216,13 +219,21 @@ def _wait_cdf(x: np.ndarray, rho: np.ndarray, wait_mean: np.ndarray) -> np.ndarr
     return np.where(x < 0, 0.0, 1.0 - np.where(rho > 0, tail, 0.0))
 
 
-def ttft_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
-    """P(TTFT <= t); `t_ms` broadcasts against the load point's shape."""
+def ttft_distribution(m: ReplicaModel, p: LoadPoint):
+    """t -> P(TTFT <= t) at the load point (its parts computed once); t broadcasts against its shape."""
     parts, weights = _ttft_parts(m, p)
-    t = np.asarray(t_ms, dtype=float)[..., None]
     rho = (p.utilization * p.seen)[..., None]
     wait = (p.wait_mean_ms * p.seen)[..., None]
-    return np.sum(weights * _wait_cdf(t - parts, rho, wait), axis=-1)
+
+    def cdf(t_ms) -> np.ndarray:
+        t = np.asarray(t_ms, dtype=float)[..., None]
+        return np.sum(weights * _wait_cdf(t - parts, rho, wait), axis=-1)
+    return cdf
+
+
+def ttft_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
+    """P(TTFT <= t); `t_ms` broadcasts against the load point's shape."""
+    return ttft_distribution(m, p)(t_ms)
 
 
 def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
@@ -236,9 +247,11 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     full_share = np.minimum(1.0, window * continuations.mean(axis=-1))
     full_extra = (chunk * per_token).mean(axis=-1)
     # prompts arriving during the previous iteration: Poisson count, their first chunks together
-    k = np.arange(MAX_WINDOW_ARRIVALS + 1, dtype=float)
+    top = float(np.max(window, initial=0.0))
+    kmax = min(MAX_WINDOW_ARRIVALS, int(math.ceil(top + 8.0 * math.sqrt(top) + 8.0)))  # beyond: < 1e-9 mass
+    k = np.arange(kmax + 1, dtype=float)
     mu = window[..., None]
-    log_pk = k * np.log(np.maximum(mu, 1e-300)) - mu - np.array([math.lgamma(x + 1) for x in k])
+    log_pk = k * np.log(np.maximum(mu, 1e-300)) - mu - _LOG_FACTORIAL[: kmax + 1]
     pk = np.exp(log_pk)
     pk = pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
     mean_first_tokens = first.mean(axis=-1, keepdims=True)
@@ -254,12 +267,20 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     return atoms, weights
 
 
-def itl_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
+def itl_distribution(m: ReplicaModel, p: LoadPoint):
+    """t -> P(ITL <= t), pooled over tokens, at the load point (its atoms computed once)."""
     atoms, weights = _itl_atoms(m, p)
-    t = np.asarray(t_ms, dtype=float)[..., None]
     mean = p.decode_ms[..., None] + atoms
     spread = np.maximum(p.decode_spread_ms[..., None], 1e-6 * mean)
-    return np.sum(weights * _normal_cdf((t - mean) / spread), axis=-1)
+
+    def cdf(t_ms) -> np.ndarray:
+        t = np.asarray(t_ms, dtype=float)[..., None]
+        return np.sum(weights * _normal_cdf((t - mean) / spread), axis=-1)
+    return cdf
+
+
+def itl_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
+    return itl_distribution(m, p)(t_ms)
 
 
 def e2e_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
@@ -275,7 +296,7 @@ def _expand_point(p: LoadPoint) -> LoadPoint:
         p.utilization, p.prefill_share, p.wait_mean_ms, p.stable, p.seen)))
 
 
-def quantile(cdf, probability, high_ms, grid: int = 64, refine: int = 20) -> np.ndarray:
+def quantile(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.ndarray:
     """The t where the monotone cdf(t) reaches each `probability`: a grid on [0, high] (grown until it
     covers them), then bisection inside the bracketing cell."""
     prob = np.atleast_1d(np.asarray(probability, dtype=float))
@@ -319,8 +340,8 @@ def latency_percentiles(m: ReplicaModel, p: LoadPoint) -> tuple[Percentiles, Per
     if not bool(p.stable):
         return NO_PERCENTILES, NO_PERCENTILES, NO_PERCENTILES
     first = float(np.max(m.prefill_work_ms) + p.iteration_ms + p.wait_mean_ms + 1.0)
-    ttft = _percentiles(lambda t: ttft_cdf(m, p, t), first)
-    itl = _percentiles(lambda t: itl_cdf(m, p, t), float(p.iteration_ms * 2))
+    ttft = _percentiles(ttft_distribution(m, p), first)
+    itl = _percentiles(itl_distribution(m, p), float(p.iteration_ms * 2))
     if np.ptp(m.output_tokens) == 0:  # fixed output length: E2E is TTFT shifted by the decode
         shift = float((m.output_tokens[0] - 1.0) * p.iteration_ms)
         e2e = Percentiles(*(v + shift for v in (ttft.p50, ttft.p90, ttft.p99)))  # type: ignore[operator]
@@ -379,19 +400,36 @@ def meets_objective(m: ReplicaModel, p: LoadPoint, percentile: int, ttft_ms: flo
 
 
 def goodput_per_ms(m: ReplicaModel, percentile: int, ttft_ms: float | None, itl_ms: float | None,
-                   max_running=None, steps: int = 30) -> np.ndarray:
-    """Highest rate that meets the objective at the percentile (0 when even a trickle does not);
-    vectorized over `max_running`. Latency grows with the rate, so bisection on the rate applies."""
-    cap = np.asarray(m.capacity_per_ms(max_running), dtype=float)
-    lo = np.zeros_like(cap)
-    hi = cap.copy()
-    trickle = meets_objective(m, load_point(m, cap * 1e-6, max_running), percentile, ttft_ms, itl_ms)
-    for _ in range(steps):
+                   max_running=None, grid: int = 48, refine: int = 10) -> float:
+    """Highest rate that meets the objective at the percentile (0 when even a trickle does not).
+    Latency grows with the rate: a grid of rates up to capacity at once, then bisection in the cell."""
+    cap = float(m.capacity_per_ms(max_running))
+    if not cap > 0:
+        return 0.0
+    rates = cap * np.concatenate([[1e-6], np.linspace(1.0 / grid, 1.0, grid) * (1.0 - 1e-9)])
+    ok = meets_objective(m, load_point(m, rates, max_running), percentile, ttft_ms, itl_ms)
+    if not ok[0]:
+        return 0.0
+    last = int(np.argmin(ok)) - 1 if not ok.all() else len(rates) - 1
+    lo, hi = float(rates[last]), float(rates[min(last + 1, len(rates) - 1)])
+    if last == len(rates) - 1:
+        return lo
+    for _ in range(refine):
         mid = 0.5 * (lo + hi)
-        ok = meets_objective(m, load_point(m, mid, max_running), percentile, ttft_ms, itl_ms)
-        lo = np.where(ok, mid, lo)
-        hi = np.where(ok, hi, mid)
-    return np.where(trickle, lo, 0.0)
+        if bool(meets_objective(m, load_point(m, mid, max_running), percentile, ttft_ms, itl_ms)):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def capacity_and_goodput(m: ReplicaModel, caps, percentile: int, ttft_ms: float | None,
+                         itl_ms: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Capacity and goodput (per ms) for each cap on running sequences. Latency at a rate does not depend
+    on the cap (only stability does), so a cap's goodput is the uncapped one, limited by its capacity."""
+    capacity = np.asarray(m.capacity_per_ms(np.asarray(caps, dtype=float)), dtype=float)
+    best = goodput_per_ms(m, percentile, ttft_ms, itl_ms)
+    return capacity, np.minimum(best, capacity * (1.0 - 1e-9))
 
 
 @dataclass(frozen=True)
@@ -445,14 +483,16 @@ def _point(m: ReplicaModel, mode: Literal["concurrency", "request_rate"], rate_p
         ttft_ms=ttft, itl_ms=itl, e2e_ms=e2e, slo=slo)
 
 
-def serve_at_rate(d: Deployment, w: Workload, request_rate_per_s: float, slo: Objective | None = None) -> ServingPoint:
+def serve_at_rate(d: Deployment, w: Workload, request_rate_per_s: float, slo: Objective | None = None,
+                  max_population: int | None = None) -> ServingPoint:
     """Open loop: requests arrive at `request_rate_per_s` on this replica."""
-    m = replica_model(d, w)
+    m = replica_model(d, w, max_population)
     return _point(m, "request_rate", request_rate_per_s / 1000.0, None, True, slo)
 
 
-def serve_at_concurrency(d: Deployment, w: Workload, concurrency: float, slo: Objective | None = None) -> ServingPoint:
+def serve_at_concurrency(d: Deployment, w: Workload, concurrency: float, slo: Objective | None = None,
+                         max_population: int | None = None) -> ServingPoint:
     """Closed loop: `concurrency` clients, each sending its next request when the last one ends."""
-    m = replica_model(d, w)
+    m = replica_model(d, w, max_population)
     rate, held = rate_for_concurrency(m, concurrency)
     return _point(m, "concurrency", rate, float(concurrency), held, slo)

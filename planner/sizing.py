@@ -1,19 +1,18 @@
-"""Sizing: the cheapest fleets that serve a traffic target within TTFT and ITL objectives.
+"""Sizing: the cheapest fleets that serve a traffic target within TTFT and ITL objectives at a percentile.
 
-Search space: candidate GPUs x TP x weight precision x KV precision (a "family") x batch. Per family
-the batch grid is evaluated at once (numpy), so thousands of configurations take well under a second.
+Search space: candidate GPUs x TP x weight precision x KV precision (a "family") x a cap on running
+sequences per replica (`batch`, vLLM's max_num_seqs, up to the KV cache's max batch). Three steps:
+`evaluate_family` (one configuration family through the serving model), `search` (every family) and
+`pareto_mask` (the cost-latency frontier).
 
-Load model (stated in README "Sizing assumptions"):
-  * Continuous batching with chunked prefill. A replica at concurrency `batch` decodes at the plan's
-    ITL(batch); prefills of arriving requests take a share rho_p = lambda_r * prefill_s of its time, so
-    decoding slows to ITL / (1 - rho_p) ("ITL under load") and its throughput falls by (1 - rho_p).
-  * Replicas = ceil(traffic tokens/s / per-replica decode throughput under load).
-  * TTFT under load: arrivals are Poisson and prefills are served one at a time in arrival order, an
-    M/D/1 queue with deterministic service S = prefill_ms: mean wait W = rho S / (2 (1 - rho)). The
-    prefill itself rides along decode steps in chunks of `chunk_tokens`, each chunk adding one decode
-    step: TTFT = W + prefill_ms + ceil(prompt / chunk) * ITL(batch) + serving overhead.
-  * Cost: $/hour = GPUs x $/GPU-hour (rented, or owned: planner.ownership), and $ per million output
-    tokens at the traffic actually served.
+Load model: the plan's own serving model (planner.serving, stated in README "How the serving model
+works"): continuous batching with chunked prefill (`max_num_batched_tokens` 8192), Poisson arrivals,
+fixed lengths. Each family's goodput is the highest request rate per replica whose TTFT and ITL at
+the objective's percentile (default p90) meet the objectives; a cap on running sequences lowers it to
+that cap's capacity where it binds. Replicas = ceil(traffic / goodput); each replica then runs at
+traffic / replicas, and the option reports its latency percentiles there.
+Cost: $/hour = GPUs x $/GPU-hour (rented, or owned: planner.ownership), and $ per million output
+tokens at the traffic actually served: the same figure `plan` gives for the option's `scenario`.
 """
 
 from __future__ import annotations
@@ -28,17 +27,25 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpu_catalog import load_catalog
 from planner.errors import ScenarioError, from_validation_error
-from planner.latency import decode_step, prefill, ttft_ms
 from planner.memory import plan_memory
 from planner.ownership import OwnershipCosts, owned_usd_per_gpu_hour
+from planner.planning import workload_for
 from planner.precision import KvPrecision, WeightPrecision
 from planner.scenario import MemorySettings, Scenario, resolve, resolve_gpu, resolve_model
+from planner.serving import (
+    ReplicaModel,
+    capacity_and_goodput,
+    latency_percentiles,
+    load_point,
+    replica_model,
+)
 from planner.sweep import batch_grid
 
 DEFAULT_TP = [1, 2, 4, 8]
 DEFAULT_WEIGHTS: list[WeightPrecision] = ["bf16", "fp8", "int4"]
 DEFAULT_KV: list[KvPrecision] = ["bf16", "fp8"]
-CHUNK_TOKENS = 2048  # vLLM V1's default max_num_batched_tokens for chunked prefill (online serving)
+DEFAULT_PERCENTILE = 90
+OPTIONS_PER_FAMILY = 3  # the fewest-replica fleets of each family: more replicas only cost more
 
 
 class Traffic(BaseModel):
@@ -54,6 +61,7 @@ class Slo(BaseModel):
 
     ttft_ms: float = Field(gt=0, le=1e7)
     itl_ms: float = Field(gt=0, le=1e7)
+    percentile: Literal[50, 90, 99] = 90  # extension (DEFAULT_PERCENTILE): the objectives hold at this percentile
 
 
 class SizingRequest(BaseModel):
@@ -141,14 +149,6 @@ def _scenario_for(req: SizingRequest, fam: _Family, batch: int | None = None) ->
     return s
 
 
-def mdl_wait_ms(arrival_per_ms: npt.ArrayLike, service_ms: float) -> npt.NDArray[np.float64]:
-    """Mean wait in an M/D/1 queue (Pollaczek-Khinchine with deterministic service)."""
-    rho = np.asarray(arrival_per_ms, dtype=float) * service_ms
-    with np.errstate(divide="ignore", invalid="ignore"):
-        wait = np.where(rho < 1, rho * service_ms / (2 * (1 - rho)), np.inf)
-    return wait
-
-
 def pareto_mask(cost: npt.NDArray[np.float64], latency: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
     """True where no other point is at least as good on both and better on one (lower is better)."""
     order = np.lexsort((latency, cost))
@@ -161,84 +161,130 @@ def pareto_mask(cost: npt.NDArray[np.float64], latency: npt.NDArray[np.float64])
     return mask
 
 
-def size(data: Any) -> dict[str, Any]:
-    req = data if isinstance(data, SizingRequest) else parse_sizing(data)
+@dataclass
+class FamilyResult:
+    """One family through the serving model: its options, or why it has none, and how many caps it tried."""
+
+    options: list[dict[str, Any]]
+    reason: str | None
+    searched: int
+
+
+def _label(fam: _Family) -> str:
+    return f"{fam.gpu_key} tp{fam.tp} {fam.weights}/{fam.kv_cache}"
+
+
+def _why_not(m: ReplicaModel, req: SizingRequest) -> str:
+    """Why even a trickle of traffic misses the objectives: the percentiles of one request alone."""
+    pct = req.slo.percentile
+    ttft, itl, _ = latency_percentiles(m, load_point(m, float(m.capacity_per_ms()) * 1e-6))
+    why = []
+    itl_at, ttft_at = itl.at(pct), ttft.at(pct)
+    if itl_at is not None and itl_at > req.slo.itl_ms:
+        why.append(f"p{pct} ITL at a trickle is {itl_at:.1f} ms > {req.slo.itl_ms:g} ms")
+    if ttft_at is not None and ttft_at > req.slo.ttft_ms:
+        why.append(f"p{pct} TTFT at a trickle is {ttft_at:.0f} ms > {req.slo.ttft_ms:g} ms")
+    return "; ".join(why) or "no request rate meets both objectives"
+
+
+def evaluate_family(req: SizingRequest, fam: _Family) -> FamilyResult:
+    """Goodput per replica for each cap on running sequences, the replicas the traffic needs, and the
+    options at the rate each replica then runs at."""
     t = req.traffic
+    try:
+        base = _scenario_for(req, fam)
+        scenario = Scenario.model_validate(base)
+        d = resolve(scenario)
+    except (ScenarioError, ValidationError) as err:
+        reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else str(err).splitlines()[0]
+        return FamilyResult([], reason, 0)
+    mem = plan_memory(d, scenario.context_len_resolved)
+    if not mem.fits:
+        return FamilyResult([], f"weights ({mem.weights_gb_per_gpu:.1f} GB/GPU) and one sequence do not fit in "
+                                f"{d.gpu.name} memory", 0)
+    caps = batch_grid(mem.max_batch)
+    caps = caps[caps <= mem.max_batch]
+    m = replica_model(d, workload_for(scenario, d, mem.max_batch), max_population=mem.max_batch)
+    pct = req.slo.percentile
+    capacity, goodput = capacity_and_goodput(m, caps, pct, req.slo.ttft_ms, req.slo.itl_ms)
+    if not (goodput > 0).any():
+        return FamilyResult([], _why_not(m, req), len(caps))
+    rent, own = _gpu_price(req, fam.gpu_key, fam.gpu_value)
+    price = own if req.cost_mode == "own" else rent
+    if price is None:
+        return FamilyResult([], "no price: give usd_per_gpu_hour for this GPU", len(caps))
+    gpus_per_replica = fam.tp
     demand_tokens_per_s = t.requests_per_s * t.output_len
-    mean_ctx = t.prompt_len + t.output_len / 2
+    options: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for i in np.argsort(-goodput, kind="stable"):  # caps reaching the family's goodput come first
+        if goodput[i] <= 0:
+            continue
+        replicas = math.ceil(t.requests_per_s / (goodput[i] * 1000.0) * (1 - 1e-12))
+        if replicas in seen:  # a larger cap at the same replica count changes nothing the traffic sees
+            continue
+        if len(seen) == OPTIONS_PER_FAMILY:
+            break
+        seen.add(replicas)
+        rate_per_ms = t.requests_per_s / replicas / 1000.0
+        point = load_point(m, rate_per_ms, int(caps[i]))
+        ttft, itl, e2e = latency_percentiles(m, point)
+        usd_per_hour = replicas * gpus_per_replica * price
+        scenario_out = {**base, "batch": int(caps[i]), "load": {
+            "request_rate": rate_per_ms * 1000.0,
+            "slo": {"ttft_ms": req.slo.ttft_ms, "itl_ms": req.slo.itl_ms, "percentile": pct}}}
+        options.append({
+            "gpu": fam.gpu_key, "tp": fam.tp, "weights": fam.weights, "kv_cache": fam.kv_cache,
+            "batch": int(caps[i]), "replicas": replicas, "gpus_total": replicas * gpus_per_replica,
+            "ttft_ms": ttft.at(pct), "itl_ms": itl.at(pct), "itl_ms_under_load": itl.at(pct),
+            "e2e_ms": e2e.at(pct), "percentile": pct,
+            "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50,
+            "request_rate_per_replica": rate_per_ms * 1000.0, "goodput_request_rate": float(goodput[i]) * 1000.0,
+            "max_request_rate": float(capacity[i]) * 1000.0,
+            "output_tokens_per_s": rate_per_ms * 1000.0 * t.output_len, "usd_per_hour": usd_per_hour,
+            "usd_per_million_output_tokens": usd_per_hour / (demand_tokens_per_s * 3600.0) * 1e6,
+            "usd_per_gpu_hour": price, "rent_usd_per_gpu_hour": rent, "own_usd_per_gpu_hour": own,
+            "prefill_share": float(point.prefill_share),
+            "scenario": scenario_out,
+        })
+    return FamilyResult(options, None, len(caps))
+
+
+def search(req: SizingRequest) -> tuple[list[dict[str, Any]], list[dict[str, str]], int]:
+    """Every family: (options, infeasible families with their reason, configurations searched)."""
     rows: list[dict[str, Any]] = []
     infeasible: list[dict[str, str]] = []
     searched = 0
-
     for fam in _families(req):
-        label = f"{fam.gpu_key} tp{fam.tp} {fam.weights}/{fam.kv_cache}"
-        try:
-            scenario = Scenario.model_validate(_scenario_for(req, fam))
-            d = resolve(scenario)
-        except (ScenarioError, ValidationError) as err:
-            reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else str(err).splitlines()[0]
-            infeasible.append({"candidate": label, "reason": reason})
-            continue
-        mem = plan_memory(d, scenario.context_len_resolved)
-        if not mem.fits:
-            infeasible.append({"candidate": label, "reason": f"weights ({mem.weights_gb_per_gpu:.1f} GB/GPU) and one "
-                               f"sequence do not fit in {d.gpu.name} memory"})
-            continue
-        batches = batch_grid(mem.max_batch)
-        batches = batches[batches <= mem.max_batch]
-        searched += len(batches)
-        itl = np.asarray(decode_step(d, batches, mean_ctx).total_ms)
-        prefill_ms = float(prefill(d, t.prompt_len).total_ms)
-        # prefill share of each replica's time, at the replica count this batch needs
-        tput = batches * 1000.0 / itl
-        # replicas r solves r * tput * (1 - lambda/r * prefill_s) >= demand  ->  r >= demand/tput + lambda*prefill_s
-        replicas = np.ceil(demand_tokens_per_s / tput + t.requests_per_s * prefill_ms / 1000.0 + 1e-9)
-        lam_r_per_ms = t.requests_per_s / replicas / 1000.0
-        rho_p = lam_r_per_ms * prefill_ms
-        itl_load = itl / np.maximum(1.0 - rho_p, 1e-9)
-        chunks = math.ceil(t.prompt_len / CHUNK_TOKENS)
-        ttft_load = mdl_wait_ms(lam_r_per_ms, prefill_ms) + ttft_ms(d, prefill_ms) + chunks * itl
-        ok = (itl_load <= req.slo.itl_ms) & (ttft_load <= req.slo.ttft_ms) & (rho_p < 1)
-        if not ok.any():
-            why = []
-            if (itl > req.slo.itl_ms).all():
-                why.append(f"ITL at batch 1 is {itl[0]:.1f} ms > {req.slo.itl_ms:g} ms")
-            if (ttft_load > req.slo.ttft_ms).all():
-                why.append(f"TTFT is at least {np.min(ttft_load):.0f} ms > {req.slo.ttft_ms:g} ms")
-            infeasible.append({"candidate": label, "reason": "; ".join(why) or "no batch meets both objectives"})
-            continue
-        rent, own = _gpu_price(req, fam.gpu_key, fam.gpu_value)
-        price = own if req.cost_mode == "own" else rent
-        if price is None:
-            infeasible.append({"candidate": label, "reason": "no price: give usd_per_gpu_hour for this GPU"})
-            continue
-        for i in np.nonzero(ok)[0]:
-            r = int(replicas[i])
-            usd_per_hour = r * fam.tp * price
-            rows.append({
-                "gpu": fam.gpu_key, "tp": fam.tp, "weights": fam.weights, "kv_cache": fam.kv_cache,
-                "batch": int(batches[i]), "replicas": r, "gpus_total": r * fam.tp,
-                "ttft_ms": float(ttft_load[i]), "itl_ms": float(itl[i]), "itl_ms_under_load": float(itl_load[i]),
-                "output_tokens_per_s": float(tput[i]), "usd_per_hour": usd_per_hour,
-                "usd_per_million_output_tokens": usd_per_hour / (demand_tokens_per_s * 3600.0) * 1e6,
-                "usd_per_gpu_hour": price, "rent_usd_per_gpu_hour": rent, "own_usd_per_gpu_hour": own,
-                "prefill_share": float(rho_p[i]),
-                "scenario": _scenario_for(req, fam, int(batches[i])),
-            })
+        result = evaluate_family(req, fam)
+        searched += result.searched
+        rows.extend(result.options)
+        if result.reason is not None:
+            infeasible.append({"candidate": _label(fam), "reason": result.reason})
+    return rows, infeasible, searched
 
+
+def size(data: Any) -> dict[str, Any]:
+    req = data if isinstance(data, SizingRequest) else parse_sizing(data)
+    rows, infeasible, searched = search(req)
     rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
     if rows:
         mask = pareto_mask(np.array([r["usd_per_hour"] for r in rows]), np.array([r["itl_ms"] for r in rows]))
-        for row, on in zip(rows, mask, strict=True):
-            row["pareto"] = bool(on)
+        for r, on in zip(rows, mask, strict=True):
+            r["pareto"] = bool(on)
     return {
         "searched": searched,
         "feasible": len(rows),
         "options": rows[: req.max_options],
         "infeasible": infeasible,
-        "assumptions": {"chunk_tokens": CHUNK_TOKENS, "queue": "M/D/1 prefill queue per replica, Poisson arrivals",
-                        "cost_mode": req.cost_mode,
-                        "engine": "default engine calibrated on NVIDIA GPUs; other vendors' options assume the same "
-                                  "fraction of peak (calibrate them)",
-                        "prices": "catalog reference prices; several are estimates (see `python -m planner gpus` sources)"},
+        "assumptions": {
+            "objectives": f"TTFT and ITL at p{req.slo.percentile} (slo.percentile; default p{DEFAULT_PERCENTILE})",
+            "serving_model": "the plan's serving model: continuous batching with chunked prefill "
+                             "(max_num_batched_tokens 8192), Poisson arrivals, fixed lengths; goodput = highest "
+                             "request rate per replica meeting the objectives; replicas = ceil(traffic / goodput)",
+            "queue": "G/G/1 prefill queue per replica (Kingman wait), ITL from decode and prefill-carrying iterations",
+            "cost_mode": req.cost_mode,
+            "engine": "default engine calibrated on NVIDIA GPUs; other vendors' options assume the same "
+                      "fraction of peak (calibrate them)",
+            "prices": "catalog reference prices; several are estimates (see `python -m planner gpus` sources)"},
     }

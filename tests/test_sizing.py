@@ -15,7 +15,7 @@ import pytest
 from gpu_catalog import get_gpu
 from planner import ScenarioError, plan
 from planner.ownership import OwnershipCosts, break_even_utilization, owned_usd_per_gpu_hour
-from planner.sizing import mdl_wait_ms, pareto_mask, size
+from planner.sizing import pareto_mask, size
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUEST = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 5.0, "prompt_len": 2000, "output_len": 400},
@@ -32,9 +32,13 @@ def test_options_meet_objectives_and_cover_traffic(result):
     assert result["options"]
     demand = 5.0 * 400
     for o in result["options"]:
+        assert o["percentile"] == 90  # the default objective percentile
         assert o["itl_ms_under_load"] <= 60.0 and o["itl_ms"] <= 60.0 and o["ttft_ms"] <= 3000.0
-        assert o["replicas"] * o["output_tokens_per_s"] >= demand
+        assert o["replicas"] * o["output_tokens_per_s"] >= demand * (1 - 1e-9)
         assert o["gpus_total"] == o["replicas"] * o["tp"]
+        # replicas = ceil(traffic / goodput): one fewer could not carry the traffic within the objectives
+        assert o["replicas"] == math.ceil(5.0 / o["goodput_request_rate"] * (1 - 1e-12))
+        assert o["request_rate_per_replica"] <= o["goodput_request_rate"] < o["max_request_rate"]
 
 
 def test_options_sorted_cheapest_first(result):
@@ -44,13 +48,19 @@ def test_options_sorted_cheapest_first(result):
 
 
 @pytest.mark.parametrize("index", [0, 1, 5, -1])
-def test_each_option_replanned_alone_gives_the_same_itl(result, index):
-    """Source: invariant: an option's scenario, planned alone, gives the option's figures."""
+def test_each_option_replanned_alone_gives_the_same_figures(result, index):
+    """Source: invariant: one serving model for sizing and plan (issue 9): an option's scenario, with its
+    load.request_rate = traffic / replicas, plans to the same percentiles and the same $/M."""
     o = result["options"][index]
     p = plan(o["scenario"])
     assert p.latency.batch == o["batch"]
-    assert p.latency.itl_ms == pytest.approx(o["itl_ms"], rel=1e-9)
-    assert p.throughput.output_tokens_per_s == pytest.approx(o["output_tokens_per_s"], rel=1e-9)
+    assert p.serving.stable and p.serving.request_rate == pytest.approx(5.0 / o["replicas"], rel=1e-12)
+    assert p.serving.itl_ms.p90 == pytest.approx(o["itl_ms"], rel=1e-9)
+    assert p.serving.ttft_ms.p90 == pytest.approx(o["ttft_ms"], rel=1e-9)
+    # same objective, same model; the two bisections stop within 1/48 x 2^-10 of capacity of each other
+    assert p.serving.goodput_request_rate == pytest.approx(o["goodput_request_rate"], rel=1e-4)
+    assert p.cost.usd_per_million_output_tokens == pytest.approx(o["usd_per_million_output_tokens"], rel=1e-12)
+    assert p.serving.output_tokens_per_s == pytest.approx(o["output_tokens_per_s"], rel=1e-12)
 
 
 def test_fleet_cost_by_hand():
@@ -99,7 +109,7 @@ def test_objectives_no_gpu_can_meet_give_a_clear_answer():
     r = size({**REQUEST, "slo": {"ttft_ms": 1.0, "itl_ms": 0.5}})
     assert r["options"] == [] and r["feasible"] == 0
     assert all(i["reason"] for i in r["infeasible"])
-    assert any("ITL at batch 1" in i["reason"] for i in r["infeasible"])
+    assert any("p90 ITL at a trickle" in i["reason"] for i in r["infeasible"])
 
 
 def test_model_that_fits_nowhere():
@@ -109,11 +119,14 @@ def test_model_that_fits_nowhere():
     assert r["options"] == [] and all("do not fit" in i["reason"] for i in r["infeasible"])
 
 
-def test_md1_wait_by_hand():
-    """Source: hand: Pollaczek-Khinchine for M/D/1, W = rho S / (2 (1 - rho)), worked below."""
-    # rho = 0.5, S = 100 ms: W = 0.5 * 100 / (2 * 0.5) = 50 ms; saturated queues wait forever
-    assert mdl_wait_ms(np.array([0.005]), 100.0)[0] == pytest.approx(50.0)
-    assert math.isinf(mdl_wait_ms(np.array([0.02]), 100.0)[0])
+def test_objectives_at_a_stricter_percentile_cost_at_least_as_much():
+    """Source: invariant: p99 latency is at least p50's, so a p99 objective never needs fewer GPUs."""
+    cheapest = {}
+    for pct in (50, 99):
+        r = size({**REQUEST, "gpus": ["h100-sxm"], "slo": {**REQUEST["slo"], "percentile": pct}})
+        cheapest[pct] = r["options"][0]["usd_per_hour"]
+        assert f"p{pct}" in r["assumptions"]["objectives"]
+    assert cheapest[99] >= cheapest[50]
 
 
 def test_more_traffic_needs_more_gpus():
