@@ -144,6 +144,9 @@ def test_sizing_options_always_meet_objectives_and_replan_consistently(model, rp
     for o in result["options"]:
         assert o["ttft_ms"] <= ttft and o["itl_ms_under_load"] <= itl
         assert o["replicas"] * o["output_tokens_per_s"] >= rps * output * (1 - 1e-9)
-        assert plan(o["scenario"]).latency.itl_ms == pytest.approx(o["itl_ms"], rel=1e-9)
+        replanned = plan(o["scenario"])  # issue 9: the option's operating point, same serving model
+        assert replanned.serving.itl_ms.p90 == pytest.approx(o["itl_ms"], rel=1e-9)
+        assert replanned.cost.usd_per_million_output_tokens == pytest.approx(o["usd_per_million_output_tokens"],
+                                                                             rel=1e-9)
     if not result["options"]:
         assert result["infeasible"]
