@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -200,3 +201,17 @@ def test_fit_alternatives_lists_precisions_that_fit():
     choices = {(c.weights, c.kv_cache) for c in p.fit_alternatives.precisions}
     assert ("fp8", "fp8") in choices and ("int4", "bf16") in choices
     assert not any(w in ("bf16", "fp16", "fp32") for w, _ in choices)
+
+
+def test_waiting_probability_matches_gi_m_1_roots():
+    """Source: hand derivation. GI/M/1: P(wait) is the root sigma of sigma = A*(mu (1 - sigma)).
+    Poisson (ca 1): sigma = rho exactly (M/M/1). Deterministic arrivals (ca 0) at rho 0.5:
+    sigma = exp(-2 (1 - sigma)) -> 0.2032 (the D/M/1 textbook value, e.g. Kleinrock vol. 1 sec. 6.4).
+    Gamma arrivals of CV 2 at rho 0.1: sigma = (1 + 40 (1 - sigma))^-0.25 -> 0.4583 (check: 1 + 40 x 0.5417
+    = 22.668, ln 3.1209, x 0.25 = 0.7802, e^-0.7802 = 0.4583)
+    (a fixed rho would say 0.1: clumped arrivals wait far more often)."""
+    from planner.serving import waiting_probability
+
+    assert waiting_probability(np.array([0.1, 0.5, 0.9]), 1.0) == pytest.approx([0.1, 0.5, 0.9], rel=1e-9)
+    assert float(waiting_probability(np.array(0.5), 0.0)) == pytest.approx(0.2032, abs=2e-4)
+    assert float(waiting_probability(np.array(0.1), 2.0)) == pytest.approx(0.4583, abs=5e-4)
