@@ -204,7 +204,7 @@ def test_fit_alternatives_lists_precisions_that_fit():
 
 
 def test_waiting_probability_matches_gi_m_1_roots():
-    """Source: hand derivation. GI/M/1: P(wait) is the root sigma of sigma = A*(mu (1 - sigma)).
+    """Source: hand: GI/M/1: P(wait) is the root sigma of sigma = A*(mu (1 - sigma)).
     Poisson (ca 1): sigma = rho exactly (M/M/1). Deterministic arrivals (ca 0) at rho 0.5:
     sigma = exp(-2 (1 - sigma)) -> 0.2032 (the D/M/1 textbook value, e.g. Kleinrock vol. 1 sec. 6.4).
     Gamma arrivals of CV 2 at rho 0.1: sigma = (1 + 40 (1 - sigma))^-0.25 -> 0.4583 (check: 1 + 40 x 0.5417
