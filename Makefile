@@ -62,9 +62,9 @@ bench: install-dev
 	$(PY) -m pytest benchmarks --benchmark-enable --benchmark-only -q
 	$(PY) tools/bench_app.py
 
-# Refit the default engine on the public rows, then regenerate docs/ACCURACY.md and the error bands.
+# Refit the engine profiles (graph physics on our measurements, engines on public rows) and the error bands, then docs/ACCURACY.md.
 calibrate: install-dev
-	$(PY) tools/fit_calibration.py --published
+	$(PY) tools/fit_engines.py
 
 accuracy: install-dev
 	$(PY) tools/accuracy_report.py

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from planner.efficiency import EngineEfficiency, default_engine
+from planner.efficiency import EngineEfficiency
+from planner.engines import default_engine
 from planner.errors import quote
 
 
@@ -40,8 +41,9 @@ class CalibrationProfile(BaseModel):
     def applies_to(self, gpu_id: str | None) -> bool:
         return self.gpu is None or self.gpu == gpu_id
 
-    def efficiency_for(self, gpu_id: str | None) -> EngineEfficiency:
-        base = default_engine(gpu_id)
+    def efficiency_for(self, gpu_id: str | None, base: EngineEfficiency | None = None) -> EngineEfficiency:
+        """The profile over `base` (the scenario's engine profile; the default engine if None)."""
+        base = base if base is not None else default_engine(gpu_id)
         if not self.applies_to(gpu_id):
             return base
         values = base.model_dump()

@@ -158,6 +158,8 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
     p_cmd.add_argument("--engine", choices=["vllm", "sglang", "trt-llm"], default=None,
                        help="default: the scenario's engine (vllm for 'graph')")
     p_cmd.add_argument("--format", choices=["text", "script", "k8s", "json", "expected"], default="text")
+    # issue 10 (fidelity): the engine profiles and their evidence
+    sub.add_parser("engines", help="engine profiles (graph floor, vllm, sglang, trt-llm) with their evidence (no input)")
     p_cmp = sub.add_parser("compare-bench", help="predicted vs measured for a `vllm bench serve --save-result` run",
                            epilog=_COMPARE_HELP, formatter_class=raw)
     p_cmp.add_argument("bench_json")
@@ -199,6 +201,10 @@ def run(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = No
         result = size_with_modes(_read_json(args.file, "sizing", stdin))
     elif args.command == "gpus":
         result = _catalog_json()
+    elif args.command == "engines":
+        from planner.engines import engines_listing, physics_evidence
+
+        result = {"engines": engines_listing(), "physics": physics_evidence()}
     elif args.command == "models":
         result = _models_json()
     elif args.command == "schema":

@@ -1,8 +1,8 @@
 """Engine efficiency: the knobs that turn roofline bounds into realistic step times.
 
-`ideal()` is the pure roofline (the seeds' napkin math). `default_engine()` describes an optimized
-engine (CUDA graphs, fused kernels, paged KV cache); its values come from the fit in
-planner/data/calibration_default.json (see docs/ACCURACY.md for the evidence and error bands).
+`ideal()` is the pure roofline (the seeds' napkin math). Engine profiles (planner/engines.py) fill
+these fields: the "graph" floor from our GPU measurements, each serving engine's overheads on top
+(docs/ACCURACY.md has every constant, its evidence and the cross-validated errors).
 """
 
 from __future__ import annotations
@@ -37,6 +37,21 @@ class EngineEfficiency(BaseModel):
     smoothing: float = Field(default=0.0, ge=0, le=64,
                              description="p of the p-norm joining compute and memory time; 0 means max()")
     name: str = Field(default="custom", max_length=200)
+    # Fidelity v2 (issue 10): terms the graph physics measured; their defaults keep the pure roofline.
+    int4_bandwidth: float = Field(default=1.0, ge=0.01, le=1,
+                                  description="streaming 4-bit weight-only weights (dequantizing GEMV), fraction of HBM peak")
+    int4_compute: float = Field(default=1.0, ge=0.001, le=1,
+                                description="4-bit weight-only GEMMs (dequantize, bf16 math), fraction of bf16 peak")
+    kv_quantized_bandwidth: float = Field(default=1.0, ge=0.01, le=1,
+                                          description="attention over an 8-bit KV cache, fraction of HBM peak")
+    moe_layer_overhead_us: float = Field(default=0.0, ge=0, le=10_000,
+                                         description="extra kernels of an MoE layer (router, permute, grouped GEMMs)")
+    prefill_layer_overhead_us: float = Field(default=0.0, ge=0, le=10_000,
+                                             description="fixed cost per layer of a prefill pass")
+    prefill_quantized_compute: float = Field(default=1.0, ge=0.01, le=1,
+                                             description="prefill GEMMs in fp8/int8, fraction of that precision's peak")
+    prefill_smoothing: float = Field(default=0.0, ge=0, le=64,
+                                     description="p of the p-norm joining a prefill's compute and memory time")
 
 
 def ideal() -> EngineEfficiency:
@@ -48,10 +63,6 @@ def _default_calibration() -> dict:
     return json.loads(DEFAULT_CALIBRATION_PATH.read_text())
 
 
-def default_engine(gpu_id: str | None = None) -> EngineEfficiency:
-    """The default engine, with the per-GPU calibration where one was measured."""
-    data = _default_calibration()
-    values = dict(data["default"])
-    if gpu_id is not None:
-        values.update(data.get("per_gpu", {}).get(gpu_id, {}))
-    return EngineEfficiency(**values)
+def legacy_default_engine() -> EngineEfficiency:
+    """The round-1 single fitted constant set (planner/data/calibration_default.json), kept for comparison."""
+    return EngineEfficiency(**_default_calibration()["default"])

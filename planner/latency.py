@@ -1,9 +1,11 @@
 """The time model: decode step (ITL) and prefill (TTFT) from roofline work and engine efficiency.
 
-Decode step = GEMM term + attention term + activation traffic + TP all-reduces + fixed overheads.
-Each of the first two joins its compute time and its memory time with a p-norm (`smoothing`):
-near the ridge a kernel costs more than max(compute, memory). With `ideal()` efficiency every
-fixed cost is zero, p-norm is max() and the step reduces to the roofline.
+Decode step = GEMM term + attention term + activation traffic + TP all-reduces + fixed costs
+(kernels per layer inside a CUDA graph, the engine's per-step overhead). Each of the first two joins
+its compute time and its memory time with a p-norm (`smoothing`): our compiled steps near the ridge
+cost more than max(compute, memory) (p = 2 earns its place in cross-validation, docs/ACCURACY.md).
+Prefill is the same sum at prefill rates. With `ideal()` efficiency every fixed cost is zero, the
+p-norm is max() and the step reduces to the roofline.
 The bound (`*_bound_ms`) is the pure roofline of the same step: max(all FLOPs / peak, all bytes / BW).
 """
 
@@ -67,29 +69,46 @@ def _bound_ms(d: Deployment, work: StepWork) -> np.ndarray:
     return np.maximum(compute_s, memory_s) * 1e3
 
 
+def is_weight_only_4bit(d: Deployment) -> bool:
+    """4-bit weights multiplied in 16-bit math: dequantizing kernels (tinygemm, Marlin), not native GEMMs."""
+    return bits_per_value(d.weights) < 8 and bits_per_value(d.compute) >= 16
+
+
 def weight_bandwidth_efficiency(d: Deployment) -> float:
     """Dequantizing kernels for sub-16-bit weights reach less of HBM bandwidth at small batch."""
-    return d.efficiency.quantized_bandwidth if bits_per_value(d.weights) < 16 else d.efficiency.bandwidth
+    e = d.efficiency
+    if is_weight_only_4bit(d):
+        return e.int4_bandwidth
+    return e.quantized_bandwidth if bits_per_value(d.weights) < 16 else e.bandwidth
+
+
+def _kv_bandwidth_efficiency(d: Deployment) -> float:
+    return d.efficiency.kv_quantized_bandwidth if bits_per_value(d.kv_cache) < 16 else d.efficiency.kv_bandwidth
+
+
+def _layer_overhead_ms(d: Deployment, per_layer_us: float) -> float:
+    """Kernel costs inside a graph: every layer's, plus the extra kernels of each MoE layer."""
+    m = d.model
+    moe_layers = 0 if m.moe is None else m.n_layers - m.moe.first_dense_layers
+    return (m.n_layers * per_layer_us + moe_layers * d.efficiency.moe_layer_overhead_us) / 1e3
 
 
 def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: float, attn_compute_eff: float,
-               fixed_ms: float, attention_groups: int = 1) -> StepTime:
+               per_layer_us: float, fixed_ms: float, p: float, attention_groups: int = 1) -> StepTime:
     """`tokens`: tokens one pass carries through a stage (one micro-batch, or one prompt), spread over
     `attention_groups` data-parallel attention groups of tp GPUs."""
-    e = d.efficiency
     group_tokens = np.asarray(tokens, dtype=float) / attention_groups
     weight_bw = weight_bandwidth_efficiency(d)
     bw = d.gpu.hbm_tb_s * 1e12
     peak_c = d.gpu.peak_tflops(d.compute) * 1e12
     peak_attn = d.gpu.peak_tflops("bf16") * 1e12
-    gemm = _join(work.gemm_flops / (gemm_eff * peak_c) * 1e3, work.weight_bytes / (weight_bw * bw) * 1e3,
-                 e.smoothing)
+    gemm = _join(work.gemm_flops / (gemm_eff * peak_c) * 1e3, work.weight_bytes / (weight_bw * bw) * 1e3, p)
     attention = _join(work.attention_flops / (attn_compute_eff * peak_attn) * 1e3,
-                      work.kv_bytes / (e.kv_bandwidth * bw) * 1e3, e.smoothing)
-    activations = work.activation_bytes / (e.bandwidth * bw) * 1e3
+                      work.kv_bytes / (_kv_bandwidth_efficiency(d) * bw) * 1e3, p)
+    activations = work.activation_bytes / (d.efficiency.bandwidth * bw) * 1e3
     comm = tp_communication_ms(d, group_tokens) * np.ones_like(gemm)
     # a pass crosses pp stages, each its own scheduled step with its fixed cost
-    overhead = np.full_like(gemm, d.model.n_layers * e.layer_overhead_us / 1e3 + fixed_ms * d.pp)
+    overhead = np.full_like(gemm, _layer_overhead_ms(d, per_layer_us) + fixed_ms * d.pp)
     # Expert all-to-alls overlap the other half of a two-micro-batch step (DeepSeek's dual micro-batch
     # overlap, SGLang two-batch overlap, vLLM DBO): only what outlasts the compute is exposed.
     ep_exposed = np.maximum(ep_communication_ms(d, group_tokens / d.tp) - (gemm + attention + activations), 0.0)
@@ -99,24 +118,23 @@ def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: f
 
 def decode_step(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike, tokens_per_sequence: int = 1) -> StepTime:
     """One decode step: the inter-token latency of every sequence in the batch."""
+    e = d.efficiency
     work = decode_work(d, batch, context, tokens_per_sequence)
     tokens = decode_micro_batch(d, batch) * tokens_per_sequence
-    return _step_time(d, work, tokens, d.efficiency.compute, d.efficiency.compute,
-                      d.efficiency.step_overhead_us / 1e3, sharding(d).attention_dp)
+    gemm_eff = e.int4_compute if is_weight_only_4bit(d) else e.compute
+    return _step_time(d, work, tokens, gemm_eff, e.compute, e.layer_overhead_us, e.step_overhead_us / 1e3,
+                      e.smoothing, sharding(d).attention_dp)
 
 
 def prefill(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepTime:
-    """One request's prompt processed alone. Its fixed costs (kernel launches per layer, scheduling)
-    overlap the GPU work, so they act as a floor for short prompts rather than adding to long ones:
-    total = p-norm(work, fixed). The breakdown's overhead_ms is what the floor adds beyond the work.
+    """One request's prompt processed alone: GEMMs and attention at prefill rates, a kernel cost per
+    layer, and the engine's fixed cost per prefill (scheduling, input preparation).
     `busy_groups`: attention groups prefilling at once (planner.roofline.prefill_work)."""
+    e = d.efficiency
     work = prefill_work(d, prompt_len, busy_groups)
-    t = _step_time(d, work, prompt_len, d.efficiency.prefill_compute, d.efficiency.attention_compute,
-                   d.efficiency.prefill_overhead_ms)
-    busy = t.gemm_ms + t.attention_ms + t.activations_ms + t.communication_ms + t.pp_ms + t.ep_ms
-    total = _join(busy, t.overhead_ms, d.efficiency.smoothing)
-    return StepTime(t.gemm_ms, t.attention_ms, t.activations_ms, t.communication_ms, total - busy, t.bound_ms, work,
-                    t.pp_ms, t.ep_ms)
+    gemm_eff = e.prefill_quantized_compute if bits_per_value(d.compute) < 16 else e.prefill_compute
+    return _step_time(d, work, prompt_len, gemm_eff, e.attention_compute, e.prefill_layer_overhead_us,
+                      e.prefill_overhead_ms, e.prefill_smoothing)
 
 
 def ttft_ms(d: Deployment, prefill_ms: npt.ArrayLike) -> npt.NDArray[np.float64]:

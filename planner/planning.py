@@ -9,9 +9,10 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from gpu_catalog import load_catalog
-from planner.bands import Band, error_band
+from planner.bands import Band, band_status, error_band
 from planner.cost import usd_per_million_output_tokens
 from planner.deployment import Deployment
+from planner.engines import FLOOR_ENGINE, engine_efficiency, is_engine_profile, with_efficiency
 from planner.latency import StepTime, decode_step, prefill, ttft_ms
 from planner.memory import MemoryPlan, engine_memory_fields, engine_memory_warnings, plan_memory
 from planner.parallelism import (
@@ -102,6 +103,11 @@ class LatencySection(BaseModel):
     prefill_breakdown_ms: dict[str, float]
     itl_band_ms: Band | None
     ttft_band_ms: Band | None
+    # fidelity v2 (issue 10): the engine profile, the graph floor beside the estimate, band provenance
+    engine: str = "vllm"
+    itl_ms_floor: float | None = None
+    prefill_ms_floor: float | None = None
+    band_status: dict[str, str] = {}
 
 
 class ThroughputSection(BaseModel):
@@ -199,7 +205,7 @@ class Plan(BaseModel):
 
 
 def is_default_engine_name(d: Deployment) -> bool:
-    return d.efficiency.name == "default-engine"
+    return is_engine_profile(d.efficiency)
 
 
 def smallest_tp_that_fits(d: Deployment, context_len: int) -> int | None:
@@ -284,28 +290,34 @@ def _roofline_section(d: Deployment, step: StepTime, pre: StepTime, mean_ctx: fl
 
 
 def _latency_section(d: Deployment, step: StepTime, pre: StepTime, batch: int, mean_ctx: float,
-                     banded: bool) -> LatencySection:
+                     banded: bool, engine: str = "vllm", floor: Deployment | None = None,
+                     prompt_len: int | None = None) -> LatencySection:
     """One request's prefill and the decode step at `batch`, each alone: the step physics, given even
     when the deployment does not fit (memory.fits says so; cost and serving are then null)."""
     itl, prefill_ms = float(step.total_ms), float(pre.total_ms)
     ttft = float(ttft_ms(d, prefill_ms))
+    itl_band = error_band("itl", itl, engine) if banded else None
+    ttft_band = error_band("ttft", ttft, engine) if banded else None
     return LatencySection(
         prefill_ms=prefill_ms, ttft_ms=ttft, itl_ms=itl, itl_ms_bound=float(step.bound_ms),
         prefill_ms_bound=float(pre.bound_ms), batch=batch, mean_context=mean_ctx,
         decode_breakdown_ms=step.breakdown(), prefill_breakdown_ms=pre.breakdown(),
-        itl_band_ms=error_band("itl", itl) if banded else None,
-        ttft_band_ms=error_band("ttft", ttft) if banded else None,
+        itl_band_ms=itl_band, ttft_band_ms=ttft_band, engine=engine,
+        itl_ms_floor=float(decode_step(floor, batch, mean_ctx).total_ms) if floor is not None else None,
+        prefill_ms_floor=float(prefill(floor, prompt_len).total_ms) if floor is not None and prompt_len else None,
+        band_status={"itl": band_status(itl_band), "ttft": band_status(ttft_band)},
     )
 
 
-def _throughput_section(step: StepTime, batch: int, banded: bool) -> ThroughputSection:
+def _throughput_section(step: StepTime, batch: int, banded: bool, engine: str = "vllm") -> ThroughputSection:
     """The decode-only figures at `batch`, prefill ignored: an upper bound of what serving reaches."""
     itl, bound = float(step.total_ms), float(step.bound_ms)
-    band = error_band("itl", itl) if banded else None
+    band = error_band("itl", itl, engine) if banded else None
     return ThroughputSection(
         output_tokens_per_s=batch * 1000.0 / itl, output_tokens_per_s_bound=batch * 1000.0 / bound,
         tokens_per_s_per_user=1000.0 / itl,
-        output_tokens_per_s_band=Band(low=batch * 1000.0 / band.high, high=batch * 1000.0 / band.low) if band else None,
+        output_tokens_per_s_band=(Band(low=batch * 1000.0 / band.high, high=batch * 1000.0 / band.low, rows=band.rows)
+                                  if band else None),
     )
 
 
@@ -407,19 +419,23 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
     step = decode_step(d, batch, scenario.mean_context)
     pre = prefill(d, scenario.prompt_len)
     price = _price(scenario, d)
-    banded = scenario.efficiency == "default"
+    profile = scenario.efficiency == "default"  # the engine profile, maybe under a calibration
     point = operating_point(scenario, d, mem)
     layout = parallelism_section(d)
     gpus = layout.gpus_per_replica
     counts = d.params
+    gpu_id = scenario.gpu if isinstance(scenario.gpu, str) else None
     calibration = scenario.calibration.name if (
-        scenario.calibration is not None and scenario.calibration.applies_to(
-            scenario.gpu if isinstance(scenario.gpu, str) else None) and banded) else None
+        scenario.calibration is not None and scenario.calibration.applies_to(gpu_id) and profile) else None
+    # bands only where an engine profile runs as validated: not calibrated, not custom, not ideal
+    banded = profile and calibration is None
+    floor = with_efficiency(d, engine_efficiency(FLOOR_ENGINE, gpu_id))
     return Plan(
         memory=_memory_section(d, mem, batch, context_len),
         roofline=_roofline_section(d, step, pre, scenario.mean_context),
-        latency=_latency_section(d, step, pre, batch, scenario.mean_context, banded),
-        throughput=_throughput_section(step, batch, banded),
+        latency=_latency_section(d, step, pre, batch, scenario.mean_context, banded, scenario.engine, floor,
+                                 scenario.prompt_len),
+        throughput=_throughput_section(step, batch, banded, scenario.engine),
         cost=_cost_section(gpus, step, batch, price, point),
         speculative=_speculative_section(scenario, d, batch, mem.fits),
         serving=_serving_section(scenario, gpus, point),

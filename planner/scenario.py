@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from gpu_catalog import GpuSpec, load_catalog
 from planner.calibration import CalibrationProfile
 from planner.deployment import Deployment
-from planner.efficiency import EngineEfficiency, default_engine, ideal
+from planner.efficiency import EngineEfficiency, ideal
+from planner.engines import engine_efficiency
 from planner.errors import ScenarioError, from_validation_error, loads_json
 from planner.hf_import import model_from_hf_config
 from planner.model_shapes import ModelSpec
@@ -191,15 +192,18 @@ def resolve_gpu(gpu: str | dict[str, Any], field: str = "gpu") -> tuple[GpuSpec,
 
 
 def resolve_efficiency(scenario: Scenario, gpu_id: str | None) -> EngineEfficiency:
+    """ideal: the pure roofline; else the scenario's engine profile (planner/engines.py), under an explicit
+    efficiency object or a calibration profile where one is given."""
     if scenario.efficiency == "ideal":
         return ideal()
+    base = engine_efficiency(scenario.engine, gpu_id)
     if isinstance(scenario.efficiency, EngineEfficiency):
-        # fields the scenario leaves out come from the default engine, not from the ideal roofline
+        # fields the scenario leaves out come from its engine profile, not from the ideal roofline
         given = scenario.efficiency.model_dump(include=scenario.efficiency.model_fields_set)
-        return EngineEfficiency.model_validate({**default_engine(gpu_id).model_dump(), "name": "custom", **given})
+        return EngineEfficiency.model_validate({**base.model_dump(), "name": "custom", **given})
     if scenario.calibration is not None:
-        return scenario.calibration.efficiency_for(gpu_id)
-    return default_engine(gpu_id)
+        return scenario.calibration.efficiency_for(gpu_id, base)
+    return base
 
 
 def checkpoint_weights(scenario: Scenario, model: ModelSpec) -> str:

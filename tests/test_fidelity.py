@@ -1,4 +1,5 @@
-"""Fidelity: held-out accuracy may not regress; error bands reach the plan; calibration works end to end."""
+"""Fidelity: the graph engine reproduces compiled steps it never saw; cross-validated targets; engine
+profiles add only serving terms; bands from held-out residuals; calibration works end to end."""
 
 from __future__ import annotations
 
@@ -7,73 +8,139 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from planner import plan
 from planner.calibration import CalibrationProfile
 from planner.calibration_fit import profile_from_vllm_bench
-from tools.accuracy_report import evaluate
+from planner.engines import ENGINE_TERMS, ENGINES, engine_efficiency, profiles
+from tools.accuracy_report import load, summary
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "data" / "examples"
+MEASUREMENTS = ROOT / "data" / "measurements"
+
 
 @pytest.fixture(scope="module")
 def accuracy():
-    return evaluate()
+    return summary(load())
 
 
-def test_held_out_targets_of_the_issue(accuracy):
-    """Source: published: held-out rows of measured_published.csv (never in the fit), and measured: our fused
-    H100 decode steps (data/measurements), against the issue's targets (ITL within 10%, prefill 15%).
-    Enough rows that a median means something (the old recorded-output baseline rested on 1-4)."""
-    s = accuracy["summary"]
-    assert s["published.itl.heldout"]["n"] >= 5 and s["published.prefill.heldout"]["n"] >= 3
-    assert s["published.itl.heldout"]["median"] <= 0.10  # within 10% of measured decode ITL
-    assert s["published.prefill.heldout"]["median"] <= 0.15  # within 15% of measured prefill
-    assert s["device.itl.heldout"]["median"] <= 0.10
-    # the default engine, unfitted, against our own fused (torch.compile + CUDA graphs) H100 decode steps
-    assert s["device-fused.itl.heldout"]["median"] <= 0.10
+def _qwen3_rows(kind):
+    for name, gpu in (("h100_physics_2026-11-26.json", "h100-sxm"), ("h200_physics_2026-11-26.json", "h200")):
+        for r in json.loads((MEASUREMENTS / name).read_text())[kind]:
+            if r["shape"] == "qwen3-8b" and r["tp_shard"] == 1:
+                yield gpu, r
 
 
-def test_every_public_row_is_in_the_report(accuracy):
-    """Source: contract: the accuracy report scores all 60 rows of measured_published.csv."""
-    published = [r for r in accuracy["rows"] if r["origin"] == "published"]
-    assert len(published) == 60
-    assert sum(r["heldout"] for r in published) >= 10
-    assert all(r["predicted"] > 0 for r in published)
+def test_graph_plan_reproduces_compiled_steps_of_a_shape_never_fitted():
+    """Source: measured: Qwen3-8B decode steps and prefills replayed from CUDA graphs on an H100 and an
+    H200 (tools/measure_physics.py, data/measurements/*physics*.json); tools/fit_engines.py never fits
+    this shape (NEVER_FITTED_SHAPES). A plan with engine "graph" for the qwen3-8b preset (the same
+    config.json) at the measured batch and context must land within 12% of every decode step, median
+    within 5% (the issue's targets), and within 15% of every prefill of 1,024+ tokens. The run-to-run
+    spread of these measurements is under 1% (docs/ACCURACY.md), so the tolerance is the model's; a 10%
+    error in the weight bandwidth, the per-layer cost or the KV bandwidth fails the median."""
+    assert "qwen3-8b" in profiles()["physics"]["never_fitted_shapes"]
+    errors = []
+    for gpu, r in _qwen3_rows("decode"):
+        p = plan({"model": "qwen3-8b", "gpu": gpu, "engine": "graph", "batch": r["batch"],
+                  "prompt_len": r["context"] - 1, "output_len": 2, "context_len": r["context"] + 1})
+        errors.append(p.latency.itl_ms / r["ms"] - 1)
+        assert p.latency.itl_ms_floor == pytest.approx(p.latency.itl_ms)
+    assert len(errors) == 24
+    assert max(abs(e) for e in errors) <= 0.12, errors
+    assert float(np.median(np.abs(errors))) <= 0.05
+    for gpu, r in _qwen3_rows("prefill"):
+        if r["prompt_len"] >= 1024:
+            p = plan({"model": "qwen3-8b", "gpu": gpu, "engine": "graph", "prompt_len": r["prompt_len"],
+                      "output_len": 1})
+            assert p.latency.prefill_ms == pytest.approx(r["ms"], rel=0.15), (gpu, r["prompt_len"])
 
 
-def test_h100_device_rows_validate_a_profile_fitted_on_h200(accuracy):
-    """Source: measured: our H100 decode steps (data/measurements/h100_*), predicted with the profile
-    fitted on the H200 runs: median error within 10%."""
-    h100 = [r for r in accuracy["rows"] if r["origin"] == "device" and "h100" in r["id"] and r["group"] == "itl"]
-    assert h100 and all(r["heldout"] for r in h100)
-    errors = sorted(abs(r["error"]) for r in h100)
-    assert errors[len(errors) // 2] <= 0.10
+def test_cross_validated_medians_meet_the_issue_targets(accuracy):
+    """Source: measured: leave-one-shape-out over 526 decode steps and 234 prefills of 12 shapes on H100
+    and H200 (graph engine), and leave-one-row-out over vLLM's public rows (measured_published.csv).
+    Targets of issue 10: graph decode ITL median <= 5%, prefill of 1,024+ tokens median <= 8%, vLLM ITL
+    median <= 7%. (The worst-row targets are missed on MoE and fp8-KV shapes: docs/ACCURACY.md.)"""
+    n, median, _ = accuracy["graph.itl"]
+    assert n >= 500 and median <= 0.05
+    n, median, _ = accuracy["graph.prefill"]
+    assert n >= 200 and median <= 0.08
+    n, median, _ = accuracy["vllm.public.itl"]
+    assert n >= 4 and median <= 0.07
 
 
-def test_default_plan_carries_error_bands(sample_scenario):
-    """Source: contract: a default-engine plan carries ITL, TTFT and throughput bands; an ideal plan none.
-    (Whether a band contains its own estimate says nothing; the coverage test below checks the band.)"""
-    p = plan(sample_scenario)
-    assert p.latency.itl_band_ms is not None and p.latency.ttft_band_ms is not None
-    assert p.throughput.output_tokens_per_s_band is not None
+def test_engine_profiles_add_only_serving_terms_over_one_physics():
+    """Source: contract: issue 10's two layers: every engine shares the graph physics; a profile adds only
+    per-step, per-prefill and before-first-token costs; "graph" adds nothing."""
+    graph = engine_efficiency("graph", "h100-sxm").model_dump()
+    assert not profiles()["engines"]["graph"].get("overheads")
+    for name in ENGINES:
+        overheads = profiles()["engines"][name].get("overheads", {})
+        assert set(overheads) <= set(ENGINE_TERMS), name
+        e = engine_efficiency(name, "h100-sxm").model_dump()
+        assert {k: v for k, v in e.items() if k not in ENGINE_TERMS and k != "name"} == {
+            k: v for k, v in graph.items() if k not in ENGINE_TERMS and k != "name"}
+        assert all(v >= 0 for v in overheads.values())
+
+
+def test_bands_come_from_held_out_rows_per_engine_and_say_unvalidated(sample_scenario):
+    """Source: contract: issue 14 item 2: bands per engine and metric from held-out residuals, rows shown,
+    null (the plan says "unvalidated") below 5 rows; TTFT has its own; calibrated or custom plans get
+    none; the ideal roofline none."""
+    bands = json.loads((ROOT / "planner" / "data" / "error_bands.json").read_text())
+    assert bands["engines"]["graph"]["itl"]["n"] >= 500
+    graph = plan({**sample_scenario, "engine": "graph"})
+    assert graph.latency.itl_band_ms is not None and graph.latency.itl_band_ms.rows >= 500
+    assert graph.latency.band_status["itl"].startswith("held-out")
+    for name in ENGINES:
+        ttft = bands["engines"][name]["ttft"]
+        p = plan({**sample_scenario, "engine": name})
+        assert (p.latency.ttft_band_ms is None) == (ttft is None)
+        if ttft is None:
+            assert p.latency.band_status["ttft"] == "unvalidated"
+        else:
+            assert ttft["n"] >= 5 and ttft != bands["engines"][name]["prefill"]
     assert plan({**sample_scenario, "efficiency": "ideal"}).latency.itl_band_ms is None
+    assert plan({**sample_scenario, "engine": "graph", "efficiency": {"bandwidth": 0.5}}).latency.itl_band_ms is None
 
 
-def test_itl_band_covers_our_own_fused_h100_measurements(accuracy):
-    """Source: measured: our torch.compile + CUDA-graph H100 decode steps (data/measurements), which the
-    bands were not built from (they come from public rows). A 10th-90th percentile band claims about 80%
-    coverage; it must hold at least half of these measured ITLs around the default engine's prediction."""
-    from planner.bands import error_band
+def test_graph_band_covers_public_compiled_decode_it_never_saw():
+    """Source: published: torchao's torch.compile + CUDA-graph Llama-3.1-8B batch-1 decode on an H100
+    (measured_published.csv: bf16 7.88 ms, int8 weight-only 5.03 ms, fp8 weight-only 5.60 ms): the graph
+    engine, fitted only on our measurements, lands within 15% of the bf16 row, and the 8-bit rows within
+    35% (weight-only 8-bit kernels differ from our fp8 GEMMs: the graph physics has no int8 kernel)."""
+    base = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "engine": "graph", "batch": 1, "prompt_len": 6,
+            "output_len": 200}
+    assert plan(base).latency.itl_ms == pytest.approx(7.88, rel=0.15)
+    assert plan({**base, "weights": "int8"}).latency.itl_ms == pytest.approx(5.03, rel=0.35)
+    assert plan({**base, "weights": "fp8", "compute": "bf16"}).latency.itl_ms == pytest.approx(5.60, rel=0.35)
 
-    rows = [r for r in accuracy["rows"] if r["origin"] == "device-fused" and r["group"] == "itl" and r["scored"]]
-    assert len(rows) >= 10
-    inside = 0
-    for r in rows:
-        band = error_band("itl", r["predicted"])
-        inside += band is not None and band.low <= r["measured"] <= band.high
-    assert inside / len(rows) >= 0.5, inside / len(rows)
+
+def test_plan_shows_the_floor_beside_the_estimate():
+    """Source: invariant: the graph floor never exceeds an engine's estimate (engines only add costs),
+    and equals it for engine "graph"; the ideal roofline stays below the floor."""
+    for engine in ENGINES:
+        p = plan({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "batch": 16, "engine": engine})
+        assert p.latency.itl_ms_floor <= p.latency.itl_ms + 1e-9
+        assert p.latency.prefill_ms_floor <= p.latency.prefill_ms + 1e-9
+        assert p.latency.engine == engine
+    ideal = plan({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "batch": 16, "efficiency": "ideal"})
+    assert ideal.latency.itl_ms < ideal.latency.itl_ms_floor
+
+
+def test_engines_cli_lists_every_profile_with_evidence():
+    """Source: contract: `python -m planner engines` lists the four profiles, their public rows and the
+    physics' measurements."""
+    r = subprocess.run([sys.executable, "-m", "planner", "engines"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=60, check=True)
+    out = json.loads(r.stdout)
+    assert [e["engine"] for e in out["engines"]] == list(ENGINES)
+    assert sum(e["default"] for e in out["engines"]) == 1
+    assert all(e["public_rows"] for e in out["engines"])
+    assert any("physics" in m for m in out["physics"]["measurements"])
 
 
 def test_vllm_bench_calibration_reproduces_the_benchmark():
@@ -91,7 +158,7 @@ def test_vllm_bench_calibration_reproduces_the_benchmark():
     assert at_8.latency.itl_ms == pytest.approx(7.71, rel=0.06)
     # a profile measured on one GPU does not change plans for another
     other = plan({**scenario, "gpu": "h200", "calibration": profile.model_dump(exclude_none=True)})
-    assert other.calibration is None and other.efficiency == "default-engine"
+    assert other.calibration is None and other.efficiency == "vllm"
 
 
 def test_calibrate_cli_end_to_end(tmp_path):

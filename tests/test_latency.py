@@ -37,32 +37,29 @@ def test_allreduce_formula():
 
 # Held-out message sizes and how close one latency + bandwidth line gets to them: NCCL changes
 # protocol between 0.5 and 16 MB, which one line cannot follow, so those sizes are not asserted.
-ALLREDUCE_HELD_OUT_REL = {32_768: 0.08, 131_072: 0.08, 67_108_864: 0.10}
-
-
-def test_allreduce_matches_the_2xh200_measurement():
-    """Source: measured: data/measurements/allreduce_2xh200_2026-11-26.json (NCCL 2.28 in a CUDA graph, 2x H200 over
-    NVLink). The default engine's two constants were read off two of its rows: the latency from 8 KB
-    (8.73 us) and the link efficiency from 256 MB (303 GB/s bus = 0.67 x 450): those rows must come back
-    within 2% (a 10% error in either constant fails). The rows not used (32 KB, 128 KB, 64 MB: decode and
-    large messages) are a validation: the one-line model stays within 8-10% of them."""
+def test_allreduce_constants_reproduce_nccl_in_a_cuda_graph():
+    """Source: measured: data/measurements/allreduce_{2,4}xh200_nvlink_2026-11-26.json (NCCL 2.28 inside a CUDA
+    graph, 4x H200 NVLink, TP 2 and 4) fit the two constants; the older 2x H200 run on another machine
+    (allreduce_2xh200_2026-11-26.json) was never fitted. One line (latency x log2 tp + ring volume / bus
+    bandwidth) must land within 25% of decode-sized messages (8-128 KB, the latency regime) and within 15%
+    of 64-256 MB (the bandwidth regime) in all three; NCCL switches protocol in between, which one line
+    cannot follow, so 0.5-16 MB is not asserted. A 30% error in either constant fails."""
     import json
     from pathlib import Path
 
-    from planner.efficiency import default_engine
+    from planner.engines import physics_values
 
-    data = json.loads((Path(__file__).resolve().parents[1] / "data" / "measurements"
-                       / "allreduce_2xh200_2026-11-26.json").read_text())
-    e = default_engine()
-    measured = {row["bytes"]: row["graph_us"] for row in data["allreduce"]}
-
-    def predicted_us(n_bytes: int) -> float:
-        return float(allreduce_ms(n_bytes, 2, 450.0, e.link, e.allreduce_latency_us)) * 1e3
-
-    for fit_bytes in (8_192, 268_435_456):
-        assert predicted_us(fit_bytes) == pytest.approx(measured[fit_bytes], rel=0.02), fit_bytes
-    for n_bytes, rel in ALLREDUCE_HELD_OUT_REL.items():
-        assert predicted_us(n_bytes) == pytest.approx(measured[n_bytes], rel=rel), n_bytes
+    e = physics_values()
+    folder = Path(__file__).resolve().parents[1] / "data" / "measurements"
+    runs = [(2, "allreduce_2xh200_nvlink_2026-11-26.json"), (4, "allreduce_4xh200_nvlink_2026-11-26.json"),
+            (2, "allreduce_2xh200_2026-11-26.json")]
+    for tp, name in runs:
+        for row in json.loads((folder / name).read_text())["allreduce"]:
+            predicted_us = float(allreduce_ms(row["bytes"], tp, 450.0, e["link"], e["allreduce_latency_us"])) * 1e3
+            if row["bytes"] <= 131_072:
+                assert predicted_us == pytest.approx(row["graph_us"], rel=0.25), (name, row["bytes"])
+            elif row["bytes"] >= 67_108_864:
+                assert predicted_us == pytest.approx(row["graph_us"], rel=0.15), (name, row["bytes"])
 
 
 def test_tp_speedup_falls_short_of_tp_as_published():
@@ -86,8 +83,9 @@ def test_prefill_time_grows_slower_than_the_prompt_as_published():
     FLOPs over 2P weight bytes plus activations)."""
     for gpu, weights in (("h100-sxm", "fp8"), ("a100-sxm-80gb", "bf16")):
         base = {"model": "llama-3.1-8b", "gpu": gpu, "weights": weights, "kv_cache": weights, "output_len": 1}
-        short = plan({**base, "prompt_len": 128}).latency.ttft_ms
-        long = plan({**base, "prompt_len": 2048}).latency.ttft_ms
+        # offline first-token latency is the prefill itself (no server in front)
+        short = plan({**base, "prompt_len": 128}).latency.prefill_ms
+        long = plan({**base, "prompt_len": 2048}).latency.prefill_ms
         assert 3.0 <= long / short <= 10.0, (gpu, long / short)
     p = plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": 8192, "output_len": 1})
     assert p.roofline.prefill_ai > 5 * p.roofline.ridge_flop_per_byte
@@ -156,7 +154,7 @@ def test_custom_price_overrides_catalog(sample_scenario):
 def test_partial_efficiency_object_keeps_default_engine_for_the_rest(sample_scenario):
     """Source: contract: an efficiency object fills the fields it leaves out from the default engine."""
     base = plan(sample_scenario)
-    tweaked = plan({**sample_scenario, "efficiency": {"step_overhead_us": 0.0}})
+    tweaked = plan({**sample_scenario, "efficiency": {"layer_overhead_us": 0.0}})
     assert tweaked.efficiency == "custom"
     default_overhead = base.latency.decode_breakdown_ms["overhead_ms"]
     assert tweaked.latency.decode_breakdown_ms["gemm_ms"] == pytest.approx(base.latency.decode_breakdown_ms["gemm_ms"])

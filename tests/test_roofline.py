@@ -94,12 +94,12 @@ def test_ideal_decode_step_of_a_batch():
 
 
 def test_tp4_all_reduce_time_with_the_measured_constants():
-    """Source: measured: the default engine's link efficiency 0.67 and 8.7 us latency come from our 2x H200
-    NCCL run (data/measurements/allreduce_*.json). By hand for Llama-3.1-70B TP 4 at batch 1: each of
-    2 x 80 all-reduces moves 1.5 x 8,192 x 2 B over 0.67 x 450 GB/s (0.0000815 ms) and waits
-    8.7 us x log2(4) = 0.0174 ms: 160 x 0.0174815 = 2.79704 ms."""
+    """Source: measured: the link efficiency 0.7015 and 9.475 us latency at TP 2 come from our NCCL runs at
+    TP 2 and 4 on 4x H200 NVLink (data/measurements/allreduce_*xh200_nvlink_*.json, tools/fit_engines.py).
+    By hand for Llama-3.1-70B TP 4 at batch 1: each of 2 x 80 all-reduces moves 1.5 x 8,192 x 2 B over
+    0.7015 x 450 GB/s (0.0000778 ms) and waits 9.475 us x log2(4) = 0.01895 ms: 160 x 0.0190278 = 3.04446 ms."""
     d = resolve(parse_scenario({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4}))
-    assert decode_step(d, 1, 1000).breakdown()["communication_ms"] == pytest.approx(2.79704, rel=1e-5)
+    assert decode_step(d, 1, 1000).breakdown()["communication_ms"] == pytest.approx(3.04446, rel=1e-5)
 
 
 def test_decode_flops_per_token_of_a_70b_model():

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Accuracy report: predicted vs measured for every public row and every committed device measurement.
+"""Accuracy report per engine, per GPU, per precision: docs/ACCURACY.md from data/accuracy_residuals.json.
 
-    python3 tools/accuracy_report.py            # writes docs/ACCURACY.md, planner/data/error_bands.json
-    python3 tools/accuracy_report.py --record   # also records the held-out medians the tests guard
+    python3 tools/fit_engines.py        # fits the profiles, writes the residuals and the bands
+    python3 tools/accuracy_report.py    # writes docs/ACCURACY.md
 
-Error = predicted / measured - 1. Held-out rows never entered the fit (tools/fit_calibration.py).
+Error = predicted / measured - 1. "Fitted" predicts a row with constants fitted on every row; "held-out"
+with constants fitted without it: the graph engine leaves one model shape out (all its TP slices,
+precisions, batches, contexts and GPUs), each serving engine leaves one public row out.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -19,48 +20,124 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.evidence import Case, device_cases, predict, published_cases  # noqa: E402
+from planner.engines import ENGINES, profiles  # noqa: E402
 
 REPORT = ROOT / "docs" / "ACCURACY.md"
-BANDS = ROOT / "planner" / "data" / "error_bands.json"
-BASELINE = ROOT / "data" / "accuracy_baseline.json"
-DEVICE_PROFILE = ROOT / "data" / "calibrations" / "h200_torch_cudagraph.json"
-
-GROUP = {"itl_ms": "itl", "e2e_ms": "itl", "prefill_ms": "prefill", "ttft_ms": "ttft",
-         "tokens_per_s_total": "throughput"}
+RESIDUALS = ROOT / "data" / "accuracy_residuals.json"
+MEASUREMENTS = ROOT / "data" / "measurements"
+TARGETS = {"itl": (0.05, 0.12), "prefill": (0.08, 0.15)}
 
 
-def evaluate() -> dict:
-    rows = []
-    for c in published_cases():
-        p = predict(c)
-        rows.append(_row(c, p, "published", "default engine"))
-    profile = json.loads(DEVICE_PROFILE.read_text()) if DEVICE_PROFILE.exists() else None
-    for c in device_cases():
-        if c.extra.get("default_engine"):  # predict() drops the all-reduces these shards did not run
-            rows.append(_row(c, predict(c), "device-fused", "default engine"))
+def load() -> dict:
+    return json.loads(RESIDUALS.read_text())
+
+
+def graph_errors(res: dict) -> list[dict]:
+    out = []
+    for r in res["rows"]:
+        out.append({**r, "fitted": r["fitted_ms"] / r["measured_ms"] - 1, "heldout": r["heldout_ms"] / r["measured_ms"] - 1})
+    return out
+
+
+def stats(values) -> tuple[int, float, float]:
+    a = np.abs(np.asarray(values, dtype=float))
+    return (len(a), float(np.median(a)), float(np.max(a))) if len(a) else (0, float("nan"), float("nan"))
+
+
+def summary(res: dict) -> dict:
+    """The figures the issue sets targets on (tests read these)."""
+    rows = graph_errors(res)
+    dec = [r for r in rows if r["kind"] == "decode"]
+    pre = [r for r in rows if r["kind"] == "prefill" and r["prompt_len"] >= 1024]
+    out = {"graph.itl": stats([r["heldout"] for r in dec]), "graph.prefill": stats([r["heldout"] for r in pre]),
+           "graph.itl.fitted": stats([r["fitted"] for r in dec]),
+           "graph.prefill.fitted": stats([r["fitted"] for r in pre])}
+    for name in ENGINES:
+        for group in ("itl", "prefill", "ttft"):
+            vals = [r for r in res["engines"][name] if r["group"] == group]
+            if vals:
+                out[f"{name}.public.{group}"] = stats([r["heldout"] / r["measured"] - 1 for r in vals])
+                out[f"{name}.public.{group}.fitted"] = stats([r["fitted"] / r["measured"] - 1 for r in vals])
+    return out
+
+
+def _line(label: str, s: tuple[int, float, float], target=None) -> str:
+    n, med, worst = s
+    if not target:
+        t = ok = ""
+    elif target[1] is None:
+        t, ok = f"{target[0]:.0%} / -", ("met" if med <= target[0] else "missed")
+    else:
+        t = f"{target[0]:.0%} / {target[1]:.0%}"
+        ok = "met" if med <= target[0] and worst <= target[1] else ("median met" if med <= target[0] else "missed")
+    return f"| {label} | {n} | {med:.1%} | {worst:.1%} | {t} | {ok} |"
+
+
+def _split_table(title: str, rows: list[dict], key) -> list[str]:
+    lines = ["", f"### {title}", "", "| group | rows | fitted median | fitted worst | held-out median | held-out worst |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(key(r), []).append(r)
+    for g in sorted(groups):
+        f = stats([r["fitted"] for r in groups[g]])
+        h = stats([r["heldout"] for r in groups[g]])
+        lines.append(f"| {g} | {f[0]} | {f[1]:.1%} | {f[2]:.1%} | {h[1]:.1%} | {h[2]:.1%} |")
+    return lines
+
+
+def repeat_spread() -> str:
+    a = json.loads((MEASUREMENTS / "h100_physics_2026-11-26.json").read_text())
+    b = json.loads((MEASUREMENTS / "h100_physics_repeat_2026-11-26.json").read_text())
+    out = []
+    for kind, keys in (("decode", ("batch", "context")), ("prefill", ("prompt_len",))):
+        def k(r, keys=keys):
+            return (r["shape"], r["tp_shard"], r["precision"], r["kv"], r["layers_timed"], *(r[x] for x in keys))
+        first = {k(r): r["ms"] for r in a[kind]}
+        diffs = [abs(r["ms"] / first[k(r)] - 1) for r in b[kind] if k(r) in first]
+        out.append(f"{kind}: median {np.median(diffs):.2%}, worst {np.max(diffs):.1%} over {len(diffs)} rows")
+    return "; ".join(out)
+
+
+def scaling_check() -> list[str]:
+    lines = []
+    for path in sorted(MEASUREMENTS.glob("*physics_2026*.json")):
+        if "repeat" in path.stem:
             continue
-        no_allreduce = {"allreduce_latency_us": 0.0}  # TP shards ran without all-reduces
-        rows.append(_row(c, predict(c, {**profile["efficiency"], **no_allreduce}) if profile
-                         else predict(c, no_allreduce), "device",
-                         f"profile {profile['name']}" if profile else "default engine"))
-    summary = {}
-    for origin in ("published", "device", "device-fused"):
-        for group in ("itl", "prefill", "ttft", "throughput"):
-            for split in ("heldout", "train"):
-                errs = [abs(r["error"]) for r in rows if r["origin"] == origin and r["group"] == group and r["scored"]
-                        and r["heldout"] == (split == "heldout")]
-                if errs:
-                    summary[f"{origin}.{group}.{split}"] = {"n": len(errs), "median": float(np.median(errs)),
-                                                            "worst": float(np.max(errs))}
-    return {"rows": rows, "summary": summary}
+        data = json.loads(path.read_text())
+        for r in data["decode"]:
+            if not r.get("check"):
+                continue
+            scaled = [x for x in data["decode"] if x["shape"] == r["shape"] and x["precision"] == r["precision"] and
+                      x["kv"] == r["kv"] and x["layers_timed"] == 8 and x["batch"] == r["batch"] and
+                      x["context"] == r["context"]]
+            if scaled:
+                lines.append(f"| {data['meta']['gpu']} | batch {r['batch']}, context {r['context']} | {r['ms']:.3f} | "
+                             f"{scaled[0]['ms']:.3f} | {scaled[0]['ms'] / r['ms'] - 1:+.1%} |")
+    return lines
 
 
-def _row(c: Case, predicted: float, origin: str, calibration: str) -> dict:
-    return {"id": c.case_id, "origin": origin, "engine": c.engine, "metric": c.metric, "group": GROUP[c.metric],
-            "scenario": c.scenario, "measured": c.measured, "predicted": predicted,
-            "error": predicted / c.measured - 1, "heldout": c.heldout, "scored": c.scored, "note": c.note,
-            "calibration": calibration}
+def constants_table(res: dict) -> list[str]:
+    data = profiles()["physics"]
+    folds = res.get("folds", {})
+    lines = ["", "## Constants (planner/data/engine_profiles.json)", "",
+             "Every constant of the time model, its value, what it means and what measured it. *Range* is the spread "
+             "of the value over the leave-one-shape-out folds (how much it moves when a whole model shape is "
+             "removed); the all-reduce constants come from their own fit.", "",
+             "| constant | value | range over folds | evidence |", "| --- | --- | --- | --- |"]
+    for key, value in data["efficiency"].items():
+        vals = [f[key] for f in folds.values() if key in f]
+        rng = f"{min(vals):g} - {max(vals):g}" if vals else "-"
+        lines.append(f"| `{key}` | {value:g} | {rng} | {data['evidence'].get(key, '')} |")
+    lines += ["", "Engine profiles add only serving terms on top (fitted on that engine's public rows):", "",
+              "| engine | step_overhead_us | prefill_overhead_ms | ttft_overhead_ms | public rows |",
+              "| --- | --- | --- | --- | --- |"]
+    for name in ENGINES:
+        e = profiles()["engines"][name]
+        o = e.get("overheads", {})
+        lines.append(f"| {name} | {o.get('step_overhead_us', 0):g} | {o.get('prefill_overhead_ms', 0):g} | "
+                     f"{o.get('ttft_overhead_ms', 0):g} | {len(e.get('public_rows', []))} ({e.get('public_rows_role', '')}) |")
+    return lines
 
 
 def _describe(s: dict) -> str:
@@ -70,72 +147,83 @@ def _describe(s: dict) -> str:
             f"{s['prompt_len']}->{s['output_len']}")
 
 
-def bands(result: dict) -> dict:
-    """10th/90th percentiles of the signed error over every scored public row, per metric group."""
-    out = {}
-    for group in ("itl", "ttft", "prefill"):
-        errs = [r["error"] for r in result["rows"] if r["origin"] == "published" and r["scored"] and r["group"] == group]
-        if len(errs) >= 5:
-            out[group] = {"q10": float(np.percentile(errs, 10)), "q90": float(np.percentile(errs, 90)), "n": len(errs)}
-    if "prefill" in out and "ttft" not in out:
-        out["ttft"] = out["prefill"]
-    return out
-
-
-EVIDENCE = {
-    "bandwidth": "fitted; published batch-1 decode (gpt-fast, torchao, LMDeploy, NIM, vLLM) and our fused steps. "
-                 "Ceiling: a 4 GiB read reached 0.89 (H200) and 0.91 (H100) of datasheet bandwidth",
-    "quantized_bandwidth": "fitted; 8-bit rows (torchao int8/fp8 weight-only, NIM fp8, SGLang fp8, our fused fp8)",
-    "kv_bandwidth": "fitted; long-context decode rows (ours up to 16k tokens)",
-    "compute": "fixed: bf16/fp8 GEMMs of Llama shapes at M=4096 ran at 0.68-0.80 of dense peak on H100/H200",
-    "prefill_compute": "fitted; prefill/TTFT rows (TRT-LLM, LMDeploy, NIM) and our fused prefills",
-    "attention_compute": "fixed 0.5 (flash attention in bf16 reaches about half of the tensor peak)",
-    "link": "fixed: NCCL all-reduce of 256 MB on 2x H200 reached 303 GB/s bus bandwidth, 0.67 of 450",
-    "allreduce_latency_us": "fixed: NCCL all-reduce of 8 KB inside a CUDA graph on 2x H200 took 8.7 us (x log2 tp)",
-    "layer_overhead_us": "fitted; why utilization falls with TP (gpt-fast, TRT-LLM TP sweeps) and our 70B TP8 shards",
-    "step_overhead_us": "fitted; sampling, scheduling and launch costs per decode step",
-    "prefill_overhead_ms": "fitted; the floor of short prompts (128-token rows)",
-    "ttft_overhead_ms": "fitted; served TTFT rows (NIM); vLLM's ~46 ms is its own (calibrate)",
-    "smoothing": "fitted; p of the p-norm joining compute and memory time near the ridge (batch-64+ rows)",
-}
-
-
-def constants_table() -> list[str]:
-    from planner.efficiency import DEFAULT_CALIBRATION_PATH
-
-    values = json.loads(DEFAULT_CALIBRATION_PATH.read_text())["default"]
-    lines = ["", "## Default engine constants (planner/data/calibration_default.json)", "",
-             "| constant | value | evidence |", "| --- | --- | --- |"]
-    for key, value in values.items():
-        if key != "name":
-            lines.append(f"| `{key}` | {value:g} | {EVIDENCE.get(key, '')} |")
-    return lines
-
-
-def write_report(result: dict) -> str:
-    s = result["summary"]
-    lines = ["# Accuracy report", "",
-             "Generated by `python3 tools/accuracy_report.py` (also `make accuracy`). Error = predicted / measured - 1.",
-             "Held-out rows (**H**) never entered the fit. Public rows are predicted with the **default engine** "
-             "(`planner/data/calibration_default.json`); eager device rows with the profile fitted on the H200's own "
-             "training rows (`data/calibrations/`); fused device rows with the default engine, which is fitted on the "
-             "public and fused training rows together.", "", "## Summary (median and worst absolute error)", "",
-             "| evidence | metric | split | rows | median | worst |", "| --- | --- | --- | --- | --- | --- |"]
-    for key, v in s.items():
-        origin, group, split = key.split(".")
-        lines.append(f"| {origin} | {group} | {split} | {v['n']} | {v['median']:.1%} | {v['worst']:.1%} |")
-    lines += constants_table()
-    for origin, title in (("published", "Public measurements (data/reference/measured_published.csv)"),
-                          ("device", "Our GPU measurements (H100 SXM and H200, 2026-11-26), eager kernels (data/measurements/), fitted profile"),
-                          ("device-fused", "Our GPU measurements (H100 SXM, 2026-11-26), torch.compile-fused layers, default engine")):
-        lines += ["", f"## {title}", "", "| id | engine | scenario | metric | measured | predicted | error | split |",
+def write_report(res: dict) -> str:
+    s = summary(res)
+    rows = graph_errors(res)
+    dec = [r for r in rows if r["kind"] == "decode"]
+    pre = [r for r in rows if r["kind"] == "prefill" and r["prompt_len"] >= 1024]
+    lines = [
+        "# Accuracy report", "",
+        "Generated by `python3 tools/fit_engines.py && python3 tools/accuracy_report.py`. Error = predicted / measured "
+        "- 1. **Held-out** figures predict rows that were not in the fit: the graph engine leaves one whole model shape "
+        "out at a time (all its TP slices, precisions, batches, contexts and both GPUs) and refits; each serving engine "
+        "leaves one public row out. **Fitted** figures use every row (in-sample).", "",
+        "Measured on an H100 80GB HBM3 and an H200 (2026-11-26, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0): "
+        "decode steps and prefills of compiled layers replayed from CUDA graphs, random weights "
+        "(`tools/measure_physics.py`, data/measurements/*physics*.json). Run-to-run spread (a second H100 run of the same "
+        f"set): {repeat_spread()}.", "",
+        "## Targets (issue 10)", "",
+        "| metric | rows | median | worst | target median / worst | |", "| --- | --- | --- | --- | --- | --- |",
+        _line("graph: decode ITL, held-out shape", s["graph.itl"], TARGETS["itl"]),
+        _line("graph: prefill 1,024+ tokens, held-out shape", s["graph.prefill"], TARGETS["prefill"]),
+        _line("graph: decode ITL, fitted", s["graph.itl.fitted"]),
+        _line("graph: prefill 1,024+, fitted", s["graph.prefill.fitted"]),
+    ]
+    for name in ENGINES:
+        for group in ("itl", "prefill", "ttft"):
+            key = f"{name}.public.{group}"
+            if key in s:
+                target = (0.07, None) if group == "itl" and name != "graph" else None
+                lines.append(_line(f"{name}: public {group}, held-out row", s[key], target))
+    lines += ["", "Where a target is missed the shapes below say which and why; a band with fewer than 5 held-out rows "
+              "is not drawn (the plan says `unvalidated`)."]
+    ab = res.get("ablation", {}).get("smoothing")
+    if ab:
+        lines += ["", "**Terms that earn their place.** The p-norm joining a decode step's compute and memory time "
+                  f"(`smoothing`): leave-one-shape-out decode error {ab['with']['median']:.1%} median / "
+                  f"{ab['with']['worst']:.1%} worst with it, {ab['without (max)']['median']:.1%} / "
+                  f"{ab['without (max)']['worst']:.1%} with max() instead, so it stays. The round-1 step overhead "
+                  "(1.27 ms per step) is gone from the physics: a compiled step has none. The serving engines' public "
+                  "rows sit at or below our floor, so their step overhead fits at 0: their kernels may stream weights "
+                  "faster than the floor's cuBLAS GEMVs and hide their scheduling cost; these rows cannot separate "
+                  "the two."]
+    lines += ["", "**Where the worst-row targets fail, and why.** Mixture-of-experts (mixtral-8x7b, qwen3-30b-a3b): only "
+              "two MoE shapes were measured, so leaving one out fits the MoE layer cost on the other, whose experts "
+              "differ (8 large vs 128 small grouped GEMMs). fp8 KV: only Llama-3.1-8B and 70B TP4 ran it, through our "
+              "own Triton kernel; leaving 8B out fits `kv_quantized_bandwidth` on 70B alone. int4 weight-only: "
+              "tinygemm at batch 64+ runs at a flat ~30 TFLOP/s; two shapes. Wide-and-shallow d8192 x 8 layers and "
+              "the 1B model: the per-layer cost is one constant, while the measured one grows from about 40 us "
+              "(d 2048) to about 58 us (d 8192). Prefill worst rows: 1,024-token prompts of small shapes and 32k "
+              "prompts (flash attention's efficiency rises with length; one constant)."]
+    lines += ["", "## Graph engine (our compiled steps)"]
+    lines += _split_table("Decode by model shape", dec, lambda r: f"{r['shape']}")
+    lines += _split_table("Decode by GPU", dec, lambda r: r["gpu"])
+    lines += _split_table("Decode by weight / KV precision", dec, lambda r: f"{r['weights']} weights, {r['kv']} KV")
+    lines += _split_table("Decode by batch", dec, lambda r: f"batch {r['batch']:>3}")
+    lines += _split_table("Prefill (1,024+ tokens) by model shape", pre, lambda r: r["shape"])
+    lines += _split_table("Prefill (1,024+ tokens) by GPU and precision", pre, lambda r: f"{r['gpu']}, {r['weights']}")
+    lines += ["", "### Scaling check", "",
+              "Most rows time a few of a model's layers and scale (`layers_timed`); one Llama-3.1-8B with all 32 layers "
+              "in one graph checks that:", "", "| GPU | point | all 32 layers (ms) | 8 layers x 4 (ms) | difference |",
+              "| --- | --- | --- | --- | --- |", *scaling_check()]
+    worst = sorted(rows, key=lambda r: -abs(r["heldout"]))[:15]
+    lines += ["", "### Worst held-out rows", "", "| GPU | shape | TP | weights/KV | batch | context / prompt | measured ms | "
+              "held-out | fitted |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in worst:
+        lines.append(f"| {r['gpu']} | {r['shape']} | {r['tp']} | {r['weights']}/{r['kv']} | {r['batch'] or '-'} | "
+                     f"{r['context'] or r['prompt_len']} | {r['measured_ms']:.3f} | {r['heldout']:+.1%} | {r['fitted']:+.1%} |")
+    lines += constants_table(res)
+    lines += ["", "## All-reduce (NCCL in a CUDA graph, 4x H200 NVLink)", "", "| TP | bytes | measured us | predicted us | error |",
+              "| --- | --- | --- | --- | --- |"]
+    for p in res["allreduce"]:
+        lines.append(f"| {p['tp']} | {p['bytes']:,} | {p['us']:.1f} | {p['predicted_us']:.1f} | {p['predicted_us'] / p['us'] - 1:+.1%} |")
+    for name in ENGINES:
+        lines += ["", f"## Engine `{name}`: public rows", "", profiles()["engines"][name]["description"], "",
+                  "| id | engine | scenario | metric | measured | fitted | held-out | error (held-out) |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for r in result["rows"]:
-            if r["origin"] != origin:
-                continue
-            split = "H" if r["heldout"] else ("train" if r["scored"] else f"not scored: {r['note']}")
-            lines.append(f"| {r['id']} | {r['engine']} | {_describe(r['scenario'])} | {r['metric']} | "
-                         f"{r['measured']:,.2f} | {r['predicted']:,.2f} | {r['error']:+.1%} | {split} |")
+        for r in res["engines"][name]:
+            lines.append(f"| {r['id']} | {r['engine_label']} | {_describe(r['scenario'])} | {r['metric']} | "
+                         f"{r['measured']:,.2f} | {r['fitted']:,.2f} | {r['heldout']:,.2f} | {r['heldout'] / r['measured'] - 1:+.1%} |")
     lines += ["", *MULTINODE_SECTION]
     return "\n".join(lines) + "\n"
 
@@ -149,20 +237,10 @@ MULTINODE_SECTION = [
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--record", action="store_true", help="record the held-out medians as the regression baseline")
-    args = ap.parse_args()
-    result = evaluate()
-    REPORT.parent.mkdir(exist_ok=True)
-    REPORT.write_text(write_report(result))
-    BANDS.write_text(json.dumps({"note": "10th/90th percentile of predicted/measured - 1 over every scored public "
-                                          "row of the group (tools/accuracy_report.py)", "metrics": bands(result)},
-                                indent=2) + "\n")
-    if args.record:
-        BASELINE.write_text(json.dumps({k: round(v["median"], 4) for k, v in result["summary"].items()
-                                        if k.endswith("heldout")}, indent=2) + "\n")
-    for key, v in result["summary"].items():
-        print(f"{key:32s} n={v['n']:3d} median {v['median']:6.1%} worst {v['worst']:6.1%}")
+    res = load()
+    REPORT.write_text(write_report(res))
+    for key, (n, med, worst) in summary(res).items():
+        print(f"{key:32s} n={n:4d} median {med:6.1%} worst {worst:6.1%}")
     return 0
 
 

@@ -21,6 +21,8 @@ from planner.scenario import parse_scenario, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED_CSV = ROOT / "data" / "reference" / "measured_published.csv"
+# more public rows of the three engines, same columns (issue 10's engine profiles)
+ENGINE_ROWS_CSV = ROOT / "data" / "reference" / "engine_rows_published.csv"
 MEASUREMENTS = ROOT / "data" / "measurements"
 
 LLAMA2_7B = {"name": "Llama-2-7B", "n_layers": 32, "d_model": 4096, "n_heads": 32, "n_kv_heads": 32, "d_ff": 11008,
@@ -77,7 +79,8 @@ def _model(name: str) -> str | dict:
 
 
 def _gpu(name: str) -> str:
-    n = name.lower()
+    # the GPU named first; notes in parentheses may name others ("A100 80GB (README says 'NVIDIA-H100'...)")
+    n = name.lower().split("(")[0]
     if "h200" in n:
         return "h200"
     if "h100" in n:
@@ -113,7 +116,7 @@ def _length(text: str, default: int) -> int:
 
 
 def published_cases() -> list[Case]:
-    rows = list(csv.DictReader(PUBLISHED_CSV.open()))
+    rows = list(csv.DictReader(PUBLISHED_CSV.open())) + list(csv.DictReader(ENGINE_ROWS_CSV.open()))
     cases: list[Case] = []
     scored_index = 0
     for i, r in enumerate(rows):
