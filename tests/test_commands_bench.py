@@ -34,7 +34,7 @@ def test_published_tpot_falls_in_the_plans_band():
     r = rows(compare_bench(BENCH, SCENARIO))["median_tpot_ms"]
     assert r.measured == 7.28
     band = plan_dict(SCENARIO)["latency"]["itl_band_ms"]
-    assert band["low"] <= 7.28 <= band["high"]
+    assert band["low"] <= 7.28 * (1 + 1e-9) <= band["high"]  # with 6 rows the band spans every held-out residual
     assert r.error_pct == pytest.approx((r.predicted - 7.28) / 7.28 * 100)
     assert abs(r.error_pct) < 15
 

@@ -329,8 +329,12 @@ def engine_validation(name: str, cases, physics: dict) -> tuple[dict, list[dict]
 
 
 def band(errors: list[float]) -> dict | None:
+    """10th-90th percentile of the held-out residuals; below 10 rows those percentiles are not resolved,
+    so the band spans every residual (min to max); below MIN_BAND_ROWS there is no band."""
     if len(errors) < MIN_BAND_ROWS:
         return None
+    if len(errors) < 10:
+        return {"q10": float(min(errors)), "q90": float(max(errors)), "n": len(errors)}
     return {"q10": float(np.percentile(errors, 10)), "q90": float(np.percentile(errors, 90)), "n": len(errors)}
 
 
@@ -405,8 +409,8 @@ def main() -> int:
     BANDS_PATH.write_text(json.dumps({
         "note": ("10th/90th percentile of held-out residuals (predicted/measured - 1) per engine and metric, "
                  "tools/fit_engines.py: graph from leave-one-shape-out over our compiled steps (prefill: prompts of "
-                 f"1,024+ tokens), engines from leave-one-row-out over their public rows; null below {MIN_BAND_ROWS} "
-                 "rows (the plan says unvalidated)"),
+                 f"1,024+ tokens), engines from leave-one-row-out over their public rows; min to max below 10 rows; null "
+                 f"below {MIN_BAND_ROWS} rows (the plan says unvalidated)"),
         "min_rows": MIN_BAND_ROWS, "engines": bands}, indent=2) + "\n")
     e = np.abs(np.array(decode_err))
     p = np.abs(np.array(prefill_err))
