@@ -24,7 +24,10 @@ against a discrete-event simulation of that scheduler.
   * ITL, per token and pooled over requests (as `vllm bench serve` reports it): a mixture of
     pure-decode iterations and iterations carrying prompt chunks (the prompts that arrived during the
     previous iteration, Poisson; the continuation chunks of prompts longer than C); the decode batch a
-    token sees is 1 + Poisson(N), which spreads D.
+    token sees is 1 + Poisson(N), which spreads D. Clumped arrivals (ca > 1): the window's P(no arrival)
+    is the gamma renewal process's own, the windows that get arrivals get a geometric clump, and a
+    two-state chain (prompt-carrying iterations are longer, so a clump's next arrival lands in the next
+    one) scales the share of iterations that carry prompts.
   * E2E = TTFT + (O - 1) x mean iteration.
 A closed loop (a concurrency c) runs at the rate whose mean number in the system, lambda E[E2E], is c.
 """
@@ -48,7 +51,6 @@ POPULATION_GRID = 160  # decoding-population points that tabulate the decode ste
 PERCENTILES = (50, 90, 99)
 MAX_WINDOW_ARRIVALS = 48
 _LOG_FACTORIAL = np.array([math.lgamma(k + 1.0) for k in range(MAX_WINDOW_ARRIVALS + 1)])
-_BISECTION_STEPS = 48
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,7 @@ def waiting_probability(utilization: np.ndarray, arrival_cv: float) -> np.ndarra
         return (1.0 + ca2 * (1.0 - sigma) / rho) ** (-1.0 / ca2)
 
     lo, hi = np.zeros_like(rho), np.full_like(rho, 1.0 - 1e-9)
-    for _ in range(_BISECTION_STEPS):  # sigma - A*(.) is < 0 below the root and > 0 between it and 1
+    for _ in range(32):  # sigma - A*(.) is < 0 below the root and > 0 between it and 1 (2^-32: plenty)
         mid = 0.5 * (lo + hi)
         below = mid < transform(mid)
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
@@ -268,6 +270,59 @@ def ttft_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
     return ttft_distribution(m, p)(t_ms)
 
 
+def _lower_gamma_regularized(a: float, x: np.ndarray, terms: int = 80) -> np.ndarray:
+    """P(a, x) by its power series x^a e^-x / Gamma(a + 1) sum_n x^n / ((a + 1)...(a + n)); numpy has no
+    incomplete gamma, and the windows here keep x below a few tens (the series then converges)."""
+    x = np.maximum(np.asarray(x, dtype=float), 0.0)
+    term = np.ones_like(x)
+    total = np.ones_like(x)
+    for n in range(1, terms):
+        term = term * x / (a + n)
+        total = total + term
+        if n % 4 == 0 and not np.any(term > 1e-10 * total):  # converged everywhere
+            break
+    with np.errstate(divide="ignore"):
+        log_front = a * np.log(np.maximum(x, 1e-300)) - x - math.lgamma(a + 1.0)
+    return np.where(x > 0, np.minimum(np.exp(log_front) * total, 1.0), 0.0)
+
+
+def gap_cdf(rate_per_ms: np.ndarray, t_ms: np.ndarray, arrival_cv: float) -> np.ndarray:
+    """P(inter-arrival time <= t) for gamma gaps of mean 1 / rate and CV `arrival_cv`."""
+    lam_t = np.asarray(rate_per_ms, dtype=float) * np.asarray(t_ms, dtype=float)
+    ca2 = float(arrival_cv) ** 2
+    if ca2 < 1e-6:
+        return (lam_t >= 1.0).astype(float)
+    if abs(ca2 - 1.0) < 1e-9:
+        return -np.expm1(-lam_t)
+    return _lower_gamma_regularized(1.0 / ca2, lam_t / ca2)
+
+
+def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: float, kmax: int) -> np.ndarray:
+    """P(k prompt arrivals in an iteration window), k = 0..kmax, renormalised. Poisson arrivals: Poisson.
+    Gamma inter-arrival times of CV ca > 1 (clumps): P(0) exact for the stationary renewal process,
+    1 - lambda E[min(gap, window)], and the windows that do get arrivals get them in clumps, a geometric
+    count on 1, 2, ... keeping the mean lambda x window."""
+    mu = np.maximum(np.asarray(rate_per_ms * window_ms, dtype=float), 1e-300)[..., None]
+    k = np.arange(kmax + 1, dtype=float)
+    ca2 = float(arrival_cv) ** 2
+    if ca2 <= 1.0 + 1e-9:
+        pk = np.exp(k * np.log(mu) - mu - _LOG_FACTORIAL[: kmax + 1])
+        return pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
+    shape = 1.0 / ca2
+    x = (np.asarray(rate_per_ms, dtype=float) * shape * np.asarray(window_ms, dtype=float))[..., None]  # window / theta
+    lower = _lower_gamma_regularized(shape, x)
+    survival = 1.0 - lower
+    with np.errstate(divide="ignore"):  # P(a + 1, x) = P(a, x) - x^a e^-x / Gamma(a + 1)
+        front = np.exp(shape * np.log(np.maximum(x, 1e-300)) - x - math.lgamma(shape + 1.0))
+    below = np.clip(lower - np.where(x > 0, front, 0.0), 0.0, 1.0)  # E[gap; gap < window] / E[gap]
+    busy = np.clip(mu * survival + below, 1e-300, 1.0)  # P(N >= 1) = lambda E[min(gap, window)]
+    clump = np.maximum(mu / busy, 1.0)  # mean count of a window that has arrivals
+    ratio = 1.0 - 1.0 / clump
+    pk = np.where(k[1:] >= 1, busy / clump * ratio ** (k[1:] - 1.0), 0.0)
+    pk = np.concatenate([1.0 - busy, pk], axis=-1)
+    return pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
+
+
 def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     """Extra time an iteration's prompt chunks add, and the share of tokens that see it."""
     n = m.computed_tokens
@@ -280,17 +335,32 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     full_extra = (chunk * per_token).mean(axis=-1)
     # prompts arriving during the previous iteration: Poisson count, their first chunks together
     top = float(np.max(window, initial=0.0))
-    kmax = min(MAX_WINDOW_ARRIVALS, int(math.ceil(top + 8.0 * math.sqrt(top) + 8.0)))  # beyond: < 1e-9 mass
+    dispersion = max(m.workload.arrival_cv ** 2, 1.0)
+    kmax = min(MAX_WINDOW_ARRIVALS, int(math.ceil(top + 8.0 * math.sqrt(top * dispersion) + 8.0 * dispersion)))
+    pk = window_counts(p.rate_per_ms, p.iteration_ms, m.workload.arrival_cv, kmax)
     k = np.arange(kmax + 1, dtype=float)
-    mu = window[..., None]
-    log_pk = k * np.log(np.maximum(mu, 1e-300)) - mu - _LOG_FACTORIAL[: kmax + 1]
-    pk = np.exp(log_pk)
-    pk = pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
     mean_first_tokens = first.mean(axis=-1, keepdims=True)
     mean_first_work = (first * per_token).mean(axis=-1, keepdims=True)
     tokens_k = np.minimum(k * mean_first_tokens, chunk)
     extra_k = tokens_k * mean_first_work / np.maximum(mean_first_tokens, 1e-12)
     one = first * per_token  # a single arrival: its own prompt's first chunk
+    # Which iterations carry prompts under clumped arrivals: a two-state chain. After a decode-only
+    # iteration (window D) the next carries prompts with the window's P(N >= 1); after one carrying
+    # prompts (window D + W, W their extra time), with P(next gap < D + W), the inter-arrival CDF: clumps
+    # chain prompt-carrying iterations. The chain's ratio to its Poisson self scales the Poisson window's
+    # share, so Poisson arrivals keep the window count and the model is continuous in `arrival_cv`.
+    if m.workload.arrival_cv > 1.0:
+        rate = np.asarray(p.rate_per_ms, dtype=float)
+        some = np.maximum(pk[..., 1:].sum(axis=-1), 1e-300)
+        after_prompts = p.decode_ms + (pk[..., 1:] * extra_k[..., 1:]).sum(axis=-1) / some
+
+        def chain(cv: float) -> np.ndarray:
+            enter = 1.0 - window_counts(rate, p.decode_ms, cv, 1)[..., 0]
+            return enter / np.maximum(enter + 1.0 - gap_cdf(rate, after_prompts, cv), 1e-300)
+
+        poisson_share = 1.0 - window_counts(rate, p.iteration_ms, 1.0, 1)[..., 0]
+        carrying = np.minimum(poisson_share * chain(m.workload.arrival_cv) / np.maximum(chain(1.0), 1e-300), 1.0)
+        pk = np.concatenate([(1.0 - carrying)[..., None], pk[..., 1:] * (carrying / some)[..., None]], axis=-1)
     atoms = np.concatenate([full_extra[..., None], extra_k[..., :1], one, extra_k[..., 2:]], axis=-1)
     lone = pk[..., 1:2] / one.shape[-1]
     weights = np.concatenate([full_share[..., None], (1 - full_share[..., None]) * pk[..., :1],

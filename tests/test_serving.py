@@ -4,6 +4,7 @@ tests/test_serving_oracle.py.)"""
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -217,3 +218,28 @@ def test_waiting_probability_matches_gi_m_1_roots():
     assert waiting_probability(np.array([0.1, 0.5, 0.9]), 1.0) == pytest.approx([0.1, 0.5, 0.9], rel=1e-9)
     assert float(waiting_probability(np.array(0.5), 0.0)) == pytest.approx(0.2032, abs=2e-4)
     assert float(waiting_probability(np.array(0.1), 2.0)) == pytest.approx(0.4583, abs=5e-4)
+
+
+def test_gap_cdf_matches_closed_forms():
+    """Source: hand: Poisson gaps: P(gap <= t) = 1 - e^(-lambda t) (lambda t = 1: 0.632121). Gamma gaps of
+    CV^2 0.5 (Erlang-2, rate 2 lambda): 1 - e^-x (1 + x) with x = 2 lambda t; lambda t = 1: 1 - 3 e^-2 = 0.593994."""
+    from planner.serving import gap_cdf
+
+    assert float(gap_cdf(np.array(0.5), np.array(2.0), 1.0)) == pytest.approx(0.632121, abs=1e-6)
+    assert float(gap_cdf(np.array(0.5), np.array(2.0), math.sqrt(0.5))) == pytest.approx(0.593994, abs=1e-6)
+
+
+def test_window_counts_of_clumped_arrivals_match_a_renewal_simulation():
+    """Source: invariant: a gamma renewal process (CV 2) simulated with numpy: the share of windows of
+    length 0.2 x the mean gap that see no arrival, against window_counts' P(0); and the counts keep the
+    mean lambda x window."""
+    from planner.serving import window_counts
+
+    rng = np.random.default_rng(3)
+    arrivals = np.cumsum(rng.gamma(0.25, 4.0, 400_000))  # mean gap 1, CV 2
+    starts = rng.uniform(arrivals[100], arrivals[-100], 200_000)
+    counts = np.searchsorted(arrivals, starts + 0.2) - np.searchsorted(arrivals, starts)
+    pk = window_counts(np.array(1.0), np.array(0.2), 2.0, 48)
+    assert float(pk[0]) == pytest.approx(float(np.mean(counts == 0)), abs=0.01)
+    assert float(np.sum(np.arange(49) * pk)) == pytest.approx(0.2, rel=0.02)
+    assert float(np.sum(np.arange(49) * pk)) == pytest.approx(float(np.mean(counts)), rel=0.05)

@@ -41,8 +41,8 @@ _SATURATION = ("near capacity the decoding population fluctuates and feeds back 
                "(lambda(N) flattens), and prompts queue behind whole iterations; the fixed-N G/G/1 model "
                "underestimates TTFT and the ITL tail (by 16-64%)")
 _BURSTS = ("bursty arrivals (CV 2) bring prompts in clumps that share iterations and queue together; the GI/M/1 "
-           "wait (gamma arrivals) still underestimates TTFT p50 and Poisson window counts the ITL "
-           "tail (by 23-78%)")
+           "wait (gamma arrivals) still underestimates TTFT p50 (by 23-36%) and the TTFT tail near capacity "
+           "(60-78%); the clumped ITL windows leave the ITL tail up to 31% low")
 _LONG_TAIL = ("mixed lengths or many prompts per iteration: the TTFT tail is underestimated by 17-20% (the model "
               "spreads the wait exponentially and the iteration in progress uniformly)")
 # Points where the fast model misses issue 9's tolerance against the oracle (measured, seed 7): kept as
