@@ -47,3 +47,16 @@ def test_vllm_kv_budget_of_llama_8b_on_h100_term_by_term():
     e = plan_engine_memory(d, 8192, 8192, 16)
     assert e.kv_budget_gib == pytest.approx(54.110915, rel=2e-7)
     assert (e.num_gpu_blocks, e.kv_cache_tokens) == (27_704, 443_264)
+
+
+def test_mean_ttft_at_a_trickle_is_the_prefill_alone():
+    """Source: invariant: at a trickle (1e-9 requests per ms) the engine is idle when a request comes, so the
+    serving model's mean TTFT (before the serving overhead) is the prefill of that prompt alone, within 1%
+    (the mean TTFT sets the closed-loop rate through Little's law; no other test pinned it)."""
+    from planner.latency import prefill
+    from planner.serving import Workload, load_point, mean_ttft_ms, replica_model
+
+    d = resolve(parse_scenario({"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": 2000, "output_len": 400}))
+    m = replica_model(d, Workload(prompt_len=2000, output_len=400, max_running=64))
+    alone_ms = float(prefill(d, 2000).total_ms)
+    assert float(mean_ttft_ms(m, load_point(m, 1e-9))) == pytest.approx(alone_ms, rel=0.01)

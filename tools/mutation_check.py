@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,8 +47,12 @@ MUTATIONS: list[tuple[str, str, str]] = [
     ("owned_cost", "owned $/GPU-hour", "planner.ownership:owned_usd_per_gpu_hour"),
     ("speculative", "speculative tokens per round", "planner.speculative:tokens_per_round"),
     ("draft_step", "speculative draft step", "planner.speculative:draft_step_ms"),
-    ("prefill_share", "serving: ITL under a prefill share", "planner.load:itl_with_prefill_share"),
     ("md1_wait", "serving: M/D/1 prefill queue wait", "planner.sizing:mdl_wait_ms"),
+    ("serving_percentiles", "serving: TTFT/ITL/E2E percentiles under load", "planner.serving:quantile"),
+    ("serving_mean_ttft", "serving: mean TTFT under load", "planner.serving:mean_ttft_ms"),
+    ("serving_goodput", "serving: goodput under a percentile SLO", "planner.serving:goodput_per_ms"),
+    ("serving_chunk", "serving: extra time of a prompt chunk in an iteration", "planner.latency:prefill_chunk_work_ms"),
+    ("serving_closed_loop_itl", "serving: ITL at a concurrency (calibration)", "planner.load:itl_under_concurrency"),
     ("pp_comm", "communication: pipeline point-to-point", "planner.communication:pp_communication_ms"),
     ("ep_alltoall", "communication: expert-parallel all-to-all", "planner.communication:ep_alltoall_ms"),
     ("tp_allreduce_hier", "communication: TP all-reduce over tiers", "planner.communication:tp_allreduce_ms"),
@@ -98,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="labels to run")
     parser.add_argument("--list", action="store_true")
+    parser.add_argument("--jobs", type=int, default=2, help="mutations run side by side")
     parser.add_argument("--maxfail", type=int, default=1, help="stop each run after this many failures")
     args = parser.parse_args(argv)
     chosen = [m for m in MUTATIONS if not args.only or m[0] in args.only]
@@ -108,13 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     print("| mutation (x1.1) | function | caught by (first failing tests) |")
     print("| --- | --- | --- |")
     survivors = []
-    for label, what, target in chosen:
-        caught, seconds, note = run(target, args.maxfail)
-        if not caught:
-            survivors.append(label)
-        shown = ", ".join(f"`{t.removeprefix('tests/')}`" for t in caught) or f"**none** {note}".strip()
-        print(f"| {label}: {what} | `{target}` | {shown} |", flush=True)
-        print(f"  {label}: {seconds:.0f} s", file=sys.stderr, flush=True)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = pool.map(lambda m: (m, run(m[2], args.maxfail)), chosen)
+        for (label, what, target), (caught, seconds, note) in results:
+            if not caught:
+                survivors.append(label)
+            shown = ", ".join(f"`{t.removeprefix('tests/')}`" for t in caught) or f"**none** {note}".strip()
+            print(f"| {label}: {what} | `{target}` | {shown} |", flush=True)
+            print(f"  {label}: {seconds:.0f} s", file=sys.stderr, flush=True)
     print(f"\n{len(chosen) - len(survivors)} of {len(chosen)} mutations caught"
           + (f"; survived: {', '.join(survivors)}" if survivors else ""))
     return 1 if survivors else 0
