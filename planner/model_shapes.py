@@ -207,11 +207,6 @@ def active_params(m: ModelSpec) -> float:
     return param_counts(m).active
 
 
-def matmul_params_per_token(m: ModelSpec) -> float:
-    """Weights one token multiplies through (a plan reads it from its Deployment's `params` instead)."""
-    return param_counts(m).matmul_per_token
-
-
 def expected_experts_touched(n_experts: int, top_k: int, tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Distinct experts a layer reads for `tokens` tokens with uniform top-k routing:
     E * (1 - (1 - k/E)^B). Works on numpy arrays."""

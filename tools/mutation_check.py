@@ -29,7 +29,7 @@ MUTATIONS: list[tuple[str, str, str]] = [
     ("kv_bytes", "KV bytes per token per layer (memory, KV reads)", "planner.memory:kv_values_per_token_per_layer"),
     ("kv_bytes_per_gpu", "KV bytes per token per layer on one GPU", "planner.memory:kv_values_per_token_per_layer_per_gpu"),
     ("bits_per_value", "storage bits of a precision", "planner.precision:bits_per_value"),
-    ("gemm_flops", "GEMM FLOPs (matmul weights per token)", "planner.model_shapes:matmul_params_per_token"),
+    ("gemm_flops", "GEMM FLOPs of a step", "planner.roofline:_gemm_flops"),
     ("gemm_bytes", "GEMM bytes (weights streamed per step)", "planner.roofline:_weights_read_bytes"),
     ("decode_attention_flops", "decode attention FLOPs", "planner.roofline:_attention_flops_per_cached_token_layer"),
     ("prefill_attention_flops", "prefill attention FLOPs", "planner.roofline:_prefill_attention_flops_per_pair"),
