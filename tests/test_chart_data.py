@@ -82,3 +82,20 @@ def test_what_would_fit_for_405b_bf16_on_h100_tp8():
     tp_by_gpu = {c.gpu: c.tp for c in alt.gpus}
     assert {k: tp_by_gpu.get(k) for k in ("h200", "b200", "mi300x", "mi325x", "a100-sxm-80gb")} == {
         "h200": 8, "b200": 8, "mi300x": 8, "mi325x": 4, "a100-sxm-80gb": 16}
+
+
+
+def test_serving_charts_use_the_plans_own_replica_model():
+    """Source: invariant: the serving charts and the plan are one model (issue 9): with `batch` below the
+    max batch, the chart's capacity is the plan's, and a point of the p99-vs-rate curve plans (at its
+    rate) to the same p99 TTFT and ITL."""
+    from planner.chart_data import serving_series
+
+    s = {**H100_70B_FP8, "batch": 64, "load": {"request_rate": 2.0}}
+    series = serving_series(s, plan(s))
+    assert series is not None
+    assert series.capacity_rate == pytest.approx(plan(s).serving.max_request_rate, rel=1e-9)
+    point = series.vs_rate[len(series.vs_rate) // 2]
+    at = plan({**s, "load": {"request_rate": point["request_rate"]}}).serving
+    assert point["ttft_p99_ms"] == pytest.approx(at.ttft_ms.p99, rel=1e-6)
+    assert point["itl_p99_ms"] == pytest.approx(at.itl_ms.p99, rel=1e-6)
