@@ -15,12 +15,16 @@ against a discrete-event simulation of that scheduler.
   * Prefill queue: G/G/1 whose service is a prompt's work plus its share of the full iterations a
     backlog gets, S = W + n D(N) / C (C = budget - N prompt tokens per iteration). Utilization
     rho = lambda E[S]; the replica is stable while rho < 1 and N < max_running (the capacity).
-    Wait: GI/M/1 with gamma inter-arrival times of CV ca (`arrival_cv`): 0 with probability 1 - sigma
-    (sigma = rho under Poisson, larger for clumped arrivals), else exponential; its mean
-    sigma / (1 - sigma) E[S] scaled by (ca^2 + cs^2) / (ca^2 + 1) for the service's CV cs (Poisson:
-    Pollaczek-Khinchine's rho / (1 - rho) (1 + cs^2) / 2 E[S]).
-  * TTFT = the rest of the iteration in progress + wait + own prefill iterations (ceil(n / C) D(N) + W)
-    (+ the engine's serving overhead).
+    Wait (mean value): a prompt that fits the budget rides one iteration with those that arrived during
+    the iteration before (`riders`), holding its share of that decode step, S_ride = W + D / riders (at
+    light load the whole step); a backlog drains at the full budget, S. An arrival waits, with
+    probability sigma, the rest of the prompt iteration in progress, then the backlog ahead at the full
+    rate: mean sigma E[S_ride] / (1 - sigma_S) (ca^2 + cs^2) / (ca^2 + 1); sigma is GI/M/1's waiting
+    probability for gamma inter-arrival times of CV ca (`arrival_cv`; rho under Poisson, larger for
+    clumped arrivals); the wait is exponential given that it happens.
+  * TTFT = own prefill iterations (ceil(n / C) D(N) + W) + either the wait or, for an arrival that does
+    not wait, the rest of the decode-only iteration in progress, stretched by the prompts that arrive
+    before its iteration starts and ride it (+ the engine's serving overhead).
   * ITL, per token and pooled over requests (as `vllm bench serve` reports it): a mixture of
     pure-decode iterations and iterations carrying prompt chunks (the prompts that arrived during the
     previous iteration, Poisson; the continuation chunks of prompts longer than C); the decode batch a
@@ -160,6 +164,18 @@ def replica_model(d: Deployment, w: Workload, max_population: int | None = None)
     return ReplicaModel(w, prompts, computed, work, outputs, population, decode, rate, util)
 
 
+def riders(rate_per_ms: np.ndarray, iteration_ms: np.ndarray, arrival_cv: float) -> np.ndarray:
+    """Mean prompts in an iteration that carries prompts: those that arrived during the previous
+    iteration, given at least one did (lambda T / P(N >= 1); Poisson: mu / (1 - e^-mu)). A prompt that
+    fits the budget rides with them and pays its share of that iteration's decode step, not n / C of it:
+    at light load each prompt holds a whole decode step."""
+    window = np.asarray(rate_per_ms * iteration_ms, dtype=float)
+    some = 1.0 - window_counts(np.asarray(rate_per_ms, dtype=float), np.asarray(iteration_ms, dtype=float),
+                               arrival_cv, 1)[..., 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(some > 1e-12, np.maximum(window / some, 1.0), 1.0)
+
+
 @dataclass(frozen=True)
 class LoadPoint:
     """The replica's state at a request rate (arrays broadcast over rates)."""
@@ -195,7 +211,7 @@ def waiting_probability(utilization: np.ndarray, arrival_cv: float) -> np.ndarra
         return (1.0 + ca2 * (1.0 - sigma) / rho) ** (-1.0 / ca2)
 
     lo, hi = np.zeros_like(rho), np.full_like(rho, 1.0 - 1e-9)
-    for _ in range(32):  # sigma - A*(.) is < 0 below the root and > 0 between it and 1 (2^-32: plenty)
+    for _ in range(24):  # sigma - A*(.) is < 0 below the root and > 0 between it and 1 (2^-24: plenty)
         mid = 0.5 * (lo + hi)
         below = mid < transform(mid)
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
@@ -215,53 +231,69 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     d_token = d + slope  # a token sees 1 + Poisson(N) sequences in its batch
     share = lam * m.mean_prefill_work_ms
     chunk = np.maximum(w.max_num_batched_tokens - n, 1.0)
-    service = m.prefill_work_ms + m.computed_tokens * (d / chunk)[..., None]
-    mean_s = service.mean(axis=-1)
-    cs2 = service.var(axis=-1) / np.maximum(mean_s, 1e-12) ** 2
-    rho = lam * mean_s
-    stable = (lam < cap) & (rho < 1.0) & (share < 1.0)
-    # GI/M/1 with the gamma arrivals (exact for exponential service), its mean wait scaled for the
-    # service's variability by (ca^2 + cs^2) / (ca^2 + 1): Poisson arrivals give Pollaczek-Khinchine.
-    ca2 = w.arrival_cv ** 2
-    sigma = waiting_probability(np.minimum(rho, 1.0), w.arrival_cv)
     with np.errstate(divide="ignore", invalid="ignore"):
         iteration = np.where(share < 1.0, d / (1.0 - share), np.inf)
-        wait = np.where(rho < 1.0, sigma / (1.0 - sigma) * (ca2 + cs2) / (ca2 + 1.0) * mean_s, np.inf)
+    # Prompts that fit the budget ride an iteration with the others that arrived during the one before;
+    # each holds its share of that iteration's decode step (S_ride = W + D / riders; at light load the
+    # whole step), while a backlog drains at the full budget (S_full = W + n D / C, which sets capacity).
+    # Mean-value wait: an arrival waits the rest of the prompt iteration in progress (with probability
+    # the time share of those, rho_ride = lambda E[S_ride]; residual E[S_ride] (1 + cs^2) / 2), then the
+    # backlog ahead at the full rate: Wq = rho_ride R / (1 - rho_full). Clumped arrivals: both shares as
+    # GI/M/1 waiting probabilities sigma (gamma arrivals; sigma = rho under Poisson), (ca^2 + cs^2) / 2
+    # for (1 + cs^2) / 2 over (ca^2 + 1) / 2.
+    together = riders(lam, iteration, w.arrival_cv)
+    full = m.prefill_work_ms + m.computed_tokens * (d / chunk)[..., None]
+    ride = m.prefill_work_ms + d[..., None] * np.maximum(m.computed_tokens / chunk[..., None], 1.0 / together[..., None])
+    rho = lam * full.mean(axis=-1)
+    mean_s = ride.mean(axis=-1)
+    cs2 = ride.var(axis=-1) / np.maximum(mean_s, 1e-12) ** 2
+    stable = (lam < cap) & (rho < 1.0) & (share < 1.0)
+    ca2 = w.arrival_cv ** 2
+    sigma = waiting_probability(np.minimum(lam * mean_s, 1.0), w.arrival_cv)
+    sigma_full = waiting_probability(np.minimum(rho, 1.0), w.arrival_cv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wait = np.where(rho < 1.0, sigma / (1.0 - sigma_full) * (ca2 + cs2) / (ca2 + 1.0) * mean_s, np.inf)
     return LoadPoint(lam, n, d_token, spread, iteration, chunk, rho, share, wait, stable, seen, sigma)
 
 
-def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
-    """Deterministic parts of TTFT (own iterations + rest of the iteration in progress), shape
-    (..., LENGTH_GRID * (RESIDUAL_POINTS + 1)), with their weights."""
+def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TTFT as a mixture: own iterations plus, for an arrival that does not wait (1 - P(wait)), the rest
+    of the decode-only iteration in progress; for one that waits, an exponential wait (GI/M/1's form;
+    it holds the rest of the prompt iteration in progress). Returns the parts' offsets, weights and
+    exponential means (0: none), shape (..., LENGTH_GRID * (RESIDUAL_POINTS + 2))."""
     own = np.ceil(m.computed_tokens / p.chunk_tokens[..., None]) * p.decode_ms[..., None] + m.prefill_work_ms
-    busy = 1.0 - np.exp(-p.population * p.seen)  # an arrival finds an iteration in progress
+    waits = np.clip(np.asarray(p.wait_probability) * p.seen, 0.0, 1.0)
+    busy = 1.0 - np.exp(-p.population * p.seen)  # an arrival finds a decode iteration in progress
     u = (np.arange(RESIDUAL_POINTS) + 0.5) / RESIDUAL_POINTS
-    residual = np.concatenate([np.zeros_like(p.iteration_ms)[..., None],
-                               p.iteration_ms[..., None] * u], axis=-1)
-    weight = np.concatenate([(1.0 - busy)[..., None],
-                             np.repeat((busy / RESIDUAL_POINTS)[..., None], RESIDUAL_POINTS, axis=-1)], axis=-1)
+    zero = np.zeros_like(p.iteration_ms)[..., None]
+    # Prompts arriving between this one and the start of its iteration ride it too (up to the budget),
+    # each adding its work: every ms before the iteration starts costs 1 + lambda E[W] (the prefill share).
+    fits = np.maximum(p.chunk_tokens / float(np.mean(m.computed_tokens)) - 1.0, 0.0)
+    stretch = 1.0 + p.prefill_share * np.minimum(fits, 1.0) * p.seen
+    residual = np.concatenate([zero, zero, (p.decode_ms * stretch)[..., None] * u], axis=-1)
+    weight = np.concatenate([waits[..., None], ((1.0 - busy) * (1.0 - waits))[..., None],
+                             np.repeat((busy * (1.0 - waits) / RESIDUAL_POINTS)[..., None], RESIDUAL_POINTS, axis=-1)],
+                            axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        conditional = np.where(waits > 0, p.wait_mean_ms * p.seen / np.maximum(waits, 1e-300), 0.0)
+    means = np.concatenate([conditional[..., None], np.zeros_like(residual[..., 1:])], axis=-1)
     parts = own[..., :, None] + residual[..., None, :]
     weights = np.broadcast_to(weight[..., None, :] / len(m.computed_tokens), parts.shape)
+    tails = np.broadcast_to(means[..., None, :], parts.shape)
     shape = parts.shape[:-2] + (-1,)
-    return parts.reshape(shape) + m.workload.ttft_overhead_ms, weights.reshape(shape)
-
-
-def _wait_cdf(x: np.ndarray, waits: np.ndarray, wait_mean: np.ndarray) -> np.ndarray:
-    """Wait: 0 with probability 1 - `waits`, else exponential (GI/M/1's form) with the overall mean."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        tail = waits * np.exp(-np.maximum(x, 0.0) * waits / np.maximum(wait_mean, 1e-12))
-    return np.where(x < 0, 0.0, 1.0 - np.where(waits > 0, tail, 0.0))
+    return parts.reshape(shape) + m.workload.ttft_overhead_ms, weights.reshape(shape), tails.reshape(shape)
 
 
 def ttft_distribution(m: ReplicaModel, p: LoadPoint):
     """t -> P(TTFT <= t) at the load point (its parts computed once); t broadcasts against its shape."""
-    parts, weights = _ttft_parts(m, p)
-    rho = (np.asarray(p.wait_probability) * p.seen)[..., None]
-    wait = (p.wait_mean_ms * p.seen)[..., None]
+    parts, weights, tails = _ttft_parts(m, p)
+    scale = np.maximum(tails, 1e-9)
 
     def cdf(t_ms) -> np.ndarray:
-        t = np.asarray(t_ms, dtype=float)[..., None]
-        return np.sum(weights * _wait_cdf(t - parts, rho, wait), axis=-1)
+        x = np.asarray(t_ms, dtype=float)[..., None] - parts
+        with np.errstate(over="ignore"):
+            inside = np.where(x < 0, 0.0, -np.expm1(-np.maximum(x, 0.0) / scale))
+        return np.sum(weights * np.where(tails > 0, inside, x >= 0), axis=-1)
     return cdf
 
 
@@ -453,8 +485,8 @@ def latency_percentiles(m: ReplicaModel, p: LoadPoint) -> tuple[Percentiles, Per
 
 
 def mean_ttft_ms(m: ReplicaModel, p: LoadPoint) -> np.ndarray:
-    parts, weights = _ttft_parts(m, p)
-    return np.sum(parts * weights, axis=-1) + p.wait_mean_ms * p.seen
+    parts, weights, tails = _ttft_parts(m, p)
+    return np.sum((parts + tails) * weights, axis=-1)
 
 
 def rate_for_concurrency(m: ReplicaModel, concurrency: float, max_running=None) -> tuple[float, bool]:
