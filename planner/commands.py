@@ -435,7 +435,8 @@ def command_set(scenario: Scenario | dict[str, Any], engine: str | None = None,
         fraction = min(1.0, max(0.01, float(mem["kv_budget_gb_per_gpu"]) / free_gb)) if free_gb > 0 else 0.01
         launch = _trtllm(s, hf_id, batch, moe, round(fraction, 2))
     bench, bench_notes = bench_argv(s, name, hf_id, batch)
-    gpus = s.tp * s.pp
+    # EP groups wider than TP add GPUs per stage: the plan's layout counts them (planner.parallelism)
+    gpus = int((plan_json.get("parallelism") or {}).get("gpus_per_replica") or s.tp * s.pp)
     if gpus > 8:
         notes.append(f"{gpus} GPUs per replica span more than one 8-GPU node: the single-pod manifest needs a "
                      "multi-node launcher (e.g. LeaderWorkerSet) instead")

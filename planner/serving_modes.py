@@ -16,12 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gpu_catalog import load_catalog
 from planner.disaggregation import PoolCandidate, disaggregated_options
 from planner.errors import ScenarioError, from_validation_error
-from planner.memory import plan_memory
-from planner.parallelism import cheapest_layout_that_fits, sharding
-from planner.scenario import Scenario, resolve, resolve_gpu, resolve_model
-from planner.sizing import parse_sizing, size
+from planner.scenario import resolve_gpu, resolve_model
+from planner.sizing import fit_hints, parse_sizing, size
 
-MODE_FIELDS = ("disaggregation", "prefill_gpus", "decode_gpus", "pp", "ep")
+MODE_FIELDS = ("disaggregation", "prefill_gpus", "decode_gpus")  # pp and ep are the sizing request's own
 
 
 class ModeSettings(BaseModel):
@@ -30,8 +28,6 @@ class ModeSettings(BaseModel):
     disaggregation: bool = False
     prefill_gpus: list[str | dict[str, Any]] | None = Field(default=None, min_length=1, max_length=100)
     decode_gpus: list[str | dict[str, Any]] | None = Field(default=None, min_length=1, max_length=100)
-    pp: list[int] = Field(default_factory=lambda: [1], min_length=1, max_length=8)
-    ep: list[int] = Field(default_factory=lambda: [1], min_length=1, max_length=12)
 
 
 def _gpu_key(gpu: str | dict[str, Any]) -> str:
@@ -50,22 +46,17 @@ def size_with_modes(data: Any) -> dict[str, Any]:
         modes = ModeSettings.model_validate({k: data[k] for k in MODE_FIELDS if k in data})
     except ValidationError as err:
         raise from_validation_error(err) from None
-    for name, values, top in (("pp", modes.pp, 256), ("ep", modes.ep, 1024)):
-        for i, v in enumerate(values):
-            if not 1 <= v <= top:
-                raise ScenarioError(f"{name}.{i}", f"must be between 1 and {top}")
     req = parse_sizing({k: v for k, v in data.items() if k not in MODE_FIELDS})
     result = size(req)
     for option in result["options"]:  # an aggregated replica prefills and decodes: no separate workers
         option.setdefault("mode", "aggregated")
         option.setdefault("prefill_workers", None)
         option.setdefault("decode_workers", None)
-    result["fit_hints"] = fit_hints(req)
     if not modes.disaggregation:
         return result
 
     model = resolve_model(req.model)
-    if model.moe is None and any(e > 1 for e in modes.ep):
+    if model.moe is None and any(e > 1 for e in req.ep):
         raise ScenarioError("ep", "expert parallelism needs a mixture-of-experts model; this one is dense")
     gpus = req.gpus if req.gpus is not None else list(load_catalog())
     for field, pool in (("prefill_gpus", modes.prefill_gpus), ("decode_gpus", modes.decode_gpus)):
@@ -80,8 +71,8 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     def price_of(key: str, value: Any) -> float | None:
         return prices.get(key) or resolve_gpu(value)[0].usd_per_hour
 
-    prefill_pool = _pool(modes.prefill_gpus or gpus, req.tp, modes.pp, modes.ep, req.weights, req.kv_cache)
-    decode_pool = _pool(modes.decode_gpus or gpus, req.tp, modes.pp, modes.ep, req.weights, req.kv_cache)
+    prefill_pool = _pool(modes.prefill_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache)
+    decode_pool = _pool(modes.decode_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache)
     disagg, searched = disaggregated_options(base, prefill_pool, decode_pool, t.requests_per_s, t.prompt_len,
                                              t.output_len, context, req.slo.ttft_ms, req.slo.itl_ms, price_of)
     aggregated = result["options"]
@@ -90,37 +81,6 @@ def size_with_modes(data: Any) -> dict[str, Any]:
                   searched=result["searched"] + searched)
     result["assumptions"]["modes"] = _verdict(aggregated[0] if aggregated else None, disagg[0] if disagg else None)
     return result
-
-
-def fit_hints(req: Any) -> list[dict[str, Any]]:
-    """For each GPU and weight precision where even the request's largest TP cannot hold the weights and
-    one sequence: the cheapest tp x pp x ep layout that can, across nodes when it must (null if none)."""
-    hints = []
-    context = req.context_len or req.traffic.prompt_len + req.traffic.output_len
-    kv = min(req.kv_cache, key=lambda k: {"int4": 0, "fp8": 1, "int8": 1}.get(k, 2))
-    for gpu in req.gpus if req.gpus is not None else list(load_catalog()):
-        for weights in req.weights:
-            try:
-                d = resolve(Scenario.model_validate({"model": req.model, "gpu": gpu, "tp": 1, "weights": weights,
-                                                     "kv_cache": kv, "context_len": context,
-                                                     "prompt_len": req.traffic.prompt_len,
-                                                     "output_len": req.traffic.output_len,
-                                                     "memory": req.memory.model_dump()}))
-                widest = resolve(Scenario.model_validate({"model": req.model, "gpu": gpu, "weights": weights,
-                                                          "kv_cache": kv, "context_len": context,
-                                                          "prompt_len": req.traffic.prompt_len,
-                                                          "output_len": req.traffic.output_len,
-                                                          "tp": max(t for t in req.tp if t <= d.model.n_heads),
-                                                          "memory": req.memory.model_dump()}))
-            except (ScenarioError, ValidationError, ValueError):
-                continue
-            if plan_memory(widest, context).fits:
-                continue
-            fit = cheapest_layout_that_fits(d, lambda trial: plan_memory(trial, context).fits)
-            layout = None if fit is None else {k: getattr(sharding(fit), k) for k in
-                                               ("tp", "pp", "ep", "gpus_per_replica", "nodes_per_replica")}
-            hints.append({"gpu": _gpu_key(gpu), "weights": weights, "kv_cache": kv, "smallest_layout_that_fits": layout})
-    return hints
 
 
 def _verdict(agg: dict[str, Any] | None, dis: dict[str, Any] | None) -> dict[str, Any]:
@@ -143,4 +103,4 @@ def _verdict(agg: dict[str, Any] | None, dis: dict[str, Any] | None) -> dict[str
     return {"winner": "disaggregated", "why": why}
 
 
-__all__ = ["MODE_FIELDS", "size_with_modes"]
+__all__ = ["MODE_FIELDS", "fit_hints", "size_with_modes"]

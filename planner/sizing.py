@@ -29,6 +29,7 @@ from gpu_catalog import load_catalog
 from planner.errors import ScenarioError, from_validation_error
 from planner.memory import plan_memory
 from planner.ownership import OwnershipCosts, owned_usd_per_gpu_hour
+from planner.parallelism import cheapest_layout_that_fits, sharding
 from planner.planning import workload_for
 from planner.precision import KvPrecision, WeightPrecision
 from planner.scenario import MemorySettings, Scenario, resolve, resolve_gpu, resolve_model
@@ -45,6 +46,7 @@ DEFAULT_TP = [1, 2, 4, 8]
 DEFAULT_WEIGHTS: list[WeightPrecision] = ["bf16", "fp8", "int4"]
 DEFAULT_KV: list[KvPrecision] = ["bf16", "fp8"]
 DEFAULT_PERCENTILE = 90
+SHAPE_FIELDS = ("arrival_cv", "prompt_len_cv", "output_len_cv", "prefix_cache_hit")
 OPTIONS_PER_FAMILY = 3  # the fewest-replica fleets of each family: more replicas only cost more
 
 
@@ -54,6 +56,15 @@ class Traffic(BaseModel):
     requests_per_s: float = Field(gt=0, le=1e7)
     prompt_len: int = Field(ge=1, le=10_000_000)
     output_len: int = Field(ge=1, le=10_000_000)
+    # extensions: the traffic's shape, passed to the serving model as the plan's `load` fields
+    arrival_cv: float = Field(default=1.0, ge=0, le=10)
+    prompt_len_cv: float = Field(default=0.0, ge=0, le=10)
+    output_len_cv: float = Field(default=0.0, ge=0, le=10)
+    prefix_cache_hit: float = Field(default=0.0, ge=0, le=1)
+
+    def shape(self) -> dict[str, float]:
+        """The non-default shape fields, as a scenario's `load` takes them."""
+        return {k: getattr(self, k) for k in SHAPE_FIELDS if k in self.model_fields_set}
 
 
 class Slo(BaseModel):
@@ -72,6 +83,10 @@ class SizingRequest(BaseModel):
     slo: Slo
     gpus: list[str | dict[str, Any]] | None = Field(default=None, min_length=1, max_length=100)
     tp: list[int] = Field(default_factory=lambda: list(DEFAULT_TP), min_length=1, max_length=16)
+    # extensions: pipeline stages and expert-parallel sizes searched (ep > 1 only for MoE models); when
+    # `pp` is not given, a GPU and precision on which no requested TP fits also gets its cheapest layout
+    pp: list[int] = Field(default_factory=lambda: [1], min_length=1, max_length=8)
+    ep: list[int] = Field(default_factory=lambda: [1], min_length=1, max_length=12)
     weights: list[WeightPrecision] = Field(default_factory=lambda: list(DEFAULT_WEIGHTS), min_length=1)
     kv_cache: list[KvPrecision] = Field(default_factory=lambda: list(DEFAULT_KV), min_length=1)
     context_len: int | None = Field(default=None, ge=1, le=100_000_000)
@@ -91,6 +106,8 @@ class _Family:
     tp: int
     weights: str
     kv_cache: str
+    pp: int = 1
+    ep: int = 1
 
 
 def parse_sizing(data: Any) -> SizingRequest:
@@ -103,6 +120,10 @@ def parse_sizing(data: Any) -> SizingRequest:
     for i, tp in enumerate(req.tp):
         if tp < 1 or tp > 1024:
             raise ScenarioError(f"tp.{i}", "must be between 1 and 1024")
+    for name, values, top in (("pp", req.pp, 256), ("ep", req.ep, 1024)):
+        for i, v in enumerate(values):
+            if not 1 <= v <= top:
+                raise ScenarioError(f"{name}.{i}", f"must be between 1 and {top}")
     context = req.context_len or req.traffic.prompt_len + req.traffic.output_len
     if context < req.traffic.prompt_len + req.traffic.output_len:
         raise ScenarioError("context_len", "is shorter than traffic.prompt_len + traffic.output_len")
@@ -123,27 +144,74 @@ def _gpu_price(req: SizingRequest, gpu_key: str, gpu_value: Any) -> tuple[float 
     return rent, own
 
 
-def _families(req: SizingRequest) -> list[_Family]:
+def _gpu_key(gpu: str | dict[str, Any]) -> str:
+    return gpu if isinstance(gpu, str) else str(gpu.get("name", "custom"))
+
+
+def _families(req: SizingRequest, hints: list[dict[str, Any]] | None = None) -> list[_Family]:
+    """GPU x tp x pp x ep x weights x KV; ep > 1 only for a MoE model. Without a requested `pp`, each
+    GPU and weight precision where no requested layout fits adds its cheapest layout (from `hints`)."""
     gpus = req.gpus if req.gpus is not None else list(load_catalog())
+    eps = req.ep if resolve_model(req.model).moe is not None else [e for e in req.ep if e == 1] or [1]
     out = []
     for gpu in gpus:
-        key = gpu if isinstance(gpu, str) else str(gpu.get("name", "custom"))
+        key = _gpu_key(gpu)
         for tp in req.tp:
-            for w in req.weights:
-                for kv in req.kv_cache:
-                    out.append(_Family(key, gpu, tp, w, kv))
+            for pp in req.pp:
+                for ep in eps:
+                    for w in req.weights:
+                        for kv in req.kv_cache:
+                            out.append(_Family(key, gpu, tp, w, kv, pp, ep))
+    if "pp" not in req.model_fields_set:
+        by_key = {_gpu_key(g): g for g in gpus}
+        have = {(f.gpu_key, f.tp, f.pp, f.ep, f.weights) for f in out}
+        for hint in hints if hints is not None else fit_hints(req):
+            layout = hint["smallest_layout_that_fits"]
+            if layout is None or (hint["gpu"], layout["tp"], layout["pp"], layout["ep"], hint["weights"]) in have:
+                continue
+            for kv in req.kv_cache:
+                out.append(_Family(hint["gpu"], by_key[hint["gpu"]], layout["tp"], hint["weights"], kv,
+                                   layout["pp"], layout["ep"]))
     return out
+
+
+def fit_hints(req: SizingRequest) -> list[dict[str, Any]]:
+    """For each GPU and weight precision where even the request's largest TP cannot hold the weights and
+    one sequence: the cheapest tp x pp x ep layout that can, across nodes when it must (null if none)."""
+    hints = []
+    context = req.context_len or req.traffic.prompt_len + req.traffic.output_len
+    kv = min(req.kv_cache, key=lambda k: {"int4": 0, "fp8": 1, "int8": 1}.get(k, 2))
+    common = {"model": req.model, "kv_cache": kv, "context_len": context, "prompt_len": req.traffic.prompt_len,
+              "output_len": req.traffic.output_len, "memory": req.memory.model_dump()}
+    for gpu in req.gpus if req.gpus is not None else list(load_catalog()):
+        for weights in req.weights:
+            try:
+                d = resolve(Scenario.model_validate({**common, "gpu": gpu, "tp": 1, "weights": weights}))
+                widest = resolve(Scenario.model_validate({**common, "gpu": gpu, "weights": weights,
+                                                          "tp": max(t for t in req.tp if t <= d.model.n_heads)}))
+            except (ScenarioError, ValidationError, ValueError):
+                continue
+            if plan_memory(widest, context).fits:
+                continue
+            fit = cheapest_layout_that_fits(d, lambda trial: plan_memory(trial, context).fits)
+            layout = None if fit is None else {k: getattr(sharding(fit), k) for k in
+                                               ("tp", "pp", "ep", "gpus_per_replica", "nodes_per_replica")}
+            hints.append({"gpu": _gpu_key(gpu), "weights": weights, "kv_cache": kv, "smallest_layout_that_fits": layout})
+    return hints
 
 
 def _scenario_for(req: SizingRequest, fam: _Family, batch: int | None = None) -> dict[str, Any]:
     s: dict[str, Any] = {
-        "model": req.model, "gpu": fam.gpu_value, "tp": fam.tp, "weights": fam.weights, "kv_cache": fam.kv_cache,
+        "model": req.model, "gpu": fam.gpu_value, "tp": fam.tp, "pp": fam.pp, "ep": fam.ep,
+        "weights": fam.weights, "kv_cache": fam.kv_cache,
         "context_len": req.context_len or req.traffic.prompt_len + req.traffic.output_len,
         "prompt_len": req.traffic.prompt_len, "output_len": req.traffic.output_len,
         "memory": req.memory.model_dump(), "efficiency": req.efficiency,
     }
     if req.usd_per_gpu_hour and fam.gpu_key in req.usd_per_gpu_hour:
         s["usd_per_gpu_hour"] = req.usd_per_gpu_hour[fam.gpu_key]
+    if req.traffic.shape():
+        s["load"] = req.traffic.shape()
     if batch is not None:
         s["batch"] = int(batch)
     return s
@@ -171,7 +239,8 @@ class FamilyResult:
 
 
 def _label(fam: _Family) -> str:
-    return f"{fam.gpu_key} tp{fam.tp} {fam.weights}/{fam.kv_cache}"
+    layout = f"tp{fam.tp}" + (f" pp{fam.pp}" if fam.pp > 1 else "") + (f" ep{fam.ep}" if fam.ep > 1 else "")
+    return f"{fam.gpu_key} {layout} {fam.weights}/{fam.kv_cache}"
 
 
 def _why_not(m: ReplicaModel, req: SizingRequest) -> str:
@@ -213,7 +282,8 @@ def evaluate_family(req: SizingRequest, fam: _Family) -> FamilyResult:
     price = own if req.cost_mode == "own" else rent
     if price is None:
         return FamilyResult([], "no price: give usd_per_gpu_hour for this GPU", len(caps))
-    gpus_per_replica = fam.tp
+    layout = sharding(d)
+    gpus_per_replica = layout.gpus_per_replica
     demand_tokens_per_s = t.requests_per_s * t.output_len
     options: list[dict[str, Any]] = []
     seen: set[int] = set()
@@ -231,11 +301,13 @@ def evaluate_family(req: SizingRequest, fam: _Family) -> FamilyResult:
         ttft, itl, e2e = latency_percentiles(m, point)
         usd_per_hour = replicas * gpus_per_replica * price
         scenario_out = {**base, "batch": int(caps[i]), "load": {
-            "request_rate": rate_per_ms * 1000.0,
+            **req.traffic.shape(), "request_rate": rate_per_ms * 1000.0,
             "slo": {"ttft_ms": req.slo.ttft_ms, "itl_ms": req.slo.itl_ms, "percentile": pct}}}
         options.append({
             "gpu": fam.gpu_key, "tp": fam.tp, "weights": fam.weights, "kv_cache": fam.kv_cache,
             "batch": int(caps[i]), "replicas": replicas, "gpus_total": replicas * gpus_per_replica,
+            "pp": fam.pp, "ep": fam.ep, "gpus_per_replica": gpus_per_replica,
+            "nodes_per_replica": layout.nodes_per_replica,
             "ttft_ms": ttft.at(pct), "itl_ms": itl.at(pct), "itl_ms_under_load": itl.at(pct),
             "e2e_ms": e2e.at(pct), "percentile": pct,
             "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50,
@@ -250,12 +322,13 @@ def evaluate_family(req: SizingRequest, fam: _Family) -> FamilyResult:
     return FamilyResult(options, None, len(caps))
 
 
-def search(req: SizingRequest) -> tuple[list[dict[str, Any]], list[dict[str, str]], int]:
+def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None
+           ) -> tuple[list[dict[str, Any]], list[dict[str, str]], int]:
     """Every family: (options, infeasible families with their reason, configurations searched)."""
     rows: list[dict[str, Any]] = []
     infeasible: list[dict[str, str]] = []
     searched = 0
-    for fam in _families(req):
+    for fam in _families(req, hints):
         result = evaluate_family(req, fam)
         searched += result.searched
         rows.extend(result.options)
@@ -266,7 +339,8 @@ def search(req: SizingRequest) -> tuple[list[dict[str, Any]], list[dict[str, str
 
 def size(data: Any) -> dict[str, Any]:
     req = data if isinstance(data, SizingRequest) else parse_sizing(data)
-    rows, infeasible, searched = search(req)
+    hints = fit_hints(req)
+    rows, infeasible, searched = search(req, hints)
     rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
     if rows:
         mask = pareto_mask(np.array([r["usd_per_hour"] for r in rows]), np.array([r["itl_ms"] for r in rows]))
@@ -277,6 +351,7 @@ def size(data: Any) -> dict[str, Any]:
         "feasible": len(rows),
         "options": rows[: req.max_options],
         "infeasible": infeasible,
+        "fit_hints": hints,
         "assumptions": {
             "objectives": f"TTFT and ITL at p{req.slo.percentile} (slo.percentile; default p{DEFAULT_PERCENTILE})",
             "serving_model": "the plan's serving model: continuous batching with chunked prefill "

@@ -35,7 +35,7 @@ def test_options_meet_objectives_and_cover_traffic(result):
         assert o["percentile"] == 90  # the default objective percentile
         assert o["itl_ms_under_load"] <= 60.0 and o["itl_ms"] <= 60.0 and o["ttft_ms"] <= 3000.0
         assert o["replicas"] * o["output_tokens_per_s"] >= demand * (1 - 1e-9)
-        assert o["gpus_total"] == o["replicas"] * o["tp"]
+        assert o["gpus_total"] == o["replicas"] * o["tp"] == o["replicas"] * o["gpus_per_replica"]
         # replicas = ceil(traffic / goodput): one fewer could not carry the traffic within the objectives
         assert o["replicas"] == math.ceil(5.0 / o["goodput_request_rate"] * (1 - 1e-12))
         assert o["request_rate_per_replica"] <= o["goodput_request_rate"] < o["max_request_rate"]
@@ -113,8 +113,9 @@ def test_objectives_no_gpu_can_meet_give_a_clear_answer():
 
 
 def test_model_that_fits_nowhere():
-    """Source: hand: Llama-3.1-405B in bf16 is 811.7 GB; two 24 GB L4s hold 48 GB."""
-    r = size({**REQUEST, "model": "llama-3.1-405b", "gpus": ["l4"], "tp": [1, 2], "weights": ["bf16"],
+    """Source: hand: Llama-3.1-405B in bf16 is 811.7 GB; two 24 GB L4s hold 48 GB. With `pp` given as [1]
+    the search adds no pipeline layout of its own."""
+    r = size({**REQUEST, "model": "llama-3.1-405b", "gpus": ["l4"], "tp": [1, 2], "pp": [1], "weights": ["bf16"],
               "kv_cache": ["bf16"]})
     assert r["options"] == [] and all("do not fit" in i["reason"] for i in r["infeasible"])
 
@@ -184,3 +185,71 @@ def test_size_cli():
     bad = subprocess.run([sys.executable, "-m", "planner", "size", "-"], input='{"model": "llama-3.1-8b"}', text=True,
                          capture_output=True, cwd=ROOT, timeout=60)
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.startswith("error: traffic: ")
+
+
+PLAN_405B = {"model": "llama-3.1-405b", "traffic": {"requests_per_s": 2.0, "prompt_len": 2000, "output_len": 400},
+             "slo": {"ttft_ms": 5000.0, "itl_ms": 100.0}, "gpus": ["h100-sxm"], "weights": ["bf16"], "kv_cache": ["bf16"]}
+
+
+def test_405b_bf16_on_h100_sizes_across_nodes():
+    """Source: hand: Llama-3.1-405B in bf16 is 811.7 GB of weights; an 8-GPU H100 SXM node holds 8 x 80 =
+    640 GB, so no TP in the default list (1, 2, 4, 8) fits one node and a replica needs at least
+    ceil(811.7 / 80) = 11 GPUs on at least 2 nodes: pipeline stages (pp > 1) or TP beyond the node. Each
+    option prices all of them (gpus_total = replicas x gpus_per_replica) and its scenario re-plans to the same
+    p90 ITL and $/M (the plan prices the same layout)."""
+    r = size(PLAN_405B)
+    assert r["options"]
+    for o in r["options"]:
+        assert o["pp"] > 1 or o["tp"] > 8
+        assert o["gpus_per_replica"] >= 11 and o["nodes_per_replica"] >= 2
+        assert o["gpus_per_replica"] == max(o["tp"], o["ep"]) * o["pp"]
+        assert o["gpus_total"] == o["replicas"] * o["gpus_per_replica"]
+        assert o["usd_per_hour"] == pytest.approx(o["gpus_total"] * o["usd_per_gpu_hour"], rel=1e-12)
+    o = r["options"][0]
+    p = plan(o["scenario"])
+    assert p.serving.itl_ms.p90 == pytest.approx(o["itl_ms"], rel=1e-6)
+    assert p.cost.usd_per_million_output_tokens == pytest.approx(o["usd_per_million_output_tokens"], rel=1e-6)
+    # with pp fixed to [1] the search adds no layout of its own: nothing fits
+    assert size({**PLAN_405B, "pp": [1]})["options"] == []
+
+
+MOE = {"model": "qwen3-235b-a22b", "traffic": {"requests_per_s": 20.0, "prompt_len": 2000, "output_len": 400},
+       "slo": {"ttft_ms": 2000.0, "itl_ms": 60.0}, "gpus": ["h200"], "tp": [1, 8], "ep": [1, 8],
+       "weights": ["fp8"], "kv_cache": ["fp8"]}
+
+
+def test_moe_options_with_expert_parallelism_appear_and_count_their_gpus():
+    """Source: hand: EP 8 with TP 1 places Qwen3-235B's routed experts on 8 GPUs with attention data-parallel
+    over them (planner.parallelism's layout: max(tp, ep) x pp GPUs), so a replica is 8 GPUs although
+    tp x pp = 1; the launch commands for that option count the same 8 GPUs. TP 1 alone holds 236 GB of fp8
+    weights on one 141 GB H200 and cannot fit."""
+    from planner.commands import command_set
+
+    r = size(MOE)
+    ep8 = [o for o in r["options"] if o["ep"] == 8 and o["tp"] == 1]
+    assert ep8
+    o = ep8[0]
+    assert o["gpus_per_replica"] == 8 and o["gpus_total"] == 8 * o["replicas"]
+    assert o["scenario"]["ep"] == 8 and o["scenario"]["tp"] == 1
+    assert command_set(o["scenario"], "vllm").gpus_per_replica == 8
+    assert any(i["candidate"] == "h200 tp1 fp8/fp8" and "do not fit" in i["reason"] for i in r["infeasible"])
+    # a dense model searches no EP (ep > 1 needs experts): the same request on a dense model has only ep 1
+    dense = size({**MOE, "model": "llama-3.1-70b", "tp": [8]})
+    assert dense["options"] and {o["ep"] for o in dense["options"]} == {1}
+
+
+def test_traffic_shape_reaches_the_serving_model():
+    """Source: invariant of the serving model's queue (Kingman: the wait grows with the arrival CV squared;
+    a prefix-cache hit skips that share of each prompt's prefill): for the same family, bursty arrivals
+    (arrival_cv 2) never raise the goodput per replica, a 90% prefix-cache hit never lowers it; the option's
+    scenario carries the shape in `load` and re-plans to the same p90 TTFT."""
+    base = {**REQUEST, "gpus": ["h100-sxm"], "tp": [4], "weights": ["fp8"], "kv_cache": ["fp8"]}
+    poisson = size(base)["options"][0]
+    bursty = size({**base, "traffic": {**base["traffic"], "arrival_cv": 2.0}})["options"][0]
+    cached = size({**base, "traffic": {**base["traffic"], "prefix_cache_hit": 0.9}})["options"][0]
+    assert bursty["goodput_request_rate"] <= poisson["goodput_request_rate"] * (1 + 1e-9)
+    assert cached["goodput_request_rate"] >= poisson["goodput_request_rate"] * (1 - 1e-9)
+    assert cached["ttft_ms_p50"] < poisson["ttft_ms_p50"]
+    assert bursty["scenario"]["load"]["arrival_cv"] == 2.0 and "arrival_cv" not in poisson["scenario"]["load"]
+    p = plan(bursty["scenario"])
+    assert p.serving.ttft_ms.p90 == pytest.approx(bursty["ttft_ms"], rel=1e-6)
