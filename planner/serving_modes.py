@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpu_catalog import load_catalog
-from planner.disaggregation import PoolCandidate, disaggregated_options
+from planner.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
 from planner.errors import ScenarioError, from_validation_error
 from planner.scenario import resolve_gpu, resolve_model
 from planner.sizing import fit_hints, parse_sizing, size
@@ -74,7 +74,9 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     prefill_pool = _pool(modes.prefill_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache)
     decode_pool = _pool(modes.decode_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache)
     disagg, searched = disaggregated_options(base, prefill_pool, decode_pool, t.requests_per_s, t.prompt_len,
-                                             t.output_len, context, req.slo.ttft_ms, req.slo.itl_ms, price_of)
+                                             t.output_len, context, req.slo.ttft_ms, req.slo.itl_ms, price_of,
+                                             TrafficShape(t.prompt_len, t.output_len, t.arrival_cv, t.prompt_len_cv,
+                                                          t.output_len_cv, t.prefix_cache_hit), req.slo.percentile)
     aggregated = result["options"]
     options = sorted(aggregated + disagg, key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
     result.update(options=options[: req.max_options], feasible=result["feasible"] + len(disagg),

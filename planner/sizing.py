@@ -34,10 +34,15 @@ from planner.planning import workload_for
 from planner.precision import KvPrecision, WeightPrecision
 from planner.scenario import MemorySettings, Scenario, resolve, resolve_gpu, resolve_model
 from planner.serving import (
+    PERCENTILES,
+    LoadPoint,
+    Percentiles,
     ReplicaModel,
     capacity_and_goodput,
+    itl_distribution,
     latency_percentiles,
     load_point,
+    quantile,
     replica_model,
 )
 from planner.sweep import batch_grid
@@ -256,9 +261,10 @@ def _why_not(m: ReplicaModel, req: SizingRequest) -> str:
     return "; ".join(why) or "no request rate meets both objectives"
 
 
-def evaluate_family(req: SizingRequest, fam: _Family) -> FamilyResult:
+def evaluate_family(req: SizingRequest, fam: _Family, lazy: bool = False) -> FamilyResult:
     """Goodput per replica for each cap on running sequences, the replicas the traffic needs, and the
-    options at the rate each replica then runs at."""
+    options at the rate each replica then runs at. `lazy`: options carry ITL only and a private
+    `_finish` entry; `_finish(option)` fills TTFT and E2E (size does it for the options it returns)."""
     t = req.traffic
     try:
         base = _scenario_for(req, fam)
@@ -298,7 +304,11 @@ def evaluate_family(req: SizingRequest, fam: _Family) -> FamilyResult:
         seen.add(replicas)
         rate_per_ms = t.requests_per_s / replicas / 1000.0
         point = load_point(m, rate_per_ms, int(caps[i]))
-        ttft, itl, e2e = latency_percentiles(m, point)
+        if lazy:  # ITL ranks the options and draws the frontier; TTFT and E2E wait until returned
+            itl = _itl_percentiles(m, point)
+            ttft = e2e = Percentiles(None, None, None)
+        else:
+            ttft, itl, e2e = latency_percentiles(m, point)
         usd_per_hour = replicas * gpus_per_replica * price
         scenario_out = {**base, "batch": int(caps[i]), "load": {
             **req.traffic.shape(), "request_rate": rate_per_ms * 1000.0,
@@ -319,17 +329,36 @@ def evaluate_family(req: SizingRequest, fam: _Family) -> FamilyResult:
             "prefill_share": float(point.prefill_share),
             "scenario": scenario_out,
         })
+        if lazy:
+            options[-1]["_finish"] = (m, point)
     return FamilyResult(options, None, len(caps))
 
 
-def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None
+def _itl_percentiles(m: ReplicaModel, point: LoadPoint) -> Percentiles:
+    """ITL percentiles alone, bracketed as latency_percentiles brackets them (the same figures)."""
+    if not bool(point.stable):
+        return latency_percentiles(m, point)[1]
+    q = quantile(itl_distribution(m, point), np.array(PERCENTILES) / 100.0, max(float(point.iteration_ms * 2), 1e-3))
+    return Percentiles(*(float(v) for v in q))
+
+
+def _finish(option: dict[str, Any]) -> None:
+    """Fill a lazily evaluated option's TTFT and E2E percentiles (ITL is recomputed identically)."""
+    m, point = option.pop("_finish")
+    pct = option["percentile"]
+    ttft, itl, e2e = latency_percentiles(m, point)
+    option.update({"ttft_ms": ttft.at(pct), "itl_ms": itl.at(pct), "itl_ms_under_load": itl.at(pct),
+                   "e2e_ms": e2e.at(pct), "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50})
+
+
+def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False
            ) -> tuple[list[dict[str, Any]], list[dict[str, str]], int]:
     """Every family: (options, infeasible families with their reason, configurations searched)."""
     rows: list[dict[str, Any]] = []
     infeasible: list[dict[str, str]] = []
     searched = 0
     for fam in _families(req, hints):
-        result = evaluate_family(req, fam)
+        result = evaluate_family(req, fam, lazy)
         searched += result.searched
         rows.extend(result.options)
         if result.reason is not None:
@@ -340,22 +369,28 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None
 def size(data: Any) -> dict[str, Any]:
     req = data if isinstance(data, SizingRequest) else parse_sizing(data)
     hints = fit_hints(req)
-    rows, infeasible, searched = search(req, hints)
+    rows, infeasible, searched = search(req, hints, lazy=True)
     rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
     if rows:
         mask = pareto_mask(np.array([r["usd_per_hour"] for r in rows]), np.array([r["itl_ms"] for r in rows]))
         for r, on in zip(rows, mask, strict=True):
             r["pareto"] = bool(on)
+    options = rows[: req.max_options]
+    for r in options:
+        _finish(r)
+    for r in rows[req.max_options:]:  # not returned: drop the model the finish step would have used
+        r.pop("_finish", None)
     return {
         "searched": searched,
         "feasible": len(rows),
-        "options": rows[: req.max_options],
+        "options": options,
         "infeasible": infeasible,
         "fit_hints": hints,
         "assumptions": {
             "objectives": f"TTFT and ITL at p{req.slo.percentile} (slo.percentile; default p{DEFAULT_PERCENTILE})",
             "serving_model": "the plan's serving model: continuous batching with chunked prefill "
-                             "(max_num_batched_tokens 8192), Poisson arrivals, fixed lengths; goodput = highest "
+                             "(max_num_batched_tokens 8192), Poisson arrivals unless traffic.arrival_cv, fixed "
+                             "lengths unless traffic.prompt_len_cv / output_len_cv; goodput = highest "
                              "request rate per replica meeting the objectives; replicas = ceil(traffic / goodput)",
             "queue": "G/G/1 prefill queue per replica (Kingman wait), ITL from decode and prefill-carrying iterations",
             "cost_mode": req.cost_mode,

@@ -39,35 +39,99 @@ def test_mla_transfer_is_small():
 
 
 def test_prefill_worker_capacity_follows_its_slots():
-    """A dense tp 8 worker runs one prompt at a time; a pp 2 worker two (one per stage); an EP 8 worker
-    with tp 1 runs eight at once (one per attention group).
+    """The prefill worker is the serving model's prefill queue (planner.serving, no decode): one prompt's
+    service is S = W + n D(0) / C with W = prefill(P) - D(0) (the extra time a whole prompt adds to an empty
+    iteration), n = P = 2,000 prompt tokens and C = 8,192 - 0 the iteration's token budget, so one queue's
+    capacity is 1 / (prefill(P) - D(0) (1 - 2000 / 8192)). A dense tp 8 worker is one such queue; a pp 2
+    worker two (one prompt per stage); an EP 8 worker with tp 1 eight (one per attention group).
 
-    Source: invariant: capacity = slots / prefill time."""
-    tp8 = prefill_worker(deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=8), 2000)
-    assert tp8.prompts_per_s == pytest.approx(1000.0 / tp8.prefill_ms)
-    pp2 = prefill_worker(deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, pp=2), 2000)
-    assert pp2.prompts_per_s == pytest.approx(2000.0 / pp2.prefill_ms)
-    ep8 = prefill_worker(deployment(model="deepseek-v3", gpu="h200", tp=1, ep=8, weights="fp8"), 2000)
-    assert ep8.prompts_per_s == pytest.approx(8000.0 / ep8.prefill_ms) and ep8.gpus == 8
+    Source: hand: the derivation above, from planner.serving's documented prefill queue."""
+    from planner.latency import decode_step, prefill
+
+    def one_queue_per_s(d):
+        d0 = float(decode_step(d, 0.0, 2000.0).total_ms)
+        return 1000.0 / (float(prefill(d, 2000).total_ms) - d0 * (1.0 - 2000.0 / 8192.0))
+
+    tp8_d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=8)
+    tp8 = prefill_worker(tp8_d, 2000)
+    assert tp8.slots == 1 and tp8.prompts_per_s == pytest.approx(one_queue_per_s(tp8_d), rel=1e-3)
+    pp2_d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, pp=2)
+    pp2 = prefill_worker(pp2_d, 2000)
+    assert pp2.slots == 2 and pp2.prompts_per_s == pytest.approx(2 * one_queue_per_s(pp2_d), rel=1e-3)
+    ep8_d = deployment(model="deepseek-v3", gpu="h200", tp=1, ep=8, weights="fp8")
+    ep8 = prefill_worker(ep8_d, 2000)
+    assert ep8.slots == 8 and ep8.gpus == 8
+    assert ep8.prompts_per_s == pytest.approx(8 * one_queue_per_s(ep8_d), rel=1e-3)
+
+
+def test_pools_at_a_trickle_are_the_step_physics():
+    """At a trickle the serving model's prefill worker answers in one iteration carrying the whole prompt,
+    which lasts exactly prefill(P) (planner.latency.prefill_chunk_work_ms), plus the engine's TTFT overhead;
+    the decode worker holds almost no sequences, so a token sees a batch of 1 + Poisson(~0) = 1 and its ITL
+    is decode_step(1) at the mean context P + O / 2 = 2,200 (its one computed prompt token adds < 1%).
+
+    Source: hand: the two limits above."""
+    from planner.disaggregation import TrafficShape
+    from planner.latency import decode_step, prefill
+    from planner.serving import latency_percentiles, load_point
+
+    d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, weights="fp8", kv_cache="fp8")
+    shape = TrafficShape(2000, 400)
+    p = prefill_worker(d, shape)
+    ttft = latency_percentiles(p.model, load_point(p.model, 1e-9))[0]
+    assert ttft.p50 == pytest.approx(float(prefill(d, 2000).total_ms) + d.efficiency.ttft_overhead_ms, rel=0.01)
+    dw = decode_worker(d, 2400, shape, 50.0)
+    itl = latency_percentiles(dw.model, load_point(dw.model, 1e-9))[1]
+    assert itl.p50 == pytest.approx(float(decode_step(d, 1.0, 2200.0).total_ms), rel=0.01)
 
 
 def test_fleet_counts_meet_the_objectives():
-    """Decode workers = ceil(10 req/s x 400 tokens / one worker's tokens/s); TTFT within the objective.
+    """Decode workers = ceil(10 req/s / one worker's goodput under the p90 ITL objective); prefill workers
+    the fewest whose p90 TTFT (queue + prefill, then the KV transfer and the first decode step) meets the
+    objective: one fewer would miss it or saturate.
 
-    Source: hand: the ceiling stated above."""
-    p = prefill_worker(deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, weights="fp8"), 2000)
-    d = decode_worker(deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, weights="fp8"), 2400, 2200, 50.0)
-    f = size_fleet(p, d, 10.0, 2000, 400, 2000.0)
-    assert f.decode_workers == math.ceil(10.0 * 400 / d.output_tokens_per_s)
-    assert f.ttft_ms <= 2000.0 and d.itl_ms <= 50.0 and 0 < f.prefill_utilization < 1
+    Source: hand: the two ceilings stated above."""
+    from planner.disaggregation import TrafficShape
+    from planner.serving import latency_percentiles, load_point
+
+    d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, weights="fp8", kv_cache="fp8")
+    shape = TrafficShape(2000, 400)
+    p = prefill_worker(deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=1, weights="fp8", kv_cache="fp8"), shape)
+    dw = decode_worker(d, 2400, shape, 50.0)
+    f = size_fleet(p, dw, 10.0, 2000, 400, 2000.0)
+    assert f.decode_workers == math.ceil(10.0 / dw.goodput_per_s)
+    assert f.ttft_ms <= 2000.0 and f.itl_ms <= 50.0 and 0 < f.prefill_utilization < 1
+    assert f.prefill_workers >= 2  # one 1-GPU worker's capacity is below 10 prompts/s of 2,000 tokens
+    fewer = load_point(p.model, 10.0 / ((f.prefill_workers - 1) * p.slots) / 1000.0)
+    ttft = latency_percentiles(p.model, fewer)[0].p90
+    assert ttft is None or ttft + f.kv_transfer_ms + dw.itl_ms > 2000.0
+
+
+def test_bursty_arrivals_need_at_least_as_many_prefill_workers():
+    """Source: invariant of the serving model's prefill queue (Kingman: the wait grows with arrival_cv^2)."""
+    from planner.disaggregation import TrafficShape
+
+    prefill_d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=1, weights="fp8", kv_cache="fp8")
+    decode_d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, weights="fp8", kv_cache="fp8")
+    fleets = []
+    for cv in (1.0, 3.0):
+        shape = TrafficShape(2000, 400, arrival_cv=cv)
+        fleets.append(size_fleet(prefill_worker(prefill_d, shape), decode_worker(decode_d, 2400, shape, 50.0),
+                                 10.0, 2000, 400, 1000.0))
+    poisson, bursty = fleets
+    assert bursty.prefill_workers >= poisson.prefill_workers
+    assert bursty.prefill_workers > poisson.prefill_workers or bursty.ttft_ms > poisson.ttft_ms
 
 
 @settings(max_examples=25, deadline=None)
 @given(rate=st.floats(0.5, 200.0), more=st.floats(1.0, 4.0))
 def test_more_traffic_never_fewer_workers(rate, more):
     """Source: invariant"""
-    p = prefill_worker(deployment(model="llama-3.1-8b", gpu="h100-sxm", weights="fp8"), 1000)
-    d = decode_worker(deployment(model="llama-3.1-8b", gpu="h100-sxm", weights="fp8"), 1300, 1150, 40.0)
+    from planner.disaggregation import TrafficShape
+
+    shape = TrafficShape(1000, 300)
+    p = prefill_worker(deployment(model="llama-3.1-8b", gpu="h100-sxm", weights="fp8"), shape)
+    d = decode_worker(deployment(model="llama-3.1-8b", gpu="h100-sxm", weights="fp8"), 1300, shape, 40.0)
     a = size_fleet(p, d, rate, 1000, 300, 1500.0)
     b = size_fleet(p, d, rate * more, 1000, 300, 1500.0)
     assert a is not None and b is not None
@@ -98,12 +162,16 @@ def test_disaggregated_options_with_worker_counts_appear_and_the_verdict_explain
 
 
 def test_disaggregated_wins_when_prefill_interference_hurts():
-    """Long prompts and a tight ITL: aggregated replicas must keep their batch small to leave room for
-    the prefills beside decode; split pools let decode run its full batch. The disaggregated fleet is
-    cheaper here and the verdict says so.
+    """Long prompts and a tight ITL at p99: an 8,000-token prompt nearly fills one 8,192-token iteration, so
+    in an aggregated replica every arriving prompt stretches an iteration that all its decoding sequences'
+    tokens wait for; at 20 req/s over ~300-token outputs those stretched iterations are far more than 1% of
+    a replica's iterations unless it runs far below capacity. Split pools keep prompt chunks off decode
+    workers. The disaggregated fleet is cheaper here and the verdict says so (at p90 ITL 50 ms the
+    stretched iterations fall in the untested 10% and aggregated replicas win).
 
     Source: invariant: the cheapest option's mode is the declared winner."""
     r = size_with_modes({**REQUEST, "traffic": {"requests_per_s": 20.0, "prompt_len": 8000, "output_len": 300},
+                         "slo": {"ttft_ms": 2000.0, "itl_ms": 30.0, "percentile": 99},
                          "context_len": 8400, "disaggregation": True})
     assert r["options"][0]["mode"] == "disaggregated"
     assert r["assumptions"]["modes"]["winner"] == "disaggregated"
