@@ -17,6 +17,7 @@ tokens at the traffic actually served: the same figure `plan` gives for the opti
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -26,7 +27,9 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpu_catalog import load_catalog
+from planner.deployment import Deployment
 from planner.errors import ScenarioError, from_validation_error
+from planner.latency import decode_step, prefill_chunk_work_ms
 from planner.memory import plan_memory
 from planner.ownership import OwnershipCosts, owned_usd_per_gpu_hour
 from planner.parallelism import cheapest_layout_that_fits, sharding
@@ -261,10 +264,26 @@ def _why_not(m: ReplicaModel, req: SizingRequest) -> str:
     return "; ".join(why) or "no request rate meets both objectives"
 
 
-def evaluate_family(req: SizingRequest, fam: _Family, lazy: bool = False) -> FamilyResult:
-    """Goodput per replica for each cap on running sequences, the replicas the traffic needs, and the
-    options at the rate each replica then runs at. `lazy`: options carry ITL only and a private
-    `_finish` entry; `_finish(option)` fills TTFT and E2E (size does it for the options it returns)."""
+@dataclass
+class _Prepared:
+    """A family that fits, resolved, with a floor under the cost of any fleet it can give."""
+
+    fam: _Family
+    base: dict[str, Any]
+    scenario: Scenario
+    d: Deployment
+    max_batch: int
+    caps: npt.NDArray[np.int_]
+    price: float
+    rent: float | None
+    own: float | None
+    cost_floor_usd_per_hour: float
+
+
+def _prepare(req: SizingRequest, fam: _Family) -> _Prepared | FamilyResult:
+    """Resolve a family and check memory and price; the cost floor prices the fewest replicas the traffic
+    could need: a replica's capacity is at most max_batch / ((O - 1) D(max_batch)) (the serving model's
+    lambda(N) = N / ((O - 1) D(N) + N E[W]) grows with N and drops E[W] here), goodput at most its capacity."""
     t = req.traffic
     try:
         base = _scenario_for(req, fam)
@@ -279,15 +298,57 @@ def evaluate_family(req: SizingRequest, fam: _Family, lazy: bool = False) -> Fam
                                 f"{d.gpu.name} memory", 0)
     caps = batch_grid(mem.max_batch)
     caps = caps[caps <= mem.max_batch]
-    m = replica_model(d, workload_for(scenario, d, mem.max_batch), max_population=mem.max_batch)
-    pct = req.slo.percentile
-    capacity, goodput = capacity_and_goodput(m, caps, pct, req.slo.ttft_ms, req.slo.itl_ms)
-    if not (goodput > 0).any():
-        return FamilyResult([], _why_not(m, req), len(caps))
     rent, own = _gpu_price(req, fam.gpu_key, fam.gpu_value)
     price = own if req.cost_mode == "own" else rent
     if price is None:
         return FamilyResult([], "no price: give usd_per_gpu_hour for this GPU", len(caps))
+    floor = 0.0
+    computed = max(round(t.prompt_len * (1.0 - t.prefix_cache_hit)), 1)
+    work_ms = float(np.asarray(prefill_chunk_work_ms(d, [float(t.prompt_len)], [float(t.prompt_len - computed)]))[0])
+    rate_bound_per_s = _rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms,
+                                         work_ms)
+    if rate_bound_per_s is not None:
+        floor = math.ceil(t.requests_per_s / rate_bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
+    return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own, floor)
+
+
+def _rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int,
+                      itl_ms: float, work_ms: float) -> float | None:
+    """An upper bound on a replica's goodput (req/s), or None where there is none to give. In the serving
+    model lambda(N) = N / ((O - 1) D(N) + N E[W]), which grows with N (N / D(N) does); E[W] >= W at the mean
+    prompt (`work_ms`: prefill work grows at least linearly with length, so Jensen's inequality); and an ITL
+    percentile of 50 or more is at least D(N) (every ITL component is centred at D(N) + its slope + prompt
+    work >= D(N)), so the ITL objective caps N where D(N) reaches it. Over a grid of N, the true cap lies
+    between the last point within the objective and the next, hence N_next / ((O - 1) D(N_last) + N_next W)."""
+    if output_len <= 1:
+        return None
+    population = np.geomspace(1.0, max(float(max_batch), 1.0), 48)
+    step_ms = np.asarray(decode_step(d, population, context).total_ms, dtype=float)
+    within = np.nonzero(step_ms <= itl_ms)[0]
+    if len(within) == 0:
+        return None  # even one sequence misses ITL: evaluated, so that it says why
+    last = int(within[-1])
+    nxt = min(last + 1, len(population) - 1)
+    n = float(population[nxt])
+    return 1.01 * n / ((output_len - 1) * float(step_ms[last]) + n * 0.99 * work_ms) * 1000.0
+
+
+def evaluate_family(req: SizingRequest, fam: _Family, lazy: bool = False) -> FamilyResult:
+    """Goodput per replica for each cap on running sequences, the replicas the traffic needs, and the
+    options at the rate each replica then runs at. `lazy`: options carry ITL only and a private
+    `_finish` entry; `_finish(option)` fills TTFT and E2E (size does it for the options it returns)."""
+    prep = _prepare(req, fam)
+    return prep if isinstance(prep, FamilyResult) else _evaluate(req, prep, lazy)
+
+
+def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool) -> FamilyResult:
+    t, fam, d, caps, base = req.traffic, prep.fam, prep.d, prep.caps, prep.base
+    m = replica_model(d, workload_for(prep.scenario, d, prep.max_batch), max_population=prep.max_batch)
+    pct = req.slo.percentile
+    capacity, goodput = capacity_and_goodput(m, caps, pct, req.slo.ttft_ms, req.slo.itl_ms)
+    if not (goodput > 0).any():
+        return FamilyResult([], _why_not(m, req), len(caps))
+    price, rent, own = prep.price, prep.rent, prep.own
     layout = sharding(d)
     gpus_per_replica = layout.gpus_per_replica
     demand_tokens_per_s = t.requests_per_s * t.output_len
@@ -351,25 +412,48 @@ def _finish(option: dict[str, Any]) -> None:
                    "e2e_ms": e2e.at(pct), "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50})
 
 
-def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False
-           ) -> tuple[list[dict[str, Any]], list[dict[str, str]], int]:
-    """Every family: (options, infeasible families with their reason, configurations searched)."""
+def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False,
+           prune: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
+    """Every family: (options, infeasible families with their reason, configurations searched, families
+    pruned). `prune`: families go cheapest cost floor first, and one whose floor is above the
+    `max_options`-th cheapest option found so far is skipped: every fleet it gives costs more than every
+    option returned, so the returned options and their Pareto flags are the same as without pruning."""
     rows: list[dict[str, Any]] = []
     infeasible: list[dict[str, str]] = []
-    searched = 0
+    searched = pruned = 0
+    prepared: list[_Prepared] = []
     for fam in _families(req, hints):
-        result = evaluate_family(req, fam, lazy)
-        searched += result.searched
+        prep = _prepare(req, fam)
+        if isinstance(prep, FamilyResult):
+            searched += prep.searched
+            if prep.reason is not None:
+                infeasible.append({"candidate": _label(fam), "reason": prep.reason})
+        else:
+            prepared.append(prep)
+    if prune:
+        prepared.sort(key=lambda p: p.cost_floor_usd_per_hour)
+    cheapest: list[float] = []  # max-heap (negated) of the max_options cheapest $/hour found so far
+    for prep in prepared:
+        searched += len(prep.caps)
+        if prune and len(cheapest) == req.max_options and prep.cost_floor_usd_per_hour > -cheapest[0]:
+            pruned += 1
+            continue
+        result = _evaluate(req, prep, lazy)
         rows.extend(result.options)
+        for o in result.options:
+            if len(cheapest) < req.max_options:
+                heapq.heappush(cheapest, -o["usd_per_hour"])
+            elif o["usd_per_hour"] < -cheapest[0]:
+                heapq.heapreplace(cheapest, -o["usd_per_hour"])
         if result.reason is not None:
-            infeasible.append({"candidate": _label(fam), "reason": result.reason})
-    return rows, infeasible, searched
+            infeasible.append({"candidate": _label(prep.fam), "reason": result.reason})
+    return rows, infeasible, searched, pruned
 
 
 def size(data: Any) -> dict[str, Any]:
     req = data if isinstance(data, SizingRequest) else parse_sizing(data)
     hints = fit_hints(req)
-    rows, infeasible, searched = search(req, hints, lazy=True)
+    rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True)
     rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
     if rows:
         mask = pareto_mask(np.array([r["usd_per_hour"] for r in rows]), np.array([r["itl_ms"] for r in rows]))
@@ -383,6 +467,7 @@ def size(data: Any) -> dict[str, Any]:
     return {
         "searched": searched,
         "feasible": len(rows),
+        "pruned": pruned,
         "options": options,
         "infeasible": infeasible,
         "fit_hints": hints,

@@ -239,7 +239,7 @@ def test_moe_options_with_expert_parallelism_appear_and_count_their_gpus():
 
 
 def test_traffic_shape_reaches_the_serving_model():
-    """Source: invariant of the serving model's queue (Kingman: the wait grows with the arrival CV squared;
+    """Source: invariant: the serving model's queue (Kingman: the wait grows with the arrival CV squared;
     a prefix-cache hit skips that share of each prompt's prefill): for the same family, bursty arrivals
     (arrival_cv 2) never raise the goodput per replica, a 90% prefix-cache hit never lowers it; the option's
     scenario carries the shape in `load` and re-plans to the same p90 TTFT."""
@@ -253,3 +253,26 @@ def test_traffic_shape_reaches_the_serving_model():
     assert bursty["scenario"]["load"]["arrival_cv"] == 2.0 and "arrival_cv" not in poisson["scenario"]["load"]
     p = plan(bursty["scenario"])
     assert p.serving.ttft_ms.p90 == pytest.approx(bursty["ttft_ms"], rel=1e-6)
+
+
+def test_pruning_by_cost_floor_returns_the_same_options():
+    """Source: invariant: a family is skipped only when even its capacity bound (the serving model's
+    lambda(N) at the ITL-capped population) costs more than the max_options-th cheapest option found, so
+    the returned options, their order and their Pareto flags equal the unpruned search's."""
+    from planner.sizing import _finish, parse_sizing, search
+
+    req = parse_sizing({**REQUEST, "gpus": None, "max_options": 12})
+    rows, _, searched, pruned = search(req, lazy=True, prune=True)
+    full, _, searched_full, _ = search(req, lazy=True, prune=False)
+    assert pruned > 0 and searched == searched_full
+
+    def top(found):
+        found.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
+        mask = pareto_mask(np.array([r["usd_per_hour"] for r in found]), np.array([r["itl_ms"] for r in found]))
+        out = []
+        for r, on in list(zip(found, mask, strict=True))[:12]:
+            _finish(r)
+            out.append({**{k: v for k, v in r.items() if k != "scenario"}, "pareto": bool(on)})
+        return out
+
+    assert top(rows) == top(full)
