@@ -5,7 +5,7 @@ worker (counted in TTFT), and the decode worker generates every output token wit
 beside it. Both pools are the plan's serving model (planner.serving), no second copy of its physics:
 
   * Prefill worker: the serving model of the worker's layout with one output token per request (no
-    decode: its prefill queue alone, G/G/1 with Kingman's wait and the traffic's arrival CV). A worker
+    decode: its prefill queue alone, whose wait grows with the traffic's arrival CV). A worker
     runs `attention_dp` prompts at once (one per attention group under EP) and `pp` more in its pipeline:
     each of these slots is one such queue fed 1 / slots of the worker's prompts. Prefill workers = the
     fewest whose TTFT at the objective's percentile, plus the KV transfer and the decode worker's first

@@ -477,7 +477,7 @@ def size(data: Any) -> dict[str, Any]:
                              "(max_num_batched_tokens 8192), Poisson arrivals unless traffic.arrival_cv, fixed "
                              "lengths unless traffic.prompt_len_cv / output_len_cv; goodput = highest "
                              "request rate per replica meeting the objectives; replicas = ceil(traffic / goodput)",
-            "queue": "G/G/1 prefill queue per replica (Kingman wait), ITL from decode and prefill-carrying iterations",
+            "queue": "G/G/1 prefill queue per replica (planner.serving's wait, growing with traffic.arrival_cv), ITL from decode and prefill-carrying iterations",
             "cost_mode": req.cost_mode,
             "engine": "default engine calibrated on NVIDIA GPUs; other vendors' options assume the same "
                       "fraction of peak (calibrate them)",

@@ -108,7 +108,7 @@ def test_fleet_counts_meet_the_objectives():
 
 
 def test_bursty_arrivals_need_at_least_as_many_prefill_workers():
-    """Source: invariant: the serving model's prefill queue (Kingman: the wait grows with arrival_cv^2)."""
+    """Source: invariant: the serving model's prefill queue (its wait grows with arrival_cv)."""
     from planner.disaggregation import TrafficShape
 
     prefill_d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=1, weights="fp8", kv_cache="fp8")

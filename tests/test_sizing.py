@@ -239,7 +239,7 @@ def test_moe_options_with_expert_parallelism_appear_and_count_their_gpus():
 
 
 def test_traffic_shape_reaches_the_serving_model():
-    """Source: invariant: the serving model's queue (Kingman: the wait grows with the arrival CV squared;
+    """Source: invariant: the serving model's queue (its prefill wait grows with the arrival CV;
     a prefix-cache hit skips that share of each prompt's prefill): for the same family, bursty arrivals
     (arrival_cv 2) never raise the goodput per replica, a 90% prefix-cache hit never lowers it; the option's
     scenario carries the shape in `load` and re-plans to the same p90 TTFT."""
