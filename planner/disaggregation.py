@@ -50,6 +50,7 @@ from planner.serving import (
     load_point,
     replica_model,
 )
+from planner.sizing import rate_bound_per_s
 
 
 def kv_transfer_ms(prefill_d: Deployment, decode_d: Deployment, prompt_len: float) -> float:
@@ -222,18 +223,32 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
         if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
             continue
         prefills.setdefault((c.weights, c.kv_cache), []).append((price * w.gpus / w.prompts_per_s, w, c.gpu_key, price))
-    decodes: dict[tuple[str, str], list[tuple[float, DecodeWorker, str, float]]] = {}
+    # decode candidates: cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found
+    # cost less per request than any bound left (planner.sizing's bound, prompt work 0: it is cached)
+    bounded: dict[tuple[str, str], list[tuple[float, PoolCandidate, Deployment, float]]] = {}
     for c in decode_pool:
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
         if d is None or price is None:
             continue
-        dw = decode_worker(d, context_len, shape, itl_slo_ms, percentile)
         searched += 1
-        if dw is None:
+        mem = plan_memory(d, context_len)
+        if not mem.fits:
             continue
-        decodes.setdefault((c.weights, c.kv_cache), []).append(
-            (price * dw.gpus / dw.goodput_per_s, dw, c.gpu_key, price))
+        bound = rate_bound_per_s(d, shape.prompt_len + shape.output_len / 2, mem.max_batch, shape.output_len,
+                                 itl_slo_ms, 0.0)
+        floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
+        bounded.setdefault((c.weights, c.kv_cache), []).append((floor, c, d, price))
+    decodes: dict[tuple[str, str], list[tuple[float, DecodeWorker, str, float]]] = {}
+    for key, candidates in bounded.items():
+        kept: list[tuple[float, DecodeWorker, str, float]] = []
+        for floor, c, d, price in sorted(candidates, key=lambda x: x[0]):
+            if len(kept) >= KEEP_PER_POOL and floor > sorted(k[0] for k in kept)[KEEP_PER_POOL - 1]:
+                break
+            dw = decode_worker(d, context_len, shape, itl_slo_ms, percentile)
+            if dw is not None:
+                kept.append((price * dw.gpus / dw.goodput_per_s, dw, c.gpu_key, price))
+        decodes[key] = kept
     options = []
     demand_tokens_per_s = requests_per_s * output_len
     for key, pre in prefills.items():

@@ -305,14 +305,14 @@ def _prepare(req: SizingRequest, fam: _Family) -> _Prepared | FamilyResult:
     floor = 0.0
     computed = max(round(t.prompt_len * (1.0 - t.prefix_cache_hit)), 1)
     work_ms = float(np.asarray(prefill_chunk_work_ms(d, [float(t.prompt_len)], [float(t.prompt_len - computed)]))[0])
-    rate_bound_per_s = _rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms,
+    bound_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms,
                                          work_ms)
-    if rate_bound_per_s is not None:
-        floor = math.ceil(t.requests_per_s / rate_bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
+    if bound_per_s is not None:
+        floor = math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
     return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own, floor)
 
 
-def _rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int,
+def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int,
                       itl_ms: float, work_ms: float) -> float | None:
     """An upper bound on a replica's goodput (req/s), or None where there is none to give. In the serving
     model lambda(N) = N / ((O - 1) D(N) + N E[W]), which grows with N (N / D(N) does); E[W] >= W at the mean
