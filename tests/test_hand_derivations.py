@@ -60,15 +60,3 @@ def test_mean_ttft_at_a_trickle_is_the_prefill_alone():
     m = replica_model(d, Workload(prompt_len=2000, output_len=400, max_running=64))
     alone_ms = float(prefill(d, 2000).total_ms)
     assert float(mean_ttft_ms(m, load_point(m, 1e-9))) == pytest.approx(alone_ms, rel=0.01)
-
-
-def test_md1_wait_by_hand():
-    """Source: hand: Pollaczek-Khinchine for M/D/1 (the disaggregated prefill pool's queue),
-    W = rho S / (2 (1 - rho)): at 0.005 requests per ms and S = 100 ms, rho = 0.5 and W = 50 ms;
-    at rho = 2 the queue never drains."""
-    import math
-
-    from planner.disaggregation import md1_wait_ms
-
-    assert float(md1_wait_ms(0.005, 100.0)) == pytest.approx(50.0, rel=1e-12)
-    assert math.isinf(float(md1_wait_ms(0.02, 100.0)))

@@ -47,7 +47,6 @@ MUTATIONS: list[tuple[str, str, str]] = [
     ("owned_cost", "owned $/GPU-hour", "planner.ownership:owned_usd_per_gpu_hour"),
     ("speculative", "speculative tokens per round", "planner.speculative:tokens_per_round"),
     ("draft_step", "speculative draft step", "planner.speculative:draft_step_ms"),
-    ("md1_wait", "disaggregation: M/D/1 prefill queue wait", "planner.disaggregation:md1_wait_ms"),
     ("serving_percentiles", "serving: TTFT/ITL/E2E percentiles under load", "planner.serving:quantile"),
     ("serving_mean_ttft", "serving: mean TTFT under load", "planner.serving:mean_ttft_ms"),
     ("serving_goodput", "serving: goodput under a percentile SLO", "planner.serving:goodput_per_ms"),
