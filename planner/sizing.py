@@ -357,7 +357,7 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool) -> FamilyResult:
     for i in np.argsort(-goodput, kind="stable"):  # caps reaching the family's goodput come first
         if goodput[i] <= 0:
             continue
-        replicas = math.ceil(t.requests_per_s / (goodput[i] * 1000.0) * (1 - 1e-12))
+        replicas = max(1, math.ceil(t.requests_per_s / (goodput[i] * 1000.0) * (1 - 1e-12)))  # a denormal rate rounds to 0
         if replicas in seen:  # a larger cap at the same replica count changes nothing the traffic sees
             continue
         if len(seen) == OPTIONS_PER_FAMILY:

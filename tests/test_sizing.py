@@ -278,3 +278,10 @@ def test_pruning_by_cost_floor_returns_the_same_options():
         return out
 
     assert top(rows) == top(full)
+
+
+def test_a_denormal_traffic_still_needs_one_replica():
+    """Source: invariant: any positive traffic needs at least one replica (5e-324 req/s once divided by
+    zero: the replica count rounded to 0; found by tests/test_fuzz.py)."""
+    r = size({**REQUEST, "traffic": {**REQUEST["traffic"], "requests_per_s": 5e-324}, "gpus": ["b200"], "tp": [8]})
+    assert r["options"] and all(o["replicas"] == 1 for o in r["options"])
