@@ -25,14 +25,14 @@ SIZING = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_
 
 def test_bench_sizing_whole_catalog(benchmark):
     """Target: a search over >= 5,000 configurations under 0.5 s in-process."""
-    from planner.sizing import size
+    from planner.serving.sizing import size
 
     result = benchmark(size, SIZING)
     assert result["searched"] >= 5000
 
 
 def test_bench_batch_sweep(benchmark):
-    from planner.sweep import batch_sweep
+    from planner.serving.sweep import batch_sweep
 
     result = benchmark(batch_sweep, SCENARIO)
     assert len(result["batch"]) > 10

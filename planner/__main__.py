@@ -1,5 +1,5 @@
 import sys
 
-from planner.cli import main
+from planner.contract.cli import main
 
 sys.exit(main())

@@ -1,4 +1,4 @@
-"""The oracle: a discrete-event simulation of the scheduler planner/serving.py models, one engine
+"""The oracle: a discrete-event simulation of the scheduler planner/serving/serving.py models, one engine
 iteration at a time (vLLM V1's default: running decodes first, then prompt chunks first come first
 served up to the token budget, at most `max_running` sequences admitted). Same step physics as the
 fast model (latency.decode_step for the decode batch of each iteration, latency.prefill_chunk_work_ms
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.deployment import Deployment
-from planner.latency import decode_step, prefill_chunk_work_ms
-from planner.serving import Workload
+from planner.contract.deployment import Deployment
+from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.serving.serving import Workload
 
 
 @dataclass(frozen=True)

@@ -260,7 +260,7 @@ def test_sizing_link_reproduces_the_search():
                "kv_cache": ["bf16"], "cost_mode": "rent"}
     at = run_app({"size": json.dumps(request)})
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
-    from planner.sizing import size
+    from planner.serving.sizing import size
 
     expected = size(request)
     shown = [m.value for m in at.markdown if "meet both objectives" in m.value][0]
@@ -464,7 +464,7 @@ def test_plan_offers_the_commands_that_deploy_and_benchmark_it():
     """The commands panel (ui/commands_panel.py) appears on request and shows the library's vLLM command.
     Source: ui: the app's behaviour.
     """
-    from planner.commands import command_set, shell_command
+    from planner.contract.commands import command_set, shell_command
 
     at = run_app()
     assert not at.code or all("vllm serve" not in c.value for c in at.code)  # not built until asked
@@ -567,7 +567,7 @@ def test_pins_are_compared_at_one_common_request_rate():
 
 def test_sizing_searches_disaggregated_fleets_and_says_which_mode_wins():
     """Long prompts at 10 req/s (the disaggregation test's case): the page tags options with their mode and
-    states the winner with the planner's reason (planner.serving_modes), and a disaggregated option opens
+    states the winner with the planner's reason (planner.serving.serving_modes), and a disaggregated option opens
     its decode worker in the planner.
     Source: ui: the app's behaviour (issue 12).
     """
@@ -577,7 +577,7 @@ def test_sizing_searches_disaggregated_fleets_and_says_which_mode_wins():
     at = run_app({"size": json.dumps(request)})
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
     assert not at.exception and at.checkbox(key="sz_disagg").value
-    from planner.serving_modes import size_with_modes
+    from planner.serving.serving_modes import size_with_modes
 
     expected = size_with_modes(request)["assumptions"]["modes"]
     assert any(expected["winner"].capitalize() in i.value for i in at.info)

@@ -1,11 +1,11 @@
-"""What the charts draw (planner/chart_data.py) and what would fit (the plan's fit_alternatives section)."""
+"""What the charts draw (planner/contract/chart_data.py) and what would fit (the plan's fit_alternatives section)."""
 
 from __future__ import annotations
 
 import pytest
 
 from planner import plan
-from planner.chart_data import chart_data
+from planner.contract.chart_data import chart_data
 
 H100_70B_FP8 = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
                 "context_len": 8192, "prompt_len": 2000, "output_len": 400}
@@ -49,7 +49,7 @@ def test_operating_points_never_sit_above_the_roof(scenario):
 def test_memory_stack_fills_the_engine_cap_below_the_device_total():
     """The stack (weights, activations, non-torch, graphs, KV, free) adds up to the utilization cap, which is
     0.9 of what the framework sees and below the device total; every part is non-negative.
-    Source: invariant: the parts partition the engine's cap (vLLM's accounting, planner.engine_memory).
+    Source: invariant: the parts partition the engine's cap (vLLM's accounting, planner.physics.engine_memory).
     """
     c = chart_data(H100_70B_FP8)
     m = c.memory
@@ -89,7 +89,7 @@ def test_serving_charts_use_the_plans_own_replica_model():
     """Source: invariant: the serving charts and the plan are one model (issue 9): with `batch` below the
     max batch, the chart's capacity is the plan's, and a point of the p99-vs-rate curve plans (at its
     rate) to the same p99 TTFT and ITL."""
-    from planner.chart_data import serving_series
+    from planner.contract.chart_data import serving_series
 
     s = {**H100_70B_FP8, "batch": 64, "load": {"request_rate": 2.0}}
     series = serving_series(s, plan(s))

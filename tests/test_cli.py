@@ -112,7 +112,7 @@ def test_models_lists_presets_with_param_counts():
 def cli_inproc(*args: str, stdin: str = "") -> tuple[int, str, str]:
     import io
 
-    from planner.cli import main
+    from planner.contract.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     rc = main(list(args), stdin=io.StringIO(stdin), stdout=out, stderr=err)
@@ -241,7 +241,7 @@ def test_sizing_library_call_with_python_infinity_is_refused():
 
     Source: contract: ranges hold for library callers too (no JSON parser in between)."""
     from planner import ScenarioError
-    from planner.sizing import size
+    from planner.serving.sizing import size
 
     with pytest.raises(ScenarioError, match="ownership.capex_usd_per_gpu"):
         size({**SIZING, "ownership": {"capex_usd_per_gpu": float("inf")}})

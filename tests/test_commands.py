@@ -1,4 +1,4 @@
-"""Engine and benchmark commands from a plan (planner/commands.py), checked against each engine's
+"""Engine and benchmark commands from a plan (planner/contract/commands.py), checked against each engine's
 documented command line (data/reference/engine_cli_flags.json: names, defaults and accepted values
 collected from the engines' docs and argument parsers, sources in the file)."""
 
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.commands import (
+from planner.contract.commands import (
     ENGINES,
     HEALTH_PATH,
     command_set,
@@ -25,8 +25,8 @@ from planner.commands import (
     manifest_object,
     render,
 )
-from planner.errors import ScenarioError
-from planner.planning import plan_dict
+from planner.contract.errors import ScenarioError
+from planner.contract.planning import plan_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = json.loads((ROOT / "data" / "reference" / "engine_cli_flags.json").read_text())
@@ -274,8 +274,8 @@ def test_expected_sheet_matches_the_plan():
     request throughput = batch / E2E (Little's law); output throughput = that x output_len.
     Source: invariant: the expected sheet carries the plan's own figures.
     """
-    from planner.commands import expected_figures
-    from planner.scenario import parse_scenario
+    from planner.contract.commands import expected_figures
+    from planner.contract.scenario import parse_scenario
 
     s = {"model": "qwen3-8b", "gpu": "h100-sxm", "batch": 8, "prompt_len": 512, "output_len": 128}
     p = {**plan_dict(s), "serving": None}  # the batch-step path (a serving section takes precedence)
@@ -441,7 +441,7 @@ def test_cli_bad_input_is_one_line_exit_2(args, stdin, message):
 def test_every_sizing_option_has_documented_commands():
     """Source: docs: each engine's documented CLI (data/reference/engine_cli_flags.json), for the options of
     data/examples/llama70b_sizing.json; each option's batch is its --max-num-seqs and tp its TP flag."""
-    from planner.sizing import size
+    from planner.serving.sizing import size
 
     options = size(json.loads((ROOT / "data" / "examples" / "llama70b_sizing.json").read_text()))["options"]
     assert options
@@ -458,8 +458,8 @@ def test_expected_figures_follow_the_plans_serving_section():
     """Source: hand: with a serving section (values set here), each benchmark line is the section's figure;
     the band is the plan's TTFT or ITL band as factors of its estimate (ttft_band / ttft x value), and
     throughput takes the inverse ITL factors."""
-    from planner.commands import expected_figures
-    from planner.scenario import parse_scenario
+    from planner.contract.commands import expected_figures
+    from planner.contract.scenario import parse_scenario
 
     s = {"model": "qwen3-8b", "gpu": "h100-sxm", "load": {"request_rate": 2.0}}
     plan = plan_dict(s)
@@ -490,7 +490,7 @@ def test_every_preset_names_the_repository_its_config_comes_from():
     `vllm serve` loads) is that repository."""
     import re
 
-    from planner.presets import load_presets, preset_hf_id
+    from planner.model.presets import load_presets, preset_hf_id
 
     for model_id, spec in load_presets().items():
         repo = re.match(r"https://huggingface.co/([^/]+/[^/]+)/", spec.source or "")

@@ -1,4 +1,4 @@
-"""A `vllm bench serve --save-result` run compared with its plan (planner/bench_compare.py).
+"""A `vllm bench serve --save-result` run compared with its plan (planner/contract/bench_compare.py).
 
 The example run (data/examples/vllm_bench_qwen3_8b_h100.json) carries the figures GPUStack published
 for vLLM v0.11.0, Qwen3-8B bf16 on one H100 SXM at concurrency 1: median TPOT 7.28 ms, median TTFT
@@ -14,9 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.bench_compare import compare_bench, comparison_dict, comparison_text, scenario_at_bench_point
-from planner.errors import ScenarioError
-from planner.planning import plan_dict
+from planner.contract.bench_compare import (
+    compare_bench,
+    comparison_dict,
+    comparison_text,
+    scenario_at_bench_point,
+)
+from planner.contract.errors import ScenarioError
+from planner.contract.planning import plan_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = json.loads((ROOT / "data" / "examples" / "vllm_bench_qwen3_8b_h100.json").read_text())

@@ -9,8 +9,8 @@ from urllib.parse import parse_qsl
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.bench_compare import compare_bench
-from planner.commands import command_set, shell_command
+from planner.contract.bench_compare import compare_bench
+from planner.contract.commands import command_set, shell_command
 from ui.commands_panel import MAX_BENCH_BYTES, calibrated_link
 from ui.links import scenario_from_query
 

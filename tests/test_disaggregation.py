@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner import ScenarioError
-from planner.disaggregation import decode_worker, kv_transfer_ms, prefill_worker, size_fleet
-from planner.scenario import parse_scenario, resolve
-from planner.serving_modes import size_with_modes
+from planner.contract.scenario import parse_scenario, resolve
+from planner.serving.disaggregation import decode_worker, kv_transfer_ms, prefill_worker, size_fleet
+from planner.serving.serving_modes import size_with_modes
 
 
 def deployment(**scenario):
@@ -39,14 +39,14 @@ def test_mla_transfer_is_small():
 
 
 def test_prefill_worker_capacity_follows_its_slots():
-    """The prefill worker is the serving model's prefill queue (planner.serving, no decode): one prompt's
+    """The prefill worker is the serving model's prefill queue (planner.serving.serving, no decode): one prompt's
     service is S = W + n D(0) / C with W = prefill(P) - D(0) (the extra time a whole prompt adds to an empty
     iteration), n = P = 2,000 prompt tokens and C = 8,192 - 0 the iteration's token budget, so one queue's
     capacity is 1 / (prefill(P) - D(0) (1 - 2000 / 8192)). A dense tp 8 worker is one such queue; a pp 2
     worker two (one prompt per stage); an EP 8 worker with tp 1 eight (one per attention group).
 
-    Source: hand: the derivation above, from planner.serving's documented prefill queue."""
-    from planner.latency import decode_step, prefill
+    Source: hand: the derivation above, from planner.serving.serving's documented prefill queue."""
+    from planner.physics.latency import decode_step, prefill
 
     def one_queue_per_s(d):
         d0 = float(decode_step(d, 0.0, 2000.0).total_ms)
@@ -66,14 +66,14 @@ def test_prefill_worker_capacity_follows_its_slots():
 
 def test_pools_at_a_trickle_are_the_step_physics():
     """At a trickle the serving model's prefill worker answers in one iteration carrying the whole prompt,
-    which lasts exactly prefill(P) (planner.latency.prefill_chunk_work_ms), plus the engine's TTFT overhead;
+    which lasts exactly prefill(P) (planner.physics.latency.prefill_chunk_work_ms), plus the engine's TTFT overhead;
     the decode worker holds almost no sequences, so a token sees a batch of 1 + Poisson(~0) = 1 and its ITL
     is decode_step(1) at the mean context P + O / 2 = 2,200 (its one computed prompt token adds < 1%).
 
     Source: hand: the two limits above."""
-    from planner.disaggregation import TrafficShape
-    from planner.latency import decode_step, prefill
-    from planner.serving import latency_percentiles, load_point
+    from planner.physics.latency import decode_step, prefill
+    from planner.serving.disaggregation import TrafficShape
+    from planner.serving.serving import latency_percentiles, load_point
 
     d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, weights="fp8", kv_cache="fp8")
     shape = TrafficShape(2000, 400)
@@ -91,8 +91,8 @@ def test_fleet_counts_meet_the_objectives():
     objective: one fewer would miss it or saturate.
 
     Source: hand: the two ceilings stated above."""
-    from planner.disaggregation import TrafficShape
-    from planner.serving import latency_percentiles, load_point
+    from planner.serving.disaggregation import TrafficShape
+    from planner.serving.serving import latency_percentiles, load_point
 
     d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, weights="fp8", kv_cache="fp8")
     shape = TrafficShape(2000, 400)
@@ -109,7 +109,7 @@ def test_fleet_counts_meet_the_objectives():
 
 def test_bursty_arrivals_need_at_least_as_many_prefill_workers():
     """Source: invariant: the serving model's prefill queue (its wait grows with arrival_cv)."""
-    from planner.disaggregation import TrafficShape
+    from planner.serving.disaggregation import TrafficShape
 
     prefill_d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=1, weights="fp8", kv_cache="fp8")
     decode_d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, weights="fp8", kv_cache="fp8")
@@ -127,7 +127,7 @@ def test_bursty_arrivals_need_at_least_as_many_prefill_workers():
 @given(rate=st.floats(0.5, 200.0), more=st.floats(1.0, 4.0))
 def test_more_traffic_never_fewer_workers(rate, more):
     """Source: invariant"""
-    from planner.disaggregation import TrafficShape
+    from planner.serving.disaggregation import TrafficShape
 
     shape = TrafficShape(1000, 300)
     p = prefill_worker(deployment(model="llama-3.1-8b", gpu="h100-sxm", weights="fp8"), shape)

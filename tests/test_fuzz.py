@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_catalog import load_catalog
-from planner.cli import main
-from planner.hf_import import SUPPORTED_MODEL_TYPES
-from planner.presets import load_presets
+from planner.contract.cli import main
+from planner.model.hf_import import SUPPORTED_MODEL_TYPES
+from planner.model.presets import load_presets
 
 GPUS = list(load_catalog())
 MODELS = list(load_presets())

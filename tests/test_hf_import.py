@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner import ScenarioError, plan
-from planner.hf_import import SUPPORTED_MODEL_TYPES, model_from_hf_config
-from planner.model_shapes import active_params, param_counts
+from planner.model.hf_import import SUPPORTED_MODEL_TYPES, model_from_hf_config
+from planner.model.model_shapes import active_params, param_counts
 
 # Abridged official config.json values (the fields the planner reads), per family.
 CONFIGS = {
@@ -50,7 +50,7 @@ def test_import_matches_the_preset(preset):
     """Source: model-card: the imported config's totals against the official parameter counts (test_model_shapes)."""
     from test_model_shapes import OFFICIAL_TOTAL_B
 
-    from planner.presets import load_presets
+    from planner.model.presets import load_presets
 
     imported = model_from_hf_config(CONFIGS[preset])
     reference = load_presets()[preset]
@@ -112,7 +112,7 @@ def fixture(name: str) -> dict:
 def test_real_config_imports_as_its_preset(name, preset):
     """Source: model-card: each checkpoint's config.json against the preset written from the same
     config (models.toml): same parameter count, active parameters, windowed layers and MLA."""
-    from planner.presets import load_presets
+    from planner.model.presets import load_presets
 
     imported = model_from_hf_config(fixture(name))
     reference = load_presets()[preset]

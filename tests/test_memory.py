@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from planner import plan
-from planner.memory import (
+from planner.model.precision import bits_per_value
+from planner.model.presets import load_presets
+from planner.physics.memory import (
     kv_bytes_per_sequence_per_gpu,
     kv_bytes_per_token,
     kv_bytes_per_token_per_gpu,
     weight_bytes_total,
 )
-from planner.precision import bits_per_value
-from planner.presets import load_presets
 
 P = load_presets()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from planner import plan
-from planner.model_shapes import active_params, param_counts
-from planner.presets import load_presets
+from planner.model.model_shapes import active_params, param_counts
+from planner.model.presets import load_presets
 
 P = load_presets()
 
@@ -54,7 +54,7 @@ def test_mxfp4_checkpoint_keeps_attention_in_bf16():
     """Source: hand: gpt-oss-120b's config keeps self_attn unconverted: 36 layers x (2880 x 64 x 64 x 2 +
     2 x 2880 x 8 x 64) = 0.96e9 attention weights at 2 B instead of 0.5625 B add 1.38 GB over all-fp4 storage."""
     m = P["gpt-oss-120b"]
-    from planner.memory import weight_bytes_total
+    from planner.physics.memory import weight_bytes_total
 
     all_fp4 = weight_bytes_total(m.model_copy(update={"quantized_scope": "all"}), "fp4")
     scoped = weight_bytes_total(m, "fp4")

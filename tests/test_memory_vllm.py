@@ -1,4 +1,4 @@
-"""vLLM's start-up memory rules (planner.engine_memory) against public start-up logs and by hand.
+"""vLLM's start-up memory rules (planner.physics.engine_memory) against public start-up logs and by hand.
 
 Reference set and method: data/reference/vllm_startup_logs.csv/.md. Nothing is fitted per case.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from planner import plan
-from planner.engine_memory import format_log_lines
+from planner.physics.engine_memory import format_log_lines
 from tools.vllm_log_accuracy import BUDGET_ABS_GIB, BUDGET_REL, TOKENS_REL, evaluate_row, load_rows
 
 ROWS = load_rows()
@@ -49,8 +49,8 @@ def test_qwen3_14b_concurrency_line_from_the_logged_budget():
     """Source: published: LMCache#1739 start-up lines; block arithmetic by hand below."""
     # LMCache#1739: 6.51 GiB -> 42,656 tokens and 1.30x at 32,768. By hand: one 16-token block of one
     # layer is 16 x 2 x 8 heads x 128 x 2 B = 65,536 B; 6.51 GiB // 65,536 // 40 layers = 2,666 blocks.
-    from planner.engine_memory import kv_tokens_and_concurrency
-    from planner.presets import load_presets
+    from planner.model.presets import load_presets
+    from planner.physics.engine_memory import kv_tokens_and_concurrency
 
     blocks, tokens, concurrency, _, page = kv_tokens_and_concurrency(
         load_presets()["qwen3-14b"], 1, "bf16", 6.51, 16, 32768, 8192)
@@ -122,8 +122,8 @@ def test_sglang_pool_tokens_from_its_logged_k_and_v_sizes():
     """Source: published: vllm#21348 SGLang line for Qwen3-235B-A22B-FP8 at TP 4 ("#tokens: 367404, K size:
     8.23 GB, V size: 8.23 GB"). By hand: one token of all 94 layers on one GPU is 1 KV head x 128 x 2 x 2 B x 94 =
     48,128 B; 16.46 GiB / 48,128 B = 367,2xx tokens (the logged sizes are rounded to 0.01)."""
-    from planner.engine_memory import format_sglang_log_line, sglang_cell_bytes
-    from planner.presets import load_presets
+    from planner.model.presets import load_presets
+    from planner.physics.engine_memory import format_sglang_log_line, sglang_cell_bytes
 
     cell = sglang_cell_bytes(load_presets()["qwen3-235b-a22b"], 4, "bf16")
     assert cell == 48_128
@@ -150,7 +150,7 @@ def test_trtllm_pool_is_the_fraction_of_free_memory_after_loading():
     63.43 GiB, 259,840 tokens = 4,060 blocks of 64 (kvCacheManager getMaxNumTokens: fraction x free)."""
     assert pytest.approx(63.44, abs=0.01) == 0.9 * 70.48
     assert 259_840 == 4060 * 64
-    from planner.engine_memory import format_trtllm_log_lines
+    from planner.physics.engine_memory import format_trtllm_log_lines
 
     lines = format_trtllm_log_lines(79.10, 70.48, 63.44, 259_840)
     assert lines == ("Memory usage when calculating max tokens in paged kv cache: total: 79.10 GiB, available: 70.48 GiB",

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import planner.parallelism as parallelism
+import planner.hardware.parallelism as parallelism
 from gpu_catalog import GpuSpec, load_catalog
 from planner import ScenarioError, plan
-from planner.communication import ep_alltoall_ms, tp_allreduce_ms
-from planner.memory import plan_memory, weight_bytes_total
-from planner.model_shapes import param_counts
-from planner.parallelism import link_for_group, sharding
-from planner.scenario import parse_scenario, resolve
+from planner.contract.scenario import parse_scenario, resolve
+from planner.hardware.communication import ep_alltoall_ms, tp_allreduce_ms
+from planner.hardware.parallelism import link_for_group, sharding
+from planner.model.model_shapes import param_counts
+from planner.physics.memory import plan_memory, weight_bytes_total
 
 CATALOG = load_catalog()
 

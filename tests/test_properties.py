@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from gpu_catalog import load_catalog
 from planner import plan, plan_dict
-from planner.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, bits_per_value
-from planner.presets import load_presets
+from planner.model.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, bits_per_value
+from planner.model.presets import load_presets
 
 GPUS = list(load_catalog())
 MODELS = list(load_presets())
@@ -134,7 +134,7 @@ def test_ridge_crossing_is_where_the_regime_flips(s):
        st.floats(100.0, 5000.0), st.floats(10.0, 200.0))
 def test_sizing_options_always_meet_objectives_and_replan_consistently(model, rps, prompt, output, ttft, itl):
     """Source: invariant: sizing options meet the objectives, cover the traffic and re-plan to the same ITL."""
-    from planner.sizing import size
+    from planner.serving.sizing import size
 
     request = {"model": model, "traffic": {"requests_per_s": rps, "prompt_len": prompt, "output_len": output},
                "slo": {"ttft_ms": ttft, "itl_ms": itl}, "gpus": ["h100-sxm", "l40s"], "tp": [1, 4],

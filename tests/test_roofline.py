@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 from planner import plan
-from planner.latency import decode_step, prefill
-from planner.roofline import decode_work, prefill_work
-from planner.scenario import parse_scenario, resolve
+from planner.contract.scenario import parse_scenario, resolve
+from planner.physics.latency import decode_step, prefill
+from planner.physics.roofline import decode_work, prefill_work
 
 MATMUL_PARAMS = 7_504_658_432
 HEAD_PARAMS = 525_336_576
@@ -61,7 +61,7 @@ def test_prefill_flops_and_bytes():
 
 
 def test_prefill_activation_bytes_follow_the_stated_convention():
-    """Source: hand: planner/roofline.py's convention, each GEMM's input and output pass through HBM in
+    """Source: hand: planner/physics/roofline.py's convention, each GEMM's input and output pass through HBM in
     bf16: per token and layer 6 x 4,096 (residual stream, norms) + 2 x (4,096 + 2 x 1,024) (QKV in/out)
     + 2 x 4,096 (attention out) + 3 x 14,336 (MLP) = 88,064 values; 2,048 tokens x 32 layers x 2 B
     = 11,542,724,608 B."""
@@ -133,7 +133,7 @@ def test_speculative_draft_step_by_hand():
     """Source: hand: a 1e9-parameter bf16 draft beside Llama-3.1-70B at TP 4 on H100, ideal engine: at batch 1
     it streams 1e9 x 2 B / 4 = 0.5 GB per GPU in 0.5e9 / 3.35e12 s = 0.149254 ms; at batch 2,048 its
     GEMMs, 2 x 1e9 x 2,048 / 4 = 1.024e12 FLOPs at 989.4 TFLOP/s = 1.034971 ms, outweigh the read."""
-    from planner.speculative import draft_step_ms
+    from planner.physics.speculative import draft_step_ms
 
     d = resolve(parse_scenario({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "efficiency": "ideal"}))
     assert float(draft_step_ms(d, 1e9, 1)) == pytest.approx(0.149254, rel=1e-5)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from planner import plan
-from planner.communication import ring_allreduce_volume_factor
-from planner.speculative import tokens_per_round
+from planner.hardware.communication import ring_allreduce_volume_factor
+from planner.physics.speculative import tokens_per_round
 
 
 def test_llama70b_tp8_fp16_memory(seed_scenario):
@@ -119,15 +119,15 @@ def test_ring_allreduce_factor_tp8():
 
 def test_cost_back_solves_config_a_price():
     """Source: seed: item 18, 8 GPUs at 50 tok/s and $0.12 per 1k tokens imply $2.70 per GPU-hour."""
-    from planner.cost import usd_per_million_output_tokens
+    from planner.economics.cost import usd_per_million_output_tokens
 
     assert usd_per_million_output_tokens(8, 2.70, 50.0) == pytest.approx(120.0, rel=1e-9)
 
 
 def test_paged_attention_and_int8_kv_multiply_to_4_8x():
     """Source: seed: item 20, 2-4x times 2x is 4-8x, not 8-16x: KV bytes halve from bf16 to int8."""
-    from planner.memory import kv_bytes_per_token
-    from planner.presets import load_presets
+    from planner.model.presets import load_presets
+    from planner.physics.memory import kv_bytes_per_token
 
     m = load_presets()["llama-3.1-70b"]
     assert kv_bytes_per_token(m, "bf16") / kv_bytes_per_token(m, "int8") == pytest.approx(2.0)

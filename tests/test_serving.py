@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner import plan
-from planner.memory import plan_memory
-from planner.planning import workload_for
-from planner.scenario import parse_scenario, resolve
-from planner.serving import goodput_per_ms, load_point, meets_objective, replica_model
+from planner.contract.planning import workload_for
+from planner.contract.scenario import parse_scenario, resolve
+from planner.physics.memory import plan_memory
+from planner.serving.serving import goodput_per_ms, load_point, meets_objective, replica_model
 
 # The seed's default scenario (issue 9's worked example).
 DEFAULT = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
@@ -213,7 +213,7 @@ def test_waiting_probability_matches_gi_m_1_roots():
     Gamma arrivals of CV 2 at rho 0.1: sigma = (1 + 40 (1 - sigma))^-0.25 -> 0.4583 (check: 1 + 40 x 0.5417
     = 22.668, ln 3.1209, x 0.25 = 0.7802, e^-0.7802 = 0.4583)
     (a fixed rho would say 0.1: clumped arrivals wait far more often)."""
-    from planner.serving import waiting_probability
+    from planner.serving.serving import waiting_probability
 
     assert waiting_probability(np.array([0.1, 0.5, 0.9]), 1.0) == pytest.approx([0.1, 0.5, 0.9], rel=1e-9)
     assert float(waiting_probability(np.array(0.5), 0.0)) == pytest.approx(0.2032, abs=2e-4)
@@ -223,7 +223,7 @@ def test_waiting_probability_matches_gi_m_1_roots():
 def test_gap_cdf_matches_closed_forms():
     """Source: hand: Poisson gaps: P(gap <= t) = 1 - e^(-lambda t) (lambda t = 1: 0.632121). Gamma gaps of
     CV^2 0.5 (Erlang-2, rate 2 lambda): 1 - e^-x (1 + x) with x = 2 lambda t; lambda t = 1: 1 - 3 e^-2 = 0.593994."""
-    from planner.serving import gap_cdf
+    from planner.serving.serving import gap_cdf
 
     assert float(gap_cdf(np.array(0.5), np.array(2.0), 1.0)) == pytest.approx(0.632121, abs=1e-6)
     assert float(gap_cdf(np.array(0.5), np.array(2.0), math.sqrt(0.5))) == pytest.approx(0.593994, abs=1e-6)
@@ -233,7 +233,7 @@ def test_window_counts_of_clumped_arrivals_match_a_renewal_simulation():
     """Source: invariant: a gamma renewal process (CV 2) simulated with numpy: the share of windows of
     length 0.2 x the mean gap that see no arrival, against window_counts' P(0); and the counts keep the
     mean lambda x window."""
-    from planner.serving import window_counts
+    from planner.serving.serving import window_counts
 
     rng = np.random.default_rng(3)
     arrivals = np.cumsum(rng.gamma(0.25, 4.0, 400_000))  # mean gap 1, CV 2

@@ -1,4 +1,4 @@
-"""The fast serving model (planner.serving) against the discrete-event oracle (tests/serving_oracle.py):
+"""The fast serving model (planner.serving.serving) against the discrete-event oracle (tests/serving_oracle.py):
 the same scheduler and step times, real random arrivals and lengths. Issue 9 asks for agreement within
 10% on p50 and 15% on p99 of TTFT and ITL from 10% to 90% of capacity. Points where the queueing
 approximation does not reach it are listed in KNOWN_GAPS with the reason and run as strict xfails, so
@@ -11,9 +11,9 @@ from functools import cache
 import pytest
 from serving_oracle import simulate  # tests/ is on the path (pytest rootdir, no package)
 
-from planner.memory import plan_memory
-from planner.scenario import parse_scenario, resolve
-from planner.serving import Workload, latency_percentiles, load_point, replica_model
+from planner.contract.scenario import parse_scenario, resolve
+from planner.physics.memory import plan_memory
+from planner.serving.serving import Workload, latency_percentiles, load_point, replica_model
 
 REQUESTS = 6000
 # (name, scenario, arrival_cv, prompt_len_cv, output_len_cv)

@@ -14,8 +14,8 @@ import pytest
 
 from gpu_catalog import get_gpu
 from planner import ScenarioError, plan
-from planner.ownership import OwnershipCosts, break_even_utilization, owned_usd_per_gpu_hour
-from planner.sizing import pareto_mask, size
+from planner.economics.ownership import OwnershipCosts, break_even_utilization, owned_usd_per_gpu_hour
+from planner.serving.sizing import pareto_mask, size
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUEST = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 5.0, "prompt_len": 2000, "output_len": 400},
@@ -220,10 +220,10 @@ MOE = {"model": "qwen3-235b-a22b", "traffic": {"requests_per_s": 20.0, "prompt_l
 
 def test_moe_options_with_expert_parallelism_appear_and_count_their_gpus():
     """Source: hand: EP 8 with TP 1 places Qwen3-235B's routed experts on 8 GPUs with attention data-parallel
-    over them (planner.parallelism's layout: max(tp, ep) x pp GPUs), so a replica is 8 GPUs although
+    over them (planner.hardware.parallelism's layout: max(tp, ep) x pp GPUs), so a replica is 8 GPUs although
     tp x pp = 1; the launch commands for that option count the same 8 GPUs. TP 1 alone holds 236 GB of fp8
     weights on one 141 GB H200 and cannot fit."""
-    from planner.commands import command_set
+    from planner.contract.commands import command_set
 
     r = size(MOE)
     ep8 = [o for o in r["options"] if o["ep"] == 8 and o["tp"] == 1]
@@ -261,7 +261,7 @@ def test_pruning_by_cost_floor_returns_the_same_options():
     """Source: invariant: a family is skipped only when even its capacity bound (the serving model's
     lambda(N) at the ITL-capped population) costs more than the max_options-th cheapest option found, so
     the returned options, their order and their Pareto flags equal the unpruned search's."""
-    from planner.sizing import _finish, parse_sizing, search
+    from planner.serving.sizing import _finish, parse_sizing, search
 
     req = parse_sizing({**REQUEST, "gpus": None, "max_options": 12})
     rows, _, searched, pruned = search(req, lazy=True, prune=True)

@@ -22,7 +22,8 @@ def _imports(path: Path) -> set[str]:
 
 
 def _graph() -> dict[str, set[str]]:
-    modules = {f"planner.{p.stem}": p for p in PLANNER.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    modules = {".".join(("planner", *p.relative_to(PLANNER).with_suffix("").parts)): p
+               for p in PLANNER.rglob("*.py") if p.stem not in ("__init__", "__main__")}
     return {name: {m for m in _imports(path) if m in modules and m != name} for name, path in modules.items()}
 
 
@@ -56,8 +57,8 @@ def test_planner_modules_have_no_import_cycle():
     """Source: invariant: the planner's import graph (lazy imports included) is acyclic, e.g.
     calibration -> scenario -> calibration is gone (the fit lives in calibration_fit)."""
     graph = _graph()
-    assert "planner.calibration" in graph and "planner.scenario" in graph
-    assert "planner.scenario" not in graph["planner.calibration"]
+    assert "planner.physics.calibration" in graph and "planner.contract.scenario" in graph
+    assert "planner.contract.scenario" not in graph["planner.physics.calibration"]
     assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
 
 
@@ -72,8 +73,8 @@ def test_parameter_counts_are_computed_once_per_plan(monkeypatch):
     latency and the plan's header read them from it (issue 13 item 10: it was 13 calls per plan)."""
     import sys
 
-    import planner.model_shapes as shapes
-    from planner.planning import plan_dict
+    import planner.model.model_shapes as shapes
+    from planner.contract.planning import plan_dict
 
     calls = []
     original = shapes.param_counts

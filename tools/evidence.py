@@ -15,9 +15,9 @@ from typing import Any
 
 from gpu_catalog import get_gpu
 from planner import plan
-from planner.latency import decode_step, prefill
-from planner.load import itl_under_concurrency
-from planner.scenario import parse_scenario, resolve
+from planner.contract.scenario import parse_scenario, resolve
+from planner.physics.latency import decode_step, prefill
+from planner.serving.load import itl_under_concurrency
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED_CSV = ROOT / "data" / "reference" / "measured_published.csv"

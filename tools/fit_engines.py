@@ -4,7 +4,7 @@ and planner/data/error_bands.json.
 
     python3 tools/fit_engines.py            # then python3 tools/accuracy_report.py for docs/ACCURACY.md
 
-1. Physics ("graph"): the constants of planner/latency.py fitted on our compiled-step measurements
+1. Physics ("graph"): the constants of planner/physics/latency.py fitted on our compiled-step measurements
    (data/measurements/*physics*.json: H100 and H200, decode steps and prefills of many shapes,
    precisions, batches and contexts), minimizing the squared log error. Validation leaves one model
    SHAPE out at a time (all its TP slices, precisions, batches and GPUs), refits, and predicts it:
@@ -31,10 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpu_catalog import get_gpu  # noqa: E402
-from planner.engines import ENGINE_TERMS, ENGINES, PROFILES_PATH  # noqa: E402
-from planner.precision import bits_per_value  # noqa: E402
-from planner.roofline import decode_work, prefill_work  # noqa: E402
-from planner.scenario import parse_scenario, resolve  # noqa: E402
+from planner.contract.scenario import parse_scenario, resolve  # noqa: E402
+from planner.model.precision import bits_per_value  # noqa: E402
+from planner.physics.engines import ENGINE_TERMS, ENGINES, PROFILES_PATH  # noqa: E402
+from planner.physics.roofline import decode_work, prefill_work  # noqa: E402
 from tools.fit_calibration import nelder_mead  # noqa: E402
 
 MEASUREMENTS = ROOT / "data" / "measurements"
@@ -109,8 +109,8 @@ def scenario_for(r: dict, kind: str, gpu_id: str) -> dict:
 
 
 class Arrays:
-    """Work terms of each row from planner/roofline.py, so fitting is vectorized; `predict` is checked
-    against planner/latency.py row by row (check_against_planner)."""
+    """Work terms of each row from planner/physics/roofline.py, so fitting is vectorized; `predict` is checked
+    against planner/physics/latency.py row by row (check_against_planner)."""
 
     def __init__(self, rows: list[Row]):
         cols: dict[str, list[float]] = {k: [] for k in (

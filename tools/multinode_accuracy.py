@@ -17,10 +17,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import planner.parallelism as parallelism  # noqa: E402
-from planner.communication import ep_alltoall_ms  # noqa: E402
-from planner.latency import decode_step, prefill  # noqa: E402
-from planner.scenario import parse_scenario, resolve  # noqa: E402
+import planner.hardware.parallelism as parallelism  # noqa: E402
+from planner.contract.scenario import parse_scenario, resolve  # noqa: E402
+from planner.hardware.communication import ep_alltoall_ms  # noqa: E402
+from planner.physics.latency import decode_step, prefill  # noqa: E402
 
 CSV = ROOT / "data" / "reference" / "multinode_published.csv"
 

@@ -16,10 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_catalog import GpuSpec, load_catalog
-from planner.deployment import Deployment
-from planner.efficiency import ideal
-from planner.engine_memory import DRIVER_RESERVED_GIB, GIB, kv_tokens_and_concurrency, plan_engine_memory
-from planner.presets import load_presets
+from planner.contract.deployment import Deployment
+from planner.model.presets import load_presets
+from planner.physics.efficiency import ideal
+from planner.physics.engine_memory import (
+    DRIVER_RESERVED_GIB,
+    GIB,
+    kv_tokens_and_concurrency,
+    plan_engine_memory,
+)
 
 CSV_PATH = Path(__file__).resolve().parents[1] / "data" / "reference" / "vllm_startup_logs.csv"
 GPU_IDS = {"H100 80GB": "h100-sxm", "A100 80GB": "a100-sxm-80gb", "L40S 48GB": "l40s"}
@@ -93,7 +98,7 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
         e = plan_engine_memory(d, mml or 4096, mnbt, 16, max_num_seqs=seqs, vllm_version=row["vllm_version"])
         budget_model, weights_model = e.kv_budget_gib, e.weights_gib
     elif gpu is not None or row["weights"]:
-        from planner.engine_memory import weights_gib_per_gpu
+        from planner.physics.engine_memory import weights_gib_per_gpu
 
         d = Deployment(model=model, gpu=gpu or load_catalog()["h100-sxm"], tp=tp, weights=row["weights"],
                        kv_cache=row["kv_cache"], compute="bf16", efficiency=ideal(), memory_utilization=0.9,

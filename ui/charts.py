@@ -1,6 +1,6 @@
 """Vega-Lite chart specs, written as plain dicts: building them through Altair cost ~120 ms of server
 time per rerun (schema objects and validation), these cost under a millisecond. The numbers come from
-planner/chart_data.py (and the planner's sweeps); this module only lays them out.
+planner/contract/chart_data.py (and the planner's sweeps); this module only lays them out.
 
 Conventions: log axes get ticks at powers of ten only; a legend never truncates its labels; the
 title sits above the plot with room for it.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from planner.chart_data import ChartData, ServingSeries
+from planner.contract.chart_data import ChartData, ServingSeries
 
 PALETTE = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d"]
 GREY = "#b0b0b0"

@@ -1,6 +1,6 @@
 """The plan's commands (launch, benchmark, files to download) and a benchmark result set beside the plan.
 
-Layout only: every command, figure and comparison comes from planner.commands / planner.bench_compare.
+Layout only: every command, figure and comparison comes from planner.contract.commands / planner.contract.bench_compare.
 The ui helper places these panels in app.py.
 """
 
@@ -13,8 +13,8 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from planner.bench_compare import BenchComparison, compare_bench
-from planner.commands import (
+from planner.contract.bench_compare import BenchComparison, compare_bench
+from planner.contract.commands import (
     ENGINES,
     command_set,
     expected_sheet,
@@ -23,7 +23,7 @@ from planner.commands import (
     render,
     shell_command,
 )
-from planner.errors import ScenarioError
+from planner.contract.errors import ScenarioError
 from ui.links import scenario_to_query
 from ui.text import plain
 

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from planner import ScenarioError, plan
-from planner.sweep import batch_sweep
+from planner.serving.sweep import batch_sweep
 from ui import charts
 from ui.figures import fmt_time
 from ui.text import plain

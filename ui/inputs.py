@@ -9,10 +9,10 @@ from typing import Any
 import streamlit as st
 
 from gpu_catalog import DEFAULT_INTERCONNECT_GB_S, load_catalog
-from planner.hf_import import SUPPORTED_MODEL_TYPES
-from planner.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
-from planner.presets import load_presets
-from planner.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_RESERVE_GB
+from planner.contract.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_RESERVE_GB
+from planner.model.hf_import import SUPPORTED_MODEL_TYPES
+from planner.model.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
+from planner.model.presets import load_presets
 from ui.text import plain
 
 CUSTOM = "custom"
@@ -26,7 +26,7 @@ COMPUTE = ["auto", *COMPUTE_PRECISIONS]
 # with long lists of unquantized layers, stay well under this).
 HF_MAX_BYTES = 64_000
 
-# (min, max) of every numeric widget: the planner's own accepted range (planner/scenario.py), or wider,
+# (min, max) of every numeric widget: the planner's own accepted range (planner/contract/scenario.py), or wider,
 # so that any value a link or a file can hold is shown as it is and the planner judges it.
 WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
     "m_n_layers": (1, 1_000_000), "m_d_model": (1, 100_000_000), "m_n_heads": (1, 10_000_000),
@@ -313,7 +313,7 @@ def read_hf_config(text: str, upload: Any) -> Any:
 def _hf_import_box() -> None:
     """Paste or upload a Hugging Face config.json; it becomes the custom model."""
     from planner import ScenarioError
-    from planner.hf_import import model_from_hf_config
+    from planner.model.hf_import import model_from_hf_config
 
     with st.expander("Import a Hugging Face config.json"):
         st.caption("Supported model_type: " + ", ".join(SUPPORTED_MODEL_TYPES) + ". Nothing is downloaded.")

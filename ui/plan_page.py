@@ -10,8 +10,8 @@ import streamlit as st
 
 from gpu_catalog import load_catalog
 from planner import Plan, ScenarioError, plan
-from planner.chart_data import chart_data
-from planner.planning import clean_json
+from planner.contract.chart_data import chart_data
+from planner.contract.planning import clean_json
 from ui import charts, exports, figures, inputs
 from ui.text import plain
 
@@ -48,7 +48,7 @@ def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
     st.error(f"The weights ({m.weights_gb_per_gpu:,.1f} GB per GPU) and one {scenario.get('context_len', '')}-token "
              f"sequence do not fit in {m.usable_gb_per_gpu - m.reserve_gb:,.1f} GB usable per GPU, so there is no "
              "latency, throughput or cost to show.")
-    alt = p.fit_alternatives  # the plan's own answer (planner.planning), laid out here
+    alt = p.fit_alternatives  # the plan's own answer (planner.contract.planning), laid out here
     catalog = load_catalog()
     st.markdown("**What would fit**")
     cols = st.columns(3)

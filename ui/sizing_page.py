@@ -10,11 +10,11 @@ import pandas as pd
 import streamlit as st
 
 from planner import ScenarioError
-from planner.ownership import OwnershipCosts, break_even_utilization
-from planner.precision import KV_PRECISIONS, WEIGHT_PRECISIONS
-from planner.presets import load_presets
-from planner.serving_modes import MODE_FIELDS, size_with_modes
-from planner.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS, parse_sizing
+from planner.economics.ownership import OwnershipCosts, break_even_utilization
+from planner.model.precision import KV_PRECISIONS, WEIGHT_PRECISIONS
+from planner.model.presets import load_presets
+from planner.serving.serving_modes import MODE_FIELDS, size_with_modes
+from planner.serving.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS, parse_sizing
 from ui import charts, inputs
 from ui.links import SIZE_PARAM
 from ui.text import plain
@@ -47,7 +47,7 @@ def _request_from_widgets(catalog) -> dict[str, Any]:
         "weights": list(ss["sz_weights"]) or DEFAULT_WEIGHTS, "kv_cache": list(ss["sz_kv"]) or DEFAULT_KV,
         "cost_mode": ss["sz_cost_mode"],
     })
-    # serving modes (planner.serving_modes): disaggregated prefill/decode fleets, PP and EP for their pools
+    # serving modes (planner.serving.serving_modes): disaggregated prefill/decode fleets, PP and EP for their pools
     if ss.get("sz_disagg"):
         req["disaggregation"] = True
     if list(ss.get("sz_pp") or [1]) != [1]:

@@ -1,0 +1,1 @@
+"""The contract's I/O: scenario, resolved deployment, plan, errors, schema, CLI, commands."""

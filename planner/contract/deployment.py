@@ -1,0 +1,40 @@
+"""A resolved deployment: the model, the GPU and every setting the physics needs, presets looked up.
+
+The computing modules (memory, roofline, latency, communication, cost) take this, never the raw
+scenario, so they stay free of preset lookups and defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpu_catalog import GpuSpec
+from planner.model.model_shapes import ModelSpec, ParamCounts, param_counts
+from planner.physics.efficiency import EngineEfficiency
+
+
+@dataclass(frozen=True)
+class Deployment:
+    model: ModelSpec
+    gpu: GpuSpec
+    tp: int
+    weights: str
+    kv_cache: str
+    compute: str
+    efficiency: EngineEfficiency
+    memory_utilization: float
+    reserve_gb: float | None  # None: the engine's overheads are modelled (planner.physics.engine_memory)
+    # pipeline stages and expert-parallel size (planner/hardware/parallelism.py shards by them)
+    pp: int = 1
+    ep: int = 1
+    # engine memory knobs (vLLM's names); defaults are vLLM's
+    engine: str = "vllm"
+    block_size: int = 16
+    max_num_batched_tokens: int = 8192
+    max_model_len: int | None = None  # None: the scenario's context length
+    enforce_eager: bool = False
+    # The model's parameter counts, computed once when the deployment is resolved (not per formula).
+    params: ParamCounts = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", param_counts(self.model))

@@ -1,0 +1,466 @@
+"""plan(scenario) -> Plan: every figure of the contract's plan, from the pure modules."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from gpu_catalog import load_catalog
+from planner.contract.deployment import Deployment
+from planner.contract.scenario import LoadSettings, Scenario, parse_scenario, resolution_notes, resolve
+from planner.economics.cost import usd_per_million_output_tokens
+from planner.hardware.parallelism import (
+    ParallelismSection,
+    cheapest_layout_that_fits,
+    parallelism_section,
+    parallelism_warnings,
+)
+from planner.model.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, default_compute_precision
+from planner.physics.bands import Band, band_status, error_band
+from planner.physics.engines import FLOOR_ENGINE, engine_efficiency, is_engine_profile, with_efficiency
+from planner.physics.latency import StepTime, decode_step, prefill, ttft_ms
+from planner.physics.memory import MemoryPlan, engine_memory_fields, engine_memory_warnings, plan_memory
+from planner.physics.roofline import ridge_crossing_batch, ridge_flop_per_byte
+from planner.physics.speculative import plan_speculative
+from planner.serving.serving import (
+    Objective,
+    Percentiles,
+    ServingPoint,
+    Workload,
+    serve_at_concurrency,
+    serve_at_rate,
+)
+
+MAX_TP_SUGGESTION = 64
+
+
+class ModelSummary(BaseModel):
+    name: str
+    total_params: float
+    active_params: float
+    non_embedding_params: float
+
+
+class MemorySection(BaseModel):
+    weights_gb_per_gpu: float
+    kv_bytes_per_token: float
+    kv_bytes_per_token_per_gpu: float
+    kv_budget_gb_per_gpu: float
+    max_batch: int
+    fits: bool
+    # extensions
+    kv_bytes_per_sequence_per_gpu: float
+    usable_gb_per_gpu: float
+    reserve_gb: float
+    kv_gb_per_gpu_at_batch: float
+    weights_fit: bool
+    smallest_tp_that_fits: int | None
+    smallest_layout_that_fits: dict[str, int] | None = None  # {tp, pp, ep, gpus_per_replica, nodes_per_replica}
+    # extensions (engine memory, planner.physics.engine_memory): waterfall in GiB and vLLM's start-up lines
+    engine_rules: str = "napkin"
+    vllm_version: str | None = None
+    waterfall_gib: dict[str, float | None] | None = None
+    kv_cache_tokens: int | None = None
+    max_concurrency: float | None = None
+    num_gpu_blocks: int | None = None
+    engine_log_lines: list[str] = []
+    kv_cache_groups: list[dict[str, Any]] = []
+    block_size: int | None = None
+    max_model_len: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+
+
+class RooflineSection(BaseModel):
+    ridge_flop_per_byte: float
+    decode_ai: float
+    ridge_crossing_batch: int | None
+    regime: Literal["memory-bound", "compute-bound"]
+    # extensions
+    compute_precision: str
+    prefill_ai: float
+    decode_flops_per_gpu: float
+    decode_bytes_per_gpu: float
+    prefill_flops_per_gpu: float
+
+
+class LatencySection(BaseModel):
+    """One request's prefill and the decode step at `batch`, each alone (no load). The serving
+    section has the figures under load."""
+
+    prefill_ms: float
+    ttft_ms: float
+    itl_ms: float
+    itl_ms_bound: float
+    # extensions
+    prefill_ms_bound: float
+    batch: int
+    mean_context: float
+    decode_breakdown_ms: dict[str, float]
+    prefill_breakdown_ms: dict[str, float]
+    itl_band_ms: Band | None
+    ttft_band_ms: Band | None
+    # fidelity v2 (issue 10): the engine profile, the graph floor beside the estimate, band provenance
+    engine: str = "vllm"
+    itl_ms_floor: float | None = None
+    prefill_ms_floor: float | None = None
+    band_status: dict[str, str] = {}
+
+
+class ThroughputSection(BaseModel):
+    """Decode-only figures at `batch` (prefill ignored): bounds of what serving reaches."""
+
+    output_tokens_per_s: float
+    output_tokens_per_s_bound: float
+    tokens_per_s_per_user: float
+    output_tokens_per_s_band: Band | None
+
+
+class CostSection(BaseModel):
+    usd_per_million_output_tokens: float | None  # at the serving operating point
+    usd_per_gpu_hour: float
+    usd_per_replica_hour: float
+    # extensions
+    usd_per_million_total_tokens: float | None  # input + output tokens at the operating point
+    usd_per_million_output_tokens_bound: float | None  # decode-only at `batch`, prefill ignored: a lower bound
+
+
+class LatencyPercentiles(BaseModel):
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+    @classmethod
+    def of(cls, p: Percentiles) -> LatencyPercentiles:
+        return cls(p50=p.p50, p90=p.p90, p99=p.p99)
+
+
+class ServingSection(BaseModel):
+    """One replica at its operating point under the serving model (planner.serving.serving)."""
+
+    mode: Literal["concurrency", "request_rate"]
+    request_rate: float | None  # requests/s per replica
+    concurrency: float | None  # mean requests in the replica (given, or lambda x mean E2E)
+    stable: bool
+    max_request_rate: float | None  # capacity: the saturation rate
+    goodput_request_rate: float | None  # highest rate meeting load.slo (null without one)
+    prefill_share: float | None
+    output_tokens_per_s: float | None
+    output_tokens_per_s_per_gpu: float | None
+    ttft_ms: LatencyPercentiles
+    itl_ms: LatencyPercentiles
+    e2e_ms: LatencyPercentiles
+    # extensions
+    total_tokens_per_s_per_gpu: float | None
+    decoding_sequences: float | None
+    max_running: int
+    max_num_batched_tokens: int
+    slo_percentile: int | None
+
+
+class PrecisionChoice(BaseModel):
+    weights: str
+    kv_cache: str
+
+
+class GpuChoice(BaseModel):
+    gpu: str
+    tp: int
+
+
+class FitAlternatives(BaseModel):
+    """What would fit when the scenario does not."""
+
+    smallest_tp: int | None
+    precisions: list[PrecisionChoice]
+    gpus: list[GpuChoice]
+
+
+class SpeculativeSection(BaseModel):
+    tokens_per_round: float
+    itl_ms: float
+    round_ms: float
+    output_tokens_per_s: float
+
+
+class Plan(BaseModel):
+    memory: MemorySection
+    roofline: RooflineSection
+    latency: LatencySection
+    throughput: ThroughputSection
+    cost: CostSection
+    speculative: SpeculativeSection | None
+    serving: ServingSection
+    fit_alternatives: FitAlternatives | None
+    model: ModelSummary
+    gpu: str
+    tp: int
+    efficiency: str
+    calibration: str | None
+    warnings: list[str]
+    parallelism: ParallelismSection | None = None
+
+
+def is_default_engine_name(d: Deployment) -> bool:
+    return is_engine_profile(d.efficiency)
+
+
+def smallest_tp_that_fits(d: Deployment, context_len: int) -> int | None:
+    tp = 1
+    while tp <= min(MAX_TP_SUGGESTION, d.model.n_heads):
+        trial = dataclasses.replace(d, tp=tp)
+        if plan_memory(trial, context_len).fits:
+            return tp
+        tp *= 2
+    return None
+
+
+def smallest_layout_that_fits(d: Deployment, context_len: int) -> dict[str, int] | None:
+    """The cheapest tp x pp x ep that holds the weights and one sequence, across nodes when it must."""
+    fit = cheapest_layout_that_fits(d, lambda trial: plan_memory(trial, context_len).fits)
+    if fit is None:
+        return None
+    s = parallelism_section(fit)
+    return {"tp": s.tp, "pp": s.pp, "ep": s.ep, "gpus_per_replica": s.gpus_per_replica,
+            "nodes_per_replica": s.nodes_per_replica}
+
+
+def workload_for(scenario: Scenario, d: Deployment, max_running: int) -> Workload:
+    """The traffic one replica serves, from the scenario's lengths and its `load` shape."""
+    load = scenario.load or LoadSettings()
+    return Workload(
+        ttft_overhead_ms=d.efficiency.ttft_overhead_ms,
+        prompt_len=scenario.prompt_len, output_len=scenario.output_len, max_running=max(int(max_running), 1),
+        prompt_len_cv=load.prompt_len_cv, output_len_cv=load.output_len_cv, arrival_cv=load.arrival_cv,
+        prefix_cache_hit=load.prefix_cache_hit, max_num_batched_tokens=load.max_num_batched_tokens,
+        context=scenario.mean_context)
+
+
+def _price(scenario: Scenario, d: Deployment) -> float:
+    price = scenario.usd_per_gpu_hour or d.gpu.usd_per_hour
+    return float("nan") if price is None else float(price)
+
+
+def _warnings(scenario: Scenario, d: Deployment, mem: MemoryPlan, batch: int, price: float) -> list[str]:
+    warnings: list[str] = (parallelism_warnings(d, scenario.ep) + resolution_notes(scenario, d)
+                           + engine_memory_warnings(mem))
+    if math.isnan(price):
+        warnings.append("no $/GPU-hour: give usd_per_gpu_hour for a custom GPU to get costs")
+    if is_default_engine_name(d) and (d.gpu.vendor or "nvidia") != "nvidia":
+        warnings.append(f"the default engine is calibrated on NVIDIA GPUs; {d.gpu.vendor} software stacks often reach a "
+                        "lower fraction of peak: calibrate with your own benchmark before buying")
+    if not mem.fits:
+        warnings.append("the weights and one sequence do not fit in the KV budget at this TP: no serving figure or "
+                        "cost is given (latency and throughput are the step physics only); see fit_alternatives")
+    elif batch > mem.max_batch:
+        warnings.append(f"batch {batch} exceeds the max batch {mem.max_batch} that fits at context "
+                        f"{scenario.context_len_resolved}")
+    return warnings
+
+
+def _memory_section(d: Deployment, mem: MemoryPlan, batch: int, context_len: int) -> MemorySection:
+    return MemorySection(
+        weights_gb_per_gpu=mem.weights_gb_per_gpu, kv_bytes_per_token=mem.kv_bytes_per_token,
+        kv_bytes_per_token_per_gpu=mem.kv_bytes_per_token_per_gpu,
+        kv_budget_gb_per_gpu=mem.kv_budget_gb_per_gpu, max_batch=mem.max_batch, fits=mem.fits,
+        kv_bytes_per_sequence_per_gpu=mem.kv_bytes_per_sequence_per_gpu,
+        usable_gb_per_gpu=mem.usable_gb_per_gpu, reserve_gb=mem.reserve_gb,
+        kv_gb_per_gpu_at_batch=min(batch, mem.max_batch) * mem.kv_bytes_per_sequence_per_gpu / 1e9,
+        weights_fit=mem.weights_fit,
+        smallest_tp_that_fits=d.tp if mem.fits else smallest_tp_that_fits(d, context_len),
+        smallest_layout_that_fits=None if mem.fits else smallest_layout_that_fits(d, context_len),
+        **engine_memory_fields(mem),
+    )
+
+
+def _roofline_section(d: Deployment, step: StepTime, pre: StepTime, mean_ctx: float) -> RooflineSection:
+    decode_ai = float(step.work.arithmetic_intensity)
+    ridge = ridge_flop_per_byte(d)
+    return RooflineSection(
+        ridge_flop_per_byte=ridge, decode_ai=decode_ai,
+        ridge_crossing_batch=ridge_crossing_batch(d, mean_ctx),
+        regime="compute-bound" if decode_ai >= ridge else "memory-bound",
+        compute_precision=d.compute, prefill_ai=float(pre.work.arithmetic_intensity),
+        decode_flops_per_gpu=float(step.work.flops), decode_bytes_per_gpu=float(step.work.bytes),
+        prefill_flops_per_gpu=float(pre.work.flops),
+    )
+
+
+def _latency_section(d: Deployment, step: StepTime, pre: StepTime, batch: int, mean_ctx: float,
+                     banded: bool, engine: str = "vllm", floor: Deployment | None = None,
+                     prompt_len: int | None = None) -> LatencySection:
+    """One request's prefill and the decode step at `batch`, each alone: the step physics, given even
+    when the deployment does not fit (memory.fits says so; cost and serving are then null)."""
+    itl, prefill_ms = float(step.total_ms), float(pre.total_ms)
+    ttft = float(ttft_ms(d, prefill_ms))
+    itl_band = error_band("itl", itl, engine) if banded else None
+    ttft_band = error_band("ttft", ttft, engine) if banded else None
+    return LatencySection(
+        prefill_ms=prefill_ms, ttft_ms=ttft, itl_ms=itl, itl_ms_bound=float(step.bound_ms),
+        prefill_ms_bound=float(pre.bound_ms), batch=batch, mean_context=mean_ctx,
+        decode_breakdown_ms=step.breakdown(), prefill_breakdown_ms=pre.breakdown(),
+        itl_band_ms=itl_band, ttft_band_ms=ttft_band, engine=engine,
+        itl_ms_floor=float(decode_step(floor, batch, mean_ctx).total_ms) if floor is not None else None,
+        prefill_ms_floor=float(prefill(floor, prompt_len).total_ms) if floor is not None and prompt_len else None,
+        band_status={"itl": band_status(itl_band), "ttft": band_status(ttft_band)},
+    )
+
+
+def _throughput_section(step: StepTime, batch: int, banded: bool, engine: str = "vllm") -> ThroughputSection:
+    """The decode-only figures at `batch`, prefill ignored: an upper bound of what serving reaches."""
+    itl, bound = float(step.total_ms), float(step.bound_ms)
+    band = error_band("itl", itl, engine) if banded else None
+    return ThroughputSection(
+        output_tokens_per_s=batch * 1000.0 / itl, output_tokens_per_s_bound=batch * 1000.0 / bound,
+        tokens_per_s_per_user=1000.0 / itl,
+        output_tokens_per_s_band=(Band(low=batch * 1000.0 / band.high, high=batch * 1000.0 / band.low, rows=band.rows)
+                                  if band else None),
+    )
+
+
+def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> ServingPoint | None:
+    """The serving model at the scenario's operating point (None when the deployment does not fit)."""
+    if not mem.fits:
+        return None
+    load = scenario.load
+    slo = (Objective(load.slo.ttft_ms, load.slo.itl_ms, load.slo.percentile)
+           if load is not None and load.slo is not None else None)
+    cap = mem.max_batch if scenario.batch is None else min(scenario.batch, mem.max_batch)
+    if load is not None and load.request_rate is not None:
+        return serve_at_rate(d, workload_for(scenario, d, cap), load.request_rate, slo, mem.max_batch)
+    if load is not None and load.concurrency is not None:
+        return serve_at_concurrency(d, workload_for(scenario, d, cap), load.concurrency, slo, mem.max_batch)
+    # no load: the closed loop at `batch` (default the max batch), running at most the max batch
+    concurrency = scenario.batch if scenario.batch is not None else mem.max_batch
+    return serve_at_concurrency(d, workload_for(scenario, d, mem.max_batch), concurrency, None, mem.max_batch)
+
+
+def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) -> ServingSection:
+    if point is None:
+        return ServingSection(
+            mode="request_rate" if scenario.load is not None and scenario.load.request_rate is not None
+            else "concurrency", request_rate=None, concurrency=None, stable=False, max_request_rate=None,
+            goodput_request_rate=None, prefill_share=None, output_tokens_per_s=None, output_tokens_per_s_per_gpu=None,
+            ttft_ms=LatencyPercentiles(), itl_ms=LatencyPercentiles(), e2e_ms=LatencyPercentiles(),
+            total_tokens_per_s_per_gpu=None, decoding_sequences=None, max_running=0,
+            max_num_batched_tokens=scenario.max_num_batched_tokens, slo_percentile=None)
+    real = point.stable
+    return ServingSection(
+        mode=point.mode, request_rate=point.request_rate, concurrency=point.concurrency, stable=point.stable,
+        max_request_rate=point.max_request_rate, goodput_request_rate=point.goodput_request_rate,
+        prefill_share=point.prefill_share if real else None,
+        output_tokens_per_s=point.output_tokens_per_s if real else None,
+        output_tokens_per_s_per_gpu=point.output_tokens_per_s / gpus if real else None,
+        total_tokens_per_s_per_gpu=point.total_tokens_per_s / gpus if real else None,
+        ttft_ms=LatencyPercentiles.of(point.ttft_ms), itl_ms=LatencyPercentiles.of(point.itl_ms),
+        e2e_ms=LatencyPercentiles.of(point.e2e_ms), decoding_sequences=point.decoding_sequences if real else None,
+        max_running=point.max_running, max_num_batched_tokens=scenario.max_num_batched_tokens,
+        slo_percentile=point.slo.percentile if point.slo is not None else None,
+    )
+
+
+def _cost_section(gpus: int, step: StepTime, batch: int, price: float, point: ServingPoint | None) -> CostSection:
+    """$/M tokens at the operating point (the replica's whole hour over the tokens it serves), and the
+    decode-only figure at `batch` as a bound."""
+    bound = (float(usd_per_million_output_tokens(gpus, price, batch * 1000.0 / float(step.total_ms)))
+             if point is not None else None)
+    at_point = point is not None and point.stable and point.output_tokens_per_s > 0
+    return CostSection(
+        usd_per_million_output_tokens=(float(usd_per_million_output_tokens(gpus, price, point.output_tokens_per_s))
+                                       if at_point and point is not None else None),
+        usd_per_million_total_tokens=(float(usd_per_million_output_tokens(gpus, price, point.total_tokens_per_s))
+                                      if at_point and point is not None else None),
+        usd_per_million_output_tokens_bound=bound,
+        usd_per_gpu_hour=price, usd_per_replica_hour=price * gpus,
+    )
+
+
+def _speculative_section(scenario: Scenario, d: Deployment, batch: int, fits: bool) -> SpeculativeSection | None:
+    if scenario.speculative is None or not fits:
+        return None
+    s = scenario.speculative
+    sp = plan_speculative(d, batch, scenario.mean_context, s.draft_tokens, s.acceptance, s.draft_params)
+    return SpeculativeSection(tokens_per_round=sp.tokens_per_round, itl_ms=sp.itl_ms, round_ms=sp.round_ms,
+                              output_tokens_per_s=batch * 1000.0 / sp.itl_ms)
+
+
+def _fit_alternatives(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> FitAlternatives | None:
+    """What would fit instead, when this does not: the smallest TP, the precisions at this TP, other GPUs."""
+    if mem.fits:
+        return None
+    context_len = scenario.context_len_resolved
+    precisions = []
+    for weights in WEIGHT_PRECISIONS:
+        if default_compute_precision(weights) not in d.gpu.tflops:
+            continue
+        for kv in KV_PRECISIONS:
+            if plan_memory(dataclasses.replace(d, weights=weights, kv_cache=kv), context_len).fits:
+                precisions.append(PrecisionChoice(weights=weights, kv_cache=kv))
+    gpus = []
+    for gpu_id, gpu in load_catalog().items():
+        if gpu_id == scenario.gpu or d.compute not in gpu.tflops:
+            continue
+        tp = smallest_tp_that_fits(dataclasses.replace(d, gpu=gpu), context_len)
+        if tp is not None:
+            gpus.append(GpuChoice(gpu=gpu_id, tp=tp))
+    return FitAlternatives(smallest_tp=smallest_tp_that_fits(d, context_len), precisions=precisions, gpus=gpus)
+
+
+def plan(scenario: Scenario | dict[str, Any]) -> Plan:
+    if not isinstance(scenario, Scenario):
+        scenario = parse_scenario(scenario)
+    d = resolve(scenario)
+    context_len = scenario.context_len_resolved
+    mem = plan_memory(d, context_len)
+    batch = scenario.batch if scenario.batch is not None else max(1, mem.max_batch)
+    step = decode_step(d, batch, scenario.mean_context)
+    pre = prefill(d, scenario.prompt_len)
+    price = _price(scenario, d)
+    profile = scenario.efficiency == "default"  # the engine profile, maybe under a calibration
+    point = operating_point(scenario, d, mem)
+    layout = parallelism_section(d)
+    gpus = layout.gpus_per_replica
+    counts = d.params
+    gpu_id = scenario.gpu if isinstance(scenario.gpu, str) else None
+    calibration = scenario.calibration.name if (
+        scenario.calibration is not None and scenario.calibration.applies_to(gpu_id) and profile) else None
+    # bands only where an engine profile runs as validated: not calibrated, not custom, not ideal
+    banded = profile and calibration is None
+    floor = with_efficiency(d, engine_efficiency(FLOOR_ENGINE, gpu_id))
+    return Plan(
+        memory=_memory_section(d, mem, batch, context_len),
+        roofline=_roofline_section(d, step, pre, scenario.mean_context),
+        latency=_latency_section(d, step, pre, batch, scenario.mean_context, banded, scenario.engine, floor,
+                                 scenario.prompt_len),
+        throughput=_throughput_section(step, batch, banded, scenario.engine),
+        cost=_cost_section(gpus, step, batch, price, point),
+        speculative=_speculative_section(scenario, d, batch, mem.fits),
+        serving=_serving_section(scenario, gpus, point),
+        fit_alternatives=_fit_alternatives(scenario, d, mem),
+        model=ModelSummary(name=d.model.name, total_params=counts.total, active_params=counts.active,
+                           non_embedding_params=counts.non_embedding),
+        gpu=d.gpu.name, tp=d.tp, efficiency=d.efficiency.name, calibration=calibration,
+        warnings=_warnings(scenario, d, mem, batch, price), parallelism=layout,
+    )
+
+
+def clean_json(value: Any) -> Any:
+    """JSON-ready data: NaN and infinities become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: clean_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_json(v) for v in value]
+    return value
+
+
+def plan_dict(scenario: Scenario | dict[str, Any]) -> dict[str, Any]:
+    """The plan as JSON-ready data (NaN becomes null)."""
+    return clean_json(plan(scenario).model_dump())
+
+
+__all__ = ["Plan", "clean_json", "operating_point", "plan", "plan_dict", "workload_for"]

@@ -1,0 +1,249 @@
+"""Scenario I/O: the contract's input object, validated, and resolved into a Deployment.
+
+Every bad input becomes one ScenarioError naming the field path and the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gpu_catalog import GpuSpec, load_catalog
+from planner.contract.deployment import Deployment
+from planner.contract.errors import ScenarioError, from_validation_error, loads_json
+from planner.hardware.parallelism import effective_ep, validate_parallelism
+from planner.model.hf_import import model_from_hf_config
+from planner.model.model_shapes import ModelSpec
+from planner.model.precision import ComputePrecision, KvPrecision, WeightPrecision, default_compute_precision
+from planner.model.presets import load_presets
+from planner.physics.calibration import CalibrationProfile
+from planner.physics.efficiency import EngineEfficiency, ideal
+from planner.physics.engines import engine_efficiency
+
+PositiveInt = Annotated[int, Field(strict=True, ge=1)]
+
+DEFAULT_MEMORY_UTILIZATION = 0.90  # vLLM's --gpu-memory-utilization default (0.9)
+DEFAULT_RESERVE_GB = 2.0  # estimate, not measured: CUDA context, activations, CUDA graphs per GPU
+
+
+class MemorySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    utilization: float = Field(default=DEFAULT_MEMORY_UTILIZATION, gt=0, le=1)
+    # None (default): the engine's overheads (activations, non-torch memory, CUDA graphs) are modelled;
+    # a number overrides them with a flat reserve per GPU.
+    reserve_gb: float | None = Field(default=None, ge=0, le=10_000)
+
+
+class SpeculativeSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    draft_tokens: int = Field(ge=1, le=64)
+    acceptance: float = Field(ge=0, le=1)
+    draft_params: float = Field(ge=1e3, le=1e13)
+
+
+DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM V1's chunked-prefill token budget per iteration (online serving)
+DEFAULT_BLOCK_SIZE = 16  # vLLM's default KV-cache block size in tokens
+EngineName = Literal["graph", "vllm", "sglang", "trt-llm"]
+
+
+class ServiceObjective(BaseModel):
+    """A latency objective at a percentile: what goodput and the sizing search are held to."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ttft_ms: float | None = Field(default=None, gt=0, le=1e7)
+    itl_ms: float | None = Field(default=None, gt=0, le=1e7)
+    percentile: Literal[50, 90, 99] = 90
+
+
+class LoadSettings(BaseModel):
+    """The operating point: a request rate per replica (open loop) or a concurrency (closed loop),
+    the shape of the traffic, and the engine's chunked-prefill token budget."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    request_rate: float | None = Field(default=None, gt=0, le=1e6, description="requests/s per replica")
+    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
+    arrival_cv: float = Field(default=1.0, ge=0, le=10, description="inter-arrival coefficient of variation")
+    prompt_len_cv: float = Field(default=0.0, ge=0, le=10)
+    output_len_cv: float = Field(default=0.0, ge=0, le=10)
+    prefix_cache_hit: float = Field(default=0.0, ge=0, le=1)
+    max_num_batched_tokens: int = Field(default=DEFAULT_MAX_NUM_BATCHED_TOKENS, ge=16, le=10_000_000)
+    slo: ServiceObjective | None = None
+
+    @model_validator(mode="after")
+    def _one_operating_point(self) -> LoadSettings:
+        if self.request_rate is not None and self.concurrency is not None:
+            raise ValueError("give request_rate or concurrency, not both")
+        return self
+
+
+class Scenario(BaseModel):
+    """The contract's scenario. `model` and `gpu` stay as given (id, object or hf_config) so a
+    scenario round-trips through links and exports unchanged."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    model: str | dict[str, Any]
+    gpu: str | dict[str, Any]
+    tp: Annotated[int, Field(strict=True, ge=1, le=1024)] = 1
+    weights: WeightPrecision = "bf16"
+    kv_cache: KvPrecision = "bf16"
+    compute: ComputePrecision | None = None
+    context_len: Annotated[int, Field(strict=True, ge=1, le=100_000_000)] | None = None
+    prompt_len: Annotated[int, Field(strict=True, ge=1, le=100_000_000)] = 1024
+    output_len: Annotated[int, Field(strict=True, ge=1, le=100_000_000)] = 256
+    batch: Annotated[int, Field(strict=True, ge=1, le=10_000_000)] | None = None
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    efficiency: Literal["ideal", "default"] | EngineEfficiency = "default"
+    speculative: SpeculativeSettings | None = None
+    usd_per_gpu_hour: Annotated[float, Field(strict=True, ge=0.0001, le=100_000)] | None = None
+    calibration: CalibrationProfile | None = None
+    # extensions (round 2): parallelism, engine, engine memory knobs, operating point
+    pp: Annotated[int, Field(strict=True, ge=1, le=256)] = 1
+    ep: Annotated[int, Field(strict=True, ge=1, le=1024)] = 1
+    engine: EngineName = "vllm"
+    max_model_len: Annotated[int, Field(strict=True, ge=1, le=100_000_000)] | None = None
+    block_size: Annotated[int, Field(strict=True, ge=1, le=1024)] = DEFAULT_BLOCK_SIZE
+    enforce_eager: bool = False
+    load: LoadSettings | None = None
+
+    @model_validator(mode="after")
+    def _lengths_fit_context(self) -> Scenario:
+        if self.context_len is not None and self.prompt_len + self.output_len > self.context_len:
+            raise ValueError(
+                f"context_len ({self.context_len}) is shorter than prompt_len + output_len "
+                f"({self.prompt_len + self.output_len})")
+        return self
+
+    @property
+    def context_len_resolved(self) -> int:
+        return self.context_len if self.context_len is not None else self.prompt_len + self.output_len
+
+    @property
+    def max_num_batched_tokens(self) -> int:
+        return self.load.max_num_batched_tokens if self.load is not None else DEFAULT_MAX_NUM_BATCHED_TOKENS
+
+    @property
+    def mean_context(self) -> float:
+        return self.prompt_len + self.output_len / 2
+
+
+def parse_scenario(data: Any) -> Scenario:
+    if not isinstance(data, dict):
+        raise ScenarioError("scenario", "must be a JSON object")
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        if first["type"] == "value_error" and not first["loc"]:
+            raise ScenarioError("context_len", from_validation_error(err).reason) from None
+        # Unions report a path per branch ('model.str'); name the field itself.
+        loc = first["loc"]
+        if loc and loc[0] in ("model", "gpu") and len(loc) > 1 and loc[1] in ("str", "dict[str,any]"):
+            raise ScenarioError(loc[0], "must be a preset id (string) or an object") from None
+        if loc and loc[0] == "efficiency":
+            if not isinstance(data.get("efficiency"), dict):
+                raise ScenarioError("efficiency", "must be \"ideal\", \"default\" or an object") from None
+            for e in err.errors():
+                if e["loc"][:2] == ("efficiency", "EngineEfficiency"):
+                    sub = ".".join(str(p) for p in e["loc"][2:])
+                    one = ValidationError.from_exception_data("efficiency", [
+                        {"type": e["type"], "loc": e["loc"][2:], "input": e["input"], "ctx": e.get("ctx", {})}])
+                    raise ScenarioError(f"efficiency.{sub}" if sub else "efficiency",
+                                        from_validation_error(one).reason) from None
+        raise from_validation_error(err) from None
+    return scenario
+
+
+def parse_scenario_json(text: str) -> Scenario:
+    """A scenario from JSON text; NaN, Infinity, deep nesting and huge integer literals are refused."""
+    return parse_scenario(loads_json(text, "scenario"))
+
+
+def resolve_model(model: str | dict[str, Any], field: str = "model") -> ModelSpec:
+    if isinstance(model, str):
+        presets = load_presets()
+        if model not in presets:
+            raise ScenarioError(field, f"unknown preset '{model[:60]}' (known: {', '.join(presets)})")
+        return presets[model]
+    if set(model) == {"hf_config"}:
+        return model_from_hf_config(model["hf_config"], f"{field}.hf_config")
+    try:
+        return ModelSpec.model_validate(model)
+    except ValidationError as err:
+        raise from_validation_error(err, field) from None
+
+
+def resolve_gpu(gpu: str | dict[str, Any], field: str = "gpu") -> tuple[GpuSpec, str | None]:
+    """The GPU spec and its catalog id (None for a custom GPU)."""
+    if isinstance(gpu, str):
+        catalog = load_catalog()
+        if gpu not in catalog:
+            raise ScenarioError(field, f"unknown GPU '{gpu[:60]}' (known: {', '.join(catalog)})")
+        return catalog[gpu], gpu
+    try:
+        return GpuSpec.model_validate(gpu), None
+    except ValidationError as err:
+        raise from_validation_error(err, field) from None
+
+
+def resolve_efficiency(scenario: Scenario, gpu_id: str | None) -> EngineEfficiency:
+    """ideal: the pure roofline; else the scenario's engine profile (planner/physics/engines.py), under an explicit
+    efficiency object or a calibration profile where one is given."""
+    if scenario.efficiency == "ideal":
+        return ideal()
+    base = engine_efficiency(scenario.engine, gpu_id)
+    if isinstance(scenario.efficiency, EngineEfficiency):
+        # fields the scenario leaves out come from its engine profile, not from the ideal roofline
+        given = scenario.efficiency.model_dump(include=scenario.efficiency.model_fields_set)
+        return EngineEfficiency.model_validate({**base.model_dump(), "name": "custom", **given})
+    if scenario.calibration is not None:
+        return scenario.calibration.efficiency_for(gpu_id, base)
+    return base
+
+
+def checkpoint_weights(scenario: Scenario, model: ModelSpec) -> str:
+    """The weight precision: the scenario's when it gives one, else the checkpoint's native precision
+    (a preset's `checkpoint_weights` or an imported quantization_config), else bf16."""
+    if "weights" in scenario.model_fields_set or model.checkpoint_weights is None:
+        return scenario.weights
+    return model.checkpoint_weights
+
+
+def resolution_notes(scenario: Scenario, d: Deployment) -> list[str]:
+    """What the plan took from the model rather than the scenario: the checkpoint's precision, import notes."""
+    notes = list(d.model.import_notes or [])
+    if d.weights != scenario.weights:
+        notes.append(f"weights {d.weights}: the checkpoint's native precision (set `weights` to plan another)"
+                     + (f"; computed in {d.compute} (weight-only)" if d.compute != d.weights else ""))
+    return notes
+
+
+def resolve(scenario: Scenario) -> Deployment:
+    model = resolve_model(scenario.model)
+    gpu, gpu_id = resolve_gpu(scenario.gpu)
+    weights = checkpoint_weights(scenario, model)
+    compute = scenario.compute or default_compute_precision(weights)
+    if compute not in gpu.tflops and weights != scenario.weights:
+        compute = "bf16"  # weight-only kernels (Marlin) dequantize a checkpoint the GPU has no tensor cores for
+    if compute not in gpu.tflops:
+        have = ", ".join(sorted(gpu.tflops))
+        field = "compute" if scenario.compute else "weights"
+        hint = "" if scenario.compute else f"; {scenario.weights} weights need {compute} tensor cores, or set compute to bf16 for weight-only"
+        raise ScenarioError(field, f"{gpu.name} has no dense {compute} peak (it has: {have}){hint}")
+    validate_parallelism(model, scenario.tp, scenario.pp, scenario.ep)
+    is_ideal = scenario.efficiency == "ideal"
+    return Deployment(
+        model=model, gpu=gpu, tp=scenario.tp, weights=weights, kv_cache=scenario.kv_cache,
+        compute=compute, efficiency=resolve_efficiency(scenario, gpu_id),
+        memory_utilization=1.0 if is_ideal else scenario.memory.utilization,
+        reserve_gb=0.0 if is_ideal else scenario.memory.reserve_gb,
+        pp=scenario.pp, ep=effective_ep(model, scenario.ep),
+        engine=scenario.engine, block_size=scenario.block_size,
+        max_num_batched_tokens=scenario.max_num_batched_tokens, max_model_len=scenario.max_model_len,
+        enforce_eager=scenario.enforce_eager,
+    )

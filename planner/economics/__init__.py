@@ -1,0 +1,1 @@
+"""Dollars: rented and owned GPU-hours, cost per token."""

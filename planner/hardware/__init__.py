@@ -1,0 +1,1 @@
+"""How a replica spreads over GPUs and the links it crosses."""

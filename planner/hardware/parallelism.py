@@ -1,0 +1,217 @@
+"""Parallelism: how tp x pp x ep shard one replica, which link each collective crosses, and the checks.
+
+Layout (as vLLM and SGLang place ranks): TP innermost (adjacent GPUs), then the expert-parallel group,
+then pipeline stages outermost. One replica is `pp` stages of `max(tp, ep)` GPUs each.
+  * TP shards attention heads, dense MLPs, embeddings and the LM head over `tp` GPUs.
+  * PP splits the layers into `pp` stages of ceil(n_layers / pp) layers; the first stage also holds the
+    embedding, the last the LM head. A token crosses every stage, so PP adds capacity (KV per GPU shrinks)
+    and throughput (pp micro-batches in flight), never lower latency.
+  * EP (MoE only) places n_experts / ep routed experts on each GPU; when ep does not divide n_experts
+    each GPU gets ceil(n_experts / ep) slots, the spare ones holding redundant copies of hot experts
+    (SGLang runs DeepSeek's 256 experts on EP 72 as 288 = 256 + 32 redundant). Attention is data-parallel across the
+    EP group in ep / tp groups of tp GPUs each (SGLang `--enable-dp-attention`, vLLM DP + EP), so each
+    attention group keeps its own sequences and KV cache. Without EP, experts are TP-sharded.
+  * Expert load is never perfectly even: the busiest GPU gets EXPERT_IMBALANCE x the mean routed tokens
+    (see the constant's evidence below).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from gpu_catalog import GpuSpec
+from planner.contract.deployment import Deployment
+from planner.contract.errors import ScenarioError
+from planner.model.model_shapes import ModelSpec
+
+# Busiest-GPU / mean routed-token load under EP with an EPLB-class balancer (redundant hot experts).
+# Evidence: DeepSeek's EPLB and SGLang's large-scale EP write-up (LMSYS, 2025-05-05) report that balancing
+# speeds prefill up 1.49x and decode 2.54x at EP 32-72, i.e. unbalanced routing leaves the busiest rank
+# 1.5-2.5x the mean; with EPLB their simulated perfect balance lands within 5.6% of DeepSeek's profile and
+# SGLang's later dispatch-time balancers (Waterfill/LPLB) still win 1-7% from residual imbalance.
+# 1.2 sits between the balanced residual and the unbalanced figures; it is an assumption, not a fit.
+EXPERT_IMBALANCE = 1.2
+
+
+@dataclass(frozen=True)
+class Link:
+    """The slowest link a collective over `gpus` GPUs crosses."""
+
+    kind: str  # "none" | "scale-up" | "pcie" | "network"
+    gb_s: float
+    gpus: int
+
+    @property
+    def crosses_nodes(self) -> bool:
+        return self.kind == "network"
+
+
+def link_for_group(gpu: GpuSpec, gpus: int) -> Link:
+    """A group of adjacent GPUs: inside the scale-up domain it rides NVLink / Infinity Fabric, inside one
+    server PCIe through the host, beyond that the network (one NIC per GPU)."""
+    if gpus <= 1:
+        return Link("none", math.inf, gpus)
+    if gpus <= gpu.scale_up_gpus:
+        return Link("scale-up" if gpu.scale_up_gpus > 1 else "pcie", gpu.link_gb_s, gpus)
+    if gpus <= gpu.node_gpus:
+        return Link("pcie", gpu.host_link_gb_s, gpus)
+    return Link("network", gpu.network_gb_s, gpus)
+
+
+@dataclass(frozen=True)
+class Sharding:
+    tp: int
+    pp: int
+    ep: int
+    n_layers: int
+    layers_per_stage: int
+    attention_dp: int  # attention groups of tp GPUs inside one stage (ep / tp with EP, else 1)
+    expert_shards: int  # GPUs one MoE layer's routed experts are spread over (ep, or tp without EP)
+    expert_weight_fraction: float  # share of the routed-expert weights one GPU holds
+    expert_imbalance: float
+    gpus_per_stage: int
+    gpus_per_replica: int
+    nodes_per_replica: int
+    tp_link: Link
+    ep_link: Link
+    pp_link: Link
+
+    @property
+    def stage_layer_fraction(self) -> float:
+        """Share of the layers (and of per-layer weights and KV) the busiest stage holds."""
+        return self.layers_per_stage / self.n_layers
+
+
+def sharding(d: Deployment) -> Sharding:
+    """The layout of `d`, computed once per Deployment (kept in the frozen instance's __dict__:
+    every physics function asks for it, and the sizing search asks thousands of times)."""
+    cached = d.__dict__.get("_sharding")
+    if cached is None:
+        cached = d.__dict__["_sharding"] = _sharding(d)
+    return cached
+
+
+def _sharding(d: Deployment) -> Sharding:
+    tp, pp, ep = d.tp, d.pp, d.ep
+    per_stage = max(tp, ep)
+    gpus = per_stage * pp
+    return Sharding(
+        tp=tp, pp=pp, ep=ep, n_layers=d.model.n_layers,
+        layers_per_stage=math.ceil(d.model.n_layers / pp),
+        attention_dp=ep // tp if ep > 1 else 1,
+        expert_shards=ep if ep > 1 else tp,
+        expert_weight_fraction=(math.ceil(d.model.moe.n_experts / ep) / d.model.moe.n_experts
+                                if ep > 1 and d.model.moe is not None else 1.0 / tp),
+        expert_imbalance=EXPERT_IMBALANCE if ep > 1 else 1.0,
+        gpus_per_stage=per_stage, gpus_per_replica=gpus,
+        nodes_per_replica=math.ceil(gpus / d.gpu.node_gpus),
+        tp_link=link_for_group(d.gpu, tp), ep_link=link_for_group(d.gpu, ep if ep > 1 else 1),
+        # the slowest stage boundary sets the pipeline: the whole replica's span decides it
+        pp_link=link_for_group(d.gpu, gpus) if pp > 1 else Link("none", math.inf, 1),
+    )
+
+
+def validate_parallelism(model: ModelSpec, tp: int, pp: int, ep: int) -> None:
+    """One-line errors for layouts no engine runs."""
+    if tp > model.n_heads:
+        raise ScenarioError("tp", f"cannot exceed the model's {model.n_heads} attention heads")
+    if pp > model.n_layers:
+        raise ScenarioError("pp", f"cannot exceed the model's {model.n_layers} layers")
+    if ep > 1 and model.moe is not None:
+        # a dense model has no experts to spread: engines ignore the flag, and so does resolve()
+        if ep > model.moe.n_experts:
+            raise ScenarioError("ep", f"cannot exceed the model's {model.moe.n_experts} routed experts")
+        if ep % tp != 0:
+            raise ScenarioError("ep", f"must be a multiple of tp ({tp}): attention runs data-parallel over "
+                                "ep / tp groups of tp GPUs")
+
+
+def effective_ep(model: ModelSpec, ep: int) -> int:
+    """Expert parallelism only applies to a mixture-of-experts model."""
+    return ep if model.moe is not None else 1
+
+
+def parallelism_warnings(d: Deployment, requested_ep: int = 1) -> list[str]:
+    s = sharding(d)
+    notes = []
+    if requested_ep > 1 and d.model.moe is None:
+        notes.append(f"ep {requested_ep} ignored: {d.model.name} is dense (no experts to spread); the plan uses ep 1")
+    if s.tp_link.crosses_nodes:
+        notes.append(
+            f"tp {s.tp} spans {math.ceil(s.tp / d.gpu.node_gpus)} nodes of {d.gpu.node_gpus} GPUs: every all-reduce "
+            f"crosses the network ({d.gpu.network_gb_s:g} GB/s per GPU against {d.gpu.link_gb_s:g} GB/s inside the "
+            "node); keep tp inside a node and put pp (or ep) across nodes")
+    if s.ep_link.crosses_nodes:
+        notes.append(f"ep {s.ep} spans nodes: expert dispatch/combine all-to-alls cross the network "
+                     f"({d.gpu.network_gb_s:g} GB/s per GPU)")
+    if s.pp_link.crosses_nodes:
+        notes.append(f"pp {s.pp}: stage boundaries cross the network (point-to-point activations, small)")
+    return notes
+
+
+class ParallelismSection(BaseModel):
+    """The plan's `parallelism` section: the layout and the link each collective crosses."""
+
+    tp: int
+    pp: int
+    ep: int
+    gpus_per_replica: int
+    nodes_per_replica: int
+    attention_dp: int
+    layers_per_stage: int
+    expert_imbalance: float
+    links: dict[str, str]  # collective -> "none" | "scale-up" | "pcie" | "network"
+    link_gb_s: dict[str, float | None]  # per GPU per direction; null where there is no link
+
+
+def parallelism_section(d: Deployment) -> ParallelismSection:
+    s = sharding(d)
+    links = {"tp": s.tp_link, "pp": s.pp_link, "ep": s.ep_link}
+    return ParallelismSection(
+        tp=s.tp, pp=s.pp, ep=s.ep, gpus_per_replica=s.gpus_per_replica, nodes_per_replica=s.nodes_per_replica,
+        attention_dp=s.attention_dp, layers_per_stage=s.layers_per_stage, expert_imbalance=s.expert_imbalance,
+        links={k: v.kind for k, v in links.items()},
+        link_gb_s={k: (None if v.kind == "none" else v.gb_s) for k, v in links.items()},
+    )
+
+
+MAX_LAYOUT_GPUS = 1024
+_POWERS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+PP_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16)
+
+
+def candidate_layouts(model: ModelSpec, max_gpus: int = MAX_LAYOUT_GPUS) -> list[tuple[int, int, int]]:
+    """(tp, pp, ep) layouts that pass validate_parallelism, up to `max_gpus` GPUs."""
+    eps = [1] + ([e for e in _POWERS[1:] if e <= model.moe.n_experts] if model.moe is not None else [])
+    out = []
+    for tp in (t for t in _POWERS if t <= min(model.n_heads, 64)):
+        for pp in (p for p in PP_CHOICES if p <= model.n_layers):
+            for ep in eps:
+                if (ep > 1 and ep % tp) or max(tp, ep) * pp > max_gpus:
+                    continue
+                out.append((tp, pp, ep))
+    return out
+
+
+def cheapest_layout_that_fits(d: Deployment, fits: Callable[[Deployment], bool]) -> Deployment | None:
+    """Fewest GPUs first; then fewest nodes, TP kept inside a node, fewer pipeline stages (lower ITL),
+    smaller ep. `fits` is the memory check (planner.physics.memory), passed in to keep modules acyclic."""
+    def key(layout: tuple[int, int, int]) -> tuple:
+        tp, pp, ep = layout
+        gpus = max(tp, ep) * pp
+        return (gpus, math.ceil(gpus / d.gpu.node_gpus), link_for_group(d.gpu, tp).crosses_nodes, pp, ep)
+
+    for tp, pp, ep in sorted(candidate_layouts(d.model), key=key):
+        trial = dataclasses.replace(d, tp=tp, pp=pp, ep=ep)
+        if fits(trial):
+            return trial
+    return None
+
+
+__all__ = ["ParallelismSection", "candidate_layouts", "cheapest_layout_that_fits", "effective_ep", "parallelism_section", "EXPERT_IMBALANCE", "Link", "Sharding", "link_for_group", "parallelism_warnings", "sharding",
+           "validate_parallelism"]

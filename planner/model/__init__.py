@@ -1,0 +1,1 @@
+"""Model shapes, precisions, presets and Hugging Face import."""

@@ -1,0 +1,92 @@
+"""Engine profiles: the GPU's own step time ("graph") and each serving engine's overhead on top.
+
+Two layers (issue 10). The *physics* is what a compiled step costs on the GPU: fractions of the
+datasheet bandwidth and tensor peak that the kernels reach, a per-layer kernel cost inside a CUDA
+graph, the all-reduce latency and bus bandwidth. It was fitted on our own measurements of compiled
+steps (data/measurements/*physics*.json, tools/fit_engines.py) and applies to every engine. An
+*engine profile* adds what a serving stack costs beyond that: scheduling, sampling and Python per
+decode step, a fixed cost per prefill, and the serving time before the first token. Each profile is
+fitted only on public measurements of that engine (`sources` in planner/data/engine_profiles.json).
+"graph" adds nothing: it is the floor a plan shows beside its estimate.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from planner.contract.deployment import Deployment
+from planner.physics.efficiency import EngineEfficiency
+
+PROFILES_PATH = Path(__file__).parent.parent / "data" / "engine_profiles.json"
+ENGINES = ("graph", "vllm", "sglang", "trt-llm")
+DEFAULT_ENGINE = "vllm"
+FLOOR_ENGINE = "graph"
+# What an engine profile may set on top of the physics: serving-stack costs only.
+ENGINE_TERMS = ("step_overhead_us", "prefill_overhead_ms", "ttft_overhead_ms")
+
+
+@lru_cache(maxsize=1)
+def profiles() -> dict[str, Any]:
+    return json.loads(PROFILES_PATH.read_text())
+
+
+def physics_values(gpu_id: str | None = None) -> dict[str, float]:
+    """The graph physics constants, with a GPU's own values where it was measured apart."""
+    data = profiles()["physics"]
+    values = dict(data["efficiency"])
+    if gpu_id is not None:
+        values.update(data.get("per_gpu", {}).get(gpu_id, {}))
+    return values
+
+
+def engine_efficiency(engine: str, gpu_id: str | None = None) -> EngineEfficiency:
+    """The physics plus `engine`'s serving overheads, as one EngineEfficiency named after the engine."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
+    overheads = profiles()["engines"][engine].get("overheads", {})
+    return EngineEfficiency(**{**physics_values(gpu_id), **overheads, "name": engine})
+
+
+def default_engine(gpu_id: str | None = None) -> EngineEfficiency:
+    """The default engine of a scenario (`engine` left out): the vLLM profile over the graph physics."""
+    return engine_efficiency(DEFAULT_ENGINE, gpu_id)
+
+
+def with_efficiency(d: Deployment, efficiency: EngineEfficiency) -> Deployment:
+    """The same deployment under another efficiency (the plan's floor), keeping its resolved parameter
+    counts: a copy, not dataclasses.replace, which would count them again."""
+    other = copy.copy(d)
+    object.__setattr__(other, "efficiency", efficiency)
+    return other
+
+
+def is_engine_profile(efficiency: EngineEfficiency) -> bool:
+    return efficiency.name in ENGINES
+
+
+def engines_listing() -> list[dict[str, Any]]:
+    """`python -m planner engines`: every profile with its values, evidence and validation."""
+    data = profiles()
+    out = []
+    for name in ENGINES:
+        entry = data["engines"][name]
+        out.append({
+            "engine": name,
+            "default": name == DEFAULT_ENGINE,
+            "description": entry["description"],
+            "overheads": entry.get("overheads", {}),
+            "public_rows": entry.get("public_rows", []),
+            "public_rows_role": entry.get("public_rows_role", ""),
+            "validation": entry.get("validation", {}),
+            "physics": physics_values(),
+        })
+    return out
+
+
+def physics_evidence() -> dict[str, Any]:
+    data = profiles()["physics"]
+    return {"measurements": data["measurements"], "evidence": data["evidence"], "validation": data.get("validation", {})}

@@ -1,0 +1,154 @@
+"""The time model: decode step (ITL) and prefill (TTFT) from roofline work and engine efficiency.
+
+Decode step = GEMM term + attention term + activation traffic + TP all-reduces + fixed costs
+(kernels per layer inside a CUDA graph, the engine's per-step overhead). Each of the first two joins
+its compute time and its memory time with a p-norm (`smoothing`): our compiled steps near the ridge
+cost more than max(compute, memory) (p = 2 earns its place in cross-validation, docs/ACCURACY.md).
+Prefill is the same sum at prefill rates. With `ideal()` efficiency every fixed cost is zero, the
+p-norm is max() and the step reduces to the roofline.
+The bound (`*_bound_ms`) is the pure roofline of the same step: max(all FLOPs / peak, all bytes / BW).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.contract.deployment import Deployment
+from planner.hardware.communication import ep_communication_ms, pp_communication_ms, tp_communication_ms
+from planner.hardware.parallelism import sharding
+from planner.model.precision import bits_per_value
+from planner.physics.roofline import StepWork, decode_micro_batch, decode_work, prefill_work
+
+
+def _join(compute_ms: npt.ArrayLike, memory_ms: npt.ArrayLike, p: float) -> npt.NDArray[np.float64]:
+    """p-norm of compute and memory time; p = 0 means max()."""
+    if p <= 0:
+        return np.maximum(compute_ms, memory_ms)
+    hi = np.maximum(np.maximum(compute_ms, memory_ms), 1e-30)
+    return hi * ((compute_ms / hi) ** p + (memory_ms / hi) ** p) ** (1.0 / p)
+
+
+@dataclass(frozen=True)
+class StepTime:
+    gemm_ms: np.ndarray
+    attention_ms: np.ndarray
+    activations_ms: np.ndarray
+    communication_ms: np.ndarray
+    overhead_ms: np.ndarray
+    bound_ms: np.ndarray
+    work: StepWork
+    # pipeline point-to-point sends and expert all-to-alls (zero without pp / ep)
+    pp_ms: np.ndarray | float = 0.0
+    ep_ms: np.ndarray | float = 0.0
+
+    @property
+    def total_ms(self) -> np.ndarray:
+        return (self.gemm_ms + self.attention_ms + self.activations_ms + self.communication_ms + self.overhead_ms
+                + self.pp_ms + self.ep_ms)
+
+    def breakdown(self, index: int | tuple[int, ...] = ()) -> dict[str, float]:
+        return {
+            "gemm_ms": float(np.asarray(self.gemm_ms)[index]),
+            "attention_ms": float(np.asarray(self.attention_ms)[index]),
+            "activations_ms": float(np.asarray(self.activations_ms)[index]),
+            "communication_ms": float(np.asarray(self.communication_ms)[index]),
+            "overhead_ms": float(np.asarray(self.overhead_ms)[index]),
+            "pp_ms": float(np.broadcast_to(self.pp_ms, np.shape(self.gemm_ms))[index]),
+            "ep_ms": float(np.broadcast_to(self.ep_ms, np.shape(self.gemm_ms))[index]),
+        }
+
+
+def _bound_ms(d: Deployment, work: StepWork) -> np.ndarray:
+    peak_c = d.gpu.peak_tflops(d.compute) * 1e12
+    peak_attn = d.gpu.peak_tflops("bf16") * 1e12
+    compute_s = work.gemm_flops / peak_c + work.attention_flops / peak_attn
+    memory_s = work.bytes / (d.gpu.hbm_tb_s * 1e12)
+    return np.maximum(compute_s, memory_s) * 1e3
+
+
+def is_weight_only_4bit(d: Deployment) -> bool:
+    """4-bit weights multiplied in 16-bit math: dequantizing kernels (tinygemm, Marlin), not native GEMMs."""
+    return bits_per_value(d.weights) < 8 and bits_per_value(d.compute) >= 16
+
+
+def weight_bandwidth_efficiency(d: Deployment) -> float:
+    """Dequantizing kernels for sub-16-bit weights reach less of HBM bandwidth at small batch."""
+    e = d.efficiency
+    if is_weight_only_4bit(d):
+        return e.int4_bandwidth
+    return e.quantized_bandwidth if bits_per_value(d.weights) < 16 else e.bandwidth
+
+
+def _kv_bandwidth_efficiency(d: Deployment) -> float:
+    return d.efficiency.kv_quantized_bandwidth if bits_per_value(d.kv_cache) < 16 else d.efficiency.kv_bandwidth
+
+
+def _layer_overhead_ms(d: Deployment, per_layer_us: float) -> float:
+    """Kernel costs inside a graph: every layer's, plus the extra kernels of each MoE layer."""
+    m = d.model
+    moe_layers = 0 if m.moe is None else m.n_layers - m.moe.first_dense_layers
+    return (m.n_layers * per_layer_us + moe_layers * d.efficiency.moe_layer_overhead_us) / 1e3
+
+
+def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: float, attn_compute_eff: float,
+               per_layer_us: float, fixed_ms: float, p: float, attention_groups: int = 1) -> StepTime:
+    """`tokens`: tokens one pass carries through a stage (one micro-batch, or one prompt), spread over
+    `attention_groups` data-parallel attention groups of tp GPUs."""
+    group_tokens = np.asarray(tokens, dtype=float) / attention_groups
+    weight_bw = weight_bandwidth_efficiency(d)
+    bw = d.gpu.hbm_tb_s * 1e12
+    peak_c = d.gpu.peak_tflops(d.compute) * 1e12
+    peak_attn = d.gpu.peak_tflops("bf16") * 1e12
+    gemm = _join(work.gemm_flops / (gemm_eff * peak_c) * 1e3, work.weight_bytes / (weight_bw * bw) * 1e3, p)
+    attention = _join(work.attention_flops / (attn_compute_eff * peak_attn) * 1e3,
+                      work.kv_bytes / (_kv_bandwidth_efficiency(d) * bw) * 1e3, p)
+    activations = work.activation_bytes / (d.efficiency.bandwidth * bw) * 1e3
+    comm = tp_communication_ms(d, group_tokens) * np.ones_like(gemm)
+    # a pass crosses pp stages, each its own scheduled step with its fixed cost
+    overhead = np.full_like(gemm, _layer_overhead_ms(d, per_layer_us) + fixed_ms * d.pp)
+    # Expert all-to-alls overlap the other half of a two-micro-batch step (DeepSeek's dual micro-batch
+    # overlap, SGLang two-batch overlap, vLLM DBO): only what outlasts the compute is exposed.
+    ep_exposed = np.maximum(ep_communication_ms(d, group_tokens / d.tp) - (gemm + attention + activations), 0.0)
+    return StepTime(gemm, attention, activations, comm, overhead, _bound_ms(d, work), work,
+                    pp_communication_ms(d, tokens) * np.ones_like(gemm), ep_exposed)
+
+
+def decode_step(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike, tokens_per_sequence: int = 1) -> StepTime:
+    """One decode step: the inter-token latency of every sequence in the batch."""
+    e = d.efficiency
+    work = decode_work(d, batch, context, tokens_per_sequence)
+    tokens = decode_micro_batch(d, batch) * tokens_per_sequence
+    gemm_eff = e.int4_compute if is_weight_only_4bit(d) else e.compute
+    return _step_time(d, work, tokens, gemm_eff, e.compute, e.layer_overhead_us, e.step_overhead_us / 1e3,
+                      e.smoothing, sharding(d).attention_dp)
+
+
+def prefill(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepTime:
+    """One request's prompt processed alone: GEMMs and attention at prefill rates, a kernel cost per
+    layer, and the engine's fixed cost per prefill (scheduling, input preparation).
+    `busy_groups`: attention groups prefilling at once (planner.physics.roofline.prefill_work)."""
+    e = d.efficiency
+    work = prefill_work(d, prompt_len, busy_groups)
+    gemm_eff = e.prefill_quantized_compute if bits_per_value(d.compute) < 16 else e.prefill_compute
+    return _step_time(d, work, prompt_len, gemm_eff, e.attention_compute, e.prefill_layer_overhead_us,
+                      e.prefill_overhead_ms, e.prefill_smoothing)
+
+
+def ttft_ms(d: Deployment, prefill_ms: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    return np.asarray(prefill_ms, dtype=float) + d.efficiency.ttft_overhead_ms
+
+
+
+def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike,
+                          cached_tokens: npt.ArrayLike = 0) -> npt.NDArray[np.float64]:
+    """Extra time that computing prompt tokens `cached_tokens`..`prompt_len` adds to an engine iteration
+    it rides in (chunked prefill): the prompt's prefill minus that of its cached prefix, or, with nothing
+    cached, minus an empty iteration (decode step at batch 0: weights read once, fixed costs), which the
+    iteration pays anyway. So an idle engine's iteration carrying a whole prompt lasts exactly `prefill`."""
+    cached = np.asarray(cached_tokens, dtype=float)
+    empty = float(decode_step(d, 0, 1).total_ms)
+    before = np.where(cached > 0, prefill(d, np.maximum(cached, 1.0)).total_ms, empty)
+    return np.maximum(np.asarray(prefill(d, prompt_len).total_ms, dtype=float) - before, 0.0)

@@ -1,0 +1,187 @@
+"""Roofline: FLOPs and bytes of one decode step and one prefill, per GPU; arithmetic intensity,
+the ridge point and the batch where decode crosses it.
+
+Everything takes numpy arrays for `batch` (and `context`) so sweeps and the sizing search are
+vectorized. FLOPs count every matmul (top-k experts for MoE, the LM head) and attention over the
+cached context; bytes count weights read (touched experts only), KV reads and writes, activations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.contract.deployment import Deployment
+from planner.hardware.parallelism import sharding
+from planner.model.model_shapes import ModelSpec
+from planner.model.precision import ACTIVATION_BYTES, bytes_per_value
+from planner.physics.memory import (
+    cached_token_layers,
+    embedding_bytes_per_value,
+    kv_bytes_per_sequence_per_gpu,
+    kv_bytes_per_token_per_gpu,
+)
+
+MAX_SEARCH_BATCH = 1 << 24
+
+
+@dataclass(frozen=True)
+class StepWork:
+    """FLOPs and bytes of one step on one GPU (arrays broadcast over batch/context)."""
+
+    gemm_flops: np.ndarray
+    attention_flops: np.ndarray
+    weight_bytes: np.ndarray
+    kv_bytes: np.ndarray
+    activation_bytes: np.ndarray
+
+    @property
+    def flops(self) -> np.ndarray:
+        return self.gemm_flops + self.attention_flops
+
+    @property
+    def bytes(self) -> np.ndarray:
+        return self.weight_bytes + self.kv_bytes + self.activation_bytes
+
+    @property
+    def arithmetic_intensity(self) -> np.ndarray:
+        return self.flops / self.bytes
+
+
+def ridge_flop_per_byte(d: Deployment) -> float:
+    return d.gpu.peak_tflops(d.compute) / d.gpu.hbm_tb_s
+
+
+def _weights_read_bytes(d: Deployment, tokens: np.ndarray, include_head: bool = True) -> np.ndarray:
+    """Weight bytes one step streams on one GPU when the expert-parallel group routes `tokens` tokens.
+    A GPU reads its own routed experts that some token selects: uniform top-k over E experts leaves each
+    expert untouched with probability (1 - k/E)^tokens."""
+    m, p = d.model, d.params
+    w_bytes = bytes_per_value(d.weights)
+    shared = (p.attention + p.dense_mlp + p.shared_experts + p.router) * w_bytes
+    head = p.head * embedding_bytes_per_value(d.weights) if include_head else 0.0
+    experts = np.zeros_like(tokens, dtype=float)
+    if m.moe is not None:
+        touched_share = 1.0 - (1.0 - m.moe.top_k / m.moe.n_experts) ** tokens
+        experts = p.expert_params * w_bytes * touched_share * sharding(d).expert_weight_fraction
+    return (shared + head) / d.tp + experts
+
+
+def _gemm_flops(d: Deployment, tokens_per_group, tokens_routed, dense_params: float) -> np.ndarray:
+    """Matmul FLOPs on the busiest GPU: each attention group's tokens through the TP-sharded weights, and
+    the EP group's routed tokens through the local experts (uneven routing: the busiest GPU's share)."""
+    s = sharding(d)
+    experts = d.params.routed_per_token
+    return (2.0 * tokens_per_group * dense_params / d.tp
+            + 2.0 * tokens_routed * experts * s.expert_imbalance / s.expert_shards)
+
+
+def _attention_flops_per_cached_token_layer(m: ModelSpec) -> float:
+    """Decode attention FLOPs per query token, per cached token, per layer (all heads)."""
+    if m.mla is not None:  # absorbed MLA: scores over latent+rope, values over latent
+        a = m.mla
+        return 2.0 * m.n_heads * (a.kv_lora_rank + a.qk_rope_head_dim) + 2.0 * m.n_heads * a.kv_lora_rank
+    return 4.0 * m.n_heads * m.head_dim_resolved
+
+
+def _prefill_attention_flops_per_pair(m: ModelSpec) -> float:
+    """Prefill attention FLOPs per (query, key) pair per layer: MLA runs un-absorbed here."""
+    if m.mla is not None:
+        a = m.mla
+        return 2.0 * m.n_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) + 2.0 * m.n_heads * a.v_head_dim
+    return 4.0 * m.n_heads * m.head_dim_resolved
+
+
+def _prefill_activation_values_per_token_layer(d: Deployment) -> float:
+    """Prefill intermediates are prompt-sized and go through HBM: each GEMM's input and output."""
+    m = d.model
+    hd = m.head_dim_resolved
+    q_dim, kv_dim = m.n_heads * hd, m.n_kv_heads * hd
+    if m.moe is None:
+        ff = m.d_ff
+    else:
+        ff = m.moe.top_k * m.moe.d_ff_expert + m.moe.n_shared_experts * m.moe.d_ff_expert
+    sharded = 2 * (q_dim + 2 * kv_dim) + 2 * q_dim + 3 * ff
+    return 6.0 * m.d_model + sharded / d.tp
+
+
+def decode_micro_batch(d: Deployment, batch: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Sequences in one pipeline micro-batch: a replica keeps pp micro-batches in flight, one per stage."""
+    return np.asarray(batch, dtype=float) / d.pp
+
+
+def decode_work(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike, tokens_per_sequence: int = 1) -> StepWork:
+    """One decode round of a replica holding `batch` sequences at `context` cached tokens each, on one GPU
+    column (a GPU of every stage; with pp = 1 simply one GPU). Each of the pp micro-batches of batch/pp
+    sequences crosses every stage, so a round is the whole model's work at the micro-batch; attention
+    groups (data-parallel under EP) each take their share of the micro-batch. `tokens_per_sequence` > 1
+    is a speculative verification pass (k+1 tokens per sequence, one weight read)."""
+    micro = decode_micro_batch(d, batch)
+    context = np.asarray(context, dtype=float)
+    m = d.model
+    s = sharding(d)
+    group_batch = micro / s.attention_dp
+    tokens = micro * tokens_per_sequence
+    group_tokens = group_batch * tokens_per_sequence
+    gemm = _gemm_flops(d, group_tokens, tokens, d.params.matmul_per_token - d.params.routed_per_token)
+    attn = (group_tokens * cached_token_layers(m, context) * _attention_flops_per_cached_token_layer(m)
+            / min(d.tp, m.n_heads))
+    weights = _weights_read_bytes(d, tokens)
+    kv = (group_batch * kv_bytes_per_sequence_per_gpu(m, d.kv_cache, d.tp, context)
+          + group_tokens * kv_bytes_per_token_per_gpu(m, d.kv_cache, d.tp))
+    # A decode batch's intermediates (hidden states of a few hundred tokens, a few MB) stay in the
+    # 50-60 MB L2 of current GPUs, so decode counts no activation HBM traffic; prefill does.
+    act = np.zeros_like(gemm)
+    return StepWork(gemm, attn * np.ones_like(gemm), weights * np.ones_like(gemm), kv * np.ones_like(gemm),
+                    act * np.ones_like(gemm))
+
+
+def causal_pairs(m: ModelSpec, prompt_len: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """(query, key) pairs a causal prefill computes, summed over layers, windows respected."""
+    s = np.asarray(prompt_len, dtype=float)
+    full_layers = m.n_layers - m.n_windowed_layers
+    pairs = full_layers * s * (s + 1) / 2
+    if m.n_windowed_layers:
+        w = float(m.sliding_window or 0)
+        windowed = np.where(s <= w, s * (s + 1) / 2, w * (w + 1) / 2 + (s - w) * w)
+        pairs = pairs + m.n_windowed_layers * windowed
+    return pairs
+
+
+def prefill_work(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepWork:
+    """One request's whole prompt in one pass; logits only for the last token. `busy_groups` attention
+    groups prefill a prompt each at once (a saturated prefill worker under EP): the expert GPUs then
+    serve all of their routed tokens."""
+    s = np.asarray(prompt_len, dtype=float)
+    m = d.model
+    head = d.params.head
+    # one attention group runs the prompt; its routed tokens spread over the expert shards
+    gemm = (_gemm_flops(d, s, s * busy_groups, d.params.matmul_per_token - head - d.params.routed_per_token)
+            + 2.0 * head / d.tp)
+    attn = causal_pairs(m, s) * _prefill_attention_flops_per_pair(m) / min(d.tp, m.n_heads)
+    weights = _weights_read_bytes(d, s * busy_groups)
+    kv = s * kv_bytes_per_token_per_gpu(m, d.kv_cache, d.tp)
+    act = s * m.n_layers * _prefill_activation_values_per_token_layer(d) * ACTIVATION_BYTES
+    return StepWork(gemm, attn, weights * np.ones_like(gemm), kv, act)
+
+
+def ridge_crossing_batch(d: Deployment, context: float) -> int | None:
+    """Smallest batch whose decode step's arithmetic intensity reaches the ridge at this context,
+    or None when KV traffic keeps it memory-bound at every batch."""
+    ridge = ridge_flop_per_byte(d)
+
+    def reaches(batch: float) -> bool:
+        return bool(decode_work(d, batch, context).arithmetic_intensity >= ridge)
+
+    if not reaches(MAX_SEARCH_BATCH):
+        return None
+    lo, hi = 0, MAX_SEARCH_BATCH  # reaches(hi) is true; lo is below any crossing
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if reaches(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

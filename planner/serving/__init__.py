@@ -1,0 +1,1 @@
+"""The serving model (continuous batching, queues, percentiles, goodput) and fleet sizing."""

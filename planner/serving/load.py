@@ -1,0 +1,26 @@
+"""A closed loop of `concurrency` clients on one replica, through the serving model (planner.serving.serving):
+the median ITL and TTFT that `vllm bench serve --max-concurrency` reports, for calibration fits.
+No physics of its own: one serving model for the plan, the sizing search and calibration."""
+
+from __future__ import annotations
+
+from planner.contract.deployment import Deployment
+from planner.serving.serving import ServingPoint, Workload, serve_at_concurrency
+
+
+def closed_loop(d: Deployment, concurrency: int, prompt_len: int, output_len: int) -> ServingPoint:
+    w = Workload(prompt_len=prompt_len, output_len=output_len, max_running=max(int(concurrency), 1),
+                 ttft_overhead_ms=d.efficiency.ttft_overhead_ms)
+    return serve_at_concurrency(d, w, concurrency)
+
+
+def itl_under_concurrency(d: Deployment, concurrency: int, prompt_len: int, output_len: int) -> float:
+    """Median inter-token latency (pooled over tokens) of the closed loop."""
+    p50 = closed_loop(d, concurrency, prompt_len, output_len).itl_ms.p50
+    return float("inf") if p50 is None else p50
+
+
+def ttft_under_concurrency(d: Deployment, concurrency: int, prompt_len: int, output_len: int) -> float:
+    """Median time to first token of the closed loop, serving overhead included."""
+    p50 = closed_loop(d, concurrency, prompt_len, output_len).ttft_ms.p50
+    return float("inf") if p50 is None else p50

@@ -1,0 +1,108 @@
+"""Serving modes: the sizing search over aggregated replicas and disaggregated prefill/decode fleets.
+
+A sizing request with `disaggregation: true` runs the aggregated search (planner.serving.sizing) and the
+disaggregated one (planner.serving.disaggregation) on the same traffic and objectives, tags every option with
+its `mode`, and says in `assumptions.modes` which mode wins and why. Extra request fields:
+`disaggregation` (false), `prefill_gpus` / `decode_gpus` (each pool's GPU list; default: `gpus`),
+`pp` ([1]) and `ep` ([1]; MoE models only) for the disaggregated pools.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpu_catalog import load_catalog
+from planner.contract.errors import ScenarioError, from_validation_error
+from planner.contract.scenario import resolve_gpu, resolve_model
+from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
+from planner.serving.sizing import fit_hints, parse_sizing, size
+
+MODE_FIELDS = ("disaggregation", "prefill_gpus", "decode_gpus")  # pp and ep are the sizing request's own
+
+
+class ModeSettings(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    disaggregation: bool = False
+    prefill_gpus: list[str | dict[str, Any]] | None = Field(default=None, min_length=1, max_length=100)
+    decode_gpus: list[str | dict[str, Any]] | None = Field(default=None, min_length=1, max_length=100)
+
+
+def _gpu_key(gpu: str | dict[str, Any]) -> str:
+    return gpu if isinstance(gpu, str) else str(gpu.get("name", "custom"))
+
+
+def _pool(gpus, tps, pps, eps, weights, kvs) -> list[PoolCandidate]:
+    return [PoolCandidate(_gpu_key(g), g, tp, pp, ep, w, kv)
+            for g in gpus for tp in tps for pp in pps for ep in eps for w in weights for kv in kvs]
+
+
+def size_with_modes(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ScenarioError("sizing", "must be a JSON object")
+    try:
+        modes = ModeSettings.model_validate({k: data[k] for k in MODE_FIELDS if k in data})
+    except ValidationError as err:
+        raise from_validation_error(err) from None
+    req = parse_sizing({k: v for k, v in data.items() if k not in MODE_FIELDS})
+    result = size(req)
+    for option in result["options"]:  # an aggregated replica prefills and decodes: no separate workers
+        option.setdefault("mode", "aggregated")
+        option.setdefault("prefill_workers", None)
+        option.setdefault("decode_workers", None)
+    if not modes.disaggregation:
+        return result
+
+    model = resolve_model(req.model)
+    if model.moe is None and any(e > 1 for e in req.ep):
+        raise ScenarioError("ep", "expert parallelism needs a mixture-of-experts model; this one is dense")
+    gpus = req.gpus if req.gpus is not None else list(load_catalog())
+    for field, pool in (("prefill_gpus", modes.prefill_gpus), ("decode_gpus", modes.decode_gpus)):
+        for i, g in enumerate(pool or []):
+            resolve_gpu(g, f"{field}.{i}")
+    t = req.traffic
+    context = req.context_len or t.prompt_len + t.output_len
+    base = {"model": req.model, "context_len": context, "prompt_len": t.prompt_len, "output_len": t.output_len,
+            "memory": req.memory.model_dump(), "efficiency": req.efficiency}
+    prices = req.usd_per_gpu_hour or {}
+
+    def price_of(key: str, value: Any) -> float | None:
+        return prices.get(key) or resolve_gpu(value)[0].usd_per_hour
+
+    prefill_pool = _pool(modes.prefill_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache)
+    decode_pool = _pool(modes.decode_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache)
+    disagg, searched = disaggregated_options(base, prefill_pool, decode_pool, t.requests_per_s, t.prompt_len,
+                                             t.output_len, context, req.slo.ttft_ms, req.slo.itl_ms, price_of,
+                                             TrafficShape(t.prompt_len, t.output_len, t.arrival_cv, t.prompt_len_cv,
+                                                          t.output_len_cv, t.prefix_cache_hit), req.slo.percentile)
+    aggregated = result["options"]
+    options = sorted(aggregated + disagg, key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
+    result.update(options=options[: req.max_options], feasible=result["feasible"] + len(disagg),
+                  searched=result["searched"] + searched)
+    result["assumptions"]["modes"] = _verdict(aggregated[0] if aggregated else None, disagg[0] if disagg else None)
+    return result
+
+
+def _verdict(agg: dict[str, Any] | None, dis: dict[str, Any] | None) -> dict[str, Any]:
+    if agg is None and dis is None:
+        return {"winner": None, "why": "neither mode meets the objectives at this traffic"}
+    if agg is not None and (dis is None or agg["usd_per_hour"] <= dis["usd_per_hour"]):
+        why = ("no disaggregated fleet meets the objectives" if dis is None else
+               f"aggregated replicas cost ${agg['usd_per_hour']:.2f}/h against ${dis['usd_per_hour']:.2f}/h "
+               "disaggregated: at this traffic the decode batch absorbs the prefills and a separate prefill "
+               "pool (plus the KV transfer) costs more than it saves")
+        return {"winner": "aggregated", "why": why}
+    assert dis is not None
+    why = ("no aggregated replica meets the objectives (prefills interleaved with decode push ITL or TTFT "
+           "past them)" if agg is None else
+           f"disaggregated fleet costs ${dis['usd_per_hour']:.2f}/h against ${agg['usd_per_hour']:.2f}/h aggregated: "
+           f"decode workers run at batch {dis['decode']['batch']} with no prefill interference "
+           f"(ITL {dis['itl_ms']:.1f} ms) while {dis['prefill_workers']} prefill worker(s) on "
+           f"{dis['prefill']['gpu']} keep TTFT at {dis['ttft_ms']:.0f} ms, KV transfer "
+           f"{dis['kv_transfer_ms']:.1f} ms included")
+    return {"winner": "disaggregated", "why": why}
+
+
+__all__ = ["MODE_FIELDS", "fit_hints", "size_with_modes"]

@@ -1,0 +1,485 @@
+"""Sizing: the cheapest fleets that serve a traffic target within TTFT and ITL objectives at a percentile.
+
+Search space: candidate GPUs x TP x weight precision x KV precision (a "family") x a cap on running
+sequences per replica (`batch`, vLLM's max_num_seqs, up to the KV cache's max batch). Three steps:
+`evaluate_family` (one configuration family through the serving model), `search` (every family) and
+`pareto_mask` (the cost-latency frontier).
+
+Load model: the plan's own serving model (planner.serving.serving, stated in README "How the serving model
+works"): continuous batching with chunked prefill (`max_num_batched_tokens` 8192), Poisson arrivals,
+fixed lengths. Each family's goodput is the highest request rate per replica whose TTFT and ITL at
+the objective's percentile (default p90) meet the objectives; a cap on running sequences lowers it to
+that cap's capacity where it binds. Replicas = ceil(traffic / goodput); each replica then runs at
+traffic / replicas, and the option reports its latency percentiles there.
+Cost: $/hour = GPUs x $/GPU-hour (rented, or owned: planner.economics.ownership), and $ per million output
+tokens at the traffic actually served: the same figure `plan` gives for the option's `scenario`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpu_catalog import load_catalog
+from planner.contract.deployment import Deployment
+from planner.contract.errors import ScenarioError, from_validation_error
+from planner.contract.planning import workload_for
+from planner.contract.scenario import MemorySettings, Scenario, resolve, resolve_gpu, resolve_model
+from planner.economics.ownership import OwnershipCosts, owned_usd_per_gpu_hour
+from planner.hardware.parallelism import cheapest_layout_that_fits, sharding
+from planner.model.precision import KvPrecision, WeightPrecision
+from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.physics.memory import plan_memory
+from planner.serving.serving import (
+    PERCENTILES,
+    LoadPoint,
+    Percentiles,
+    ReplicaModel,
+    capacity_and_goodput,
+    itl_distribution,
+    latency_percentiles,
+    load_point,
+    quantile,
+    replica_model,
+)
+from planner.serving.sweep import batch_grid
+
+DEFAULT_TP = [1, 2, 4, 8]
+DEFAULT_WEIGHTS: list[WeightPrecision] = ["bf16", "fp8", "int4"]
+DEFAULT_KV: list[KvPrecision] = ["bf16", "fp8"]
+DEFAULT_PERCENTILE = 90
+SHAPE_FIELDS = ("arrival_cv", "prompt_len_cv", "output_len_cv", "prefix_cache_hit")
+OPTIONS_PER_FAMILY = 3  # the fewest-replica fleets of each family: more replicas only cost more
+
+
+class Traffic(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    requests_per_s: float = Field(gt=0, le=1e7)
+    prompt_len: int = Field(ge=1, le=10_000_000)
+    output_len: int = Field(ge=1, le=10_000_000)
+    # extensions: the traffic's shape, passed to the serving model as the plan's `load` fields
+    arrival_cv: float = Field(default=1.0, ge=0, le=10)
+    prompt_len_cv: float = Field(default=0.0, ge=0, le=10)
+    output_len_cv: float = Field(default=0.0, ge=0, le=10)
+    prefix_cache_hit: float = Field(default=0.0, ge=0, le=1)
+
+    def shape(self) -> dict[str, float]:
+        """The non-default shape fields, as a scenario's `load` takes them."""
+        return {k: getattr(self, k) for k in SHAPE_FIELDS if k in self.model_fields_set}
+
+
+class Slo(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ttft_ms: float = Field(gt=0, le=1e7)
+    itl_ms: float = Field(gt=0, le=1e7)
+    percentile: Literal[50, 90, 99] = 90  # extension (DEFAULT_PERCENTILE): the objectives hold at this percentile
+
+
+class SizingRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    model: str | dict[str, Any]
+    traffic: Traffic
+    slo: Slo
+    gpus: list[str | dict[str, Any]] | None = Field(default=None, min_length=1, max_length=100)
+    tp: list[int] = Field(default_factory=lambda: list(DEFAULT_TP), min_length=1, max_length=16)
+    # extensions: pipeline stages and expert-parallel sizes searched (ep > 1 only for MoE models); when
+    # `pp` is not given, a GPU and precision on which no requested TP fits also gets its cheapest layout
+    pp: list[int] = Field(default_factory=lambda: [1], min_length=1, max_length=8)
+    ep: list[int] = Field(default_factory=lambda: [1], min_length=1, max_length=12)
+    weights: list[WeightPrecision] = Field(default_factory=lambda: list(DEFAULT_WEIGHTS), min_length=1)
+    kv_cache: list[KvPrecision] = Field(default_factory=lambda: list(DEFAULT_KV), min_length=1)
+    context_len: int | None = Field(default=None, ge=1, le=100_000_000)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    efficiency: Literal["ideal", "default"] | dict[str, Any] = "default"
+    usd_per_gpu_hour: dict[str, Annotated[float, Field(ge=0.0001, le=10_000)]] | None = Field(default=None, max_length=1000)
+    # extensions
+    cost_mode: Literal["rent", "own"] = "rent"
+    ownership: OwnershipCosts | None = None
+    max_options: int = Field(default=200, ge=1, le=100_000)
+
+
+@dataclass(frozen=True)
+class _Family:
+    gpu_key: str
+    gpu_value: str | dict[str, Any]
+    tp: int
+    weights: str
+    kv_cache: str
+    pp: int = 1
+    ep: int = 1
+
+
+def parse_sizing(data: Any) -> SizingRequest:
+    if not isinstance(data, dict):
+        raise ScenarioError("sizing", "must be a JSON object")
+    try:
+        req = SizingRequest.model_validate(data)
+    except ValidationError as err:
+        raise from_validation_error(err) from None
+    for i, tp in enumerate(req.tp):
+        if tp < 1 or tp > 1024:
+            raise ScenarioError(f"tp.{i}", "must be between 1 and 1024")
+    for name, values, top in (("pp", req.pp, 256), ("ep", req.ep, 1024)):
+        for i, v in enumerate(values):
+            if not 1 <= v <= top:
+                raise ScenarioError(f"{name}.{i}", f"must be between 1 and {top}")
+    context = req.context_len or req.traffic.prompt_len + req.traffic.output_len
+    if context < req.traffic.prompt_len + req.traffic.output_len:
+        raise ScenarioError("context_len", "is shorter than traffic.prompt_len + traffic.output_len")
+    resolve_model(req.model)
+    for i, gpu in enumerate(req.gpus or []):
+        resolve_gpu(gpu, f"gpus.{i}")
+    for gpu_id, price in (req.usd_per_gpu_hour or {}).items():
+        if not price > 0:
+            raise ScenarioError(f"usd_per_gpu_hour.{gpu_id}", "must be a positive price")
+    return req
+
+
+def _gpu_price(req: SizingRequest, gpu_key: str, gpu_value: Any) -> tuple[float | None, float | None]:
+    """(rent $/GPU-hour, own $/GPU-hour or None)."""
+    spec, _ = resolve_gpu(gpu_value)
+    rent = (req.usd_per_gpu_hour or {}).get(gpu_key) or spec.usd_per_hour
+    own = owned_usd_per_gpu_hour(gpu_key, spec, req.ownership) if req.cost_mode == "own" else None
+    return rent, own
+
+
+def _gpu_key(gpu: str | dict[str, Any]) -> str:
+    return gpu if isinstance(gpu, str) else str(gpu.get("name", "custom"))
+
+
+def _families(req: SizingRequest, hints: list[dict[str, Any]] | None = None) -> list[_Family]:
+    """GPU x tp x pp x ep x weights x KV; ep > 1 only for a MoE model. Without a requested `pp`, each
+    GPU and weight precision where no requested layout fits adds its cheapest layout (from `hints`)."""
+    gpus = req.gpus if req.gpus is not None else list(load_catalog())
+    eps = req.ep if resolve_model(req.model).moe is not None else [e for e in req.ep if e == 1] or [1]
+    out = []
+    for gpu in gpus:
+        key = _gpu_key(gpu)
+        for tp in req.tp:
+            for pp in req.pp:
+                for ep in eps:
+                    for w in req.weights:
+                        for kv in req.kv_cache:
+                            out.append(_Family(key, gpu, tp, w, kv, pp, ep))
+    if "pp" not in req.model_fields_set:
+        by_key = {_gpu_key(g): g for g in gpus}
+        have = {(f.gpu_key, f.tp, f.pp, f.ep, f.weights) for f in out}
+        for hint in hints if hints is not None else fit_hints(req):
+            layout = hint["smallest_layout_that_fits"]
+            if layout is None or (hint["gpu"], layout["tp"], layout["pp"], layout["ep"], hint["weights"]) in have:
+                continue
+            for kv in req.kv_cache:
+                out.append(_Family(hint["gpu"], by_key[hint["gpu"]], layout["tp"], hint["weights"], kv,
+                                   layout["pp"], layout["ep"]))
+    return out
+
+
+def fit_hints(req: SizingRequest) -> list[dict[str, Any]]:
+    """For each GPU and weight precision where even the request's largest TP cannot hold the weights and
+    one sequence: the cheapest tp x pp x ep layout that can, across nodes when it must (null if none)."""
+    hints = []
+    context = req.context_len or req.traffic.prompt_len + req.traffic.output_len
+    kv = min(req.kv_cache, key=lambda k: {"int4": 0, "fp8": 1, "int8": 1}.get(k, 2))
+    common = {"model": req.model, "kv_cache": kv, "context_len": context, "prompt_len": req.traffic.prompt_len,
+              "output_len": req.traffic.output_len, "memory": req.memory.model_dump()}
+    for gpu in req.gpus if req.gpus is not None else list(load_catalog()):
+        for weights in req.weights:
+            try:
+                d = resolve(Scenario.model_validate({**common, "gpu": gpu, "tp": 1, "weights": weights}))
+                widest = resolve(Scenario.model_validate({**common, "gpu": gpu, "weights": weights,
+                                                          "tp": max(t for t in req.tp if t <= d.model.n_heads)}))
+            except (ScenarioError, ValidationError, ValueError):
+                continue
+            if plan_memory(widest, context).fits:
+                continue
+            fit = cheapest_layout_that_fits(d, lambda trial: plan_memory(trial, context).fits)
+            layout = None if fit is None else {k: getattr(sharding(fit), k) for k in
+                                               ("tp", "pp", "ep", "gpus_per_replica", "nodes_per_replica")}
+            hints.append({"gpu": _gpu_key(gpu), "weights": weights, "kv_cache": kv, "smallest_layout_that_fits": layout})
+    return hints
+
+
+def _scenario_for(req: SizingRequest, fam: _Family, batch: int | None = None) -> dict[str, Any]:
+    s: dict[str, Any] = {
+        "model": req.model, "gpu": fam.gpu_value, "tp": fam.tp, "pp": fam.pp, "ep": fam.ep,
+        "weights": fam.weights, "kv_cache": fam.kv_cache,
+        "context_len": req.context_len or req.traffic.prompt_len + req.traffic.output_len,
+        "prompt_len": req.traffic.prompt_len, "output_len": req.traffic.output_len,
+        "memory": req.memory.model_dump(), "efficiency": req.efficiency,
+    }
+    if req.usd_per_gpu_hour and fam.gpu_key in req.usd_per_gpu_hour:
+        s["usd_per_gpu_hour"] = req.usd_per_gpu_hour[fam.gpu_key]
+    if req.traffic.shape():
+        s["load"] = req.traffic.shape()
+    if batch is not None:
+        s["batch"] = int(batch)
+    return s
+
+
+def pareto_mask(cost: npt.NDArray[np.float64], latency: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """True where no other point is at least as good on both and better on one (lower is better)."""
+    order = np.lexsort((latency, cost))
+    mask = np.zeros(len(cost), dtype=bool)
+    best_latency = np.inf
+    for i in order:
+        if latency[i] < best_latency:
+            mask[i] = True
+            best_latency = latency[i]
+    return mask
+
+
+@dataclass
+class FamilyResult:
+    """One family through the serving model: its options, or why it has none, and how many caps it tried."""
+
+    options: list[dict[str, Any]]
+    reason: str | None
+    searched: int
+
+
+def _label(fam: _Family) -> str:
+    layout = f"tp{fam.tp}" + (f" pp{fam.pp}" if fam.pp > 1 else "") + (f" ep{fam.ep}" if fam.ep > 1 else "")
+    return f"{fam.gpu_key} {layout} {fam.weights}/{fam.kv_cache}"
+
+
+def _why_not(m: ReplicaModel, req: SizingRequest) -> str:
+    """Why even a trickle of traffic misses the objectives: the percentiles of one request alone."""
+    pct = req.slo.percentile
+    ttft, itl, _ = latency_percentiles(m, load_point(m, float(m.capacity_per_ms()) * 1e-6))
+    why = []
+    itl_at, ttft_at = itl.at(pct), ttft.at(pct)
+    if itl_at is not None and itl_at > req.slo.itl_ms:
+        why.append(f"p{pct} ITL at a trickle is {itl_at:.1f} ms > {req.slo.itl_ms:g} ms")
+    if ttft_at is not None and ttft_at > req.slo.ttft_ms:
+        why.append(f"p{pct} TTFT at a trickle is {ttft_at:.0f} ms > {req.slo.ttft_ms:g} ms")
+    return "; ".join(why) or "no request rate meets both objectives"
+
+
+@dataclass
+class _Prepared:
+    """A family that fits, resolved, with a floor under the cost of any fleet it can give."""
+
+    fam: _Family
+    base: dict[str, Any]
+    scenario: Scenario
+    d: Deployment
+    max_batch: int
+    caps: npt.NDArray[np.int_]
+    price: float
+    rent: float | None
+    own: float | None
+    cost_floor_usd_per_hour: float
+
+
+def _prepare(req: SizingRequest, fam: _Family) -> _Prepared | FamilyResult:
+    """Resolve a family and check memory and price; the cost floor prices the fewest replicas the traffic
+    could need: a replica's capacity is at most max_batch / ((O - 1) D(max_batch)) (the serving model's
+    lambda(N) = N / ((O - 1) D(N) + N E[W]) grows with N and drops E[W] here), goodput at most its capacity."""
+    t = req.traffic
+    try:
+        base = _scenario_for(req, fam)
+        scenario = Scenario.model_validate(base)
+        d = resolve(scenario)
+    except (ScenarioError, ValidationError) as err:
+        reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else str(err).splitlines()[0]
+        return FamilyResult([], reason, 0)
+    mem = plan_memory(d, scenario.context_len_resolved)
+    if not mem.fits:
+        return FamilyResult([], f"weights ({mem.weights_gb_per_gpu:.1f} GB/GPU) and one sequence do not fit in "
+                                f"{d.gpu.name} memory", 0)
+    caps = batch_grid(mem.max_batch)
+    caps = caps[caps <= mem.max_batch]
+    rent, own = _gpu_price(req, fam.gpu_key, fam.gpu_value)
+    price = own if req.cost_mode == "own" else rent
+    if price is None:
+        return FamilyResult([], "no price: give usd_per_gpu_hour for this GPU", len(caps))
+    floor = 0.0
+    computed = max(round(t.prompt_len * (1.0 - t.prefix_cache_hit)), 1)
+    work_ms = float(np.asarray(prefill_chunk_work_ms(d, [float(t.prompt_len)], [float(t.prompt_len - computed)]))[0])
+    bound_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms,
+                                         work_ms)
+    if bound_per_s is not None:
+        floor = math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
+    return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own, floor)
+
+
+def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int,
+                      itl_ms: float, work_ms: float) -> float | None:
+    """An upper bound on a replica's goodput (req/s), or None where there is none to give. In the serving
+    model lambda(N) = N / ((O - 1) D(N) + N E[W]), which grows with N (N / D(N) does); E[W] >= W at the mean
+    prompt (`work_ms`: prefill work grows at least linearly with length, so Jensen's inequality); and an ITL
+    percentile of 50 or more is at least D(N) (every ITL component is centred at D(N) + its slope + prompt
+    work >= D(N)), so the ITL objective caps N where D(N) reaches it. Over a grid of N, the true cap lies
+    between the last point within the objective and the next, hence N_next / ((O - 1) D(N_last) + N_next W)."""
+    if output_len <= 1:
+        return None
+    population = np.geomspace(1.0, max(float(max_batch), 1.0), 48)
+    step_ms = np.asarray(decode_step(d, population, context).total_ms, dtype=float)
+    within = np.nonzero(step_ms <= itl_ms)[0]
+    if len(within) == 0:
+        return None  # even one sequence misses ITL: evaluated, so that it says why
+    last = int(within[-1])
+    nxt = min(last + 1, len(population) - 1)
+    n = float(population[nxt])
+    return 1.01 * n / ((output_len - 1) * float(step_ms[last]) + n * 0.99 * work_ms) * 1000.0
+
+
+def evaluate_family(req: SizingRequest, fam: _Family, lazy: bool = False) -> FamilyResult:
+    """Goodput per replica for each cap on running sequences, the replicas the traffic needs, and the
+    options at the rate each replica then runs at. `lazy`: options carry ITL only and a private
+    `_finish` entry; `_finish(option)` fills TTFT and E2E (size does it for the options it returns)."""
+    prep = _prepare(req, fam)
+    return prep if isinstance(prep, FamilyResult) else _evaluate(req, prep, lazy)
+
+
+def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool) -> FamilyResult:
+    t, fam, d, caps, base = req.traffic, prep.fam, prep.d, prep.caps, prep.base
+    m = replica_model(d, workload_for(prep.scenario, d, prep.max_batch), max_population=prep.max_batch)
+    pct = req.slo.percentile
+    capacity, goodput = capacity_and_goodput(m, caps, pct, req.slo.ttft_ms, req.slo.itl_ms)
+    if not (goodput > 0).any():
+        return FamilyResult([], _why_not(m, req), len(caps))
+    price, rent, own = prep.price, prep.rent, prep.own
+    layout = sharding(d)
+    gpus_per_replica = layout.gpus_per_replica
+    demand_tokens_per_s = t.requests_per_s * t.output_len
+    options: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for i in np.argsort(-goodput, kind="stable"):  # caps reaching the family's goodput come first
+        if goodput[i] <= 0:
+            continue
+        replicas = max(1, math.ceil(t.requests_per_s / (goodput[i] * 1000.0) * (1 - 1e-12)))  # a denormal rate rounds to 0
+        if replicas in seen:  # a larger cap at the same replica count changes nothing the traffic sees
+            continue
+        if len(seen) == OPTIONS_PER_FAMILY:
+            break
+        seen.add(replicas)
+        rate_per_ms = t.requests_per_s / replicas / 1000.0
+        point = load_point(m, rate_per_ms, int(caps[i]))
+        if lazy:  # ITL ranks the options and draws the frontier; TTFT and E2E wait until returned
+            itl = _itl_percentiles(m, point)
+            ttft = e2e = Percentiles(None, None, None)
+        else:
+            ttft, itl, e2e = latency_percentiles(m, point)
+        usd_per_hour = replicas * gpus_per_replica * price
+        scenario_out = {**base, "batch": int(caps[i]), "load": {
+            **req.traffic.shape(), "request_rate": rate_per_ms * 1000.0,
+            "slo": {"ttft_ms": req.slo.ttft_ms, "itl_ms": req.slo.itl_ms, "percentile": pct}}}
+        options.append({
+            "gpu": fam.gpu_key, "tp": fam.tp, "weights": fam.weights, "kv_cache": fam.kv_cache,
+            "batch": int(caps[i]), "replicas": replicas, "gpus_total": replicas * gpus_per_replica,
+            "pp": fam.pp, "ep": fam.ep, "gpus_per_replica": gpus_per_replica,
+            "nodes_per_replica": layout.nodes_per_replica,
+            "ttft_ms": ttft.at(pct), "itl_ms": itl.at(pct), "itl_ms_under_load": itl.at(pct),
+            "e2e_ms": e2e.at(pct), "percentile": pct,
+            "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50,
+            "request_rate_per_replica": rate_per_ms * 1000.0, "goodput_request_rate": float(goodput[i]) * 1000.0,
+            "max_request_rate": float(capacity[i]) * 1000.0,
+            "output_tokens_per_s": rate_per_ms * 1000.0 * t.output_len, "usd_per_hour": usd_per_hour,
+            "usd_per_million_output_tokens": usd_per_hour / (demand_tokens_per_s * 3600.0) * 1e6,
+            "usd_per_gpu_hour": price, "rent_usd_per_gpu_hour": rent, "own_usd_per_gpu_hour": own,
+            "prefill_share": float(point.prefill_share),
+            "scenario": scenario_out,
+        })
+        if lazy:
+            options[-1]["_finish"] = (m, point)
+    return FamilyResult(options, None, len(caps))
+
+
+def _itl_percentiles(m: ReplicaModel, point: LoadPoint) -> Percentiles:
+    """ITL percentiles alone, bracketed as latency_percentiles brackets them (the same figures)."""
+    if not bool(point.stable):
+        return latency_percentiles(m, point)[1]
+    q = quantile(itl_distribution(m, point), np.array(PERCENTILES) / 100.0, max(float(point.iteration_ms * 2), 1e-3))
+    return Percentiles(*(float(v) for v in q))
+
+
+def _finish(option: dict[str, Any]) -> None:
+    """Fill a lazily evaluated option's TTFT and E2E percentiles (ITL is recomputed identically)."""
+    m, point = option.pop("_finish")
+    pct = option["percentile"]
+    ttft, itl, e2e = latency_percentiles(m, point)
+    option.update({"ttft_ms": ttft.at(pct), "itl_ms": itl.at(pct), "itl_ms_under_load": itl.at(pct),
+                   "e2e_ms": e2e.at(pct), "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50})
+
+
+def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False,
+           prune: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
+    """Every family: (options, infeasible families with their reason, configurations searched, families
+    pruned). `prune`: families go cheapest cost floor first, and one whose floor is above the
+    `max_options`-th cheapest option found so far is skipped: every fleet it gives costs more than every
+    option returned, so the returned options and their Pareto flags are the same as without pruning."""
+    rows: list[dict[str, Any]] = []
+    infeasible: list[dict[str, str]] = []
+    searched = pruned = 0
+    prepared: list[_Prepared] = []
+    for fam in _families(req, hints):
+        prep = _prepare(req, fam)
+        if isinstance(prep, FamilyResult):
+            searched += prep.searched
+            if prep.reason is not None:
+                infeasible.append({"candidate": _label(fam), "reason": prep.reason})
+        else:
+            prepared.append(prep)
+    if prune:
+        prepared.sort(key=lambda p: p.cost_floor_usd_per_hour)
+    cheapest: list[float] = []  # max-heap (negated) of the max_options cheapest $/hour found so far
+    for prep in prepared:
+        searched += len(prep.caps)
+        if prune and len(cheapest) == req.max_options and prep.cost_floor_usd_per_hour > -cheapest[0]:
+            pruned += 1
+            continue
+        result = _evaluate(req, prep, lazy)
+        rows.extend(result.options)
+        for o in result.options:
+            if len(cheapest) < req.max_options:
+                heapq.heappush(cheapest, -o["usd_per_hour"])
+            elif o["usd_per_hour"] < -cheapest[0]:
+                heapq.heapreplace(cheapest, -o["usd_per_hour"])
+        if result.reason is not None:
+            infeasible.append({"candidate": _label(prep.fam), "reason": result.reason})
+    return rows, infeasible, searched, pruned
+
+
+def size(data: Any) -> dict[str, Any]:
+    req = data if isinstance(data, SizingRequest) else parse_sizing(data)
+    hints = fit_hints(req)
+    rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True)
+    rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
+    if rows:
+        mask = pareto_mask(np.array([r["usd_per_hour"] for r in rows]), np.array([r["itl_ms"] for r in rows]))
+        for r, on in zip(rows, mask, strict=True):
+            r["pareto"] = bool(on)
+    options = rows[: req.max_options]
+    for r in options:
+        _finish(r)
+    for r in rows[req.max_options:]:  # not returned: drop the model the finish step would have used
+        r.pop("_finish", None)
+    return {
+        "searched": searched,
+        "feasible": len(rows),
+        "pruned": pruned,
+        "options": options,
+        "infeasible": infeasible,
+        "fit_hints": hints,
+        "assumptions": {
+            "objectives": f"TTFT and ITL at p{req.slo.percentile} (slo.percentile; default p{DEFAULT_PERCENTILE})",
+            "serving_model": "the plan's serving model: continuous batching with chunked prefill "
+                             "(max_num_batched_tokens 8192), Poisson arrivals unless traffic.arrival_cv, fixed "
+                             "lengths unless traffic.prompt_len_cv / output_len_cv; goodput = highest "
+                             "request rate per replica meeting the objectives; replicas = ceil(traffic / goodput)",
+            "queue": "G/G/1 prefill queue per replica (planner.serving.serving's wait, growing with traffic.arrival_cv), ITL from decode and prefill-carrying iterations",
+            "cost_mode": req.cost_mode,
+            "engine": "default engine calibrated on NVIDIA GPUs; other vendors' options assume the same "
+                      "fraction of peak (calibrate them)",
+            "prices": "catalog reference prices; several are estimates (see `python -m planner gpus` sources)"},
+    }
