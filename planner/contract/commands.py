@@ -168,17 +168,22 @@ def _vllm(s: Scenario, hf_id: str, batch: int, moe: bool) -> LaunchCommand:
     return LaunchCommand("vllm", tuple(argv), PORTS["vllm"], notes=tuple(notes))
 
 
+def _pp_ep_flags(s: Scenario, moe: bool, pp_flag: str, ep_flag: str, notes: list[str]) -> list[str]:
+    """Pipeline and expert-parallel sizes as flags (SGLang and TensorRT-LLM take both as sizes)."""
+    argv = [pp_flag, str(s.pp)] if s.pp > 1 else []
+    if s.ep > 1:
+        if moe:
+            argv += [ep_flag, str(s.ep)]
+        else:
+            notes.append(f"ep={s.ep} is ignored: the model has no experts")
+    return argv
+
+
 def _sglang(s: Scenario, hf_id: str, batch: int, moe: bool) -> LaunchCommand:
     argv = ["python", "-m", "sglang.launch_server", "--model-path", hf_id, "--host", "0.0.0.0",
             "--port", str(PORTS["sglang"]), "--tp-size", str(s.tp)]
     notes = _weights_notes(s, "SGLang")
-    if s.pp > 1:
-        argv += ["--pp-size", str(s.pp)]
-    if s.ep > 1:
-        if moe:
-            argv += ["--ep-size", str(s.ep)]
-        else:
-            notes.append(f"ep={s.ep} is ignored: the model has no experts")
+    argv += _pp_ep_flags(s, moe, "--pp-size", "--ep-size", notes)
     argv += ["--context-length", str(_max_model_len(s)),
              "--mem-fraction-static", _fmt(s.memory.utilization),
              "--max-running-requests", str(batch),
@@ -210,13 +215,7 @@ def _trtllm(s: Scenario, hf_id: str, batch: int, moe: bool, kv_fraction: float) 
     argv = ["trtllm-serve", hf_id, "--backend", "pytorch", "--host", "0.0.0.0", "--port", str(PORTS["trt-llm"]),
             "--tp_size", str(s.tp)]
     notes = _weights_notes(s, "TensorRT-LLM")
-    if s.pp > 1:
-        argv += ["--pp_size", str(s.pp)]
-    if s.ep > 1:
-        if moe:
-            argv += ["--ep_size", str(s.ep)]
-        else:
-            notes.append(f"ep={s.ep} is ignored: the model has no experts")
+    argv += _pp_ep_flags(s, moe, "--pp_size", "--ep_size", notes)
     argv += ["--max_seq_len", str(_max_model_len(s)), "--max_batch_size", str(batch),
              "--max_num_tokens", str(s.max_num_batched_tokens),
              "--kv_cache_free_gpu_memory_fraction", _fmt(kv_fraction)]

@@ -59,18 +59,23 @@ class ServiceObjective(BaseModel):
     percentile: Literal[50, 90, 99] = 90
 
 
-class LoadSettings(BaseModel):
-    """The operating point: a request rate per replica (open loop) or a concurrency (closed loop),
-    the shape of the traffic, and the engine's chunked-prefill token budget."""
+class TrafficShapeFields(BaseModel):
+    """The traffic's shape, one definition for a scenario's `load` and a sizing request's `traffic`."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    request_rate: float | None = Field(default=None, gt=0, le=1e6, description="requests/s per replica")
-    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
     arrival_cv: float = Field(default=1.0, ge=0, le=10, description="inter-arrival coefficient of variation")
     prompt_len_cv: float = Field(default=0.0, ge=0, le=10)
     output_len_cv: float = Field(default=0.0, ge=0, le=10)
     prefix_cache_hit: float = Field(default=0.0, ge=0, le=1)
+
+
+class LoadSettings(TrafficShapeFields):
+    """The operating point: a request rate per replica (open loop) or a concurrency (closed loop),
+    the shape of the traffic, and the engine's chunked-prefill token budget."""
+
+    request_rate: float | None = Field(default=None, gt=0, le=1e6, description="requests/s per replica")
+    concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
     max_num_batched_tokens: int = Field(default=DEFAULT_MAX_NUM_BATCHED_TOKENS, ge=16, le=10_000_000)
     slo: ServiceObjective | None = None
 

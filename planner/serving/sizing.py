@@ -30,7 +30,14 @@ from gpu_catalog import load_catalog
 from planner.contract.deployment import Deployment
 from planner.contract.errors import ScenarioError, from_validation_error
 from planner.contract.planning import workload_for
-from planner.contract.scenario import MemorySettings, Scenario, resolve, resolve_gpu, resolve_model
+from planner.contract.scenario import (
+    MemorySettings,
+    Scenario,
+    TrafficShapeFields,
+    resolve,
+    resolve_gpu,
+    resolve_model,
+)
 from planner.economics.ownership import OwnershipCosts, owned_usd_per_gpu_hour
 from planner.hardware.parallelism import cheapest_layout_that_fits, sharding
 from planner.model.precision import KvPrecision, WeightPrecision
@@ -54,21 +61,16 @@ DEFAULT_TP = [1, 2, 4, 8]
 DEFAULT_WEIGHTS: list[WeightPrecision] = ["bf16", "fp8", "int4"]
 DEFAULT_KV: list[KvPrecision] = ["bf16", "fp8"]
 DEFAULT_PERCENTILE = 90
-SHAPE_FIELDS = ("arrival_cv", "prompt_len_cv", "output_len_cv", "prefix_cache_hit")
+SHAPE_FIELDS = tuple(TrafficShapeFields.model_fields)
 OPTIONS_PER_FAMILY = 3  # the fewest-replica fleets of each family: more replicas only cost more
 
 
-class Traffic(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class Traffic(TrafficShapeFields):
+    """The contract's traffic; the shape fields (extensions) reach the serving model as the plan's `load`."""
 
     requests_per_s: float = Field(gt=0, le=1e7)
     prompt_len: int = Field(ge=1, le=10_000_000)
     output_len: int = Field(ge=1, le=10_000_000)
-    # extensions: the traffic's shape, passed to the serving model as the plan's `load` fields
-    arrival_cv: float = Field(default=1.0, ge=0, le=10)
-    prompt_len_cv: float = Field(default=0.0, ge=0, le=10)
-    output_len_cv: float = Field(default=0.0, ge=0, le=10)
-    prefix_cache_hit: float = Field(default=0.0, ge=0, le=1)
 
     def shape(self) -> dict[str, float]:
         """The non-default shape fields, as a scenario's `load` takes them."""
