@@ -29,16 +29,18 @@ def default_plan():
 
 
 def test_worked_example_is_no_longer_claimed_sustainable(default_plan):
-    """Issue 9: 167 sequences of 400 tokens at 25.2 ms per step = 167 / 0.0252 / 400 = 16.5 new requests
-    per second, each needing 101 ms of prefill: 1.67 s of prefill work per second. No replica does more
-    than 1000 / 101 = 9.9 prefills per second, so 16.5 req/s must be unstable and the operating point
-    of 167 concurrent users must serve far fewer than the decode-only 6,619 tokens/s. (Step and prefill
-    times are issue 10's graph physics under the vLLM profile; issue 9 wrote 22.6 ms and 96.6 ms with
-    round 1's constants.)
+    """Issue 9: 161 sequences of 400 tokens at 24.8 ms per step = 161 / 0.0248 / 400 = 16.2 new requests
+    per second, each needing 101 ms of prefill: 1.64 s of prefill work per second. No replica does more
+    than 1000 / 101 = 9.9 prefills per second, so 16.2 req/s must be unstable and the operating point
+    of 161 concurrent users must serve far fewer than the decode-only bound. (Step and prefill times are
+    issue 10's graph physics under the vLLM profile; issue 9 wrote 22.6 ms and 96.6 ms with round 1's
+    constants. 161 = vLLM 0.21's KV budget of 50.43 GiB per GPU (issue 11's rules, waterfall in the plan)
+    over 512 blocks x 16 tokens x 40,960 B of fp8 KV per token per GPU = 335,544,320 B per 8,192-token
+    sequence: 161.4.)
 
     Source: hand: issue 9's worked example, the bound 1000 / prefill_ms prefills per second derived above."""
     p = default_plan
-    assert p.latency.itl_ms == pytest.approx(25.2, rel=0.02) and p.memory.max_batch == pytest.approx(167, rel=0.02)
+    assert p.latency.itl_ms == pytest.approx(24.8, rel=0.02) and p.memory.max_batch == pytest.approx(161, rel=0.02)
     assert p.latency.prefill_ms == pytest.approx(101.2, rel=0.02)
     assert p.serving.max_request_rate < 1000.0 / p.latency.prefill_ms
     claimed_rate = p.memory.max_batch / (p.latency.itl_ms / 1000) / 400
@@ -195,12 +197,14 @@ def test_does_not_fit_gives_no_serving_figures_and_what_would_fit():
 
 
 def test_fit_alternatives_lists_precisions_that_fit():
-    """70B: bf16 weights are 141 GB (> 75 GB of one H100); fp8 70.6 GB leaves 4.4 GB, enough for one
-    2,400-token sequence with fp8 KV (2400 x 163,840 B = 0.39 GB); int4 36.4 GB fits too.
+    """70B on one H100 at vLLM 0.21's own default utilization 0.92: bf16 weights are 141 GB (> the 72.9 GiB
+    cap); fp8 weights load as 67.67 GiB (embedding and head kept in bf16), and the cap of 0.92 x 79.197 =
+    72.861 GiB less 1.837 GiB of profiling peak, 0.15 non-torch and the 1.790 GiB graph pool leaves
+    1.42 GiB, enough for one 2,400-token sequence with fp8 KV (2,400 x 163,840 B = 0.37 GiB); int4 fits too.
 
     Source: hand: the derivation above."""
     p = plan({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 1, "weights": "bf16", "kv_cache": "bf16",
-              "prompt_len": 2000, "output_len": 400})
+              "prompt_len": 2000, "output_len": 400, "memory": {"utilization": 0.92}})
     choices = {(c.weights, c.kv_cache) for c in p.fit_alternatives.precisions}
     assert ("fp8", "fp8") in choices and ("int4", "bf16") in choices
     assert not any(w in ("bf16", "fp16", "fp32") for w, _ in choices)

@@ -60,6 +60,9 @@ MUTATIONS: list[tuple[str, str, str]] = [
     ("vllm_activation", "vLLM memory: activation peak", "planner.physics.engine_memory:activation_peak_gib"),
     ("vllm_non_torch", "vLLM memory: non-torch memory", "planner.physics.engine_memory:non_torch_gib"),
     ("vllm_cuda_graph", "vLLM memory: CUDA graph pool", "planner.physics.engine_memory:cuda_graph_gib"),
+    ("vllm_sampler", "vLLM memory: the profiling run's sampler peak", "planner.physics.engine_memory:sampler_peak_gib"),
+    ("vllm_moe_workspace", "vLLM memory: fused-MoE workspace held", "planner.physics.engine_memory:moe_workspace_gib"),
+    ("vllm_graph_pool", "vLLM memory: CUDA graph pool size", "planner.physics.engine_memory:cuda_graph_pool_gib"),
     ("vllm_kv_page", "vLLM memory: KV page bytes per layer", "planner.physics.engine_memory:kv_page_bytes_per_layer"),
     ("vllm_visible", "vLLM memory: visible GiB of a GPU", "planner.physics.engine_memory:visible_total_gib"),
 ]

@@ -22,8 +22,10 @@ from planner.physics.efficiency import ideal
 from planner.physics.engine_memory import (
     DRIVER_RESERVED_GIB,
     GIB,
+    VLLM_RULES_VERSION,
     kv_tokens_and_concurrency,
     plan_engine_memory,
+    weights_gib_per_gpu,
 )
 
 CSV_PATH = Path(__file__).resolve().parents[1] / "data" / "reference" / "vllm_startup_logs.csv"
@@ -41,7 +43,14 @@ class RowResult:
     weights_logged_gib: float | None
     weights_model_gib: float | None
     tokens_logged: int | None
-    tokens_model: int | None
+    tokens_model: int | None  # from the logged budget: the block arithmetic alone
+    tokens_predicted: int | None = None  # from the planner's own budget: the figure a user reads
+
+    @property
+    def tokens_predicted_error(self) -> float | None:
+        if not self.tokens_logged or self.tokens_predicted is None:
+            return None
+        return self.tokens_predicted / self.tokens_logged - 1.0
 
     @property
     def budget_error_gib(self) -> float | None:
@@ -81,38 +90,65 @@ def gpu_for(row: dict[str, str]) -> GpuSpec | None:
     return load_catalog()[gpu_id] if gpu_id else None
 
 
+def _int(text: str) -> int | None:
+    return int(text) if text.strip() else None
+
+
+def sampler_of_row(row: dict[str, str]) -> str | None:
+    """V0 samples on the driver rank only: a budget printed by another rank had no sampler in its peak."""
+    return "none" if row.get("budget_rank") == "non-driver" else None
+
+
 def evaluate_row(row: dict[str, str]) -> RowResult:
     model = load_presets()[row["model"]]
     tp = int(row["tp"])
     budget_logged = _num(row["logged_kv_gib"])
-    tokens_logged = int(row["logged_kv_tokens"]) if row["logged_kv_tokens"] else None
+    tokens_logged = _int(row["logged_kv_tokens"])
+    if not tokens_logged and row["logged_gpu_blocks"]:
+        tokens_logged = int(row["logged_gpu_blocks"]) * 16
     gpu = gpu_for(row)
     budget_model = weights_model = None
-    mml = int(row["max_model_len"]) if row["max_model_len"] else None
-    mnbt = int(row["max_num_batched_tokens"]) if row["max_num_batched_tokens"] else 8192
+    tokens_predicted = None
+    mml = _int(row["max_model_len"])
+    version = row["vllm_version"] or VLLM_RULES_VERSION
+    seqs = _int(row["max_num_seqs"])
+    mnbt = _int(row["max_num_batched_tokens"]) or default_max_num_batched_tokens(gpu, version, row)
     if gpu is not None and row["utilization"]:
         d = Deployment(model=model, gpu=gpu, tp=tp, weights=row["weights"], kv_cache=row["kv_cache"],
                        compute="bf16", efficiency=ideal(), memory_utilization=float(row["utilization"]),
                        reserve_gb=None)
-        seqs = int(row["max_num_seqs"]) if row["max_num_seqs"] else None
-        e = plan_engine_memory(d, mml or 4096, mnbt, 16, max_num_seqs=seqs, vllm_version=row["vllm_version"])
+        e = plan_engine_memory(d, mml or 4096, mnbt, 16, max_num_seqs=seqs, vllm_version=version,
+                               sampler=sampler_of_row(row))
         budget_model, weights_model = e.kv_budget_gib, e.weights_gib
+        if row.get("budget_rank") == "non-driver":  # the token line is the smallest rank's: the driver's
+            driver = plan_engine_memory(d, mml or 4096, mnbt, 16, max_num_seqs=seqs, vllm_version=version)
+            tokens_predicted = driver.kv_cache_tokens
+        else:
+            tokens_predicted = e.kv_cache_tokens
     elif gpu is not None or row["weights"]:
-        from planner.physics.engine_memory import weights_gib_per_gpu
-
         d = Deployment(model=model, gpu=gpu or load_catalog()["h100-sxm"], tp=tp, weights=row["weights"],
                        kv_cache=row["kv_cache"], compute="bf16", efficiency=ideal(), memory_utilization=0.9,
                        reserve_gb=None)
         weights_model = weights_gib_per_gpu(d)
-    tokens_model = None
+    tokens_from_logged = None
     if row["tokens_checkable"] == "yes" and budget_logged is not None and mml:
-        _, tokens_model, _, _, _ = kv_tokens_and_concurrency(model, tp, row["kv_cache"], budget_logged, 16, mml, mnbt)
-        if not tokens_logged and row["logged_gpu_blocks"]:
-            tokens_logged = int(row["logged_gpu_blocks"]) * 16
+        _, tokens_from_logged, _, _, _ = kv_tokens_and_concurrency(model, tp, row["kv_cache"], budget_logged, 16, mml,
+                                                                   mnbt)
     return RowResult(id=row["id"], split=row["split"], known_gap=row["known_gap"],
-                     budget_logged_gib=budget_logged if row["utilization"] and gpu is not None else None,
+                     budget_logged_gib=budget_logged if row["utilization"] and gpu is not None
+                     and row.get("budget_rank") != "non-driver" else None,
                      budget_model_gib=budget_model, weights_logged_gib=_num(row["logged_weights_gib"]),
-                     weights_model_gib=weights_model, tokens_logged=tokens_logged, tokens_model=tokens_model)
+                     weights_model_gib=weights_model, tokens_logged=tokens_logged,
+                     tokens_model=tokens_from_logged if row["tokens_checkable"] == "yes" else None,
+                     tokens_predicted=tokens_predicted if mml else None)
+
+
+def default_max_num_batched_tokens(gpu: GpuSpec | None, version: str, row: dict[str, str]) -> int:
+    """`vllm serve`'s default when the thread does not print it: 8192 on GPUs of 70 GiB or more, else 2048
+    (vLLM `_set_default_args`; V0 without chunked prefill profiles max_model_len, given in its rows)."""
+    if gpu is None:
+        return 8192
+    return 8192 if gpu.memory_gb * 1e9 / GIB - DRIVER_RESERVED_GIB >= 70 else 2048
 
 
 def evaluate() -> list[RowResult]:
@@ -125,6 +161,7 @@ def summary(results: list[RowResult], split: str) -> dict[str, float | int | Non
     budget_rel = [abs(r.budget_error_gib) / abs(r.budget_logged_gib) for r in rows
                   if r.budget_error_gib is not None and r.budget_logged_gib]
     tokens = [abs(r.tokens_error) for r in rows if r.tokens_error is not None]
+    predicted = [abs(r.tokens_predicted_error) for r in rows if r.tokens_predicted_error is not None]
     return {
         "rows": len(rows),
         "budget_rows": len(budget),
@@ -135,6 +172,10 @@ def summary(results: list[RowResult], split: str) -> dict[str, float | int | Non
         "token_rows": len(tokens),
         "tokens_median_rel": statistics.median(tokens) if tokens else None,
         "tokens_max_rel": max(tokens) if tokens else None,
+        "predicted_token_rows": len(predicted),
+        "predicted_tokens_within_target": sum(1 for x in predicted if x <= TOKENS_REL),
+        "predicted_tokens_median_rel": statistics.median(predicted) if predicted else None,
+        "predicted_tokens_max_rel": max(predicted) if predicted else None,
     }
 
 
@@ -145,7 +186,7 @@ def main() -> None:
         print(f"{r.id:36s} {r.split:8s} budget {r.budget_model_gib if r.budget_model_gib is None else round(r.budget_model_gib, 2)}"
               f" vs {r.budget_logged_gib} (err {None if err is None else round(err, 2)} GiB, ok={r.budget_ok})"
               f" weights {None if r.weights_model_gib is None else round(r.weights_model_gib, 2)} vs {r.weights_logged_gib}"
-              f" tokens {r.tokens_model} vs {r.tokens_logged} {r.known_gap}")
+              f" tokens {r.tokens_model} (predicted {r.tokens_predicted}) vs {r.tokens_logged} {r.known_gap}")
     for split in ("tuning", "held-out"):
         print(split, summary(results, split))
         covered = [r for r in results if r.split == split and not r.known_gap]

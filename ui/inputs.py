@@ -17,6 +17,9 @@ from ui.text import plain
 
 CUSTOM = "custom"
 ENGINES = ["vllm", "sglang", "trt-llm", "graph"]
+# vLLM releases whose memory rules differ (planner/physics/engine_memory.py); "" = the latest the planner follows
+VLLM_RELEASES = ["", "0.21", "0.20", "0.19", "0.17", "0.16", "0.11", "0.10", "0.9"]
+ENGINE_KNOBS = ("max_model_len", "block_size", "max_num_seqs", "vllm_sampler")
 ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trt-llm": "TensorRT-LLM", "graph": "graph"}
 TP_CHOICES = [1, 2, 4, 8, 16, 32, 64]
 WEIGHTS = list(WEIGHT_PRECISIONS)
@@ -129,6 +132,9 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["ep"] = int(scenario.get("ep", 1))
     ss["engine"] = str(scenario.get("engine", "vllm"))
     ss["enforce_eager"] = bool(scenario.get("enforce_eager", False))
+    ss["vllm_version"] = str(scenario.get("vllm_version") or "")
+    # engine knobs with no sidebar widget (a link or file may set them): carried whole, not dropped
+    ss["engine_knobs"] = {k: scenario[k] for k in ENGINE_KNOBS if scenario.get(k) is not None} or None
     load = scenario.get("load") or {}
     ss["load_mode"] = ("request rate" if load.get("request_rate") is not None
                        else "concurrency" if load.get("concurrency") is not None else "batch")
@@ -273,6 +279,9 @@ def read_scenario() -> dict[str, Any]:
         scenario["engine"] = ss["engine"]
     if ss.get("enforce_eager"):
         scenario["enforce_eager"] = True
+    if ss.get("vllm_version"):
+        scenario["vllm_version"] = str(ss["vllm_version"])
+    scenario.update(ss.get("engine_knobs") or {})
     load = _read_load(ss)
     if load:
         scenario["load"] = load
@@ -431,6 +440,11 @@ def render_sidebar() -> None:
                      format_func=lambda e: ENGINE_LABELS.get(e, e),
                      help="whose memory rules and step-time profile the plan follows")
         st.checkbox("Eager mode (no CUDA graphs)", key="enforce_eager", help="vLLM --enforce-eager")
+        if ss.get("engine", "vllm") == "vllm":
+            st.selectbox("vLLM release", with_current(VLLM_RELEASES, ss.get("vllm_version")), key="vllm_version",
+                         format_func=lambda v: v or "latest rules (0.21)",
+                         help="whose start-up memory rules to follow: the profiling run's sampler, "
+                              "the CUDA-graph pool (0.21+), non-torch memory")
         st.radio("Engine efficiency", ["default", "ideal"], key="efficiency", horizontal=True,
                  help="default: an optimized engine (calibrated); ideal: the pure roofline")
         st.number_input("$ per GPU-hour", *_bounds("price"), step=0.1, format="%.3f", key="price", on_change=_on_price_change)

@@ -18,9 +18,10 @@ DEFAULT_SCENARIO: dict[str, Any] = {
     "context_len": 8192, "prompt_len": 2000, "output_len": 400,
 }
 
-INT_FIELDS = ("tp", "context_len", "prompt_len", "output_len", "batch", "pp", "ep", "max_model_len", "block_size")
+INT_FIELDS = ("tp", "context_len", "prompt_len", "output_len", "batch", "pp", "ep", "max_model_len", "block_size",
+              "max_num_seqs")
 FLOAT_FIELDS = ("usd_per_gpu_hour", "memory.utilization", "memory.reserve_gb")
-STR_FIELDS = ("weights", "kv_cache", "compute", "engine")
+STR_FIELDS = ("weights", "kv_cache", "compute", "engine", "vllm_version", "vllm_sampler")
 BOOL_FIELDS = ("enforce_eager",)
 JSON_OR_STR_FIELDS = ("model", "gpu", "efficiency")
 JSON_FIELDS = ("speculative", "calibration", "load")

@@ -100,6 +100,10 @@ def engine_memory(p: Plan) -> None:
         if m.max_concurrency is not None and m.max_model_len:
             st.caption(f"The KV cache holds {m.kv_cache_tokens or 0:,} tokens: {m.max_concurrency:,.1f} sequences of "
                        f"the full {m.max_model_len:,} tokens ({rules} rules).")
+        if m.vllm_sampler:
+            st.caption(f"The activation peak is the profiling run's larger step: the forward of "
+                       f"{m.max_num_batched_tokens:,} tokens, or the sampler over {m.max_num_seqs:,} rows of logits "
+                       f"({m.vllm_sampler} top-k/top-p path); lower max_num_seqs to shrink the latter.")
 
 
 def deploy_and_benchmark(scenario: dict[str, Any], plan_json: dict[str, Any] | None, key: str = "cmd") -> None:

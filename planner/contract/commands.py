@@ -140,7 +140,7 @@ def _vllm(s: Scenario, hf_id: str, batch: int, moe: bool) -> LaunchCommand:
             notes.append(f"ep={s.ep} is ignored: the model has no experts")
     argv += ["--max-model-len", str(_max_model_len(s)),
              "--gpu-memory-utilization", _fmt(s.memory.utilization),
-             "--max-num-seqs", str(batch),
+             "--max-num-seqs", str(s.max_num_seqs or batch),
              "--max-num-batched-tokens", str(s.max_num_batched_tokens)]
     if s.block_size in VLLM_BLOCK_SIZES:
         argv += ["--block-size", str(s.block_size)]

@@ -33,6 +33,9 @@ class Deployment:
     max_num_batched_tokens: int = 8192
     max_model_len: int | None = None  # None: the scenario's context length
     enforce_eager: bool = False
+    vllm_version: str | None = None  # None: the latest release whose rules the planner follows
+    max_num_seqs: int | None = None  # None: vLLM's default for the GPU
+    vllm_sampler: str | None = None  # None: the release's default top-k/top-p sampler
     # The model's parameter counts, computed once when the deployment is resolved (not per formula).
     params: ParamCounts = field(init=False, repr=False, compare=False)
 

@@ -62,6 +62,7 @@ class MemorySection(BaseModel):
     # extensions (engine memory, planner.physics.engine_memory): waterfall in GiB and vLLM's start-up lines
     engine_rules: str = "napkin"
     vllm_version: str | None = None
+    vllm_sampler: str | None = None  # the profiling run's top-k/top-p path under the release's rules
     waterfall_gib: dict[str, float | None] | None = None
     kv_cache_tokens: int | None = None
     max_concurrency: float | None = None

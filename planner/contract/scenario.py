@@ -5,9 +5,10 @@ Every bad input becomes one ScenarioError naming the field path and the reason.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpu_catalog import GpuSpec, load_catalog
 from planner.contract.deployment import Deployment
@@ -47,6 +48,16 @@ class SpeculativeSettings(BaseModel):
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM V1's chunked-prefill token budget per iteration (online serving)
 DEFAULT_BLOCK_SIZE = 16  # vLLM's default KV-cache block size in tokens
 EngineName = Literal["graph", "vllm", "sglang", "trt-llm"]
+SamplerPath = Literal["native", "flashinfer"]
+
+
+def _vllm_release(value: str) -> str:
+    if not re.fullmatch(r"[0-9]{1,2}\.[0-9]{1,3}(\.[0-9]{1,3})?", value):
+        raise ValueError("a vLLM release as major.minor[.patch], e.g. 0.10.1")
+    return value
+
+
+VllmVersion = Annotated[str, AfterValidator(_vllm_release)]
 
 
 class ServiceObjective(BaseModel):
@@ -115,6 +126,10 @@ class Scenario(BaseModel):
     block_size: Annotated[int, Field(strict=True, ge=1, le=1024)] = DEFAULT_BLOCK_SIZE
     enforce_eager: bool = False
     load: LoadSettings | None = None
+    # vLLM's rules by release (planner/physics/engine_memory.py): default the latest the planner follows
+    vllm_version: VllmVersion | None = None
+    max_num_seqs: Annotated[int, Field(strict=True, ge=1, le=1_000_000)] | None = None
+    vllm_sampler: SamplerPath | None = None
 
     @model_validator(mode="after")
     def _lengths_fit_context(self) -> Scenario:
@@ -250,5 +265,6 @@ def resolve(scenario: Scenario) -> Deployment:
         pp=scenario.pp, ep=effective_ep(model, scenario.ep),
         engine=scenario.engine, block_size=scenario.block_size,
         max_num_batched_tokens=scenario.max_num_batched_tokens, max_model_len=scenario.max_model_len,
-        enforce_eager=scenario.enforce_eager,
+        enforce_eager=scenario.enforce_eager, vllm_version=scenario.vllm_version,
+        max_num_seqs=scenario.max_num_seqs, vllm_sampler=scenario.vllm_sampler,
     )

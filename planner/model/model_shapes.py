@@ -70,6 +70,9 @@ class ModelSpec(BaseModel):
     quantized_scope: Literal["all", "routed_experts"] | None = None
     # notes from an import (an unknown family read from its standard keys, a quantization left out)
     import_notes: list[str] | None = Field(default=None, max_length=20)
+    # parameters of a vision/audio encoder and its projector: loaded by the engine (16 bits, split over TP),
+    # never run on a text token, so only the engine's memory counts them
+    encoder_params: float | None = Field(default=None, ge=0, le=1e13)
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:

@@ -17,18 +17,34 @@ Source of each term (vLLM V1 worker, vllm-project/vllm `vllm/v1/worker/gpu_worke
   embedding and LM head kept in 16 bits, vocabulary padded to a multiple of 64 per TP shard
   (`vocab_parallel_embedding.py` DEFAULT_VOCAB_PADDING_SIZE = 64).
 * `torch_peak_increase` is the peak of `profile_run()`: a dummy forward of `max_num_batched_tokens`
-  tokens (`gpu_model_runner.py` `_dummy_run(self.max_num_tokens)`) and a dummy sampler run over
-  `max_num_seqs` rows of float32 logits (`_dummy_sampler_run`). The forward peak is the widest live
-  set of one layer: the residual and normed hidden state plus the MLP's gate_up and activation
-  outputs (dense), or fused MoE's intermediate caches `[tokens, top_k, 2N]`, `[tokens, top_k, N]`,
-  `[tokens, top_k, hidden]` (`fused_moe.py`).
+  tokens (`gpu_model_runner.py` `_dummy_run(self.max_num_tokens)`), then a dummy sampler run
+  (`_dummy_sampler_run`) over the logits of `min(max_num_seqs, max_num_batched_tokens)` rows with
+  top-k = vocab - 1 and top-p = 0.9, while the forward's hidden states are still held. The two peaks
+  come one after the other, so the profiled peak is the larger of them, not their sum. The forward
+  peak is the widest live set of one layer: the residual and normed hidden state plus the MLP's
+  gate_up and activation outputs (dense), or fused MoE's intermediate caches `[tokens, top_k, 2N]`,
+  `[tokens, top_k, N]`, `[tokens, top_k, hidden]` (`fused_moe.py`). The sampler's PyTorch-native
+  path (`topk_topp_sampler.py` `apply_top_k_top_p`) sorts the whole vocabulary: 38.0 bytes per logit
+  at its peak (bf16 logits, their float32 copy, the sort's values, int64 indices and workspace),
+  measured by replaying that path on an H200 (tools/measure_sampler_peak.py,
+  data/measurements/h200_vllm_sampler_peak_2026-11-26.json: 38.0-38.2 B for 256-1,024 rows of a
+  50k-201k vocabulary). FlashInfer's sampler (`top_k_top_p_sampling_from_logits`) sorts nothing:
+  bf16 logits, the float32 copy, the top-k-masked logits and the probabilities, 14 B per logit (read
+  from its source, not measured). vLLM's Triton top-k/top-p kernels (0.17-0.19) peak at 15 B per logit
+  (the 0.19.0 Llama-3.1-8B log, tuning). Which path a release takes by default: `default_sampler`. The V0
+  engine (before 0.8) samples on the driver rank only, but the engine sizes every rank's cache by
+  the smallest rank's budget, so the sampler binds there too.
 * `non_torch_increase` is what the forward allocates outside torch (cuBLAS workspaces, NCCL and
   custom all-reduce buffers when TP > 1): 0.03-0.35 GiB at TP 1 and 0.25-0.30 GiB at TP 2 in the
-  V0 logs that print it (vllm#10517, #13061, #15815).
+  V0 logs that print it (vllm#10517, #13061, #15815), 0.13-0.27 GiB at TP 1 in V1 logs; 0.19 keeps
+  about 2.1 GiB at TP > 1 (`NON_TORCH_GIB_TP_GT1_BY_RELEASE`).
 * CUDA graphs: up to vLLM 0.20 they are captured after the KV cache is allocated
   (`compile_or_warm_up_model` runs after `initialize_from_config`), so they come out of the
   (1 - utilization) headroom. From 0.21 the profiler estimates the graph pool before sizing the KV
-  cache (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default); `enforce_eager` removes it.
+  cache (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default, PR #38284); `enforce_eager` removes it.
+  The pool's size (`cuda_graph_pool_gib`) is a line in the layer count fitted on two 0.19.0 logs.
+* Multimodal checkpoints: the vision encoder and projector are loaded too (`ModelSpec.encoder_params`,
+  16 bits, split over TP) though no text token runs through them.
 * KV cache: `kv_cache_utils.py` `get_num_blocks`: num_blocks = available // page_size // num_layers,
   page_size = 2 x block_size x kv_heads x head_size x dtype bytes per layer (MLA: one latent of
   kv_lora_rank + rope dim). Models mixing sliding-window and full layers are split into KV-cache
@@ -54,13 +70,35 @@ VLLM_RULES_VERSION = "0.21"  # the rules the plan follows by default (graph pool
 GRAPH_POOL_FROM_VERSION = (0, 21)
 DRIVER_RESERVED_GIB = 0.45  # nvidia-smi total minus torch's mem_get_info total, see the module docstring
 VOCAB_PADDING = 64  # vLLM DEFAULT_VOCAB_PADDING_SIZE
-NON_TORCH_GIB_TP1 = 0.15  # cuBLAS/cuDNN workspaces; V0 logs print 0.03-0.35 GiB at TP 1
+NON_TORCH_GIB_TP1 = 0.15  # cuBLAS/cuDNN workspaces; V0 logs print 0.03-0.35 GiB at TP 1, V1 0.13-0.27
 NON_TORCH_GIB_TP_GT1 = 0.30  # + NCCL and custom all-reduce buffers; V0 logs print 0.25-0.30 GiB at TP 2
+# 0.19 keeps ~2.1 GiB outside torch at TP > 1 (NCCL, custom and FlashInfer all-reduce workspaces): 2.07 GiB
+# on the tuning log (Llama-3.1-8B TP 2, vLLM 0.19.0), 2.06-2.21 GiB on its held-out siblings; releases
+# before and after it print 0.13-0.6 GiB, so the figure is kept to the release it was read from.
+NON_TORCH_GIB_TP_GT1_BY_RELEASE = {(0, 19): 2.07}
 ACTIVATION_BYTES = 2.0  # bf16/fp16 activations in the profiling forward
-LOGITS_BYTES = 4.0  # the sampler works on float32 logits
-LOGITS_COPIES = 2.0  # logits and probabilities live together in the dummy sampler run
-GRAPH_CAPTURE_TOKENS = 512  # vLLM's largest default CUDA-graph capture size
-GRAPH_POOL_FIXED_GIB = 0.25  # graph executables and per-size outputs; an estimate, not validated by a public log
+# Peak bytes per logit (row x vocabulary entry) of the dummy sampler run, by sampler path (module docstring).
+# "none": a V0 rank other than the driver, which does not sample.
+SAMPLER_BYTES_PER_LOGIT = {"native": 38.0, "triton": 15.0, "flashinfer": 14.0, "none": 0.0}
+# The default top-k/top-p path by release (CUDA): the PyTorch sort up to 0.16 (FlashInfer's kernel was off
+# for FlashInfer >= 0.2.3 from 0.8.0, PR #14815, and off by default from 0.11.1, PR #26859; public 0.9-0.11
+# logs show the sort's peak); vLLM's Triton top-k/top-p kernels from 0.17 (PR #33538: a Qwen3-14B H100
+# profile peak fell from 5.64 to 2.23 GiB between 0.16.0 and 0.17.0); FlashInfer's again by default from
+# 0.20, the first release after PR #40376 (0.19.0 logs still print it disabled).
+TRITON_SAMPLER_FROM_VERSION = (0, 17)
+FLASHINFER_SAMPLER_FROM_VERSION = (0, 20)
+V1_ENGINE_FROM_VERSION = (0, 8)  # V1 became the default engine in 0.8.0; before it, V0 samples on the driver only
+# CUDA-graph pool: vLLM captures one graph per batch size (1-512) per piece of the compiled model, so the
+# pool grows with the layer count. Fitted on two tuning logs of vLLM 0.19.0 ("Graph capturing finished ...
+# took X GiB"): Llama-3.1-8B TP 1, 32 layers, 0.91 GiB and Llama-3.3-70B-FP8 TP 2, 80 layers, 1.79 GiB;
+# the other 0.19.0 logs are held out for it (data/reference/vllm_startup_logs.md). From 0.21 vLLM subtracts
+# its estimate of this pool before sizing the KV cache.
+GRAPH_POOL_BASE_GIB = 0.3233
+GRAPH_POOL_PER_LAYER_GIB = 0.018333
+# The fused-MoE modular kernel keeps its workspaces (`SharedResizableBuffer`) after the forward, so they are
+# still held while the dummy sampler runs (0.19.0 MoE logs: Qwen3-30B-A3B 2.68 GiB, DeepSeek-V2-Lite 1.93 GiB
+# against 2.20 and 1.50 without them; a 0.10.2 log shows none). From 0.11, an assumption between the two.
+MOE_WORKSPACE_HELD_FROM_VERSION = (0, 11)
 # vLLM `_set_default_args`: GPUs with at least 70 GiB (A100 excepted) default to max_num_seqs 1024, others 256
 LARGE_GPU_GIB = 70.0
 MAX_NUM_SEQS_LARGE_GPU = 1024
@@ -103,6 +141,7 @@ class EngineMemory:
     kv_cache_tokens: int
     max_concurrency: float
     log_lines: tuple[str, ...] = field(default=())
+    sampler: str | None = None  # vLLM: the profiling run's top-k/top-p path ("native", "triton", "flashinfer")
 
     @property
     def overheads_gib(self) -> float:
@@ -115,6 +154,14 @@ class EngineMemory:
 def parse_version(version: str) -> tuple[int, int]:
     major, minor = version.split(".")[:2]
     return int(major), int(minor)
+
+
+def default_sampler(version: str) -> str:
+    """The top-k/top-p path a vLLM release takes on CUDA by default: "native" (sorts), "triton" or "flashinfer"."""
+    release = parse_version(version)
+    if release >= FLASHINFER_SAMPLER_FROM_VERSION:
+        return "flashinfer"
+    return "triton" if release >= TRITON_SAMPLER_FROM_VERSION else "native"
 
 
 def visible_total_gib(device_memory_gb: float) -> float:
@@ -148,7 +195,8 @@ def weights_gib_per_gpu(d: Deployment) -> float:
     layers = (dense_body + experts + norms) * s.stage_layer_fraction
     vocab_rows = padded_vocab_per_gpu(m.vocab_size, d.tp) * p.scale
     tables = 1 if (m.tied_embeddings or s.pp > 1) else 2
-    return (layers + vocab_rows * m.d_model * emb_bytes * tables) / GIB
+    encoder = (m.encoder_params or 0.0) * 2.0 / d.tp  # in 16 bits, on the first stage (taken as the busiest)
+    return (layers + vocab_rows * m.d_model * emb_bytes * tables + encoder) / GIB
 
 
 def forward_activation_elems_per_token(m: ModelSpec, tp: int) -> float:
@@ -167,21 +215,57 @@ def forward_activation_elems_per_token(m: ModelSpec, tp: int) -> float:
     return hidden + max(widths)
 
 
-def activation_peak_gib(m: ModelSpec, tp: int, max_num_batched_tokens: int, max_num_seqs: int) -> float:
-    forward = max_num_batched_tokens * forward_activation_elems_per_token(m, tp) * ACTIVATION_BYTES
-    logits = max_num_seqs * m.vocab_size * LOGITS_BYTES * LOGITS_COPIES
-    return (forward + logits) / GIB
+def forward_peak_gib(m: ModelSpec, tp: int, max_num_batched_tokens: int) -> float:
+    return max_num_batched_tokens * forward_activation_elems_per_token(m, tp) * ACTIVATION_BYTES / GIB
 
 
-def non_torch_gib(tp: int) -> float:
-    return NON_TORCH_GIB_TP1 if tp == 1 else NON_TORCH_GIB_TP_GT1
+def sampler_peak_gib(m: ModelSpec, max_num_batched_tokens: int, max_num_seqs: int, sampler: str) -> float:
+    """The dummy sampler run over one logit row per dummy request (full vocabulary on every TP rank: vLLM
+    gathers the logits), plus the forward's hidden states it keeps alive."""
+    rows = min(max_num_seqs, max_num_batched_tokens)
+    logits = rows * m.vocab_size * SAMPLER_BYTES_PER_LOGIT[sampler]
+    hidden_states = max_num_batched_tokens * m.d_model * ACTIVATION_BYTES
+    return (logits + hidden_states) / GIB
 
 
-def cuda_graph_gib(m: ModelSpec, tp: int, version: str, enforce_eager: bool) -> float:
+def moe_workspace_gib(m: ModelSpec, tp: int, max_num_batched_tokens: int) -> float:
+    """Fused MoE's intermediate caches for the profiling batch: [T, k, 2N] + [T, k, N] + [T, k, hidden]."""
+    if m.moe is None:
+        return 0.0
+    per_token = m.moe.top_k * (3.0 * m.moe.d_ff_expert / tp + m.d_model)
+    return max_num_batched_tokens * per_token * ACTIVATION_BYTES / GIB
+
+
+def activation_peak_gib(m: ModelSpec, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
+                        sampler: str = "native", moe_workspace_held: bool = False) -> float:
+    """The profiling run's torch peak: the larger of the forward's and the sampler's (one after the other),
+    with fused MoE's workspaces still held during the sampler where the release keeps them."""
+    held = moe_workspace_gib(m, tp, max_num_batched_tokens) if moe_workspace_held else 0.0
+    return max(forward_peak_gib(m, tp, max_num_batched_tokens),
+               sampler_peak_gib(m, max_num_batched_tokens, max_num_seqs, sampler) + held)
+
+
+def holds_moe_workspace(m: ModelSpec, weights: str, version: str) -> bool:
+    """MoE through the fused-MoE modular kernel (not MXFP4, which vLLM runs through other kernels)."""
+    return m.moe is not None and weights != "fp4" and parse_version(version) >= MOE_WORKSPACE_HELD_FROM_VERSION
+
+
+def non_torch_gib(tp: int, version: str = VLLM_RULES_VERSION) -> float:
+    if tp == 1:
+        return NON_TORCH_GIB_TP1
+    return NON_TORCH_GIB_TP_GT1_BY_RELEASE.get(parse_version(version), NON_TORCH_GIB_TP_GT1)
+
+
+def cuda_graph_pool_gib(m: ModelSpec, stage_layer_fraction: float = 1.0) -> float:
+    """The CUDA-graph pool vLLM captures (whether or not its release counts it before the KV cache)."""
+    return GRAPH_POOL_BASE_GIB + GRAPH_POOL_PER_LAYER_GIB * math.ceil(m.n_layers * stage_layer_fraction)
+
+
+def cuda_graph_gib(m: ModelSpec, version: str, enforce_eager: bool, stage_layer_fraction: float = 1.0) -> float:
+    """The graph pool as it comes out of the KV budget: from 0.21, unless eager."""
     if enforce_eager or parse_version(version) < GRAPH_POOL_FROM_VERSION:
         return 0.0
-    per_token = forward_activation_elems_per_token(m, tp) * ACTIVATION_BYTES
-    return (GRAPH_CAPTURE_TOKENS * per_token) / GIB + GRAPH_POOL_FIXED_GIB
+    return cuda_graph_pool_gib(m, stage_layer_fraction)
 
 
 def kv_cache_groups(m: ModelSpec, stage_layer_fraction: float = 1.0) -> tuple[KvCacheGroup, ...]:
@@ -246,16 +330,18 @@ def format_log_lines(tokens: int, max_model_len: int, concurrency: float) -> tup
 
 def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens: int, block_size: int,
                        enforce_eager: bool = False, max_num_seqs: int | None = None,
-                       vllm_version: str = VLLM_RULES_VERSION) -> EngineMemory:
+                       vllm_version: str = VLLM_RULES_VERSION, sampler: str | None = None) -> EngineMemory:
     """vLLM's KV budget and block pool on one GPU of the deployment."""
     m = d.model
     visible = visible_total_gib(d.gpu.memory_gb)
     seqs = max_num_seqs if max_num_seqs is not None else default_max_num_seqs(visible, d.gpu.name)
     requested = visible * d.memory_utilization
     weights = weights_gib_per_gpu(d)
-    activation = activation_peak_gib(m, d.tp, max_num_batched_tokens, seqs)
-    non_torch = non_torch_gib(d.tp)
-    graphs = cuda_graph_gib(m, d.tp, vllm_version, enforce_eager)
+    sampler_path = sampler or default_sampler(vllm_version)
+    activation = activation_peak_gib(m, d.tp, max_num_batched_tokens, seqs, sampler_path,
+                                     holds_moe_workspace(m, d.weights, vllm_version))
+    non_torch = non_torch_gib(d.tp, vllm_version)
+    graphs = cuda_graph_gib(m, vllm_version, enforce_eager, sharding(d).stage_layer_fraction)
     override = d.reserve_gb * 1e9 / GIB if d.reserve_gb is not None else None
     overheads = override if override is not None else activation + non_torch + graphs
     budget = requested - weights - overheads
@@ -270,6 +356,7 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=seqs, kv_groups=kv_cache_groups(m, fraction),
         group_size_layers=size, page_bytes_per_layer=page, num_gpu_blocks=num_blocks, kv_cache_tokens=tokens,
         max_concurrency=concurrency, log_lines=format_log_lines(tokens, max_model_len, concurrency),
+        sampler=sampler_path,
     )
 
 
@@ -352,7 +439,7 @@ def plan_trtllm_memory(d: Deployment, max_model_len: int, max_num_seqs: int | No
     visible = visible_total_gib(d.gpu.memory_gb)
     seqs = max_num_seqs if max_num_seqs is not None else default_max_num_seqs(visible, d.gpu.name)
     weights = weights_gib_per_gpu(d)
-    activation = activation_peak_gib(m, d.tp, d.max_num_batched_tokens, seqs)
+    activation = activation_peak_gib(m, d.tp, d.max_num_batched_tokens, seqs, "flashinfer")  # sorts no vocabulary
     non_torch = non_torch_gib(d.tp)
     available = max(visible - weights - activation - non_torch, 0.0)
     budget = available * d.memory_utilization

@@ -20,6 +20,7 @@ from planner.model.model_shapes import ModelSpec, param_counts, quantizable_spli
 from planner.model.precision import bytes_per_value
 from planner.physics.engine_memory import (
     GIB,
+    VLLM_RULES_VERSION,
     EngineMemory,
     max_batch_for_context,
     plan_engine_memory,
@@ -137,10 +138,11 @@ def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:
         if d.engine == "sglang":
             e = plan_sglang_memory(d, d.max_model_len or context_len)
         elif d.engine == "trt-llm":
-            e = plan_trtllm_memory(d, d.max_model_len or context_len)
+            e = plan_trtllm_memory(d, d.max_model_len or context_len, d.max_num_seqs)
         else:
             e = plan_engine_memory(d, d.max_model_len or context_len, d.max_num_batched_tokens, d.block_size,
-                                   enforce_eager=d.enforce_eager)
+                                   enforce_eager=d.enforce_eager, max_num_seqs=d.max_num_seqs,
+                                   vllm_version=d.vllm_version or VLLM_RULES_VERSION, sampler=d.vllm_sampler)
         weights_gb = e.weights_gib * GIB / GB
         usable_gb = e.requested_gib * GIB / GB
         reserve_gb = e.overheads_gib * GIB / GB
@@ -173,7 +175,8 @@ def engine_memory_fields(mem: MemoryPlan) -> dict:
     the block pool. Napkin plans say so and leave the engine figures null."""
     e = mem.engine
     if e is None:
-        return {"engine_rules": "napkin", "vllm_version": None, "waterfall_gib": None, "kv_cache_tokens": None,
+        return {"engine_rules": "napkin", "vllm_version": None, "vllm_sampler": None, "waterfall_gib": None,
+                "kv_cache_tokens": None,
                 "max_concurrency": None, "num_gpu_blocks": None, "engine_log_lines": [], "kv_cache_groups": []}
     waterfall = {
         "device_total": e.device_total_gib, "framework_total": e.visible_total_gib,
@@ -182,7 +185,8 @@ def engine_memory_fields(mem: MemoryPlan) -> dict:
         "reserve_override": e.reserve_override_gib, "kv_cache": e.kv_budget_gib,
     }
     return {
-        "engine_rules": e.engine, "vllm_version": e.vllm_version or None, "waterfall_gib": waterfall,
+        "engine_rules": e.engine, "vllm_version": e.vllm_version or None, "vllm_sampler": e.sampler,
+        "waterfall_gib": waterfall,
         "kv_cache_tokens": e.kv_cache_tokens, "max_concurrency": e.max_concurrency,
         "num_gpu_blocks": e.num_gpu_blocks, "engine_log_lines": list(e.log_lines),
         "kv_cache_groups": [{"kind": g.kind, "n_layers": g.n_layers, "window": g.window} for g in e.kv_groups],
