@@ -253,16 +253,17 @@ def test_sglang_pool_tokens_from_its_logged_k_and_v_sizes():
 
 
 def test_sglang_rule_reads_utilization_as_mem_fraction_static():
-    """Source: invariant: SGLang's pool is (free after start-up) x mem_fraction_static - weights, so it grows
-    by the fraction's step times the start-up free memory, and its waterfall closes."""
+    """Source: docs: SGLang's `profile_max_num_token` (model_runner.py): the pool is (free memory after
+    start-up) x mem_fraction_static - weights. By hand on an H100 (85.52e9 B = 79.646707 GiB, less the
+    driver's 0.45 and SGLang's 1.5 GiB start-up at TP > 1 = 77.696707 GiB), raising the fraction from
+    0.85 to 0.93 adds 0.08 x 77.696707 = 6.215737 GiB of KV per GPU, whatever the weights."""
     base = {"model": "qwen3-235b-a22b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "engine": "sglang"}
     lo = plan({**base, "memory": {"utilization": 0.85}}).memory
     hi = plan({**base, "memory": {"utilization": 0.93}}).memory
     w = hi.waterfall_gib
     assert hi.engine_rules == "sglang" and hi.engine_log_lines[0].startswith("KV Cache is allocated. #tokens: ")
     assert w["utilization_cap"] - w["weights"] - w["non_torch"] == pytest.approx(w["kv_cache"])
-    assert hi.waterfall_gib["kv_cache"] - lo.waterfall_gib["kv_cache"] == pytest.approx(
-        0.08 * (w["framework_total"] - 1.5), rel=1e-9)
+    assert hi.waterfall_gib["kv_cache"] - lo.waterfall_gib["kv_cache"] == pytest.approx(6.215737, rel=1e-6)
 
 
 def test_trtllm_pool_is_the_fraction_of_free_memory_after_loading():
