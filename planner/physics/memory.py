@@ -105,6 +105,10 @@ def kv_bytes_per_sequence_per_gpu(model: ModelSpec, kv_cache: str, tp: int, cont
 # Engines whose start-up accounting we model term by term; the others use the napkin rule
 # (utilization x memory - reserve - weights) with this reserve unless one is given.
 MODELLED_ENGINES = ("vllm", "sglang", "trt-llm")
+# The napkin rule's reserve per GPU for the profiling peak, non-torch memory and graphs: 2.0 GB, a round figure
+# at the low end of what public start-up logs print at TP 1 for activation + non-torch (2.1-7.5 GiB over 19
+# logs, median 3.05 GiB: data/reference/vllm_startup_logs.csv); the engines' own rules replace it, and an
+# explicit memory.reserve_gb overrides both.
 NAPKIN_RESERVE_GB = 2.0
 
 
