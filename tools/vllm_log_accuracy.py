@@ -45,6 +45,14 @@ class RowResult:
     tokens_logged: int | None
     tokens_model: int | None  # from the logged budget: the block arithmetic alone
     tokens_predicted: int | None = None  # from the planner's own budget: the figure a user reads
+    concurrency_logged: float | None = None
+    concurrency_predicted: float | None = None  # "Maximum concurrency for L tokens per request: C x"
+
+    @property
+    def concurrency_error(self) -> float | None:
+        if not self.concurrency_logged or self.concurrency_predicted is None:
+            return None
+        return self.concurrency_predicted / self.concurrency_logged - 1.0
 
     @property
     def tokens_predicted_error(self) -> float | None:
@@ -94,53 +102,51 @@ def _int(text: str) -> int | None:
     return int(text) if text.strip() else None
 
 
-def sampler_of_row(row: dict[str, str]) -> str | None:
-    """V0 samples on the driver rank only: a budget printed by another rank had no sampler in its peak."""
-    return "none" if row.get("budget_rank") == "non-driver" else None
+# Ranks that print a budget other than the one that sets the cache (the engine sizes every rank's cache by
+# the smallest budget): a V0 rank other than the driver (no sampler), the first of several pipeline stages
+# (no sampler, no LM head). Their budget is not compared; the token line, the binding rank's, is.
+NON_BINDING_RANKS = ("non-driver", "first-stage")
 
 
 def evaluate_row(row: dict[str, str]) -> RowResult:
     model = load_presets()[row["model"]]
-    tp = int(row["tp"])
+    tp, pp = int(row["tp"]), int(row.get("pp") or 1)
     budget_logged = _num(row["logged_kv_gib"])
     tokens_logged = _int(row["logged_kv_tokens"])
     if not tokens_logged and row["logged_gpu_blocks"]:
         tokens_logged = int(row["logged_gpu_blocks"]) * 16
     gpu = gpu_for(row)
-    budget_model = weights_model = None
+    budget_model = weights_model = concurrency_predicted = None
     tokens_predicted = None
     mml = _int(row["max_model_len"])
     version = row["vllm_version"] or VLLM_RULES_VERSION
     seqs = _int(row["max_num_seqs"])
     mnbt = _int(row["max_num_batched_tokens"]) or default_max_num_batched_tokens(gpu, version, row)
+    binding = row.get("budget_rank", "") not in NON_BINDING_RANKS
     if gpu is not None and row["utilization"]:
         d = Deployment(model=model, gpu=gpu, tp=tp, weights=row["weights"], kv_cache=row["kv_cache"],
                        compute="bf16", efficiency=ideal(), memory_utilization=float(row["utilization"]),
-                       reserve_gb=None)
-        e = plan_engine_memory(d, mml or 4096, mnbt, 16, max_num_seqs=seqs, vllm_version=version,
-                               sampler=sampler_of_row(row))
+                       reserve_gb=None, pp=pp)
+        e = plan_engine_memory(d, mml or 4096, mnbt, 16, max_num_seqs=seqs, vllm_version=version)
         budget_model, weights_model = e.kv_budget_gib, e.weights_gib
-        if row.get("budget_rank") == "non-driver":  # the token line is the smallest rank's: the driver's
-            driver = plan_engine_memory(d, mml or 4096, mnbt, 16, max_num_seqs=seqs, vllm_version=version)
-            tokens_predicted = driver.kv_cache_tokens
-        else:
-            tokens_predicted = e.kv_cache_tokens
+        tokens_predicted, concurrency_predicted = e.kv_cache_tokens, e.max_concurrency
     elif gpu is not None or row["weights"]:
         d = Deployment(model=model, gpu=gpu or load_catalog()["h100-sxm"], tp=tp, weights=row["weights"],
                        kv_cache=row["kv_cache"], compute="bf16", efficiency=ideal(), memory_utilization=0.9,
-                       reserve_gb=None)
+                       reserve_gb=None, pp=pp)
         weights_model = weights_gib_per_gpu(d)
     tokens_from_logged = None
     if row["tokens_checkable"] == "yes" and budget_logged is not None and mml:
         _, tokens_from_logged, _, _, _ = kv_tokens_and_concurrency(model, tp, row["kv_cache"], budget_logged, 16, mml,
                                                                    mnbt)
     return RowResult(id=row["id"], split=row["split"], known_gap=row["known_gap"],
-                     budget_logged_gib=budget_logged if row["utilization"] and gpu is not None
-                     and row.get("budget_rank") != "non-driver" else None,
-                     budget_model_gib=budget_model, weights_logged_gib=_num(row["logged_weights_gib"]),
+                     budget_logged_gib=budget_logged if row["utilization"] and gpu is not None and binding else None,
+                     budget_model_gib=budget_model, weights_logged_gib=_num(row["logged_weights_gib"]) if binding else None,
                      weights_model_gib=weights_model, tokens_logged=tokens_logged,
                      tokens_model=tokens_from_logged if row["tokens_checkable"] == "yes" else None,
-                     tokens_predicted=tokens_predicted if mml else None)
+                     tokens_predicted=tokens_predicted if mml else None,
+                     concurrency_logged=_num(row["logged_concurrency"]) if mml else None,
+                     concurrency_predicted=concurrency_predicted if mml else None)
 
 
 def default_max_num_batched_tokens(gpu: GpuSpec | None, version: str, row: dict[str, str]) -> int:
@@ -162,6 +168,7 @@ def summary(results: list[RowResult], split: str) -> dict[str, float | int | Non
                   if r.budget_error_gib is not None and r.budget_logged_gib]
     tokens = [abs(r.tokens_error) for r in rows if r.tokens_error is not None]
     predicted = [abs(r.tokens_predicted_error) for r in rows if r.tokens_predicted_error is not None]
+    concurrency = [abs(r.concurrency_error) for r in rows if r.concurrency_error is not None]
     return {
         "rows": len(rows),
         "budget_rows": len(budget),
@@ -176,6 +183,9 @@ def summary(results: list[RowResult], split: str) -> dict[str, float | int | Non
         "predicted_tokens_within_target": sum(1 for x in predicted if x <= TOKENS_REL),
         "predicted_tokens_median_rel": statistics.median(predicted) if predicted else None,
         "predicted_tokens_max_rel": max(predicted) if predicted else None,
+        "concurrency_rows": len(concurrency),
+        "concurrency_within_target": sum(1 for x in concurrency if x <= TOKENS_REL),
+        "concurrency_median_rel": statistics.median(concurrency) if concurrency else None,
     }
 
 
