@@ -106,14 +106,25 @@ def test_moe_decode_bytes_rise_with_batch_toward_all_experts():
 
 
 def test_moe_itl_grows_faster_with_batch_than_dense():
-    """Source: invariant: a dense model streams the same weights at any batch; an MoE streams more
-    experts as the batch grows, so its ITL rises faster from batch 1 to 8."""
+    """A dense model streams the same weights at any batch; an MoE streams more experts as the batch grows, so
+    its ITL rises faster from batch 1 to 8. By hand, Mixtral-8x7B bf16 on one H200 (4.8 TB/s), ideal engine, 1,000
+    cached tokens: batch 1 reads 25,497,174,016 B of weights (test above) and 1,001 x 131,072 B of KV
+    (32 layers x 8 KV heads x 128 x K and V x 2 B per token, 1,000 read + 1 written): 5.339245 ms. Batch 8
+    touches 8 (1 - (6/8)^8) = 7.19910 of 8 experts: (1,342,177,280 + 1,048,576 + 131,072,000 + 45,097,156,608
+    x 7.19910 / 8) x 2 B = 84,113,293,312 B, plus 8 x 131,203,072 B of KV: 17.742275 ms (its GEMMs, 0.68 ms at
+    989.4 TFLOP/s, hide under the read), 3.323x batch 1.
+
+    Source: hand: the expert count and bytes above."""
     dense = _deployment(model="llama-3.1-70b", gpu="h200", tp=2)
     moe = _deployment(model="mixtral-8x7b", gpu="h200", tp=2)
     batches = np.array([1, 8])
     d_ratio = np.divide(*decode_step(dense, batches[::-1], 1000).total_ms)
     m_ratio = np.divide(*decode_step(moe, batches[::-1], 1000).total_ms)
     assert m_ratio > d_ratio
+    ideal = _deployment(model="mixtral-8x7b", gpu="h200", weights="bf16", efficiency="ideal")
+    one, eight = (float(t) for t in decode_step(ideal, batches, 1000).total_ms)
+    assert one == pytest.approx(5.339245, rel=1e-5)
+    assert eight == pytest.approx(17.742275, rel=1e-5)
 
 
 def test_speculation_lowers_itl_at_high_acceptance_and_not_at_low():
@@ -144,11 +155,17 @@ def test_throughput_and_cost_by_hand(seed_scenario):
     assert many.cost.usd_per_million_output_tokens_bound == pytest.approx(0.54379, rel=1e-4)
 
 
-def test_custom_price_overrides_catalog(sample_scenario):
-    """Source: invariant: cost is linear in the price, and a given price replaces the catalog's."""
+def test_custom_price_overrides_catalog(sample_scenario, seed_scenario):
+    """Cost is linear in the price, and a given price replaces the catalog's. By hand on the seeds' Llama-3-70B
+    TP8 fp16, ideal engine, batch 1: 193.94 tok/s (test_throughput_and_cost_by_hand), so at a given $5.40 per
+    GPU-hour 8 x 5.40 / (193.94 x 3600) x 1e6 = $61.875 per million output tokens.
+
+    Source: hand: the cost per million tokens above."""
     a = plan(sample_scenario).cost.usd_per_million_output_tokens
     b = plan({**sample_scenario, "usd_per_gpu_hour": 2 * 2.99}).cost.usd_per_million_output_tokens
     assert b == pytest.approx(2 * a)
+    seed = plan({**seed_scenario, "batch": 1, "usd_per_gpu_hour": 5.40})
+    assert seed.cost.usd_per_million_output_tokens_bound == pytest.approx(61.875, rel=2e-4)
 
 
 def test_partial_efficiency_object_keeps_default_engine_for_the_rest(sample_scenario):

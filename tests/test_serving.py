@@ -23,6 +23,18 @@ DEFAULT = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8
            "context_len": 8192, "prompt_len": 2000, "output_len": 400}
 
 
+# A replica that only prefills: Llama-3.1-8B bf16 on one H100, ideal engine, 8,192-token prompts (exactly one
+# iteration's 8,192-token budget) and one output token, so no decode. Each request holds the engine for one
+# iteration of S = 147.1406 ms, the prefill alone (tests/test_roofline.py::test_ideal_prefill_time_of_a_long_prompt,
+# by hand), one at a time: an M/D/1 queue under Poisson arrivals, whose textbook results the tests below use.
+MD1 = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "efficiency": "ideal", "prompt_len": 8192, "output_len": 1}
+MD1_SERVICE_MS = 147.1406
+MD1_CAPACITY_PER_S = 1000.0 / MD1_SERVICE_MS  # 6.79621 requests/s
+
+# Serving figures of an unstable point used to warn (0 x log(inf)); every test here runs with warnings as errors.
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
+
 @pytest.fixture(scope="module")
 def default_plan():
     return plan(DEFAULT)
@@ -74,7 +86,13 @@ def test_trickle_load_matches_one_request_alone(default_plan):
 
 @pytest.mark.parametrize("fraction", [0.1, 0.5, 0.9, 0.99])
 def test_below_capacity_is_stable_with_ordered_percentiles(default_plan, fraction):
-    """Source: invariant: below capacity the replica is stable, p50 <= p90 <= p99, and it serves rate x output_len tokens/s."""
+    """Below capacity the replica is stable, p50 <= p90 <= p99, and it serves rate x output_len tokens/s.
+    The prefill-only replica (MD1 above) at utilization rho = fraction is M/D/1: Pollaczek-Khinchine's mean
+    wait rho S / (2 (1 - rho)) plus the service S, times the rate rho / S (Little's law), puts
+    L = rho + rho^2 / (2 (1 - rho)) requests in the system: 0.10556, 0.75, 4.95 and 49.995 at rho 0.1, 0.5, 0.9
+    and 0.99 (the plan's open-loop `concurrency`).
+
+    Source: hand: Pollaczek-Khinchine and Little's law for M/D/1, numbers above."""
     rate = fraction * default_plan.serving.max_request_rate
     s = plan({**DEFAULT, "load": {"request_rate": rate}}).serving
     assert s.stable
@@ -83,23 +101,44 @@ def test_below_capacity_is_stable_with_ordered_percentiles(default_plan, fractio
     assert s.output_tokens_per_s == pytest.approx(rate * 400)
     assert s.output_tokens_per_s_per_gpu == pytest.approx(rate * 400 / 4)
     assert 0 < s.prefill_share < 1
+    md1 = plan({**MD1, "load": {"request_rate": fraction * MD1_CAPACITY_PER_S}}).serving
+    in_system = {0.1: 0.10556, 0.5: 0.75, 0.9: 4.95, 0.99: 49.995}[fraction]
+    assert md1.stable and md1.concurrency == pytest.approx(in_system, rel=0.01)
 
 
 @pytest.mark.parametrize("fraction", [1.0, 1.01, 3.0])
 def test_at_or_above_capacity_is_unstable_without_percentiles(default_plan, fraction):
-    """Source: invariant: at or above capacity no percentile pretends (issue 9 item 2b)."""
+    """At or above capacity no percentile pretends (issue 9 item 2b). The prefill-only replica (MD1 above)
+    serves one request per S = 147.1406 ms iteration: capacity 1000 / 147.1406 = 6.79621 requests/s.
+
+    Source: hand: a single server's capacity is 1 / S, with S the hand-derived 8,192-token ideal prefill."""
     s = plan({**DEFAULT, "load": {"request_rate": fraction * default_plan.serving.max_request_rate}}).serving
     assert not s.stable
     assert s.ttft_ms.p50 is None and s.itl_ms.p90 is None and s.e2e_ms.p99 is None
     assert s.output_tokens_per_s is None
+    assert plan(MD1).serving.max_request_rate == pytest.approx(MD1_CAPACITY_PER_S, rel=1e-3)
+    # just above the hand capacity (1.0 itself is within the figure's rounding of it)
+    md1 = plan({**MD1, "load": {"request_rate": max(fraction, 1.001) * MD1_CAPACITY_PER_S}}).serving
+    assert not md1.stable and md1.ttft_ms.p99 is None
 
 
 def test_latency_grows_with_load(default_plan):
-    """Source: invariant: more load never lowers p99 TTFT or median ITL."""
+    """More load never lowers p99 TTFT or median ITL; on the prefill-only replica (MD1 above, an M/D/1 queue)
+    it grows as the exact M/D/1 waiting time says. Erlang's M/D/1 waiting-time distribution (service 1,
+    utilization rho; Gross & Harris, Fundamentals of Queueing Theory, sec. 5.1.3):
+    P(Wq <= t) = (1 - rho) sum_{k=0}^{floor t} [rho (k - t)]^k / k! e^{-rho (k - t)}. Its 90th percentile is
+    t = 1.0419, 2.0984, 5.0115 and 10.7825 at rho 0.4, 0.6, 0.8, 0.9 (check at 0.4: 0.6 [e^0.41676 - 0.4 x 0.0419
+    x e^0.01676] = 0.6 x 1.5000 = 0.9000), so the p90 TTFT (wait + S, S = 147.1406 ms) is 300.45, 455.90,
+    884.54 and 1733.68 ms. The planner approximates the wait (exponential tail); within 7%.
+
+    Source: hand: Erlang's M/D/1 waiting-time distribution, evaluated above."""
     cap = default_plan.serving.max_request_rate
     points = [plan({**DEFAULT, "load": {"request_rate": f * cap}}).serving for f in (0.2, 0.5, 0.8)]
     for a, b in zip(points, points[1:], strict=False):
         assert b.ttft_ms.p99 > a.ttft_ms.p99 and b.itl_ms.p50 > a.itl_ms.p50
+    for rho, p90_ms in ((0.4, 300.45), (0.6, 455.90), (0.8, 884.54), (0.9, 1733.68)):
+        md1 = plan({**MD1, "load": {"request_rate": rho * MD1_CAPACITY_PER_S}}).serving
+        assert md1.ttft_ms.p90 == pytest.approx(p90_ms, rel=0.07), rho
 
 
 def test_closed_and_open_loop_agree_at_the_same_rate():
@@ -113,7 +152,17 @@ def test_closed_and_open_loop_agree_at_the_same_rate():
 
 
 def test_prefix_cache_hit_lowers_ttft_raises_capacity_and_lowers_cost():
-    """Source: invariant: skipping 75% of the prefill cuts its work (issue 9 item 4: TTFT, capacity, cost)."""
+    """Skipping 75% of the prefill cuts its work (issue 9 item 4: TTFT, capacity, cost). On the prefill-only
+    replica (MD1 above) a 75% hit leaves 2,048 of 8,192 tokens to compute: their extra iteration time is the
+    prefill of 8,192 tokens minus that of the 6,144 cached, both by hand on the ideal engine (as in
+    tests/test_roofline.py): 6,144 tokens are GEMMs 2 x 6,144 x 6,979,321,856 + 2 x 525,336,576 FLOPs / 989.4
+    TFLOP/s = 86.6818 ms, attention 6,144 x 6,145 / 2 x 32 x 16,384 / 989.4e12 = 10.0032 ms, activations
+    6,144 x 32 x 88,064 x 2 B / 3.35 TB/s = 10.3368 ms: 107.0218 ms, so W = 147.1406 - 107.0218 = 40.1188 ms.
+    At a trickle a request rides one iteration: the empty step (weights 15,009,316,864 B / 3.35 TB/s =
+    4.4804 ms) + W = 44.599 ms TTFT (was 147.14). Saturated, one 8,192-token iteration carries four such
+    prompts: capacity 4 / (4.4804 + 4 x 40.1188) = 24.249 requests/s (was 6.796).
+
+    Source: hand: the ideal prefill arithmetic above."""
     cold = plan({**DEFAULT, "load": {"request_rate": 3.0}}).serving
     warm = plan({**DEFAULT, "load": {"request_rate": 3.0, "prefix_cache_hit": 0.75}}).serving
     assert warm.ttft_ms.p50 < 0.6 * cold.ttft_ms.p50
@@ -121,6 +170,9 @@ def test_prefix_cache_hit_lowers_ttft_raises_capacity_and_lowers_cost():
     closed_cold = plan({**DEFAULT, "load": {"concurrency": 100}})
     closed_warm = plan({**DEFAULT, "load": {"concurrency": 100, "prefix_cache_hit": 0.75}})
     assert closed_warm.cost.usd_per_million_output_tokens < closed_cold.cost.usd_per_million_output_tokens
+    md1 = plan({**MD1, "load": {"request_rate": 0.001, "prefix_cache_hit": 0.75}}).serving
+    assert md1.ttft_ms.p50 == pytest.approx(44.599, rel=0.01)
+    assert md1.max_request_rate == pytest.approx(24.249, rel=1e-3)
 
 
 def test_cost_per_total_tokens_counts_prompt_and_output(default_plan):
@@ -138,7 +190,11 @@ def test_bursty_arrivals_wait_longer():
 
 
 def test_goodput_in_the_plan_meets_its_objective():
-    """Source: invariant: the goodput rate meets the SLO at its percentile and 2% more does not."""
+    """The goodput rate meets the SLO at its percentile and 2% more does not. On the prefill-only replica
+    (MD1 above) a p90 TTFT objective of 884.54 ms is the exact M/D/1 p90 at rho 0.8 (test_latency_grows_with_load),
+    so its goodput is 0.8 x 6.79621 = 5.43697 requests/s (within 3%: the planner's wait is an approximation).
+
+    Source: hand: the exact M/D/1 percentile solved for the rate, numbers above."""
     p = plan({**DEFAULT, "load": {"request_rate": 1.0, "slo": {"ttft_ms": 400, "itl_ms": 40, "percentile": 90}}})
     g = p.serving.goodput_request_rate
     assert 0 < g < p.serving.max_request_rate
@@ -146,6 +202,8 @@ def test_goodput_in_the_plan_meets_its_objective():
     beyond = plan({**DEFAULT, "load": {"request_rate": g * 1.02}}).serving
     assert at.ttft_ms.p90 <= 400 * 1.001 and at.itl_ms.p90 <= 40 * 1.001
     assert beyond.ttft_ms.p90 > 400 or beyond.itl_ms.p90 > 40
+    md1 = plan({**MD1, "load": {"request_rate": 1.0, "slo": {"ttft_ms": 884.54, "percentile": 90}}}).serving
+    assert md1.goodput_request_rate == pytest.approx(0.8 * MD1_CAPACITY_PER_S, rel=0.03)
 
 
 @lru_cache(maxsize=1)
@@ -234,11 +292,17 @@ def test_gap_cdf_matches_closed_forms():
 
 
 def test_window_counts_of_clumped_arrivals_match_a_renewal_simulation():
-    """Source: invariant: a gamma renewal process (CV 2) simulated with numpy: the share of windows of
-    length 0.2 x the mean gap that see no arrival, against window_counts' P(0); and the counts keep the
-    mean lambda x window."""
+    """Poisson arrivals (CV 1) give a Poisson count: a window of 0.2 mean gaps sees none with probability
+    e^-0.2 = 0.818731 and one with 0.2 e^-0.2 = 0.163746. Clumped arrivals: a gamma renewal process (CV 2)
+    simulated with numpy, the share of windows of length 0.2 x the mean gap that see no arrival, against
+    window_counts' P(0); and the counts keep the mean lambda x window.
+
+    Source: hand: the Poisson probabilities above, and a renewal simulation written in the test."""
     from planner.serving.serving import window_counts
 
+    poisson = window_counts(np.array(1.0), np.array(0.2), 1.0, 48)
+    assert float(poisson[0]) == pytest.approx(0.818731, abs=1e-6)
+    assert float(poisson[1]) == pytest.approx(0.163746, abs=1e-6)
     rng = np.random.default_rng(3)
     arrivals = np.cumsum(rng.gamma(0.25, 4.0, 400_000))  # mean gap 1, CV 2
     starts = rng.uniform(arrivals[100], arrivals[-100], 200_000)

@@ -87,8 +87,8 @@ POINTS = [pytest.param(n, f, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_
 
 @pytest.mark.parametrize("name, fraction", POINTS)
 def test_fast_model_agrees_with_the_oracle(name, fraction):
-    """Source: invariant: the queueing approximation against a discrete-event simulation of the same scheduler
-    (issue 9: within 10% on p50 and 15% on p99 of TTFT and ITL, 10%-90% of capacity)."""
+    """Source: oracle: the queueing approximation against tests/serving_oracle.py, a discrete-event simulation of the
+    same scheduler written separately (issue 9: within 10% on p50 and 15% on p99 of TTFT and ITL, 10%-90% of capacity)."""
     bad = {k: f"{e:+.1%}" for k, e in errors(name, fraction).items() if abs(e) > TOLERANCE[k[-3:]]}
     assert not bad, bad
 

@@ -22,13 +22,29 @@ REQUEST = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 5.0, "prompt_
            "slo": {"ttft_ms": 3000.0, "itl_ms": 60.0}, "gpus": ["h100-sxm", "h200", "a100-sxm-80gb", "l40s"]}
 
 
+# A prefill-only replica (tests/test_serving.py's MD1): Llama-3.1-8B bf16 on one H100, ideal engine, 8,192-token
+# prompts that fill one iteration's budget and one output token. Each request holds the replica for
+# S = 147.1406 ms (the ideal prefill, by hand in tests/test_roofline.py), one at a time: an M/D/1 queue, capacity
+# 1000 / 147.1406 = 6.79621 requests/s. The ITL objective is moot (nothing decodes).
+MD1_REQUEST = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 40.0, "prompt_len": 8192, "output_len": 1},
+               "slo": {"ttft_ms": 884.54, "itl_ms": 1000.0}, "gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"],
+               "kv_cache": ["bf16"], "efficiency": "ideal"}
+MD1_CAPACITY_PER_S = 1000.0 / 147.1406
+
+
 @pytest.fixture(scope="module")
 def result():
     return size(REQUEST)
 
 
 def test_options_meet_objectives_and_cover_traffic(result):
-    """Source: invariant: every option meets both objectives and serves the 2,000 tok/s asked."""
+    """Every option meets both objectives and serves the 2,000 tok/s asked, with replicas = ceil(traffic /
+    goodput). By hand on the prefill-only replica (MD1_REQUEST): a p90 TTFT of 884.54 ms is the exact M/D/1
+    p90 at utilization 0.8 (Erlang's waiting-time distribution, tests/test_serving.py::test_latency_grows_with_load),
+    so a replica's goodput is 0.8 x 6.79621 = 5.43697 requests/s and 40 requests/s need ceil(40 / 5.43697) =
+    ceil(7.357) = 8 replicas, 8 GPUs.
+
+    Source: hand: the M/D/1 goodput and replica count above."""
     assert result["options"]
     demand = 5.0 * 400
     for o in result["options"]:
@@ -39,6 +55,10 @@ def test_options_meet_objectives_and_cover_traffic(result):
         # replicas = ceil(traffic / goodput): one fewer could not carry the traffic within the objectives
         assert o["replicas"] == math.ceil(5.0 / o["goodput_request_rate"] * (1 - 1e-12))
         assert o["request_rate_per_replica"] <= o["goodput_request_rate"] < o["max_request_rate"]
+    md1 = size(MD1_REQUEST)["options"][0]
+    assert md1["goodput_request_rate"] == pytest.approx(0.8 * MD1_CAPACITY_PER_S, rel=0.03)
+    assert md1["max_request_rate"] == pytest.approx(MD1_CAPACITY_PER_S, rel=1e-3)
+    assert md1["replicas"] == 8 and md1["gpus_total"] == 8
 
 
 def test_options_sorted_cheapest_first(result):
@@ -121,22 +141,42 @@ def test_model_that_fits_nowhere():
 
 
 def test_objectives_at_a_stricter_percentile_cost_at_least_as_much():
-    """Source: invariant: p99 latency is at least p50's, so a p99 objective never needs fewer GPUs."""
+    """p99 latency is at least p50's, so a p99 objective never needs fewer GPUs. By hand on the prefill-only
+    replica (MD1_REQUEST) with a 1,000 ms TTFT objective at 30 requests/s: the exact M/D/1 sojourn time
+    (S = 147.1406 ms plus Erlang's waiting time) has its median at 1,000 ms (a wait of 5.796 S) at
+    utilization 0.9445 and its 99th percentile there at 0.6709, so a replica's goodput is 6.4192 (p50) or
+    4.5595 (p99) requests/s and the fleet ceil(30 / 6.4192) = 5 or ceil(30 / 4.5595) = 7 GPUs.
+
+    Source: hand: the exact M/D/1 percentiles solved for the utilization, numbers above."""
     cheapest = {}
     for pct in (50, 99):
         r = size({**REQUEST, "gpus": ["h100-sxm"], "slo": {**REQUEST["slo"], "percentile": pct}})
         cheapest[pct] = r["options"][0]["usd_per_hour"]
         assert f"p{pct}" in r["assumptions"]["objectives"]
     assert cheapest[99] >= cheapest[50]
+    md1 = {pct: size({**MD1_REQUEST, "traffic": {**MD1_REQUEST["traffic"], "requests_per_s": 30.0},
+                      "slo": {"ttft_ms": 1000.0, "itl_ms": 1000.0, "percentile": pct}})["options"][0]
+           for pct in (50, 99)}
+    assert md1[50]["goodput_request_rate"] == pytest.approx(6.4192, rel=0.03)
+    assert md1[99]["goodput_request_rate"] == pytest.approx(4.5595, rel=0.06)
+    assert (md1[50]["gpus_total"], md1[99]["gpus_total"]) == (5, 7)
 
 
 def test_more_traffic_needs_more_gpus():
-    """Source: invariant: eight times the request rate needs a larger fleet (this test asserts GPU counts;
-    it was misnamed "TTFT under load grows with traffic")."""
+    """Eight times the request rate needs a larger fleet (this test asserts GPU counts; it was misnamed "TTFT
+    under load grows with traffic"). By hand on the prefill-only replica (MD1_REQUEST) with an objective it
+    meets up to capacity (TTFT 100 s): a replica carries up to 1000 / 147.1406 = 6.79621 requests/s, so
+    5 requests/s need ceil(0.736) = 1 GPU and 40 requests/s ceil(5.886) = 6.
+
+    Source: hand: replicas = ceil(traffic x S) with S the hand-derived prefill, numbers above."""
     lo = size({**REQUEST, "gpus": ["h200"], "tp": [2], "weights": ["fp8"], "kv_cache": ["fp8"]})["options"]
     hi = size({**REQUEST, "gpus": ["h200"], "tp": [2], "weights": ["fp8"], "kv_cache": ["fp8"],
                "traffic": {**REQUEST["traffic"], "requests_per_s": 40.0}})["options"]
     assert max(o["gpus_total"] for o in hi) > max(o["gpus_total"] for o in lo)
+    loose = {**MD1_REQUEST, "slo": {"ttft_ms": 100_000.0, "itl_ms": 1000.0}}
+    for rate, gpus in ((5.0, 1), (40.0, 6)):
+        o = size({**loose, "traffic": {**loose["traffic"], "requests_per_s": rate}})["options"][0]
+        assert o["gpus_total"] == gpus, rate
 
 
 def test_owned_cost_by_hand():
@@ -153,11 +193,21 @@ def test_owned_cost_by_hand():
 
 
 def test_own_mode_prices_the_fleet_with_owned_cost():
-    """Source: invariant: own mode prices the fleet at the owned $/GPU-hour, below the rental price."""
+    """Own mode prices the fleet at the owned $/GPU-hour, below the rental price: with the default ownership
+    costs an H100 SXM costs 35,000 / (4 x 8,760) + 0.7 kW x 0.7 x 1.3 x $0.10 + 150 x 12 / 8,760 = 0.9989 +
+    0.0637 + 0.2055 = $1.2681 per hour (test_owned_cost_by_hand), so the prefill-only fleet of 8 H100s
+    (MD1_REQUEST, test_options_meet_objectives_and_cover_traffic) costs 8 x 1.2681 = $10.145 an hour, against
+    8 x $2.99 = $23.92 rented.
+
+    Source: hand: the owned cost per GPU-hour above."""
     r = size({**REQUEST, "gpus": ["h100-sxm"], "cost_mode": "own"})
     o = r["options"][0]
     assert o["usd_per_gpu_hour"] == pytest.approx(o["own_usd_per_gpu_hour"])
     assert o["own_usd_per_gpu_hour"] < o["rent_usd_per_gpu_hour"]
+    md1 = size({**MD1_REQUEST, "cost_mode": "own"})["options"][0]
+    assert md1["gpus_total"] == 8
+    assert md1["usd_per_gpu_hour"] == pytest.approx(1.2681, abs=1e-3)
+    assert md1["usd_per_hour"] == pytest.approx(10.145, abs=0.01)
 
 
 @pytest.mark.parametrize("bad, field", [

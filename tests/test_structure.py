@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PLANNER = Path(__file__).resolve().parents[1] / "planner"
 
 
@@ -69,8 +71,12 @@ def test_cycle_finder_finds_a_cycle():
 
 
 def test_parameter_counts_are_computed_once_per_plan(monkeypatch):
-    """Source: invariant: the resolved Deployment carries the model's parameter counts; memory, roofline,
-    latency and the plan's header read them from it (issue 13 item 10: it was 13 calls per plan)."""
+    """The resolved Deployment carries the model's parameter counts; memory, roofline, latency and the plan's
+    header read them from it (issue 13 item 10: it was 13 calls per plan), and the header's counts are the
+    published ones: Llama-3.1-70B 70.55B; Mixtral-8x7B 46.7B total, 12.9B active; DeepSeek-V3 671B total,
+    37B active (the model cards; "37B" is two digits, so 1.5%).
+
+    Source: model-card: the totals and active counts above, within 1% (1.5% for DeepSeek-V3's active)."""
     import sys
 
     import planner.model.model_shapes as shapes
@@ -86,9 +92,14 @@ def test_parameter_counts_are_computed_once_per_plan(monkeypatch):
     for module in list(sys.modules.values()):
         if getattr(module, "__name__", "").startswith("planner") and getattr(module, "param_counts", None) is original:
             monkeypatch.setattr(module, "param_counts", counting)
+    published = {"llama-3.1-70b": (70.55, 70.55, 0.01), "mixtral-8x7b": (46.7, 12.9, 0.01),
+                 "deepseek-v3": (671.0, 37.0, 0.015)}
     for model in ("llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"):
         calls.clear()
         out = plan_dict({"model": model, "gpu": "h200", "tp": 8, "weights": "fp8", "kv_cache": "fp8",
                          "prompt_len": 2000, "output_len": 400, "batch": 16})
         assert out["model"]["total_params"] > out["model"]["active_params"] or model == "llama-3.1-70b"
         assert len(calls) == 1, (model, len(calls))
+        total_b, active_b, rel = published[model]
+        assert out["model"]["total_params"] / 1e9 == pytest.approx(total_b, rel=0.01)
+        assert out["model"]["active_params"] / 1e9 == pytest.approx(active_b, rel=rel)

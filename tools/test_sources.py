@@ -5,7 +5,7 @@ Convention (tests/README.md): every test function's docstring has one line
 
     Source: <kind>[: <where exactly>]
 
-with <kind> one of KINDS. The first seven are independent of the planner (the expected value was not
+with <kind> one of KINDS. The first eight are independent of the planner (the expected value was not
 produced by the code under test); the last three are not.
 
     python3 tools/test_sources.py              # share of test functions per kind, and the total independent share
@@ -35,11 +35,12 @@ KINDS = {
     "hand": "a hand derivation written out in the test's docstring or comments",
     "measured": "our own GPU measurement (data/measurements/, data/reference/vllm_startup_logs*)",
     "docs": "an engine's or library's documentation (CLI flags, defaults, documented rules)",
+    "oracle": "an independent simulation written separately from the planner: tests/serving_oracle.py",
     "invariant": "a property the code must keep (monotonicity, bounds, consistency), usually hypothesis",
     "contract": "the contract's format and error lines (keys, exit codes, `error: <field>: <reason>`)",
     "ui": "the app's behaviour (widgets, links, browser)",
 }
-INDEPENDENT = ("seed", "datasheet", "model-card", "published", "hand", "measured", "docs")
+INDEPENDENT = ("seed", "datasheet", "model-card", "published", "hand", "measured", "docs", "oracle")
 
 
 @dataclass(frozen=True)

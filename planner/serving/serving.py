@@ -338,7 +338,11 @@ def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: fl
     k = np.arange(kmax + 1, dtype=float)
     ca2 = float(arrival_cv) ** 2
     if ca2 <= 1.0 + 1e-9:
-        pk = np.exp(k * np.log(mu) - mu - _LOG_FACTORIAL[: kmax + 1])
+        # an unstable point's window is infinite: no Poisson count there (NaN, as 0 x log(inf) gave), and
+        # log is only ever taken of a finite positive mean
+        finite = np.isfinite(mu)
+        safe = np.where(finite, mu, 1.0)
+        pk = np.where(finite, np.exp(k * np.log(safe) - safe - _LOG_FACTORIAL[: kmax + 1]), np.nan)
         return pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
     shape = 1.0 / ca2
     x = (np.asarray(rate_per_ms, dtype=float) * shape * np.asarray(window_ms, dtype=float))[..., None]  # window / theta
