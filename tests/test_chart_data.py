@@ -7,6 +7,9 @@ import pytest
 from planner import plan
 from planner.contract.chart_data import chart_data
 
+# Llama-3.1-8B bf16 on one H100 at 8,192 tokens of context: vLLM's start-up accounting worked term by term in
+# tests/test_hand_derivations.py::test_vllm_kv_budget_of_llama_8b_on_h100_term_by_term.
+H100_8B = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "context_len": 8192, "prompt_len": 2000, "output_len": 400}
 H100_70B_FP8 = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
                 "context_len": 8192, "prompt_len": 2000, "output_len": 400}
 
@@ -33,9 +36,13 @@ def test_roofline_ceiling_corners_are_the_datasheet_peak_and_bandwidth():
 ])
 def test_operating_points_never_sit_above_the_roof(scenario):
     """A kernel cannot beat the roofline: its FLOPs over its estimated time are at most min(peak, AI x HBM);
-    with efficiency 'ideal' the decode step sits on the roof.
-    Source: invariant: the roofline model (Williams, Waterman, Patterson 2009).
-    """
+    with efficiency 'ideal' the decode step sits on the roof (Williams, Waterman, Patterson 2009). By hand, the
+    ideal Llama-3.1-8B decode step at batch 16 and 4,096 cached tokens (mean context 4,000 + 192 / 2) on an H100
+    (tests/test_roofline.py::test_ideal_decode_step_of_a_batch): 16 x (15,009,316,864 + 2,147,483,648) =
+    274,508,808,192 FLOPs over 15,009,316,864 + 16 x 537,001,984 = 23,601,348,608 B is 11.6311 FLOP/B, and in
+    7.045178 ms it runs at 38.964 TFLOP/s, on the bandwidth roof (11.6311 x 3.35 = 38.964).
+
+    Source: hand: the decode step's FLOPs, bytes and time above."""
     c = chart_data(scenario)
     r = c.roofline
     for point in r.points:
@@ -44,27 +51,46 @@ def test_operating_points_never_sit_above_the_roof(scenario):
     if scenario.get("efficiency") == "ideal":
         decode = r.points[0]
         assert decode.tflops_per_gpu == pytest.approx(min(r.peak_tflops, decode.ai_flop_per_byte * r.hbm_tb_s), rel=0.05)
+    hand = chart_data({"model": "llama-3.1-8b", "gpu": "h100-sxm", "efficiency": "ideal", "batch": 16,
+                       "prompt_len": 4000, "output_len": 192}).roofline.points[0]
+    assert hand.ai_flop_per_byte == pytest.approx(11.6311, rel=1e-4)
+    assert hand.tflops_per_gpu == pytest.approx(38.964, rel=1e-4)
 
 
 def test_memory_stack_fills_the_engine_cap_below_the_device_total():
     """The stack (weights, activations, non-torch, graphs, KV, free) adds up to the utilization cap, which is
-    0.9 of what the framework sees and below the device total; every part is non-negative.
-    Source: invariant: the parts partition the engine's cap (vLLM's accounting, planner.physics.engine_memory).
-    """
+    0.9 of what the framework sees and below the device total; every part is non-negative. For Llama-3.1-8B
+    bf16 on one H100, by hand (vLLM 0.21's accounting, tests/test_hand_derivations.py): device 85.52e9 B =
+    79.646707 GiB, 0.45 GiB to the driver, x 0.90 = 71.277036 GiB cap; weights 16,060,522,496 B = 14.957527
+    GiB, activation peak 1.759766, non-torch 0.15, CUDA graphs 0.298828, KV cache 54.110915 GiB, nothing free.
+
+    Source: hand: vLLM's start-up accounting worked term by term, numbers above."""
     c = chart_data(H100_70B_FP8)
     m = c.memory
     assert sum(p.gb for p in m.parts) == pytest.approx(m.usable_gb, rel=1e-9)
     assert m.usable_gb < m.device_gb
     assert all(p.gb >= 0 for p in m.parts)
     assert [line.name for line in m.lines] == ["utilization cap", "device total"]
+    small = chart_data(H100_8B).memory
+    assert small.device_gb == pytest.approx(79.646707, rel=1e-6)
+    assert small.usable_gb == pytest.approx(71.277036, rel=1e-6)
+    assert [p.gb for p in small.parts] == pytest.approx([14.957527, 1.759766, 0.15, 0.298828, 54.110915, 0.0],
+                                                        abs=2e-6)
 
 
 def test_sweep_marks_the_batches_past_the_max_batch():
-    """Source: invariant: a batch fits exactly when it is at most the max batch."""
+    """A batch fits exactly when it is at most the max batch. Llama-3.1-8B bf16 on one H100 at 8,192 tokens of
+    context: vLLM's KV cache holds 27,704 blocks of 16 tokens (tests/test_hand_derivations.py, by hand), a
+    sequence takes 8,192 / 16 = 512 of them, so 27,704 / 512 = 54.1: 54 sequences fit, 55 do not.
+
+    Source: hand: the block arithmetic above."""
     c = chart_data(H100_70B_FP8)
     for batch, fits in zip(c.sweep["batch"], c.sweep["fits"], strict=True):
         assert fits == (batch <= c.max_batch)
     assert c.max_batch in c.sweep["batch"]
+    small = chart_data(H100_8B)
+    assert small.max_batch == 54
+    assert all(fits == (batch <= 54) for batch, fits in zip(small.sweep["batch"], small.sweep["fits"], strict=True))
 
 
 def test_what_would_fit_for_405b_bf16_on_h100_tp8():
@@ -86,9 +112,13 @@ def test_what_would_fit_for_405b_bf16_on_h100_tp8():
 
 
 def test_serving_charts_use_the_plans_own_replica_model():
-    """Source: invariant: the serving charts and the plan are one model (issue 9): with `batch` below the
-    max batch, the chart's capacity is the plan's, and a point of the p99-vs-rate curve plans (at its
-    rate) to the same p99 TTFT and ITL."""
+    """The serving charts and the plan are one model (issue 9): with `batch` below the max batch, the chart's
+    capacity is the plan's, and a point of the p99-vs-rate curve plans (at its rate) to the same p99 TTFT and
+    ITL. The capacity it draws for a prefill-only replica (Llama-3.1-8B bf16 on one H100, ideal engine, 8,192-token
+    prompts filling one iteration, one output token) is one request per S = 147.1406 ms (the ideal prefill by hand,
+    tests/test_roofline.py): 6.79621 requests/s.
+
+    Source: hand: a single server's capacity 1 / S, S by hand."""
     from planner.contract.chart_data import serving_series
 
     s = {**H100_70B_FP8, "batch": 64, "load": {"request_rate": 2.0}}
@@ -99,3 +129,7 @@ def test_serving_charts_use_the_plans_own_replica_model():
     at = plan({**s, "load": {"request_rate": point["request_rate"]}}).serving
     assert point["ttft_p99_ms"] == pytest.approx(at.ttft_ms.p99, rel=1e-6)
     assert point["itl_p99_ms"] == pytest.approx(at.itl_ms.p99, rel=1e-6)
+    md1 = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "efficiency": "ideal", "prompt_len": 8192, "output_len": 1,
+           "load": {"request_rate": 1.0}}
+    md1_series = serving_series(md1, plan(md1))
+    assert md1_series is not None and md1_series.capacity_rate == pytest.approx(1000.0 / 147.1406, rel=1e-3)

@@ -108,7 +108,13 @@ def test_fleet_counts_meet_the_objectives():
 
 
 def test_bursty_arrivals_need_at_least_as_many_prefill_workers():
-    """Source: invariant: the serving model's prefill queue (its wait grows with arrival_cv)."""
+    """The serving model's prefill queue: its wait grows with arrival_cv, so bursty arrivals never need fewer
+    prefill workers. By hand, a prefill worker of Llama-3.1-8B bf16 on one H100 (ideal engine) takes an 8,192-token
+    prompt in one iteration of S = 147.1406 ms (tests/test_roofline.py), one at a time: with a TTFT objective it
+    meets up to capacity (100 s), the pool is sized by capacity alone, ceil(rate x S) workers: ceil(0.736) = 1,
+    ceil(2.943) = 3 and ceil(5.886) = 6 at 5, 20 and 40 requests/s.
+
+    Source: hand: a single server's capacity 1 / S and the counts above."""
     from planner.serving.disaggregation import TrafficShape
 
     prefill_d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=1, weights="fp8", kv_cache="fp8")
@@ -121,6 +127,13 @@ def test_bursty_arrivals_need_at_least_as_many_prefill_workers():
     poisson, bursty = fleets
     assert bursty.prefill_workers >= poisson.prefill_workers
     assert bursty.prefill_workers > poisson.prefill_workers or bursty.ttft_ms > poisson.ttft_ms
+    ideal = deployment(model="llama-3.1-8b", gpu="h100-sxm", efficiency="ideal")
+    shape = TrafficShape(8192, 400)
+    worker = prefill_worker(ideal, shape)
+    assert worker.prompts_per_s == pytest.approx(1000.0 / 147.1406, rel=1e-3)
+    for rate, workers in ((5.0, 1), (20.0, 3), (40.0, 6)):
+        fleet = size_fleet(worker, decode_worker(ideal, 8592, shape, 50.0), rate, 8192, 400, 100_000.0)
+        assert fleet.prefill_workers == workers, rate
 
 
 @settings(max_examples=25, deadline=None)

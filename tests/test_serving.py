@@ -142,13 +142,22 @@ def test_latency_grows_with_load(default_plan):
 
 
 def test_closed_and_open_loop_agree_at_the_same_rate():
-    """Source: invariant: Little's law ties the closed loop's concurrency to the open loop at the same rate."""
+    """Little's law ties the closed loop's concurrency to the open loop at the same rate. And a closed loop of
+    one client on the prefill-only replica (MD1 above) sends its next request when the last ends: the replica is
+    never idle and never queues, so it serves 1000 / 147.1406 = 6.79621 requests/s, each with TTFT S.
+    (With two clients the exact answer is the same rate, every TTFT 2 S; the planner's arrival-theorem
+    approximation gives 15% less and a spread, so that case is not asserted.)
+
+    Source: hand: a single client with no think time, S from the ideal prefill arithmetic."""
     closed = plan({**DEFAULT, "load": {"concurrency": 40}}).serving
     opened = plan({**DEFAULT, "load": {"request_rate": closed.request_rate}}).serving
     # a closed loop's arrival finds 39 of 40 others (arrival theorem), an open loop's all: ~1/40 apart
     assert opened.concurrency == pytest.approx(40, rel=0.03)
     assert opened.ttft_ms.p90 == pytest.approx(closed.ttft_ms.p90, rel=0.03)
     assert opened.itl_ms.p50 == pytest.approx(closed.itl_ms.p50, rel=1e-6)
+    alone = plan({**MD1, "load": {"concurrency": 1}}).serving
+    assert alone.stable and alone.request_rate == pytest.approx(MD1_CAPACITY_PER_S, rel=0.01)
+    assert alone.ttft_ms.p99 == pytest.approx(MD1_SERVICE_MS, rel=0.01)
 
 
 def test_prefix_cache_hit_lowers_ttft_raises_capacity_and_lowers_cost():
@@ -183,10 +192,18 @@ def test_cost_per_total_tokens_counts_prompt_and_output(default_plan):
 
 
 def test_bursty_arrivals_wait_longer():
-    """Source: invariant: a burstier arrival process (CV 3 vs Poisson) waits longer in the prefill queue."""
+    """A burstier arrival process (CV 3 vs Poisson) waits longer in the prefill queue. At the other end,
+    evenly spaced arrivals (CV 0) to the prefill-only replica (MD1 above, a fixed service of S = 147.1406 ms) at
+    utilization 0.9 are a D/D/1 queue: each request arrives 163.5 ms after the last, after it has left, so no
+    request ever waits and every TTFT percentile is S.
+
+    Source: hand: D/D/1 below capacity never queues; S from the ideal prefill arithmetic."""
     poisson = plan({**DEFAULT, "load": {"request_rate": 4.0}}).serving
     bursty = plan({**DEFAULT, "load": {"request_rate": 4.0, "arrival_cv": 3.0}}).serving
     assert bursty.ttft_ms.p99 > 1.5 * poisson.ttft_ms.p99
+    even = plan({**MD1, "load": {"request_rate": 0.9 * MD1_CAPACITY_PER_S, "arrival_cv": 0.0}}).serving
+    for t in (even.ttft_ms.p50, even.ttft_ms.p90, even.ttft_ms.p99):
+        assert t == pytest.approx(MD1_SERVICE_MS, rel=0.01)
 
 
 def test_goodput_in_the_plan_meets_its_objective():

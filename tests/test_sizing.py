@@ -62,9 +62,22 @@ def test_options_meet_objectives_and_cover_traffic(result):
 
 
 def test_options_sorted_cheapest_first(result):
-    """Source: invariant: options come cheapest first."""
+    """Options come cheapest first. By hand on the prefill-only replica (MD1_REQUEST) at 41 requests/s with an
+    objective met up to capacity: an H100 serves one request per 147.1406 ms, so ceil(41 x 0.1471406) =
+    ceil(6.033) = 7 of them at $2.70 = $18.90 an hour; an H200 (4.8 TB/s, the same 989.4 TFLOP/s) has the same
+    GEMM and attention time, 115.5754 + 17.7828 ms, and reads the activations' 46,170,898,432 B in 9.6189 ms:
+    142.9771 ms, ceil(41 x 0.1429771) = ceil(5.862) = 6 of them at $3.00 = $18.00. The H200 fleet comes first.
+
+    Source: hand: the replica counts and prices above."""
     costs = [o["usd_per_hour"] for o in result["options"]]
     assert costs == sorted(costs)
+    r = size({**MD1_REQUEST, "traffic": {**MD1_REQUEST["traffic"], "requests_per_s": 41.0},
+              "slo": {"ttft_ms": 100_000.0, "itl_ms": 1000.0}, "gpus": ["h100-sxm", "h200"],
+              "usd_per_gpu_hour": {"h100-sxm": 2.70, "h200": 3.00}})
+    assert [(o["gpu"], o["gpus_total"]) for o in r["options"]] == [("h200", 6), ("h100-sxm", 7)]
+    assert [o["usd_per_hour"] for o in r["options"]] == pytest.approx([18.00, 18.90])
+    assert r["options"][1]["max_request_rate"] / r["options"][0]["max_request_rate"] == pytest.approx(
+        142.9771 / 147.1406, rel=1e-3)
 
 
 @pytest.mark.parametrize("index", [0, 1, 5, -1])
@@ -289,10 +302,16 @@ def test_moe_options_with_expert_parallelism_appear_and_count_their_gpus():
 
 
 def test_traffic_shape_reaches_the_serving_model():
-    """Source: invariant: a 90% prefix-cache hit skips that share of each prompt's prefill, so the p50 TTFT
-    drops and the goodput per replica does not fall; the arrival CV reaches the serving model (the goodput
-    moves with it; which way is the serving model's to say: clumped arrivals wait longer but put prompt chunks
-    in fewer iterations) and the option's scenario carries it in `load` and re-plans to the same p90 TTFT."""
+    """A 90% prefix-cache hit skips that share of each prompt's prefill, so the p50 TTFT drops and the goodput
+    per replica does not fall; the arrival CV reaches the serving model (the goodput moves with it; which way is
+    the serving model's to say: clumped arrivals wait longer but put prompt chunks in fewer iterations) and the
+    option's scenario carries it in `load` and re-plans to the same p90 TTFT. By hand on the prefill-only replica
+    (MD1_REQUEST) at 40 requests/s, objective met up to capacity: with a 75% hit four 2,048-token remainders share
+    one 8,192-token iteration, 4 / (4.4804 + 4 x 40.1188 ms) = 24.249 requests/s per replica
+    (tests/test_serving.py::test_prefix_cache_hit_lowers_ttft_raises_capacity_and_lowers_cost), so ceil(40 / 24.249)
+    = 2 replicas instead of ceil(40 / 6.79621) = 6.
+
+    Source: hand: the prefix-cached capacity and replica counts above."""
     base = {**REQUEST, "gpus": ["h100-sxm"], "tp": [4], "weights": ["fp8"], "kv_cache": ["fp8"]}
     poisson = size(base)["options"][0]
     bursty = size({**base, "traffic": {**base["traffic"], "arrival_cv": 2.0}})["options"][0]
@@ -305,6 +324,10 @@ def test_traffic_shape_reaches_the_serving_model():
     assert p.serving.ttft_ms.p90 == pytest.approx(bursty["ttft_ms"], rel=1e-6)
     # both are bisections of the same model (the plan caps at its batch): equal to their resolution
     assert p.serving.goodput_request_rate == pytest.approx(bursty["goodput_request_rate"], rel=1e-4)
+    loose = {**MD1_REQUEST, "slo": {"ttft_ms": 100_000.0, "itl_ms": 1000.0}}
+    warm = size({**loose, "traffic": {**loose["traffic"], "prefix_cache_hit": 0.75}})["options"][0]
+    assert warm["max_request_rate"] == pytest.approx(24.249, rel=1e-3)
+    assert warm["gpus_total"] == 2 and size(loose)["options"][0]["gpus_total"] == 6
 
 
 def test_pruning_by_cost_floor_returns_the_same_options():
