@@ -21,19 +21,17 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+try:  # python3 tools/measure_allreduce.py has tools/ on the path; python -m tools.measure_allreduce the repository root
+    from gpu_timing import event_times_ms
+except ImportError:
+    from tools.gpu_timing import event_times_ms
+
 SIZES = [4096 * 2 * k for k in (1, 4, 16, 64, 256)] + [2 ** p for p in (22, 24, 26, 28)]
 
 
 def _time(fn, iters=100):
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(times)
+    """Median microseconds of fn(), each call timed on its own with CUDA events."""
+    return statistics.median([ms * 1e3 for ms in event_times_ms(fn, iters)])
 
 
 def worker(rank, world, out, port):

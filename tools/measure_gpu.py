@@ -24,13 +24,17 @@ import datetime as _dt
 import json
 import math
 import platform
-import statistics
 import subprocess
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
+
+try:  # python3 tools/measure_gpu.py has tools/ on the path; python -m tools.measure_gpu the repository root
+    from gpu_timing import log, measure_bandwidth, time_cuda, time_graph
+except ImportError:
+    from tools.gpu_timing import log, measure_bandwidth, time_cuda, time_graph
 
 DEV = "cuda"
 BF16 = torch.bfloat16
@@ -44,60 +48,8 @@ SHAPES = {
 }
 
 
-def log(*args):
-    print(*args, flush=True)
-
-
-def time_cuda(fn, warmup=3, iters=15):
-    """Median milliseconds of fn() over iters, timed with CUDA events."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times), min(times), max(times)
-
-
-def time_graph(fn, warmup=2, iters=20):
-    """Capture fn in a CUDA graph and time its replays (what engines with CUDA graphs run)."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(warmup):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    result = time_cuda(graph.replay, warmup=3, iters=iters)
-    del graph
-    return result
-
-
 # ---------------------------------------------------------------------------------------------
 # Ceilings
-
-
-def measure_bandwidth(gib=4):
-    n = int(gib * (1 << 30) // 2)
-    a = torch.randn(n, device=DEV, dtype=BF16)
-    b = torch.empty_like(a)
-    copy_ms, _, _ = time_cuda(lambda: b.copy_(a), iters=20)
-    read_ms, _, _ = time_cuda(lambda: torch.sum(a, dtype=torch.float32), iters=20)
-    del a, b
-    torch.cuda.empty_cache()
-    return {
-        "bytes": 2 * n,
-        "copy_tb_s": 2 * (2 * n) / (copy_ms * 1e-3) / 1e12,  # bytes read + written
-        "read_tb_s": (2 * n) / (read_ms * 1e-3) / 1e12,
-    }
 
 
 def _fp8_weight(w):

@@ -33,7 +33,6 @@ import argparse
 import datetime as _dt
 import json
 import math
-import statistics
 import subprocess
 import sys
 import time
@@ -41,6 +40,13 @@ import traceback
 
 import torch
 import torch.nn.functional as F
+
+try:  # python3 tools/measure_physics.py has tools/ on the path; python -m tools.measure_physics the repository root
+    from gpu_timing import graph_median_ms as graph_ms
+    from gpu_timing import log, measure_bandwidth, time_cuda
+except ImportError:
+    from tools.gpu_timing import graph_median_ms as graph_ms
+    from tools.gpu_timing import log, measure_bandwidth, time_cuda
 
 DEV = "cuda"
 BF16 = torch.bfloat16
@@ -52,46 +58,6 @@ try:
     import triton.language as tl
 except Exception:  # noqa: BLE001 - the split kernel is optional
     triton = None
-
-
-def log(*args):
-    print(*args, flush=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# timing
-
-
-def time_cuda(fn, warmup=3, iters=15):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
-
-
-def time_graph(fn, warmup=2, iters=20):
-    """Capture fn in a CUDA graph and return the median replay time in ms."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(warmup):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    ms = time_cuda(graph.replay, warmup=2, iters=iters)
-    del graph
-    return ms
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,16 +110,6 @@ def precision_works(precision):
 # ceilings
 
 
-def measure_bandwidth(gib=4):
-    n = int(gib * (1 << 30) // 2)
-    a = torch.randn(n, device=DEV, dtype=BF16)
-    b = torch.empty_like(a)
-    copy_ms = time_cuda(lambda: b.copy_(a), iters=20)
-    read_ms = time_cuda(lambda: torch.sum(a, dtype=torch.float32), iters=20)
-    return {"bytes": 2 * n, "copy_tb_s": 2 * (2 * n) / (copy_ms * 1e-3) / 1e12,
-            "read_tb_s": (2 * n) / (read_ms * 1e-3) / 1e12}
-
-
 GEMM_SHAPES = [  # (N, K, where from)
     (3072, 2048, "llama-3.2-1b qkv"), (4096, 4096, "8b o_proj"), (6144, 4096, "8b qkv"),
     (28672, 4096, "8b gate_up"), (4096, 14336, "8b down"), (10240, 8192, "70b qkv"),
@@ -181,7 +137,7 @@ def measure_gemm(precisions, subset=False):
                         state["i"] = (state["i"] + 1) % len(copies)
                         return copies[state["i"]](x)
 
-                    ms = time_cuda(fn, warmup=3, iters=20)
+                    ms = time_cuda(fn, warmup=3, iters=20)[0]
                     rows.append({"precision": precision, "m": m, "n": n, "k": k, "label": label, "ms": ms,
                                  "weight_bytes": first.bytes, "tflops": 2 * m * n * k / (ms * 1e-3) / 1e12,
                                  "weight_tb_s": first.bytes / (ms * 1e-3) / 1e12})
@@ -193,7 +149,7 @@ def measure_gemm(precisions, subset=False):
             s = 8192
             a = torch.randn(s, s, device=DEV, dtype=BF16)
             lin = Linear(s, s, precision)
-            ms = time_cuda(lambda lin=lin, a=a: lin(a), iters=10)
+            ms = time_cuda(lambda lin=lin, a=a: lin(a), iters=10)[0]
             rows.append({"precision": precision, "m": s, "n": s, "k": s, "ms": ms, "square": True,
                          "tflops": 2 * s ** 3 / (ms * 1e-3) / 1e12})
     return rows
@@ -486,7 +442,7 @@ def run_shape(entry, kv_budget_gb, attention_ok, out_decode, out_prefill, deadli
                     def attn_all(fn=fn, qs=qs, caches=caches):
                         for i in range(timed):
                             fn(qs[i], *caches[i])
-                    attn_ms[cname] = time_graph(attn_all, iters=10) / timed
+                    attn_ms[cname] = graph_ms(attn_all, iters=10) / timed
                 except Exception as err:  # noqa: BLE001
                     attn_ms[cname] = None
                     log(f"   attention {cname} failed: {type(err).__name__}: {str(err)[:120]}")
@@ -495,10 +451,10 @@ def run_shape(entry, kv_budget_gb, attention_ok, out_decode, out_prefill, deadli
                 continue
             best = min(usable, key=usable.get)
             run, _ = model.decode_layers(batch, ctx, caches, candidates[best])
-            layers_ms = time_graph(run)
+            layers_ms = graph_ms(run)
             if batch not in head_cache:
                 xh = torch.randn(batch, model.d, device=DEV, dtype=BF16)
-                head_cache[batch] = time_graph(lambda xh=xh: model.head(xh))
+                head_cache[batch] = graph_ms(lambda xh=xh: model.head(xh))
             head_ms = head_cache[batch]
             ms = layers_ms * spec["n_layers"] / timed + head_ms
             out_decode.append({**meta, "batch": batch, "context": ctx, "ms": ms, "layers_ms": layers_ms,
@@ -520,10 +476,10 @@ def run_shape(entry, kv_budget_gb, attention_ok, out_decode, out_prefill, deadli
             try:
                 run = model.prefill_layers(s, n_pre)
                 iters = 3 if s >= 8192 else 5
-                layers_ms = time_graph(run, warmup=1, iters=iters)
+                layers_ms = graph_ms(run, warmup=1, iters=iters)
                 if 1 not in head_cache:
                     x1 = torch.randn(1, model.d, device=DEV, dtype=BF16)
-                    head_cache[1] = time_graph(lambda x1=x1: model.head(x1))
+                    head_cache[1] = graph_ms(lambda x1=x1: model.head(x1))
                 ms = layers_ms * spec["n_layers"] / n_pre + head_cache[1]  # logits of the last token only
                 out_prefill.append({**meta, "layers_timed": n_pre, "scaled": n_pre < spec["n_layers"],
                                     "prompt_len": s, "ms": ms, "layers_ms": layers_ms, "head_ms": head_cache[1]})
@@ -665,7 +621,7 @@ def main():
             log(f"split kernel failed: {type(err).__name__}: {str(err)[:300]}")
             traceback.print_exc()
     result["meta"]["split_attention"] = attention_ok
-    result["bandwidth"] = measure_bandwidth()
+    result["bandwidth"] = measure_bandwidth(release=False)
     log("bandwidth", result["bandwidth"])
     save()
     for entry in plan_runs(precisions, args.subset):
