@@ -14,6 +14,10 @@ from planner.serving.disaggregation import decode_worker, kv_transfer_ms, prefil
 from planner.serving.serving_modes import size_with_modes
 
 
+# the serving model used to warn at unstable points (0 x log(inf)); these tests run with warnings as errors
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
+
 def deployment(**scenario):
     return resolve(parse_scenario(scenario))
 

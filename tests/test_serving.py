@@ -125,7 +125,7 @@ def test_at_or_above_capacity_is_unstable_without_percentiles(default_plan, frac
 def test_latency_grows_with_load(default_plan):
     """More load never lowers p99 TTFT or median ITL; on the prefill-only replica (MD1 above, an M/D/1 queue)
     it grows as the exact M/D/1 waiting time says. Erlang's M/D/1 waiting-time distribution (service 1,
-    utilization rho; Gross & Harris, Fundamentals of Queueing Theory, sec. 5.1.3):
+    utilization rho; Erlang 1909, as in queueing textbooks, e.g. Gross & Harris, Fundamentals of Queueing Theory):
     P(Wq <= t) = (1 - rho) sum_{k=0}^{floor t} [rho (k - t)]^k / k! e^{-rho (k - t)}. Its 90th percentile is
     t = 1.0419, 2.0984, 5.0115 and 10.7825 at rho 0.4, 0.6, 0.8, 0.9 (check at 0.4: 0.6 [e^0.41676 - 0.4 x 0.0419
     x e^0.01676] = 0.6 x 1.5000 = 0.9000), so the p90 TTFT (wait + S, S = 147.1406 ms) is 300.45, 455.90,

@@ -22,6 +22,10 @@ REQUEST = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 5.0, "prompt_
            "slo": {"ttft_ms": 3000.0, "itl_ms": 60.0}, "gpus": ["h100-sxm", "h200", "a100-sxm-80gb", "l40s"]}
 
 
+# the serving model used to warn at unstable points (0 x log(inf)); these tests run with warnings as errors
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
+
 # A prefill-only replica (tests/test_serving.py's MD1): Llama-3.1-8B bf16 on one H100, ideal engine, 8,192-token
 # prompts that fill one iteration's budget and one output token. Each request holds the replica for
 # S = 147.1406 ms (the ideal prefill, by hand in tests/test_roofline.py), one at a time: an M/D/1 queue, capacity
