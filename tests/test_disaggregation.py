@@ -13,7 +13,6 @@ from planner.contract.scenario import parse_scenario, resolve
 from planner.serving.disaggregation import decode_worker, kv_transfer_ms, prefill_worker, size_fleet
 from planner.serving.serving_modes import size_with_modes
 
-
 # the serving model used to warn at unstable points (0 x log(inf)); these tests run with warnings as errors
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
