@@ -13,10 +13,36 @@ REQUIRED = ["h100-sxm", "h100-pcie", "h100-nvl", "h200", "h20", "b200", "gb200",
             "mi325x", "gaudi3"]
 
 
+# Memory per GPU as each vendor's datasheet states it, and how it reads: HBM capacities are binary
+# (nvidia-smi shows 81,559 MiB on an "80 GB" H100 and 143,771 MiB on a "141 GB" H200), so "80 GB" is
+# 80 x 2^30 = 85.90e9 B; GDDR capacities (L40S, L4, A10G, RTX parts) are decimal.
+GIB = 2**30 / 1e9
+DATASHEET_MEMORY_GB = {
+    "h100-sxm": 80 * GIB, "h100-pcie": 80 * GIB,  # NVIDIA H100 datasheet: 80 GB
+    "h100-nvl": 94 * GIB,  # NVIDIA H100 datasheet, NVL column: 94 GB
+    "h200": 141 * GIB,  # NVIDIA H200 datasheet: 141 GB HBM3e
+    "h20": 96 * GIB,  # NVIDIA H20 product brief: 96 GB HBM3
+    "b200": 180 * GIB,  # NVIDIA HGX B200 specifications: 1,440 GB for 8 GPUs
+    "gb200": 186 * GIB,  # NVIDIA GB200 NVL72 specifications: up to 13.4 TB HBM3e for 72 GPUs
+    "a100-sxm-80gb": 80 * GIB, "a100-pcie-80gb": 80 * GIB,  # NVIDIA A100 datasheet: 80 GB HBM2e
+    "a100-sxm-40gb": 40 * GIB, "a100-pcie-40gb": 40 * GIB,  # NVIDIA A100 datasheet: 40 GB HBM2
+    "mi300x": 192 * GIB,  # AMD Instinct MI300X data sheet: 192 GB HBM3
+    "mi325x": 256 * GIB,  # AMD Instinct MI325X data sheet: 256 GB HBM3E
+    "gaudi3": 128 * GIB,  # Intel Gaudi 3 white paper: 128 GB HBM2e
+    "l40s": 48.0, "rtx-6000-ada": 48.0,  # NVIDIA L40S and RTX 6000 Ada datasheets: 48 GB GDDR6
+    "l4": 24.0, "a10g": 24.0, "rtx-4090": 24.0,  # NVIDIA L4 datasheet, AWS G5 page, Ada whitepaper: 24 GB
+}
+
+
 def test_catalog_holds_the_gpus_teams_plan_for():
-    """Source: contract: the catalog holds the GPUs the brief names."""
+    """The catalog holds the GPUs the brief names, each with its datasheet memory (within 1%: the measured
+    H100 and H200 capacities are 0.4% under the binary reading).
+    Source: datasheet: the vendor datasheets named in DATASHEET_MEMORY_GB."""
     assert set(REQUIRED) <= set(CATALOG)
     assert len(CATALOG) >= 15
+    assert set(DATASHEET_MEMORY_GB) == set(REQUIRED)
+    for gpu_id, memory_gb in DATASHEET_MEMORY_GB.items():
+        assert CATALOG[gpu_id].memory_gb == pytest.approx(memory_gb, rel=0.01), gpu_id
 
 
 def test_the_loader_refuses_an_unsourced_figure_and_a_sparse_peak_as_dense():
@@ -70,10 +96,16 @@ def test_no_fp8_on_ampere_and_fp4_only_on_blackwell():
 
 
 def test_fp4_on_hopper_is_refused_with_a_message():
-    """Source: contract: fp4 weights on Hopper are refused unless compute is bf16 (weight-only)."""
+    """fp4 weights on Hopper are refused unless compute is bf16 (weight-only); then the GEMMs run at the
+    bf16 peak, so the ridge is the bf16 one.
+    Source: datasheet: NVIDIA H100 datasheet, SXM column: no FP4 tensor cores; BF16 1,979 TFLOP/s with
+    sparsity = 989.4 dense over 3.35 TB/s gives a ridge of 989.4e12 / 3.35e12 = 295.3 FLOP/B (seed item 1)."""
     from planner import ScenarioError, plan
 
     with pytest.raises(ScenarioError, match="has no dense fp4 peak"):
         plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "weights": "fp4"})
     # weight-only fp4 dequantized to bf16 is allowed when asked for explicitly
-    assert plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "weights": "fp4", "compute": "bf16"}).memory.fits
+    p = plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "weights": "fp4", "compute": "bf16"})
+    assert p.memory.fits
+    assert p.roofline.compute_precision == "bf16"
+    assert p.roofline.ridge_flop_per_byte == pytest.approx(295.3, rel=0.001)

@@ -133,6 +133,22 @@ def _capex(value: str) -> str:
         '"capex_usd_per_gpu": 0', f'"capex_usd_per_gpu": {value}')
 
 
+def _fixture(name: str) -> dict:
+    return json.loads((ROOT / "tests" / "fixtures" / "hf_configs" / f"{name}.json").read_text())
+
+
+def _gemma3(**text_config) -> str:
+    cfg = _fixture("gemma3__gemma-3-27b-it")
+    cfg["text_config"].update(text_config)
+    return _hf(cfg)
+
+
+def _custom(**shape) -> str:
+    from planner.model.presets import load_presets
+
+    return _plan({**LLAMA_8B, "model": {**load_presets()["llama-3.1-8b"].model_dump(), **shape}})
+
+
 L8 = '{"model": "llama-3.1-8b", "gpu": "h100-sxm"'  # a valid scenario's start, for raw JSON text
 PLAN = ("plan", "-")
 # (id, argv, standard input, the line after "error: ")
@@ -168,6 +184,33 @@ BAD = [
     ("negative price", PLAN, L8 + ', "usd_per_gpu_hour": -1}', "usd_per_gpu_hour:"),
     ("calibration key", PLAN, '{"model": "qwen3-8b", "gpu": "h100-sxm", "calibration": {"name": "x", '
      '"efficiency": {"warp": 2.0}}}', "calibration.efficiency: unknown efficiency key 'warp'"),
+    # a custom model's shape must be consistent
+    ("kv heads above heads", PLAN, _custom(n_kv_heads=64, n_heads=32), "model: n_kv_heads cannot exceed n_heads"),
+    ("heads not a multiple of kv heads", PLAN, _custom(n_kv_heads=5), "model: n_heads must be a multiple of n_kv_heads"),
+    ("top_k above experts", PLAN, _custom(moe={"n_experts": 4, "top_k": 8, "d_ff_expert": 10}),
+     "model.moe: top_k cannot exceed n_experts"),
+    # a Hugging Face config.json: an unsupported family lists the supported ones; errors name the key, inside
+    # text_config too
+    ("hf family", PLAN, _hf({"model_type": "falcon"}), "model.hf_config.model_type: 'falcon' is not supported "
+                                                       "(supported: llama"),
+    ("hf missing layers", PLAN, _hf({"model_type": "llama", "hidden_size": 4096}),
+     "model.hf_config.num_hidden_layers: required"),
+    ("hf hidden_size string", PLAN, _hf({**QWEN2_HF, "hidden_size": "4096"}), "model.hf_config.hidden_size: must be"),
+    ("hf not an object", PLAN, _hf("not a dict"), "model.hf_config: must be a JSON object"),
+    ("hf experts null", PLAN, _hf({"model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096,
+                                   "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                                   "vocab_size": 32000, "num_local_experts": None, "num_experts_per_tok": 2}),
+     "model.hf_config.num_local_experts: required"),
+    ("hf nested huge layers", PLAN, _gemma3(num_hidden_layers=10**400), "model.hf_config.text_config.num_hidden_layers:"),
+    ("hf nested huge window", PLAN, _gemma3(sliding_window=10**400), "model.hf_config.text_config.sliding_window:"),
+    ("hf nested tie string", PLAN, _gemma3(tie_word_embeddings="false"),
+     "model.hf_config.text_config.tie_word_embeddings: must be true or false"),
+    ("hf nested not an object", PLAN, _hf({**_fixture("gemma3__gemma-3-27b-it"), "text_config": "not an object"}),
+     "model.hf_config.text_config: must be a JSON object"),
+    ("hf nested layer_types", PLAN, _gemma3(layer_types=["sliding_attention"] * 3),
+     "model.hf_config.text_config.layer_types: must list one attention type"),
+    ("hf huge MLA rank", PLAN, _hf({**_fixture("deepseek_v2__DeepSeek-V2"), "kv_lora_rank": 10**400}),
+     "model.hf_config.kv_lora_rank: must be"),
     # JSON itself: issue 13 (RecursionError before), docs/CONTRACT.md's 100 levels, Python's 4,300-digit
     # int limit (sys.get_int_max_str_digits), NaN and Infinity (not JSON numbers, RFC 8259)
     ("nested 100000 deep", PLAN, "[" * 100_000 + "]" * 100_000,
@@ -228,6 +271,18 @@ BAD = [
     ("commands unknown format", ("commands", "-", "--format", "pdf"), "{}",
      "arguments: argument --format: invalid choice"),
     ("commands missing file", ("commands", "nope.json"), "", "file: 'nope.json' does not exist"),
+    *[(f"{name} ({command})", (command, "-", QWEN3_SCENARIO), json.dumps(bench), expected)
+      for command in ("compare-bench", "calibrate")
+      for name, bench, expected in [
+          ("bench empty list", [], "bench: must be a JSON object"),
+          ("bench without TTFT", {"median_tpot_ms": 7.0}, "bench.median_ttft_ms: required field is missing"),
+          ("bench without TPOT", {"median_ttft_ms": 50}, "bench.median_tpot_ms: required field is missing"),
+          ("bench negative TPOT", {"median_tpot_ms": -1, "median_ttft_ms": 50}, "bench.median_tpot_ms: Input should be"),
+          ("bench completed a word", {**BENCH, "completed": "many"}, "bench.completed: Input should be"),
+          ("bench concurrency -2", {**BENCH, "max_concurrency": -2}, "bench.max_concurrency: Input should be")]],
+    # the comparison reads every saved figure (calibration only TPOT, TTFT and the run's shape)
+    ("bench ITL a word", ("compare-bench", "-", QWEN3_SCENARIO), json.dumps({**BENCH, "median_itl_ms": "x"}),
+     "bench.median_itl_ms:"),
     ("bench not an object", ("compare-bench", "-", QWEN3_SCENARIO), "[1]", "bench: must be a JSON object"),
     ("bench TPOT a word", ("compare-bench", "-", QWEN3_SCENARIO), '{"median_tpot_ms": "fast", "median_ttft_ms": 5}',
      "bench.median_tpot_ms:"),

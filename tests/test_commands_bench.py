@@ -44,23 +44,43 @@ def test_published_tpot_falls_in_the_plans_band():
     assert abs(r.error_pct) < 15
 
 
+# What `vllm bench serve --save-result` writes (vllm/benchmarks/serve.py, https://docs.vllm.ai/en/v0.11.2/cli/bench/serve/;
+# pNN for each of --metric-percentiles).
+VLLM_RESULT_KEYS = {"completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput",
+                    "output_throughput", "total_token_throughput", "max_concurrency"} | {
+    f"{stat}_{metric}_ms" for stat in ("mean", "median", "std", "p50", "p90", "p99")
+    for metric in ("ttft", "tpot", "itl", "e2el")}
+
+
 def test_only_the_figures_the_run_saved_are_compared():
-    """Source: contract: only the figures a run saved are compared."""
+    """Only the figures a run saved are compared, each under the key vLLM writes; at concurrency 1 one
+    request is in flight at a time, so the run's throughput is 1 / E2E with E2E = TTFT + (221 - 1) x TPOT
+    = 59.01 + 220 x 7.28 = 1,660.6 ms: 0.6022 req/s and 0.6022 x 221 = 133.1 tok/s. The plan predicts
+    them within 6% (its TPOT is within 4% of 7.28), and the calibrated plan (TPOT and TTFT fitted to the
+    run) within 1%, so a 10% error in the throughput figures fails.
+    Source: published: GPUStack's vLLM 0.11 Qwen3-8B bf16 H100 run at concurrency 1 (measured_published.csv
+    rows 56-57: TPOT 7.28 ms, TTFT 59.01 ms, ~221 output tokens); vLLM's result keys (VLLM_RESULT_KEYS)."""
     c = compare_bench(BENCH, SCENARIO)
     assert set(rows(c)) == {"median_ttft_ms", "median_tpot_ms"}
-    full = {**BENCH, "output_throughput": 130.0, "request_throughput": 0.59, "p99_ttft_ms": 80.0, "median_itl_ms": 7.3}
+    full = {**BENCH, "output_throughput": 133.1, "request_throughput": 0.6022, "p99_ttft_ms": 80.0,
+            "median_itl_ms": 7.3}
     got = rows(compare_bench(full, SCENARIO))
     assert set(got) == {"median_ttft_ms", "median_tpot_ms", "output_throughput", "request_throughput", "median_itl_ms",
                         "p99_ttft_ms"}
-    assert got["output_throughput"].measured == 130.0
+    assert set(got) <= VLLM_RESULT_KEYS
+    assert got["output_throughput"].measured == 133.1
+    for key, published in (("request_throughput", 0.6022), ("output_throughput", 133.1)):
+        assert got[key].predicted == pytest.approx(published, rel=0.06), key
+        assert got[key].calibrated == pytest.approx(published, rel=0.01), key
     # p99 TTFT is predicted by the plan's serving section (issue 9) at the run's operating point
     assert got["p99_ttft_ms"].measured == 80.0 and got["p99_ttft_ms"].predicted is not None
 
 
 def test_calibration_reproduces_the_run_and_keeps_the_scenario():
-    """The fitted profile targets the run's median TPOT and TTFT, so re-predicted they match within 1%.
-    Source: invariant: a profile fitted to a run reproduces it.
-    """
+    """The fitted profile targets the run's median TPOT and TTFT, so re-predicted they match within 1%; the
+    calibrated scenario the comparison prints, planned at concurrency 8, predicts the run it never saw.
+    Source: published: GPUStack's vLLM 0.11 Qwen3-8B bf16 H100 run at concurrency 8 (measured_published.csv
+    row 58): median TPOT 7.71 ms, within 6% (the fit saw only the concurrency-1 run's 7.28 ms)."""
     c = compare_bench(BENCH, SCENARIO)
     r = rows(c)
     assert abs(r["median_tpot_ms"].calibrated_error_pct) < 1
@@ -69,7 +89,9 @@ def test_calibration_reproduces_the_run_and_keeps_the_scenario():
         "the serving section's included")
     assert c.calibration.gpu == "h100-sxm"
     assert c.calibrated_scenario == {**SCENARIO, "calibration": c.calibration.model_dump(exclude_none=True)}
-    assert plan_dict(c.calibrated_scenario)["calibration"] == c.calibration.name
+    calibrated = plan_dict(c.calibrated_scenario)
+    assert calibrated["calibration"] == c.calibration.name
+    assert plan_dict({**c.calibrated_scenario, "batch": 8})["latency"]["itl_ms"] == pytest.approx(7.71, rel=0.06)
 
 
 def test_operating_point_from_the_run():
@@ -91,21 +113,6 @@ def test_outputs():
     d = json.loads(json.dumps(comparison_dict(c)))
     assert d["calibrated_scenario"]["calibration"]["name"] == c.calibration.name
     assert {f["result_key"] for f in d["figures"]} == {"median_ttft_ms", "median_tpot_ms"}
-
-
-@pytest.mark.parametrize("bench,field", [
-    ([], "bench"),
-    ({"median_tpot_ms": 7.0}, "bench.median_ttft_ms"),
-    ({"median_tpot_ms": -1, "median_ttft_ms": 50}, "bench.median_tpot_ms"),
-    ({**BENCH, "completed": "many"}, "bench.completed"),
-    ({**BENCH, "max_concurrency": -2}, "bench.max_concurrency"),
-    ({**BENCH, "median_itl_ms": "x"}, "bench.median_itl_ms"),
-])
-def test_bad_bench_names_the_field(bench, field):
-    """Source: contract: a bad bench file names the field."""
-    with pytest.raises(ScenarioError) as err:
-        compare_bench(bench, SCENARIO)
-    assert err.value.field == field
 
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers(-10, 10**6) | st.floats(allow_nan=True)

@@ -120,8 +120,15 @@ def test_graph_band_covers_public_compiled_decode_it_never_saw():
 
 
 def test_plan_shows_the_floor_beside_the_estimate():
-    """Source: invariant: the graph floor never exceeds an engine's estimate (engines only add costs),
-    and equals it for engine "graph"; the ideal roofline stays below the floor."""
+    """The graph floor never exceeds an engine's estimate (engines only add costs) and equals it for engine
+    "graph"; the ideal roofline stays below the floor, at the figure a hand derivation gives.
+    Source: hand: Llama-3.1-70B bf16, TP 4, batch 16, the default 1,024-token prompt and 256 output tokens
+    (mean context 1,024 + 128 = 1,152), on an H100 (3.35 TB/s, NVLink 450 GB/s per direction), ideal
+    efficiency: weights 70,553,706,496 x 2 B / 4 = 35,276,853,248 B, less the embedding table that decode
+    does not stream (128,256 x 8,192 x 2 B / 4 = 525,336,576 B), plus KV 16 x 1,152 x 81,920 B
+    (2 x 80 x 2 KV heads x 128 x 2 B per token per GPU) = 1,509,949,440 B: 36,261,466,112 B / 3.35e12 B/s
+    = 10.8243 ms; two all-reduces per layer of 16 x 8,192 x 2 B = 262,144 B, ring volume 2 x 3/4:
+    160 x 393,216 B / 450e9 B/s = 0.1398 ms; ITL 10.964 ms."""
     for engine in ENGINES:
         p = plan({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "batch": 16, "engine": engine})
         assert p.latency.itl_ms_floor <= p.latency.itl_ms + 1e-9
@@ -129,6 +136,7 @@ def test_plan_shows_the_floor_beside_the_estimate():
         assert p.latency.engine == engine
     ideal = plan({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "batch": 16, "efficiency": "ideal"})
     assert ideal.latency.itl_ms < ideal.latency.itl_ms_floor
+    assert ideal.latency.itl_ms == pytest.approx(10.964, rel=0.001)
 
 
 def test_engines_cli_lists_every_profile_with_evidence():
@@ -162,44 +170,52 @@ def test_vllm_bench_calibration_reproduces_the_benchmark():
 
 
 def test_calibrate_cli_end_to_end(tmp_path):
-    """Source: contract: `calibrate` prints a profile that `plan` accepts and names (TPOT 7.28 ms back)."""
+    """`calibrate` prints a valid calibration profile (the schema `python -m planner schema calibration`
+    prints) that `plan` accepts and names; planned at concurrency 8 it predicts the run it never saw.
+    Source: published: GPUStack's vLLM 0.11 Qwen3-8B bf16 runs on one H100 (measured_published.csv rows
+    56-58): fitted at concurrency 1 (TPOT 7.28 ms back within 1%), it must predict the concurrency-8
+    median TPOT of 7.71 ms within 6%."""
+    import jsonschema
+
     r = subprocess.run([sys.executable, "-m", "planner", "calibrate", str(EXAMPLES / "vllm_bench_qwen3_8b_h100.json"),
                         str(EXAMPLES / "qwen3_8b_h100_scenario.json"), "--name", "cli"], capture_output=True,
                        text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 0, r.stderr
     profile = json.loads(r.stdout)
+    schema = json.loads(subprocess.run([sys.executable, "-m", "planner", "schema", "calibration"], capture_output=True,
+                                       text=True, cwd=ROOT, timeout=60, check=True).stdout)
+    jsonschema.validate(profile, schema)
     scenario = json.loads((EXAMPLES / "qwen3_8b_h100_scenario.json").read_text())
     f = tmp_path / "s.json"
     f.write_text(json.dumps({**scenario, "calibration": profile}))
     out = json.loads(subprocess.run([sys.executable, "-m", "planner", "plan", str(f)], capture_output=True, text=True,
                                     cwd=ROOT, timeout=60, check=True).stdout)
     assert out["calibration"] == "cli" and out["latency"]["itl_ms"] == pytest.approx(7.28, rel=0.01)
+    assert plan({**scenario, "batch": 8, "calibration": profile}).latency.itl_ms == pytest.approx(7.71, rel=0.06)
 
 
 def test_device_profile_file_is_a_valid_calibration():
-    """Source: contract: the committed device profile validates and applies to its GPU."""
+    """The committed H200 device profile validates, applies to its GPU only, and predicts the decode steps
+    of a model it was not fitted on.
+    Source: measured: our H200 run (data/measurements/h200_torch_cudagraph_2026-11-26.json: NVIDIA H200,
+    driver 580.159.04, torch 2.11.0+cu130, decode steps replayed from CUDA graphs, median of 20): its 12
+    Qwen3-8B bf16 steps (batch 1-256, context 512-16,384) are held out of the profile's fit
+    (tools/evidence.py); the profile must land within 12% of each and 5% in the median (issue 10's
+    targets), so a 10% error in a decode term fails."""
     profile = CalibrationProfile.model_validate(json.loads(
         (ROOT / "data" / "calibrations" / "h200_torch_cudagraph.json").read_text()))
-    p = plan({"model": "llama-3.1-8b", "gpu": "h200", "calibration": profile.model_dump(exclude_none=True)})
+    calibration = profile.model_dump(exclude_none=True)
+    p = plan({"model": "llama-3.1-8b", "gpu": "h200", "calibration": calibration})
     assert p.calibration == profile.name
-
-
-@pytest.mark.parametrize("bad, field", [
-    ({"median_ttft_ms": 50}, "bench.median_tpot_ms"), ({"median_tpot_ms": -1, "median_ttft_ms": 5}, "bench.median_tpot_ms"),
-    ([], "bench"),
-])
-def test_bad_bench_json_is_named(bad, field):
-    """Source: contract: a bad bench file names the field."""
-    from planner import ScenarioError
-
-    with pytest.raises(ScenarioError) as err:
-        profile_from_vllm_bench(bad, {"model": "qwen3-8b", "gpu": "h100-sxm"})
-    assert err.value.field == field
-
-
-def test_bad_calibration_in_scenario_is_named():
-    """Source: contract: a bad calibration in a scenario names the field."""
-    from planner import ScenarioError
-
-    with pytest.raises(ScenarioError, match="calibration.efficiency"):
-        plan({"model": "qwen3-8b", "gpu": "h100-sxm", "calibration": {"name": "x", "efficiency": {"warp": 2.0}}})
+    assert plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "calibration": calibration}).calibration is None
+    run = json.loads((MEASUREMENTS / "h200_torch_cudagraph_2026-11-26.json").read_text())
+    errors = []
+    for r in run["decode"]:
+        if r["model"] == "qwen3-8b" and r["tp_shard"] == 1:
+            step = plan({"model": "qwen3-8b", "gpu": "h200", "weights": r["precision"], "kv_cache": "bf16",
+                         "batch": r["batch"], "prompt_len": r["context"] - 1, "output_len": 2,
+                         "context_len": r["context"] + 1, "calibration": calibration})
+            errors.append(step.latency.itl_ms / r["ms"] - 1)
+    assert len(errors) == 12
+    assert max(abs(e) for e in errors) <= 0.12, errors
+    assert float(np.median(np.abs(errors))) <= 0.05
