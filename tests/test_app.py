@@ -674,8 +674,17 @@ def test_sizing_table_reads_like_a_table_and_ownership_inputs_only_when_owning()
 
 
 def test_wording_has_no_never_crossing_no_redundant_fp8_advice_and_readable_breakdown():
-    """Source: ui: the app's behaviour (issue 13.8)."""
-    at = run_app()  # fp8 KV, memory-bound at every batch for this context
+    """The default scenario is memory-bound at every batch, and the page must say so plainly. By hand, per
+    GPU of TP 4 at the mean context of 2,200 tokens: a decode step at batch B does
+    (2 x 69,501,714,432 weights incl. the LM head x B + 4 x 64 heads x 128 x 80 layers x 2,200 x B) / 4 FLOPs
+    and reads 17,640,734,720 B of weights (all but the embedding table) + 40,960 B x 2,200 x B of fp8 KV.
+    At B = 64: 2.3163e12 / 23.408e9 = 98.96 FLOP/byte; as B grows it tends to
+    (139.0e9 + 5.77e9) / (163,840 x 2,200) = 401.6, below the 590.7 ridge, so no batch reaches it.
+    Source: hand: the arithmetic above (Llama-3.1-70B config.json; NVIDIA H100 SXM datasheet for the ridge).
+    """
+    at = run_app({"batch": "64"})  # fp8 KV, memory-bound at every batch for this context
+    assert shown(at, "Decode FLOP/byte") == pytest.approx(98.96, rel=2e-3)
+    assert "memory-bound at every batch" in " ".join(m.value for m in at.markdown)
     text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert "at never" not in text
     assert "already fp8" in text and "fp8/int8 KV" not in text
@@ -685,14 +694,25 @@ def test_wording_has_no_never_crossing_no_redundant_fp8_advice_and_readable_brea
 
 def test_plan_leads_with_the_operating_point_and_its_charts():
     """The operating point (rate, concurrency, percentiles, cost) comes first, as the plan's `serving`
-    section gives it; the frontier and the latency-vs-rate charts are drawn.
-    Source: ui: the app's behaviour (issue 9.6).
+    section gives it; the frontier and the latency-vs-rate charts are drawn. The charts carry outside figures:
+    the memory bar's weights are 18,166,071,296 B (W70_FP8_GB above) / 2^30 = 16.918 GiB and its device total
+    the H100's 81,559 MiB / 1,024 = 79.647 GiB; the roofline is drawn at the H100 SXM datasheet's dense fp8
+    peak (3,958 / 2 = 1,979 TFLOP/s) and 3.35 TB/s.
+    Source: hand: the arithmetic above (H100 memory: our nvidia-smi measurement; peaks: NVIDIA H100 datasheet).
     """
     at = run_app()
     labels = [m.label for m in at.metric]
     assert labels[:4] == ["Request rate", "Concurrency", "Output tokens/s per GPU", "$ per M output tokens"]
     assert labels.index("TTFT p50 / p99") < labels.index("TTFT, one request alone")  # bounds come after
-    titles = [json.loads(c.proto.spec)["title"]["text"] for c in at.get("vega_lite_chart")]
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    memory = next(sp for sp in specs if sp["title"]["text"].startswith("Per-GPU memory"))
+    bars = {v["part"]: v["gb"] for v in memory["layer"][0]["data"]["values"]}
+    ticks = {v["label"].split(" ")[0]: v["gb"] for v in memory["layer"][1]["data"]["values"]}
+    assert bars["weights"] == pytest.approx(16.918, abs=0.002)
+    assert ticks["device"] == pytest.approx(79.647, abs=0.002)
+    roofline = next(sp["title"]["text"] for sp in specs if sp["title"]["text"].startswith("Roofline"))
+    assert "1,979 TFLOP/s" in roofline and "3.35 TB/s" in roofline
+    titles = [sp["title"]["text"] for sp in specs]
     assert any(t.startswith("Throughput per GPU vs speed per user") for t in titles)
     assert any(t.startswith("TTFT vs request rate") for t in titles) and any(t.startswith("ITL vs request rate") for t in titles)
 

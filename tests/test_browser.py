@@ -29,6 +29,15 @@ LINK = {"model": "llama-3.1-70b", "gpu": "h200", "tp": "2", "weights": "fp8", "k
         "context_len": "8192", "prompt_len": "3000", "output_len": "500"}
 
 
+# Figures from outside the planner (derivations in tests/test_app.py, W70_FP8_GB and RIDGE):
+# Llama-3.1-70B fp8 weights per GPU from its config.json: 68,451,041,280 linear B / TP + 4,202,692,608 B of
+# bf16 embedding and head / TP + 2,637,824 B of norms: 36.33 GB at TP 2, 18.17 GB at TP 4.
+# Ridge = dense peak / bandwidth (NVIDIA datasheets, sparse TFLOP/s / 2): H100 SXM fp8 1,979 / 3.35 = 590.7,
+# bf16 989.5 / 3.35 = 295.4; H200 fp8 1,979 / 4.8 = 412.3.
+W70_FP8_GB = {2: 36.33, 4: 18.17}
+RIDGE = {"h100-sxm fp8": 590.7, "h100-sxm bf16": 295.4, "h200 fp8": 412.3}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -125,7 +134,12 @@ def _query(page) -> dict[str, str]:
 
 
 def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(server, browser):
-    """Source: ui: the app, share link figures match cli then inputs update url and pins compare."""
+    """The link's Llama-3.1-70B fp8 on two H200s shows 36.33 GB of weights per GPU and the H200's fp8
+    ridge of 412.3 FLOP/byte (W70_FP8_GB, RIDGE above); the other figures match the CLI's plan, an input
+    change reaches the URL and the figures, and two pins compare.
+    Source: datasheet: NVIDIA H200 SXM datasheet (4.8 TB/s, 3,958 sparse fp8 TFLOP/s); weights by hand from
+    Llama-3.1-70B's config.json.
+    """
     ARTIFACTS.mkdir(exist_ok=True)
     page = browser.new_page(viewport={"width": 1500, "height": 2000})
     page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in LINK.items()))
@@ -134,6 +148,8 @@ def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(se
     scenario = {k: int(v) if v.isdigit() else v for k, v in LINK.items()}
     plan = _cli_plan(scenario)
     m = _metrics(page)
+    assert m["Weights per GPU"] == pytest.approx(W70_FP8_GB[2], abs=0.006)
+    assert m["Ridge FLOP/byte"] == pytest.approx(RIDGE["h200 fp8"], rel=2e-3)
     assert m["Weights per GPU"] == pytest.approx(plan["memory"]["weights_gb_per_gpu"], abs=0.006)
     assert m["KV budget per GPU"] == pytest.approx(plan["memory"]["kv_budget_gb_per_gpu"], abs=0.006)
     assert m["Max batch"] == plan["memory"]["max_batch"]
@@ -171,7 +187,10 @@ def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(se
 
 
 def test_bad_link_parameter_is_named_and_rest_applies(server, browser):
-    """Source: ui: the app, bad link parameter is named and rest applies."""
+    """The bad `gpu` and `model` are named and fall back to the defaults while TP 4 applies: the page shows
+    Llama-3.1-70B fp8 at TP 4 on an H100, 18.17 GB of weights per GPU and a ridge of 590.7 FLOP/byte.
+    Source: hand: weights from Llama-3.1-70B's config.json, ridge from the NVIDIA H100 SXM datasheet (above).
+    """
     page = browser.new_page()
     page.goto(server + "/?gpu=h900&tp=4&output_len=123&model=%3Cscript%3Ealert(1)%3C/script%3E")
     _wait_for_metrics(page)
@@ -181,6 +200,9 @@ def test_bad_link_parameter_is_named_and_rest_applies(server, browser):
     assert "model" in joined and "unknown preset" in joined
     assert page.locator("script:has-text('alert(1)')").count() == 0  # no HTML from user text
     assert _query(page)["output_len"] == "123"
+    m = _metrics(page)
+    assert m["Weights per GPU"] == pytest.approx(W70_FP8_GB[4], abs=0.006)
+    assert m["Ridge FLOP/byte"] == pytest.approx(RIDGE["h100-sxm fp8"], rel=2e-3)
     page.close()
 
 
@@ -190,8 +212,10 @@ EVIL = "[Log in again](https://evil.example/login) ![p](https://evil.example/pix
 def test_crafted_compare_link_makes_no_outside_request_no_link_no_image(server, browser):
     """Issue 13: pin names from a `compare=` link once reached a Markdown table header, showing a live
     link to another site and fetching an outside image on page load. Every request the page makes is
-    recorded (and any outside one blocked): only the app's own host may be asked.
-    Source: ui: the app's behaviour.
+    recorded (and any outside one blocked): only the app's own host may be asked. The crafted GPU carries
+    the H100 SXM datasheet's figures, so the plan behind the escaped names is real: a bf16 ridge of
+    989.5 / 3.35 = 295.4 FLOP/byte.
+    Source: datasheet: NVIDIA H100 SXM datasheet (1,979 sparse bf16 TFLOP/s, 3.35 TB/s).
     """
     from urllib.parse import quote
 
@@ -218,6 +242,7 @@ def test_crafted_compare_link_makes_no_outside_request_no_link_no_image(server, 
     _wait_for_metrics(page)
     page.screenshot(path=str(ARTIFACTS / "browser_injection_plan.png"), full_page=True)
     assert page.get_by_text("[Log in again](https://evil.example/login)", exact=False).count() > 0  # shown literally
+    assert _metrics(page)["Ridge FLOP/byte"] == pytest.approx(RIDGE["h100-sxm bf16"], rel=2e-3)
     page.get_by_text("Compare what-ifs", exact=True).click()
     page.get_by_role("button", name="Clear pins").wait_for(timeout=30_000)
     page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=30_000)
