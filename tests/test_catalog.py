@@ -46,8 +46,12 @@ def test_catalog_holds_the_gpus_teams_plan_for():
 
 
 def test_the_loader_refuses_an_unsourced_figure_and_a_sparse_peak_as_dense():
-    """Source: contract: the catalog's loader (not a re-check of its output) refuses an entry whose figure has
-    no source, and one whose dense peak exceeds its sparse peak (a sparse figure entered as dense)."""
+    """The catalog's loader (not a re-check of its output) refuses an entry whose figure has no source, and
+    one whose dense peak exceeds its sparse peak (a sparse figure entered as dense); the sparse peaks it
+    holds are the datasheet's.
+    Source: datasheet: NVIDIA H100 datasheet, SXM column: BF16 1,979 and FP8 3,958 TFLOP/s with sparsity."""
+    assert CATALOG["h100-sxm"].tflops_sparse["bf16"] == pytest.approx(1979, rel=1e-3)
+    assert CATALOG["h100-sxm"].tflops_sparse["fp8"] == pytest.approx(3958, rel=1e-3)
     entry = CATALOG["h100-sxm"].model_dump()
     no_source = {**entry, "sources": {k: v for k, v in entry["sources"].items() if k != "hbm_tb_s"}}
     with pytest.raises(ValidationError, match="hbm_tb_s' has no source"):
@@ -57,10 +61,34 @@ def test_the_loader_refuses_an_unsourced_figure_and_a_sparse_peak_as_dense():
         CatalogGpu.model_validate(swapped)
 
 
+# Each part's dense 8-bit tensor peak as its datasheet gives it (half the "with sparsity" figure where the
+# datasheet prints that one).
+DATASHEET_8BIT = {
+    "h100-sxm": ("fp8", 1978.9), "h200": ("fp8", 1978.9),  # H100 / H200 SXM datasheets: FP8 3,958 sparse
+    "h100-pcie": ("fp8", 1513.0),  # H100 PCIe: FP8 3,026 sparse
+    "h100-nvl": ("fp8", 1670.5),  # H100 NVL: FP8 3,341 sparse
+    "h20": ("fp8", 296.0),  # H20 product brief: FP8 296 dense
+    "b200": ("fp8", 4500.0),  # HGX B200: FP8 72 PFLOPS sparse for 8 GPUs
+    "gb200": ("fp8", 5000.0),  # GB200 NVL72: FP8 720 PFLOPS sparse for 72 GPUs
+    "a100-sxm-80gb": ("int8", 624.0), "a100-sxm-40gb": ("int8", 624.0),  # A100: INT8 1,248 TOPS sparse, no FP8
+    "a100-pcie-80gb": ("int8", 624.0), "a100-pcie-40gb": ("int8", 624.0),
+    "a10g": ("int8", 250.0),  # A10 datasheet: INT8 250 TOPS dense (NVIDIA publishes no A10G figure)
+    "l40s": ("fp8", 733.0),  # L40S: FP8 1,466 sparse
+    "l4": ("fp8", 242.5),  # L4: FP8 485 sparse
+    "rtx-4090": ("fp8", 330.3),  # Ada whitepaper: FP8 with FP32 accumulate 330.3 dense
+    "rtx-6000-ada": ("fp8", 728.5),  # RTX 6000 Ada: FP8 1,457 sparse
+    "mi300x": ("fp8", 2614.9), "mi325x": ("fp8", 2614.9),  # AMD MI300X / MI325X data sheets: FP8 2,614.9 dense
+    "gaudi3": ("fp8", 1835.0),  # Intel Gaudi 3 white paper: MME FP8 1,835 (as BF16)
+}
+
+
 @pytest.mark.parametrize("gpu_id", sorted(CATALOG))
-def test_8bit_peak_never_below_16bit(gpu_id):
-    """Source: invariant: on every catalog part an 8-bit tensor peak is at least the 16-bit one."""
+def test_8bit_peak_is_the_datasheets_and_never_below_16bit(gpu_id):
+    """On every catalog part the 8-bit tensor peak is its datasheet's, and at least the 16-bit one.
+    Source: datasheet: the vendor datasheets named in DATASHEET_8BIT (a new part needs its figure there)."""
     g = CATALOG[gpu_id]
+    precision, peak = DATASHEET_8BIT[gpu_id]
+    assert g.tflops[precision] == pytest.approx(peak, rel=1e-3)
     if "fp8" in g.tflops:
         assert g.tflops["fp8"] >= g.tflops["bf16"]
 

@@ -59,7 +59,7 @@ def test_only_the_figures_the_run_saved_are_compared():
     them within 6% (its TPOT is within 4% of 7.28), and the calibrated plan (TPOT and TTFT fitted to the
     run) within 1%, so a 10% error in the throughput figures fails.
     Source: published: GPUStack's vLLM 0.11 Qwen3-8B bf16 H100 run at concurrency 1 (measured_published.csv
-    rows 56-57: TPOT 7.28 ms, TTFT 59.01 ms, ~221 output tokens); vLLM's result keys (VLLM_RESULT_KEYS)."""
+    rows 54-55: TPOT 7.28 ms, TTFT 59.01 ms, ~221 output tokens); vLLM's result keys (VLLM_RESULT_KEYS)."""
     c = compare_bench(BENCH, SCENARIO)
     assert set(rows(c)) == {"median_ttft_ms", "median_tpot_ms"}
     full = {**BENCH, "output_throughput": 133.1, "request_throughput": 0.6022, "p99_ttft_ms": 80.0,
@@ -80,7 +80,7 @@ def test_calibration_reproduces_the_run_and_keeps_the_scenario():
     """The fitted profile targets the run's median TPOT and TTFT, so re-predicted they match within 1%; the
     calibrated scenario the comparison prints, planned at concurrency 8, predicts the run it never saw.
     Source: published: GPUStack's vLLM 0.11 Qwen3-8B bf16 H100 run at concurrency 8 (measured_published.csv
-    row 58): median TPOT 7.71 ms, within 6% (the fit saw only the concurrency-1 run's 7.28 ms)."""
+    row 56): median TPOT 7.71 ms, within 6% (the fit saw only the concurrency-1 run's 7.28 ms)."""
     c = compare_bench(BENCH, SCENARIO)
     r = rows(c)
     assert abs(r["median_tpot_ms"].calibrated_error_pct) < 1
