@@ -499,8 +499,8 @@ def test_expected_figures_follow_the_plans_serving_section():
 
 
 def test_every_preset_names_the_repository_its_config_comes_from():
-    """Source: model-card: each preset's `source` is the config.json URL on huggingface.co; its hf_id (what
-    `vllm serve` loads) is that repository."""
+    """Source: invariant: each preset's `source` is the config.json URL on huggingface.co; its hf_id (what
+    `vllm serve` loads) is that repository (two fields of models.toml agree: no outside figure)."""
     import re
 
     from planner.model.presets import load_presets, preset_hf_id
