@@ -112,7 +112,13 @@ def test_fleet_cost_by_hand():
 
 
 def test_frontier_is_truly_non_dominated(result):
-    """Source: invariant: no option dominates a frontier point; every other point is dominated."""
+    """No option dominates a frontier point; every other point is dominated. By hand, the two fleets of
+    test_options_sorted_cheapest_first (prefill-only replicas at 41 requests/s): 6 H200s at $18.00 an hour whose
+    iteration lasts 142.9771 ms, and 7 H100s at $18.90 whose iteration lasts 147.1406 ms (the ITL figure of a
+    replica that only prefills is its iteration). The H200 fleet is cheaper and faster, so it alone is on the
+    frontier.
+
+    Source: hand: the costs and iteration times above."""
     opts = result["options"]
     frontier = [o for o in opts if o["pareto"]]
     assert frontier
@@ -124,6 +130,11 @@ def test_frontier_is_truly_non_dominated(result):
     for o in opts:  # every point off the frontier is dominated by one on it
         if not o["pareto"]:
             assert any(f["usd_per_hour"] <= o["usd_per_hour"] and f["itl_ms"] <= o["itl_ms"] for f in frontier)
+    two = size({**MD1_REQUEST, "traffic": {**MD1_REQUEST["traffic"], "requests_per_s": 41.0},
+                "slo": {"ttft_ms": 100_000.0, "itl_ms": 1000.0}, "gpus": ["h100-sxm", "h200"],
+                "usd_per_gpu_hour": {"h100-sxm": 2.70, "h200": 3.00}})["options"]
+    assert [(o["gpu"], o["pareto"]) for o in two] == [("h200", True), ("h100-sxm", False)]
+    assert [o["itl_ms"] for o in two] == pytest.approx([142.9771, 147.1406], rel=0.01)
 
 
 def test_pareto_mask_small_case():
