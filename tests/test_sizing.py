@@ -370,6 +370,12 @@ def test_pruning_by_cost_floor_returns_the_same_options():
 
 def test_a_denormal_traffic_still_needs_one_replica():
     """Source: invariant: any positive traffic needs at least one replica (5e-324 req/s once divided by
-    zero: the replica count rounded to 0; found by tests/test_fuzz.py)."""
-    r = size({**REQUEST, "traffic": {**REQUEST["traffic"], "requests_per_s": 5e-324}, "gpus": ["b200"], "tp": [8]})
+    zero: the replica count rounded to 0; found by tests/test_fuzz.py); the smallest traffic accepted, one
+    request in 11.6 days (1e-6 req/s), gets one; a denormal one is refused on one line naming its field (its
+    price per million tokens overflowed to infinity, found by tests/test_fuzz.py)."""
+    r = size({**REQUEST, "traffic": {**REQUEST["traffic"], "requests_per_s": 1e-6}, "gpus": ["b200"], "tp": [8]})
     assert r["options"] and all(o["replicas"] == 1 for o in r["options"])
+    assert all(math.isfinite(o["usd_per_million_output_tokens"]) for o in r["options"])
+    with pytest.raises(ScenarioError) as err:
+        size({**REQUEST, "traffic": {**REQUEST["traffic"], "requests_per_s": 5e-324}})
+    assert err.value.field == "traffic.requests_per_s" and "\n" not in str(err.value)

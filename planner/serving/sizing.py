@@ -68,7 +68,8 @@ OPTIONS_PER_FAMILY = 3  # the fewest-replica fleets of each family: more replica
 class Traffic(TrafficShapeFields):
     """The contract's traffic; the shape fields (extensions) reach the serving model as the plan's `load`."""
 
-    requests_per_s: float = Field(gt=0, le=1e7)
+    # from one request in 11.6 days: below ~1e-300 a fleet's price per million tokens overflows to infinity
+    requests_per_s: float = Field(ge=1e-6, le=1e7)
     prompt_len: int = Field(ge=1, le=10_000_000)
     output_len: int = Field(ge=1, le=10_000_000)
 
