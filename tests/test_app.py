@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner import plan_dict
+from ui.figures import fmt_time
 from ui.inputs import HF_MAX_BYTES
 from ui.links import DEFAULT_SCENARIO, scenario_to_query
 
@@ -746,19 +747,31 @@ def test_a_rate_beyond_capacity_is_called_unstable_without_percentiles():
 
 
 def test_pins_are_compared_at_one_common_request_rate():
-    """Every pin at 70% of the lowest capacity among them, stated in the table's first row.
-    Source: ui: the app's behaviour (issue 9.6).
+    """Every pin at 70% of the lowest capacity among them, stated in the table's first row, so every pin is
+    stable there (pins with a `batch` once got a rate past their capacity: it came from the closed-loop plan,
+    where `batch` counts clients, not the cap on running sequences). The pins are Llama-3.1-8B bf16, one
+    sequence at a time, ideal efficiency, on an H100 and an H200: each decode step streams 15,298,207,744 B
+    (test_ideal_efficiency_reproduces_the_roofline), 4.567 ms at 3.35 TB/s and 3.187 ms at 4.8 TB/s, so
+    the H200's decode-only ITL is 3.35 / 4.8 - 1 = -30.2% off the H100's.
+    Source: datasheet: NVIDIA H100 SXM (3.35 TB/s) and H200 SXM (4.8 TB/s) datasheets; bytes by hand.
     """
-    pins = [{**DEFAULT_SCENARIO}, {**DEFAULT_SCENARIO, "gpu": "h200"}]
+    one = {**DEFAULT_SCENARIO, "model": "llama-3.1-8b", "tp": 1, "weights": "bf16", "kv_cache": "bf16", "batch": 1,
+           "efficiency": "ideal"}
+    pins = [one, {**one, "gpu": "h200"}]
     at = run_app({**scenario_to_query(DEFAULT_SCENARIO), "compare": json.dumps(pins)})
     at.radio(key="view").set_value("Compare what-ifs").run()
-    capacities = [plan_dict(p)["serving"]["max_request_rate"] for p in pins]
-    rate = 0.7 * min(capacities)
     table = at.dataframe[0].value
-    shown = table.loc["Request rate (req/s per replica)"]
-    assert [float(v) for v in shown.iloc[:2]] == pytest.approx([rate, rate], abs=0.006)
-    h200 = plan_dict({**pins[1], "load": {"request_rate": round(rate, 3)}})["serving"]
-    assert table.iloc[:, 1]["ITL p99"] == f"{h200['itl_ms']['p99']:,.1f} ms"
+    capacities = [float(v) for v in table.loc["Capacity (req/s per replica)"].iloc[:2]]
+    rate = 0.7 * min(capacities)
+    shown_rate = table.loc["Request rate (req/s per replica)"]
+    assert [float(v) for v in shown_rate.iloc[:2]] == pytest.approx([rate, rate], abs=0.006)
+    assert "n/a" not in list(table.loc["ITL p99"].iloc[:2])  # both pins stable at the common rate
+    itl = [_num(v) for v in table.loc["ITL, decode only at the max batch"].iloc[:2]]
+    assert itl == pytest.approx([4.567, 3.187], abs=0.006)
+    assert float(table.loc["ITL, decode only at the max batch"].iloc[2].rstrip("%")) == pytest.approx(
+        (3.35 / 4.8 - 1) * 100, abs=0.06)
+    h200 = plan_dict({**pins[1], "load": {"request_rate": round(at.session_state["cmp_rate"], 3)}})["serving"]
+    assert table.iloc[:, 1]["ITL p99"] == fmt_time(h200["itl_ms"]["p99"])
 
 
 def test_sizing_searches_disaggregated_fleets_and_says_which_mode_wins():

@@ -41,6 +41,7 @@ ROWS: list[tuple[str, Any, Any]] = [
      lambda v: "n/a" if v is None else f"${v:,.3f}"),
 ]
 COMMON_FRACTION = 0.7  # the common rate: this share of the lowest capacity, so every pin is stable
+CAPACITY_PROBE_RATE = 1e-3  # req/s: a replica's capacity does not depend on the rate it is asked at
 
 
 def at_rate(scenario: dict[str, Any], rate: float) -> dict[str, Any]:
@@ -115,7 +116,9 @@ def render(current: dict[str, Any] | None) -> None:
         st.info("No pinned scenarios yet.")
         return
     try:
-        base = [plan(s) for s in pins]
+        # capacities as the table plans the pins, at a request rate: there a pin's `batch` caps the running
+        # sequences (with no load it is the closed loop's client count, and capacity is at the max batch)
+        base = [plan(at_rate(s, CAPACITY_PROBE_RATE)) for s in pins]
     except ScenarioError as err:  # a pin that stopped validating (should not happen: pins are checked)
         st.error(f"A pinned scenario is no longer valid: {plain(err.field, 80)}: {plain(err.reason)}")
         return
