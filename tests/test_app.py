@@ -800,3 +800,34 @@ def test_sizing_searches_disaggregated_fleets_and_says_which_mode_wins():
     assert not at.exception and "ITL, decode only" in metrics(at)
     assert shown(at, "Weights per GPU") == pytest.approx(W70_FP8_GB[decode["tp"]], abs=0.006)
     assert shown(at, "Ridge FLOP/byte") == pytest.approx(RIDGE[f"{decode['gpu']} fp8"], rel=2e-3)
+
+
+def _waterfall(at: AppTest) -> dict[str, float]:
+    """The memory waterfall table (GiB per GPU) by its row labels."""
+    for frame in at.dataframe:
+        table = frame.value
+        if "GiB" in table.columns and "= KV cache" in table.index:
+            return {label: float(v) for label, v in table["GiB"].items()}
+    raise AssertionError("no memory waterfall on the page")
+
+
+def test_vllm_release_selector_changes_the_profiling_peak_and_the_link():
+    """Choosing the vLLM release whose start-up rules to follow changes the activation peak the waterfall
+    shows, and the link carries the choice.
+
+    Source: hand: Llama-3.1-8B (config.json: hidden 4,096, vocab 128,256) at vLLM's serve defaults on H100,
+    1,024 sequences and 8,192 batched tokens: the dummy sampler run over 1,024 x 128,256 logits plus the
+    8,192 x 4,096 bf16 hidden states (67,108,864 B) is the profiling peak. Latest rules (0.21, FlashInfer,
+    14 B per logit): 1,838,645,248 + 67,108,864 B = 1.7749 GiB; 0.16 (PyTorch sort, 38 B per logit, our H200
+    measurement): 4,990,607,360 + 67,108,864 B = 4.7104 GiB; 0.16 counts no CUDA-graph pool (0.21 does:
+    0.3233 + 0.018333 x 32 layers = 0.9100 GiB)."""
+    at = run_app({"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": "1", "weights": "bf16", "kv_cache": "bf16"})
+    latest = _waterfall(at)
+    assert latest["- activation peak of the profiling run"] == pytest.approx(1.7749, abs=5e-4)
+    assert latest["- CUDA-graph pool"] == pytest.approx(0.9100, abs=5e-4)
+    at.sidebar.selectbox(key="vllm_version").set_value("0.16").run()
+    assert not at.exception
+    old = _waterfall(at)
+    assert old["- activation peak of the profiling run"] == pytest.approx(4.7104, abs=5e-4)
+    assert old["- CUDA-graph pool"] == 0.0
+    assert query(at).get("vllm_version") == "0.16"
