@@ -37,7 +37,7 @@ Source of each term (vLLM V1 worker, vllm-project/vllm `vllm/v1/worker/gpu_worke
 * `non_torch_increase` is what the forward allocates outside torch (cuBLAS workspaces, NCCL and
   custom all-reduce buffers when TP > 1): 0.03-0.35 GiB at TP 1 and 0.25-0.30 GiB at TP 2 in the
   V0 logs that print it (vllm#10517, #13061, #15815), 0.13-0.27 GiB at TP 1 in V1 logs; 0.19 keeps
-  about 2.1 GiB at TP > 1 (`NON_TORCH_GIB_TP_GT1_BY_RELEASE`).
+  about 2.1 GiB at TP > 1 and 0.25 at TP 1 (`NON_TORCH_GIB_*_BY_RELEASE`).
 * CUDA graphs: up to vLLM 0.20 they are captured after the KV cache is allocated
   (`compile_or_warm_up_model` runs after `initialize_from_config`), so they come out of the
   (1 - utilization) headroom. From 0.21 the profiler estimates the graph pool before sizing the KV
@@ -76,6 +76,8 @@ NON_TORCH_GIB_TP_GT1 = 0.30  # + NCCL and custom all-reduce buffers; V0 logs pri
 # on the tuning log (Llama-3.1-8B TP 2, vLLM 0.19.0), 2.06-2.21 GiB on its held-out siblings; releases
 # before and after it print 0.13-0.6 GiB, so the figure is kept to the release it was read from.
 NON_TORCH_GIB_TP_GT1_BY_RELEASE = {(0, 19): 2.07}
+# and 0.25 GiB at TP 1 (the tuning log Llama-3.1-8B TP 1 on 0.19.0; its held-out siblings print 0.24-0.27)
+NON_TORCH_GIB_TP1_BY_RELEASE = {(0, 19): 0.25}
 ACTIVATION_BYTES = 2.0  # bf16/fp16 activations in the profiling forward
 # Peak bytes per logit (row x vocabulary entry) of the dummy sampler run, by sampler path (module docstring).
 # "none": a V0 rank other than the driver, which does not sample.
@@ -252,7 +254,7 @@ def holds_moe_workspace(m: ModelSpec, weights: str, version: str) -> bool:
 
 def non_torch_gib(tp: int, version: str = VLLM_RULES_VERSION) -> float:
     if tp == 1:
-        return NON_TORCH_GIB_TP1
+        return NON_TORCH_GIB_TP1_BY_RELEASE.get(parse_version(version), NON_TORCH_GIB_TP1)
     return NON_TORCH_GIB_TP_GT1_BY_RELEASE.get(parse_version(version), NON_TORCH_GIB_TP_GT1)
 
 
