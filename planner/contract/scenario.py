@@ -49,7 +49,7 @@ class SpeculativeSettings(BaseModel):
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM V1's chunked-prefill token budget per iteration (online serving)
 DEFAULT_BLOCK_SIZE = 16  # vLLM's default KV-cache block size in tokens
 EngineName = Literal["graph", "vllm", "sglang", "trt-llm"]
-SamplerPath = Literal["native", "flashinfer"]
+SamplerPath = Literal["native", "triton", "flashinfer"]
 
 
 def _vllm_release(value: str) -> str:
