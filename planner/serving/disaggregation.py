@@ -50,7 +50,7 @@ from planner.serving.serving import (
     load_point,
     replica_model,
 )
-from planner.serving.sizing import rate_bound_per_s
+from planner.serving.sizing import LayoutCandidate, rate_bound_per_s
 
 
 def kv_transfer_ms(prefill_d: Deployment, decode_d: Deployment, prompt_len: float) -> float:
@@ -175,21 +175,12 @@ def layout_summary(d: Deployment, gpu_key: str) -> dict[str, Any]:
 KEEP_PER_POOL = 8  # best candidates per pool that are paired (cost per unit of work)
 
 
-@dataclass(frozen=True)
-class PoolCandidate:
-    gpu_key: str
-    gpu_value: str | dict[str, Any]
-    tp: int
-    pp: int
-    ep: int
-    weights: str
-    kv_cache: str
+PoolCandidate = LayoutCandidate  # a prefill or decode worker's configuration
 
 
 def _deployment(base: dict[str, Any], c: PoolCandidate) -> Deployment | None:
     try:
-        scenario = Scenario.model_validate({**base, "gpu": c.gpu_value, "tp": c.tp, "pp": c.pp, "ep": c.ep,
-                                            "weights": c.weights, "kv_cache": c.kv_cache})
+        scenario = Scenario.model_validate({**base, **c.scenario_fields()})
         return resolve(scenario)
     except (ScenarioError, ValidationError):
         return None

@@ -17,7 +17,7 @@ from gpu_catalog import load_catalog
 from planner.contract.errors import ScenarioError, from_validation_error
 from planner.contract.scenario import resolve_gpu, resolve_model
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
-from planner.serving.sizing import fit_hints, parse_sizing, size
+from planner.serving.sizing import fit_hints, gpu_key, parse_sizing, size
 
 MODE_FIELDS = ("disaggregation", "prefill_gpus", "decode_gpus")  # pp and ep are the sizing request's own
 
@@ -30,12 +30,8 @@ class ModeSettings(BaseModel):
     decode_gpus: list[str | dict[str, Any]] | None = Field(default=None, min_length=1, max_length=100)
 
 
-def _gpu_key(gpu: str | dict[str, Any]) -> str:
-    return gpu if isinstance(gpu, str) else str(gpu.get("name", "custom"))
-
-
 def _pool(gpus, tps, pps, eps, weights, kvs) -> list[PoolCandidate]:
-    return [PoolCandidate(_gpu_key(g), g, tp, pp, ep, w, kv)
+    return [PoolCandidate(gpu_key(g), g, tp, w, kv, pp=pp, ep=ep)
             for g in gpus for tp in tps for pp in pps for ep in eps for w in weights for kv in kvs]
 
 

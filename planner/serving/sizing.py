@@ -111,7 +111,10 @@ class SizingRequest(BaseModel):
 
 
 @dataclass(frozen=True)
-class _Family:
+class LayoutCandidate:
+    """One configuration the search plans: a GPU (catalog id or custom object), its parallel layout and the
+    weight and KV precisions. Sizing calls it a family (every batch of it); disaggregation a pool candidate."""
+
     gpu_key: str
     gpu_value: str | dict[str, Any]
     tp: int
@@ -119,6 +122,12 @@ class _Family:
     kv_cache: str
     pp: int = 1
     ep: int = 1
+
+    def scenario_fields(self) -> dict[str, Any]:
+        """The scenario keys this candidate sets."""
+        return {"gpu": self.gpu_value, "tp": self.tp, "pp": self.pp, "ep": self.ep, "weights": self.weights,
+                "kv_cache": self.kv_cache}
+
 
 
 def parse_sizing(data: Any) -> SizingRequest:
@@ -155,34 +164,35 @@ def _gpu_price(req: SizingRequest, gpu_key: str, gpu_value: Any) -> tuple[float 
     return rent, own
 
 
-def _gpu_key(gpu: str | dict[str, Any]) -> str:
+def gpu_key(gpu: str | dict[str, Any]) -> str:
+    """A GPU's name in results and prices: its catalog id, or a custom GPU's `name`."""
     return gpu if isinstance(gpu, str) else str(gpu.get("name", "custom"))
 
 
-def _families(req: SizingRequest, hints: list[dict[str, Any]] | None = None) -> list[_Family]:
+def _families(req: SizingRequest, hints: list[dict[str, Any]] | None = None) -> list[LayoutCandidate]:
     """GPU x tp x pp x ep x weights x KV; ep > 1 only for a MoE model. Without a requested `pp`, each
     GPU and weight precision where no requested layout fits adds its cheapest layout (from `hints`)."""
     gpus = req.gpus if req.gpus is not None else list(load_catalog())
     eps = req.ep if resolve_model(req.model).moe is not None else [e for e in req.ep if e == 1] or [1]
     out = []
     for gpu in gpus:
-        key = _gpu_key(gpu)
+        key = gpu_key(gpu)
         for tp in req.tp:
             for pp in req.pp:
                 for ep in eps:
                     for w in req.weights:
                         for kv in req.kv_cache:
-                            out.append(_Family(key, gpu, tp, w, kv, pp, ep))
+                            out.append(LayoutCandidate(key, gpu, tp, w, kv, pp=pp, ep=ep))
     if "pp" not in req.model_fields_set:
-        by_key = {_gpu_key(g): g for g in gpus}
+        by_key = {gpu_key(g): g for g in gpus}
         have = {(f.gpu_key, f.tp, f.pp, f.ep, f.weights) for f in out}
         for hint in hints if hints is not None else fit_hints(req):
             layout = hint["smallest_layout_that_fits"]
             if layout is None or (hint["gpu"], layout["tp"], layout["pp"], layout["ep"], hint["weights"]) in have:
                 continue
             for kv in req.kv_cache:
-                out.append(_Family(hint["gpu"], by_key[hint["gpu"]], layout["tp"], hint["weights"], kv,
-                                   layout["pp"], layout["ep"]))
+                out.append(LayoutCandidate(hint["gpu"], by_key[hint["gpu"]], layout["tp"], hint["weights"], kv,
+                                   pp=layout["pp"], ep=layout["ep"]))
     return out
 
 
@@ -207,14 +217,13 @@ def fit_hints(req: SizingRequest) -> list[dict[str, Any]]:
             fit = cheapest_layout_that_fits(d, lambda trial: plan_memory(trial, context).fits)
             layout = None if fit is None else {k: getattr(sharding(fit), k) for k in
                                                ("tp", "pp", "ep", "gpus_per_replica", "nodes_per_replica")}
-            hints.append({"gpu": _gpu_key(gpu), "weights": weights, "kv_cache": kv, "smallest_layout_that_fits": layout})
+            hints.append({"gpu": gpu_key(gpu), "weights": weights, "kv_cache": kv, "smallest_layout_that_fits": layout})
     return hints
 
 
-def _scenario_for(req: SizingRequest, fam: _Family, batch: int | None = None) -> dict[str, Any]:
+def _scenario_for(req: SizingRequest, fam: LayoutCandidate, batch: int | None = None) -> dict[str, Any]:
     s: dict[str, Any] = {
-        "model": req.model, "gpu": fam.gpu_value, "tp": fam.tp, "pp": fam.pp, "ep": fam.ep,
-        "weights": fam.weights, "kv_cache": fam.kv_cache,
+        "model": req.model, **fam.scenario_fields(),
         "context_len": req.context_len or req.traffic.prompt_len + req.traffic.output_len,
         "prompt_len": req.traffic.prompt_len, "output_len": req.traffic.output_len,
         "memory": req.memory.model_dump(), "efficiency": req.efficiency,
@@ -249,7 +258,7 @@ class FamilyResult:
     searched: int
 
 
-def _label(fam: _Family) -> str:
+def _label(fam: LayoutCandidate) -> str:
     layout = f"tp{fam.tp}" + (f" pp{fam.pp}" if fam.pp > 1 else "") + (f" ep{fam.ep}" if fam.ep > 1 else "")
     return f"{fam.gpu_key} {layout} {fam.weights}/{fam.kv_cache}"
 
@@ -271,7 +280,7 @@ def _why_not(m: ReplicaModel, req: SizingRequest) -> str:
 class _Prepared:
     """A family that fits, resolved, with a floor under the cost of any fleet it can give."""
 
-    fam: _Family
+    fam: LayoutCandidate
     base: dict[str, Any]
     scenario: Scenario
     d: Deployment
@@ -283,7 +292,7 @@ class _Prepared:
     cost_floor_usd_per_hour: float
 
 
-def _prepare(req: SizingRequest, fam: _Family) -> _Prepared | FamilyResult:
+def _prepare(req: SizingRequest, fam: LayoutCandidate) -> _Prepared | FamilyResult:
     """Resolve a family and check memory and price; the cost floor prices the fewest replicas the traffic
     could need: a replica's capacity is at most max_batch / ((O - 1) D(max_batch)) (the serving model's
     lambda(N) = N / ((O - 1) D(N) + N E[W]) grows with N and drops E[W] here), goodput at most its capacity."""
@@ -336,7 +345,7 @@ def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: 
     return 1.01 * n / ((output_len - 1) * float(step_ms[last]) + n * 0.99 * work_ms) * 1000.0
 
 
-def evaluate_family(req: SizingRequest, fam: _Family, lazy: bool = False) -> FamilyResult:
+def evaluate_family(req: SizingRequest, fam: LayoutCandidate, lazy: bool = False) -> FamilyResult:
     """Goodput per replica for each cap on running sequences, the replicas the traffic needs, and the
     options at the rate each replica then runs at. `lazy`: options carry ITL only and a private
     `_finish` entry; `_finish(option)` fills TTFT and E2E (size does it for the options it returns)."""
