@@ -45,6 +45,7 @@ class RowResult:
     tokens_logged: int | None
     tokens_model: int | None  # from the logged budget: the block arithmetic alone
     tokens_predicted: int | None = None  # from the planner's own budget: the figure a user reads
+    activation_model_gib: float | None = None  # the profiling peak the release's rules give
     concurrency_logged: float | None = None
     concurrency_predicted: float | None = None  # "Maximum concurrency for L tokens per request: C x"
 
@@ -116,12 +117,12 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
     if not tokens_logged and row["logged_gpu_blocks"]:
         tokens_logged = int(row["logged_gpu_blocks"]) * 16
     gpu = gpu_for(row)
-    budget_model = weights_model = concurrency_predicted = None
+    budget_model = weights_model = concurrency_predicted = activation_model = None
     tokens_predicted = None
     mml = _int(row["max_model_len"])
     version = row["vllm_version"] or VLLM_RULES_VERSION
     seqs = _int(row["max_num_seqs"])
-    mnbt = _int(row["max_num_batched_tokens"]) or default_max_num_batched_tokens(gpu, version, row)
+    mnbt = _int(row["max_num_batched_tokens"]) or default_max_num_batched_tokens(gpu)
     binding = row.get("budget_rank", "") not in NON_BINDING_RANKS
     if gpu is not None and row["utilization"]:
         d = Deployment(model=model, gpu=gpu, tp=tp, weights=row["weights"], kv_cache=row["kv_cache"],
@@ -130,6 +131,7 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
         e = plan_engine_memory(d, mml or 4096, mnbt, 16, max_num_seqs=seqs, vllm_version=version)
         budget_model, weights_model = e.kv_budget_gib, e.weights_gib
         tokens_predicted, concurrency_predicted = e.kv_cache_tokens, e.max_concurrency
+        activation_model = e.activation_peak_gib
     elif gpu is not None or row["weights"]:
         d = Deployment(model=model, gpu=gpu or load_catalog()["h100-sxm"], tp=tp, weights=row["weights"],
                        kv_cache=row["kv_cache"], compute="bf16", efficiency=ideal(), memory_utilization=0.9,
@@ -146,10 +148,11 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
                      tokens_model=tokens_from_logged if row["tokens_checkable"] == "yes" else None,
                      tokens_predicted=tokens_predicted if mml else None,
                      concurrency_logged=_num(row["logged_concurrency"]) if mml else None,
-                     concurrency_predicted=concurrency_predicted if mml else None)
+                     concurrency_predicted=concurrency_predicted if mml else None,
+                     activation_model_gib=activation_model)
 
 
-def default_max_num_batched_tokens(gpu: GpuSpec | None, version: str, row: dict[str, str]) -> int:
+def default_max_num_batched_tokens(gpu: GpuSpec | None) -> int:
     """`vllm serve`'s default when the thread does not print it: 8192 on GPUs of 70 GiB or more, else 2048
     (vLLM `_set_default_args`; V0 without chunked prefill profiles max_model_len, given in its rows)."""
     if gpu is None:
