@@ -58,12 +58,12 @@ def test_operating_points_never_sit_above_the_roof(scenario):
 
 
 def test_memory_stack_fills_the_engine_cap_below_the_device_total():
-    """The stack (weights, activations, non-torch, graphs, KV, free) adds up to the utilization cap, which is
-    0.9 of what the framework sees and below the device total; every part is non-negative. For Llama-3.1-8B
-    bf16 on one H100, by hand (vLLM 0.21's accounting, tests/test_memory_vllm.py): device 85.52e9 B =
-    79.646707 GiB, 0.45 GiB to the driver, x 0.90 = 71.277036 GiB cap; weights 16,060,522,496 B = 14.957527
-    GiB, activation peak 1.774902 (FlashInfer sampler), non-torch 0.15, CUDA-graph pool 0.3233 + 0.018333 x 32
-    layers = 0.909956, KV cache 53.484650 GiB, nothing free.
+    """The stack (weights, rotary tables, activations, non-torch, graphs, KV, free) adds up to the utilization
+    cap, which is 0.9 of what the framework sees and below the device total; every part is non-negative. For
+    Llama-3.1-8B bf16 on one H100, by hand (vLLM 0.21's accounting, tests/test_memory_vllm.py): device
+    85.52e9 B = 79.646707 GiB, 0.45 GiB to the driver, x 0.90 = 71.277036 GiB cap; weights 16,060,522,496 B =
+    14.957527 GiB, rotary table 131,072 x 128 x 2 B = 0.03125, activation peak 1.774902 (FlashInfer sampler),
+    non-torch 0.15, CUDA-graph pool 0.3233 + 0.018333 x 32 layers = 0.909956, KV cache 53.453400 GiB, nothing free.
 
     Source: hand: vLLM's start-up accounting worked term by term, numbers above."""
     c = chart_data(H100_70B_FP8)
@@ -75,14 +75,14 @@ def test_memory_stack_fills_the_engine_cap_below_the_device_total():
     small = chart_data(H100_8B).memory
     assert small.device_gb == pytest.approx(79.646707, rel=1e-6)
     assert small.usable_gb == pytest.approx(71.277036, rel=1e-6)
-    assert [p.gb for p in small.parts] == pytest.approx([14.957527, 1.774902, 0.15, 0.909956, 53.484650, 0.0],
-                                                        abs=2e-6)
+    assert [p.gb for p in small.parts] == pytest.approx([14.957527, 0.03125, 1.774902, 0.15, 0.909956, 53.453400,
+                                                         0.0], abs=2e-6)
 
 
 def test_sweep_marks_the_batches_past_the_max_batch():
     """A batch fits exactly when it is at most the max batch. Llama-3.1-8B bf16 on one H100 at 8,192 tokens of
-    context: vLLM's KV cache holds 27,384 blocks of 16 tokens (tests/test_memory_vllm.py, by hand), a
-    sequence takes 8,192 / 16 = 512 of them, so 27,384 / 512 = 53.5: 53 sequences fit, 54 do not.
+    context: vLLM's KV cache holds 27,368 blocks of 16 tokens (tests/test_memory_vllm.py, by hand), a
+    sequence takes 8,192 / 16 = 512 of them, so 27,368 / 512 = 53.5: 53 sequences fit, 54 do not.
 
     Source: hand: the block arithmetic above."""
     c = chart_data(H100_70B_FP8)

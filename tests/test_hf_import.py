@@ -17,31 +17,35 @@ from planner.model.model_shapes import active_params, param_counts
 CONFIGS = {
     "llama-3.1-8b": {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
                      "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
-                     "tie_word_embeddings": False, "head_dim": 128},
+                     "tie_word_embeddings": False, "head_dim": 128, "max_position_embeddings": 131072,
+                     "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}},
     "mistral-7b": {"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
-                   "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "sliding_window": 4096},
+                   "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "sliding_window": 4096,
+                   "max_position_embeddings": 32768},
     "mixtral-8x7b": {"model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
                      "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "num_local_experts": 8,
-                     "num_experts_per_tok": 2},
+                     "num_experts_per_tok": 2, "max_position_embeddings": 32768},
     "qwen2.5-7b": {"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584, "num_attention_heads": 28,
                    "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
-                   "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 131072},
+                   "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 131072,
+                   "max_position_embeddings": 131072},
     "qwen3-32b": {"model_type": "qwen3", "num_hidden_layers": 64, "hidden_size": 5120, "num_attention_heads": 64,
                   "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 25600, "vocab_size": 151936,
-                  "tie_word_embeddings": False},
+                  "tie_word_embeddings": False, "max_position_embeddings": 40960},
     "qwen3-235b-a22b": {"model_type": "qwen3_moe", "num_hidden_layers": 94, "hidden_size": 4096,
                         "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 12288,
                         "moe_intermediate_size": 1536, "num_experts": 128, "num_experts_per_tok": 8,
-                        "vocab_size": 151936, "tie_word_embeddings": False},
+                        "vocab_size": 151936, "tie_word_embeddings": False, "max_position_embeddings": 40960},
     "gemma-2-9b": {"model_type": "gemma2", "num_hidden_layers": 42, "hidden_size": 3584, "num_attention_heads": 16,
                    "num_key_value_heads": 8, "head_dim": 256, "intermediate_size": 14336, "vocab_size": 256000,
-                   "sliding_window": 4096},
+                   "sliding_window": 4096, "max_position_embeddings": 8192},
     "deepseek-v3": {"model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168,
                     "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 18432,
                     "moe_intermediate_size": 2048, "n_routed_experts": 256, "n_shared_experts": 1,
                     "num_experts_per_tok": 8, "first_k_dense_replace": 3, "kv_lora_rank": 512, "q_lora_rank": 1536,
                     "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "vocab_size": 129280,
-                    "tie_word_embeddings": False},
+                    "tie_word_embeddings": False, "max_position_embeddings": 163840,
+                    "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096}},
 }
 
 
@@ -180,11 +184,15 @@ def test_quantization_config_sets_the_checkpoint_precision(name, weights, scope)
 
 
 def test_gpt_oss_plans_with_its_mxfp4_experts_and_bf16_attention():
-    """Source: hand: gpt-oss-120b keeps attention (0.96B) in bf16 and the 114.7B expert weights in
-    4.5-bit storage: (114.7e9 x 4.5 + 0.96e9 x 16 + router) / 8 + 2 x 201,088 x 2,880 x 2 B = 68.9 GB;
+    """Source: hand: gpt-oss-120b keeps attention, router, norms, embedding and head in bf16 and stores its
+    36 x 128 x 3 x 2,880 x 2,880 = 114,661,785,600 expert weights in MXFP4, 4 bits + one E8M0 byte per 32
+    values = 4.25 bits: 60,914,073,600 B. The rest, 36 x (2,880 x 64 x 64 x 2 + 2 x 2,880 x 8 x 64) attention
+    + 36 x 2,880 x 128 router + 36 x 2 x 2,880 + 2,880 norms + 2 x 201,088 x 2,880 tables = 2,127,263,040 values
+    x 2 B = 4,254,526,080 B. Together 65,168,599,680 B (the checkpoint's files hold 65.2 GB, biases included);
     without a `weights` key the plan takes the checkpoint's fp4 and computes in bf16 (H100 has no fp4)."""
     p = plan({"model": {"hf_config": fixture("gpt_oss__gpt-oss-120b")}, "gpu": "h100-sxm", "memory": {"reserve_gb": 2}})
-    assert p.memory.weights_gb_per_gpu == pytest.approx(68.9, rel=0.01)
+    assert model_from_hf_config(fixture("gpt_oss__gpt-oss-120b")).fp4_format == "mxfp4"
+    assert p.memory.weights_gb_per_gpu == pytest.approx(65.168599680, rel=1e-9)
     assert p.roofline.compute_precision == "bf16"
     assert any("checkpoint's native precision" in w for w in p.warnings)
 

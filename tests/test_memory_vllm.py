@@ -19,20 +19,24 @@ def _row_id(row):
     return row["id"]
 
 
-def _xfail_expected_miss(row, misses: dict[str, str] | None = None) -> None:
+def _xfail_expected_miss(request, row, misses: dict[str, str] | None = None) -> None:
     """Rows recorded as outside the target (a known gap of vllm_startup_logs.md, or a named miss) are
-    strict expected failures, so a fix shows up."""
+    strict expected failures: the check still runs, and a row that comes within its target fails the
+    suite until its record is updated."""
+    reason = None
     if row["known_gap"]:
-        pytest.xfail(f"known gap, recorded in vllm_startup_logs.md: {row['known_gap']}")
-    if misses and row["id"] in misses:
-        pytest.xfail(misses[row["id"]])
+        reason = f"known gap, recorded in vllm_startup_logs.md: {row['known_gap']}"
+    elif misses and row["id"] in misses:
+        reason = misses[row["id"]]
+    if reason:
+        request.node.add_marker(pytest.mark.xfail(reason=reason, strict=True))
 
 
 @pytest.mark.parametrize("row", [r for r in HELD_OUT if r["logged_kv_gib"] and r["utilization"]
                                  and r["gpu"] != "unknown" and not r["budget_rank"]], ids=_row_id)
-def test_held_out_kv_budget_within_3_percent_or_075_gib(row):
+def test_held_out_kv_budget_within_3_percent_or_075_gib(request, row):
     """Source: published: public vLLM start-up logs, data/reference/vllm_startup_logs.csv (held-out part)."""
-    _xfail_expected_miss(row)
+    _xfail_expected_miss(request, row)
     r = evaluate_row(row)
     tolerance = max(BUDGET_REL * abs(r.budget_logged_gib), BUDGET_ABS_GIB)
     assert r.budget_model_gib == pytest.approx(r.budget_logged_gib, abs=tolerance)
@@ -41,26 +45,27 @@ def test_held_out_kv_budget_within_3_percent_or_075_gib(row):
 # held-out rows whose budget is within its target but whose token count misses 3%: a small pool makes
 # the token target the stricter one (stated in data/reference/vllm_startup_logs.md)
 TOKEN_MISSES = {
-    "v1-019-qwen25-72b-h100-tp2": "a 3.04 GiB pool: the 0.11 GiB budget error is 3.5% of the tokens",
+    "v1-019-qwen25-72b-h100-tp2": "a 3.04 GiB pool: the 0.10 GiB budget error (0.08 GiB of it in the weights as "
+                                  "loaded, unexplained) is 3.2% of the tokens",
 }
 
 
 @pytest.mark.parametrize("row", [r for r in HELD_OUT if (r["logged_kv_tokens"] or r["logged_gpu_blocks"])
                                  and r["utilization"] and r["gpu"] != "unknown"], ids=_row_id)
-def test_held_out_kv_token_count_from_the_planned_budget_within_3_percent(row):
+def test_held_out_kv_token_count_from_the_planned_budget_within_3_percent(request, row):
     """Source: published: the logged "GPU KV cache size" of the held-out public start-up logs, against the
     token count the plan prints from its own budget (the figure a user reads)."""
-    _xfail_expected_miss(row, TOKEN_MISSES)
+    _xfail_expected_miss(request, row, TOKEN_MISSES)
     r = evaluate_row(row)
     assert r.tokens_predicted == pytest.approx(r.tokens_logged, rel=TOKENS_REL)
 
 
 @pytest.mark.parametrize("row", [r for r in HELD_OUT if r["logged_concurrency"] and r["max_model_len"]
                                  and r["utilization"] and r["gpu"] != "unknown"], ids=_row_id)
-def test_held_out_concurrency_line_within_3_percent(row):
+def test_held_out_concurrency_line_within_3_percent(request, row):
     """Source: published: the "Maximum concurrency for L tokens per request: C x" line of the held-out public
     start-up logs, against the plan's own line (its block pool over the blocks one max_model_len request takes)."""
-    _xfail_expected_miss(row, TOKEN_MISSES)
+    _xfail_expected_miss(request, row, TOKEN_MISSES)
     r = evaluate_row(row)
     assert r.concurrency_predicted == pytest.approx(r.concurrency_logged, rel=TOKENS_REL)
 
@@ -115,16 +120,21 @@ def test_vllm_kv_budget_of_llama_8b_on_h100_term_by_term():
     Device 85.52e9 B = 79.646707 GiB, less the driver's 0.45 GiB (public start-up logs) = 79.196707 visible;
     x 0.90 = 71.277036 GiB requested. Less: weights 16,060,522,496 B = 14.957527 GiB; the activation peak
     1.774902 GiB (FlashInfer sampler, test above); non-torch 0.15 GiB (TP 1); the CUDA-graph pool
-    0.3233 + 0.018333 x 32 layers = 0.909956 GiB. KV budget 53.484650 GiB; a block of 16 tokens x 2 x 8
-    heads x 128 x 2 B = 65,536 B per layer, x 32 layers = 2 MiB: 27,384 blocks, 438,144 tokens. A 10% error
-    in any term moves the budget by at least 0.015 GiB (3e-4 of it)."""
+    0.3233 + 0.018333 x 32 layers = 0.909956 GiB; the rotary table, 131,072 positions (config.json
+    max_position_embeddings) x 128 x 2 B = 33,554,432 B = 0.03125 GiB (vLLM logs it inside "Model loading
+    took": 14.957527 + 0.03125 = 14.988777, against the 14.9888 GiB vllm#10517 prints for this model). KV
+    budget 53.453400 GiB; a block of 16 tokens x 2 x 8 heads x 128 x 2 B = 65,536 B per layer, x 32 layers =
+    2 MiB: 27,368 blocks, 437,888 tokens. A 10% error in any term but the rotary table moves the budget by at
+    least 0.015 GiB (3e-4 of it); the table is checked on its own."""
     from planner.contract.scenario import parse_scenario, resolve
     from planner.physics.engine_memory import plan_engine_memory
 
     d = resolve(parse_scenario({"model": "llama-3.1-8b", "gpu": "h100-sxm"}))
     e = plan_engine_memory(d, 8192, 8192, 16)
-    assert e.kv_budget_gib == pytest.approx(53.484650, rel=2e-7)
-    assert (e.num_gpu_blocks, e.kv_cache_tokens) == (27_384, 438_144)
+    assert e.rotary_cache_gib == pytest.approx(0.03125, rel=1e-12)
+    assert e.model_loading_gib == pytest.approx(14.9888, abs=5e-5)
+    assert e.kv_budget_gib == pytest.approx(53.453400, rel=2e-7)
+    assert (e.num_gpu_blocks, e.kv_cache_tokens) == (27_368, 437_888)
 
 
 def test_scenario_picks_the_release_rules():
@@ -177,9 +187,9 @@ def test_plan_exposes_the_waterfall_and_the_log_lines():
     m = p.memory
     w = m.waterfall_gib
     assert m.engine_rules == "vllm" and m.vllm_version
-    # the waterfall closes: cap - weights - activation - non-torch - graphs = KV
-    assert w["utilization_cap"] - w["weights"] - w["activation_peak"] - w["non_torch"] - w["cuda_graphs"] == \
-        pytest.approx(w["kv_cache"], abs=1e-9)
+    # the waterfall closes: cap - weights - rotary tables - activation - non-torch - graphs = KV
+    assert w["utilization_cap"] - w["weights"] - w["rotary_tables"] - w["activation_peak"] - w["non_torch"] - \
+        w["cuda_graphs"] == pytest.approx(w["kv_cache"], abs=1e-9)
     # torch sees less than nvidia-smi's 81,559 MiB (79.65 GiB): public logs print 79.11-79.25 GiB
     assert 79.0 <= w["framework_total"] <= 79.4
     assert m.engine_log_lines[0] == f"GPU KV cache size: {m.kv_cache_tokens:,} tokens"
@@ -190,13 +200,13 @@ def test_plan_exposes_the_waterfall_and_the_log_lines():
 def test_enforce_eager_removes_the_graph_pool():
     """Source: hand: vLLM 0.21 subtracts its CUDA-graph estimate before sizing the KV cache, and
     `--enforce-eager` captures no graphs. For Llama-3.1-8B (32 layers) the pool is 0.3233 + 0.018333 x 32 =
-    0.909956 GiB, so eager mode leaves exactly that much more KV per GPU: 53.484650 + 0.909956 =
-    54.394606 GiB (the budget worked in test_vllm_kv_budget_of_llama_8b_on_h100_term_by_term)."""
+    0.909956 GiB, so eager mode leaves exactly that much more KV per GPU: 53.453400 + 0.909956 =
+    54.363356 GiB (the budget worked in test_vllm_kv_budget_of_llama_8b_on_h100_term_by_term)."""
     base = {"model": "llama-3.1-8b", "gpu": "h100-sxm"}
     graphs = plan(base).memory.waterfall_gib["cuda_graphs"]
     eager = plan({**base, "enforce_eager": True}).memory
     assert graphs == pytest.approx(0.909956, rel=1e-6) and eager.waterfall_gib["cuda_graphs"] == 0
-    assert eager.waterfall_gib["kv_cache"] == pytest.approx(54.394606, rel=1e-6)
+    assert eager.waterfall_gib["kv_cache"] == pytest.approx(54.363356, rel=1e-6)
 
 
 def test_explicit_reserve_overrides_the_modelled_overheads():
@@ -220,13 +230,13 @@ def test_more_batched_tokens_leave_less_kv():
 
 
 def test_block_size_rounds_the_pool():
-    """Source: hand: the 53.484650 GiB budget of Llama-3.1-8B on H100 (term by term above) in pages of
-    32 layers x block x 2 x 8 heads x 128 x 2 B: 16-token blocks of 2 MiB -> 27,384 blocks, 438,144 tokens;
-    64-token blocks of 8 MiB -> 6,846 blocks, 438,144 tokens (the pool is whole blocks)."""
+    """Source: hand: the 53.453400 GiB budget of Llama-3.1-8B on H100 (term by term above) in pages of
+    32 layers x block x 2 x 8 heads x 128 x 2 B: 16-token blocks of 2 MiB -> 27,368 blocks, 437,888 tokens;
+    64-token blocks of 8 MiB -> 6,842 blocks, 437,888 tokens (the pool is whole blocks)."""
     p16 = plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "block_size": 16}).memory
     p64 = plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "block_size": 64}).memory
-    assert (p16.num_gpu_blocks, p16.kv_cache_tokens) == (27_384, 438_144)
-    assert (p64.num_gpu_blocks, p64.kv_cache_tokens) == (6_846, 438_144)
+    assert (p16.num_gpu_blocks, p16.kv_cache_tokens) == (27_368, 437_888)
+    assert (p64.num_gpu_blocks, p64.kv_cache_tokens) == (6_842, 437_888)
 
 
 def test_gemma3_hybrid_groups_share_one_pool():
@@ -263,7 +273,7 @@ def test_sglang_rule_reads_utilization_as_mem_fraction_static():
     hi = plan({**base, "memory": {"utilization": 0.93}}).memory
     w = hi.waterfall_gib
     assert hi.engine_rules == "sglang" and hi.engine_log_lines[0].startswith("KV Cache is allocated. #tokens: ")
-    assert w["utilization_cap"] - w["weights"] - w["non_torch"] == pytest.approx(w["kv_cache"])
+    assert w["utilization_cap"] - w["weights"] - w["rotary_tables"] - w["non_torch"] == pytest.approx(w["kv_cache"])
     assert hi.waterfall_gib["kv_cache"] - lo.waterfall_gib["kv_cache"] == pytest.approx(6.215737, rel=1e-6)
 
 
@@ -292,3 +302,71 @@ def test_vllm_refusal_to_start_is_a_warning():
               "output_len": 2000, "memory": {"utilization": 0.95}})
     assert p.memory.max_concurrency < 1
     assert any(w.startswith("vLLM would not start: one 32,768-token request") for w in p.warnings)
+
+
+# held-out logs whose weights as loaded miss 1% though their budget is within target
+WEIGHT_MISSES = {
+    "v1-019-gpt-oss-20b-h100-tp2": "MXFP4 experts on vLLM 0.19's Triton path at TP 2: 6.91 GiB planned, 7.01 logged "
+                                   "(1.4%); the budget is within 0.05 GiB",
+}
+
+
+@pytest.mark.parametrize("row", [r for r in HELD_OUT if r["logged_weights_gib"] and not r["budget_rank"]], ids=_row_id)
+def test_held_out_model_loading_within_1_percent(request, row):
+    """Source: published: "Model loading took X GiB" of the held-out public start-up logs, against the plan's
+    weights as loaded plus its rotary tables (engine_memory.weights_gib_per_gpu + rotary_cache_gib). 1% is a
+    third of the KV budget's 3% target: a weights term off by more would use most of a tight pool's slack."""
+    _xfail_expected_miss(request, row, WEIGHT_MISSES)
+    r = evaluate_row(row)
+    assert r.weights_model_gib == pytest.approx(r.weights_logged_gib, rel=0.01)
+
+
+def test_rotary_tables_loaded_with_the_model():
+    """Source: hand: vLLM's `RotaryEmbedding` registers a cos/sin cache of [positions, rotary_dim] in the model's
+    16-bit dtype, one per distinct table, on every rank (vllm/model_executor/layers/rotary_embedding/base.py).
+    Llama-4-Scout (config.json text_config: max_position_embeddings 10,485,760, llama3 scaling, head_dim 128):
+    10,485,760 x 128 x 2 B = 2.5 GiB per rank, which is why its TP 4 log prints "Model loading took 53.12 GiB"
+    where its 108.6B parameters give 50.59 per rank. Gemma-3-12B: a local table (131,072 rows) and the
+    linear-x8 global one (1,048,576 rows) of head_dim 256: 1,179,648 x 256 x 2 B = 0.5625 GiB. DeepSeek-V3's
+    YaRN table: original 4,096 x factor 40 = 163,840 rows of qk_rope_head_dim 64: 0.01953125 GiB."""
+    from planner.model.hf_import import model_from_hf_config
+    from planner.model.presets import load_presets
+    from planner.physics.engine_memory import rotary_cache_gib
+    from tests.test_hf_import import fixture
+
+    assert rotary_cache_gib(load_presets()["llama-4-scout"]) == pytest.approx(2.5, rel=1e-12)
+    assert rotary_cache_gib(load_presets()["gemma-3-12b"]) == pytest.approx(0.5625, rel=1e-12)
+    scout = model_from_hf_config(fixture("llama4__Llama-4-Scout-17B-16E-Instruct"))
+    gemma = model_from_hf_config(fixture("gemma3__gemma-3-27b-it"))
+    deepseek = model_from_hf_config(fixture("deepseek_v3__DeepSeek-V3"))
+    assert scout.rotary_table_rows == [10_485_760]
+    assert gemma.rotary_table_rows == [131_072, 1_048_576]
+    assert deepseek.rotary_table_rows == [163_840] and deepseek.rotary_dim == 64
+    assert rotary_cache_gib(deepseek) == pytest.approx(163_840 * 64 * 2 / 2**30, rel=1e-12)
+
+
+def test_mxfp4_experts_as_each_backend_lays_them_out():
+    """Source: hand: gpt-oss-120b's experts (36 layers x 128, hidden H = 2,880, width I = 2,880) in MXFP4 at
+    0.53125 B per value: 3 x 2,880 x 2,880 x 0.53125 = 13,219,200 B per expert as the checkpoint stores them.
+    vLLM `mxfp4.py` `create_weights`: Marlin (vLLM 0.10.1 on H100) pads I to 2,944 (128) and H to 3,072
+    (256): 3 x 3,072 x 2,944 x 0.53125 = 14,413,824 B. The Triton path (0.14.1 on H100, triton_kernels'
+    Hopper layouts) pads each matrix's packed reduction bytes to 64 and its other side to 256: values 1,472 x
+    5,888 + 1,472 x 3,072 = 13,189,120 B, scales 5,888 x 90 + 3,072 x 90 = 806,400 B: 13,995,520 B. With the
+    bf16 rest (4,254,526,080 B, test_hf_import) and the 131,072 x 64 x 2 B rotary table: Marlin 65.835 GiB
+    against the 65.9651 vllm#23278 logs, Triton 64.040 against the 64.38 of vllm#33155 (the checkpoint layout
+    would give 60.709 GiB)."""
+    from planner.contract.scenario import parse_scenario, resolve
+    from planner.physics.engine_memory import mxfp4_moe_backend, rotary_cache_gib, weights_gib_per_gpu
+
+    d = resolve(parse_scenario({"model": "gpt-oss-120b", "gpu": "h100-sxm", "weights": "fp4", "compute": "bf16"}))
+    assert [mxfp4_moe_backend(d.gpu, v) for v in ("0.10.1", "0.11.0", "0.11.1", "0.14.1")] == \
+        ["marlin", "marlin", "triton", "triton"]
+    other = 4_254_526_080
+    expected = {"0.10.1": 4608 * 14_413_824 + other, "0.14.1": 4608 * 13_995_520 + other}
+    for version, loaded in expected.items():
+        assert weights_gib_per_gpu(d, version) == pytest.approx(loaded / 2**30, rel=1e-9)
+    assert rotary_cache_gib(d.model) == pytest.approx(0.015625, rel=1e-12)
+    b200 = resolve(parse_scenario({"model": "gpt-oss-120b", "gpu": "b200", "weights": "fp4"}))
+    assert mxfp4_moe_backend(b200.gpu, "0.21") == "flashinfer"  # I and H both to 3,072
+    assert weights_gib_per_gpu(b200, "0.21") == pytest.approx((4608 * 3 * 3072 * 3072 * 0.53125 + other) / 2**30,
+                                                              rel=1e-9)

@@ -25,6 +25,7 @@ from planner.physics.engine_memory import (
     VLLM_RULES_VERSION,
     kv_tokens_and_concurrency,
     plan_engine_memory,
+    rotary_cache_gib,
     weights_gib_per_gpu,
 )
 
@@ -111,6 +112,8 @@ NON_BINDING_RANKS = ("non-driver", "first-stage")
 
 def evaluate_row(row: dict[str, str]) -> RowResult:
     model = load_presets()[row["model"]]
+    if row.get("max_position_embeddings", "").strip():  # the logged checkpoint's config differs from the preset's
+        model = model.model_copy(update={"max_position_embeddings": int(row["max_position_embeddings"])})
     tp, pp = int(row["tp"]), int(row.get("pp") or 1)
     budget_logged = _num(row["logged_kv_gib"])
     tokens_logged = _int(row["logged_kv_tokens"])
@@ -129,14 +132,14 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
                        compute="bf16", efficiency=ideal(), memory_utilization=float(row["utilization"]),
                        reserve_gb=None, pp=pp)
         e = plan_engine_memory(d, mml or 4096, mnbt, 16, max_num_seqs=seqs, vllm_version=version)
-        budget_model, weights_model = e.kv_budget_gib, e.weights_gib
+        budget_model, weights_model = e.kv_budget_gib, e.model_loading_gib
         tokens_predicted, concurrency_predicted = e.kv_cache_tokens, e.max_concurrency
         activation_model = e.activation_peak_gib
     elif gpu is not None or row["weights"]:
         d = Deployment(model=model, gpu=gpu or load_catalog()["h100-sxm"], tp=tp, weights=row["weights"],
                        kv_cache=row["kv_cache"], compute="bf16", efficiency=ideal(), memory_utilization=0.9,
                        reserve_gb=None, pp=pp)
-        weights_model = weights_gib_per_gpu(d)
+        weights_model = weights_gib_per_gpu(d, version) + rotary_cache_gib(model)
     tokens_from_logged = None
     if row["tokens_checkable"] == "yes" and budget_logged is not None and mml:
         _, tokens_from_logged, _, _, _ = kv_tokens_and_concurrency(model, tp, row["kv_cache"], budget_logged, 16, mml,

@@ -191,6 +191,39 @@ def _quantization(config: dict[str, Any], field: str) -> tuple[str | None, list[
                       "`weights`"]
 
 
+# transformers' config defaults where published config.json files leave the key out (Gemma3TextConfig)
+_POSITIONS_DEFAULT = {"gemma3": 131_072, "gemma3_text": 131_072}
+
+
+def _fp4_format(config: dict[str, Any]) -> str:
+    """MXFP4 (32 values per E8M0 scale) for `quant_method: mxfp4`, NVFP4 (16 per FP8 scale) for the others."""
+    q = config.get("quantization_config")
+    method = str(q.get("quant_method", "")).lower() if isinstance(q, dict) else ""
+    return "mxfp4" if method == "mxfp4" else "nvfp4"
+
+
+def _rotary_table_rows(model_type: str, config: dict[str, Any], positions: int, field: str) -> list[int]:
+    """Rows of each rotary cos/sin table vLLM's `get_rope` precomputes: max_position_embeddings, times the
+    factor for linear and dynamic-NTK scaling, original_max_position_embeddings times the factor for YaRN;
+    Gemma-3 keeps a local table (rope_local_base_freq, unscaled) beside the global one."""
+    scaling = _dict(config, "rope_scaling", field) or {}
+    kind = str(scaling.get("rope_type", scaling.get("type", "default"))).lower()
+    factor = scaling.get("factor", 1.0)
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 1.0 <= factor <= 1e4:
+        factor = 1.0
+    rows = positions
+    if kind in ("linear", "dynamic"):
+        rows = int(positions * factor)
+    elif kind in ("yarn", "deepseek_yarn"):
+        original = scaling.get("original_max_position_embeddings", positions)
+        if isinstance(original, bool) or not isinstance(original, int) or original < 1:
+            original = positions
+        rows = int(original * factor)
+    if model_type in ("gemma3", "gemma3_text"):
+        return [positions, rows]
+    return [rows]
+
+
 def _keeps_attention(ignored: list[str]) -> bool:
     return any("attn" in name or "attention" in name for name in ignored)
 
@@ -317,10 +350,19 @@ def model_from_hf_config(config: Any, field: str = "model.hf_config") -> ModelSp
     else:
         spec["d_ff"] = _require(text, "intermediate_size", tf)
 
+    positions = _optional_int(text, "max_position_embeddings", tf) or _POSITIONS_DEFAULT.get(model_type)
+    if positions:
+        spec["max_position_embeddings"] = positions
+        rows = _rotary_table_rows(model_type, text, positions, tf)
+        if rows != [positions]:
+            spec["rotary_cache_positions"] = rows
+
     weights, ignored, q_notes = _quantization(config, field)
     if weights is None and text is not config:
         weights, ignored, q_notes = _quantization(text, tf)
     notes += q_notes
+    if weights == "fp4":
+        spec["fp4_format"] = _fp4_format(config if _dict(config, "quantization_config", field) else text)
     if weights is not None:
         spec["checkpoint_weights"] = weights
         if spec.get("moe") and _keeps_attention(ignored):

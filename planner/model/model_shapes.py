@@ -13,6 +13,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from planner.model.precision import bytes_per_value, weight_bytes_per_value
+
 
 class MoeSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -73,6 +75,15 @@ class ModelSpec(BaseModel):
     # parameters of a vision/audio encoder and its projector: loaded by the engine (16 bits, split over TP),
     # never run on a text token, so only the engine's memory counts them
     encoder_params: float | None = Field(default=None, ge=0, le=1e13)
+    # config.json's `max_position_embeddings`: the positions an engine precomputes its rotary table for
+    max_position_embeddings: int | None = Field(default=None, ge=1, le=1_000_000_000)
+    # rows of each rotary cos/sin table the engine builds, when they differ from [max_position_embeddings]:
+    # vLLM's `get_rope` makes max_position x factor rows for linear scaling, original x factor for YaRN, and
+    # one table per distinct base (Gemma-3: a local and a global one)
+    rotary_cache_positions: list[int] | None = Field(default=None, min_length=1, max_length=8)
+    # the fp4 block format of a checkpoint shipped in fp4: NVFP4 (16 values per FP8 scale, the default) or
+    # MXFP4 (32 values per E8M0 scale: gpt-oss)
+    fp4_format: Literal["nvfp4", "mxfp4"] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
@@ -86,7 +97,21 @@ class ModelSpec(BaseModel):
             raise ValueError("sliding_window_layers cannot exceed n_layers")
         if self.moe is not None and self.moe.first_dense_layers > self.n_layers:
             raise ValueError("moe.first_dense_layers cannot exceed n_layers")
+        if self.rotary_cache_positions is not None and not all(1 <= r <= 1_000_000_000 for r in self.rotary_cache_positions):
+            raise ValueError("rotary_cache_positions must each be between 1 and 1,000,000,000")
         return self
+
+    @property
+    def rotary_dim(self) -> int:
+        """Width of one rotary table row (cos and sin halves): the rope part of the head (MLA: qk_rope_head_dim)."""
+        return self.mla.qk_rope_head_dim if self.mla is not None else self.head_dim_resolved
+
+    @property
+    def rotary_table_rows(self) -> list[int]:
+        """Rows of each rotary cos/sin table an engine precomputes (none when the positions are unknown)."""
+        if self.rotary_cache_positions is not None:
+            return list(self.rotary_cache_positions)
+        return [self.max_position_embeddings] if self.max_position_embeddings else []
 
     @property
     def head_dim_resolved(self) -> int:
@@ -155,12 +180,17 @@ class ParamCounts:
                 + self.head)
 
 
-def quantizable_split(m: ModelSpec, p: ParamCounts) -> tuple[float, float]:
-    """Body matmul parameters a quantized checkpoint stores at the weight precision, and those it keeps
-    in 16 bits (its `quantized_scope`)."""
+def expert_bytes_per_value(m: ModelSpec, weights: str) -> float:
+    """Bytes per routed-expert weight value at the scenario's precision (MXFP4 checkpoints: 4.25 bits)."""
+    return weight_bytes_per_value(weights, m.fp4_format)
+
+
+def dense_bytes_per_value(m: ModelSpec, weights: str) -> float:
+    """Bytes per value of the other body matmuls: 16 bits where the checkpoint quantizes only the routed
+    experts (`quantized_scope`), else the weight precision."""
     if m.quantized_scope == "routed_experts" and m.moe is not None:
-        return p.expert_params, p.body_matmul - p.expert_params
-    return p.body_matmul, 0.0
+        return max(bytes_per_value(weights), 2.0)
+    return weight_bytes_per_value(weights, m.fp4_format)
 
 
 def attention_params_per_layer(m: ModelSpec) -> float:

@@ -2,7 +2,8 @@
 
 Group-scale convention (documented in README): 4-bit integer weights are stored in groups of 128
 with one bf16 scale per group (AWQ/GPTQ default), so int4 costs 4 + 16/128 = 4.125 bits. fp4 is NVFP4:
-groups of 16 with one fp8 scale, 4 + 8/16 = 4.5 bits. 8-bit formats use per-channel or per-tensor
+groups of 16 with one fp8 scale, 4 + 8/16 = 4.5 bits; a checkpoint in MXFP4 (gpt-oss: `ModelSpec.fp4_format`)
+stores groups of 32 with one 8-bit power-of-two (E8M0) scale, 4 + 8/32 = 4.25 bits. 8-bit formats use per-channel or per-tensor
 scales, negligible next to the data, so they count 8 bits.
 """
 
@@ -25,6 +26,8 @@ INT4_GROUP_SIZE = 128
 INT4_SCALE_BITS = 16
 FP4_GROUP_SIZE = 16
 FP4_SCALE_BITS = 8
+MXFP4_GROUP_SIZE = 32  # OCP Microscaling spec v1.0: a shared E8M0 scale per 32 FP4 (E2M1) values
+MXFP4_SCALE_BITS = 8
 
 _BITS = {
     "fp32": 32.0,
@@ -43,6 +46,13 @@ def bits_per_value(precision: str) -> float:
 
 def bytes_per_value(precision: str) -> float:
     return _BITS[precision] / 8.0
+
+
+def weight_bytes_per_value(precision: str, fp4_format: str | None = None) -> float:
+    """Bytes per stored weight value: `bytes_per_value`, except fp4 in MXFP4 groups of 32 (4.25 bits)."""
+    if precision == "fp4" and fp4_format == "mxfp4":
+        return (4.0 + MXFP4_SCALE_BITS / MXFP4_GROUP_SIZE) / 8.0
+    return bytes_per_value(precision)
 
 
 def default_compute_precision(weights: str) -> str:

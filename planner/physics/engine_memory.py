@@ -57,11 +57,13 @@ Source of each term (vLLM V1 worker, vllm-project/vllm `vllm/v1/worker/gpu_worke
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
+from gpu_catalog import GpuSpec
 from planner.contract.deployment import Deployment
 from planner.hardware.parallelism import sharding
-from planner.model.model_shapes import ModelSpec
+from planner.model.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value
 from planner.model.precision import bytes_per_value
 
 GIB = float(2**30)
@@ -101,6 +103,8 @@ GRAPH_POOL_PER_LAYER_GIB = 0.018333
 # still held while the dummy sampler runs (0.19.0 MoE logs: Qwen3-30B-A3B 2.68 GiB, DeepSeek-V2-Lite 1.93 GiB
 # against 2.20 and 1.50 without them; a 0.10.2 log shows none). From 0.11, an assumption between the two.
 MOE_WORKSPACE_HELD_FROM_VERSION = (0, 11)
+# MXFP4 experts on Hopper: OpenAI's Triton kernels once vLLM ships them (0.11.1, PR #27370), Marlin before
+MXFP4_TRITON_FROM_RELEASE = (0, 11, 1)
 # vLLM `_set_default_args`: GPUs with at least 70 GiB (A100 excepted) default to max_num_seqs 1024, others 256
 LARGE_GPU_GIB = 70.0
 MAX_NUM_SEQS_LARGE_GPU = 1024
@@ -144,18 +148,31 @@ class EngineMemory:
     max_concurrency: float
     log_lines: tuple[str, ...] = field(default=())
     sampler: str | None = None  # vLLM: the profiling run's top-k/top-p path ("native", "triton", "flashinfer")
+    rotary_cache_gib: float = 0.0  # the precomputed rotary tables, loaded with the model (every rank)
+
+    @property
+    def model_loading_gib(self) -> float:
+        """vLLM's "Model loading took X GiB": the weights as loaded plus the rotary tables."""
+        return self.weights_gib + self.rotary_cache_gib
 
     @property
     def overheads_gib(self) -> float:
-        """Everything between the utilization cap and the weights+KV: activations, non-torch, graphs."""
+        """Everything between the utilization cap and the weights+KV: rotary tables, activations, non-torch, graphs."""
         if self.reserve_override_gib is not None:
             return self.reserve_override_gib
-        return self.activation_peak_gib + self.non_torch_gib + self.cuda_graph_gib
+        return self.rotary_cache_gib + self.activation_peak_gib + self.non_torch_gib + self.cuda_graph_gib
 
 
 def parse_version(version: str) -> tuple[int, int]:
     major, minor = version.split(".")[:2]
     return int(major), int(minor)
+
+
+def parse_release(version: str) -> tuple[int, int, int]:
+    """major, minor, patch (0 when absent or not a number, e.g. "0.6.5.dev" -> (0, 6, 5))."""
+    parts = version.split(".")
+    patch = parts[2] if len(parts) > 2 and parts[2].isdigit() else "0"
+    return int(parts[0]), int(parts[1]), int(patch)
 
 
 def default_sampler(version: str) -> str:
@@ -181,18 +198,83 @@ def padded_vocab_per_gpu(vocab_size: int, tp: int) -> float:
     return padded / tp
 
 
-def weights_gib_per_gpu(d: Deployment) -> float:
+def _round_up(x: float, multiple: int) -> float:
+    return math.ceil(x / multiple) * multiple
+
+
+def is_hopper(gpu: GpuSpec) -> bool:
+    """H100 / H200 / H20 / H800 / GH200 (compute capability 9.0), read from the GPU's name."""
+    return re.search(r"\bG?H(100|200|20|800)\b", gpu.name, re.IGNORECASE) is not None
+
+
+def mxfp4_moe_backend(gpu: GpuSpec, version: str) -> str:
+    """The kernels vLLM runs MXFP4 experts through on this GPU by default (`mxfp4.py` `get_mxfp4_backend`):
+    FlashInfer on GPUs with native fp4 (Blackwell); on Hopper the OpenAI Triton kernels from 0.11.1, when
+    vLLM started to ship `triton_kernels` (PR #27370; before it the kernels had to be installed by hand and
+    public 0.10-0.11 Hopper logs run Marlin); Marlin's weight-only kernel elsewhere. AMD: the checkpoint's
+    layout (ROCm's own padding is not modelled)."""
+    if (gpu.vendor or "").lower().startswith("amd"):
+        return "checkpoint"
+    if "fp4" in gpu.tflops:
+        return "flashinfer"
+    if is_hopper(gpu) and parse_release(version) >= MXFP4_TRITON_FROM_RELEASE:
+        return "triton"
+    return "marlin"
+
+
+def mxfp4_expert_bytes(n_experts: int, hidden: int, intermediate: float, backend: str) -> float:
+    """One MoE layer's MXFP4 experts on one rank as the backend lays them out (values 4 bits, one E8M0 byte
+    per 32 values), `intermediate` being the rank's share of the expert width.
+
+    * checkpoint: gate_up [E, 2I, H/2] + down [E, H, I/2] bytes, scales a 32nd of the values.
+    * marlin (`create_weights`): I up to a multiple of 128, H up to 256 (the kernel's n % 256, k % 128).
+    * flashinfer (Blackwell): I and H up to 256.
+    * triton: I up to 64 at creation; the Hopper swizzle (triton_kernels `HopperMXValueLayout`) then pads
+      each matrix's packed reduction bytes to 64 and its other side to 256, and the scale layout
+      (`HopperMXScaleLayout`, 8 warps) pads the non-reduction side to 256 and the scale columns to 2."""
+    h, i = float(hidden), float(intermediate)
+    if backend == "triton":
+        i = _round_up(i, 64)
+        values = _round_up(h / 2, 64) * _round_up(2 * i, 256) + _round_up(i / 2, 64) * _round_up(h, 256)
+        scales = _round_up(2 * i, 256) * _round_up(h / 32, 2) + _round_up(h, 256) * _round_up(i / 32, 2)
+        return n_experts * (values + scales)
+    if backend == "marlin":
+        i, h = _round_up(i, 128), _round_up(h, 256)
+    elif backend == "flashinfer":
+        i, h = _round_up(i, 256), _round_up(h, 256)
+    return n_experts * 3.0 * h * i * (0.5 + 1.0 / 32.0)
+
+
+def mxfp4_padding_factor(d: Deployment, version: str) -> float:
+    """Bytes of MXFP4 experts as loaded over their checkpoint bytes, for the rank's share of the width."""
+    m = d.model
+    if m.moe is None or d.weights != "fp4" or m.fp4_format != "mxfp4" or d.engine != "vllm":
+        return 1.0
+    width = m.moe.d_ff_expert / (d.tp if d.ep == 1 else 1)
+    backend = mxfp4_moe_backend(d.gpu, version)
+    return (mxfp4_expert_bytes(m.moe.n_experts, m.d_model, width, backend)
+            / mxfp4_expert_bytes(m.moe.n_experts, m.d_model, width, "checkpoint"))
+
+
+def rotary_cache_gib(m: ModelSpec) -> float:
+    """The rotary cos/sin tables the engine precomputes (vLLM `RotaryEmbedding.cos_sin_cache`:
+    [positions, rotary_dim] in the model's 16-bit dtype, one per distinct table, on every rank)."""
+    return sum(m.rotary_table_rows) * m.rotary_dim * ACTIVATION_BYTES / GIB
+
+
+def weights_gib_per_gpu(d: Deployment, vllm_version: str = VLLM_RULES_VERSION) -> float:
     """Weights as loaded on the busiest GPU (planner/hardware/parallelism.py's layout): the stage's layers with the
-    quantized body over TP and routed experts over the expert shards, RMSNorm weights replicated on
-    every rank, embedding and LM head in 16 bits over vocabulary rows padded to 64 and split over TP
-    (first and last stage)."""
+    quantized body over TP and routed experts over the expert shards (MXFP4 experts as vLLM's kernels pad
+    them), RMSNorm weights replicated on every rank, embedding and LM head in 16 bits over vocabulary rows
+    padded to 64 and split over TP (first and last stage). vLLM's "Model loading took" adds the rotary tables
+    (`rotary_cache_gib`), kept as their own term."""
     m = d.model
     p = d.params
     s = sharding(d)
-    w, emb_bytes = bytes_per_value(d.weights), max(bytes_per_value(d.weights), 2.0)
-    w_dense = emb_bytes if m.quantized_scope == "routed_experts" and m.moe is not None else w
-    dense_body = (p.body_matmul - p.expert_params) * w_dense / d.tp
-    experts = p.expert_params * w * s.expert_weight_fraction
+    emb_bytes = max(bytes_per_value(d.weights), 2.0)
+    dense_body = (p.body_matmul - p.expert_params) * dense_bytes_per_value(m, d.weights) / d.tp
+    experts = (p.expert_params * expert_bytes_per_value(m, d.weights) * s.expert_weight_fraction
+               * mxfp4_padding_factor(d, vllm_version))
     norms = p.norms * emb_bytes  # replicated on every rank
     layers = (dense_body + experts + norms) * s.stage_layer_fraction
     vocab_rows = padded_vocab_per_gpu(m.vocab_size, d.tp) * p.scale
@@ -338,14 +420,15 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
     visible = visible_total_gib(d.gpu.memory_gb)
     seqs = max_num_seqs if max_num_seqs is not None else default_max_num_seqs(visible, d.gpu.name)
     requested = visible * d.memory_utilization
-    weights = weights_gib_per_gpu(d)
+    weights = weights_gib_per_gpu(d, vllm_version)
     sampler_path = sampler or default_sampler(vllm_version)
     activation = activation_peak_gib(m, d.tp, max_num_batched_tokens, seqs, sampler_path,
                                      holds_moe_workspace(m, d.weights, vllm_version))
     non_torch = non_torch_gib(d.tp, vllm_version)
     graphs = cuda_graph_gib(m, vllm_version, enforce_eager, sharding(d).stage_layer_fraction)
+    rotary = rotary_cache_gib(m)
     override = d.reserve_gb * 1e9 / GIB if d.reserve_gb is not None else None
-    overheads = override if override is not None else activation + non_torch + graphs
+    overheads = override if override is not None else rotary + activation + non_torch + graphs
     budget = requested - weights - overheads
     fraction = sharding(d).stage_layer_fraction
     num_blocks, tokens, concurrency, size, page = kv_tokens_and_concurrency(
@@ -358,7 +441,7 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=seqs, kv_groups=kv_cache_groups(m, fraction),
         group_size_layers=size, page_bytes_per_layer=page, num_gpu_blocks=num_blocks, kv_cache_tokens=tokens,
         max_concurrency=concurrency, log_lines=format_log_lines(tokens, max_model_len, concurrency),
-        sampler=sampler_path,
+        sampler=sampler_path, rotary_cache_gib=rotary if override is None else 0.0,
     )
 
 
@@ -407,7 +490,8 @@ def plan_sglang_memory(d: Deployment, max_model_len: int) -> EngineMemory:
     mfs = d.memory_utilization
     startup = sglang_startup_gib(d.tp)
     weights = weights_gib_per_gpu(d)
-    budget = (visible - startup) * mfs - weights
+    rotary = rotary_cache_gib(m)  # SGLang builds the same tables (its rotary code is vLLM's), loaded with the model
+    budget = (visible - startup) * mfs - weights - rotary
     cell = sglang_cell_bytes(m, d.tp, d.kv_cache, fraction)
     tokens = max(0, int(budget * GIB // cell)) if budget > 0 else 0
     half = tokens * cell / GIB / (1 if m.mla is not None else 2)
@@ -420,6 +504,7 @@ def plan_sglang_memory(d: Deployment, max_model_len: int) -> EngineMemory:
         kv_groups=(KvCacheGroup("full_attention", math.ceil(m.n_layers * fraction)),), group_size_layers=1,
         page_bytes_per_layer=kv_page_bytes_per_layer(m, d.tp, d.kv_cache, 1), num_gpu_blocks=tokens,
         kv_cache_tokens=tokens, max_concurrency=tokens / max_model_len if max_model_len else 0.0, log_lines=(line,),
+        rotary_cache_gib=rotary,
     )
 
 

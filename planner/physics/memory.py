@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from planner.contract.deployment import Deployment
 from planner.hardware.parallelism import sharding
-from planner.model.model_shapes import ModelSpec, param_counts, quantizable_split
+from planner.model.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value, param_counts
 from planner.model.precision import bytes_per_value
 from planner.physics.engine_memory import (
     GIB,
@@ -38,8 +38,8 @@ def embedding_bytes_per_value(weights: str) -> float:
 
 def weight_bytes_total(model: ModelSpec, weights: str) -> float:
     p = param_counts(model)
-    quantized, kept = quantizable_split(model, p)
-    body = quantized * bytes_per_value(weights) + kept * embedding_bytes_per_value(weights)
+    body = ((p.body_matmul - p.expert_params) * dense_bytes_per_value(model, weights)
+            + p.expert_params * expert_bytes_per_value(model, weights))
     norms = p.norms * embedding_bytes_per_value(weights)
     embeddings = (p.embedding + p.lm_head) * embedding_bytes_per_value(weights)
     return body + norms + embeddings
@@ -54,9 +54,9 @@ def weight_bytes_per_gpu_sharded(d: Deployment) -> float:
     stage, routed experts over the expert shards, the rest over tp; the embedding sits on the first stage
     and the LM head on the last (both on the one stage when pp is 1). Equals weight_bytes_per_gpu at pp=ep=1."""
     s, p = sharding(d), d.params
-    w, e = bytes_per_value(d.weights), embedding_bytes_per_value(d.weights)
-    w_dense = e if d.model.quantized_scope == "routed_experts" and d.model.moe is not None else w
-    layers = ((p.body_matmul - p.expert_params) * w_dense + (p.norms * e)) / d.tp + p.expert_params * w * s.expert_weight_fraction
+    e = embedding_bytes_per_value(d.weights)
+    w_dense, w_expert = dense_bytes_per_value(d.model, d.weights), expert_bytes_per_value(d.model, d.weights)
+    layers = ((p.body_matmul - p.expert_params) * w_dense + (p.norms * e)) / d.tp + p.expert_params * w_expert * s.expert_weight_fraction
     ends = (p.embedding + p.lm_head) if s.pp == 1 else max(p.embedding, p.lm_head)
     return layers * s.stage_layer_fraction + ends * e / d.tp
 
@@ -184,7 +184,7 @@ def engine_memory_fields(mem: MemoryPlan) -> dict:
                 "max_concurrency": None, "num_gpu_blocks": None, "engine_log_lines": [], "kv_cache_groups": []}
     waterfall = {
         "device_total": e.device_total_gib, "framework_total": e.visible_total_gib,
-        "utilization_cap": e.requested_gib, "weights": e.weights_gib,
+        "utilization_cap": e.requested_gib, "weights": e.weights_gib, "rotary_tables": e.rotary_cache_gib,
         "activation_peak": e.activation_peak_gib, "non_torch": e.non_torch_gib, "cuda_graphs": e.cuda_graph_gib,
         "reserve_override": e.reserve_override_gib, "kv_cache": e.kv_budget_gib,
     }

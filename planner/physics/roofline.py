@@ -15,8 +15,8 @@ import numpy.typing as npt
 
 from planner.contract.deployment import Deployment
 from planner.hardware.parallelism import sharding
-from planner.model.model_shapes import ModelSpec
-from planner.model.precision import ACTIVATION_BYTES, bytes_per_value
+from planner.model.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value
+from planner.model.precision import ACTIVATION_BYTES
 from planner.physics.memory import (
     cached_token_layers,
     embedding_bytes_per_value,
@@ -59,8 +59,8 @@ def _weights_read_bytes(d: Deployment, tokens: np.ndarray, include_head: bool = 
     A GPU reads its own routed experts that some token selects: uniform top-k over E experts leaves each
     expert untouched with probability (1 - k/E)^tokens."""
     m, p = d.model, d.params
-    w_bytes = bytes_per_value(d.weights)
-    shared = (p.attention + p.dense_mlp + p.shared_experts + p.router) * w_bytes
+    w_bytes = expert_bytes_per_value(m, d.weights)
+    shared = (p.attention + p.dense_mlp + p.shared_experts + p.router) * dense_bytes_per_value(m, d.weights)
     head = p.head * embedding_bytes_per_value(d.weights) if include_head else 0.0
     experts = np.zeros_like(tokens, dtype=float)
     if m.moe is not None:
