@@ -15,7 +15,10 @@ Source of each term (vLLM V1 worker, vllm-project/vllm `vllm/v1/worker/gpu_worke
   0.45 GiB out of what the framework sees: DRIVER_RESERVED_GIB.
 * `weights_memory` is the model as loaded ("Model loading took X GiB"), per TP rank: quantized body,
   embedding and LM head kept in 16 bits, vocabulary padded to a multiple of 64 per TP shard
-  (`vocab_parallel_embedding.py` DEFAULT_VOCAB_PADDING_SIZE = 64).
+  (`vocab_parallel_embedding.py` DEFAULT_VOCAB_PADDING_SIZE = 64), MXFP4 experts padded for the kernel the
+  release runs them through (`mxfp4_moe_backend`, `mxfp4_expert_bytes`), and the rotary cos/sin tables
+  (`rotary_embedding/base.py`: [positions, rotary_dim] in the model dtype, every rank; Llama-4-Scout's
+  10,485,760 positions make 2.5 GiB). The plan keeps the tables as their own term (`rotary_cache_gib`).
 * `torch_peak_increase` is the peak of `profile_run()`: a dummy forward of `max_num_batched_tokens`
   tokens (`gpu_model_runner.py` `_dummy_run(self.max_num_tokens)`), then a dummy sampler run
   (`_dummy_sampler_run`) over the logits of `min(max_num_seqs, max_num_batched_tokens)` rows with
