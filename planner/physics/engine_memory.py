@@ -40,7 +40,7 @@ Source of each term (vLLM V1 worker, vllm-project/vllm `vllm/v1/worker/gpu_worke
 * `non_torch_increase` is what the forward allocates outside torch (cuBLAS workspaces, NCCL and
   custom all-reduce buffers when TP > 1): 0.03-0.35 GiB at TP 1 and 0.25-0.30 GiB at TP 2 in the
   V0 logs that print it (vllm#10517, #13061, #15815), 0.13-0.27 GiB at TP 1 in V1 logs; 0.19 keeps
-  about 2.1 GiB at TP > 1 and 0.25 at TP 1 (`NON_TORCH_GIB_*_BY_RELEASE`).
+  about 2.1 GiB at TP > 1 from 0.19 on (`NON_TORCH_GIB_TP_GT1_FROM_0_19`) and 0.25 at TP 1 in 0.19.
 * CUDA graphs: up to vLLM 0.20 they are captured after the KV cache is allocated
   (`compile_or_warm_up_model` runs after `initialize_from_config`), so they come out of the
   (1 - utilization) headroom. From 0.21 the profiler estimates the graph pool before sizing the KV
@@ -77,10 +77,13 @@ DRIVER_RESERVED_GIB = 0.45  # nvidia-smi total minus torch's mem_get_info total,
 VOCAB_PADDING = 64  # vLLM DEFAULT_VOCAB_PADDING_SIZE
 NON_TORCH_GIB_TP1 = 0.15  # cuBLAS/cuDNN workspaces; V0 logs print 0.03-0.35 GiB at TP 1, V1 0.13-0.27
 NON_TORCH_GIB_TP_GT1 = 0.30  # + NCCL and custom all-reduce buffers; V0 logs print 0.25-0.30 GiB at TP 2
-# 0.19 keeps ~2.1 GiB outside torch at TP > 1 (NCCL, custom and FlashInfer all-reduce workspaces): 2.07 GiB
-# on the tuning log (Llama-3.1-8B TP 2, vLLM 0.19.0), 2.06-2.21 GiB on its held-out siblings; releases
-# before and after it print 0.13-0.6 GiB, so the figure is kept to the release it was read from.
-NON_TORCH_GIB_TP_GT1_BY_RELEASE = {(0, 19): 2.07}
+# From 0.19 vLLM keeps ~2.1 GiB outside torch at TP > 1 (NCCL, custom, symmetric-memory and FlashInfer
+# all-reduce workspaces): 2.07 GiB on the tuning log (Llama-3.1-8B TP 2, vLLM 0.19.0), 2.06-2.21 GiB on its
+# held-out siblings at TP 2 and 4. Releases before it print 0.25-0.55 GiB at TP > 1. Later releases keep
+# those workspaces; the few public logs after 0.19 at TP 4 print 0.95 GiB (GB200, 0.26) and 1.70 GiB
+# (PCIe, 0.27), none on H100 yet, so the H100 figure of 0.19 carries forward (the more cautious budget).
+NON_TORCH_GIB_TP_GT1_FROM_0_19 = 2.07
+ALLREDUCE_WORKSPACES_FROM_VERSION = (0, 19)
 # and 0.25 GiB at TP 1 (the tuning log Llama-3.1-8B TP 1 on 0.19.0; its held-out siblings print 0.24-0.27)
 NON_TORCH_GIB_TP1_BY_RELEASE = {(0, 19): 0.25}
 ACTIVATION_BYTES = 2.0  # bf16/fp16 activations in the profiling forward
@@ -340,7 +343,9 @@ def holds_moe_workspace(m: ModelSpec, weights: str, version: str) -> bool:
 def non_torch_gib(tp: int, version: str = VLLM_RULES_VERSION) -> float:
     if tp == 1:
         return NON_TORCH_GIB_TP1_BY_RELEASE.get(parse_version(version), NON_TORCH_GIB_TP1)
-    return NON_TORCH_GIB_TP_GT1_BY_RELEASE.get(parse_version(version), NON_TORCH_GIB_TP_GT1)
+    if parse_version(version) >= ALLREDUCE_WORKSPACES_FROM_VERSION:
+        return NON_TORCH_GIB_TP_GT1_FROM_0_19
+    return NON_TORCH_GIB_TP_GT1
 
 
 def cuda_graph_pool_gib(m: ModelSpec, stage_layer_fraction: float = 1.0) -> float:
