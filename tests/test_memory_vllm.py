@@ -47,6 +47,8 @@ def test_held_out_kv_budget_within_3_percent_or_075_gib(request, row):
 TOKEN_MISSES = {
     "v1-019-qwen25-72b-h100-tp2": "a 3.04 GiB pool: the 0.10 GiB budget error (0.08 GiB of it in the weights as "
                                   "loaded, unexplained) is 3.2% of the tokens",
+    "v1-019-kimi-dev-72b-h100-tp2": "the same architecture's 3.02 GiB pool at TP 2: 0.10 GiB over (0.08 GiB in the "
+                                    "weights as loaded), 3.2% of the tokens",
 }
 
 

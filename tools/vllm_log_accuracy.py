@@ -11,12 +11,15 @@ token count is checked from the logged budget (block rounding and groups) within
 from __future__ import annotations
 
 import csv
+import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_catalog import GpuSpec, load_catalog
 from planner.contract.deployment import Deployment
+from planner.model.hf_import import model_from_hf_config
+from planner.model.model_shapes import ModelSpec
 from planner.model.presets import load_presets
 from planner.physics.efficiency import ideal
 from planner.physics.engine_memory import (
@@ -91,6 +94,16 @@ def _num(text: str) -> float | None:
     return float(text) if text.strip() else None
 
 
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "hf_configs"
+
+
+def model_for(ref: str) -> ModelSpec:
+    """A preset id, or "hf:<file>" for a checkpoint planned from its config.json fixture (tests/fixtures/hf_configs)."""
+    if ref.startswith("hf:"):
+        return model_from_hf_config(json.loads((FIXTURES / f"{ref[3:]}.json").read_text()))
+    return load_presets()[ref]
+
+
 def gpu_for(row: dict[str, str]) -> GpuSpec | None:
     total = _num(row["framework_total_gib"])
     if total is not None:  # the log prints torch's total: give the planner the device figure it comes from
@@ -111,7 +124,7 @@ NON_BINDING_RANKS = ("non-driver", "first-stage")
 
 
 def evaluate_row(row: dict[str, str]) -> RowResult:
-    model = load_presets()[row["model"]]
+    model = model_for(row["model"])
     if row.get("max_position_embeddings", "").strip():  # the logged checkpoint's config differs from the preset's
         model = model.model_copy(update={"max_position_embeddings": int(row["max_position_embeddings"])})
     tp, pp = int(row["tp"]), int(row.get("pp") or 1)
