@@ -26,6 +26,7 @@ from planner.physics.engine_memory import (
     DRIVER_RESERVED_GIB,
     GIB,
     VLLM_RULES_VERSION,
+    allocator_slack_gib,
     kv_tokens_and_concurrency,
     plan_engine_memory,
     rotary_cache_gib,
@@ -33,7 +34,7 @@ from planner.physics.engine_memory import (
 )
 
 CSV_PATH = Path(__file__).resolve().parents[1] / "data" / "reference" / "vllm_startup_logs.csv"
-GPU_IDS = {"H100 80GB": "h100-sxm", "A100 80GB": "a100-sxm-80gb", "L40S 48GB": "l40s"}
+GPU_IDS = {"H100 80GB": "h100-sxm", "H200 141GB": "h200", "A100 80GB": "a100-sxm-80gb", "L40S 48GB": "l40s"}
 BUDGET_REL, BUDGET_ABS_GIB, TOKENS_REL = 0.03, 0.75, 0.03
 
 
@@ -106,11 +107,12 @@ def model_for(ref: str) -> ModelSpec:
 
 def gpu_for(row: dict[str, str]) -> GpuSpec | None:
     total = _num(row["framework_total_gib"])
+    gpu_id = GPU_IDS.get(row["gpu"])
+    catalog = load_catalog()[gpu_id] if gpu_id else None
     if total is not None:  # the log prints torch's total: give the planner the device figure it comes from
         return GpuSpec(name=row["gpu"], memory_gb=(total + DRIVER_RESERVED_GIB) * GIB / 1e9, hbm_tb_s=1.0,
-                       tflops={"bf16": 1.0})
-    gpu_id = GPU_IDS.get(row["gpu"])
-    return load_catalog()[gpu_id] if gpu_id else None
+                       tflops={"bf16": 1.0}, scale_up_domain=catalog.scale_up_domain if catalog else None)
+    return catalog
 
 
 def _int(text: str) -> int | None:
@@ -152,7 +154,8 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
         d = Deployment(model=model, gpu=gpu or load_catalog()["h100-sxm"], tp=tp, weights=row["weights"],
                        kv_cache=row["kv_cache"], compute="bf16", efficiency=ideal(), memory_utilization=0.9,
                        reserve_gb=None, pp=pp)
-        weights_model = weights_gib_per_gpu(d, version) + rotary_cache_gib(model)
+        weights_model = (weights_gib_per_gpu(d, version) + rotary_cache_gib(model, row["weights"])
+                         + allocator_slack_gib(d))
     tokens_from_logged = None
     if row["tokens_checkable"] == "yes" and budget_logged is not None and mml:
         _, tokens_from_logged, _, _, _ = kv_tokens_and_concurrency(model, tp, row["kv_cache"], budget_logged, 16, mml,

@@ -81,6 +81,7 @@ def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
 WATERFALL_LABELS = {"device_total": "device total (as the framework sees it)", "framework_total": "framework total",
                     "utilization_cap": "x gpu_memory_utilization = the engine's cap", "weights": "- weights as loaded",
                     "rotary_tables": "- rotary cos/sin tables (logged with the weights)",
+                    "allocator_rounding": "- allocator rounding of the weight tensors (logged with the weights)",
                     "activation_peak": "- activation peak of the profiling run", "non_torch": "- non-torch (NCCL, CUDA context)",
                     "cuda_graphs": "- CUDA-graph pool", "reserve_override": "- reserve (memory.reserve_gb override)",
                     "kv_cache": "= KV cache"}

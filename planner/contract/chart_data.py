@@ -111,7 +111,8 @@ def roofline_chart(p: Plan, peak_tflops: float, hbm_tb_s: float) -> RooflineChar
     )
 
 
-_WATERFALL_PARTS = (("weights", "weights"), ("rotary_tables", "rotary tables"), ("activation_peak", "activation peak (profiling run)"),
+_WATERFALL_PARTS = (("weights", "weights"), ("rotary_tables", "rotary tables"), ("allocator_rounding", "allocator rounding"),
+                    ("activation_peak", "activation peak (profiling run)"),
                     ("non_torch", "non-torch (NCCL, CUDA context)"), ("cuda_graphs", "CUDA graphs"),
                     ("reserve_override", "reserve (override)"))
 

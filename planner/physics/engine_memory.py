@@ -39,8 +39,11 @@ Source of each term (vLLM V1 worker, vllm-project/vllm `vllm/v1/worker/gpu_worke
   the smallest rank's budget, so the sampler binds there too.
 * `non_torch_increase` is what the forward allocates outside torch (cuBLAS workspaces, NCCL and
   custom all-reduce buffers when TP > 1): 0.03-0.35 GiB at TP 1 and 0.25-0.30 GiB at TP 2 in the
-  V0 logs that print it (vllm#10517, #13061, #15815), 0.13-0.27 GiB at TP 1 in V1 logs; 0.19 keeps
-  about 2.1 GiB at TP > 1 from 0.19 on (`NON_TORCH_GIB_TP_GT1_FROM_0_19`) and 0.25 at TP 1 in 0.19.
+  V0 logs that print it (vllm#10517, #13061, #15815), 0.13-0.27 GiB at TP 1 in V1 logs; about 2.1 GiB
+  at TP > 1 from 0.19 on (`NON_TORCH_GIB_TP_GT1_FROM_0_19`), 0.25 at TP 1 in 0.19; before 0.19, 2.04 GiB
+  at TP > 2 on Hopper-or-later NVSwitch hosts, where NCCL keeps its NVLS buffers (`nvls_capable`).
+* The fp32 case (`--dtype float32`): activations, the sampler's logits and the rotary tables in 4 bytes
+  (`model_dtype_bytes`).
 * CUDA graphs: up to vLLM 0.20 they are captured after the KV cache is allocated
   (`compile_or_warm_up_model` runs after `initialize_from_config`), so they come out of the
   (1 - utilization) headroom. From 0.21 the profiler estimates the graph pool before sizing the KV
@@ -84,6 +87,11 @@ NON_TORCH_GIB_TP_GT1 = 0.30  # + NCCL and custom all-reduce buffers; V0 logs pri
 # (PCIe, 0.27), none on H100 yet, so the H100 figure of 0.19 carries forward (the more cautious budget).
 NON_TORCH_GIB_TP_GT1_FROM_0_19 = 2.07
 ALLREDUCE_WORKSPACES_FROM_VERSION = (0, 19)
+# NCCL's NVLink SHARP (NVLS) buffers: NCCL turns NVLS on for more than 2 GPUs of a Hopper-or-later NVSwitch
+# domain (vllm#9699: 405B at TP 8 on H200 held ~5,000 fewer KV blocks with it) and keeps them outside torch.
+# Before 0.19 they are most of the non-torch memory at TP > 2 on such hosts: 2.04 GiB at TP 4 on H200 in the
+# July 2025 DEBUG log of vLLM PR #21429 (tuning), against 0.21-0.55 GiB at TP 2 and on PCIe or L40S hosts.
+NON_TORCH_GIB_NVLS_BEFORE_0_19 = 2.04
 # and 0.25 GiB at TP 1 (the tuning log Llama-3.1-8B TP 1 on 0.19.0; its held-out siblings print 0.24-0.27)
 NON_TORCH_GIB_TP1_BY_RELEASE = {(0, 19): 0.25}
 ACTIVATION_BYTES = 2.0  # bf16/fp16 activations in the profiling forward
@@ -109,6 +117,12 @@ GRAPH_POOL_PER_LAYER_GIB = 0.018333
 # still held while the dummy sampler runs (0.19.0 MoE logs: Qwen3-30B-A3B 2.68 GiB, DeepSeek-V2-Lite 1.93 GiB
 # against 2.20 and 1.50 without them; a 0.10.2 log shows none). From 0.11, an assumption between the two.
 MOE_WORKSPACE_HELD_FROM_VERSION = (0, 11)
+# PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): kMinBlockSize, kSmallSize,
+# kMinLargeAlloc, kRoundLarge
+ALLOC_BLOCK_BYTES = 512
+ALLOC_SMALL_SIZE_BYTES = 1 << 20
+ALLOC_MIN_LARGE_BYTES = 10 << 20
+ALLOC_ROUND_LARGE_BYTES = 2 << 20
 # MXFP4 experts on Hopper: OpenAI's Triton kernels once vLLM ships them (0.11.1, PR #27370), Marlin before
 MXFP4_TRITON_FROM_RELEASE = (0, 11, 1)
 # vLLM `_set_default_args`: GPUs with at least 70 GiB (A100 excepted) default to max_num_seqs 1024, others 256
@@ -155,18 +169,21 @@ class EngineMemory:
     log_lines: tuple[str, ...] = field(default=())
     sampler: str | None = None  # vLLM: the profiling run's top-k/top-p path ("native", "triton", "flashinfer")
     rotary_cache_gib: float = 0.0  # the precomputed rotary tables, loaded with the model (every rank)
+    allocator_rounding_gib: float = 0.0  # PyTorch's caching allocator's segments beyond the weight tensors' bytes
 
     @property
     def model_loading_gib(self) -> float:
-        """vLLM's "Model loading took X GiB": the weights as loaded plus the rotary tables."""
-        return self.weights_gib + self.rotary_cache_gib
+        """vLLM's "Model loading took X GiB": the weights as loaded, the rotary tables and the allocator's
+        rounding of the weight tensors."""
+        return self.weights_gib + self.rotary_cache_gib + self.allocator_rounding_gib
 
     @property
     def overheads_gib(self) -> float:
         """Everything between the utilization cap and the weights+KV: rotary tables, activations, non-torch, graphs."""
         if self.reserve_override_gib is not None:
             return self.reserve_override_gib
-        return self.rotary_cache_gib + self.activation_peak_gib + self.non_torch_gib + self.cuda_graph_gib
+        return (self.rotary_cache_gib + self.allocator_rounding_gib + self.activation_peak_gib + self.non_torch_gib
+                + self.cuda_graph_gib)
 
 
 def parse_version(version: str) -> tuple[int, int]:
@@ -262,10 +279,66 @@ def mxfp4_padding_factor(d: Deployment, version: str) -> float:
             / mxfp4_expert_bytes(m.moe.n_experts, m.d_model, width, "checkpoint"))
 
 
-def rotary_cache_gib(m: ModelSpec) -> float:
+def rotary_cache_gib(m: ModelSpec, weights: str = "bf16") -> float:
     """The rotary cos/sin tables the engine precomputes (vLLM `RotaryEmbedding.cos_sin_cache`:
-    [positions, rotary_dim] in the model's 16-bit dtype, one per distinct table, on every rank)."""
-    return sum(m.rotary_table_rows) * m.rotary_dim * ACTIVATION_BYTES / GIB
+    [positions, rotary_dim] in the model's dtype, one per distinct table, on every rank): 16 bits, or 32 for
+    a model run in fp32 (`--dtype float32`; quantized checkpoints run in 16 bits)."""
+    return sum(m.rotary_table_rows) * m.rotary_dim * model_dtype_bytes(weights) / GIB
+
+
+def allocated_bytes(size: float) -> float:
+    """Bytes PyTorch's CUDA caching allocator charges for one tensor (c10/cuda/CUDACachingAllocator.cpp): a
+    request of 10 MiB or more gets its own segment rounded up to 2 MiB (kRoundLarge), and the block is split
+    off that segment only when more than 1 MiB (kSmallSize) would be left, so a tensor within 1 MiB under a
+    2 MiB multiple is charged the whole segment; smaller requests are packed at 512 B. vLLM's "Model loading
+    took" reads `torch.cuda.max_memory_allocated`, which counts these block sizes."""
+    rounded = math.ceil(size / ALLOC_BLOCK_BYTES) * ALLOC_BLOCK_BYTES
+    if size < ALLOC_MIN_LARGE_BYTES:
+        return rounded
+    segment = math.ceil(size / ALLOC_ROUND_LARGE_BYTES) * ALLOC_ROUND_LARGE_BYTES
+    return segment if segment - rounded <= ALLOC_SMALL_SIZE_BYTES else rounded
+
+
+def weight_tensors_per_gpu(d: Deployment) -> list[tuple[float, int]]:
+    """(bytes, count) of the large weight tensors vLLM allocates on the busiest GPU, one per fused projection:
+    qkv_proj, o_proj, gate_up_proj, down_proj (MoE: the fused w13 and w2 of all local experts, and the shared
+    experts' MLP), the embedding and the LM head. MLA attention and packed 4-bit formats are left out (their
+    tensors are laid out otherwise); the small tensors (norms, biases, scales, router) round by bytes only."""
+    m, s = d.model, sharding(d)
+    if d.weights in ("int4", "fp4"):
+        return []
+    w, we = dense_bytes_per_value(m, d.weights), expert_bytes_per_value(m, d.weights)
+    emb = max(bytes_per_value(d.weights), 2.0)
+    h, t = m.d_model, d.tp
+    layers = math.ceil(m.n_layers * s.stage_layer_fraction)
+    tensors: list[tuple[float, int]] = []
+    if m.mla is None:
+        q = m.n_heads * m.head_dim_resolved / t
+        kv = max(1, math.ceil(m.n_kv_heads / t)) * m.head_dim_resolved
+        tensors += [((q + 2 * kv) * h * w, layers), (q * h * w, layers)]
+    dense_layers = layers if m.moe is None else math.ceil(m.moe.first_dense_layers * s.stage_layer_fraction)
+    if dense_layers:
+        tensors += [(2 * m.d_ff / t * h * w, dense_layers), (m.d_ff / t * h * w, dense_layers)]
+    if m.moe is not None:
+        moe_layers = layers - dense_layers
+        experts = math.ceil(m.moe.n_experts / d.ep) if d.ep > 1 else m.moe.n_experts
+        width = m.moe.d_ff_expert / (1 if d.ep > 1 else t)
+        tensors += [(experts * 2 * width * h * we, moe_layers), (experts * width * h * we, moe_layers)]
+        if m.moe.n_shared_experts:
+            shared = m.moe.n_shared_experts * m.moe.d_ff_expert / t
+            tensors += [(2 * shared * h * w, moe_layers), (shared * h * w, moe_layers)]
+    tables = 1 if (m.tied_embeddings or s.pp > 1) else 2
+    tensors.append((padded_vocab_per_gpu(m.vocab_size, t) * h * emb, tables))
+    return tensors
+
+
+def allocator_slack_gib(d: Deployment) -> float:
+    """What the caching allocator charges for the weights beyond their bytes (`allocated_bytes`): 1 MiB for
+    each of Qwen2.5-72B's 80 down_proj shards at TP 2 (231 MiB each, a 232 MiB segment), nothing for
+    Llama-3.1-8B, whose tensors are whole multiples of 2 MiB."""
+    if d.engine not in ("vllm", "sglang"):
+        return 0.0
+    return sum((allocated_bytes(size) - size) * count for size, count in weight_tensors_per_gpu(d)) / GIB
 
 
 def weights_gib_per_gpu(d: Deployment, vllm_version: str = VLLM_RULES_VERSION) -> float:
@@ -273,7 +346,8 @@ def weights_gib_per_gpu(d: Deployment, vllm_version: str = VLLM_RULES_VERSION) -
     quantized body over TP and routed experts over the expert shards (MXFP4 experts as vLLM's kernels pad
     them), RMSNorm weights replicated on every rank, embedding and LM head in 16 bits over vocabulary rows
     padded to 64 and split over TP (first and last stage). vLLM's "Model loading took" adds the rotary tables
-    (`rotary_cache_gib`), kept as their own term."""
+    (`rotary_cache_gib`) and what PyTorch's allocator charges beyond the tensors' bytes (`allocator_slack_gib`),
+    each kept as its own term."""
     m = d.model
     p = d.params
     s = sharding(d)
@@ -305,34 +379,48 @@ def forward_activation_elems_per_token(m: ModelSpec, tp: int) -> float:
     return hidden + max(widths)
 
 
-def forward_peak_gib(m: ModelSpec, tp: int, max_num_batched_tokens: int) -> float:
-    return max_num_batched_tokens * forward_activation_elems_per_token(m, tp) * ACTIVATION_BYTES / GIB
+def forward_peak_gib(m: ModelSpec, tp: int, max_num_batched_tokens: int, dtype_bytes: float = ACTIVATION_BYTES) -> float:
+    return max_num_batched_tokens * forward_activation_elems_per_token(m, tp) * dtype_bytes / GIB
 
 
-def sampler_peak_gib(m: ModelSpec, max_num_batched_tokens: int, max_num_seqs: int, sampler: str) -> float:
+def sampler_peak_gib(m: ModelSpec, max_num_batched_tokens: int, max_num_seqs: int, sampler: str,
+                     dtype_bytes: float = ACTIVATION_BYTES) -> float:
     """The dummy sampler run over one logit row per dummy request (full vocabulary on every TP rank: vLLM
-    gathers the logits), plus the forward's hidden states it keeps alive."""
+    gathers the logits), plus the forward's hidden states it keeps alive. The per-logit figures hold the
+    logits in 16 bits; a model run in fp32 hands the sampler fp32 logits, 2 B more each."""
+    if sampler == "none":
+        per_logit = 0.0
+    else:
+        per_logit = SAMPLER_BYTES_PER_LOGIT[sampler] + (dtype_bytes - ACTIVATION_BYTES)
     rows = min(max_num_seqs, max_num_batched_tokens)
-    logits = rows * m.vocab_size * SAMPLER_BYTES_PER_LOGIT[sampler]
-    hidden_states = max_num_batched_tokens * m.d_model * ACTIVATION_BYTES
+    logits = rows * m.vocab_size * per_logit
+    hidden_states = max_num_batched_tokens * m.d_model * dtype_bytes
     return (logits + hidden_states) / GIB
 
 
-def moe_workspace_gib(m: ModelSpec, tp: int, max_num_batched_tokens: int) -> float:
+def moe_workspace_gib(m: ModelSpec, tp: int, max_num_batched_tokens: int, dtype_bytes: float = ACTIVATION_BYTES) -> float:
     """Fused MoE's intermediate caches for the profiling batch: [T, k, 2N] + [T, k, N] + [T, k, hidden]."""
     if m.moe is None:
         return 0.0
     per_token = m.moe.top_k * (3.0 * m.moe.d_ff_expert / tp + m.d_model)
-    return max_num_batched_tokens * per_token * ACTIVATION_BYTES / GIB
+    return max_num_batched_tokens * per_token * dtype_bytes / GIB
 
 
 def activation_peak_gib(m: ModelSpec, tp: int, max_num_batched_tokens: int, max_num_seqs: int,
-                        sampler: str = "native", moe_workspace_held: bool = False) -> float:
+                        sampler: str = "native", moe_workspace_held: bool = False,
+                        dtype_bytes: float = ACTIVATION_BYTES) -> float:
     """The profiling run's torch peak: the larger of the forward's and the sampler's (one after the other),
-    with fused MoE's workspaces still held during the sampler where the release keeps them."""
-    held = moe_workspace_gib(m, tp, max_num_batched_tokens) if moe_workspace_held else 0.0
-    return max(forward_peak_gib(m, tp, max_num_batched_tokens),
-               sampler_peak_gib(m, max_num_batched_tokens, max_num_seqs, sampler) + held)
+    with fused MoE's workspaces still held during the sampler where the release keeps them. `dtype_bytes`:
+    the activations' width, 2 (4 for a model run in fp32, `model_dtype_bytes`)."""
+    held = moe_workspace_gib(m, tp, max_num_batched_tokens, dtype_bytes) if moe_workspace_held else 0.0
+    return max(forward_peak_gib(m, tp, max_num_batched_tokens, dtype_bytes),
+               sampler_peak_gib(m, max_num_batched_tokens, max_num_seqs, sampler, dtype_bytes) + held)
+
+
+def model_dtype_bytes(weights: str) -> float:
+    """The dtype the engine runs the model in: fp32 for fp32 weights (`--dtype float32`), else 16 bits
+    (quantized checkpoints compute their activations in bf16/fp16)."""
+    return 4.0 if weights == "fp32" else ACTIVATION_BYTES
 
 
 def holds_moe_workspace(m: ModelSpec, weights: str, version: str) -> bool:
@@ -340,11 +428,19 @@ def holds_moe_workspace(m: ModelSpec, weights: str, version: str) -> bool:
     return m.moe is not None and weights != "fp4" and parse_version(version) >= MOE_WORKSPACE_HELD_FROM_VERSION
 
 
-def non_torch_gib(tp: int, version: str = VLLM_RULES_VERSION) -> float:
+def nvls_capable(gpu: GpuSpec) -> bool:
+    """An NVSwitch domain of more than 2 Hopper-or-later GPUs (A100's NVSwitch has no NVLink SHARP)."""
+    newer_than_ampere = is_hopper(gpu) or "fp4" in gpu.tflops
+    return newer_than_ampere and not (gpu.vendor or "").lower().startswith("amd") and (gpu.scale_up_domain or 0) > 2
+
+
+def non_torch_gib(tp: int, version: str = VLLM_RULES_VERSION, gpu: GpuSpec | None = None) -> float:
     if tp == 1:
         return NON_TORCH_GIB_TP1_BY_RELEASE.get(parse_version(version), NON_TORCH_GIB_TP1)
     if parse_version(version) >= ALLREDUCE_WORKSPACES_FROM_VERSION:
         return NON_TORCH_GIB_TP_GT1_FROM_0_19
+    if tp > 2 and gpu is not None and nvls_capable(gpu):
+        return NON_TORCH_GIB_NVLS_BEFORE_0_19
     return NON_TORCH_GIB_TP_GT1
 
 
@@ -431,12 +527,12 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
     weights = weights_gib_per_gpu(d, vllm_version)
     sampler_path = sampler or default_sampler(vllm_version)
     activation = activation_peak_gib(m, d.tp, max_num_batched_tokens, seqs, sampler_path,
-                                     holds_moe_workspace(m, d.weights, vllm_version))
-    non_torch = non_torch_gib(d.tp, vllm_version)
+                                     holds_moe_workspace(m, d.weights, vllm_version), model_dtype_bytes(d.weights))
+    non_torch = non_torch_gib(d.tp, vllm_version, d.gpu)
     graphs = cuda_graph_gib(m, vllm_version, enforce_eager, sharding(d).stage_layer_fraction)
-    rotary = rotary_cache_gib(m)
+    rotary, rounding = rotary_cache_gib(m, d.weights), allocator_slack_gib(d)
     override = d.reserve_gb * 1e9 / GIB if d.reserve_gb is not None else None
-    overheads = override if override is not None else rotary + activation + non_torch + graphs
+    overheads = override if override is not None else rotary + rounding + activation + non_torch + graphs
     budget = requested - weights - overheads
     fraction = sharding(d).stage_layer_fraction
     num_blocks, tokens, concurrency, size, page = kv_tokens_and_concurrency(
@@ -450,6 +546,7 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
         group_size_layers=size, page_bytes_per_layer=page, num_gpu_blocks=num_blocks, kv_cache_tokens=tokens,
         max_concurrency=concurrency, log_lines=format_log_lines(tokens, max_model_len, concurrency),
         sampler=sampler_path, rotary_cache_gib=rotary if override is None else 0.0,
+        allocator_rounding_gib=rounding if override is None else 0.0,
     )
 
 
@@ -498,8 +595,9 @@ def plan_sglang_memory(d: Deployment, max_model_len: int) -> EngineMemory:
     mfs = d.memory_utilization
     startup = sglang_startup_gib(d.tp)
     weights = weights_gib_per_gpu(d)
-    rotary = rotary_cache_gib(m)  # SGLang builds the same tables (its rotary code is vLLM's), loaded with the model
-    budget = (visible - startup) * mfs - weights - rotary
+    rotary = rotary_cache_gib(m, d.weights)  # SGLang builds the same tables (its rotary code is vLLM's), loaded with the model
+    rounding = allocator_slack_gib(d)  # and allocates its weights through the same PyTorch allocator
+    budget = (visible - startup) * mfs - weights - rotary - rounding
     cell = sglang_cell_bytes(m, d.tp, d.kv_cache, fraction)
     tokens = max(0, int(budget * GIB // cell)) if budget > 0 else 0
     half = tokens * cell / GIB / (1 if m.mla is not None else 2)
@@ -512,7 +610,7 @@ def plan_sglang_memory(d: Deployment, max_model_len: int) -> EngineMemory:
         kv_groups=(KvCacheGroup("full_attention", math.ceil(m.n_layers * fraction)),), group_size_layers=1,
         page_bytes_per_layer=kv_page_bytes_per_layer(m, d.tp, d.kv_cache, 1), num_gpu_blocks=tokens,
         kv_cache_tokens=tokens, max_concurrency=tokens / max_model_len if max_model_len else 0.0, log_lines=(line,),
-        rotary_cache_gib=rotary,
+        rotary_cache_gib=rotary, allocator_rounding_gib=rounding,
     )
 
 

@@ -185,6 +185,7 @@ def engine_memory_fields(mem: MemoryPlan) -> dict:
     waterfall = {
         "device_total": e.device_total_gib, "framework_total": e.visible_total_gib,
         "utilization_cap": e.requested_gib, "weights": e.weights_gib, "rotary_tables": e.rotary_cache_gib,
+        "allocator_rounding": e.allocator_rounding_gib,
         "activation_peak": e.activation_peak_gib, "non_torch": e.non_torch_gib, "cuda_graphs": e.cuda_graph_gib,
         "reserve_override": e.reserve_override_gib, "kv_cache": e.kv_budget_gib,
     }
