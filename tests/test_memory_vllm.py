@@ -387,7 +387,7 @@ def test_allocator_rounding_of_the_weight_tensors():
     "Model loading took" of the 0.19.0 log (without the rounding 67.72). Llama-3.1-8B's tensors (48, 32, 224,
     112 and 1,002 MiB) round to nothing."""
     from planner.contract.scenario import parse_scenario, resolve
-    from planner.physics.engine_memory import allocated_bytes, allocator_slack_gib
+    from planner.physics.engine_memory import allocated_bytes, allocator_rounding_gib_per_gpu
 
     mib = 2**20
     assert allocated_bytes(242_221_056) == 232 * mib
@@ -395,9 +395,9 @@ def test_allocator_rounding_of_the_weight_tensors():
     assert allocated_bytes(8 * mib) == 8 * mib
     qwen = resolve(parse_scenario({"model": "qwen2.5-72b", "gpu": "h100-sxm", "tp": 2, "weights": "bf16",
                                    "kv_cache": "bf16"}))
-    assert allocator_slack_gib(qwen) == pytest.approx(0.078125, rel=1e-9)
+    assert allocator_rounding_gib_per_gpu(qwen) == pytest.approx(0.078125, rel=1e-9)
     llama = resolve(parse_scenario({"model": "llama-3.1-8b", "gpu": "h100-sxm", "weights": "bf16", "kv_cache": "bf16"}))
-    assert allocator_slack_gib(llama) == 0.0
+    assert allocator_rounding_gib_per_gpu(llama) == 0.0
     row = next(r for r in ROWS if r["id"] == "v1-019-qwen25-72b-h100-tp2")
     assert evaluate_row(row).weights_model_gib == pytest.approx(67.798, abs=0.002)
 
@@ -453,7 +453,11 @@ def test_allocator_rounding_matches_the_allocator_measured_on_an_h100():
     from pathlib import Path
 
     from planner.contract.scenario import parse_scenario, resolve
-    from planner.physics.engine_memory import allocator_slack_gib, rotary_cache_gib, weights_gib_per_gpu
+    from planner.physics.engine_memory import (
+        allocator_rounding_gib_per_gpu,
+        rotary_cache_gib,
+        weights_gib_per_gpu,
+    )
 
     path = Path(__file__).resolve().parents[1] / "data" / "measurements" / "h100_allocator_rounding_2026-11-26.json"
     measured = {m["model"]: m for m in json.loads(path.read_text())["weight_replays"]}
@@ -463,6 +467,6 @@ def test_allocator_rounding_matches_the_allocator_measured_on_an_h100():
     for name, (preset, tp, positions) in cases.items():
         d = resolve(parse_scenario({"model": preset, "gpu": "h100-sxm", "tp": tp, "weights": "bf16", "kv_cache": "bf16"}))
         d = replace(d, model=d.model.model_copy(update={"max_position_embeddings": positions}))
-        assert allocator_slack_gib(d) == pytest.approx(measured[name]["rounding_gib"], abs=1e-9), name
-        loaded = weights_gib_per_gpu(d) + rotary_cache_gib(d.model) + allocator_slack_gib(d)
+        assert allocator_rounding_gib_per_gpu(d) == pytest.approx(measured[name]["rounding_gib"], abs=1e-9), name
+        loaded = weights_gib_per_gpu(d) + rotary_cache_gib(d.model) + allocator_rounding_gib_per_gpu(d)
         assert loaded == pytest.approx(measured[name]["charged_gib"], abs=0.001), name

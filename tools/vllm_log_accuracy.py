@@ -26,7 +26,7 @@ from planner.physics.engine_memory import (
     DRIVER_RESERVED_GIB,
     GIB,
     VLLM_RULES_VERSION,
-    allocator_slack_gib,
+    allocator_rounding_gib_per_gpu,
     kv_tokens_and_concurrency,
     plan_engine_memory,
     rotary_cache_gib,
@@ -155,7 +155,7 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
                        kv_cache=row["kv_cache"], compute="bf16", efficiency=ideal(), memory_utilization=0.9,
                        reserve_gb=None, pp=pp)
         weights_model = (weights_gib_per_gpu(d, version) + rotary_cache_gib(model, row["weights"])
-                         + allocator_slack_gib(d))
+                         + allocator_rounding_gib_per_gpu(d))
     tokens_from_logged = None
     if row["tokens_checkable"] == "yes" and budget_logged is not None and mml:
         _, tokens_from_logged, _, _, _ = kv_tokens_and_concurrency(model, tp, row["kv_cache"], budget_logged, 16, mml,

@@ -332,7 +332,7 @@ def weight_tensors_per_gpu(d: Deployment) -> list[tuple[float, int]]:
     return tensors
 
 
-def allocator_slack_gib(d: Deployment) -> float:
+def allocator_rounding_gib_per_gpu(d: Deployment) -> float:
     """What the caching allocator charges for the weights beyond their bytes (`allocated_bytes`): 1 MiB for
     each of Qwen2.5-72B's 80 down_proj shards at TP 2 (231 MiB each, a 232 MiB segment), nothing for
     Llama-3.1-8B, whose tensors are whole multiples of 2 MiB."""
@@ -346,7 +346,7 @@ def weights_gib_per_gpu(d: Deployment, vllm_version: str = VLLM_RULES_VERSION) -
     quantized body over TP and routed experts over the expert shards (MXFP4 experts as vLLM's kernels pad
     them), RMSNorm weights replicated on every rank, embedding and LM head in 16 bits over vocabulary rows
     padded to 64 and split over TP (first and last stage). vLLM's "Model loading took" adds the rotary tables
-    (`rotary_cache_gib`) and what PyTorch's allocator charges beyond the tensors' bytes (`allocator_slack_gib`),
+    (`rotary_cache_gib`) and what PyTorch's allocator charges beyond the tensors' bytes (`allocator_rounding_gib_per_gpu`),
     each kept as its own term."""
     m = d.model
     p = d.params
@@ -530,7 +530,7 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
                                      holds_moe_workspace(m, d.weights, vllm_version), model_dtype_bytes(d.weights))
     non_torch = non_torch_gib(d.tp, vllm_version, d.gpu)
     graphs = cuda_graph_gib(m, vllm_version, enforce_eager, sharding(d).stage_layer_fraction)
-    rotary, rounding = rotary_cache_gib(m, d.weights), allocator_slack_gib(d)
+    rotary, rounding = rotary_cache_gib(m, d.weights), allocator_rounding_gib_per_gpu(d)
     override = d.reserve_gb * 1e9 / GIB if d.reserve_gb is not None else None
     overheads = override if override is not None else rotary + rounding + activation + non_torch + graphs
     budget = requested - weights - overheads
@@ -596,7 +596,7 @@ def plan_sglang_memory(d: Deployment, max_model_len: int) -> EngineMemory:
     startup = sglang_startup_gib(d.tp)
     weights = weights_gib_per_gpu(d)
     rotary = rotary_cache_gib(m, d.weights)  # SGLang builds the same tables (its rotary code is vLLM's), loaded with the model
-    rounding = allocator_slack_gib(d)  # and allocates its weights through the same PyTorch allocator
+    rounding = allocator_rounding_gib_per_gpu(d)  # and allocates its weights through the same PyTorch allocator
     budget = (visible - startup) * mfs - weights - rotary - rounding
     cell = sglang_cell_bytes(m, d.tp, d.kv_cache, fraction)
     tokens = max(0, int(budget * GIB // cell)) if budget > 0 else 0
