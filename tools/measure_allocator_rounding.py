@@ -15,11 +15,15 @@ checkpoint's config.json at the stated TP; nothing is loaded, `torch.empty` allo
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import subprocess
+import os
 
 import torch
+
+try:  # python3 tools/measure_allocator_rounding.py has tools/ on the path; python -m tools.measure_allocator_rounding the repository root
+    from gpu_timing import device_meta
+except ImportError:
+    from tools.gpu_timing import device_meta
 
 MIB = 2**20
 GIB = 2**30
@@ -85,14 +89,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                            capture_output=True, text=True).stdout.strip().splitlines()
-    meta = {
-        "gpu": torch.cuda.get_device_name(0), "driver": driver[0] if driver else None, "torch": torch.__version__,
-        "cuda": torch.version.cuda, "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "alloc_conf": __import__("os").environ.get("PYTORCH_CUDA_ALLOC_CONF"),
-        "what": "bytes PyTorch's CUDA caching allocator charges (memory_allocated / max_memory_allocated deltas)",
-    }
+    meta = device_meta("bytes PyTorch's CUDA caching allocator charges (memory_allocated / max_memory_allocated deltas)")
+    meta["alloc_conf"] = os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
     singles = []
     for mib in SINGLE_SIZES_MIB:
         size = int(mib * MIB)

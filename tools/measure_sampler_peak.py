@@ -16,11 +16,14 @@ profiler counts them. Variant `inplace_scatter` is the later `logits.scatter_` f
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import subprocess
 
 import torch
+
+try:  # python3 tools/measure_sampler_peak.py has tools/ on the path; python -m tools.measure_sampler_peak the repository root
+    from gpu_timing import device_meta
+except ImportError:
+    from tools.gpu_timing import device_meta
 
 
 def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor, p: torch.Tensor, inplace: bool) -> torch.Tensor:
@@ -81,16 +84,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                            capture_output=True, text=True).stdout.strip().splitlines()
-    meta = {
-        "gpu": torch.cuda.get_device_name(0),
-        "driver": driver[0] if driver else None,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "what": "peak torch-allocated bytes of vLLM V1's PyTorch-native dummy sampler run, bf16 logits included",
-    }
+    meta = device_meta("peak torch-allocated bytes of vLLM V1's PyTorch-native dummy sampler run, bf16 logits included")
     rows_out = []
     for vocab in (50272, 128256, 151936, 201088):
         for rows in (256, 1024):

@@ -26,11 +26,8 @@ from planner.physics.engine_memory import (
     DRIVER_RESERVED_GIB,
     GIB,
     VLLM_RULES_VERSION,
-    allocator_rounding_gib_per_gpu,
     kv_tokens_and_concurrency,
     plan_engine_memory,
-    rotary_cache_gib,
-    weights_gib_per_gpu,
 )
 
 CSV_PATH = Path(__file__).resolve().parents[1] / "data" / "reference" / "vllm_startup_logs.csv"
@@ -154,8 +151,7 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
         d = Deployment(model=model, gpu=gpu or load_catalog()["h100-sxm"], tp=tp, weights=row["weights"],
                        kv_cache=row["kv_cache"], compute="bf16", efficiency=ideal(), memory_utilization=0.9,
                        reserve_gb=None, pp=pp)
-        weights_model = (weights_gib_per_gpu(d, version) + rotary_cache_gib(model, row["weights"])
-                         + allocator_rounding_gib_per_gpu(d))
+        weights_model = plan_engine_memory(d, mml or 4096, mnbt, 16, vllm_version=version).model_loading_gib
     tokens_from_logged = None
     if row["tokens_checkable"] == "yes" and budget_logged is not None and mml:
         _, tokens_from_logged, _, _, _ = kv_tokens_and_concurrency(model, tp, row["kv_cache"], budget_logged, 16, mml,

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.model.precision import bytes_per_value, weight_bytes_per_value
+from planner.model.precision import embedding_bytes_per_value, weight_bytes_per_value
 
 
 class MoeSpec(BaseModel):
@@ -189,7 +189,7 @@ def dense_bytes_per_value(m: ModelSpec, weights: str) -> float:
     """Bytes per value of the other body matmuls: 16 bits where the checkpoint quantizes only the routed
     experts (`quantized_scope`), else the weight precision."""
     if m.quantized_scope == "routed_experts" and m.moe is not None:
-        return max(bytes_per_value(weights), 2.0)
+        return embedding_bytes_per_value(weights)
     return weight_bytes_per_value(weights, m.fp4_format)
 
 

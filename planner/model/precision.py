@@ -48,6 +48,12 @@ def bytes_per_value(precision: str) -> float:
     return _BITS[precision] / 8.0
 
 
+def embedding_bytes_per_value(weights: str) -> float:
+    """Embedding, LM head, norms and the layers a quantized checkpoint keeps unquantized stay in 16 bits (fp32
+    checkpoints keep fp32)."""
+    return max(bytes_per_value(weights), 2.0)
+
+
 def weight_bytes_per_value(precision: str, fp4_format: str | None = None) -> float:
     """Bytes per stored weight value: `bytes_per_value`, except fp4 in MXFP4 groups of 32 (4.25 bits)."""
     if precision == "fp4" and fp4_format == "mxfp4":

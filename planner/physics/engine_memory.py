@@ -70,7 +70,7 @@ from gpu_catalog import GpuSpec
 from planner.contract.deployment import Deployment
 from planner.hardware.parallelism import sharding
 from planner.model.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value
-from planner.model.precision import bytes_per_value
+from planner.model.precision import ACTIVATION_BYTES, bytes_per_value, embedding_bytes_per_value
 
 GIB = float(2**30)
 
@@ -94,7 +94,6 @@ ALLREDUCE_WORKSPACES_FROM_VERSION = (0, 19)
 NON_TORCH_GIB_NVLS_BEFORE_0_19 = 2.04
 # and 0.25 GiB at TP 1 (the tuning log Llama-3.1-8B TP 1 on 0.19.0; its held-out siblings print 0.24-0.27)
 NON_TORCH_GIB_TP1_BY_RELEASE = {(0, 19): 0.25}
-ACTIVATION_BYTES = 2.0  # bf16/fp16 activations in the profiling forward
 # Peak bytes per logit (row x vocabulary entry) of the dummy sampler run, by sampler path (module docstring).
 # "none": a V0 rank other than the driver, which does not sample.
 SAMPLER_BYTES_PER_LOGIT = {"native": 38.0, "triton": 15.0, "flashinfer": 14.0, "none": 0.0}
@@ -187,8 +186,8 @@ class EngineMemory:
 
 
 def parse_version(version: str) -> tuple[int, int]:
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
+    major, minor, _ = parse_release(version)
+    return major, minor
 
 
 def parse_release(version: str) -> tuple[int, int, int]:
@@ -308,7 +307,7 @@ def weight_tensors_per_gpu(d: Deployment) -> list[tuple[float, int]]:
     if d.weights in ("int4", "fp4"):
         return []
     w, we = dense_bytes_per_value(m, d.weights), expert_bytes_per_value(m, d.weights)
-    emb = max(bytes_per_value(d.weights), 2.0)
+    emb = embedding_bytes_per_value(d.weights)
     h, t = m.d_model, d.tp
     layers = math.ceil(m.n_layers * s.stage_layer_fraction)
     tensors: list[tuple[float, int]] = []
@@ -351,7 +350,7 @@ def weights_gib_per_gpu(d: Deployment, vllm_version: str = VLLM_RULES_VERSION) -
     m = d.model
     p = d.params
     s = sharding(d)
-    emb_bytes = max(bytes_per_value(d.weights), 2.0)
+    emb_bytes = embedding_bytes_per_value(d.weights)
     dense_body = (p.body_matmul - p.expert_params) * dense_bytes_per_value(m, d.weights) / d.tp
     experts = (p.expert_params * expert_bytes_per_value(m, d.weights) * s.expert_weight_fraction
                * mxfp4_padding_factor(d, vllm_version))

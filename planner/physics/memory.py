@@ -17,7 +17,7 @@ import numpy.typing as npt
 from planner.contract.deployment import Deployment
 from planner.hardware.parallelism import sharding
 from planner.model.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value, param_counts
-from planner.model.precision import bytes_per_value
+from planner.model.precision import bytes_per_value, embedding_bytes_per_value
 from planner.physics.engine_memory import (
     GIB,
     VLLM_RULES_VERSION,
@@ -29,11 +29,6 @@ from planner.physics.engine_memory import (
 )
 
 GB = 1e9
-
-
-def embedding_bytes_per_value(weights: str) -> float:
-    """Embedding and LM head stay in bf16 when the body is quantized (fp32 checkpoints keep fp32)."""
-    return max(bytes_per_value(weights), 2.0)
 
 
 def weight_bytes_total(model: ModelSpec, weights: str) -> float:
