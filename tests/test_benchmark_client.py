@@ -1,0 +1,110 @@
+"""The closed-loop benchmark client (planner.serving.benchmark_client): the scheduler's waves worked by
+hand from the step physics, and the laws every closed-loop run obeys (Little's law, the ideal floor)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.contract.scenario import parse_scenario, resolve
+from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.serving.benchmark_client import BenchmarkClient, run_benchmark
+from planner.serving.serving import Workload
+
+SCENARIO = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": 100, "output_len": 20}
+
+
+def _deployment(**changes):
+    return resolve(parse_scenario({**SCENARIO, **changes}))
+
+
+def _d_ms(d, batch: int, context: float) -> float:
+    return float(decode_step(d, float(batch), context).total_ms)
+
+
+def _work_per_token_ms(d, prompt: int) -> float:
+    return float(prefill_chunk_work_ms(d, float(prompt))) / prompt
+
+
+def test_fixed_lengths_run_in_lock_step_waves():
+    """Source: hand derivation. Fixed lengths, a budget that holds every prompt: each wave is one
+    iteration prefilling all C prompts (empty step D(0) + C x the prompt's work), then O - 1 decode steps
+    of the whole batch D(C); all C finish together and the next wave starts. So every request has
+    TTFT = D(0) + C W, TPOT = ITL = D(C), E2E = TTFT + (O - 1) D(C), and the run serves C requests per E2E."""
+    d = _deployment()
+    clients, prompt, output = 8, 100, 20
+    context = prompt + output / 2
+    w = Workload(prompt_len=prompt, output_len=output, max_running=64, max_num_batched_tokens=8192, context=context)
+    run = run_benchmark(d, w, BenchmarkClient(clients, num_prompts=5 * clients))
+    ttft = _d_ms(d, 0, context) + clients * prompt * _work_per_token_ms(d, prompt)
+    step = _d_ms(d, clients, context)
+    e2e = ttft + (output - 1) * step
+    assert run.ttft_ms.mean == pytest.approx(ttft, rel=1e-9)
+    assert run.ttft_ms.p99 == pytest.approx(ttft, rel=1e-9)
+    assert run.tpot_ms.mean == pytest.approx(step, rel=1e-9)
+    assert run.itl_ms.p50 == pytest.approx(step, rel=1e-9)
+    assert run.e2e_ms.p50 == pytest.approx(e2e, rel=1e-9)
+    assert run.request_throughput == pytest.approx(clients / e2e * 1000.0, rel=1e-9)
+    assert run.output_throughput == pytest.approx(clients * output / e2e * 1000.0, rel=1e-9)
+
+
+def test_chunked_prefill_spreads_a_wave_over_iterations():
+    """Source: hand derivation of vLLM V1's chunked prefill. Four 100-token prompts, a 250-token budget:
+    iteration 1 carries prompts 0 and 1 whole and 50 tokens of prompt 2 (D(0) + 250 W); iteration 2 the
+    two decodes, the rest of prompt 2 and prompt 3 (D(2) + 150 W). So two requests see TTFT = it1 and two
+    it1 + it2; the decoding sequences then finish two iterations apart."""
+    d = _deployment()
+    prompt, output = 100, 20
+    context = 110.0
+    w = Workload(prompt_len=prompt, output_len=output, max_running=64, max_num_batched_tokens=250, context=context)
+    run = run_benchmark(d, w, BenchmarkClient(4, num_prompts=4))
+    per_token = _work_per_token_ms(d, prompt)
+    it1 = _d_ms(d, 0, context) + 250 * per_token
+    it2 = _d_ms(d, 2, context) + 150 * per_token
+    assert run.ttft_ms.mean == pytest.approx((2 * it1 + 2 * (it1 + it2)) / 4, rel=1e-9)
+    assert run.ttft_ms.p50 == pytest.approx((it1 + (it1 + it2)) / 2, rel=1e-9)  # numpy's midpoint of 2 and 2
+
+
+def test_more_clients_than_sequences_queue_for_a_slot():
+    """Source: hand derivation. With room for 2 running sequences and 4 clients, the second pair waits a
+    whole request of the first pair: its TTFT is the first pair's E2E plus its own prefill."""
+    d = _deployment()
+    prompt, output, context = 100, 20, 110.0
+    w = Workload(prompt_len=prompt, output_len=output, max_running=2, max_num_batched_tokens=8192, context=context)
+    run = run_benchmark(d, w, BenchmarkClient(4, num_prompts=4))
+    first = _d_ms(d, 0, context) + 2 * prompt * _work_per_token_ms(d, prompt)
+    e2e_first = first + (output - 1) * _d_ms(d, 2, context)
+    assert run.ttft_ms.mean == pytest.approx((2 * first + 2 * (e2e_first + first)) / 4, rel=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(clients=st.integers(1, 96), prompt=st.integers(16, 4000), output=st.integers(2, 600),
+       spread=st.sampled_from([(1.0, 1.0), (0.8, 1.0), (0.5, 1.5)]))
+def test_a_closed_loop_obeys_littles_law(clients, prompt, output, spread):
+    """Source: Little's law. Over a run, the mean number of requests in flight is the request throughput
+    times the mean E2E. Clients keep C in flight except while the run drains (the last wave), so the
+    product lies between C x (waves - 1) / waves and C."""
+    d = _deployment(prompt_len=prompt, output_len=output)
+    w = Workload(prompt_len=prompt, output_len=output, max_running=256, max_num_batched_tokens=8192)
+    run = run_benchmark(d, w, BenchmarkClient(clients, length_low=spread[0], length_high=spread[1]))
+    in_flight = run.request_throughput / 1000.0 * run.e2e_ms.mean
+    waves = run.requests / clients
+    assert clients * (waves - 1.5) / waves <= in_flight <= clients * (1 + 1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(clients=st.integers(1, 128), prompt=st.integers(16, 4000), output=st.integers(2, 600))
+def test_tpot_never_beats_the_decode_step_of_one(clients, prompt, output):
+    """Source: invariant. A token can never come faster than a decode step of a batch of one at the
+    shortest context, and TTFT never beats the prompt's own prefill."""
+    d = _deployment(prompt_len=prompt, output_len=output)
+    w = Workload(prompt_len=prompt, output_len=output, max_running=256, max_num_batched_tokens=8192)
+    run = run_benchmark(d, w, BenchmarkClient(clients))
+    floor_step = _d_ms(d, 1, w.prompt_len + w.output_len / 2)
+    own_prefill = _d_ms(d, 0, 1.0) + prompt * _work_per_token_ms(d, prompt)
+    assert run.tpot_ms.mean >= floor_step * (1 - 1e-9)
+    assert run.ttft_ms.p50 >= own_prefill * (1 - 1e-9)
+    assert math.isfinite(run.output_throughput) and run.output_throughput > 0
