@@ -217,7 +217,7 @@ def resolve_efficiency(scenario: Scenario, gpu_id: str | None) -> EngineEfficien
     efficiency object or a calibration profile where one is given."""
     if scenario.efficiency == "ideal":
         return ideal()
-    base = engine_efficiency(scenario.engine, gpu_id)
+    base = engine_efficiency(scenario.engine, gpu_id, scenario.weights)
     if isinstance(scenario.efficiency, EngineEfficiency):
         # fields the scenario leaves out come from its engine profile, not from the ideal roofline
         given = scenario.efficiency.model_dump(include=scenario.efficiency.model_fields_set)

@@ -27,6 +27,14 @@ DEFAULT_ENGINE = "vllm"
 FLOOR_ENGINE = "graph"
 # What an engine profile may set on top of the physics: serving-stack costs only.
 ENGINE_TERMS = ("step_overhead_us", "prefill_overhead_ms", "ttft_overhead_ms")
+# GPU generation of each catalog GPU: production engine profiles are fitted per engine x generation
+# (issue 20), since an engine ships different kernels for each (FlashInfer/CUTLASS on Hopper, TRT-LLM
+# gen kernels and NVFP4 on Blackwell, AITER on CDNA).
+GPU_GENERATIONS = {
+    "h100-sxm": "hopper", "h100-pcie": "hopper", "h100-nvl": "hopper", "h200": "hopper", "h200-nvl": "hopper",
+    "h20": "hopper", "b200": "blackwell", "gb200": "blackwell", "b300": "blackwell", "gb300": "blackwell",
+    "mi300x": "cdna3", "mi325x": "cdna3", "mi350x": "cdna4", "mi355x": "cdna4",
+}
 
 
 @lru_cache(maxsize=1)
@@ -43,12 +51,28 @@ def physics_values(gpu_id: str | None = None) -> dict[str, float]:
     return values
 
 
-def engine_efficiency(engine: str, gpu_id: str | None = None) -> EngineEfficiency:
-    """The physics plus `engine`'s serving overheads, as one EngineEfficiency named after the engine."""
+def gpu_generation(gpu_id: str | None) -> str | None:
+    return None if gpu_id is None else GPU_GENERATIONS.get(gpu_id)
+
+
+def production_terms(engine: str, gpu_id: str | None, weights: str | None = None) -> dict[str, float]:
+    """The terms fitted on public runs of `engine` on the GPU's generation (tools/fit_production_engines.py),
+    with the weight precision's streaming efficiency; none for a generation without runs."""
+    fitted = profiles()["engines"][engine].get("production", {}).get(gpu_generation(gpu_id) or "", {})
+    terms = dict(fitted.get("terms", {}))
+    if weights is not None:
+        terms.update(fitted.get("weights", {}).get(weights, {}))
+    return terms
+
+
+def engine_efficiency(engine: str, gpu_id: str | None = None, weights: str | None = None) -> EngineEfficiency:
+    """The physics plus `engine`'s serving overheads, and its production terms where public runs of it on
+    this GPU generation were fitted, as one EngineEfficiency named after the engine."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
     overheads = profiles()["engines"][engine].get("overheads", {})
-    return EngineEfficiency(**{**physics_values(gpu_id), **overheads, "name": engine})
+    return EngineEfficiency(**{**physics_values(gpu_id), **overheads, **production_terms(engine, gpu_id, weights),
+                               "name": engine})
 
 
 def default_engine(gpu_id: str | None = None) -> EngineEfficiency:

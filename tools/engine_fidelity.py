@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Plan every public closed-loop serving run (data/reference/serving_runs_published.csv) with its engine,
+GPU, layout, precision, lengths and concurrency, predict what its benchmark reported (the closed-loop
+benchmark client, planner.serving.benchmark_client) and print the errors.
+
+    python -m tools.engine_fidelity                 # errors per engine x GPU
+    python -m tools.engine_fidelity --by model      # per engine x model x precision
+    python -m tools.engine_fidelity --csv out.csv   # every row with its prediction
+
+Rows the planner cannot plan as published are left out and counted by reason: disaggregated and
+multi-node runs, speculative decoding, engines without a profile, GPUs or models not in the catalog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gpu_catalog import load_catalog  # noqa: E402
+from planner.contract.errors import ScenarioError  # noqa: E402
+from planner.contract.planning import workload_for  # noqa: E402
+from planner.contract.scenario import parse_scenario, resolve  # noqa: E402
+from planner.model.presets import load_presets  # noqa: E402
+from planner.physics.memory import plan_memory  # noqa: E402
+from planner.serving.benchmark_client import BenchmarkClient, BenchmarkRun, run_benchmark  # noqa: E402
+
+RUNS_CSV = ROOT / "data" / "reference" / "serving_runs_published.csv"
+PLANNED_ENGINES = {"vllm": "vllm", "sglang": "sglang", "trt-llm": "trt-llm"}
+# InferenceX's client draws lengths uniformly in [r L, L] (benchmark_serving.py's random dataset).
+INFERENCEX_RANGE = "low"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    run: BenchmarkRun
+    max_running: int
+
+
+def _bool(value: Any) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes")
+
+
+def _num(value: Any) -> float | None:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(x) else x
+
+
+def skip_reason(row: pd.Series, gpus: set[str]) -> str | None:
+    if _bool(row.get("disaggregated")) or _bool(row.get("multinode")):
+        return "disaggregated or multi-node"
+    if str(row.get("spec_decode", "none")) not in ("none", "nan", ""):
+        return "speculative decoding"
+    if row["engine"] not in PLANNED_ENGINES:
+        return f"engine {row['engine']} has no profile"
+    if row["gpu"] not in gpus:
+        return f"GPU {row['gpu']} not in the catalog"
+    if str(row.get("model_preset", "")) not in load_presets():
+        return "model not a preset"
+    if str(row.get("flag", "") or "") not in ("", "nan"):
+        return "flagged by the data laws"
+    return None
+
+
+def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
+    """The planner scenario of a published run. SGLang's and TensorRT-LLM's attention data parallelism
+    (`dp_attention`) is the planner's EP layout with attention groups of tp / dp GPUs: TP 1 attention."""
+    tp, ep = int(row["tp"]), int(_num(row.get("ep")) or 1)
+    if _bool(row.get("dp_attention")):
+        ep, tp = max(ep, tp), 1
+    prompt, output, concurrency = int(row["prompt_len"]), int(row["output_len"]), int(row["concurrency"])
+    kv = str(row.get("kv_cache") or "")
+    scenario: dict[str, Any] = {
+        "model": row["model_preset"], "gpu": row["gpu"], "tp": tp, "ep": ep,
+        "weights": row["weights"], "kv_cache": kv if kv in ("fp8", "bf16", "fp16") else "bf16",
+        "engine": engine or PLANNED_ENGINES[row["engine"]],
+        "prompt_len": prompt, "output_len": output, "context_len": prompt + output,
+        "load": {"concurrency": concurrency},
+    }
+    seqs = _num(row.get("max_num_seqs"))
+    scenario["max_num_seqs"] = int(seqs) if seqs else concurrency
+    tokens = _num(row.get("max_num_batched_tokens"))
+    if tokens:
+        scenario["load"]["max_num_batched_tokens"] = int(tokens)
+    return scenario
+
+
+def client_for(row: pd.Series) -> BenchmarkClient:
+    ratio = _num(row.get("random_range_ratio")) or 1.0
+    prompts = _num(row.get("num_prompts"))
+    return BenchmarkClient(concurrency=int(row["concurrency"]), num_prompts=int(prompts) if prompts else None,
+                           length_low=ratio, length_high=1.0)
+
+
+def predict(row: pd.Series, engine: str | None = None) -> Prediction:
+    scenario = parse_scenario(scenario_for(row, engine))
+    d = resolve(scenario)
+    mem = plan_memory(d, scenario.context_len_resolved)
+    cap = max(1, min(int(mem.max_batch), int(scenario.max_num_seqs or row["concurrency"])))
+    w = workload_for(scenario, d, cap)
+    return Prediction(run_benchmark(d, w, client_for(row)), cap)
+
+
+def evaluate(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    gpus = set(load_catalog())
+    skipped: dict[str, int] = {}
+    out = []
+    for _, row in frame.iterrows():
+        reason = skip_reason(row, gpus)
+        if reason is None:
+            try:
+                p = predict(row)
+            except ScenarioError as exc:
+                reason = f"planner refused: {exc.field}"
+        if reason is not None:
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        out.append({**row.to_dict(), "pred_tpot_mean_ms": p.run.tpot_ms.mean, "pred_tpot_median_ms": p.run.tpot_ms.p50,
+                    "pred_ttft_mean_ms": p.run.ttft_ms.mean,
+                    "pred_ttft_median_ms": p.run.ttft_ms.p50, "pred_output_throughput": p.run.output_throughput,
+                    "pred_max_running": p.max_running})
+    return pd.DataFrame(out), skipped
+
+
+def tpot_error(pred: pd.DataFrame) -> pd.Series:
+    """Mean TPOT where the run published it, else the median (some sources print only medians)."""
+    has_mean = pred["tpot_mean_ms"].notna()
+    return pd.Series(np.where(has_mean, pred["pred_tpot_mean_ms"] / pred["tpot_mean_ms"],
+                              pred["pred_tpot_median_ms"] / pred["tpot_median_ms"]) - 1.0, index=pred.index)
+
+
+def error_table(pred: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    pred = pred.copy()
+    pred["tpot_err"] = tpot_error(pred)
+    pred["ttft_err"] = pred["pred_ttft_median_ms"] / pred["ttft_median_ms"] - 1.0
+    groups = pred.groupby(by)
+    return pd.DataFrame({
+        "rows": groups.size(),
+        "tpot_median_abs": groups["tpot_err"].apply(lambda e: float(np.median(np.abs(e)))),
+        "tpot_p90_abs": groups["tpot_err"].apply(lambda e: float(np.percentile(np.abs(e), 90))),
+        "tpot_median_signed": groups["tpot_err"].median(),
+        "ttft_median_abs": groups["ttft_err"].apply(lambda e: float(np.nanmedian(np.abs(e)))),
+        "ttft_median_signed": groups["ttft_err"].median(),
+    })
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, default=RUNS_CSV)
+    parser.add_argument("--by", choices=("gpu", "model", "concurrency"), default="gpu")
+    parser.add_argument("--csv", type=Path)
+    args = parser.parse_args(argv)
+    frame = pd.read_csv(args.runs, low_memory=False)
+    pred, skipped = evaluate(frame)
+    by = {"gpu": ["engine", "gpu"], "model": ["engine", "model_preset", "weights"],
+          "concurrency": ["engine", "concurrency"]}[args.by]
+    with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
+        print(error_table(pred, by).to_string())
+        print(error_table(pred, ["engine"]).to_string())
+    print("left out:", ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items())))
+    if args.csv:
+        pred.to_csv(args.csv, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
