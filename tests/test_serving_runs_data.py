@@ -93,6 +93,8 @@ def test_tpot_is_e2e_minus_ttft_over_output_tokens(clean: pd.DataFrame) -> None:
     assert len(means) > 300
     assert ((predicted - means["tpot_mean_ms"]).abs() / means["tpot_mean_ms"]).max() <= 0.15
     medians = clean.dropna(subset=["tpot_median_ms", "e2el_median_ms", "ttft_median_ms"])
+    # medians are not additive; the law is only close where decode dominates the request
+    medians = medians[medians["ttft_median_ms"] <= 0.2 * medians["e2el_median_ms"]]
     predicted = (medians["e2el_median_ms"] - medians["ttft_median_ms"]) / out_tokens[medians.index]
     gap = (predicted - medians["tpot_median_ms"]).abs() / medians["tpot_median_ms"]
     assert gap.max() <= 0.25
