@@ -40,6 +40,8 @@ def clean() -> pd.DataFrame:
 
 
 def test_the_set_is_large_and_covers_three_engines_on_hopper_and_blackwell(clean: pd.DataFrame) -> None:
+    """Source: published: InferenceX runs (data/reference/serving_runs_published.md lists them): 3 engines on
+    H100, H200, B200 and MI300X, thousands of rows as issue 20 asks."""
     assert len(clean) >= 2000
     for engine in ("vllm", "sglang", "trt-llm"):
         assert (clean["engine"] == engine).sum() >= 100, engine
@@ -48,6 +50,7 @@ def test_the_set_is_large_and_covers_three_engines_on_hopper_and_blackwell(clean
 
 
 def test_every_row_names_its_source_engine_gpu_lengths_and_concurrency(every_row: pd.DataFrame) -> None:
+    """Source: contract: the columns issue 20 requires of every row."""
     for column in REQUIRED:
         missing = every_row[column].isna() | (every_row[column].astype(str).str.strip() == "")
         assert not missing.any(), f"{column} empty in {every_row.loc[missing, 'run_id'].tolist()[:5]}"
@@ -57,6 +60,7 @@ def test_every_row_names_its_source_engine_gpu_lengths_and_concurrency(every_row
 
 
 def test_gpu_and_model_ids_are_ours(every_row: pd.DataFrame) -> None:
+    """Source: contract: GPU ids are gpu_catalog/gpus.toml's (or listed as not yet there), presets models.toml's."""
     known = catalog_gpu_ids() | GPUS_NOT_IN_CATALOG
     assert set(every_row["gpu"]) <= known, set(every_row["gpu"]) - known
     assert not GPUS_NOT_IN_CATALOG & catalog_gpu_ids(), "an id listed as missing is in the catalog now"
@@ -65,14 +69,18 @@ def test_gpu_and_model_ids_are_ours(every_row: pd.DataFrame) -> None:
 
 
 def test_no_run_is_recorded_twice(clean: pd.DataFrame) -> None:
+    """Source: invariant: one row per run."""
     assert not clean.duplicated(list(DUPLICATE_KEY)).any()
 
 
 def test_stored_flags_are_the_laws_verdicts(every_row: pd.DataFrame) -> None:
+    """Source: invariant: the `flag` column is what the laws say of each row today."""
     assert (compute_flags(every_row) == every_row["flag"]).all()
 
 
 def test_littles_law_holds_on_clean_closed_loop_rows(clean: pd.DataFrame) -> None:
+    """Source: hand: Little's law in a closed loop, in flight = rate x E2E <= N; ramp-down of the last of 10
+    waves bounds the shortfall (tools/serving_runs.py)."""
     # rate x E2E / N: below 1 by the last wave's ramp-down (num_prompts = 10 N), never above it by more
     # than the expected-length error; bounds justified in tools/serving_runs.py.
     rate = clean["request_throughput"].fillna(clean["derived_request_throughput"])
@@ -85,6 +93,8 @@ def test_littles_law_holds_on_clean_closed_loop_rows(clean: pd.DataFrame) -> Non
 
 
 def test_tpot_is_e2e_minus_ttft_over_output_tokens(clean: pd.DataFrame) -> None:
+    """Source: docs: benchmark_serving.py defines a request's TPOT as (E2E - TTFT) / (output - 1), lengths
+    uniform in [floor(0.8 L), L] (InferenceX utils/bench_serving)."""
     ratio = clean["random_range_ratio"].fillna(1.0)
     out_mean = [mean_length(L, r) for L, r in zip(clean["output_len"], ratio, strict=True)]
     out_tokens = pd.Series(out_mean, index=clean.index) - 1
@@ -102,6 +112,8 @@ def test_tpot_is_e2e_minus_ttft_over_output_tokens(clean: pd.DataFrame) -> None:
 
 
 def test_token_rates_follow_the_mean_lengths(clean: pd.DataFrame) -> None:
+    """Source: hand: prompt and output lengths are drawn with the same range ratio, so input/output tokens
+    per GPU = prompt_len/output_len on one server."""
     rows = clean[(clean["disaggregated"].astype(str).str.lower() == "false")].dropna(
         subset=["input_tput_per_gpu", "output_tput_per_gpu"]
     )
@@ -112,6 +124,7 @@ def test_token_rates_follow_the_mean_lengths(clean: pd.DataFrame) -> None:
 
 
 def test_percentiles_are_ordered(clean: pd.DataFrame) -> None:
+    """Source: invariant: median <= p90 <= p99."""
     for metric in ("ttft", "tpot", "itl", "e2el"):
         for low, high in (("median", "p90"), ("p90", "p99"), ("median", "p99")):
             pair = clean[[f"{metric}_{low}_ms", f"{metric}_{high}_ms"]].dropna()
@@ -119,6 +132,7 @@ def test_percentiles_are_ordered(clean: pd.DataFrame) -> None:
 
 
 def test_loader_leaves_flagged_rows_out(every_row: pd.DataFrame, clean: pd.DataFrame) -> None:
+    """Source: contract: load_serving_runs() drops flagged rows unless asked; fewer than 10% are flagged."""
     flagged = int((every_row["flag"] != "").sum())
     assert 0 < flagged < 0.1 * len(every_row)
     assert len(clean) == len(every_row) - flagged
@@ -126,6 +140,7 @@ def test_loader_leaves_flagged_rows_out(every_row: pd.DataFrame, clean: pd.DataF
 
 
 def test_a_hand_broken_row_is_flagged(clean: pd.DataFrame) -> None:
+    """Source: hand: tripling a clean row's E2E at the same rate puts rate x E2E / N near 3."""
     row = clean.iloc[0].copy()
     assert law_violations(row) == []
     row["e2el_mean_ms"] = row["e2el_median_ms"] = row["e2el_median_ms"] * 3  # 3x the latency at one rate
@@ -134,6 +149,7 @@ def test_a_hand_broken_row_is_flagged(clean: pd.DataFrame) -> None:
 
 @given(length=st.integers(1, 200_000), ratio=st.floats(0.0, 1.0))
 def test_mean_length_lies_inside_the_drawn_range(length: int, ratio: float) -> None:
+    """Source: invariant: the mean of a uniform integer draw lies inside its range."""
     mean = mean_length(length, ratio)
     assert math.floor(length * ratio) <= mean <= length
     assert mean_length(length, 1.0) == length
