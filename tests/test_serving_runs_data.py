@@ -153,3 +153,41 @@ def test_mean_length_lies_inside_the_drawn_range(length: int, ratio: float) -> N
     mean = mean_length(length, ratio)
     assert math.floor(length * ratio) <= mean <= length
     assert mean_length(length, 1.0) == length
+
+
+@pytest.mark.parametrize(
+    ("select", "expected"),
+    [
+        # SGLang 0.5.9 DeepSeek-R1 FP4 on MI355X TP4, 1k/1k, Actions run 22469096331 (2026-02-27)
+        (
+            {"gpu": "mi355x", "engine": "sglang", "weights": "fp4", "tp": 4, "concurrency": 4,
+             "prompt_len": 1024, "output_len": 1024, "date": "2026-02-27"},
+            {"ttft_mean_ms": 147.74119, "tpot_mean_ms": 10.644556, "e2el_p99_ms": 11459.643,
+             "output_tput_per_gpu": 89.889058},
+        ),
+        (
+            {"gpu": "mi355x", "engine": "sglang", "weights": "fp4", "tp": 4, "concurrency": 8,
+             "prompt_len": 1024, "output_len": 1024, "date": "2026-02-27"},
+            {"ttft_mean_ms": 211.73645, "tpot_mean_ms": 12.309140, "e2el_p99_ms": 13074.521,
+             "output_tput_per_gpu": 156.38896},
+        ),
+        # vLLM Llama-3.3-70B FP8 on H100 TP2, concurrency 4, 1k/1k (InferenceMAX v1 export)
+        (
+            {"gpu": "h100-sxm", "engine": "vllm", "tp": 2, "concurrency": 4, "prompt_len": 1024,
+             "output_len": 1024},
+            {"ttft_median_ms": 108.1582, "tpot_median_ms": 17.4622, "e2el_median_ms": 16232.4,
+             "tput_per_gpu": 221.3956},
+        ),
+    ],
+)
+def test_rows_match_the_published_records(every_row: pd.DataFrame, select: dict, expected: dict) -> None:
+    """Source: published: the same InferenceX API records read from a second copy,
+    SemiAnalysisAI/InferenceX-app@3a600f1d9ce155536d52e2f58f744f27a301aac9
+    packages/app/cypress/fixtures/api/benchmarks.json (seconds there), and the export file
+    fergusfinn/fergusfinn.github.io@2ef4d835 public/benchmark-data/1k1k-70b/H100/FP8.json."""
+    rows = every_row
+    for column, value in select.items():
+        rows = rows[rows[column] == value]
+    assert len(rows) == 1
+    for column, value in expected.items():
+        assert rows.iloc[0][column] == pytest.approx(value, rel=1e-5), column
