@@ -23,6 +23,9 @@ sys.path.insert(0, str(ROOT))
 from planner.physics.engines import ENGINES, profiles  # noqa: E402
 
 REPORT = ROOT / "docs" / "ACCURACY.md"
+PRODUCTION_RESIDUALS = ROOT / "data" / "production_residuals.csv"
+# Issue 20's targets on public closed-loop runs: mean TPOT median and p90 error, TTFT median error.
+PRODUCTION_TARGETS = {"tpot_median": 0.10, "tpot_p90": 0.25, "ttft_median": 0.25}
 RESIDUALS = ROOT / "data" / "accuracy_residuals.json"
 MEASUREMENTS = ROOT / "data" / "measurements"
 TARGETS = {"itl": (0.05, 0.12), "prefill": (0.08, 0.15)}
@@ -147,6 +150,73 @@ def _describe(s: dict) -> str:
             f"{s['prompt_len']}->{s['output_len']}")
 
 
+def production_errors() -> list[dict]:
+    """Every fitted and held-out prediction of the public serving runs (tools/fit_production_engines.py)."""
+    import csv
+    if not PRODUCTION_RESIDUALS.exists():
+        return []
+    with PRODUCTION_RESIDUALS.open() as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        r["tpot_err"] = float(r["pred_tpot_ms"]) / float(r["tpot_ms"]) - 1
+        ttft = float(r["ttft_median_ms"]) if r["ttft_median_ms"] not in ("", "nan") else float("nan")
+        r["ttft_err"] = float(r["pred_ttft_median_ms"]) / ttft - 1 if ttft == ttft else float("nan")
+    return rows
+
+
+def production_summary(rows: list[dict]) -> dict[tuple[str, str, str], dict[str, float]]:
+    """(split, engine, gpu or 'all') -> rows, TPOT median and p90 absolute error, TTFT median absolute error."""
+    out: dict[tuple[str, str, str], dict[str, float]] = {}
+    keys = {(r["split"], r["engine"], r["gpu"]) for r in rows} | {(r["split"], r["engine"], "all") for r in rows}
+    for split, engine, gpu in keys:
+        sel = [r for r in rows if r["split"] == split and r["engine"] == engine and gpu in ("all", r["gpu"])]
+        tpot = np.abs([r["tpot_err"] for r in sel])
+        ttft = np.abs([r["ttft_err"] for r in sel if r["ttft_err"] == r["ttft_err"]])
+        out[(split, engine, gpu)] = {
+            "rows": len(sel), "tpot_median": float(np.median(tpot)), "tpot_p90": float(np.percentile(tpot, 90)),
+            "tpot_within_20": float(np.mean(tpot <= 0.2)),
+            "ttft_median": float(np.median(ttft)) if len(ttft) else float("nan")}
+    return out
+
+
+def production_section() -> list[str]:
+    rows = production_errors()
+    if not rows:
+        return []
+    s = production_summary(rows)
+    names = {"fitted": "fitted (in-sample)", "model_out": "leave one model out", "gpu_out": "leave one GPU out"}
+
+    def mark(value: float, target: float) -> str:
+        return "" if value != value else ("met" if value <= target else "missed")
+
+    lines = ["## Production engines on public serving runs (issue 20)", "",
+             "Each public closed-loop run of data/reference/serving_runs_published.csv (InferenceX / InferenceMAX "
+             "`bench serve`-style runs: fixed concurrency, request rate inf, lengths uniform in [0.8 L, L]) planned "
+             "with its engine, GPU, layout, precision, lengths and concurrency, and predicted by the closed-loop "
+             "benchmark client (`planner/serving/benchmark_client.py`). Mean TPOT where the run published it, else "
+             "the median; TTFT is the median. Profiles fitted per engine x GPU generation by "
+             "`python -m tools.fit_production_engines` (residuals in data/production_residuals.csv). "
+             "**Leave one model out** refits an engine's generation without one model and predicts it; **leave "
+             "one GPU out** without one GPU of the generation. Targets: TPOT "
+             f"{PRODUCTION_TARGETS['tpot_median']:.0%} median and {PRODUCTION_TARGETS['tpot_p90']:.0%} p90, TTFT "
+             f"{PRODUCTION_TARGETS['ttft_median']:.0%} median.", "",
+             "| split | engine | GPU | runs | TPOT median | TPOT p90 | within 20% | TTFT median |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for split in ("fitted", "model_out", "gpu_out"):
+        for (sp, engine, gpu), v in sorted(s.items()):
+            if sp != split:
+                continue
+            lines.append(
+                f"| {names[split]} | {engine} | {gpu} | {v['rows']} | {v['tpot_median']:.1%} "
+                f"{mark(v['tpot_median'], PRODUCTION_TARGETS['tpot_median'])} | {v['tpot_p90']:.1%} "
+                f"{mark(v['tpot_p90'], PRODUCTION_TARGETS['tpot_p90'])} | {v['tpot_within_20']:.0%} | "
+                f"{v['ttft_median']:.1%} {mark(v['ttft_median'], PRODUCTION_TARGETS['ttft_median'])} |")
+    lines += ["", "A split is shown only where it can be made: an engine x generation with one model (vLLM: "
+              "Llama-3.3-70B; SGLang: DeepSeek-R1) has no model to leave out, one with one GPU no GPU to leave "
+              "out. Fitted figures are in-sample."]
+    return lines
+
+
 def write_report(res: dict) -> str:
     s = summary(res)
     rows = graph_errors(res)
@@ -162,6 +232,7 @@ def write_report(res: dict) -> str:
         "decode steps and prefills of compiled layers replayed from CUDA graphs, random weights "
         "(`tools/measure_physics.py`, data/measurements/*physics*.json). Run-to-run spread (a second H100 run of the same "
         f"set): {repeat_spread()}.", "",
+        *production_section(), "",
         "## Targets (issue 10)", "",
         "| metric | rows | median | worst | target median / worst | |", "| --- | --- | --- | --- | --- | --- |",
         _line("graph: decode ITL, held-out shape", s["graph.itl"], TARGETS["itl"]),

@@ -233,7 +233,7 @@ def workload_for(scenario: Scenario, d: Deployment, max_running: int) -> Workloa
     """The traffic one replica serves, from the scenario's lengths and its `load` shape."""
     load = scenario.load or LoadSettings()
     return Workload(
-        ttft_overhead_ms=d.efficiency.ttft_overhead_ms,
+        ttft_overhead_ms=d.efficiency.ttft_overhead_ms, ttft_per_running_ms=d.efficiency.ttft_per_running_ms,
         prompt_len=scenario.prompt_len, output_len=scenario.output_len, max_running=max(int(max_running), 1),
         prompt_len_cv=load.prompt_len_cv, output_len_cv=load.output_len_cv, arrival_cv=load.arrival_cv,
         prefix_cache_hit=load.prefix_cache_hit, max_num_batched_tokens=load.max_num_batched_tokens,

@@ -34,6 +34,9 @@ class EngineEfficiency(BaseModel):
     allreduce_latency_us: float = Field(default=0.0, ge=0, le=10_000, description="latency of one all-reduce")
     prefill_overhead_ms: float = Field(default=0.0, ge=0, le=100_000, description="fixed cost per prefill")
     ttft_overhead_ms: float = Field(default=0.0, ge=0, le=100_000, description="serving cost before the first token")
+    ttft_per_running_ms: float = Field(default=0.0, ge=0, le=10_000,
+                                       description="serving cost before the first token per other request in flight "
+                                                   "(the frontend's tokenize/detokenize and scheduling queue)")
     smoothing: float = Field(default=0.0, ge=0, le=64,
                              description="p of the p-norm joining compute and memory time; 0 means max()")
     name: str = Field(default="custom", max_length=200)

@@ -137,6 +137,7 @@ def run_benchmark(d: Deployment, w: Workload, client: BenchmarkClient) -> Benchm
     computed_l, outputs_l = computed.tolist(), outputs.tolist()
 
     arrival = [0.0] * n
+    found = [0] * n  # requests in flight that an arrival finds (the frontend serves them before it)
     first_token = [0.0] * n
     end = [0.0] * n
     queue: deque[list[int]] = deque()  # [request, prompt tokens left, admitted (0/1)]
@@ -151,6 +152,7 @@ def run_benchmark(d: Deployment, w: Workload, client: BenchmarkClient) -> Benchm
         nonlocal sent
         if sent < n:
             arrival[sent] = now
+            found[sent] = sent - done
             queue.append([sent, computed_l[sent], 0])
             sent += 1
 
@@ -220,7 +222,7 @@ def run_benchmark(d: Deployment, w: Workload, client: BenchmarkClient) -> Benchm
                 complete(i, t)
 
     arrival_a, first_a, end_a = np.array(arrival), np.array(first_token), np.array(end)
-    overhead = float(w.ttft_overhead_ms)
+    overhead = float(w.ttft_overhead_ms) + float(w.ttft_per_running_ms) * np.array(found, dtype=float)
     ttft = first_a - arrival_a + overhead
     e2e = end_a - arrival_a + overhead
     many = outputs > 1

@@ -71,6 +71,7 @@ class Workload:
     max_num_batched_tokens: int = 8192
     context: float | None = None  # mean cached context of a decoding sequence; default prompt + output / 2
     ttft_overhead_ms: float = 0.0
+    ttft_per_running_ms: float = 0.0  # the frontend's serving cost per other request in flight
 
 
 @lru_cache(maxsize=256)
@@ -281,7 +282,9 @@ def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray, 
     weights = np.broadcast_to(weight[..., None, :] / len(m.computed_tokens), parts.shape)
     tails = np.broadcast_to(means[..., None, :], parts.shape)
     shape = parts.shape[:-2] + (-1,)
-    return parts.reshape(shape) + m.workload.ttft_overhead_ms, weights.reshape(shape), tails.reshape(shape)
+    frontend = m.workload.ttft_overhead_ms + m.workload.ttft_per_running_ms * p.population * p.seen
+    return (parts.reshape(shape) + np.asarray(frontend)[..., None], weights.reshape(shape),
+            tails.reshape(shape))
 
 
 def ttft_distribution(m: ReplicaModel, p: LoadPoint):

@@ -1,0 +1,120 @@
+"""Production engine profiles (issue 20) against public closed-loop serving runs of vLLM, SGLang and
+TensorRT-LLM (data/reference/serving_runs_published.csv), and the physical check that no engine is planned
+faster than the GPU allows."""
+
+from __future__ import annotations
+
+import csv
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpu_catalog import load_catalog
+from planner.contract.scenario import parse_scenario, resolve
+from planner.physics.engines import ENGINES, GPU_GENERATIONS, profiles
+from planner.physics.latency import decode_step, prefill
+from tools.engine_fidelity import RUNS_CSV, predict
+from tools.fit_production_engines import BANDWIDTH_CEILING, RESIDUALS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@cache
+def _residuals() -> pd.DataFrame:
+    return pd.read_csv(RESIDUALS)
+
+
+def _errors(split: str, engine: str, gpu: str | None = None) -> np.ndarray:
+    r = _residuals()
+    sel = r[(r.split == split) & (r.engine == engine) & ((r.gpu == gpu) if gpu else True)]
+    return np.abs(sel.pred_tpot_ms / sel.tpot_ms - 1.0).to_numpy()
+
+
+def test_every_fitted_term_stays_inside_the_hardware():
+    """Source: datasheet roofline. A fitted engine never streams weights above BANDWIDTH_CEILING of the
+    datasheet HBM bandwidth (a plain read reaches 0.87-0.91) nor computes above the dense peak, and its
+    fixed costs are never negative."""
+    for engine in ENGINES:
+        for generation, fit in profiles()["engines"][engine].get("production", {}).items():
+            terms = {**fit["terms"], **{k: v for w in fit["weights"].values() for k, v in w.items()}}
+            for name, value in terms.items():
+                assert value >= 0, (engine, generation, name)
+                if "bandwidth" in name:
+                    assert value <= BANDWIDTH_CEILING, (engine, generation, name)
+                if name == "compute":
+                    assert value <= 1.0, (engine, generation)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trt-llm"])
+def test_no_engine_is_planned_faster_than_the_roofline(engine):
+    """Source: roofline. On every catalog GPU of a fitted generation, a decode step at batch 1-512 and a
+    prefill of 64-8,192 tokens take at least the pure roofline of the same work (max of FLOPs / dense
+    peak and bytes / datasheet bandwidth)."""
+    catalog = load_catalog()
+    for gpu, generation in GPU_GENERATIONS.items():
+        if gpu not in catalog or generation not in profiles()["engines"][engine].get("production", {}):
+            continue
+        precision = "fp4" if "fp4" in catalog[gpu].tflops else "fp8"
+        for model, tp in (("llama-3.1-70b", 4), ("deepseek-r1", 8)):
+            d = resolve(parse_scenario({"model": model, "gpu": gpu, "tp": tp, "weights": precision,
+                                        "kv_cache": "fp8", "engine": engine}))
+            step = decode_step(d, np.array([1.0, 8.0, 64.0, 512.0]), 2048.0)
+            assert np.all(step.total_ms >= step.bound_ms * (1 - 1e-9)), (engine, gpu, model)
+            pre = prefill(d, np.array([64.0, 512.0, 8192.0]))
+            assert np.all(pre.total_ms >= pre.bound_ms * (1 - 1e-9)), (engine, gpu, model)
+
+
+def test_the_residuals_are_those_of_the_current_profiles():
+    """Source: data/reference/serving_runs_published.csv. The published residuals (docs/ACCURACY.md is
+    generated from them) must come from the profiles the planner ships: a sample of fitted rows is
+    predicted again through the planner and agrees with the file."""
+    runs = pd.read_csv(RUNS_CSV, low_memory=False).set_index("run_id")
+    fitted = _residuals()[_residuals().split == "fitted"]
+    sample = fitted.groupby("engine").head(4)
+    for _, r in sample.iterrows():
+        p = predict(runs.loc[r.run_id])
+        measured_is_mean = not pd.isna(runs.loc[r.run_id, "tpot_mean_ms"])
+        value = p.run.tpot_ms.mean if measured_is_mean else p.run.tpot_ms.p50
+        assert value == pytest.approx(r.pred_tpot_ms, rel=0.01), r.run_id
+
+
+@pytest.mark.parametrize("engine,gpu", [("vllm", "h100-sxm"), ("vllm", "h200"), ("vllm", "b200"),
+                                        ("sglang", "h200"), ("sglang", "b200"), ("trt-llm", "h200")])
+def test_mean_tpot_within_target_on_the_runs_fitted(engine, gpu):
+    """Source: public InferenceX / InferenceMAX runs. Issue 20's target, mean TPOT within 10% at the median
+    and 25% at p90 per engine and GPU, on the runs the profile was fitted on (in-sample)."""
+    e = _errors("fitted", engine, gpu)
+    assert len(e) >= 40
+    assert np.median(e) <= 0.10
+    assert np.percentile(e, 90) <= 0.25
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "h200"])
+def test_vllm_predicts_a_hopper_gpu_it_was_not_fitted_on(gpu):
+    """Source: public InferenceMAX runs of vLLM. Leaving one Hopper GPU out of the vLLM fit, the other's
+    mean TPOT is within 10% at the median and 25% at p90 (held out)."""
+    e = _errors("gpu_out", "vllm", gpu)
+    assert len(e) >= 40
+    assert np.median(e) <= 0.10
+    assert np.percentile(e, 90) <= 0.25
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "TensorRT-LLM's runs hold two models, Llama-3.3-70B (dense) and DeepSeek-R1 (MLA + 256 experts): leaving "
+    "one out fits the MoE layer cost and the per-layer cost on the other architecture alone, and the held-out "
+    "median TPOT error is ~30% (docs/ACCURACY.md); more public models per engine are needed"))
+def test_trtllm_predicts_a_model_it_was_not_fitted_on():
+    e = _errors("model_out", "trt-llm")
+    assert np.median(e) <= 0.10
+
+
+def test_the_residuals_file_names_its_columns():
+    """Source: invariant of tools/fit_production_engines.py's output: every row names its split and run."""
+    with RESIDUALS.open() as fh:
+        header = next(csv.reader(fh))
+    for column in ("split", "engine", "gpu", "model", "run_id", "tpot_ms", "pred_tpot_ms", "ttft_median_ms",
+                   "pred_ttft_median_ms"):
+        assert column in header
