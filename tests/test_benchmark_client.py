@@ -30,7 +30,7 @@ def _work_per_token_ms(d, prompt: int) -> float:
 
 
 def test_fixed_lengths_run_in_lock_step_waves():
-    """Source: hand derivation. Fixed lengths, a budget that holds every prompt: each wave is one
+    """Source: hand: Fixed lengths, a budget that holds every prompt: each wave is one
     iteration prefilling all C prompts (empty step D(0) + C x the prompt's work), then O - 1 decode steps
     of the whole batch D(C); all C finish together and the next wave starts. So every request has
     TTFT = D(0) + C W, TPOT = ITL = D(C), E2E = TTFT + (O - 1) D(C), and the run serves C requests per E2E."""
@@ -52,7 +52,7 @@ def test_fixed_lengths_run_in_lock_step_waves():
 
 
 def test_chunked_prefill_spreads_a_wave_over_iterations():
-    """Source: hand derivation of vLLM V1's chunked prefill. Four 100-token prompts, a 250-token budget:
+    """Source: hand: vLLM V1's chunked prefill. Four 100-token prompts, a 250-token budget:
     iteration 1 carries prompts 0 and 1 whole and 50 tokens of prompt 2 (D(0) + 250 W); iteration 2 the
     two decodes, the rest of prompt 2 and prompt 3 (D(2) + 150 W). So two requests see TTFT = it1 and two
     it1 + it2; the decoding sequences then finish two iterations apart."""
@@ -69,7 +69,7 @@ def test_chunked_prefill_spreads_a_wave_over_iterations():
 
 
 def test_more_clients_than_sequences_queue_for_a_slot():
-    """Source: hand derivation. With room for 2 running sequences and 4 clients, the second pair waits a
+    """Source: hand: With room for 2 running sequences and 4 clients, the second pair waits a
     whole request of the first pair: its TTFT is the first pair's E2E plus its own prefill."""
     d = _deployment()
     prompt, output, context = 100, 20, 110.0
@@ -84,7 +84,7 @@ def test_more_clients_than_sequences_queue_for_a_slot():
 @given(clients=st.integers(1, 96), prompt=st.integers(16, 4000), output=st.integers(2, 600),
        spread=st.sampled_from([(1.0, 1.0), (0.8, 1.0), (0.5, 1.5)]))
 def test_a_closed_loop_obeys_littles_law(clients, prompt, output, spread):
-    """Source: Little's law. Over a run, the mean number of requests in flight is the request throughput
+    """Source: invariant: Little's law. Over a run, the mean number of requests in flight is the request throughput
     times the mean E2E. Clients keep C in flight except while the run drains (the last wave), so the
     product lies between C x (waves - 1) / waves and C."""
     d = _deployment(prompt_len=prompt, output_len=output)
@@ -98,7 +98,7 @@ def test_a_closed_loop_obeys_littles_law(clients, prompt, output, spread):
 @settings(max_examples=20, deadline=None)
 @given(clients=st.integers(1, 128), prompt=st.integers(16, 4000), output=st.integers(2, 600))
 def test_tpot_never_beats_the_decode_step_of_one(clients, prompt, output):
-    """Source: invariant. A token can never come faster than a decode step of a batch of one at the
+    """Source: invariant: a token can never come faster than a decode step of a batch of one at the
     shortest context, and TTFT never beats the prompt's own prefill."""
     d = _deployment(prompt_len=prompt, output_len=output)
     w = Workload(prompt_len=prompt, output_len=output, max_running=256, max_num_batched_tokens=8192)

@@ -34,7 +34,7 @@ def _errors(split: str, engine: str, gpu: str | None = None) -> np.ndarray:
 
 
 def test_every_fitted_term_stays_inside_the_hardware():
-    """Source: datasheet roofline. A fitted engine never streams weights above BANDWIDTH_CEILING of the
+    """Source: datasheet: the roofline. A fitted engine never streams weights above BANDWIDTH_CEILING of the
     datasheet HBM bandwidth (a plain read reaches 0.87-0.91) nor computes above the dense peak, and its
     fixed costs are never negative."""
     for engine in ENGINES:
@@ -50,7 +50,7 @@ def test_every_fitted_term_stays_inside_the_hardware():
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trt-llm"])
 def test_no_engine_is_planned_faster_than_the_roofline(engine):
-    """Source: roofline. On every catalog GPU of a fitted generation, a decode step at batch 1-512 and a
+    """Source: datasheet: the roofline. On every catalog GPU of a fitted generation, a decode step at batch 1-512 and a
     prefill of 64-8,192 tokens take at least the pure roofline of the same work (max of FLOPs / dense
     peak and bytes / datasheet bandwidth)."""
     catalog = load_catalog()
@@ -68,7 +68,7 @@ def test_no_engine_is_planned_faster_than_the_roofline(engine):
 
 
 def test_the_residuals_are_those_of_the_current_profiles():
-    """Source: data/reference/serving_runs_published.csv. The published residuals (docs/ACCURACY.md is
+    """Source: published: data/reference/serving_runs_published.csv. The published residuals (docs/ACCURACY.md is
     generated from them) must come from the profiles the planner ships: a sample of fitted rows is
     predicted again through the planner and agrees with the file."""
     runs = pd.read_csv(RUNS_CSV, low_memory=False).set_index("run_id")
@@ -84,7 +84,7 @@ def test_the_residuals_are_those_of_the_current_profiles():
 @pytest.mark.parametrize("engine,gpu", [("vllm", "h100-sxm"), ("vllm", "h200"), ("vllm", "b200"),
                                         ("sglang", "h200"), ("sglang", "b200"), ("trt-llm", "h200")])
 def test_mean_tpot_within_target_on_the_runs_fitted(engine, gpu):
-    """Source: public InferenceX / InferenceMAX runs. Issue 20's target, mean TPOT within 10% at the median
+    """Source: published: InferenceX / InferenceMAX runs. Issue 20's target, mean TPOT within 10% at the median
     and 25% at p90 per engine and GPU, on the runs the profile was fitted on (in-sample)."""
     e = _errors("fitted", engine, gpu)
     assert len(e) >= 40
@@ -94,7 +94,7 @@ def test_mean_tpot_within_target_on_the_runs_fitted(engine, gpu):
 
 @pytest.mark.parametrize("gpu", ["h100-sxm", "h200"])
 def test_vllm_predicts_a_hopper_gpu_it_was_not_fitted_on(gpu):
-    """Source: public InferenceMAX runs of vLLM. Leaving one Hopper GPU out of the vLLM fit, the other's
+    """Source: published: InferenceMAX runs of vLLM. Leaving one Hopper GPU out of the vLLM fit, the other's
     mean TPOT is within 10% at the median and 25% at p90 (held out)."""
     e = _errors("gpu_out", "vllm", gpu)
     assert len(e) >= 40
@@ -107,12 +107,13 @@ def test_vllm_predicts_a_hopper_gpu_it_was_not_fitted_on(gpu):
     "one out fits the MoE layer cost and the per-layer cost on the other architecture alone, and the held-out "
     "median TPOT error is ~30% (docs/ACCURACY.md); more public models per engine are needed"))
 def test_trtllm_predicts_a_model_it_was_not_fitted_on():
+    """Source: published: InferenceX / InferenceMAX runs of TensorRT-LLM, one model held out at a time."""
     e = _errors("model_out", "trt-llm")
     assert np.median(e) <= 0.10
 
 
 def test_the_residuals_file_names_its_columns():
-    """Source: invariant of tools/fit_production_engines.py's output: every row names its split and run."""
+    """Source: contract: the columns of tools/fit_production_engines.py's output: every row names its split and run."""
     with RESIDUALS.open() as fh:
         header = next(csv.reader(fh))
     for column in ("split", "engine", "gpu", "model", "run_id", "tpot_ms", "pred_tpot_ms", "ttft_median_ms",

@@ -98,7 +98,7 @@ def test_tp4_all_reduce_time_with_the_measured_constants():
     TP 2 and 4 on 4x H200 NVLink (data/measurements/allreduce_*xh200_nvlink_*.json, tools/fit_engines.py).
     By hand for Llama-3.1-70B TP 4 at batch 1: each of 2 x 80 all-reduces moves 1.5 x 8,192 x 2 B over
     0.7015 x 450 GB/s (0.0000778 ms) and waits 9.475 us x log2(4) = 0.01895 ms: 160 x 0.0190278 = 3.04446 ms."""
-    d = resolve(parse_scenario({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4}))
+    d = resolve(parse_scenario({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "engine": "graph"}))
     assert decode_step(d, 1, 1000).breakdown()["communication_ms"] == pytest.approx(3.04446, rel=1e-5)
 
 

@@ -45,7 +45,7 @@ def test_worked_example_is_no_longer_claimed_sustainable(default_plan):
     per second, each needing 101 ms of prefill: 1.6 s of prefill work per second. No replica does more
     than 1000 / 101 = 9.9 prefills per second, so 15.9 req/s must be unstable and the operating point
     of 155 concurrent users must serve far fewer than the decode-only bound. (Step and prefill times are
-    issue 10's graph physics under the vLLM profile; issue 9 wrote 22.6 ms and 96.6 ms with round 1's
+    issue 10's graph physics, the plan's floor figures; the claim is then checked on the vLLM profile's own; issue 9 wrote 22.6 ms and 96.6 ms with round 1's
     constants, and 161 sequences before the rotary table and 0.19's all-reduce workspaces. 155 = vLLM
     0.21's KV budget per GPU (issue 11's rules, waterfall in the plan): 71.277 GiB cap - 16.918 weights -
     0.031 rotary table - 1.837 activation - 2.07 non-torch at TP 4 - 1.790 graphs = 48.63 GiB, over 512
@@ -54,8 +54,9 @@ def test_worked_example_is_no_longer_claimed_sustainable(default_plan):
 
     Source: hand: issue 9's worked example, the bound 1000 / prefill_ms prefills per second derived above."""
     p = default_plan
-    assert p.latency.itl_ms == pytest.approx(24.4, rel=0.02) and p.memory.max_batch == 155
-    assert p.latency.prefill_ms == pytest.approx(101.2, rel=0.02)
+    # issue 10's graph physics (the plan's floor figures); the vLLM profile's own step fits public runs (issue 20)
+    assert p.latency.itl_ms_floor == pytest.approx(24.4, rel=0.02) and p.memory.max_batch == 155
+    assert p.latency.prefill_ms_floor == pytest.approx(101.2, rel=0.02)
     assert p.serving.max_request_rate < 1000.0 / p.latency.prefill_ms
     claimed_rate = p.memory.max_batch / (p.latency.itl_ms / 1000) / 400
     assert claimed_rate * p.latency.prefill_ms / 1000 > 1.6  # seconds of prefill per second

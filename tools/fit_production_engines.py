@@ -62,7 +62,10 @@ BANDWIDTH_CEILING = 0.95
 # and an engine's per-step CPU work (scheduling, sampling, detokenizing) stays under ~2.5 ms.
 DECODE_TERMS = (("compute", 0.5, 1.0), ("layer_overhead_us", 0.0, 150.0), ("moe_layer_overhead_us", 0.0, 400.0),
                 ("allreduce_latency_us", 0.0, 50.0), ("step_overhead_us", 0.0, 2_500.0))
-WEIGHT_TERM = ("quantized_bandwidth", 0.2, BANDWIDTH_CEILING)
+WEIGHT_BOUNDS = (0.2, BANDWIDTH_CEILING)
+# the efficiency term that streams each weight precision (planner.physics.latency.weight_bandwidth_efficiency)
+WEIGHT_TERMS = {"bf16": "bandwidth", "fp16": "bandwidth", "fp8": "quantized_bandwidth", "int8": "quantized_bandwidth",
+                "fp4": "quantized_bandwidth", "int4": "int4_bandwidth"}
 SIM_PASSES = 3
 RESIDUALS = ROOT / "data" / "production_residuals.csv"
 MIN_GROUP_ROWS = 12
@@ -165,8 +168,8 @@ def _unpack(x: np.ndarray, precisions: list[str], moe: bool) -> GroupFit:
             continue
         fit.terms[name] = float(lo + (hi - lo) * v)
     for precision, v in zip(precisions, values[len(DECODE_TERMS):], strict=True):
-        _, lo, hi = WEIGHT_TERM
-        fit.weights[precision] = {WEIGHT_TERM[0]: float(lo + (hi - lo) * v)}
+        lo, hi = WEIGHT_BOUNDS
+        fit.weights[precision] = {WEIGHT_TERMS[precision]: float(lo + (hi - lo) * v)}
     return fit
 
 
@@ -179,6 +182,12 @@ def fit_group(runs: list[Run], engine: str, generation: str) -> GroupFit:
         simulate(r, None)
     for _ in range(SIM_PASSES):
         measured = np.log([r.tpot_ms for r in runs])
+        # every model weighs the same in the fit, however many runs it has
+        per_model: dict[str, int] = {}
+        for r in runs:
+            per_model[r.model] = per_model.get(r.model, 0) + 1
+        weight = np.array([1.0 / per_model[r.model] for r in runs])
+        weight /= weight.sum()
 
         # runs of one deployment differ only in batch and context: one vectorized decode_step each
         by_layout: dict[tuple, list[int]] = {}
@@ -189,14 +198,14 @@ def fit_group(runs: list[Run], engine: str, generation: str) -> GroupFit:
                     np.array([runs[i].context for i in idx]), np.array([runs[i].stretch for i in idx]))
                    for idx in by_layout.values()]
 
-        def loss(x: np.ndarray, measured: np.ndarray = measured) -> float:
+        def loss(x: np.ndarray, measured: np.ndarray = measured, weight: np.ndarray = weight) -> float:
             fit = _unpack(x, precisions, moe)
             predicted = np.empty(len(runs))
             for first, idx, batch, context, stretch in layouts:
                 d = with_efficiency(first.base, _efficiency(first, fit))
                 predicted[idx] = np.asarray(decode_step(d, batch, context).total_ms) * stretch
             # L1 in log space: the median run, not the worst, sets the terms
-            return float(np.mean(np.abs(np.log(predicted) - measured)))
+            return float(np.sum(weight * np.abs(np.log(predicted) - measured)))
 
         x0, _ = nelder_mead(loss, x0, step=1.0, iters=400)
         best = _unpack(x0, precisions, moe)
@@ -270,7 +279,7 @@ def summary(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         "tpot_median_abs": g.tpot_err.apply(lambda e: float(np.median(np.abs(e)))),
         "tpot_p90_abs": g.tpot_err.apply(lambda e: float(np.percentile(np.abs(e), 90))),
         "tpot_within_20pct": g.tpot_err.apply(lambda e: int(np.sum(np.abs(e) <= 0.2))),
-        "ttft_median_abs": g.ttft_err.apply(lambda e: float(np.nanmedian(np.abs(e)))),
+        "ttft_median_abs": g.ttft_err.apply(lambda e: float(np.median(np.abs(e.dropna()))) if e.notna().any() else np.nan),
     })
 
 
