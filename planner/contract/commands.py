@@ -414,6 +414,8 @@ def command_set(scenario: Scenario | dict[str, Any], engine: str | None = None,
         # a closed loop runs `concurrency` sequences at once: its medians are the plan's at that batch
         expected_plan = plan_dict(s.model_copy(update={"batch": s.load.concurrency}))
     model = resolve_model(s.model)
+    # the plan checked the layout for the scenario's engine; the commands may be for another one
+    validate_parallelism(model, s.tp, s.pp, effective_ep(model, s.ep), name)
     hf_id = model_id(s)
     notes: list[str] = []
     if hf_id is None:
