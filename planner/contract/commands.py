@@ -17,6 +17,7 @@ from typing import Any
 
 from planner.contract.errors import ScenarioError
 from planner.contract.scenario import Scenario, parse_scenario, resolve_gpu, resolve_model
+from planner.hardware.parallelism import effective_ep, validate_parallelism
 from planner.model.presets import preset_hf_id
 
 ENGINES = ("vllm", "sglang", "trt-llm")

@@ -160,6 +160,9 @@ def _or_list(values: list[int]) -> str:
 
 def layout_problem(model: ModelSpec, tp: int, pp: int, ep: int, engine: str = "vllm") -> ScenarioError | None:
     """Why no engine (or `engine`) loads this layout, naming the nearest valid values; None when it loads."""
+    if tp > model.n_heads:
+        return ScenarioError("tp", f"{tp} cannot exceed the model's {model.n_heads} attention heads: nearest valid "
+                                   f"{valid_tps(model)[-1]}")
     if not valid_tp(model, tp):
         heads = f"{model.n_heads} attention heads"
         if model.n_kv_heads < model.n_heads:
