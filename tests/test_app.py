@@ -537,16 +537,38 @@ def test_memory_utilization_below_the_old_slider_minimum_is_shown_as_given():
     assert any("do not fit" in e.value for e in at.error)
 
 
-def test_tp_3_from_a_link_stays_tp_3():
-    """TP 3 reaches the plan: Llama-3.1-8B's fp8 weights split three ways, 6,979,321,856 / 3 linear bytes +
-    2,101,346,304 / 3 of bf16 embedding and head + 532,480 of norms = 3,027,421,867 B per GPU (W8_GB above).
-    Source: hand: the arithmetic above, from Llama-3.1-8B's config.json.
+def test_tp_3_from_a_link_is_refused_naming_the_nearest_valid_tp():
+    """Llama-3.1-8B has 32 attention heads and 8 KV heads: vLLM refuses TP 3 (vllm/config/model.py,
+    "Total number of attention heads (32) must be divisible by tensor parallel size (3)"), so the link's
+    TP is refused with the planner's one line, which names 2 or 4, and the plan uses a valid TP.
+    Source: hand: the divisors of 32 that divide 8 or are multiples of it, around 3: 2 and 4.
     """
     at = run_app({"tp": "3", "model": "llama-3.1-8b"})
-    assert at.sidebar.selectbox(key="tp").value == 3
-    assert shown(at, "Weights per GPU") == pytest.approx(W8_GB[("fp8", 3)], abs=0.006)
-    assert query(at)["tp"] == "3"
-    assert_metrics_match_plan(at, {**DEFAULT_SCENARIO, "model": "llama-3.1-8b", "tp": 3})
+    warnings = [unescape(w.value) for w in at.warning]
+    assert any("tp" in w and "3 must divide the model's 32 attention heads and 8 KV heads" in w
+               and "nearest valid 2 or 4" in w for w in warnings), warnings
+    assert at.sidebar.selectbox(key="tp").value in (2, 4)
+    assert query(at).get("tp") != "3"
+
+
+def test_a_tp_that_splits_no_heads_is_refused_with_a_button_for_each_nearest_tp():
+    """Llama-3.2-3B: 24 attention heads, 8 KV heads. TP 16 divides neither the 24 heads nor is a multiple of
+    8 that divides 24, so the plan is refused with `tp: 16 must divide ...: nearest valid 8 or 24`, and the
+    sidebar offers both; one click plans at TP 8.
+    Source: hand: the TPs that split 24 heads and 8 KV heads are 1, 2, 4, 8 and 24.
+    """
+    at = run_app({"model": "llama-3.2-3b", "tp": "1"})
+    at.sidebar.selectbox(key="tp").set_value(16).run()
+    errors = [unescape(e.value) for e in at.error]
+    assert any("16 must divide the model's 24 attention heads and 8 KV heads" in e and "nearest valid 8 or 24" in e
+               for e in errors), errors
+    labels = [b.label for b in at.sidebar.button]
+    assert "Use TP 8" in labels and "Use TP 24" in labels
+    at.sidebar.button(key="tp_fix_8").click().run()
+    assert not at.exception
+    assert at.sidebar.selectbox(key="tp").value == 8
+    assert not [e for e in at.error if "must divide" in e.value]
+    assert query(at)["tp"] == "8"
 
 
 def test_a_tenth_of_a_cent_per_gpu_hour_is_kept():
