@@ -687,7 +687,12 @@ def test_sizing_table_reads_like_a_table_and_ownership_inputs_only_when_owning()
     [b for b in at.button if b.label == "Find the cheapest fleet"][0].click().run(timeout=TIMEOUT)
     frame = at.dataframe[0].value
     assert frame.index[0] == 1 and frame.index.name == "option"
-    assert {"GPU", "ITL under load (ms)", "$/M output tokens"} <= set(frame.columns)
+    assert {"GPU", "ITL p90 (ms)", "TTFT p90 (ms)", "$/M output tokens"} <= set(frame.columns)
+    assert "ITL alone (ms)" not in frame.columns  # it was the same figure as ITL under load
+    for column in frame.columns:  # only columns that differ, beside the fleet's GPU, size, latency and cost
+        if column not in ("GPU", "GPUs", "TTFT p90 (ms)", "ITL p90 (ms)", "fleet $/hour", "$/M output tokens"):
+            assert frame[column].nunique() > 1, column
+    assert any("TTFT p90" in m.value and "ITL p90" in m.value for m in at.markdown)
     from gpu_catalog import load_catalog
 
     names = {g.name for g in load_catalog().values()}
@@ -816,8 +821,18 @@ def test_sizing_searches_disaggregated_fleets_and_says_which_mode_wins():
     frame = at.dataframe[0].value
     assert set(frame["mode"]) <= {"aggregated", "disaggregated"} and "disaggregated" in set(frame["mode"])
     first_disagg = int(frame.index[list(frame["mode"]).index("disaggregated")])
-    decode = at.session_state["sz_result"]["options"][first_disagg - 1]["decode"]
+    option = at.session_state["sz_result"]["options"][first_disagg - 1]
+    decode = option["decode"]
     at.number_input(key="sz_pick").set_value(first_disagg).run()
+    # the option opens as a disaggregated fleet: both pools, the KV transfer, the objectives judged
+    shown_metrics = {m.label: m for m in at.metric}
+    assert shown_metrics["Prefill workers"].value.startswith(f"{option['prefill_workers']:,} worker")
+    assert shown_metrics["Decode workers"].value.startswith(f"{option['decode_workers']:,} worker")
+    assert shown_metrics["Per request"].value == f"{option['kv_transfer_ms']:,.1f} ms"
+    ttft = shown_metrics["TTFT p90 (objective 2,000 ms)"]
+    itl = shown_metrics["ITL p90 (objective 50.0 ms)"]
+    assert (ttft.delta, itl.delta) == ("met", "met")
+    assert option["ttft_ms"] <= 2000.0 and option["itl_ms"] <= 50.0
     at.button(key="sz_open").click().run()
     assert not at.exception and "ITL, decode only" in metrics(at)
     assert shown(at, "Weights per GPU") == pytest.approx(W70_FP8_GB[decode["tp"]], abs=0.006)
