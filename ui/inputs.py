@@ -353,8 +353,9 @@ def _offer_valid_tp(sb, model: ModelSpec | None, tp: int) -> None:
     if model is None or valid_tp(model, tp):
         return
     nearest = nearest_valid_tps(model, tp)
-    sb.warning(f"TP {tp} does not split {plain(model.name, 80)}'s {model.n_heads} attention heads and "
-               f"{model.n_kv_heads} KV heads evenly.")
+    # a preset's name (never user text): engines refuse this TP (planner.hardware.parallelism)
+    sb.warning(f"TP {tp} does not split {model.name}'s {model.n_heads} attention heads and "
+               f"{model.n_kv_heads} KV heads evenly; nearest valid:")
     for col, t in zip(sb.columns(len(nearest)), nearest, strict=True):
         col.button(f"Use TP {t}", key=f"tp_fix_{t}", on_click=_set_tp, args=(t,))
 

@@ -166,7 +166,7 @@ def layout_problem(model: ModelSpec, tp: int, pp: int, ep: int, engine: str = "v
     if not valid_tp(model, tp):
         heads = f"{model.n_heads} attention heads"
         if model.n_kv_heads < model.n_heads:
-            heads += f" and {model.n_kv_heads} KV heads (or be a multiple of the KV heads, which replicates them)"
+            heads += f" and {model.n_kv_heads} KV heads (or be a multiple of the KV heads)"
         nearest = nearest_valid_tps(model, tp)
         return ScenarioError("tp", f"{tp} must divide the model's {heads}: nearest valid {_or_list(nearest)}")
     if pp > model.n_layers:
