@@ -169,7 +169,7 @@ def options_table(options: list[dict[str, Any]], catalog) -> tuple[pd.DataFrame,
         header = COLUMNS[k][0].format(pct=pct)
         values = [_cell(v, COLUMNS[k][1]) for v in frame[k]]
         if len(options) > 1 and len(set(values)) == 1 and k not in ALWAYS_SHOWN:
-            if values[0] != "—":
+            if values[0] != "—" and k != "validated":  # validation gets its own message
                 shared.append(f"{header} {values[0]}")
             continue
         shown.append(k)
@@ -254,8 +254,8 @@ def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog,
     pct = int(option.get("percentile") or 90)
     slo = request["slo"]
 
-    def gpu(p: dict[str, Any]) -> str:
-        return catalog[p["gpu"]].name if isinstance(p["gpu"], str) and p["gpu"] in catalog else str(p["gpu"])
+    def gpu(p: dict[str, Any]) -> str:  # a catalog name as is; a custom GPU's name is user text
+        return catalog[p["gpu"]].name if isinstance(p["gpu"], str) and p["gpu"] in catalog else plain(str(p["gpu"]), 80)
 
     def layout(p: dict[str, Any]) -> str:
         parts = [f"TP {p['tp']}"] + [f"{k.upper()} {p[k]}" for k in ("pp", "ep") if p.get(k, 1) > 1]
@@ -272,7 +272,7 @@ def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog,
             st.markdown("**Prefill pool**")
             st.metric("Prefill workers", count(int(option["prefill_workers"]), "worker", "workers"),
                       help="each runs the prompts of its share of the traffic")
-            st.caption(f"{count(int(pre['gpus_per_worker']), 'GPU', 'GPUs')} each: {plain(gpu(pre), 80)}, "
+            st.caption(f"{count(int(pre['gpus_per_worker']), 'GPU', 'GPUs')} each: {gpu(pre)}, "
                        f"{layout(pre)}. One prompt takes {pre['prefill_ms']:,.0f} ms; the pool is "
                        f"{pre['utilization']:.0%} busy.")
         with c2:
@@ -284,15 +284,15 @@ def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog,
         with c3:
             st.markdown("**Decode pool**")
             st.metric("Decode workers", count(int(option["decode_workers"]), "worker", "workers"))
-            st.caption(f"{count(int(dec['gpus_per_worker']), 'GPU', 'GPUs')} each: {plain(gpu(dec), 80)}, "
+            st.caption(f"{count(int(dec['gpus_per_worker']), 'GPU', 'GPUs')} each: {gpu(dec)}, "
                        f"{layout(dec)}. Each runs {dec['request_rate_per_worker']:,.3g} requests/s at batch "
                        f"{dec['batch']:,} (goodput {dec['goodput_request_rate']:,.3g} requests/s).")
         o1, o2 = st.columns(2)
         o1.metric(f"TTFT p{pct} (objective {slo['ttft_ms']:,.0f} ms)", f"{option['ttft_ms']:,.0f} ms",
-                  _met(option.get("ttft_ms"), float(slo["ttft_ms"])), delta_color="off",
+                  _met(option.get("ttft_ms"), float(slo["ttft_ms"])), delta_color="off", delta_arrow="off",
                   help="prefill queue + prefill + KV transfer + the decode worker's first step")
         o2.metric(f"ITL p{pct} (objective {slo['itl_ms']:,.1f} ms)", f"{option['itl_ms']:,.1f} ms",
-                  _met(option.get("itl_ms"), float(slo["itl_ms"])), delta_color="off")
+                  _met(option.get("itl_ms"), float(slo["itl_ms"])), delta_color="off", delta_arrow="off")
 
 
 def render(catalog) -> None:
@@ -387,7 +387,8 @@ def render(catalog) -> None:
                     f"(\\${shown_options[validated[0] - 1]['usd_per_hour']:,.2f}/hour); options above it are "
                     "cheaper on paper, on GPUs without a measurement.")
         if shared:
-            st.caption("Every option: " + "; ".join(plain(x, 80) for x in shared))
+            # headers and the planner's own values (precisions, counts, modes): no user text here
+            st.caption("Every option: " + "; ".join(shared) + ".")
         st.dataframe(frame, width="stretch", column_config=config)
         charts.show(scatter(result["options"], float(ss["sz_request"]["slo"]["itl_ms"]), catalog))
         n = len(result["options"])
