@@ -60,8 +60,8 @@ def test_plan_rounds_at_output_only(sample_scenario):
     """By default `plan` prints 4 significant digits: the library's full-precision plan rounded once at
     output (planner.contract.rounding), integers and whole-number counts as they are.
 
-    Source: contract extension: docs/CONTRACT_EXTENSIONS.md "CLI rounding"; hand: 52.2104... GB rounds to
-    52.21 at 4 significant digits, 163,840 B per token stays exact."""
+    Source: contract: docs/CONTRACT_EXTENSIONS.md "CLI rounding"; 52.2104... GB rounds to 52.21 at 4
+    significant digits, 163,840 B per token stays exact."""
     from planner import plan_dict
     from planner.contract.rounding import round_figures
 
@@ -76,7 +76,7 @@ def test_plan_rounds_at_output_only(sample_scenario):
 
 
 def test_tp_that_splits_no_heads_exits_2_naming_the_nearest_valid():
-    """Source: vLLM vllm/config/model.py verify_with_parallel_config ("Total number of attention heads
+    """Source: docs: vLLM vllm/config/model.py verify_with_parallel_config ("Total number of attention heads
     must be divisible by tensor parallel size") and linear.py QKVParallelLinear: Llama-3.1-70B has 64
     attention heads and 8 KV heads, so TP 3 loads nowhere; the valid TPs around 3 are 2 and 4 (hand)."""
     r = cli("plan", "-", stdin='{"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 3}')

@@ -321,11 +321,13 @@ PRESETS = load_presets()
     ("deepseek-v3", [1, 2, 4, 8, 16, 32, 64, 128]),  # MLA: 128 heads, each its own K/V
 ])
 def test_valid_tps_split_heads_and_kv_heads(model_id, valid):
+    """Source: docs: the engines' head-splitting rules above, applied by hand to each config.json's heads."""
     assert parallelism.valid_tps(PRESETS[model_id]) == valid
 
 
 def test_tp_3_on_a_64_head_model_names_2_or_4():
-    """The issue's reproducer: tp=3 on Llama-3.1-70B (64 heads, 8 KV heads) is refused, nearest 2 or 4."""
+    """The issue's reproducer: tp=3 on Llama-3.1-70B (64 heads, 8 KV heads) is refused, nearest 2 or 4.
+    Source: docs: vLLM's "must be divisible by tensor parallel size" (vllm/config/model.py)."""
     err = parallelism.layout_problem(PRESETS["llama-3.1-70b"], 3, 1, 1)
     assert err is not None and err.field == "tp"
     assert err.reason.startswith("3 must divide the model's 64 attention heads and 8 KV heads")
@@ -336,14 +338,16 @@ def test_tp_3_on_a_64_head_model_names_2_or_4():
 
 
 def test_kv_heads_replicate_when_tp_is_a_multiple():
-    """16 > 8 KV heads, 16 % 8 == 0: each KV head on two ranks, as vLLM's QKVParallelLinear replicates it."""
+    """16 > 8 KV heads, 16 % 8 == 0: each KV head on two ranks, as vLLM's QKVParallelLinear replicates it.
+    Source: docs: vllm/model_executor/layers/linear.py QKVParallelLinear (divide(tp_size, total_num_kv_heads))."""
     assert parallelism.layout_problem(PRESETS["llama-3.1-70b"], 16, 1, 1) is None
     err = parallelism.layout_problem(PRESETS["qwen2.5-7b"], 8, 1, 1)  # 28 % 8 != 0
     assert err is not None and err.reason.endswith("nearest valid 4 or 28")
 
 
 def test_uneven_pp_loads_and_pp_above_layers_does_not():
-    """80 layers over 3 stages (27, 27, 26) loads in vLLM, SGLang and TensorRT-LLM; 81 stages do not."""
+    """80 layers over 3 stages (27, 27, 26) loads in vLLM, SGLang and TensorRT-LLM; 81 stages do not.
+    Source: docs: get_pp_indices (vLLM, SGLang) and Mapping.pp_layers (TensorRT-LLM) split unevenly."""
     m = PRESETS["llama-3.1-70b"]
     for engine in ("vllm", "sglang", "trt-llm"):
         assert parallelism.layout_problem(m, 4, 3, 1, engine) is None
@@ -353,7 +357,8 @@ def test_uneven_pp_loads_and_pp_above_layers_does_not():
 
 def test_ep_that_does_not_divide_the_experts_only_fails_on_trt_llm():
     """Mixtral's 8 experts over EP 6 (tp 2): vLLM hands the remainder to the first ranks, SGLang pads with
-    redundant experts; TensorRT-LLM's 8 // 6 = 1 expert per rank would drop two, so it is refused there."""
+    redundant experts; TensorRT-LLM's 8 // 6 = 1 expert per rank would drop two, so it is refused there.
+    Source: docs: vLLM determine_expert_map, TensorRT-LLM Mapping.ep_experts."""
     m = PRESETS["mixtral-8x7b"]
     assert parallelism.layout_problem(m, 2, 1, 6, "vllm") is None
     assert parallelism.layout_problem(m, 2, 1, 6, "sglang") is None
@@ -366,7 +371,8 @@ def test_ep_that_does_not_divide_the_experts_only_fails_on_trt_llm():
 @settings(max_examples=200, deadline=None)
 @given(kv=st.integers(1, 64), group=st.integers(1, 16), tp=st.integers(1, 256))
 def test_nearest_valid_tps_are_valid_and_nearest(kv, group, tp):
-    """Invariant: the offered TPs load, and no loadable TP lies strictly between them and the asked one."""
+    """The offered TPs load, and no loadable TP lies strictly between them and the asked one.
+    Source: invariant"""
     base = PRESETS["llama-3.1-8b"]
     m = base.model_copy(update={"n_heads": kv * group, "n_kv_heads": kv})
     err = parallelism.layout_problem(m, tp, 1, 1)
@@ -380,5 +386,8 @@ def test_nearest_valid_tps_are_valid_and_nearest(kv, group, tp):
 
 
 def test_candidate_layouts_only_hold_valid_tps():
+    """Llama-3.2-3B's 24 heads and 8 KV heads: of the powers of two the sizing search tries, 16 and up load
+    nowhere.
+    Source: hand: 24 % 16 != 0."""
     m = PRESETS["llama-3.2-3b"]
     assert {tp for tp, _, _ in parallelism.candidate_layouts(m)} == {1, 2, 4, 8}
