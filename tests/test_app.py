@@ -697,6 +697,14 @@ def test_sizing_table_reads_like_a_table_and_ownership_inputs_only_when_owning()
 
     names = {g.name for g in load_catalog().values()}
     assert set(frame["GPU"]) <= names
+    # validated GPUs first (the catalog's flag), each group cheapest first; unticked, the planner's cost order
+    options = at.session_state["sz_result"]["options"]
+    flags = [frame.loc[i, "validated GPU"] == "yes" for i in frame.index] if "validated GPU" in frame else None
+    if flags is not None:
+        assert flags == sorted(flags, reverse=True)
+    assert any("Cheaper on paper" in i.value for i in at.info) == (not options[0]["validated"])
+    at.checkbox(key="sz_validated_first").set_value(False).run()
+    assert at.dataframe[0].value.iloc[0]["fleet $/hour"] == pytest.approx(options[0]["usd_per_hour"])
     at.radio(key="sz_cost_mode").set_value("own").run()
     assert [n for n in at.number_input if n.key == "sz_years"]
 

@@ -241,6 +241,12 @@ def scatter(options: list[dict[str, Any]], itl_objective_ms: float, catalog) -> 
     return spec
 
 
+def ordered_options(options: list[dict[str, Any]], validated_first: bool) -> list[dict[str, Any]]:
+    """The planner's ranking (cheapest first); with `validated_first`, options on validated GPUs come first,
+    each group keeping that ranking."""
+    return sorted(options, key=lambda o: not o.get("validated")) if validated_first else list(options)
+
+
 def _met(value: float | None, objective: float) -> str:
     if value is None:
         return "not computed"
@@ -376,24 +382,26 @@ def render(catalog) -> None:
         if modes:
             winner = modes.get("winner") or "neither mode"
             st.info(f"**{winner.capitalize()} wins.** {plain(modes.get('why', ''), 600)}")
-        shown_options = result["options"][:50]
+        options = ordered_options(result["options"], ss.get("sz_validated_first", True))
+        shown_options = options[:50]
         frame, config, shared = options_table(shown_options, catalog)
-        validated = [i + 1 for i, o in enumerate(shown_options) if o.get("validated")]
-        if not validated:
+        cheapest = result["options"][0]
+        if not any(o.get("validated") for o in options):
             st.warning("None of these options runs on a GPU marked validated in the catalog: their efficiency "
                        "is the measured GPUs' fit applied to datasheet peaks.")
-        elif validated[0] != 1:
-            st.info(f"The cheapest option on validated GPUs is option {validated[0]} "
-                    f"(\\${shown_options[validated[0] - 1]['usd_per_hour']:,.2f}/hour); options above it are "
-                    "cheaper on paper, on GPUs without a measurement.")
+        elif not cheapest.get("validated"):
+            st.info(f"Cheaper on paper: {_gpu_label(cheapest, catalog)} at \\${cheapest['usd_per_hour']:,.2f}/hour, "
+                    "on GPUs the catalog does not mark validated (no measurement behind their efficiency).")
+        st.checkbox("Validated GPUs first", value=True, key="sz_validated_first",
+                    help="validated: the catalog's flag, the planner's physics checked on this GPU or its generation")
         if shared:
             # headers and the planner's own values (precisions, counts, modes): no user text here
             st.caption("Every option: " + "; ".join(shared) + ".")
         st.dataframe(frame, width="stretch", column_config=config)
-        charts.show(scatter(result["options"], float(ss["sz_request"]["slo"]["itl_ms"]), catalog))
-        n = len(result["options"])
+        charts.show(scatter(options, float(ss["sz_request"]["slo"]["itl_ms"]), catalog))
+        n = len(options)
         pick = st.number_input(f"Open option (1 to {n}) in the planner", 1, n, 1, key="sz_pick")
-        chosen = result["options"][int(pick) - 1]
+        chosen = options[int(pick) - 1]
         scenario = option_scenario(chosen, ss["sz_request"])
         worker = " (its decode worker)" if chosen.get("mode") == "disaggregated" else ""
         if chosen.get("mode") == "disaggregated":

@@ -14,7 +14,7 @@ def is_validated(gpu_id: str) -> bool:
     """The catalog's `validated` flag for `gpu_id`; False for a GPU the catalog does not flag or hold
     (a custom GPU object is never validated)."""
     spec = load_catalog().get(gpu_id)
-    return bool(getattr(spec, "validated", False)) if spec is not None else False
+    return spec is not None and bool(spec.validated)
 
 
 __all__ = ["is_validated"]
