@@ -128,10 +128,10 @@ COLUMNS: dict[str, tuple[str, str | None]] = {
     "mode": ("mode", None), "gpu_name": ("GPU", None), "validated": ("validated GPU", None), "tp": ("TP", "%d"),
     "weights": ("weights", None), "kv_cache": ("KV cache", None),
     "batch": ("batch", "%d"), "replicas": ("replicas", "%d"), "gpus_total": ("GPUs", "%d"),
-    "prefill_workers": ("prefill workers", "%d"), "decode_workers": ("decode workers", "%d"),
-    "ttft_ms": ("TTFT p{pct} (ms)", "%.0f"), "itl_ms": ("ITL p{pct} (ms)", "%.1f"),
-    "output_tokens_per_s": ("output tokens/s per replica", "%.0f"),
     "usd_per_hour": ("fleet $/hour", "$%.2f"), "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"),
+    "ttft_ms": ("TTFT p{pct} (ms)", "%.0f"), "itl_ms": ("ITL p{pct} (ms)", "%.1f"),
+    "prefill_workers": ("prefill workers", "%d"), "decode_workers": ("decode workers", "%d"),
+    "output_tokens_per_s": ("output tokens/s per replica", "%.0f"),
     "pareto": ("Pareto", None),
 }
 ALWAYS_SHOWN = ("gpu_name", "gpus_total", "ttft_ms", "itl_ms", "usd_per_hour", "usd_per_million_output_tokens")
