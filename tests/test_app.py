@@ -537,16 +537,38 @@ def test_memory_utilization_below_the_old_slider_minimum_is_shown_as_given():
     assert any("do not fit" in e.value for e in at.error)
 
 
-def test_tp_3_from_a_link_stays_tp_3():
-    """TP 3 reaches the plan: Llama-3.1-8B's fp8 weights split three ways, 6,979,321,856 / 3 linear bytes +
-    2,101,346,304 / 3 of bf16 embedding and head + 532,480 of norms = 3,027,421,867 B per GPU (W8_GB above).
-    Source: hand: the arithmetic above, from Llama-3.1-8B's config.json.
+def test_tp_3_from_a_link_is_refused_naming_the_nearest_valid_tp():
+    """Llama-3.1-8B has 32 attention heads and 8 KV heads: vLLM refuses TP 3 (vllm/config/model.py,
+    "Total number of attention heads (32) must be divisible by tensor parallel size (3)"), so the link's
+    TP is refused with the planner's one line, which names 2 or 4, and the plan uses a valid TP.
+    Source: hand: the divisors of 32 that divide 8 or are multiples of it, around 3: 2 and 4.
     """
     at = run_app({"tp": "3", "model": "llama-3.1-8b"})
-    assert at.sidebar.selectbox(key="tp").value == 3
-    assert shown(at, "Weights per GPU") == pytest.approx(W8_GB[("fp8", 3)], abs=0.006)
-    assert query(at)["tp"] == "3"
-    assert_metrics_match_plan(at, {**DEFAULT_SCENARIO, "model": "llama-3.1-8b", "tp": 3})
+    warnings = [unescape(w.value) for w in at.warning]
+    assert any("tp" in w and "3 must divide the model's 32 attention heads and 8 KV heads" in w
+               and "nearest valid 2 or 4" in w for w in warnings), warnings
+    assert at.sidebar.selectbox(key="tp").value in (2, 4)
+    assert query(at).get("tp") != "3"
+
+
+def test_a_tp_that_splits_no_heads_is_refused_with_a_button_for_each_nearest_tp():
+    """Llama-3.2-3B: 24 attention heads, 8 KV heads. TP 16 divides neither the 24 heads nor is a multiple of
+    8 that divides 24, so the plan is refused with `tp: 16 must divide ...: nearest valid 8 or 24`, and the
+    sidebar offers both; one click plans at TP 8.
+    Source: hand: the TPs that split 24 heads and 8 KV heads are 1, 2, 4, 8 and 24.
+    """
+    at = run_app({"model": "llama-3.2-3b", "tp": "1"})
+    at.sidebar.selectbox(key="tp").set_value(16).run()
+    errors = [unescape(e.value) for e in at.error]
+    assert any("16 must divide the model's 24 attention heads and 8 KV heads" in e and "nearest valid 8 or 24" in e
+               for e in errors), errors
+    labels = [b.label for b in at.sidebar.button]
+    assert "Use TP 8" in labels and "Use TP 24" in labels
+    at.sidebar.button(key="tp_fix_8").click().run()
+    assert not at.exception
+    assert at.sidebar.selectbox(key="tp").value == 8
+    assert not [e for e in at.error if "must divide" in e.value]
+    assert query(at)["tp"] == "8"
 
 
 def test_a_tenth_of_a_cent_per_gpu_hour_is_kept():
@@ -665,11 +687,24 @@ def test_sizing_table_reads_like_a_table_and_ownership_inputs_only_when_owning()
     [b for b in at.button if b.label == "Find the cheapest fleet"][0].click().run(timeout=TIMEOUT)
     frame = at.dataframe[0].value
     assert frame.index[0] == 1 and frame.index.name == "option"
-    assert {"GPU", "ITL under load (ms)", "$/M output tokens"} <= set(frame.columns)
+    assert {"GPU", "ITL p90 (ms)", "TTFT p90 (ms)", "$/M output tokens"} <= set(frame.columns)
+    assert "ITL alone (ms)" not in frame.columns  # it was the same figure as ITL under load
+    for column in frame.columns:  # only columns that differ, beside the fleet's GPU, size, latency and cost
+        if column not in ("GPU", "GPUs", "TTFT p90 (ms)", "ITL p90 (ms)", "fleet $/hour", "$/M output tokens"):
+            assert frame[column].nunique() > 1, column
+    assert any("TTFT p90" in m.value and "ITL p90" in m.value for m in at.markdown)
     from gpu_catalog import load_catalog
 
     names = {g.name for g in load_catalog().values()}
     assert set(frame["GPU"]) <= names
+    # validated GPUs first (the catalog's flag), each group cheapest first; unticked, the planner's cost order
+    options = at.session_state["sz_result"]["options"]
+    flags = [frame.loc[i, "validated GPU"] == "yes" for i in frame.index] if "validated GPU" in frame else None
+    if flags is not None:
+        assert flags == sorted(flags, reverse=True)
+    assert any("Cheaper on paper" in i.value for i in at.info) == (not options[0]["validated"])
+    at.checkbox(key="sz_validated_first").set_value(False).run()
+    assert at.dataframe[0].value.iloc[0]["fleet $/hour"] == pytest.approx(options[0]["usd_per_hour"])
     at.radio(key="sz_cost_mode").set_value("own").run()
     assert [n for n in at.number_input if n.key == "sz_years"]
 
@@ -794,8 +829,18 @@ def test_sizing_searches_disaggregated_fleets_and_says_which_mode_wins():
     frame = at.dataframe[0].value
     assert set(frame["mode"]) <= {"aggregated", "disaggregated"} and "disaggregated" in set(frame["mode"])
     first_disagg = int(frame.index[list(frame["mode"]).index("disaggregated")])
-    decode = at.session_state["sz_result"]["options"][first_disagg - 1]["decode"]
+    option = at.session_state["sz_result"]["options"][first_disagg - 1]
+    decode = option["decode"]
     at.number_input(key="sz_pick").set_value(first_disagg).run()
+    # the option opens as a disaggregated fleet: both pools, the KV transfer, the objectives judged
+    shown_metrics = {m.label: m for m in at.metric}
+    assert shown_metrics["Prefill workers"].value.startswith(f"{option['prefill_workers']:,} worker")
+    assert shown_metrics["Decode workers"].value.startswith(f"{option['decode_workers']:,} worker")
+    assert shown_metrics["Per request"].value == f"{option['kv_transfer_ms']:,.1f} ms"
+    ttft = shown_metrics["TTFT p90 (objective 2,000 ms)"]
+    itl = shown_metrics["ITL p90 (objective 50.0 ms)"]
+    assert (ttft.delta, itl.delta) == ("met", "met")
+    assert option["ttft_ms"] <= 2000.0 and option["itl_ms"] <= 50.0
     at.button(key="sz_open").click().run()
     assert not at.exception and "ITL, decode only" in metrics(at)
     assert shown(at, "Weights per GPU") == pytest.approx(W70_FP8_GB[decode["tp"]], abs=0.006)

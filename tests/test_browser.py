@@ -255,3 +255,23 @@ def test_crafted_compare_link_makes_no_outside_request_no_link_no_image(server, 
     assert page.locator('a[href*="evil"]').count() == 0
     assert page.locator('img[src*="evil"]').count() == 0
     page.close()
+
+
+def test_tp_3_is_refused_and_the_nearest_valid_tp_offered(server, browser):
+    """A link asking for TP 3 on Llama-3.1-70B (64 attention heads, 8 KV heads): vLLM would refuse it
+    ("Total number of attention heads (64) must be divisible by tensor parallel size (3)", vllm/config/model.py),
+    so the page shows the planner's line naming TP 2 or 4, plans a valid TP, and never prints
+    `--tensor-parallel-size 3`.
+    Source: hand: the TPs that split 64 heads and 8 KV heads around 3 are 2 and 4.
+    """
+    page = browser.new_page(viewport={"width": 1500, "height": 1600})
+    page.goto(server + "/?model=llama-3.1-70b&gpu=h100-sxm&tp=3&weights=fp8&kv_cache=fp8")
+    _wait_for_metrics(page)
+    joined = " ".join(page.locator('[data-testid="stAlert"]').all_inner_texts())
+    assert "tp" in joined and "3 must divide the model's 64 attention heads and 8 KV heads" in joined
+    assert "nearest valid 2 or 4" in joined
+    assert _query(page).get("tp") in ("2", "4")
+    assert "--tensor-parallel-size 3" not in page.content()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "browser_tp3_refused.png"), full_page=False)
+    page.close()

@@ -50,10 +50,42 @@ def test_plan_matches_library(sample_scenario):
     3.35 TB/s: the fp8 ridge is 1,978.9e12 / 3.35e12 = 590.7 FLOP/B (seed item 1's FP8 ridge too)."""
     from planner import plan_dict
 
-    out = json.loads(cli("plan", "-", stdin=json.dumps(sample_scenario)).stdout)
+    out = json.loads(cli("plan", "--full-precision", "-", stdin=json.dumps(sample_scenario)).stdout)
     assert out == plan_dict(sample_scenario)
     assert out["roofline"]["compute_precision"] == "fp8"
     assert out["roofline"]["ridge_flop_per_byte"] == pytest.approx(590.7, rel=0.001)
+
+
+def test_plan_rounds_at_output_only(sample_scenario):
+    """By default `plan` prints 4 significant digits: the library's full-precision plan rounded once at
+    output (planner.contract.rounding), integers and whole-number counts as they are.
+
+    Source: contract: docs/CONTRACT_EXTENSIONS.md "CLI rounding"; 52.2104... GB rounds to 52.21 at 4
+    significant digits, 163,840 B per token stays exact."""
+    from planner import plan_dict
+    from planner.contract.rounding import round_figures
+
+    rounded = json.loads(cli("plan", "-", stdin=json.dumps(sample_scenario)).stdout)
+    full = plan_dict(sample_scenario)
+    assert rounded == round_figures(full)
+    assert rounded["memory"]["kv_bytes_per_token"] == 163_840
+    assert rounded["memory"]["max_batch"] == full["memory"]["max_batch"]
+    kv = rounded["memory"]["kv_budget_gb_per_gpu"]
+    assert len(f"{kv:g}".replace(".", "").lstrip("0")) <= 4
+    assert kv == pytest.approx(full["memory"]["kv_budget_gb_per_gpu"], rel=5e-4)
+
+
+def test_tp_that_splits_no_heads_exits_2_naming_the_nearest_valid():
+    """Source: docs: vLLM vllm/config/model.py verify_with_parallel_config ("Total number of attention heads
+    must be divisible by tensor parallel size") and linear.py QKVParallelLinear: Llama-3.1-70B has 64
+    attention heads and 8 KV heads, so TP 3 loads nowhere; the valid TPs around 3 are 2 and 4 (hand)."""
+    r = cli("plan", "-", stdin='{"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 3}')
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert r.stderr.startswith("error: tp: 3 must divide the model's 64 attention heads and 8 KV heads")
+    assert r.stderr.rstrip().endswith("nearest valid 2 or 4")
+    r = cli("commands", "-", stdin='{"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 3}')
+    assert r.returncode == 2 and "--tensor-parallel-size 3" not in r.stdout
+    assert r.stderr.startswith("error: tp: ")
 
 
 def test_gpus_lists_catalog_with_sources():
@@ -175,7 +207,7 @@ BAD = [
     ("unknown field", PLAN, L8 + ', "bogus": 1}', "bogus: unknown field"),
     ("efficiency word", PLAN, L8 + ', "efficiency": "fast"}', "efficiency: must be"),
     ("efficiency range", PLAN, L8 + ', "efficiency": {"bandwidth": 2}}', "efficiency.bandwidth:"),
-    ("tp above heads", PLAN, '{"model": "llama-3.2-1b", "gpu": "h100-sxm", "tp": 64}', "tp: cannot exceed"),
+    ("tp above heads", PLAN, '{"model": "llama-3.2-1b", "gpu": "h100-sxm", "tp": 64}', "tp: 64 cannot exceed the model's 32 attention heads: nearest valid 32"),
     ("model wrong type", PLAN, '{"model": 5, "gpu": "h100-sxm"}', "model: must be a preset id"),
     ("hf unsupported", PLAN, '{"model": {"hf_config": {"model_type": "gpt2"}}, "gpu": "h100-sxm"}',
      "model.hf_config.model_type: 'gpt2' is not supported"),

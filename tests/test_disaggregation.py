@@ -232,3 +232,35 @@ def test_sizing_hints_the_cheapest_layout_across_nodes():
                          "slo": {"ttft_ms": 3000.0, "itl_ms": 80.0}})
     assert r["fit_hints"] == [{"gpu": "h100-sxm", "weights": "bf16", "kv_cache": "fp8", "smallest_layout_that_fits":
                                {"tp": 4, "pp": 3, "ep": 1, "gpus_per_replica": 12, "nodes_per_replica": 2}}]
+
+
+def test_decode_worker_scenario_plans_the_options_decode_pool():
+    """A disaggregated option's decode worker, opened as a scenario (planner.serving.serving_modes), plans at the
+    rate each worker runs with the prompt's KV already there: its ITL at the objective's percentile is the
+    option's own, so it meets the objective the fleet was sized for (not a single-pool plan missing it).
+    Source: contract: the option's decode ITL and the plan's serving ITL come from one serving model."""
+    from planner import plan_dict
+    from planner.serving.serving_modes import decode_worker_scenario, size_with_modes
+
+    request = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 8000, "output_len": 300},
+               "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm"], "tp": [2, 4],
+               "weights": ["fp8"], "kv_cache": ["fp8"], "disaggregation": True}
+    option = next(o for o in size_with_modes(request)["options"] if o["mode"] == "disaggregated")
+    scenario = decode_worker_scenario(option, request)
+    assert (scenario["gpu"], scenario["tp"]) == (option["decode"]["gpu"], option["decode"]["tp"])
+    assert scenario["load"]["prefix_cache_hit"] == 1.0
+    serving = plan_dict(scenario)["serving"]
+    assert serving["itl_ms"]["p90"] == pytest.approx(option["itl_ms"], rel=1e-6)
+    assert serving["itl_ms"]["p90"] <= 50.0
+    assert isinstance(option["validated"], bool)
+    with pytest.raises(ScenarioError):
+        decode_worker_scenario({"mode": "aggregated"}, request)
+
+
+def test_a_gpu_the_catalog_does_not_hold_is_not_validated():
+    """Source: contract: validation is catalog data; a custom GPU object or unknown id has none."""
+    from planner.hardware.validated import is_validated
+
+    assert is_validated("my-custom-gpu") is False
+    # the catalog's flags (gpu_catalog/gpus.toml, with their evidence): our H100 SXM runs; no B200 rows yet
+    assert is_validated("h100-sxm") is True and is_validated("b200") is False

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from gpu_catalog import load_catalog
 from planner.contract.cli import main
+from planner.hardware.parallelism import valid_tp
 from planner.model.hf_import import SUPPORTED_MODEL_TYPES
 from planner.model.presets import load_presets
 
@@ -201,7 +202,7 @@ def scenario(rng: random.Random) -> dict[str, Any]:
     model, gpu = rng.choice(MODELS), rng.choice(GPUS)
     weights = rng.choice([w for w in PRECISIONS if w not in ("fp8", "fp4") or w in load_catalog()[gpu].tflops])
     s: dict[str, Any] = {"model": model, "gpu": gpu,
-                         "tp": rng.choice([t for t in (1, 2, 4, 8) if t <= load_presets()[model].n_heads]),
+                         "tp": rng.choice([t for t in (1, 2, 4, 8) if valid_tp(load_presets()[model], t)]),
                          "weights": weights, "kv_cache": rng.choice(PRECISIONS[:6]),
                          "prompt_len": rng.randint(1, 32_000), "output_len": rng.randint(1, 4_000)}
     if rng.random() < 0.5:

@@ -17,6 +17,7 @@ from planner.contract.scenario import parse_scenario, resolve
 from planner.hardware.communication import ep_alltoall_ms, tp_allreduce_ms
 from planner.hardware.parallelism import link_for_group, sharding
 from planner.model.model_shapes import param_counts
+from planner.model.presets import load_presets
 from planner.physics.memory import plan_memory, weight_bytes_total
 
 CATALOG = load_catalog()
@@ -300,3 +301,93 @@ def test_multinode_accuracy_guard(row_id, tolerance):
 
     row = next(r for r in rows() if r["id"] == row_id)
     assert predict(row) == pytest.approx(float(row["published"]), rel=tolerance)
+
+
+# --- valid layouts (planner.hardware.parallelism.layout_problem) ---------------------------------------
+# Engines' rules, read in their sources: vLLM vllm/config/model.py verify_with_parallel_config (heads divisible
+# by TP) and vllm/model_executor/layers/linear.py QKVParallelLinear (KV heads divided by TP, or TP divided by the
+# KV heads, which replicates each KV head); SGLang python/sglang/srt/layers/linear.py, the same; PP splits may be
+# uneven (vLLM/SGLang get_pp_indices, TensorRT-LLM Mapping.pp_layers); TensorRT-LLM Mapping.ep_experts takes
+# num_experts // moe_ep_size experts per rank, so ep must divide the experts there.
+
+PRESETS = load_presets()
+
+
+@pytest.mark.parametrize("model_id, valid", [
+    # hand: divisors t of the heads with t | KV heads or KV heads | t
+    ("llama-3.1-70b", [1, 2, 4, 8, 16, 32, 64]),  # 64 heads, 8 KV heads
+    ("qwen2.5-7b", [1, 2, 4, 28]),  # 28 heads, 4 KV: 7 and 14 split the heads but not the 4 KV heads
+    ("llama-3.2-3b", [1, 2, 4, 8, 24]),  # 24 heads, 8 KV: 3, 6 and 12 do not split 8 KV heads
+    ("deepseek-v3", [1, 2, 4, 8, 16, 32, 64, 128]),  # MLA: 128 heads, each its own K/V
+])
+def test_valid_tps_split_heads_and_kv_heads(model_id, valid):
+    """Source: docs: the engines' head-splitting rules above, applied by hand to each config.json's heads."""
+    assert parallelism.valid_tps(PRESETS[model_id]) == valid
+
+
+def test_tp_3_on_a_64_head_model_names_2_or_4():
+    """The issue's reproducer: tp=3 on Llama-3.1-70B (64 heads, 8 KV heads) is refused, nearest 2 or 4.
+    Source: docs: vLLM's "must be divisible by tensor parallel size" (vllm/config/model.py)."""
+    err = parallelism.layout_problem(PRESETS["llama-3.1-70b"], 3, 1, 1)
+    assert err is not None and err.field == "tp"
+    assert err.reason.startswith("3 must divide the model's 64 attention heads and 8 KV heads")
+    assert err.reason.endswith("nearest valid 2 or 4")
+    with pytest.raises(ScenarioError) as raised:
+        deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=3)
+    assert raised.value.line() == err.line()
+
+
+def test_kv_heads_replicate_when_tp_is_a_multiple():
+    """16 > 8 KV heads, 16 % 8 == 0: each KV head on two ranks, as vLLM's QKVParallelLinear replicates it.
+    Source: docs: vllm/model_executor/layers/linear.py QKVParallelLinear (divide(tp_size, total_num_kv_heads))."""
+    assert parallelism.layout_problem(PRESETS["llama-3.1-70b"], 16, 1, 1) is None
+    err = parallelism.layout_problem(PRESETS["qwen2.5-7b"], 8, 1, 1)  # 28 % 8 != 0
+    assert err is not None and err.reason.endswith("nearest valid 4 or 28")
+
+
+def test_uneven_pp_loads_and_pp_above_layers_does_not():
+    """80 layers over 3 stages (27, 27, 26) loads in vLLM, SGLang and TensorRT-LLM; 81 stages do not.
+    Source: docs: get_pp_indices (vLLM, SGLang) and Mapping.pp_layers (TensorRT-LLM) split unevenly."""
+    m = PRESETS["llama-3.1-70b"]
+    for engine in ("vllm", "sglang", "trt-llm"):
+        assert parallelism.layout_problem(m, 4, 3, 1, engine) is None
+    err = parallelism.layout_problem(m, 4, 81, 1)
+    assert err is not None and err.field == "pp" and err.reason.endswith("nearest valid 80")
+
+
+def test_ep_that_does_not_divide_the_experts_only_fails_on_trt_llm():
+    """Mixtral's 8 experts over EP 6 (tp 2): vLLM hands the remainder to the first ranks, SGLang pads with
+    redundant experts; TensorRT-LLM's 8 // 6 = 1 expert per rank would drop two, so it is refused there.
+    Source: docs: vLLM determine_expert_map, TensorRT-LLM Mapping.ep_experts."""
+    m = PRESETS["mixtral-8x7b"]
+    assert parallelism.layout_problem(m, 2, 1, 6, "vllm") is None
+    assert parallelism.layout_problem(m, 2, 1, 6, "sglang") is None
+    err = parallelism.layout_problem(m, 2, 1, 6, "trt-llm")
+    assert err is not None and err.field == "ep" and err.reason.endswith("nearest valid 4 or 8")
+    err = parallelism.layout_problem(m, 2, 1, 3, "vllm")
+    assert err is not None and err.reason.startswith("3 must be a multiple of tp (2)")
+
+
+@settings(max_examples=200, deadline=None)
+@given(kv=st.integers(1, 64), group=st.integers(1, 16), tp=st.integers(1, 256))
+def test_nearest_valid_tps_are_valid_and_nearest(kv, group, tp):
+    """The offered TPs load, and no loadable TP lies strictly between them and the asked one.
+    Source: invariant"""
+    base = PRESETS["llama-3.1-8b"]
+    m = base.model_copy(update={"n_heads": kv * group, "n_kv_heads": kv})
+    err = parallelism.layout_problem(m, tp, 1, 1)
+    assert (err is None) == parallelism.valid_tp(m, tp)
+    if err is None:
+        return
+    nearest = parallelism.nearest_valid_tps(m, min(tp, m.n_heads + 1))
+    assert nearest and all(parallelism.valid_tp(m, t) for t in nearest)
+    lo, hi = min(nearest + [tp]), max(nearest + [tp])
+    assert not any(parallelism.valid_tp(m, t) for t in range(lo + 1, hi) if t not in nearest and t != tp)
+
+
+def test_candidate_layouts_only_hold_valid_tps():
+    """Llama-3.2-3B's 24 heads and 8 KV heads: of the powers of two the sizing search tries, 16 and up load
+    nowhere.
+    Source: hand: 24 % 16 != 0."""
+    m = PRESETS["llama-3.2-3b"]
+    assert {tp for tp, _, _ in parallelism.candidate_layouts(m)} == {1, 2, 4, 8}

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from gpu_catalog import load_catalog
 from planner import plan, plan_dict
+from planner.hardware.parallelism import valid_tp
 from planner.model.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, bits_per_value
 from planner.model.presets import load_presets
 
@@ -28,8 +29,8 @@ def scenarios(draw):
     gpu = draw(st.sampled_from(GPUS))
     weights = draw(st.sampled_from(WEIGHTS))
     model = draw(st.sampled_from(MODELS))
-    n_heads = load_presets()[model].n_heads
-    tp = draw(st.sampled_from([t for t in (1, 2, 4, 8) if t <= n_heads]))
+    # the TPs the engines load for this model (planner.hardware.parallelism.valid_tp)
+    tp = draw(st.sampled_from([t for t in (1, 2, 4, 8) if valid_tp(load_presets()[model], t)]))
     prompt = draw(st.integers(1, 16_000))
     output = draw(st.integers(1, 4_000))
     extra = draw(st.integers(0, 16_000))

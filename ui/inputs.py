@@ -10,7 +10,9 @@ import streamlit as st
 
 from gpu_catalog import DEFAULT_INTERCONNECT_GB_S, load_catalog
 from planner.contract.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_RESERVE_GB
+from planner.hardware.parallelism import nearest_valid_tps, valid_tp
 from planner.model.hf_import import SUPPORTED_MODEL_TYPES
+from planner.model.model_shapes import ModelSpec
 from planner.model.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.model.presets import load_presets
 from ui.text import plain
@@ -342,6 +344,22 @@ def _hf_import_box() -> None:
             st.error(plain(st.session_state["hf_error"]), icon="⚠️")
 
 
+def _set_tp(tp: int) -> None:
+    st.session_state["tp"] = tp
+
+
+def _offer_valid_tp(sb, model: ModelSpec | None, tp: int) -> None:
+    """A TP the engines refuse (planner.hardware.parallelism.layout_problem): one button per nearest valid TP."""
+    if model is None or valid_tp(model, tp):
+        return
+    nearest = nearest_valid_tps(model, tp)
+    # a preset's name (never user text): engines refuse this TP (planner.hardware.parallelism)
+    sb.warning(f"TP {tp} does not split {model.name}'s {model.n_heads} attention heads and "
+               f"{model.n_kv_heads} KV heads evenly; nearest valid:")
+    for col, t in zip(sb.columns(len(nearest)), nearest, strict=True):
+        col.button(f"Use TP {t}", key=f"tp_fix_{t}", on_click=_set_tp, args=(t,))
+
+
 def render_sidebar() -> None:
     ss = st.session_state
     presets = load_presets()
@@ -391,6 +409,7 @@ def render_sidebar() -> None:
     c1, c2 = sb.columns(2)
     c1.selectbox("TP degree", with_current(TP_CHOICES, ss.get("tp")), key="tp",
                  help="GPUs per replica (tensor parallel)")
+    _offer_valid_tp(sb, presets.get(ss["model_choice"]), int(ss["tp"]))
     c2.selectbox("Weights", with_current(WEIGHTS, ss.get("weights")), key="weights")
     c1.selectbox("KV cache", with_current(KV, ss.get("kv_cache")), key="kv_cache")
     c2.selectbox("Compute", with_current(COMPUTE, ss.get("compute")), key="compute",

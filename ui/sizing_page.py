@@ -13,7 +13,7 @@ from planner import ScenarioError
 from planner.economics.ownership import OwnershipCosts, break_even_utilization
 from planner.model.precision import KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.model.presets import load_presets
-from planner.serving.serving_modes import MODE_FIELDS, size_with_modes
+from planner.serving.serving_modes import MODE_FIELDS, decode_worker_scenario, size_with_modes
 from planner.serving.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS, parse_sizing
 from ui import charts, inputs
 from ui.links import SIZE_PARAM
@@ -41,7 +41,7 @@ def _request_from_widgets(catalog) -> dict[str, Any]:
         "model": model,
         "traffic": {"requests_per_s": float(ss["sz_rps"]), "prompt_len": int(ss["sz_prompt"]),
                     "output_len": int(ss["sz_output"])},
-        "slo": {"ttft_ms": float(ss["sz_ttft"]), "itl_ms": float(ss["sz_itl"])},
+        "slo": {"ttft_ms": float(ss["sz_ttft"]), "itl_ms": float(ss["sz_itl"]), "percentile": int(ss["sz_pct"])},
         "gpus": (list(ss["sz_gpus"]) or ([] if custom_gpus else list(catalog))) + custom_gpus,
         "tp": list(ss["sz_tp"]) or DEFAULT_TP,
         "weights": list(ss["sz_weights"]) or DEFAULT_WEIGHTS, "kv_cache": list(ss["sz_kv"]) or DEFAULT_KV,
@@ -75,6 +75,7 @@ def _seed(req: dict[str, Any], catalog) -> None:
     ss["sz_output"] = int(traffic["output_len"])
     ss["sz_ttft"] = float(slo["ttft_ms"])
     ss["sz_itl"] = float(slo["itl_ms"])
+    ss["sz_pct"] = int(slo.get("percentile") or 90)
     ss["sz_gpus"] = [g for g in (req.get("gpus") or []) if isinstance(g, str) and g in catalog]
     ss["sz_tp"] = list(req.get("tp") or DEFAULT_TP)
     ss["sz_weights"] = list(req.get("weights") or DEFAULT_WEIGHTS)
@@ -120,45 +121,79 @@ def _cached_size(request_json: str) -> dict[str, Any]:
     return size_with_modes(json.loads(request_json))
 
 
-# option key -> (header, format); only the keys a result carries are shown, in this order
+# option key -> (header, format); only the keys a result carries, and only those that differ from row to row,
+# are shown, in this order. The option's `itl_ms` and `itl_ms_under_load` are one figure (ITL at the
+# objective's percentile at the rate each replica runs), so the table shows it once.
 COLUMNS: dict[str, tuple[str, str | None]] = {
-    "mode": ("mode", None), "gpu_name": ("GPU", None), "tp": ("TP", "%d"), "weights": ("weights", None), "kv_cache": ("KV cache", None),
+    "mode": ("mode", None), "gpu_name": ("GPU", None), "validated": ("validated GPU", None), "tp": ("TP", "%d"),
+    "weights": ("weights", None), "kv_cache": ("KV cache", None),
     "batch": ("batch", "%d"), "replicas": ("replicas", "%d"), "gpus_total": ("GPUs", "%d"),
-    "ttft_ms": ("TTFT under load (ms)", "%.0f"), "itl_ms_under_load": ("ITL under load (ms)", "%.1f"),
-    "itl_ms": ("ITL alone (ms)", "%.1f"), "output_tokens_per_s": ("output tokens/s per replica", "%.0f"),
     "usd_per_hour": ("fleet $/hour", "$%.2f"), "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"),
+    "ttft_ms": ("TTFT p{pct} (ms)", "%.0f"), "itl_ms": ("ITL p{pct} (ms)", "%.1f"),
     "prefill_workers": ("prefill workers", "%d"), "decode_workers": ("decode workers", "%d"),
+    "output_tokens_per_s": ("output tokens/s per replica", "%.0f"),
     "pareto": ("Pareto", None),
 }
+ALWAYS_SHOWN = ("gpu_name", "gpus_total", "ttft_ms", "itl_ms", "usd_per_hour", "usd_per_million_output_tokens")
+_PY_FORMATS = {"%d": "{:,.0f}", "%.0f": "{:,.0f}", "%.1f": "{:,.1f}", "$%.2f": "${:,.2f}", "$%.3f": "${:,.3f}"}
 
 
-def options_table(options: list[dict[str, Any]], catalog) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Human headers, GPU names, 1-based option numbers; values rounded by the column formats."""
+def _cell(value: Any, fmt: str | None) -> str:
+    """A cell of a column that is not numeric throughout: formatted text, a dash where the option has none."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if fmt is not None and isinstance(value, (int, float)):
+        return _PY_FORMATS[fmt].format(value)
+    return str(value)
+
+
+def options_table(options: list[dict[str, Any]], catalog) -> tuple[pd.DataFrame, dict[str, Any], list[str]]:
+    """Human headers, GPU names, 1-based option numbers; only the columns that differ between options, and a
+    list of what every option shares ("TP 4", "weights fp8"); values rounded by the column formats."""
+    pct = options[0].get("percentile", 90) if options else 90
     rows = []
     for o in options:
         row = {k: v for k, v in o.items() if k not in ("scenario", "prefill", "decode")}
         row["gpu_name"] = _gpu_label(o, catalog)
         if o.get("mode") == "disaggregated":  # its layout lives in the two pools
             row.update(tp=None, weights=f"{o['decode']['weights']}", kv_cache=f"{o['decode']['kv_cache']}",
-                       batch=o["decode"].get("batch"))
+                       batch=o["decode"].get("batch"), replicas=None, output_tokens_per_s=None)
         rows.append(row)
     frame = pd.DataFrame(rows)
     keys = [k for k in COLUMNS if k in frame]
-    frame = frame[keys].rename(columns={k: COLUMNS[k][0] for k in keys})
-    frame.index = pd.RangeIndex(1, len(frame) + 1, name="option")
-    config = {COLUMNS[k][0]: st.column_config.NumberColumn(format=COLUMNS[k][1]) for k in keys if COLUMNS[k][1]}
-    return frame, config
+    shared: list[str] = []
+    shown: list[str] = []
+    for k in keys:
+        header = COLUMNS[k][0].format(pct=pct)
+        values = [_cell(v, COLUMNS[k][1]) for v in frame[k]]
+        if len(options) > 1 and len(set(values)) == 1 and k not in ALWAYS_SHOWN:
+            if values[0] != "—" and k != "validated":  # validation gets its own message
+                shared.append(f"{header} {values[0]}")
+            continue
+        shown.append(k)
+    out = pd.DataFrame(index=pd.RangeIndex(1, len(frame) + 1, name="option"))
+    config: dict[str, Any] = {}
+    for k in shown:
+        header, fmt = COLUMNS[k][0].format(pct=pct), COLUMNS[k][1]
+        col = frame[k]
+        numeric = fmt is not None and col.map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                                              and v == v).all()
+        if numeric:
+            out[header] = col.to_numpy()
+            config[header] = st.column_config.NumberColumn(format=fmt)
+        else:  # a column some options leave empty (a disaggregated fleet has no TP of its own): text, "—"
+            out[header] = [_cell(v, fmt) for v in col]
+    return out, config, shared
 
 
 def option_scenario(option: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
-    """The scenario an option plans to: its own, or for a disaggregated fleet its decode worker's."""
+    """The scenario an option plans to: its own, or for a disaggregated fleet its decode worker's
+    (planner.serving.serving_modes.decode_worker_scenario)."""
     if option.get("scenario"):
         return option["scenario"]
-    dec, t = option["decode"], request["traffic"]
-    return {"model": request["model"], "gpu": dec["gpu"], "tp": dec["tp"], "pp": dec.get("pp", 1),
-            "ep": dec.get("ep", 1), "weights": dec["weights"], "kv_cache": dec["kv_cache"],
-            "context_len": request.get("context_len") or t["prompt_len"] + t["output_len"],
-            "prompt_len": t["prompt_len"], "output_len": t["output_len"], "batch": dec["batch"]}
+    return decode_worker_scenario(option, request)
 
 
 def _gpu_label(o: dict[str, Any], catalog) -> str:
@@ -172,21 +207,22 @@ def _gpu_label(o: dict[str, Any], catalog) -> str:
 
 
 def scatter(options: list[dict[str, Any]], itl_objective_ms: float, catalog) -> dict[str, Any]:
-    """Fleet $/hour against the ITL the objective is checked against (under load), objective drawn."""
+    """Fleet $/hour against the ITL the objective is checked against (at its percentile, under load)."""
+    pct = options[0].get("percentile", 90) if options else 90
     rows = [{"option": i + 1, "gpu": _gpu_label(o, catalog), "mode": o.get("mode") or "aggregated",
              "tp": o.get("tp"), "precision": f"{o.get('weights', o.get('decode', {}).get('weights'))}/"
                                               f"{o.get('kv_cache', o.get('decode', {}).get('kv_cache'))}",
              "replicas": o.get("replicas"), "usd_per_hour": round(float(o["usd_per_hour"]), 4),
-             "itl_ms": round(float(o.get("itl_ms_under_load", o.get("itl_ms"))), 3),
+             "itl_ms": round(float(o["itl_ms"]), 3),
              "frontier": "Pareto frontier" if o.get("pareto") else "dominated"} for i, o in enumerate(options)]
     itls = [r["itl_ms"] for r in rows] + [itl_objective_ms]
     costs = [r["usd_per_hour"] for r in rows]
-    spec = charts._base("Fleet cost vs ITL under load (the ITL the objective is checked against)", 320)
+    spec = charts._base(f"Fleet cost vs ITL p{pct} at the traffic each option serves", 320)
     y_top = max(itls) * 1.08
     spec["layer"] = [
         {"data": {"values": rows}, "mark": {"type": "circle", "size": 70, "opacity": 0.85},
          "encoding": {"x": charts._log_axis("usd_per_hour", "fleet $ per hour", costs, fmt="$,~s"),
-                      "y": {"field": "itl_ms", "type": "quantitative", "title": "ITL under load (ms)",
+                      "y": {"field": "itl_ms", "type": "quantitative", "title": f"ITL p{pct} (ms)",
                             "scale": {"domain": [0, y_top], "nice": False}},
                       "color": {"field": "frontier", "type": "nominal", "title": None,
                                 "scale": {"domain": ["Pareto frontier", "dominated"], "range": ["#d62728", "#9ecae1"]},
@@ -194,15 +230,75 @@ def scatter(options: list[dict[str, Any]], itl_objective_ms: float, catalog) -> 
                       "shape": {"field": "mode", "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
                       "tooltip": [{"field": "option"}, {"field": "mode"}, {"field": "gpu"}, {"field": "tp"}, {"field": "precision"},
                                   {"field": "replicas"}, {"field": "usd_per_hour", "format": "$,.2f", "title": "$/hour"},
-                                  {"field": "itl_ms", "format": ",.1f", "title": "ITL under load (ms)"}]}},
-        {"data": {"values": [{"itl": itl_objective_ms, "label": f"ITL objective {itl_objective_ms:g} ms"}]},
+                                  {"field": "itl_ms", "format": ",.1f", "title": f"ITL p{pct} (ms)"}]}},
+        {"data": {"values": [{"itl": itl_objective_ms, "label": f"ITL p{pct} objective {itl_objective_ms:g} ms"}]},
          "mark": {"type": "rule", "color": "#d62728", "strokeDash": [6, 3]},
          "encoding": {"y": {"field": "itl", "type": "quantitative"}, "tooltip": [{"field": "label"}]}},
-        {"data": {"values": [{"itl": itl_objective_ms, "label": f"ITL objective {itl_objective_ms:g} ms"}]},
+        {"data": {"values": [{"itl": itl_objective_ms, "label": f"ITL p{pct} objective {itl_objective_ms:g} ms"}]},
          "mark": {"type": "text", "align": "left", "x": 4, "dy": -7, "color": "#d62728"},
          "encoding": {"y": {"field": "itl", "type": "quantitative"}, "text": {"field": "label"}}},
     ]
     return spec
+
+
+def ordered_options(options: list[dict[str, Any]], validated_first: bool) -> list[dict[str, Any]]:
+    """The planner's ranking (cheapest first); with `validated_first`, options on validated GPUs come first,
+    each group keeping that ranking."""
+    return sorted(options, key=lambda o: not o.get("validated")) if validated_first else list(options)
+
+
+def _met(value: float | None, objective: float) -> str:
+    if value is None:
+        return "not computed"
+    return "met" if value <= objective else "missed"
+
+
+def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog, number: int) -> None:
+    """A disaggregated option as what it is: a prefill pool, a decode pool, the KV cache between them, and the
+    objectives the fleet meets (figures from planner.serving.disaggregation, none computed here)."""
+    pre, dec = option["prefill"], option["decode"]
+    pct = int(option.get("percentile") or 90)
+    slo = request["slo"]
+
+    def gpu(p: dict[str, Any]) -> str:  # a catalog name as is; a custom GPU's name is user text
+        return catalog[p["gpu"]].name if isinstance(p["gpu"], str) and p["gpu"] in catalog else plain(str(p["gpu"]), 80)
+
+    def layout(p: dict[str, Any]) -> str:
+        parts = [f"TP {p['tp']}"] + [f"{k.upper()} {p[k]}" for k in ("pp", "ep") if p.get(k, 1) > 1]
+        return ", ".join(parts) + f"; weights {p['weights']}, KV cache {p['kv_cache']}"
+
+    def count(n: int, one: str, many: str) -> str:
+        return f"{n:,} {one if n == 1 else many}"
+
+    with st.container(border=True):
+        st.markdown(f"**Option {number}: disaggregated fleet, {count(int(option['gpus_total']), 'GPU', 'GPUs')}, "
+                    f"\\${option['usd_per_hour']:,.2f}/hour**")
+        c1, c2, c3 = st.columns(3)
+        with c1:
+            st.markdown("**Prefill pool**")
+            st.metric("Prefill workers", count(int(option["prefill_workers"]), "worker", "workers"),
+                      help="each runs the prompts of its share of the traffic")
+            st.caption(f"{count(int(pre['gpus_per_worker']), 'GPU', 'GPUs')} each: {gpu(pre)}, "
+                       f"{layout(pre)}. One prompt takes {pre['prefill_ms']:,.0f} ms; the pool is "
+                       f"{pre['utilization']:.0%} busy.")
+        with c2:
+            st.markdown("**KV transfer**")
+            st.metric("Per request", f"{option['kv_transfer_ms']:,.1f} ms",
+                      help="the prompt's KV cache, prefill worker to decode worker over the network, counted "
+                           "whole in TTFT (engines stream it layer by layer and hide part of it)")
+            st.caption(f"{request['traffic']['prompt_len']:,}-token prompt's KV cache, counted in TTFT.")
+        with c3:
+            st.markdown("**Decode pool**")
+            st.metric("Decode workers", count(int(option["decode_workers"]), "worker", "workers"))
+            st.caption(f"{count(int(dec['gpus_per_worker']), 'GPU', 'GPUs')} each: {gpu(dec)}, "
+                       f"{layout(dec)}. Each runs {dec['request_rate_per_worker']:,.3g} requests/s at batch "
+                       f"{dec['batch']:,} (goodput {dec['goodput_request_rate']:,.3g} requests/s).")
+        o1, o2 = st.columns(2)
+        o1.metric(f"TTFT p{pct} (objective {slo['ttft_ms']:,.0f} ms)", f"{option['ttft_ms']:,.0f} ms",
+                  _met(option.get("ttft_ms"), float(slo["ttft_ms"])), delta_color="off", delta_arrow="off",
+                  help="prefill queue + prefill + KV transfer + the decode worker's first step")
+        o2.metric(f"ITL p{pct} (objective {slo['itl_ms']:,.1f} ms)", f"{option['itl_ms']:,.1f} ms",
+                  _met(option.get("itl_ms"), float(slo["itl_ms"])), delta_color="off", delta_arrow="off")
 
 
 def render(catalog) -> None:
@@ -224,6 +320,8 @@ def render(catalog) -> None:
         c2.number_input("Output tokens", 1, 10_000_000, key="sz_output")
         c3.number_input("TTFT objective (ms)", 1.0, 1e7, key="sz_ttft")
         c3.number_input("ITL objective (ms)", 0.1, 1e7, key="sz_itl")
+        c3.selectbox("Objectives hold at", [50, 90, 99], key="sz_pct", format_func=lambda p: f"p{p}",
+                     help="the percentile of TTFT and ITL the objectives bound (p90: 9 requests in 10 within them)")
         f1, f2 = st.columns(2)
         f1.multiselect("GPUs (empty: whole catalog)", list(catalog), key="sz_gpus",
                        format_func=lambda k: catalog[k].name if k in catalog else str(k))
@@ -256,16 +354,22 @@ def render(catalog) -> None:
         st.error(plain(ss["sz_error"]))
     result = ss.get("sz_result")
     if not result:
-        st.caption("Assumptions: continuous batching with chunked prefill (2,048-token chunks); each replica's "
-                   "prefills form an M/D/1 queue under Poisson arrivals; prefill time slows decoding in proportion "
-                   "to its share of the replica's time. See README, 'Sizing assumptions'.")
+        st.caption("Each option runs as many replicas as the traffic needs at the serving model's goodput: the "
+                   "highest request rate per replica whose TTFT and ITL at the objective's percentile meet the "
+                   "objectives (continuous batching with chunked prefill, Poisson arrivals). See README, "
+                   "'How sizing works'.")
         return
     link = json.dumps(ss["sz_request"], separators=(",", ":"))
     if st.query_params.get(SIZE_PARAM) != link:
         st.query_params[SIZE_PARAM] = link
-    st.markdown(f"Searched **{result['searched']:,}** configurations; **{result['feasible']:,}** meet both objectives.")
-    st.caption("Prices are catalog reference prices, several of them estimates; AMD and Intel options assume the "
-               "NVIDIA-calibrated engine efficiency. Check both before buying.")
+    slo = ss["sz_request"]["slo"]
+    pct = int(slo.get("percentile") or 90)
+    st.markdown(f"Objectives: **TTFT p{pct} ≤ {slo['ttft_ms']:,.0f} ms** and **ITL p{pct} ≤ {slo['itl_ms']:,.1f} ms**, "
+                f"at {ss['sz_request']['traffic']['requests_per_s']:,.3g} requests/s. Searched "
+                f"**{result['searched']:,}** configurations; **{result['feasible']:,}** meet both objectives.")
+    st.caption("Prices are catalog reference prices, several of them estimates. A GPU not marked validated has "
+               "no measurement behind its efficiency (the fit of measured GPUs is applied to its datasheet "
+               "peaks): check it before buying.")
     if not result["options"]:
         st.error("No configuration meets both objectives at this traffic. Reasons by candidate are below.")
     else:
@@ -278,14 +382,30 @@ def render(catalog) -> None:
         if modes:
             winner = modes.get("winner") or "neither mode"
             st.info(f"**{winner.capitalize()} wins.** {plain(modes.get('why', ''), 600)}")
-        frame, config = options_table(result["options"][:50], catalog)
+        options = ordered_options(result["options"], ss.get("sz_validated_first", True))
+        shown_options = options[:50]
+        frame, config, shared = options_table(shown_options, catalog)
+        cheapest = result["options"][0]
+        if not any(o.get("validated") for o in options):
+            st.warning("None of these options runs on a GPU marked validated in the catalog: their efficiency "
+                       "is the measured GPUs' fit applied to datasheet peaks.")
+        elif not cheapest.get("validated"):
+            st.info(f"Cheaper on paper: {_gpu_label(cheapest, catalog)} at \\${cheapest['usd_per_hour']:,.2f}/hour, "
+                    "on GPUs the catalog does not mark validated (no measurement behind their efficiency).")
+        st.checkbox("Validated GPUs first", value=True, key="sz_validated_first",
+                    help="validated: the catalog's flag, the planner's physics checked on this GPU or its generation")
+        if shared:
+            # headers and the planner's own values (precisions, counts, modes): no user text here
+            st.caption("Every option: " + "; ".join(shared) + ".")
         st.dataframe(frame, width="stretch", column_config=config)
-        charts.show(scatter(result["options"], float(ss["sz_request"]["slo"]["itl_ms"]), catalog))
-        n = len(result["options"])
+        charts.show(scatter(options, float(ss["sz_request"]["slo"]["itl_ms"]), catalog))
+        n = len(options)
         pick = st.number_input(f"Open option (1 to {n}) in the planner", 1, n, 1, key="sz_pick")
-        chosen = result["options"][int(pick) - 1]
+        chosen = options[int(pick) - 1]
         scenario = option_scenario(chosen, ss["sz_request"])
         worker = " (its decode worker)" if chosen.get("mode") == "disaggregated" else ""
+        if chosen.get("mode") == "disaggregated":
+            disaggregated_view(chosen, ss["sz_request"], catalog, int(pick))
         if st.button(f"Open in planner{worker}", key="sz_open"):
             inputs.queue_scenario(scenario)
             inputs.queue_updates({"view": "Plan"})

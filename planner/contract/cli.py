@@ -138,9 +138,13 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
     raw = argparse.RawDescriptionHelpFormatter
     p_plan = sub.add_parser("plan", help="plan one scenario (JSON file or '-')", epilog=_PLAN_HELP, formatter_class=raw)
     p_plan.add_argument("file", help="scenario JSON file, or '-' for standard input")
+    full = ("print every float as computed; by default floats are rounded to 4 significant digits "
+            "(integers unchanged)")
+    p_plan.add_argument("--full-precision", action="store_true", help=full)
     p_size = sub.add_parser("size", help="size a fleet for a traffic target (JSON file or '-')",
                             epilog=_SIZE_HELP, formatter_class=raw)
     p_size.add_argument("file", help="sizing request JSON file, or '-' for standard input")
+    p_size.add_argument("--full-precision", action="store_true", help=full)
     sub.add_parser("gpus", help="the GPU catalog as JSON (no input)")
     sub.add_parser("models", help="the model presets as JSON (no input)")
     p_cal = sub.add_parser("calibrate", help="fit a calibration profile from a vLLM bench result",
@@ -222,6 +226,10 @@ def run(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = No
     bad = _first_non_finite(result)
     if bad is not None:  # a range we missed: refuse rather than print NaN/Infinity or a silent null
         raise ScenarioError(bad, "the inputs give a figure that is not a finite number (check their ranges)")
+    if args.command in ("plan", "size") and not args.full_precision:
+        from planner.contract.rounding import round_figures
+
+        result = round_figures(result)  # at output only: the figures above were computed unrounded
     stdout.write(json.dumps(result, indent=2, allow_nan=False) + "\n")
     return 0
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from planner.contract.errors import ScenarioError
 from planner.contract.scenario import Scenario, parse_scenario, resolve_gpu, resolve_model
+from planner.hardware.parallelism import effective_ep, validate_parallelism
 from planner.model.presets import preset_hf_id
 
 ENGINES = ("vllm", "sglang", "trt-llm")
@@ -414,6 +415,8 @@ def command_set(scenario: Scenario | dict[str, Any], engine: str | None = None,
         # a closed loop runs `concurrency` sequences at once: its medians are the plan's at that batch
         expected_plan = plan_dict(s.model_copy(update={"batch": s.load.concurrency}))
     model = resolve_model(s.model)
+    # the plan checked the layout for the scenario's engine; the commands may be for another one
+    validate_parallelism(model, s.tp, s.pp, effective_ep(model, s.ep), name)
     hf_id = model_id(s)
     notes: list[str] = []
     if hf_id is None:

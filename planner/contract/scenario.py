@@ -256,7 +256,7 @@ def resolve(scenario: Scenario) -> Deployment:
         field = "compute" if scenario.compute else "weights"
         hint = "" if scenario.compute else f"; {scenario.weights} weights need {compute} tensor cores, or set compute to bf16 for weight-only"
         raise ScenarioError(field, f"{gpu.name} has no dense {compute} peak (it has: {have}){hint}")
-    validate_parallelism(model, scenario.tp, scenario.pp, scenario.ep)
+    validate_parallelism(model, scenario.tp, scenario.pp, scenario.ep, scenario.engine)
     is_ideal = scenario.efficiency == "ideal"
     return Deployment(
         model=model, gpu=gpu, tp=scenario.tp, weights=weights, kv_cache=scenario.kv_cache,

@@ -116,19 +116,84 @@ def _sharding(d: Deployment) -> Sharding:
     )
 
 
-def validate_parallelism(model: ModelSpec, tp: int, pp: int, ep: int) -> None:
-    """One-line errors for layouts no engine runs."""
+# Which layouts each engine loads (read in their sources, 2026-11):
+#  * TP: every engine splits the attention heads evenly over TP ranks and the KV heads evenly, or, when
+#    TP exceeds the KV heads, gives each rank one KV head replicated TP / KV-heads times. vLLM:
+#    vllm/config/model.py `verify_with_parallel_config` ("Total number of attention heads (..) must be
+#    divisible by tensor parallel size") and vllm/model_executor/layers/linear.py `QKVParallelLinear`
+#    (`divide(tp_size, total_num_kv_heads)` when tp_size >= KV heads, else `divide(total_num_kv_heads,
+#    tp_size)`); SGLang: python/sglang/srt/layers/linear.py `QKVParallelLinear`, the same two divides;
+#    TensorRT-LLM shards heads the same way (one KV head per rank, replicated, when TP > KV heads).
+#  * PP: uneven splits load in all three. vLLM vllm/distributed/utils.py `get_pp_indices` spreads the
+#    remainder over the stages (or VLLM_PP_LAYER_PARTITION); SGLang python/sglang/srt/distributed/utils.py
+#    `get_pp_indices` likewise (SGLANG_PP_LAYER_PARTITION); TensorRT-LLM tensorrt_llm/mapping.py
+#    `pp_layers` uses torch.tensor_split ("first n ranks get one extra layer"). Only pp <= layers.
+#  * EP: vLLM vllm/model_executor/layers/fused_moe/layer.py `determine_expert_map` gives the remainder
+#    experts to the first ranks (uneven allowed); SGLang pads with redundant experts
+#    (`--ep-num-redundant-experts`, the layout this planner models for an uneven ep); TensorRT-LLM
+#    tensorrt_llm/mapping.py `ep_experts` takes num_experts // moe_ep_size per rank, so ep must divide the
+#    experts there.
+_EP_MUST_DIVIDE_EXPERTS = frozenset({"trt-llm"})
+
+
+def valid_tp(model: ModelSpec, tp: int) -> bool:
+    """Whether `tp` splits the attention heads evenly and the KV heads evenly or by replication."""
+    kv = model.n_kv_heads
+    return tp >= 1 and model.n_heads % tp == 0 and (kv % tp == 0 or tp % kv == 0)
+
+
+def valid_tps(model: ModelSpec) -> list[int]:
+    return [t for t in range(1, model.n_heads + 1) if valid_tp(model, t)]
+
+
+def nearest_valid_tps(model: ModelSpec, tp: int) -> list[int]:
+    """The closest valid TP below and above `tp` (one of them when the other does not exist)."""
+    options = valid_tps(model)
+    below = [t for t in options if t < tp]
+    above = [t for t in options if t > tp]
+    return ([below[-1]] if below else []) + ([above[0]] if above else [])
+
+
+def _or_list(values: list[int]) -> str:
+    return " or ".join(str(v) for v in values)
+
+
+def layout_problem(model: ModelSpec, tp: int, pp: int, ep: int, engine: str = "vllm") -> ScenarioError | None:
+    """Why no engine (or `engine`) loads this layout, naming the nearest valid values; None when it loads."""
     if tp > model.n_heads:
-        raise ScenarioError("tp", f"cannot exceed the model's {model.n_heads} attention heads")
+        return ScenarioError("tp", f"{tp} cannot exceed the model's {model.n_heads} attention heads: nearest valid "
+                                   f"{valid_tps(model)[-1]}")
+    if not valid_tp(model, tp):
+        heads = f"{model.n_heads} attention heads"
+        if model.n_kv_heads < model.n_heads:
+            heads += f" and {model.n_kv_heads} KV heads (or be a multiple of the KV heads)"
+        nearest = nearest_valid_tps(model, tp)
+        return ScenarioError("tp", f"{tp} must divide the model's {heads}: nearest valid {_or_list(nearest)}")
     if pp > model.n_layers:
-        raise ScenarioError("pp", f"cannot exceed the model's {model.n_layers} layers")
+        return ScenarioError("pp", f"{pp} cannot exceed the model's {model.n_layers} layers: nearest valid "
+                                   f"{model.n_layers}")
     if ep > 1 and model.moe is not None:
         # a dense model has no experts to spread: engines ignore the flag, and so does resolve()
-        if ep > model.moe.n_experts:
-            raise ScenarioError("ep", f"cannot exceed the model's {model.moe.n_experts} routed experts")
-        if ep % tp != 0:
-            raise ScenarioError("ep", f"must be a multiple of tp ({tp}): attention runs data-parallel over "
-                                "ep / tp groups of tp GPUs")
+        n = model.moe.n_experts
+        multiples = [e for e in range(tp, n + 1, tp) if engine not in _EP_MUST_DIVIDE_EXPERTS or n % e == 0]
+        if ep > n:
+            return ScenarioError("ep", f"{ep} cannot exceed the model's {n} routed experts: nearest valid "
+                                       f"{_or_list(multiples[-1:])}")
+        if ep % tp != 0 or (engine in _EP_MUST_DIVIDE_EXPERTS and n % ep != 0):
+            below = [e for e in multiples if e < ep][-1:]
+            above = [e for e in multiples if e > ep][:1]
+            why = (f"must be a multiple of tp ({tp}): attention runs data-parallel over ep / tp groups of tp GPUs"
+                   if ep % tp != 0 else f"must divide the model's {n} routed experts on TensorRT-LLM")
+            near = f": nearest valid {_or_list(below + above)}" if below + above else ""
+            return ScenarioError("ep", f"{ep} {why}{near}")
+    return None
+
+
+def validate_parallelism(model: ModelSpec, tp: int, pp: int, ep: int, engine: str = "vllm") -> None:
+    """One-line errors for layouts the engine does not load (layout_problem), raised."""
+    problem = layout_problem(model, tp, pp, ep, engine)
+    if problem is not None:
+        raise problem
 
 
 def effective_ep(model: ModelSpec, ep: int) -> int:
@@ -189,7 +254,7 @@ def candidate_layouts(model: ModelSpec, max_gpus: int = MAX_LAYOUT_GPUS) -> list
     """(tp, pp, ep) layouts that pass validate_parallelism, up to `max_gpus` GPUs."""
     eps = [1] + ([e for e in _POWERS[1:] if e <= model.moe.n_experts] if model.moe is not None else [])
     out = []
-    for tp in (t for t in _POWERS if t <= min(model.n_heads, 64)):
+    for tp in (t for t in _POWERS if t <= min(model.n_heads, 64) and valid_tp(model, t)):
         for pp in (p for p in PP_CHOICES if p <= model.n_layers):
             for ep in eps:
                 if (ep > 1 and ep % tp) or max(tp, ep) * pp > max_gpus:
@@ -213,5 +278,6 @@ def cheapest_layout_that_fits(d: Deployment, fits: Callable[[Deployment], bool])
     return None
 
 
-__all__ = ["ParallelismSection", "candidate_layouts", "cheapest_layout_that_fits", "effective_ep", "parallelism_section", "EXPERT_IMBALANCE", "Link", "Sharding", "link_for_group", "parallelism_warnings", "sharding",
-           "validate_parallelism"]
+__all__ = ["ParallelismSection", "candidate_layouts", "cheapest_layout_that_fits", "effective_ep", "parallelism_section",
+           "EXPERT_IMBALANCE", "Link", "Sharding", "layout_problem", "link_for_group", "nearest_valid_tps",
+           "parallelism_warnings", "sharding", "valid_tp", "valid_tps", "validate_parallelism"]

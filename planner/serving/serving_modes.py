@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gpu_catalog import load_catalog
 from planner.contract.errors import ScenarioError, from_validation_error
 from planner.contract.scenario import resolve_gpu, resolve_model
+from planner.hardware.validated import is_validated
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
 from planner.serving.sizing import fit_hints, gpu_key, parse_sizing, size
 
@@ -48,6 +49,7 @@ def size_with_modes(data: Any) -> dict[str, Any]:
         option.setdefault("mode", "aggregated")
         option.setdefault("prefill_workers", None)
         option.setdefault("decode_workers", None)
+        option["validated"] = is_validated(option["gpu"])
     if not modes.disaggregation:
         return result
 
@@ -73,12 +75,34 @@ def size_with_modes(data: Any) -> dict[str, Any]:
                                              t.output_len, context, req.slo.ttft_ms, req.slo.itl_ms, price_of,
                                              TrafficShape(t.prompt_len, t.output_len, t.arrival_cv, t.prompt_len_cv,
                                                           t.output_len_cv, t.prefix_cache_hit), req.slo.percentile)
+    for option in disagg:  # validated only when both pools run on validated GPUs
+        option["validated"] = is_validated(option["prefill"]["gpu"]) and is_validated(option["decode"]["gpu"])
     aggregated = result["options"]
     options = sorted(aggregated + disagg, key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
     result.update(options=options[: req.max_options], feasible=result["feasible"] + len(disagg),
                   searched=result["searched"] + searched)
     result["assumptions"]["modes"] = _verdict(aggregated[0] if aggregated else None, disagg[0] if disagg else None)
     return result
+
+
+def decode_worker_scenario(option: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    """The scenario of a disaggregated option's decode worker, at the rate each worker runs: the prompt's KV
+    arrives computed from a prefill worker (prefix-cache hit 1, as planner.serving.disaggregation's decode
+    worker models it), so its plan shows the decode pool's ITL at the objective's percentile. The fleet's
+    TTFT (prefill queue + prefill + KV transfer + first step) is the option's, not this worker's."""
+    if option.get("mode") != "disaggregated":
+        raise ScenarioError("option", "is not a disaggregated option")
+    dec, traffic = option["decode"], request["traffic"]
+    slo = request["slo"]
+    shape = {k: traffic[k] for k in ("arrival_cv", "prompt_len_cv", "output_len_cv") if k in traffic}
+    return {
+        "model": request["model"], "gpu": dec["gpu"], "tp": dec["tp"], "pp": dec.get("pp", 1), "ep": dec.get("ep", 1),
+        "weights": dec["weights"], "kv_cache": dec["kv_cache"],
+        "context_len": request.get("context_len") or traffic["prompt_len"] + traffic["output_len"],
+        "prompt_len": traffic["prompt_len"], "output_len": traffic["output_len"],
+        "load": {**shape, "prefix_cache_hit": 1.0, "request_rate": dec["request_rate_per_worker"],
+                 "slo": {"itl_ms": slo["itl_ms"], "percentile": option.get("percentile", slo.get("percentile", 90))}},
+    }
 
 
 def _verdict(agg: dict[str, Any] | None, dis: dict[str, Any] | None) -> dict[str, Any]:
@@ -101,4 +125,4 @@ def _verdict(agg: dict[str, Any] | None, dis: dict[str, Any] | None) -> dict[str
     return {"winner": "disaggregated", "why": why}
 
 
-__all__ = ["MODE_FIELDS", "fit_hints", "size_with_modes"]
+__all__ = ["MODE_FIELDS", "decode_worker_scenario", "fit_hints", "size_with_modes"]

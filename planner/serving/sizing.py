@@ -39,7 +39,7 @@ from planner.contract.scenario import (
     resolve_model,
 )
 from planner.economics.ownership import OwnershipCosts, owned_usd_per_gpu_hour
-from planner.hardware.parallelism import cheapest_layout_that_fits, sharding
+from planner.hardware.parallelism import cheapest_layout_that_fits, sharding, valid_tp
 from planner.model.precision import KvPrecision, WeightPrecision
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
 from planner.physics.memory import plan_memory
@@ -209,7 +209,7 @@ def fit_hints(req: SizingRequest) -> list[dict[str, Any]]:
             try:
                 d = resolve(Scenario.model_validate({**common, "gpu": gpu, "tp": 1, "weights": weights}))
                 widest = resolve(Scenario.model_validate({**common, "gpu": gpu, "weights": weights,
-                                                          "tp": max(t for t in req.tp if t <= d.model.n_heads)}))
+                                                          "tp": max([t for t in req.tp if valid_tp(d.model, t)] or [1])}))
             except (ScenarioError, ValidationError, ValueError):
                 continue
             if plan_memory(widest, context).fits:
