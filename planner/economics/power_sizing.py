@@ -115,7 +115,7 @@ def within_budget(option: dict[str, Any], kw_gpu: float, budget_mw: float, tier_
     gpus = replicas * int(option["gpus_per_replica"])
     usd_per_hour = gpus * tier_price
     tokens = goodput * output_len
-    return {"replicas": replicas, "gpus_total": gpus, "provisioned_mw": gpus * kw_gpu / 1000.0,
+    return {"replicas": replicas, "gpus_total": gpus, "goodput_request_rate_per_replica": float(option["goodput_request_rate"]), "provisioned_mw": gpus * kw_gpu / 1000.0,
             "goodput_request_rate": goodput, "output_tokens_per_s": tokens,
             "output_tokens_per_s_per_mw": tokens / (gpus * kw_gpu / 1000.0), "usd_per_hour": usd_per_hour,
             "usd_per_million_output_tokens": usd_per_hour / (tokens * 3600.0) * 1e6 if tokens > 0 else None}
