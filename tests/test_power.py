@@ -20,9 +20,11 @@ from planner.economics.power import (
     ALL_IN_KW_PER_TDP_KW,
     DEFAULT_ELECTRICITY_USD_PER_KWH,
     PowerSpec,
+    busy_slope,
     energy_usd_per_million_tokens,
     gpu_power_w,
     joules_per_token,
+    operating_power_w,
     operating_utilization,
     power_constants,
     power_spec,
@@ -56,7 +58,42 @@ def test_gpu_power_is_idle_plus_the_busy_share_of_the_span_to_tdp():
     assert gpu_power_w(H100, 0.0) == pytest.approx(70.0)
     assert gpu_power_w(H100, 1.0) == pytest.approx(700.0)
     assert gpu_power_w(H100, 3.0) == pytest.approx(700.0)
-    assert replica_power_w(H100, 0.5, 4) == pytest.approx(1540.0)
+    assert replica_power_w(385.0, 4) == pytest.approx(1540.0)
+
+
+def test_busy_slopes_by_binding_resource_by_hand():
+    """Source: hand: memory-bound at u = 0.5: 70 + 630 x 0.75 x 0.5 = 306.25 W; compute-bound at u = 0.5:
+    70 + 630 x 1.87 x 0.5 = 659.05 W; at u = 0.8 compute-bound reaches the 700 W limit (70 + 942.5 > 700).
+    A replica 60% of its time in prefill at 659.05 W and 40% in decode at 306.25 W draws 517.93 W."""
+    assert gpu_power_w(H100, 0.5, busy_slope(memory_bound=True)) == pytest.approx(306.25)
+    assert gpu_power_w(H100, 0.5, busy_slope(memory_bound=False)) == pytest.approx(659.05)
+    assert gpu_power_w(H100, 0.8, busy_slope(memory_bound=False)) == pytest.approx(700.0)
+    assert operating_power_w(0.6, 659.05, 306.25) == pytest.approx(517.93)
+
+
+def test_power_model_reproduces_the_h100_power_vs_load_measurement():
+    """Source: measured: H100 SXM, driver 580.159.04, torch 2.11, 2026-11-26
+    (data/measurements/h100_power_vs_load_2026-11-26.json): board power at 25-100% duty of a bf16 GEMM
+    (0.79 of peak) and a bf16 GEMV (0.92 of peak HBM bandwidth), idle 117.8 W. The slopes in power.toml
+    were fitted to these points; each phase's median is reproduced within 6% (sensor noise and the
+    clock ramp of short bursts), so a change to either the constants or the file is caught."""
+    data = json.loads((Path(__file__).resolve().parents[1] / "data" / "measurements"
+                       / "h100_power_vs_load_2026-11-26.json").read_text())
+    phases = {p["phase"]: p for p in data["phases"]}
+    spec = PowerSpec(tdp_w=data["enforced_power_limit_w"], idle_power_w=phases["idle"]["median_w"],
+                     provisioned_kw_all_in=1.73, origin={})
+    achieved = {"gemm": data["gemm_tflop_s"] / 989.4, "gemv": data["gemv_tb_s"] / 3.35}  # H100 SXM datasheet peaks
+    checked = 0
+    for name, p in phases.items():
+        if name == "idle":
+            continue
+        kernel = name.split("_")[0]
+        u = p["duty"] * achieved[kernel]
+        predicted = gpu_power_w(spec, u, busy_slope(memory_bound=kernel == "gemv"))
+        assert predicted == pytest.approx(p["median_w"], rel=0.06), name
+        checked += 1
+    assert checked == 8
+    assert phases["gemv_100"]["median_w"] < 0.8 * data["enforced_power_limit_w"]  # decode-like: well under TDP
 
 
 def test_utilization_is_bound_over_step_time_weighted_by_phase_time():
@@ -84,12 +121,12 @@ def test_site_power_joules_per_mw_and_energy_cost_by_hand():
 
 def test_power_spec_reads_catalog_figures_and_falls_back_with_a_stated_origin():
     """Source: docs: a GPU with idle_power_w and provisioned_kw_all_in uses them (the catalog's fields);
-    one without uses 10% of TDP and 1.73 / 0.7 = 2.471 kW per kW of TDP (power.toml, InferenceX's H100)."""
+    one without uses 16.8% of TDP (the H100's measured idle) and 1.73 / 0.7 = 2.471 kW per kW of TDP (power.toml, InferenceX's H100)."""
     given_figures = power_spec(SimpleNamespace(tdp_w=1000.0, idle_power_w=140.0, provisioned_kw_all_in=2.17))
     assert (given_figures.idle_power_w, given_figures.provisioned_kw_all_in) == (140.0, 2.17)
     assert given_figures.origin["provisioned_kw_all_in"] == "catalog"
     bare = power_spec(SimpleNamespace(tdp_w=400.0))
-    assert bare.idle_power_w == pytest.approx(40.0)
+    assert bare.idle_power_w == pytest.approx(0.168 * 400.0)
     assert bare.provisioned_kw_all_in == pytest.approx(0.4 * 1.73 / 0.7, rel=1e-3)
     assert pytest.approx(1.73 / 0.70, rel=1e-3) == ALL_IN_KW_PER_TDP_KW
     assert "fallback" in bare.origin["idle_power_w"]
@@ -112,16 +149,22 @@ def _example_plan(**extra):
 
 
 def test_plan_economics_follows_from_its_serving_point():
-    """Source: hand: the section's figures from the plan's own serving section and the model's formulas
-    (site W = GPU W x all-in kW / TDP kW; J/token = site W / output tokens/s; tokens per MW = output
-    tokens/s / (4 GPUs x kW); energy $ = kW x hours per M tokens x price); the default price is EIA's 0.081."""
+    """Source: hand: the section's figures from the plan's own serving and roofline sections and the model's
+    formulas: prefill compute-bound (its intensity above the ridge) at slope 1.87, decode memory-bound at
+    0.75, time-weighted by the prefill share over 4 GPUs; site W = GPU W x all-in kW / TDP kW; J/token =
+    site W / output tokens/s; tokens per MW = output tokens/s / (4 GPUs x kW); energy $ = kW x hours per M
+    tokens x price; the default price is EIA's 0.081."""
     p = _example_plan()
-    e, s = p["economics"], p["serving"]
+    e, s, r = p["economics"], p["serving"], p["roofline"]
     spec = power_spec(get_gpu("h100-sxm"))
     assert e["electricity_usd_per_kwh"] == DEFAULT_ELECTRICITY_USD_PER_KWH == 0.081
     assert 0 < e["utilization"] <= 1
-    assert e["gpu_watts_per_replica"] == pytest.approx(4 * (spec.idle_power_w + (spec.tdp_w - spec.idle_power_w)
-                                                           * e["utilization"]))
+    assert r["prefill_ai"] > r["ridge_flop_per_byte"] and r["regime"] == "memory-bound"
+    span = spec.tdp_w - spec.idle_power_w
+    prefill_w = min(spec.tdp_w, spec.idle_power_w + span * 1.87 * e["prefill_utilization"])
+    decode_w = spec.idle_power_w + span * 0.75 * e["decode_utilization"]
+    share = s["prefill_share"]
+    assert e["gpu_watts_per_replica"] == pytest.approx(4 * (share * prefill_w + (1 - share) * decode_w))
     assert e["watts_per_replica"] == pytest.approx(e["gpu_watts_per_replica"] * spec.provisioned_kw_all_in * 1000 / spec.tdp_w)
     assert e["joules_per_output_token"] == pytest.approx(e["watts_per_replica"] / s["output_tokens_per_s"])
     assert e["output_tokens_per_s_per_provisioned_mw"] == pytest.approx(

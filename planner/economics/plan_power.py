@@ -9,8 +9,11 @@ from planner.contract.deployment import Deployment
 from planner.economics.power import (
     POWER_MODEL,
     EconomicsSettings,
+    busy_slope,
     energy_usd_per_million_tokens,
+    gpu_power_w,
     joules_per_token,
+    operating_power_w,
     operating_utilization,
     power_spec,
     provisioned_kw,
@@ -19,7 +22,8 @@ from planner.economics.power import (
     step_utilization,
     tokens_per_s_per_provisioned_mw,
 )
-from planner.physics.latency import decode_step, prefill
+from planner.physics.latency import StepTime, decode_step, prefill
+from planner.physics.roofline import ridge_flop_per_byte
 
 
 class EconomicsSection(BaseModel):
@@ -44,6 +48,13 @@ class EconomicsSection(BaseModel):
     power_origin: dict[str, str]
 
 
+def step_power_w(d: Deployment, step: StepTime) -> tuple[float, float]:
+    """(utilization, one GPU's watts) over one step, its slope by whether the step is memory-bound."""
+    u = step_utilization(float(step.bound_ms), float(step.total_ms))
+    memory_bound = float(step.work.arithmetic_intensity) < ridge_flop_per_byte(d)
+    return u, gpu_power_w(power_spec(d.gpu), u, busy_slope(memory_bound))
+
+
 def economics_section(d: Deployment, prompt_len: int, mean_context: float, gpus: int,
                       prefill_share: float | None, decoding_sequences: float | None,
                       output_tokens_per_s: float | None, total_tokens_per_s: float | None,
@@ -51,18 +62,16 @@ def economics_section(d: Deployment, prompt_len: int, mean_context: float, gpus:
     """Power figures of one replica at its operating point (the serving figures given, None when unstable)."""
     settings = settings or EconomicsSettings()
     spec = power_spec(d.gpu)
-    pre = prefill(d, prompt_len)
-    u_prefill = step_utilization(float(pre.bound_ms), float(pre.total_ms))
+    u_prefill, prefill_w = step_power_w(d, prefill(d, prompt_len))
     served = (prefill_share is not None and decoding_sequences is not None and output_tokens_per_s is not None
               and output_tokens_per_s > 0)
     kw = provisioned_kw(spec, gpus)
     u_decode = u = gpu_w = site_w = None
     if served:
         assert prefill_share is not None and decoding_sequences is not None  # for mypy: `served` says so
-        step = decode_step(d, max(decoding_sequences, 1.0), mean_context)
-        u_decode = step_utilization(float(step.bound_ms), float(step.total_ms))
+        u_decode, decode_w = step_power_w(d, decode_step(d, max(decoding_sequences, 1.0), mean_context))
         u = operating_utilization(prefill_share, u_prefill, u_decode)
-        gpu_w = replica_power_w(spec, u, gpus)
+        gpu_w = replica_power_w(operating_power_w(prefill_share, prefill_w, decode_w), gpus)
         site_w = site_power_w(spec, gpu_w)
     tokens = output_tokens_per_s or 0.0
     return EconomicsSection(

@@ -1,10 +1,13 @@
 """Power at the operating point: GPU watts from a utilization model, joules per token, tokens/s per
 provisioned megawatt and the energy cost per million tokens.
 
-Model (planner/data/power.toml [model], a stated assumption shaped by published measurements):
-    GPU watts = idle_w + (TDP_w - idle_w) x u
+Model (planner/data/power.toml [model], fitted to an H100 measurement of power against load):
+    GPU watts = min(TDP_w, idle_w + (TDP_w - idle_w) x slope x u)
 where u is the fraction of the step's time the binding resource (HBM in decode, tensor cores in
-prefill) is busy at its peak rate: the roofline bound time over the step time. The site draws, per GPU,
+prefill) is busy at its peak rate (the roofline bound time over the step time) and the slope is that
+resource's: 0.75 for memory-bound steps (a GEMV streaming HBM at full duty drew 74% of TDP), 1.87 for
+compute-bound ones (a GEMM reaches the power limit at 79% of its peak rate). Slope 1 is the plain
+idle-to-TDP interpolation. The site draws, per GPU,
 its provisioned all-in kW (host, network, cooling at its PUE) in proportion to the GPU's draw
 (all-in watts = GPU watts x provisioned_kw_all_in / TDP_kw, so a GPU at TDP draws its provisioned kW).
 Tokens per provisioned MW divide by the provisioned (not the drawn) power, as InferenceX does.
@@ -39,9 +42,12 @@ _C = power_constants()
 DEFAULT_ELECTRICITY_USD_PER_KWH = float(_C["electricity"]["usd_per_kwh"])
 ALL_IN_KW_PER_TDP_KW = float(_C["fallback"]["all_in_kw_per_tdp_kw"])
 IDLE_FRACTION_OF_TDP = float(_C["fallback"]["idle_fraction_of_tdp"])
+COMPUTE_SLOPE = float(_C["model"]["compute_slope"])
+MEMORY_SLOPE = float(_C["model"]["memory_slope"])
 DEFAULT_TDP_W = 700.0  # a GPU with no tdp_w is powered as an H100 SXM (datasheet: up to 700 W), as ownership does
-POWER_MODEL = ("GPU W = idle + (TDP - idle) x u, u = roofline bound time / step time of the binding resource "
-               "(prefill and decode weighted by the time each takes); site W = GPU W x provisioned kW / TDP kW")
+POWER_MODEL = (f"GPU W = min(TDP, idle + (TDP - idle) x slope x u), u = roofline bound time / step time, slope "
+               f"{MEMORY_SLOPE:g} memory-bound, {COMPUTE_SLOPE:g} compute-bound (measured on an H100); prefill and "
+               "decode weighted by the time each takes; site W = GPU W x provisioned kW / TDP kW")
 
 
 class EconomicsSettings(BaseModel):
@@ -95,15 +101,26 @@ def operating_utilization(prefill_share: float, prefill_utilization: float, deco
     return share * prefill_utilization + (1.0 - share) * decode_utilization
 
 
-def gpu_power_w(spec: PowerSpec, utilization: float) -> float:
-    """One GPU's draw: idle + (TDP - idle) x utilization."""
+def busy_slope(memory_bound: bool) -> float:
+    """Power per unit of peak rate of the binding resource, relative to TDP - idle (measured on an H100)."""
+    return MEMORY_SLOPE if memory_bound else COMPUTE_SLOPE
+
+
+def gpu_power_w(spec: PowerSpec, utilization: float, slope: float = 1.0) -> float:
+    """One GPU's draw: min(TDP, idle + (TDP - idle) x slope x utilization)."""
     u = min(max(utilization, 0.0), 1.0)
-    return spec.idle_power_w + (spec.tdp_w - spec.idle_power_w) * u
+    return min(spec.tdp_w, spec.idle_power_w + (spec.tdp_w - spec.idle_power_w) * slope * u)
 
 
-def replica_power_w(spec: PowerSpec, utilization: float, gpus: int) -> float:
-    """The GPUs of one replica (TP x PP), each at the replica's utilization."""
-    return gpus * gpu_power_w(spec, utilization)
+def operating_power_w(prefill_share: float, prefill_w: float, decode_w: float) -> float:
+    """A replica's mean draw: prefill and decode power weighted by the share of time each takes."""
+    share = min(max(prefill_share, 0.0), 1.0)
+    return share * prefill_w + (1.0 - share) * decode_w
+
+
+def replica_power_w(gpu_watts: float, gpus: int) -> float:
+    """The GPUs of one replica (TP x PP), each drawing `gpu_watts`."""
+    return gpus * gpu_watts
 
 
 def site_power_w(spec: PowerSpec, gpu_watts: float) -> float:
@@ -134,7 +151,7 @@ def energy_usd_per_million_tokens(watts: float, tokens_per_s: float, usd_per_kwh
     return watts / 1000.0 * (1e6 / tokens_per_s) / SECONDS_PER_HOUR * usd_per_kwh
 
 
-__all__ = ["DEFAULT_ELECTRICITY_USD_PER_KWH", "POWER_MODEL", "EconomicsSettings", "PowerSpec", "energy_usd_per_million_tokens",
-           "gpu_power_w", "joules_per_token", "operating_utilization", "power_constants", "power_spec",
+__all__ = ["DEFAULT_ELECTRICITY_USD_PER_KWH", "POWER_MODEL", "EconomicsSettings", "PowerSpec", "busy_slope",
+           "energy_usd_per_million_tokens", "gpu_power_w", "operating_power_w", "joules_per_token", "operating_utilization", "power_constants", "power_spec",
            "provisioned_kw", "replica_power_w", "site_power_w", "step_utilization",
            "tokens_per_s_per_provisioned_mw"]
