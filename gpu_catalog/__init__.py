@@ -16,8 +16,23 @@ CATALOG_PATH = Path(__file__).with_name("gpus.toml")
 
 TensorPrecision = Literal["bf16", "fp16", "fp8", "int8", "fp4"]
 TENSOR_PRECISIONS: tuple[str, ...] = get_args(TensorPrecision)
-SOURCED_FIGURES = ("memory_gb", "hbm_tb_s", "tflops", "tflops_sparse", "interconnect_gb_s", "tdp_w",
-                   "usd_per_hour", "scale_up_domain", "gpus_per_node", "scale_out_gb_s", "scale_out_latency_us")
+# Formats with a published peak that the planner does not model (no weight precision, no bits per value):
+# kept as reference only, never used as a compute precision.
+ReferencePrecision = Literal["fp6"]
+REFERENCE_PRECISIONS: tuple[str, ...] = get_args(ReferencePrecision)
+SOURCED_FIGURES = ("memory_gb", "hbm_tb_s", "tflops", "tflops_sparse", "tflops_reference",
+                   "interconnect_gb_s", "tdp_w", "usd_per_hour", "scale_up_domain", "gpus_per_node",
+                   "scale_out_gb_s", "scale_out_latency_us", "provisioned_kw_all_in", "idle_power_w",
+                   "price_is_estimate", "validated")
+
+# All-in provisioned power (gpu_catalog/README.md): where InferenceX publishes no constant,
+# provisioned_kw_all_in = (system kW at full load / GPUs per system) x PUE, the system kW from the OEM/NVIDIA
+# system datasheet, or, without one, estimated as GPUs x TDP x DGX H100's system-to-GPU ratio
+# (10.2 kW / (8 x 700 W) = 1.821). The PUE (1.3) also carries the cluster network's share; it reproduces
+# InferenceX's H100 constant within 5% and its B200 one within 8%.
+PROVISIONING_PUE = 1.3
+DGX_H100_SYSTEM_KW = 10.2
+SYSTEM_TO_GPU_POWER_RATIO = DGX_H100_SYSTEM_KW / (8 * 0.700)
 
 # Used when a custom GPU gives no link figure: PCIe Gen4 x16 per direction, the slowest common link.
 DEFAULT_INTERCONNECT_GB_S = 32.0
@@ -51,6 +66,15 @@ class GpuSpec(BaseModel):
     gpus_per_node: int | None = Field(default=None, ge=1, le=1024)
     scale_out_gb_s: float | None = Field(default=None, ge=0.1, le=10_000)
     scale_out_latency_us: float | None = Field(default=None, ge=0, le=100_000)
+    # reference-only dense peaks of formats the planner does not model (fp6)
+    tflops_reference: dict[str, float] | None = Field(default=None, max_length=len(REFERENCE_PRECISIONS))
+    # power: board TDP is tdp_w; all-in provisioned kW per GPU (host, network, cooling via PUE); idle board W
+    provisioned_kw_all_in: float | None = Field(default=None, ge=0.01, le=100)
+    idle_power_w: float | None = Field(default=None, ge=0, le=10_000)
+    power_source_note: str | None = Field(default=None, max_length=1000)
+    # the rental price is an estimate (no named list price); the physics is validated on this GPU's generation
+    price_is_estimate: bool | None = None
+    validated: bool | None = None
 
     @field_validator("tflops")
     @classmethod
@@ -63,6 +87,27 @@ class GpuSpec(BaseModel):
             if not (0.1 <= value <= 1_000_000):
                 raise ValueError(f"'{precision}' peak must be between 0.1 and 1,000,000 TFLOP/s")
         return peaks
+
+    @field_validator("tflops_reference")
+    @classmethod
+    def _reference_peaks(cls, peaks: dict[str, float] | None) -> dict[str, float] | None:
+        for precision, value in (peaks or {}).items():
+            if precision not in REFERENCE_PRECISIONS:
+                known = ", ".join(REFERENCE_PRECISIONS)
+                raise ValueError(f"unknown reference precision {precision[:30]!r} (known: {known})")
+            if not (0.1 <= value <= 1_000_000):
+                raise ValueError(f"'{precision}' reference peak must be between 0.1 and 1,000,000 TFLOP/s")
+        return peaks
+
+    @model_validator(mode="after")
+    def _power_consistent(self) -> GpuSpec:
+        # all-in power includes the board, and a board idles below its TDP
+        if self.tdp_w is not None and self.provisioned_kw_all_in is not None and \
+                self.provisioned_kw_all_in * 1000 < self.tdp_w:
+            raise ValueError("provisioned_kw_all_in must be at least tdp_w (it includes the GPU board)")
+        if self.tdp_w is not None and self.idle_power_w is not None and self.idle_power_w > self.tdp_w:
+            raise ValueError("idle_power_w must not exceed tdp_w")
+        return self
 
     @property
     def link_gb_s(self) -> float:
