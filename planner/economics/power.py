@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpu_catalog import GpuSpec
+from gpu_catalog import PROVISIONING_PUE, SYSTEM_TO_GPU_POWER_RATIO, GpuSpec
 
 POWER_PATH = Path(__file__).parent.parent / "data" / "power.toml"
 SECONDS_PER_HOUR = 3600.0
@@ -40,7 +40,8 @@ def power_constants() -> dict[str, Any]:
 
 _C = power_constants()
 DEFAULT_ELECTRICITY_USD_PER_KWH = float(_C["electricity"]["usd_per_kwh"])
-ALL_IN_KW_PER_TDP_KW = float(_C["fallback"]["all_in_kw_per_tdp_kw"])
+# the catalog's rule for a GPU without a published all-in figure: system kW per GPU x PUE
+ALL_IN_KW_PER_TDP_KW = SYSTEM_TO_GPU_POWER_RATIO * PROVISIONING_PUE
 IDLE_FRACTION_OF_TDP = float(_C["fallback"]["idle_fraction_of_tdp"])
 COMPUTE_SLOPE = float(_C["model"]["compute_slope"])
 MEMORY_SLOPE = float(_C["model"]["memory_slope"])
@@ -69,16 +70,16 @@ class PowerSpec:
 
 
 def power_spec(gpu: GpuSpec) -> PowerSpec:
-    """TDP, idle watts and all-in provisioned kW per GPU. Reads the catalog's `idle_power_w` and
-    `provisioned_kw_all_in` where the GPU has them, else the fallbacks of planner/data/power.toml."""
+    """TDP, idle watts and all-in provisioned kW per GPU: the catalog's (or a custom GPU's) figures, else
+    the fallbacks (planner/data/power.toml's idle fraction; the catalog's all-in rule)."""
     tdp = float(gpu.tdp_w) if gpu.tdp_w is not None else DEFAULT_TDP_W
-    idle = getattr(gpu, "idle_power_w", None)
-    all_in = getattr(gpu, "provisioned_kw_all_in", None)
+    idle, all_in = gpu.idle_power_w, gpu.provisioned_kw_all_in
     origin = {
         "tdp_w": "catalog" if gpu.tdp_w is not None else "default: H100 SXM 700 W",
         "idle_power_w": "catalog" if idle is not None else f"fallback: {IDLE_FRACTION_OF_TDP:g} x TDP",
         "provisioned_kw_all_in": ("catalog" if all_in is not None
-                                  else f"fallback: {ALL_IN_KW_PER_TDP_KW:g} x TDP (InferenceX H100 1.73 kW / 0.7 kW)"),
+                                  else f"fallback: {ALL_IN_KW_PER_TDP_KW:.3f} x TDP (the catalog's system-to-GPU "
+                                       f"ratio x PUE {PROVISIONING_PUE:g})"),
     }
     return PowerSpec(
         tdp_w=tdp,
