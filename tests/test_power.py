@@ -153,11 +153,12 @@ def test_plan_economics_follows_from_its_serving_point():
     formulas: prefill compute-bound (its intensity above the ridge) at slope 1.87, decode memory-bound at
     0.75, time-weighted by the prefill share over 4 GPUs; site W = GPU W x all-in kW / TDP kW; J/token =
     site W / output tokens/s; tokens per MW = output tokens/s / (4 GPUs x kW); energy $ = kW x hours per M
-    tokens x price; the default price is EIA's 0.081."""
+    tokens x price; the default price is the ownership model's $0.10/kWh (EIA's US industrial average
+    rounded up)."""
     p = _example_plan()
     e, s, r = p["economics"], p["serving"], p["roofline"]
     spec = power_spec(get_gpu("h100-sxm"))
-    assert e["electricity_usd_per_kwh"] == DEFAULT_ELECTRICITY_USD_PER_KWH == 0.081
+    assert e["electricity_usd_per_kwh"] == DEFAULT_ELECTRICITY_USD_PER_KWH == 0.10
     assert 0 < e["utilization"] <= 1
     assert r["prefill_ai"] > r["ridge_flop_per_byte"] and r["regime"] == "memory-bound"
     span = spec.tdp_w - spec.idle_power_w
@@ -170,16 +171,16 @@ def test_plan_economics_follows_from_its_serving_point():
     assert e["output_tokens_per_s_per_provisioned_mw"] == pytest.approx(
         s["output_tokens_per_s"] / (4 * spec.provisioned_kw_all_in / 1000))
     assert e["energy_usd_per_million_output_tokens"] == pytest.approx(
-        e["watts_per_replica"] / 1000 * 1e6 / s["output_tokens_per_s"] / 3600 * 0.081)
+        e["watts_per_replica"] / 1000 * 1e6 / s["output_tokens_per_s"] / 3600 * 0.10)
     # prefill utilization is the latency section's bound over its estimate (the same step, another path)
     assert e["prefill_utilization"] == pytest.approx(p["latency"]["prefill_ms_bound"] / p["latency"]["prefill_ms"])
 
 
 def test_plan_energy_cost_scales_with_the_electricity_price_and_refuses_a_bad_one():
-    """Source: hand: energy cost is linear in $/kWh (0.20 / 0.081); a negative price names its field."""
+    """Source: hand: energy cost is linear in $/kWh (0.20 / 0.10); a negative price names its field."""
     base = _example_plan()["economics"]["energy_usd_per_million_output_tokens"]
     dear = _example_plan(economics={"electricity_usd_per_kwh": 0.20})["economics"]
-    assert dear["energy_usd_per_million_output_tokens"] == pytest.approx(base * 0.20 / 0.081)
+    assert dear["energy_usd_per_million_output_tokens"] == pytest.approx(base * 0.20 / 0.10)
     with pytest.raises(ScenarioError) as err:
         _example_plan(economics={"electricity_usd_per_kwh": -1})
     assert err.value.field == "economics.electricity_usd_per_kwh"

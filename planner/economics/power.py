@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpu_catalog import PROVISIONING_PUE, SYSTEM_TO_GPU_POWER_RATIO, GpuSpec
+from planner.economics.ownership import ownership_defaults
 
 POWER_PATH = Path(__file__).parent.parent / "data" / "power.toml"
 SECONDS_PER_HOUR = 3600.0
@@ -39,7 +40,8 @@ def power_constants() -> dict[str, Any]:
 
 
 _C = power_constants()
-DEFAULT_ELECTRICITY_USD_PER_KWH = float(_C["electricity"]["usd_per_kwh"])
+# one electricity price for the ownership model and the energy cost (ownership.toml's, sourced there: EIA)
+DEFAULT_ELECTRICITY_USD_PER_KWH = float(ownership_defaults()["default"]["power_usd_per_kwh"])
 # the catalog's rule for a GPU without a published all-in figure: system kW per GPU x PUE
 ALL_IN_KW_PER_TDP_KW = SYSTEM_TO_GPU_POWER_RATIO * PROVISIONING_PUE
 IDLE_FRACTION_OF_TDP = float(_C["fallback"]["idle_fraction_of_tdp"])
