@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_catalog import GpuSpec, get_gpu
@@ -401,3 +401,32 @@ def test_gpt_oss_tokens_per_mw_mi300x_within_25_percent():
     the planner gives 0.81 M (ratio 1.08; TP 8, 115 sequences) with MXFP4 as w4a16 on the default
     (NVIDIA-calibrated) engine."""
     assert _per_mw("mi300x")["total_tokens_per_s_per_mw"] == pytest.approx(PUBLISHED["mi300x"], rel=0.25)
+
+
+# --- bad input, fuzzed: one line, exit 2, never a traceback --------------------------------------
+
+def _fuzz_requests(rng) -> list[tuple[str, dict]]:
+    sizing = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": rng.uniform(0.01, 50), "prompt_len": rng.randint(1, 4000),
+                                                  "output_len": rng.randint(1, 1000)},
+              "slo": {"ttft_ms": rng.uniform(10, 10_000), "itl_ms": rng.uniform(5, 200)}, "gpus": ["h100-sxm"],
+              "tp": [1], "weights": ["fp8"], "kv_cache": ["fp8"]}
+    return [
+        ("size-power", {"sizing": sizing, "power": {"objective": rng.choice(["min_mw", "max_goodput"]),
+                                                    "budget_mw": rng.uniform(0.01, 5), "cost_tier": "neocloud"}}),
+        ("mixed-fleet", {"model": "llama-3.1-8b", "requests_per_s": rng.uniform(0.1, 100), "slo": sizing["slo"],
+                         "gpus": ["h100-sxm"], "tp": [1], "weights": ["fp8"], "kv_cache": ["fp8"],
+                         "lengths": {"histogram": [{"prompt_len": rng.randint(1, 4000), "output_len": rng.randint(1, 500),
+                                                    "weight": rng.uniform(0.1, 1)}]}}),
+        ("context-tiers", {"sizing": sizing, "context_lens": [rng.randint(4000, 200_000)]}),
+    ]
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(rng=st.randoms(use_true_random=True))
+def test_issue24_commands_any_broken_request(rng):
+    """Source: invariant: each new command's request, broken in 1-3 places (tests/test_fuzz.py's mutations),
+    exits 0 with finite JSON or 2 with one `error:` line naming the field, never 70."""
+    from tests.test_fuzz import _dumps, check_cli, mutated
+
+    for command, request in _fuzz_requests(rng):
+        check_cli([command, "-"], _dumps(mutated(rng, request, ["power", "lengths", "context_lens"])))
