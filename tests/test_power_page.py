@@ -42,6 +42,9 @@ def test_power_view_shows_the_plans_power_and_runs_each_tool():
     assert mix["mixed"]["usd_per_hour"] <= mix["best_single"]["usd_per_hour"]
     assert any("Best single type" in m.value for m in at.markdown)
 
+    at.radio(key="pw_tool").set_value("Power-capped sizing").run()  # the last answer is still shown
+    assert not at.exception and len(at.dataframe) == 1 and at.session_state["pw_result"] == result
+
     at.radio(key="pw_tool").set_value("Context tiers").run()
     at.button(key="ct_run").click().run()
     assert not at.exception and not at.error
@@ -57,3 +60,4 @@ def test_power_view_bad_input_is_one_error_line():
     at.button(key="pw_run").click().run()
     assert not at.exception
     assert len(at.error) == 1 and "power.budget_mw" in at.error[0].value
+    assert "pw_result" not in at.session_state and len(at.dataframe) == 0

@@ -1,6 +1,6 @@
 """Power & fleets page (issue 24): the plan's power at its operating point, sizing under a power budget
 with a cost tier, the cheapest mixed fleet for a length distribution, and context tiers. Each tool runs
-only when its button is pressed (the sizing searches take a second or more)."""
+only when its button is pressed (the sizing searches take a second or more); its last answer stays shown."""
 
 from __future__ import annotations
 
@@ -51,12 +51,14 @@ def _common(prefix: str, catalog: dict[str, Any], gpus: list[str]) -> dict[str, 
             "gpus": chosen or gpus}
 
 
-def _run(fn: Any, request: dict[str, Any]) -> dict[str, Any] | None:
+def _run(fn: Any, request: dict[str, Any], key: str) -> None:
+    """Run a tool; its answer stays in the session (shown until the next run), a refusal is one error line
+    and drops the stale answer."""
     try:
-        return fn(request)
+        st.session_state[key] = fn(request)
     except ScenarioError as err:
+        st.session_state.pop(key, None)
         st.error(f"**{plain(err.field, 80)}**: {plain(err.reason)}")
-        return None
 
 
 def _power_sizing(catalog: dict[str, Any]) -> None:
@@ -72,18 +74,17 @@ def _power_sizing(catalog: dict[str, Any]) -> None:
     c2 = st.columns(2)
     tier = c2[0].selectbox("Cost tier", list(TIERS), format_func=TIERS.__getitem__, key="pw_tier")
     source = c2[1].selectbox("kW per GPU", ["catalog", "inferencex"], key="pw_source")
-    if not st.button("Size under power", key="pw_run"):
-        return
-    request = {"sizing": {"model": common["model"], "gpus": common["gpus"], "slo": common["slo"],
-                          "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
-                                      "output_len": int(output)}},
-               "power": {"objective": objective, "cost_tier": tier, "power_source": source}}
-    if budget > 0:
-        request["power"]["budget_mw"] = float(budget)
-    result = _run(size_power, request)
+    if st.button("Size under power", key="pw_run"):
+        request = {"sizing": {"model": common["model"], "gpus": common["gpus"], "slo": common["slo"],
+                              "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
+                                          "output_len": int(output)}},
+                   "power": {"objective": objective, "cost_tier": tier, "power_source": source}}
+        if budget > 0:
+            request["power"]["budget_mw"] = float(budget)
+        _run(size_power, request, "pw_result")
+    result = st.session_state.get("pw_result")
     if result is None:
         return
-    st.session_state["pw_result"] = result
     rows = result["results"]
     if not rows:
         st.warning("No option fits: widen the GPUs or the budget.")
@@ -104,15 +105,15 @@ def _mixed_fleet(catalog: dict[str, Any]) -> None:
     p2 = c[2].number_input("Long prompt", min_value=1, max_value=10_000_000, value=32000, key="mf_p2")
     o2 = c[3].number_input("Long output", min_value=1, max_value=10_000_000, value=64, key="mf_o2")
     share = c[4].number_input("Short share", min_value=0.01, max_value=0.99, value=0.9, key="mf_share")
-    if not st.button("Find the cheapest mix", key="mf_run"):
-        return
-    request = {"model": common["model"], "requests_per_s": common["rps"], "slo": common["slo"], "gpus": common["gpus"],
-               "lengths": {"histogram": [{"prompt_len": int(p1), "output_len": int(o1), "weight": float(share)},
-                                         {"prompt_len": int(p2), "output_len": int(o2), "weight": 1.0 - float(share)}]}}
-    result = _run(mixed_fleet, request)
+    if st.button("Find the cheapest mix", key="mf_run"):
+        request = {"model": common["model"], "requests_per_s": common["rps"], "slo": common["slo"],
+                   "gpus": common["gpus"], "lengths": {"histogram": [
+                       {"prompt_len": int(p1), "output_len": int(o1), "weight": float(share)},
+                       {"prompt_len": int(p2), "output_len": int(o2), "weight": 1.0 - float(share)}]}}
+        _run(mixed_fleet, request, "mf_result")
+    result = st.session_state.get("mf_result")
     if result is None:
         return
-    st.session_state["mf_result"] = result
     if result["mixed"] is None:
         st.warning("No GPU serves every length class within the objectives.")
         return
@@ -135,16 +136,15 @@ def _context_tiers(catalog: dict[str, Any]) -> None:
     output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, value=500, key="ct_output")
     tiers = c[2].multiselect("Maximum contexts", [8192, 32768, 65536, 131072, 262144, 1000000],
                              default=[32768, 131072, 1000000], key="ct_tiers")
-    if not st.button("Compare context tiers", key="ct_run"):
-        return
-    request = {"sizing": {"model": common["model"], "gpus": common["gpus"], "slo": common["slo"],
-                          "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
-                                      "output_len": int(output)}},
-               "context_lens": [int(t) for t in tiers] or [32768]}
-    result = _run(context_tiers, request)
+    if st.button("Compare context tiers", key="ct_run"):
+        request = {"sizing": {"model": common["model"], "gpus": common["gpus"], "slo": common["slo"],
+                              "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
+                                          "output_len": int(output)}},
+                   "context_lens": [int(t) for t in tiers] or [32768]}
+        _run(context_tiers, request, "ct_result")
+    result = st.session_state.get("ct_result")
     if result is None:
         return
-    st.session_state["ct_result"] = result
     st.dataframe(pd.DataFrame([{
         "max context": t["context_len"], "GPUs": t["gpus_total"], "$/hour": t["usd_per_hour"],
         "$ per M output tokens": t["usd_per_million_output_tokens"], "max batch": t.get("max_batch"),
