@@ -12,12 +12,12 @@ import time
 import streamlit as st
 
 from gpu_catalog import load_catalog
-from ui import compare, inputs, plan_page, sizing_page, state
+from ui import compare, inputs, plan_page, power_page, sizing_page, state
 from ui.text import plain
 
 _started = time.perf_counter()  # imports are cached after the first run
 
-VIEWS = ("Plan", "Compare what-ifs", "Size a fleet")
+VIEWS = ("Plan", "Compare what-ifs", "Size a fleet", "Power & fleets")
 
 st.set_page_config(page_title="Ridgeline — LLM serving capacity planner", page_icon="⛰️", layout="wide")
 state.init_from_link()
@@ -40,8 +40,10 @@ if view == "Plan":
     plan_page.render(scenario, result, error, query, link_refused)
 elif view == "Compare what-ifs":
     compare.render(scenario if error is None else None)
-else:
+elif view == "Size a fleet":
     sizing_page.render(load_catalog())
+else:
+    power_page.render(load_catalog(), result if error is None else None)
 
 # Server-side time of this run, read by tools/bench_app.py and benchmarks/bench_load.py (a figure, not an assertion).
 st.session_state["_last_run_ms"] = (time.perf_counter() - _started) * 1e3

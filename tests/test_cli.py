@@ -395,6 +395,9 @@ def test_every_example_runs_through_its_command():
         "llama70b_h100_fp8_scenario.json": ("plan",), "qwen3_8b_h100_scenario.json": ("plan",),
         "llama70b_sizing.json": ("size",), "llama70b_sizing_owned.json": ("size",),
         "vllm_bench_qwen3_8b_h100.json": ("calibrate", "{file}", str(EXAMPLES / "qwen3_8b_h100_scenario.json")),
+        # issue 24 (tests/test_power.py checks their answers)
+        "gpt_oss_power_sizing.json": ("size-power",), "mixed_fleet_bimodal.json": ("mixed-fleet",),
+        "context_tiers_llama8b.json": ("context-tiers",),
     }
     assert {p.name for p in EXAMPLES.glob("*.json")} == set(runs), "a new example needs a run here"
     outputs = {}

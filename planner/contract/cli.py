@@ -1,4 +1,4 @@
-"""`python -m planner plan|size|gpus|models|calibrate|schema|commands|compare-bench`: the contract's command line.
+"""`python -m planner plan|size|gpus|models|calibrate|schema|commands|compare-bench|size-power|mixed-fleet|context-tiers`: the contract's command line.
 
 A bad input exits 2 with one line `error: <field path>: <reason>` on stderr and nothing on stdout.
 `run()` does the work and raises ScenarioError; `main()` turns that into the line and the exit code.
@@ -169,6 +169,11 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
     p_cmp.add_argument("bench_json")
     p_cmp.add_argument("scenario_json")
     p_cmp.add_argument("--format", choices=["text", "json"], default="text")
+    # issue 24: power-capped sizing, mixed fleets routed by length, context tiers (docs/CONTRACT_EXTENSIONS.md)
+    for name, text in (("size-power", "size under a power budget or for the fewest MW, with a cost tier"),
+                       ("mixed-fleet", "cheapest mix of GPU types for a length distribution, routed by prompt length"),
+                       ("context-tiers", "GPUs and $ of the same traffic at several maximum contexts")):
+        sub.add_parser(name, help=f"{text} (JSON file or '-')").add_argument("file", help="request JSON file, or '-'")
     return parser
 
 
@@ -184,6 +189,22 @@ def _issue15_output(args: argparse.Namespace, stdin: TextIO) -> str:
     if args.format == "json":
         return json.dumps(clean_json(comparison_dict(result)), indent=2, allow_nan=False) + "\n"
     return comparison_text(result)
+
+
+def _issue24_output(command: str, request: Any) -> Any:
+    from planner.contract.planning import clean_json
+
+    if command == "size-power":
+        from planner.economics.power_sizing import size_power
+
+        return clean_json(size_power(request))
+    if command == "mixed-fleet":
+        from planner.serving.mixed_fleet import mixed_fleet
+
+        return clean_json(mixed_fleet(request))
+    from planner.serving.context_tiers import context_tiers
+
+    return clean_json(context_tiers(request))
 
 
 def run(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
@@ -203,6 +224,8 @@ def run(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = No
         from planner.serving.serving_modes import size_with_modes  # aggregated, and disaggregated when asked
 
         result = size_with_modes(_read_json(args.file, "sizing", stdin))
+    elif args.command in ("size-power", "mixed-fleet", "context-tiers"):
+        result = _issue24_output(args.command, _read_json(args.file, "request", stdin))
     elif args.command == "gpus":
         result = _catalog_json()
     elif args.command == "engines":

@@ -12,6 +12,7 @@ from gpu_catalog import load_catalog
 from planner.contract.deployment import Deployment
 from planner.contract.scenario import LoadSettings, Scenario, parse_scenario, resolution_notes, resolve
 from planner.economics.cost import usd_per_million_output_tokens
+from planner.economics.plan_power import EconomicsSection, economics_section
 from planner.hardware.parallelism import (
     ParallelismSection,
     cheapest_layout_that_fits,
@@ -203,6 +204,7 @@ class Plan(BaseModel):
     calibration: str | None
     warnings: list[str]
     parallelism: ParallelismSection | None = None
+    economics: EconomicsSection | None = None  # issue 24: power at the operating point
 
 
 def is_default_engine_name(d: Deployment) -> bool:
@@ -445,7 +447,17 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
                            non_embedding_params=counts.non_embedding),
         gpu=d.gpu.name, tp=d.tp, efficiency=d.efficiency.name, calibration=calibration,
         warnings=_warnings(scenario, d, mem, batch, price), parallelism=layout,
+        economics=_economics(scenario, d, gpus, point),
     )
+
+
+def _economics(scenario: Scenario, d: Deployment, gpus: int, point: ServingPoint | None) -> EconomicsSection:
+    stable = point is not None and point.stable
+    return economics_section(
+        d, scenario.prompt_len, scenario.mean_context, gpus,
+        point.prefill_share if stable and point else None, point.decoding_sequences if stable and point else None,
+        point.output_tokens_per_s if stable and point else None, point.total_tokens_per_s if stable and point else None,
+        scenario.economics)
 
 
 def clean_json(value: Any) -> Any:

@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from gpu_catalog import GpuSpec, load_catalog
 from planner.contract.deployment import Deployment
 from planner.contract.errors import ScenarioError, from_validation_error, loads_json
+from planner.economics.power import EconomicsSettings
 from planner.hardware.parallelism import effective_ep, validate_parallelism
 from planner.model.hf_import import model_from_hf_config
 from planner.model.model_shapes import ModelSpec
@@ -131,6 +132,8 @@ class Scenario(BaseModel):
     vllm_version: VllmVersion | None = None
     max_num_seqs: Annotated[int, Field(strict=True, ge=1, le=1_000_000)] | None = None
     vllm_sampler: SamplerPath | None = None
+    # issue 24: the electricity price behind the plan's economics section
+    economics: EconomicsSettings | None = None
 
     @model_validator(mode="after")
     def _lengths_fit_context(self) -> Scenario:

@@ -1,0 +1,69 @@
+"""Context tiers: what the same traffic costs when the engine must admit a longer maximum context
+(e.g. 32k vs 128k vs 1M). A longer max context reserves more KV per sequence (vLLM admits a sequence
+only if its whole max_model_len fits), so fewer sequences run at once, goodput per replica falls and the
+fleet grows. Each tier is the sizing search (planner.serving.sizing.size, unchanged) with `context_len`
+set to the tier; the answer per tier is its cheapest option and the KV figures behind it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from planner.contract.errors import ScenarioError, from_validation_error
+from planner.contract.planning import plan
+from planner.serving.sizing import size
+
+
+class ContextTiersRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    sizing: dict[str, Any]
+    context_lens: list[int] = Field(min_length=1, max_length=12)
+
+
+def parse_context_tiers(data: Any) -> ContextTiersRequest:
+    if not isinstance(data, dict):
+        raise ScenarioError("request", "must be a JSON object")
+    try:
+        req = ContextTiersRequest.model_validate(data)
+    except ValidationError as err:
+        raise from_validation_error(err) from None
+    for i, c in enumerate(req.context_lens):
+        if not 1 <= c <= 100_000_000:
+            raise ScenarioError(f"context_lens.{i}", "must be between 1 and 100,000,000")
+    return req
+
+
+def context_tiers(data: Any) -> dict[str, Any]:
+    req = parse_context_tiers(data)
+    tiers: list[dict[str, Any]] = []
+    for i, context in enumerate(sorted(set(req.context_lens))):
+        try:
+            result = size({**req.sizing, "context_len": context, "max_options": 1})
+        except ScenarioError as err:
+            raise ScenarioError(f"context_lens.{i}" if err.field == "context_len" else f"sizing.{err.field}",
+                                err.reason) from None
+        if not result["options"]:
+            tiers.append({"context_len": context, "feasible": False, "gpus_total": None, "usd_per_hour": None,
+                          "usd_per_million_output_tokens": None, "option": None,
+                          "reason": "; ".join(f"{r['candidate']}: {r['reason']}" for r in result["infeasible"][:3])
+                          or "no option meets the objectives"})
+            continue
+        o = result["options"][0]
+        mem = plan(o["scenario"]).memory  # the chosen option at this tier: its KV per sequence and max batch
+        tiers.append({"context_len": context, "feasible": True, "gpus_total": o["gpus_total"],
+                      "replicas": o["replicas"], "usd_per_hour": o["usd_per_hour"],
+                      "usd_per_million_output_tokens": o["usd_per_million_output_tokens"],
+                      "max_batch": mem.max_batch, "kv_gb_per_sequence_per_gpu": mem.kv_bytes_per_sequence_per_gpu / 1e9,
+                      "option": {k: o[k] for k in ("gpu", "tp", "pp", "ep", "weights", "kv_cache", "batch",
+                                                   "gpus_per_replica", "goodput_request_rate")}})
+    base = next((t for t in tiers if t["feasible"]), None)
+    for t in tiers:
+        t["usd_vs_shortest"] = (t["usd_per_hour"] / base["usd_per_hour"]
+                                if base is not None and t["feasible"] else None)
+    return {"tiers": tiers, "assumptions": {
+        "kv": "each sequence reserves KV for the tier's whole context (the engine's max_model_len): max batch "
+              "= KV budget / KV per sequence at the tier",
+        "traffic": "the same traffic and objectives at every tier (prompts and outputs as given)"}}

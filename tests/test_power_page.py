@@ -1,0 +1,63 @@
+"""AppTest of the Power & fleets view (issue 24): the plan's power, and each tool run from its button."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from planner import plan_dict
+from ui.links import DEFAULT_SCENARIO
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+def _power_view() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    at.radio(key="view").set_value("Power & fleets").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_power_view_shows_the_plans_power_and_runs_each_tool():
+    """Source: invariant: the view's metrics are the default plan's economics section (the same figures,
+    formatted), and each tool's button returns its table without an exception or an error line."""
+    at = _power_view()
+    e = plan_dict(DEFAULT_SCENARIO)["economics"]
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Watts per replica (all-in)"] == f"{e['watts_per_replica']:,.0f} W"
+    assert shown["Joules per output token"] == f"{e['joules_per_output_token']:.3f} J"
+
+    at.button(key="pw_run").click().run()
+    assert not at.exception and not at.error
+    result = at.session_state["pw_result"]
+    assert result["results"] and len(at.dataframe) == 1
+    assert all(r["provisioned_mw"] <= 2.0 + 1e-9 for r in result["results"])  # the 2 MW default budget
+
+    at.radio(key="pw_tool").set_value("Mixed fleet").run()
+    at.button(key="mf_run").click().run()
+    assert not at.exception and not at.error
+    mix = at.session_state["mf_result"]
+    assert mix["mixed"]["usd_per_hour"] <= mix["best_single"]["usd_per_hour"]
+    assert any("Best single type" in m.value for m in at.markdown)
+
+    at.radio(key="pw_tool").set_value("Power-capped sizing").run()  # the last answer is still shown
+    assert not at.exception and len(at.dataframe) == 1 and at.session_state["pw_result"] == result
+
+    at.radio(key="pw_tool").set_value("Context tiers").run()
+    at.button(key="ct_run").click().run()
+    assert not at.exception and not at.error
+    tiers = at.session_state["ct_result"]["tiers"]
+    assert [t["context_len"] for t in tiers] == [32768, 131072, 1000000]
+
+
+def test_power_view_bad_input_is_one_error_line():
+    """Source: invariant: a request the planner refuses shows one error naming the field, no traceback."""
+    at = _power_view()
+    at.selectbox(key="pw_objective").set_value("max_goodput").run()
+    at.number_input(key="pw_budget").set_value(0.0).run()
+    at.button(key="pw_run").click().run()
+    assert not at.exception
+    assert len(at.error) == 1 and "power.budget_mw" in at.error[0].value
+    assert "pw_result" not in at.session_state and len(at.dataframe) == 0
