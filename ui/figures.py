@@ -98,12 +98,15 @@ def load_rows(p: Plan, fleet: Fleet | None = None, traffic: float | None = None)
          f"at this load, prefill included; {_usd(p.cost.usd_per_million_total_tokens)} per M input + output tokens"),
     ]
     if fleet is not None and traffic is not None:
-        if fleet.gpus is not None and fleet.usd_per_hour is not None:
-            rows.append((f"Fleet for {traffic:,.4g} req/s", f"{_gpus(fleet.gpus)} · ${fleet.usd_per_hour:,.2f}/h",
-                         f"{fleet.replicas:,} replicas within the objective; {_usd(fleet.usd_per_million_output_tokens)}"
-                         " per M output tokens at that traffic (the sizing page's figure)"))
+        if fleet.gpus is not None and fleet.usd_per_hour is not None and fleet.replicas is not None:
+            rows.append((f"GPUs for {traffic:,.4g} req/s", f"{fleet.gpus:,}",
+                         f"{fleet.replicas:,} replicas of {_gpus(n)}, each within the objective (traffic target in "
+                         "the sidebar)"))
+            rows.append((f"$/hour for {traffic:,.4g} req/s", f"${fleet.usd_per_hour:,.2f}",
+                         f"{_usd(fleet.usd_per_million_output_tokens)} per M output tokens at that traffic "
+                         "(the sizing page's figure)"))
         else:
-            rows.append((f"Fleet for {traffic:,.4g} req/s", "none", f"no fleet meets the objective: {fleet.reason}"))
+            rows.append((f"GPUs for {traffic:,.4g} req/s", "none", f"no fleet meets the objective: {plain(fleet.reason)}"))
     return rows
 
 

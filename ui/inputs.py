@@ -13,6 +13,7 @@ from planner.contract.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_RESERV
 from planner.model.hf_import import SUPPORTED_MODEL_TYPES
 from planner.model.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.model.presets import load_presets
+from planner.serving.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
 from planner.serving.operating_point import DEFAULT_OBJECTIVE, DEFAULT_OBJECTIVE_SOURCE
 from ui.text import plain
 
@@ -41,7 +42,7 @@ WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
     "g_fp4": (0.0, 1e9), "g_link": (0.0, 1e9),
     "context_len": (1, 100_000_000), "prompt_len": (1, 100_000_000), "output_len": (1, 100_000_000),
     "batch": (1, 10_000_000), "utilization": (0.0, 1.0), "reserve_gb": (0.0, 10_000.0), "pp": (1, 256), "ep": (1, 1024),
-    "load_rate": (0.0, 1e6), "load_concurrency": (1, 10_000_000), "slo_ttft": (0.0, 1e7), "slo_itl": (0.0, 1e7),
+    "load_rate": (0.0, 1e6), "traffic_rps": (1e-6, 1e7), "load_concurrency": (1, 10_000_000), "slo_ttft": (0.0, 1e7), "slo_itl": (0.0, 1e7),
     "arrival_cv": (0.0, 10.0), "prompt_len_cv": (0.0, 10.0), "output_len_cv": (0.0, 10.0),
     "prefix_cache_hit": (0.0, 1.0), "max_num_batched_tokens": (16, 10_000_000),
     "price": (0.0, 100_000.0), "spec_k": (1, 64), "spec_p": (0.0, 1.0), "spec_draft_b": (0.0, 10_000.0),
@@ -430,6 +431,11 @@ def render_sidebar() -> None:
             c1.number_input("TTFT (ms)", *_bounds("slo_ttft"), key="slo_ttft", disabled=not ss["slo_ttft_on"])
             c2.number_input("ITL (ms)", *_bounds("slo_itl"), key="slo_itl", disabled=not ss["slo_itl_on"])
             st.radio("at percentile", [50, 90, 99], key="slo_percentile", horizontal=True, format_func=lambda p: f"p{p}")
+        if "traffic_rps" not in ss:
+            ss["traffic_rps"] = DEFAULT_TRAFFIC_REQUESTS_PER_S
+        st.number_input("Traffic target (requests/s, all replicas)", *_bounds("traffic_rps"), format="%.3f",
+                        key="traffic_rps", help="the fleet the Plan and Compare views size for this traffic within "
+                                                "the objective, as the sizing page does")
     with sb.expander("Traffic shape and scheduler"):
         st.number_input("Arrival CV (1 = Poisson)", *_bounds("arrival_cv"), step=0.1, key="arrival_cv")
         st.number_input("Prompt length CV", *_bounds("prompt_len_cv"), step=0.1, key="prompt_len_cv")

@@ -152,12 +152,9 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
     fleet, traffic = None, None
     slo = figures.objective_of(scenario)
     if result.memory.fits and slo is not None and (slo.ttft_ms is not None or slo.itl_ms is not None):
-        traffic = float(st.session_state.setdefault("traffic_rps", DEFAULT_TRAFFIC_REQUESTS_PER_S))
+        traffic = float(st.session_state.get("traffic_rps", DEFAULT_TRAFFIC_REQUESTS_PER_S))
         fleet = _cached_fleet(json.dumps(scenario, sort_keys=True), traffic)
     figures.render(result, scenario, fleet, traffic)
-    if fleet is not None:
-        st.number_input("Traffic target (requests/s, all replicas)", 0.001, 1e7, key="traffic_rps", format="%.3f",
-                        help="the fleet tile sizes this traffic within the objective, as the sizing page does")
     if not result.memory.fits:
         _what_would_fit(result, scenario)
     with st.expander("Share this scenario"):
