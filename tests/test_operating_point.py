@@ -110,3 +110,19 @@ def test_fleet_for_one_configuration_is_the_sizing_pages_option(traffic):
                                                   cheapest[g]["gpus_total"]))
     for r in rows:  # each pin at its own goodput under the same objective
         assert r.plan.serving.at_goodput and r.plan.serving.slo_percentile == DEFAULT_OBJECTIVE.percentile
+
+
+def test_the_latency_curves_sample_the_goodput_so_its_marker_sits_on_them():
+    """The latency-vs-rate series holds 40+ rates, denser near capacity, and the goodput rate itself, where
+    the objective's percentile is within the objective.
+    Source: invariant: the chart draws the marker on a sampled point of its own curve."""
+    from planner.contract.chart_data import serving_series
+
+    s = serving_series(at_objective({**BASE, "gpu": "h100-sxm"}, DEFAULT_OBJECTIVE))
+    rates = [r["request_rate"] for r in s.vs_rate]
+    assert len(rates) >= 40 and rates == sorted(rates)
+    near = [r for r in rates if r > 0.9 * s.capacity_rate]
+    assert len(near) >= 10  # the last tenth of the range holds a quarter of the points
+    at = [r for r in s.vs_rate if r["request_rate"] == s.goodput_rate]
+    assert len(at) == 1 and at[0]["itl_p90_ms"] <= 50.0 * (1 + JUDGE_RELATIVE_TOLERANCE)
+    assert at[0]["ttft_p90_ms"] <= 1000.0
