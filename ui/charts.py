@@ -100,7 +100,7 @@ def memory_bar(c: ChartData) -> dict[str, Any]:
          "encoding": {"x": {"field": "gib", "type": "quantitative"},
                       "strokeDash": {"field": "line", "type": "nominal", "title": None,
                                      "scale": {"range": [[6, 3], [1, 0], [2, 2]]},
-                                     "legend": {"orient": "bottom", "direction": "horizontal"}},
+                                     "legend": {"orient": "top", "direction": "horizontal"}},
                       "tooltip": [{"field": "line", "title": "capacity"}]}},
     ]
     return spec
@@ -119,8 +119,10 @@ def roofline(c: ChartData) -> dict[str, Any]:
     ridge = [{"ai": round(r.ridge_flop_per_byte, 3), "tflops": r.peak_tflops,
               "label": f"ridge {r.ridge_flop_per_byte:,.0f} FLOP/byte"}]
     spec["layer"] = [
-        {"data": {"values": ceiling}, "mark": {"type": "line", "color": "grey"},
-         "encoding": {"x": x, "y": y}},
+        {"data": {"values": [{**pt, "line": "attainable: HBM roof, then compute peak"} for pt in ceiling]},
+         "mark": {"type": "line"},
+         "encoding": {"x": x, "y": y, "color": {"field": "line", "type": "nominal", "title": None,
+                                               "scale": {"range": ["grey"]}, "legend": {"orient": "top"}}}},
         {"data": {"values": ridge}, "mark": {"type": "rule", "strokeDash": [4, 4], "color": "grey"},
          "encoding": {"x": {"field": "ai", "type": "quantitative"},
                       "tooltip": [{"field": "label", "title": "ridge"}]}},
@@ -134,7 +136,7 @@ def roofline(c: ChartData) -> dict[str, Any]:
                       "tooltip": [{"field": "kernel"}, {"field": "ai", "format": ",.1f", "title": "FLOP/byte"},
                                   {"field": "tflops", "format": ",.1f", "title": "TFLOP/s reached"}]}},
     ]
-    return spec
+    return _independent_colours(spec)
 
 
 def intensity_vs_batch(c: ChartData) -> dict[str, Any]:
@@ -169,9 +171,22 @@ def intensity_vs_batch(c: ChartData) -> dict[str, Any]:
 
 
 def _max_batch_rule(max_batch: int) -> dict[str, Any]:
-    return {"data": {"values": [{"batch": max(max_batch, 1), "label": f"max batch {max_batch:,}"}]},
-            "mark": {"type": "rule", "strokeDash": [4, 4], "color": "grey"},
-            "encoding": {"x": {"field": "batch", "type": "quantitative"}, "tooltip": [{"field": "label"}]}}
+    """The max batch as a dashed rule with its own legend entry (the chart resolves its colour scales
+    independently: see _independent_colours)."""
+    label = f"max batch {max_batch:,}"
+    return {"data": {"values": [{"batch": max(max_batch, 1), "line": label}]},
+            "mark": {"type": "rule", "strokeDash": [4, 4]},
+            "encoding": {"x": {"field": "batch", "type": "quantitative"},
+                         "color": {"field": "line", "type": "nominal", "title": None,
+                                   "scale": {"domain": [label], "range": [palette.colour("capacity")]},
+                                   "legend": {"orient": "bottom"}},
+                         "tooltip": [{"field": "line"}]}}
+
+
+def _independent_colours(spec: dict[str, Any]) -> dict[str, Any]:
+    """Layers with their own colour scale (a rule's legend beside the series'): one legend each."""
+    spec["resolve"] = {"scale": {"color": "independent"}, "legend": {"color": "independent"}}
+    return spec
 
 
 def _estimate_and_bound(c: ChartData, estimate: str, bound: str, title: str, y_title: str, fmt: str) -> dict[str, Any]:
@@ -191,7 +206,7 @@ def _estimate_and_bound(c: ChartData, estimate: str, bound: str, title: str, y_t
                                   {"field": "value", "format": fmt, "title": y_title}]}},
         _max_batch_rule(c.max_batch),
     ]
-    return spec
+    return _independent_colours(spec)
 
 
 def itl_vs_batch(c: ChartData) -> dict[str, Any]:
@@ -217,7 +232,7 @@ def cost_vs_batch(c: ChartData) -> dict[str, Any]:
                                   {"field": "usd_per_million_output_tokens", "format": "$,.3f", "title": "$/M"}]}},
         _max_batch_rule(c.max_batch),
     ]
-    return spec
+    return _independent_colours(spec)
 
 
 def frontier(s: ServingSeries) -> dict[str, Any]:
