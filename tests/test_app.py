@@ -41,9 +41,11 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 def _num(text: str) -> float:
-    """The number a tile shows, in its base unit: "1.73 s" reads as 1,730 ms."""
+    """The number a tile shows, in its base unit: "1.73 s" reads as 1,730 ms, "16.92 GiB" as 18.17 GB."""
     parts = text.replace("$", "").replace(",", "").split()
     value = float(parts[0])
+    if len(parts) > 1 and parts[1] == "GiB":
+        return value * 2**30 / 1e9
     return value * 1000.0 if len(parts) > 1 and parts[1] == "s" else value
 
 
@@ -90,7 +92,13 @@ def assert_metrics_match_plan(at: AppTest, scenario: dict) -> None:
     assert _num(m["Tokens/s, decode only"]) == pytest.approx(p["throughput"]["output_tokens_per_s"], abs=0.6)
     assert _num(m["$ per M output tokens"]) == pytest.approx(p["cost"]["usd_per_million_output_tokens"], abs=6e-4)
     sv = p["serving"]
-    assert _num(m["Request rate"]) == pytest.approx(sv["request_rate"], abs=0.006)
+    rate = m["Goodput per replica"] if sv["at_goodput"] else m["Request rate"]
+    assert _num(rate) == pytest.approx(sv["request_rate"], abs=0.006)
+    if "TTFT p50 / p99" not in m:  # an objective: its percentile, judged
+        pct = f"p{sv['slo_percentile']}"
+        assert _num(m[f"TTFT {pct}"]) == pytest.approx(sv["ttft_ms"][pct], rel=0.006)
+        assert _num(m[f"ITL {pct}"]) == pytest.approx(sv["itl_ms"][pct], rel=0.006)
+        return
     ttft50, ttft99 = (_num(x) for x in m["TTFT p50 / p99"].split(" / "))
     # shown to 3-4 significant figures (ms below 10 s, then s with 2 decimals)
     assert ttft50 == pytest.approx(sv["ttft_ms"]["p50"], rel=0.006) and ttft99 == pytest.approx(sv["ttft_ms"]["p99"], rel=0.006)
@@ -105,7 +113,9 @@ def test_default_page_shows_a_realistic_plan_with_every_headline_figure():
     Source: hand: weights from Llama-3.1-70B's config.json (above); ridge from the NVIDIA H100 SXM datasheet.
     """
     at = run_app()
-    assert len(at.metric) == 17  # operating point 4 + latency 3 + memory/roofline 5 + decode-only 5
+    # at the objective 5 (goodput, tokens/s, $/M, GPUs and $/h for the traffic) + latency 4 (TTFT, ITL, mean
+    # TPOT, E2E) + memory/roofline 5 + decode-only 5
+    assert len(at.metric) == 19
     assert shown(at, "Weights per GPU") == pytest.approx(W70_FP8_GB[4], abs=0.006)
     assert shown(at, "Ridge FLOP/byte") == pytest.approx(RIDGE["h100-sxm fp8"], rel=2e-3)
     assert_metrics_match_plan(at, DEFAULT_SCENARIO)
@@ -126,7 +136,8 @@ def test_share_link_reproduces_the_cli_plan():
     at = run_app(link)
     assert shown(at, "Weights per GPU") == pytest.approx(W70_FP8_GB[2], abs=0.006)
     assert shown(at, "Ridge FLOP/byte") == pytest.approx(RIDGE["h200 fp8"], rel=2e-3)
-    scenario = {**{k: (int(v) if v.isdigit() else v) for k, v in link.items()}}
+    # a link without `load` takes the default operating point: the goodput under the default objective
+    scenario = {**{k: (int(v) if v.isdigit() else v) for k, v in link.items()}, "load": DEFAULT_SCENARIO["load"]}
     assert_metrics_match_plan(at, scenario)
     assert query(at) == scenario_to_query(scenario)
 
@@ -181,7 +192,7 @@ def test_custom_model_travels_as_json_in_the_link():
     assert shown(at, "Ridge FLOP/byte") == pytest.approx(RIDGE["l4 bf16"], rel=2e-3)
     assert_metrics_match_plan(at, {"model": {**model, "head_dim": 64, "tied_embeddings": False}, "gpu": "l4",
                                    "tp": 1, "weights": "bf16", "kv_cache": "bf16", "context_len": 8192,
-                                   "prompt_len": 2000, "output_len": 400})
+                                   "prompt_len": 2000, "output_len": 400, "load": DEFAULT_SCENARIO["load"]})
 
 
 def test_scenario_that_does_not_fit_says_so_and_offers_what_would_fit():
@@ -216,7 +227,7 @@ def test_invalid_input_combination_names_the_field_and_keeps_state():
     assert any("context_len" in unescape(e.value) for e in at.error)
     assert at.sidebar.selectbox(key="model_choice").value == "llama-3.1-70b"  # nothing else lost
     at.sidebar.number_input(key="context_len").set_value(16384).run()
-    assert not at.error and len(at.metric) == 17
+    assert not at.error and len(at.metric) == 19
     assert int(shown(at, "Max batch")) == NAPKIN_MAX_BATCH_70B_TP4[16384]
 
 
@@ -231,6 +242,7 @@ def test_pin_two_scenarios_and_compare():
     at.sidebar.selectbox(key="gpu_choice").set_value("h200").run()
     at.button(key="pin_plan").click().run()
     at.radio(key="view").set_value("Compare what-ifs").run()
+    at.radio(key="cmp_mode").set_value("At one request rate").run()
     table = at.dataframe[0].value
     assert table.shape[1] == 3  # two pins and the difference
     assert "ITL p99" in table.index and "Request rate (req/s per replica)" in table.index
@@ -251,6 +263,7 @@ def test_comparison_link_loads_pins_and_skips_bad_ones():
     assert len(at.session_state["pins"]) == 2
     assert any("compare[2]" in unescape(w.value) for w in at.warning)
     at.radio(key="view").set_value("Compare what-ifs").run()
+    at.radio(key="cmp_mode").set_value("At one request rate").run()
     table = at.dataframe[0].value
     assert table.shape[1] == 3
     assert [_num(v) for v in table.loc["Weights per GPU"].iloc[:2]] == pytest.approx([W70_FP8_GB[4]] * 2, abs=0.006)
@@ -503,7 +516,7 @@ def test_pin_names_from_a_link_never_render_as_markdown():
     assert len(at.session_state["pins"]) == 2
     assert not at.table  # st.table renders its headers as Markdown
     frame = at.dataframe[0].value
-    assert any(EVIL in str(col) for col in frame.columns)  # shown literally
+    assert any(EVIL in str(v) for v in [*frame.columns, *frame.to_numpy().ravel()])  # shown literally
     assert not _live_markup(_all_text(at))
 
 
@@ -738,12 +751,13 @@ def test_plan_leads_with_the_operating_point_and_its_charts():
     """
     at = run_app()
     labels = [m.label for m in at.metric]
-    assert labels[:4] == ["Request rate", "Concurrency", "Output tokens/s per GPU", "$ per M output tokens"]
-    assert labels.index("TTFT p50 / p99") < labels.index("TTFT, one request alone")  # bounds come after
+    assert labels[:5] == ["Goodput per replica", "Output tokens/s per replica", "$ per M output tokens",
+                          "GPUs for 50 req/s", "$/hour for 50 req/s"]
+    assert labels.index("TTFT p90") < labels.index("TTFT, one request alone")  # bounds come after
     specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
     memory = next(sp for sp in specs if sp["title"]["text"].startswith("Per-GPU memory"))
-    bars = {v["part"]: v["gb"] for v in memory["layer"][0]["data"]["values"]}
-    ticks = {v["label"].split(" ")[0]: v["gb"] for v in memory["layer"][1]["data"]["values"]}
+    bars = {v["part"]: v["gib"] for v in memory["layer"][0]["data"]["values"]}
+    ticks = {v["line"].split(" ")[0]: v["gib"] for v in memory["layer"][1]["data"]["values"]}
     assert bars["weights"] == pytest.approx(16.918, abs=0.002)
     assert ticks["device"] == pytest.approx(79.647, abs=0.002)
     roofline = next(sp["title"]["text"] for sp in specs if sp["title"]["text"].startswith("Roofline"))
@@ -766,7 +780,8 @@ def test_request_rate_and_objective_from_the_sidebar_reach_the_plan():
     load = json.loads(query(at)["load"])
     assert load["request_rate"] == 2.0 and load["slo"]["percentile"] == 90
     scenario = {**DEFAULT_SCENARIO, "load": load}
-    assert shown(at, "Output tokens/s per GPU") == pytest.approx(200.0, abs=0.6)
+    assert shown(at, "Output tokens/s per replica") == pytest.approx(800.0, abs=0.6)
+    assert any(c.value.startswith("200 per GPU") for c in at.caption)
     assert shown(at, "$ per M output tokens") == pytest.approx(4.153, abs=6e-4)
     assert_metrics_match_plan(at, scenario)
     goodput = plan_dict(scenario)["serving"]["goodput_request_rate"]
@@ -795,6 +810,7 @@ def test_pins_are_compared_at_one_common_request_rate():
     pins = [one, {**one, "gpu": "h200"}]
     at = run_app({**scenario_to_query(DEFAULT_SCENARIO), "compare": json.dumps(pins)})
     at.radio(key="view").set_value("Compare what-ifs").run()
+    at.radio(key="cmp_mode").set_value("At one request rate").run()
     table = at.dataframe[0].value
     capacities = [float(v) for v in table.loc["Capacity (req/s per replica)"].iloc[:2]]
     rate = 0.7 * min(capacities)

@@ -96,7 +96,8 @@ def _metrics(page) -> dict[str, float]:
         value = m.locator('[data-testid="stMetricValue"]').inner_text().strip()
         digits = re.sub(r"[^0-9.]", "", value.split()[0])
         if digits:
-            out[label] = float(digits)
+            # memory tiles are in GiB: read back in GB, the unit of the figures below
+            out[label] = float(digits) * (2**30 / 1e9 if value.endswith("GiB") else 1.0)
     return out
 
 
@@ -145,7 +146,10 @@ def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(se
     page.goto(server + "/?" + "&".join(f"{k}={v}" for k, v in LINK.items()))
     _wait_for_metrics(page)
 
-    scenario = {k: int(v) if v.isdigit() else v for k, v in LINK.items()}
+    # a link without `load` takes the default operating point, the goodput under the default objective
+    from ui.links import DEFAULT_SCENARIO
+
+    scenario = {**{k: int(v) if v.isdigit() else v for k, v in LINK.items()}, "load": DEFAULT_SCENARIO["load"]}
     plan = _cli_plan(scenario)
     m = _metrics(page)
     assert m["Weights per GPU"] == pytest.approx(W70_FP8_GB[2], abs=0.006)
@@ -155,7 +159,7 @@ def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(se
     assert m["Max batch"] == plan["memory"]["max_batch"]
     assert m["ITL, decode only"] == pytest.approx(plan["latency"]["itl_ms"], rel=0.006)
     assert m["TTFT, one request alone"] == pytest.approx(plan["latency"]["ttft_ms"], rel=0.006)
-    assert m["Request rate"] == pytest.approx(plan["serving"]["request_rate"], abs=0.006)
+    assert m["Goodput per replica"] == pytest.approx(plan["serving"]["request_rate"], abs=0.006)
     page.screenshot(path=str(ARTIFACTS / "browser_plan.png"), full_page=True)
 
     # pin, then change an input: the URL and the figures follow

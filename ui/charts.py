@@ -12,9 +12,7 @@ import math
 from typing import Any
 
 from planner.contract.chart_data import ChartData, ServingSeries
-
-PALETTE = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d"]
-GREY = "#b0b0b0"
+from ui import palette
 
 
 def show(spec: dict[str, Any], container=None) -> None:
@@ -73,34 +71,37 @@ def _round(v: Any) -> Any:
 # --- plan page ------------------------------------------------------------------------------------
 
 def memory_bar(c: ChartData) -> dict[str, Any]:
+    """One GPU's memory, stacked, in GiB; the capacity lines are dashed rules named in their own legend
+    (no text labels on the bar: the cap and the device total sit close and their labels collided)."""
     m = c.memory
-    unit = m.unit
-    rows = [{"gpu": "one GPU", "part": part.name, "gb": round(part.gb, 3), "order": i} for i, part in enumerate(m.parts)]
+    to_gib = 1.0 if m.unit == "GiB" else 1e9 / 2**30  # one unit for every memory figure
+    rows = [{"gpu": "one GPU", "part": part.name, "gib": round(part.gb * to_gib, 3), "order": i}
+            for i, part in enumerate(m.parts)]
     names = [part.name for part in m.parts]
-    caps = [{"gpu": "one GPU", "label": f"{line.name} {line.gb:,.1f} {unit}", "gb": round(line.gb, 3)} for line in m.lines]
-    top = max([m.device_gb, sum(r["gb"] for r in rows)] + [line.gb for line in m.lines]) * 1.02
-    # a step height, not a fixed one: a fixed height must also hold title, axis and legends and
-    # squeezes the bar; the y band is one GPU
-    title = (f"Per-GPU memory ({unit}): what the engine takes, within its utilization cap" if unit == "GiB"
-             else "Per-GPU memory (GB): weights, KV cache and reserve within the engine's cap")
+    lines = [{"gpu": "one GPU", "line": f"{line.name} {line.gb * to_gib:,.1f} GiB", "gib": round(line.gb * to_gib, 3)}
+             for line in m.lines]
+    top = max([m.device_gb * to_gib, sum(r["gib"] for r in rows)] + [r["gib"] for r in lines]) * 1.02
+    title = ("Per-GPU memory (GiB): what the engine takes, within its utilization cap" if m.unit == "GiB"
+             else "Per-GPU memory (GiB): weights, KV cache and reserve within the engine's cap")
     spec = _base(title, height=0)
     spec["height"] = {"step": 44}
     y = {"field": "gpu", "type": "nominal", "title": None, "axis": {"labels": False, "ticks": False}}
     spec["layer"] = [
         {"data": {"values": rows}, "mark": {"type": "bar"},
-         "encoding": {"y": y, "x": {"field": "gb", "type": "quantitative", "stack": "zero", "title": unit,
+         "encoding": {"y": y, "x": {"field": "gib", "type": "quantitative", "stack": "zero", "title": "GiB",
                                     "scale": {"domain": [0, top], "nice": False}},
                       "color": {"field": "part", "type": "nominal", "sort": names, "title": None,
-                                "scale": {"domain": names, "range": PALETTE[:len(names)]},
+                                "scale": palette.scale(names),
                                 "legend": {"orient": "bottom", "direction": "horizontal", "columns": 4}},
                       "order": {"field": "order", "type": "quantitative"},
                       "tooltip": [{"field": "part", "title": "part"},
-                                  {"field": "gb", "type": "quantitative", "format": ",.2f", "title": unit}]}},
-        {"data": {"values": caps}, "mark": {"type": "tick", "color": "black", "thickness": 2, "size": 44},
-         "encoding": {"y": y, "x": {"field": "gb", "type": "quantitative"},
-                      "tooltip": [{"field": "label", "title": "capacity"}]}},
-        {"data": {"values": caps}, "mark": {"type": "text", "align": "right", "dx": -4, "dy": -30, "fontSize": 11},
-         "encoding": {"y": y, "x": {"field": "gb", "type": "quantitative"}, "text": {"field": "label"}}},
+                                  {"field": "gib", "type": "quantitative", "format": ",.2f", "title": "GiB"}]}},
+        {"data": {"values": lines}, "mark": {"type": "rule", "color": "black", "strokeWidth": 2},
+         "encoding": {"x": {"field": "gib", "type": "quantitative"},
+                      "strokeDash": {"field": "line", "type": "nominal", "title": None,
+                                     "scale": {"range": [[6, 3], [1, 0], [2, 2]]},
+                                     "legend": {"orient": "top", "direction": "horizontal"}},
+                      "tooltip": [{"field": "line", "title": "capacity"}]}},
     ]
     return spec
 
@@ -118,8 +119,10 @@ def roofline(c: ChartData) -> dict[str, Any]:
     ridge = [{"ai": round(r.ridge_flop_per_byte, 3), "tflops": r.peak_tflops,
               "label": f"ridge {r.ridge_flop_per_byte:,.0f} FLOP/byte"}]
     spec["layer"] = [
-        {"data": {"values": ceiling}, "mark": {"type": "line", "color": "grey"},
-         "encoding": {"x": x, "y": y}},
+        {"data": {"values": [{**pt, "line": "attainable: HBM roof, then compute peak"} for pt in ceiling]},
+         "mark": {"type": "line"},
+         "encoding": {"x": x, "y": y, "color": {"field": "line", "type": "nominal", "title": None,
+                                               "scale": {"range": ["grey"]}, "legend": {"orient": "top"}}}},
         {"data": {"values": ridge}, "mark": {"type": "rule", "strokeDash": [4, 4], "color": "grey"},
          "encoding": {"x": {"field": "ai", "type": "quantitative"},
                       "tooltip": [{"field": "label", "title": "ridge"}]}},
@@ -129,11 +132,11 @@ def roofline(c: ChartData) -> dict[str, Any]:
         {"data": {"values": points}, "mark": {"type": "point", "filled": True, "size": 120},
          "encoding": {"x": {"field": "ai", "type": "quantitative"}, "y": {"field": "tflops", "type": "quantitative"},
                       "color": {"field": "kernel", "type": "nominal", "title": None,
-                                "scale": {"range": PALETTE[:2]}, "legend": {"orient": "bottom"}},
+                                "scale": palette.scale([pt["kernel"] for pt in points]), "legend": {"orient": "bottom"}},
                       "tooltip": [{"field": "kernel"}, {"field": "ai", "format": ",.1f", "title": "FLOP/byte"},
                                   {"field": "tflops", "format": ",.1f", "title": "TFLOP/s reached"}]}},
     ]
-    return spec
+    return _independent_colours(spec)
 
 
 def intensity_vs_batch(c: ChartData) -> dict[str, Any]:
@@ -147,30 +150,43 @@ def intensity_vs_batch(c: ChartData) -> dict[str, Any]:
         {"data": {"values": rows}, "mark": {"type": "line", "point": True},
          "encoding": {"x": x, "y": y,
                       "color": {"field": "fits", "type": "nominal", "title": None,
-                                "scale": {"domain": ["fits in memory", "beyond the max batch"],
-                                          "range": [PALETTE[0], GREY]}, "legend": {"orient": "bottom"}},
+                                "scale": palette.scale(["fits in memory", "beyond the max batch"]),
+                                "legend": {"orient": "bottom"}},
                       "tooltip": [{"field": "batch", "format": ","}, {"field": "decode_ai", "format": ",.1f",
                                                                      "title": "FLOP/byte"}]}},
         {"data": {"values": [{"ridge": ridge, "label": f"ridge {ridge:,.0f}"}]},
-         "mark": {"type": "rule", "color": PALETTE[2]},
+         "mark": {"type": "rule", "color": palette.colour("ridge")},
          "encoding": {"y": {"field": "ridge", "type": "quantitative"}, "tooltip": [{"field": "label"}]}},
         {"data": {"values": [{"ridge": ridge, "label": f"ridge {ridge:,.0f} FLOP/byte"}]},
-         "mark": {"type": "text", "align": "left", "x": 4, "dy": -8, "color": PALETTE[2]},
+         "mark": {"type": "text", "align": "left", "x": 4, "dy": -8, "color": palette.colour("ridge")},
          "encoding": {"y": {"field": "ridge", "type": "quantitative"}, "text": {"field": "label"}}},
     ]
     crossing = c.plan.roofline.ridge_crossing_batch
     if crossing:
         layers.append({"data": {"values": [{"batch": crossing, "label": f"crosses the ridge at batch {crossing:,}"}]},
-                       "mark": {"type": "rule", "color": PALETTE[2], "strokeDash": [4, 4]},
+                       "mark": {"type": "rule", "color": palette.colour("ridge"), "strokeDash": [4, 4]},
                        "encoding": {"x": {"field": "batch", "type": "quantitative"}, "tooltip": [{"field": "label"}]}})
     spec["layer"] = layers
     return spec
 
 
 def _max_batch_rule(max_batch: int) -> dict[str, Any]:
-    return {"data": {"values": [{"batch": max(max_batch, 1), "label": f"max batch {max_batch:,}"}]},
-            "mark": {"type": "rule", "strokeDash": [4, 4], "color": "grey"},
-            "encoding": {"x": {"field": "batch", "type": "quantitative"}, "tooltip": [{"field": "label"}]}}
+    """The max batch as a dashed rule with its own legend entry (the chart resolves its colour scales
+    independently: see _independent_colours)."""
+    label = f"max batch {max_batch:,}"
+    return {"data": {"values": [{"batch": max(max_batch, 1), "line": label}]},
+            "mark": {"type": "rule", "strokeDash": [4, 4]},
+            "encoding": {"x": {"field": "batch", "type": "quantitative"},
+                         "color": {"field": "line", "type": "nominal", "title": None,
+                                   "scale": {"domain": [label], "range": [palette.colour("capacity")]},
+                                   "legend": {"orient": "bottom"}},
+                         "tooltip": [{"field": "line"}]}}
+
+
+def _independent_colours(spec: dict[str, Any]) -> dict[str, Any]:
+    """Layers with their own colour scale (a rule's legend beside the series'): one legend each."""
+    spec["resolve"] = {"scale": {"color": "independent"}, "legend": {"color": "independent"}}
+    return spec
 
 
 def _estimate_and_bound(c: ChartData, estimate: str, bound: str, title: str, y_title: str, fmt: str) -> dict[str, Any]:
@@ -184,13 +200,13 @@ def _estimate_and_bound(c: ChartData, estimate: str, bound: str, title: str, y_t
         {"data": {"values": rows}, "mark": {"type": "line", "point": True},
          "encoding": {"x": x, "y": {"field": "value", "type": "quantitative", "title": y_title},
                       "color": {"field": "series", "type": "nominal", "title": None,
-                                "scale": {"range": PALETTE[:2]}, "legend": {"orient": "bottom"}},
+                                "scale": palette.scale(["estimate", "roofline bound"]), "legend": {"orient": "bottom"}},
                       "strokeDash": {"field": "series", "type": "nominal", "legend": None},
                       "tooltip": [{"field": "batch", "format": ","}, {"field": "series"},
                                   {"field": "value", "format": fmt, "title": y_title}]}},
         _max_batch_rule(c.max_batch),
     ]
-    return spec
+    return _independent_colours(spec)
 
 
 def itl_vs_batch(c: ChartData) -> dict[str, Any]:
@@ -216,7 +232,7 @@ def cost_vs_batch(c: ChartData) -> dict[str, Any]:
                                   {"field": "usd_per_million_output_tokens", "format": "$,.3f", "title": "$/M"}]}},
         _max_batch_rule(c.max_batch),
     ]
-    return spec
+    return _independent_colours(spec)
 
 
 def frontier(s: ServingSeries) -> dict[str, Any]:
@@ -229,18 +245,23 @@ def frontier(s: ServingSeries) -> dict[str, Any]:
     spec = _base("Throughput per GPU vs speed per user (each point a request rate, up to capacity)", 340)
     x = {"field": "tokens_per_s_per_user", "type": "quantitative", "title": "output tokens/s per user (1000 / mean ITL)",
          "scale": {"zero": False, "nice": True}}
+    met = f"p{s.slo_percentile} objective met" if s.slo_percentile is not None else None
+    names = ["tokens/s per GPU at each rate", "this plan"] + ([met] if met else [])
+    colour = {"field": "series", "type": "nominal", "title": None, "sort": names,
+              "scale": {"domain": names, "range": [palette.colour("throughput per GPU"), palette.colour("this plan"),
+                                                   palette.colour("objective")][:len(names)]},
+              "legend": {"orient": "bottom", "direction": "horizontal", "symbolOpacity": 1}}
     layers: list[dict[str, Any]] = []
-    if s.slo_percentile is not None:
+    if met is not None:
         ok = [r["tokens_per_s_per_user"] for r in rows if r["meets_objective"]]
         if ok:
-            layers.append({"data": {"values": [{"x": min(ok), "x2": max(ok),
-                                                "label": f"p{s.slo_percentile} objective met"}]},
-                           "mark": {"type": "rect", "color": "#54a24b", "opacity": 0.12},
+            layers.append({"data": {"values": [{"x": min(ok), "x2": max(ok), "series": met}]},
+                           "mark": {"type": "rect", "opacity": 0.12},
                            "encoding": {"x": {"field": "x", "type": "quantitative"}, "x2": {"field": "x2"},
-                                        "tooltip": [{"field": "label"}]}})
-    layers.append({"data": {"values": rows}, "mark": {"type": "line", "point": True, "color": PALETTE[0]},
+                                        "color": colour, "tooltip": [{"field": "series"}]}})
+    layers.append({"data": {"values": [{**r, "series": names[0]} for r in rows]}, "mark": {"type": "line", "point": True},
                    "encoding": {"x": x, "y": {"field": "output_tokens_per_s_per_gpu", "type": "quantitative",
-                                              "title": "output tokens/s per GPU"},
+                                              "title": "output tokens/s per GPU"}, "color": colour,
                                 "tooltip": [{"field": "request_rate", "format": ",.2f", "title": "req/s per replica"},
                                             {"field": "decoding_sequences", "format": ",.0f", "title": "decoding sequences"},
                                             {"field": "tokens_per_s_per_user", "format": ",.1f", "title": "tokens/s per user"},
@@ -248,52 +269,66 @@ def frontier(s: ServingSeries) -> dict[str, Any]:
                                              "title": "tokens/s per GPU"},
                                             {"field": "objective"}]}})
     if s.operating_point:
-        layers.append({"data": {"values": [{**s.operating_point, "label": "this plan"}]},
-                       "mark": {"type": "point", "filled": True, "size": 180, "color": PALETTE[2]},
+        layers.append({"data": {"values": [{**s.operating_point, "series": "this plan"}]},
+                       "mark": {"type": "point", "filled": True, "size": 180},
                        "encoding": {"x": {"field": "tokens_per_s_per_user", "type": "quantitative"},
                                     "y": {"field": "output_tokens_per_s_per_gpu", "type": "quantitative"},
-                                    "tooltip": [{"field": "label"}, {"field": "request_rate", "format": ",.2f",
-                                                                     "title": "req/s per replica"}]}})
+                                    "color": colour,
+                                    "tooltip": [{"field": "series"}, {"field": "request_rate", "format": ",.2f",
+                                                                      "title": "req/s per replica"}]}})
     spec["layer"] = layers
     return spec
 
 
 def latency_vs_rate(s: ServingSeries, metric: str) -> dict[str, Any]:
-    """p50 and p99 of TTFT or ITL against the request rate, with capacity, goodput and the objective."""
+    """TTFT or ITL percentiles (p50, the objective's, p99) against the request rate, with capacity, the
+    goodput (a marker on the objective's percentile curve) and the objective; every mark in the legend."""
     label = {"ttft": "TTFT", "itl": "ITL"}[metric]
-    rows = []
-    for r in s.vs_rate:
-        rows.append({"request_rate": r["request_rate"], "series": "p99", "ms": r[f"{metric}_p99_ms"]})
-        rows.append({"request_rate": r["request_rate"], "series": "p50", "ms": r[f"{metric}_p50_ms"]})
+    pcts = sorted({50, 99, s.slo_percentile or 99})
+    rows = [{"request_rate": r["request_rate"], "series": f"p{q}", "ms": r[f"{metric}_p{q}_ms"]}
+            for r in s.vs_rate for q in pcts if r.get(f"{metric}_p{q}_ms") is not None]
     if not rows:
         return {}
-    spec = _base(f"{label} vs request rate (p50, p99) up to capacity", 320)
-    rules = [{"rate": s.capacity_rate, "label": f"capacity {s.capacity_rate:,.2f} req/s", "kind": "capacity"}]
-    if s.goodput_rate is not None:
-        rules.append({"rate": s.goodput_rate, "label": f"goodput {s.goodput_rate:,.2f} req/s", "kind": "goodput"})
+    spec = _base(f"{label} vs request rate ({', '.join(f'p{q}' for q in pcts)}) up to capacity", 340)
     objective = s.slo_ttft_ms if metric == "ttft" else s.slo_itl_ms
+    names = [f"p{q}" for q in pcts] + ["capacity"] + (["goodput"] if s.goodput_rate is not None else [])
+    obj_name = f"p{s.slo_percentile} objective" if objective is not None and s.slo_percentile else None
+    if obj_name:
+        names.append(obj_name)
+    colour = {"field": "series", "type": "nominal", "title": None, "sort": names, "scale": palette.scale(names),
+              "legend": {"orient": "bottom", "direction": "horizontal"}}
+    x_scale = {"domain": [0, s.capacity_rate * 1.05]}
     layers: list[dict[str, Any]] = [
-        {"data": {"values": rows}, "mark": {"type": "line", "point": True},
+        {"data": {"values": rows}, "mark": {"type": "line", "interpolate": "linear"},
          "encoding": {"x": {"field": "request_rate", "type": "quantitative", "title": "requests/s per replica",
-                            "scale": {"domain": [0, s.capacity_rate * 1.05]}},
-                      "y": {"field": "ms", "type": "quantitative", "title": f"{label} (ms)"},
-                      "color": {"field": "series", "type": "nominal", "title": None, "sort": ["p50", "p99"],
-                                "scale": {"range": [PALETTE[0], PALETTE[1]]}, "legend": {"orient": "bottom"}},
+                            "scale": x_scale},
+                      "y": {"field": "ms", "type": "quantitative", "title": f"{label} (ms)"}, "color": colour,
                       "tooltip": [{"field": "request_rate", "format": ",.2f", "title": "req/s"}, {"field": "series"},
                                   {"field": "ms", "format": ",.1f", "title": f"{label} (ms)"}]}},
+        {"data": {"values": [{"rate": s.capacity_rate, "series": "capacity",
+                              "label": f"capacity {s.capacity_rate:,.2f} req/s"}]},
+         "mark": {"type": "rule", "strokeDash": [5, 3]},
+         "encoding": {"x": {"field": "rate", "type": "quantitative"}, "color": colour, "tooltip": [{"field": "label"}]}},
     ]
-    for rule in rules:  # fixed colours, no shared colour scale with the p50/p99 lines
-        colour = PALETTE[2] if rule["kind"] == "capacity" else PALETTE[4]
-        layers.append({"data": {"values": [rule]}, "mark": {"type": "rule", "strokeDash": [5, 3], "color": colour},
-                       "encoding": {"x": {"field": "rate", "type": "quantitative"}, "tooltip": [{"field": "label"}]}})
-        layers.append({"data": {"values": [rule]},
-                       "mark": {"type": "text", "angle": 270, "align": "right", "dx": -4, "dy": -4, "y": 0,
-                                "baseline": "bottom", "fontSize": 11, "color": colour},
-                       "encoding": {"x": {"field": "rate", "type": "quantitative"}, "text": {"field": "label"}}})
-    if objective is not None and s.slo_percentile is not None:
-        obj = [{"ms": objective, "label": f"p{s.slo_percentile} objective {objective:,.0f} ms"}]
-        layers.append({"data": {"values": obj}, "mark": {"type": "rule", "color": PALETTE[4]},
-                       "encoding": {"y": {"field": "ms", "type": "quantitative"}, "tooltip": [{"field": "label"}]}})
+    if s.goodput_rate is not None:
+        layers.append({"data": {"values": [{"rate": s.goodput_rate, "series": "goodput",
+                                            "label": f"goodput {s.goodput_rate:,.2f} req/s"}]},
+                       "mark": {"type": "rule", "strokeDash": [2, 2]},
+                       "encoding": {"x": {"field": "rate", "type": "quantitative"}, "color": colour,
+                                    "tooltip": [{"field": "label"}]}})
+        on_curve = [r for r in rows if r["series"] == f"p{s.slo_percentile}"
+                    and abs(r["request_rate"] - s.goodput_rate) <= 1e-9 * max(s.goodput_rate, 1.0)]
+        if on_curve:  # the goodput on the objective's percentile curve (the series samples the goodput rate)
+            layers.append({"data": {"values": [{**on_curve[0], "series": "goodput"}]},
+                           "mark": {"type": "point", "filled": True, "size": 90},
+                           "encoding": {"x": {"field": "request_rate", "type": "quantitative"},
+                                        "y": {"field": "ms", "type": "quantitative"}, "color": colour,
+                                        "tooltip": [{"field": "series"}, {"field": "ms", "format": ",.1f"}]}})
+    if obj_name:
+        layers.append({"data": {"values": [{"ms": objective, "series": obj_name,
+                                            "label": f"{obj_name} {objective:,.0f} ms"}]}, "mark": {"type": "rule"},
+                       "encoding": {"y": {"field": "ms", "type": "quantitative"}, "color": colour,
+                                    "tooltip": [{"field": "label"}]}})
     spec["layer"] = layers
     return spec
 

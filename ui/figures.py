@@ -7,6 +7,9 @@ from typing import Any
 import streamlit as st
 
 from planner import Plan
+from planner.contract.scenario import ServiceObjective
+from planner.serving.equal_service import Fleet
+from planner.serving.operating_point import judge
 from ui.text import plain
 
 # the planner's breakdown keys, as a reader says them
@@ -23,13 +26,18 @@ def breakdown_label(key: str) -> str:
     return BREAKDOWN_LABELS.get(key, key.removesuffix("_ms").replace("_", " "))
 
 
+def gib(gb: float) -> str:
+    """A memory figure in GiB (2^30 bytes), the unit engines log and every chart uses."""
+    return f"{gb * 1e9 / 2**30:,.2f} GiB"
+
+
 def memory_rows(p: Plan) -> list[tuple[str, str, str]]:
     m, r = p.memory, p.roofline
     crossing = (f"decode reaches it at batch {r.ridge_crossing_batch:,}" if r.ridge_crossing_batch
                 else "decode never reaches it at this context (KV reads grow with the batch)")
     return [
-        ("Weights per GPU", f"{m.weights_gb_per_gpu:,.2f} GB", "stored weights on each GPU, quantization scales included"),
-        ("KV budget per GPU", f"{m.kv_budget_gb_per_gpu:,.2f} GB", "memory left for the KV cache after weights and reserve"),
+        ("Weights per GPU", gib(m.weights_gb_per_gpu), "stored weights on each GPU, quantization scales included"),
+        ("KV budget per GPU", gib(m.kv_budget_gb_per_gpu), "memory left for the KV cache after weights and reserve"),
         ("Max batch", f"{m.max_batch:,}", "sequences of the full context that fit in the KV budget"),
         ("Decode FLOP/byte", f"{r.decode_ai:,.1f}", f"FLOPs per HBM byte of one decode step: {r.regime}"),
         ("Ridge FLOP/byte", f"{r.ridge_flop_per_byte:,.1f}", f"dense {r.compute_precision} peak / HBM bandwidth; {crossing}"),
@@ -41,40 +49,106 @@ def fmt_time(x: float) -> str:
     return f"{x / 1000:,.2f} s" if x >= 1000 else fmt_ms(x)
 
 
-def _pct(x: Any) -> str:
-    return fmt_time(x.p50) + " / " + fmt_time(x.p99) if x.p50 is not None and x.p99 is not None else "n/a"
-
-
 def _usd(x: float | None) -> str:
     return f"${x:,.3f}" if x is not None and x == x else "n/a"
 
 
-def load_rows(p: Plan) -> list[tuple[str, str, str]]:
+def _gpus(n: int) -> str:
+    return f"{n:,} GPU" + ("" if n == 1 else "s")
+
+
+def objective_text(slo: ServiceObjective) -> str:
+    """The objective as a reader says it: 'p90 TTFT <= 1,000 ms, p90 ITL <= 50 ms'."""
+    parts = [f"p{slo.percentile} {name} ≤ {bound:,.0f} ms" for name, bound in (("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms))
+             if bound is not None]
+    return ", ".join(parts) or "none"
+
+
+def objective_of(scenario: dict[str, Any]) -> ServiceObjective | None:
+    """The scenario's own objective (load.slo), validated by the planner's model."""
+    slo = (scenario.get("load") or {}).get("slo")
+    return ServiceObjective.model_validate(slo) if slo else None
+
+
+def _gpus_per_replica(p: Plan) -> int:
+    return p.parallelism.gpus_per_replica if p.parallelism else p.tp
+
+
+def load_rows(p: Plan, fleet: Fleet | None = None, traffic: float | None = None) -> list[tuple[str, str, str]]:
     """The operating point: load, throughput and cost under the serving model (plan section `serving`)."""
     sv = p.serving
+    n = _gpus_per_replica(p)
     cap = f"capacity {sv.max_request_rate:,.2f} req/s" if sv.max_request_rate else "no capacity"
-    goodput = (f"; goodput {sv.goodput_request_rate:,.2f} req/s at the p{sv.slo_percentile} objective"
-               if sv.goodput_request_rate is not None else "")
     share = f"; {sv.prefill_share:.0%} of GPU time on prefill" if sv.prefill_share is not None else ""
-    return [
-        ("Request rate", f"{sv.request_rate:,.2f} req/s" if sv.request_rate else "n/a",
-         f"per replica ({'given' if sv.mode == 'request_rate' else 'what the clients sustain'}); {cap}{goodput}"),
-        ("Concurrency", f"{sv.concurrency:,.0f}" if sv.concurrency else "n/a",
-         f"requests in the replica ({'given' if sv.mode == 'concurrency' else 'from the rate'}){share}"),
-        ("Output tokens/s per GPU", f"{sv.output_tokens_per_s_per_gpu:,.0f}" if sv.output_tokens_per_s_per_gpu else "n/a",
-         f"{sv.output_tokens_per_s or 0:,.0f} per replica of {p.parallelism.gpus_per_replica if p.parallelism else p.tp} GPUs"),
+    if sv.at_goodput:
+        rate = ("Goodput per replica", f"{sv.request_rate:,.2f} req/s" if sv.request_rate else "n/a",
+                f"the highest rate that meets the objective; {cap}{share}")
+    else:
+        goodput = (f"; goodput {sv.goodput_request_rate:,.2f} req/s at the p{sv.slo_percentile} objective"
+                   if sv.goodput_request_rate is not None else "")
+        how = "given" if sv.mode == "request_rate" else "what the clients sustain"
+        rate = ("Request rate", f"{sv.request_rate:,.2f} req/s" if sv.request_rate else "n/a",
+                f"per replica ({how}); {cap}{goodput}{share}")
+    rows = [
+        rate,
+        ("Output tokens/s per replica", f"{sv.output_tokens_per_s:,.0f}" if sv.output_tokens_per_s else "n/a",
+         (f"{sv.output_tokens_per_s_per_gpu:,.0f} per GPU, {_gpus(n)} per replica"
+          if sv.output_tokens_per_s_per_gpu else f"{_gpus(n)} per replica")),
         ("$ per M output tokens", _usd(p.cost.usd_per_million_output_tokens),
-         f"at this load, prefill included; {_usd(p.cost.usd_per_million_total_tokens)} per M input + output tokens; "
-         f"decode-only bound {_usd(p.cost.usd_per_million_output_tokens_bound)}"),
+         f"at this load, prefill included; {_usd(p.cost.usd_per_million_total_tokens)} per M input + output tokens"),
     ]
+    if fleet is not None and traffic is not None:
+        if fleet.gpus is not None and fleet.usd_per_hour is not None and fleet.replicas is not None:
+            rows.append((f"GPUs for {traffic:,.4g} req/s", f"{fleet.gpus:,}",
+                         f"{fleet.replicas:,} replicas of {_gpus(n)}, each within the objective (traffic target in "
+                         "the sidebar)"))
+            rows.append((f"$/hour for {traffic:,.4g} req/s", f"${fleet.usd_per_hour:,.2f}",
+                         f"{_usd(fleet.usd_per_million_output_tokens)} per M output tokens at that traffic "
+                         "(the sizing page's figure)"))
+        else:
+            rows.append((f"GPUs for {traffic:,.4g} req/s", "none", f"no fleet meets the objective: {plain(fleet.reason)}"))
+    return rows
 
 
-def latency_rows(p: Plan) -> list[tuple[str, str, str]]:
+def _mark(value: float | None, met: bool | None) -> str:
+    if value is None:
+        return "n/a"
+    return fmt_time(value) + ("" if met is None else " ✓ met" if met else " ✗ missed")
+
+
+def latency_rows(p: Plan, slo: ServiceObjective | None = None) -> list[tuple[str, str, str]]:
+    """Latency tiles at the objective's percentile, each marked met or missed; p50 / p99 without one.
+    Means beside them, and mean TPOT beside ITL."""
     sv = p.serving
+
+    def mean(x: Any) -> str:
+        return f"mean {fmt_time(x.mean)}" if x.mean is not None else "mean n/a"
+
+    tpot = sv.tpot_ms
+    tpot_row = ("Mean TPOT", fmt_time(tpot.mean) if tpot.mean is not None else "n/a",
+                "time per output token per request, (E2E - TTFT) / (output - 1): `vllm bench serve`'s first figure")
+    if slo is None:
+        def both(x: Any) -> str:
+            return (fmt_time(x.p50) + " / " + fmt_time(x.p99)) if x.p50 is not None and x.p99 is not None else "n/a"
+        return [
+            ("TTFT p50 / p99", both(sv.ttft_ms), f"time to first token: queue, prefill chunks; {mean(sv.ttft_ms)}"),
+            ("ITL p50 / p99", both(sv.itl_ms), f"inter-token latency per token, prefill iterations included; "
+                                               f"{mean(sv.itl_ms)}"),
+            tpot_row,
+            ("E2E p50 / p99", both(sv.e2e_ms), f"end-to-end: first token plus the rest; {mean(sv.e2e_ms)}"),
+        ]
+    j = judge(sv.ttft_ms, sv.itl_ms, slo)
+    pct = f"p{slo.percentile}"
+    e2e = getattr(sv.e2e_ms, pct)
+
+    def bound(b: float | None) -> str:
+        return f"objective ≤ {b:,.0f} ms" if b is not None else "no objective"
+
     return [
-        ("TTFT p50 / p99", _pct(sv.ttft_ms), "time to first token under this load: queue, prefill chunks"),
-        ("ITL p50 / p99", _pct(sv.itl_ms), "inter-token latency per token, iterations carrying prefill included"),
-        ("E2E p50 / p99", _pct(sv.e2e_ms), "end-to-end: first token plus the rest of the output"),
+        (f"TTFT {pct}", _mark(j.ttft_ms, j.ttft_met), f"{bound(slo.ttft_ms)}; {mean(sv.ttft_ms)}"),
+        (f"ITL {pct}", _mark(j.itl_ms, j.itl_met), f"{bound(slo.itl_ms)}; per token, pooled; {mean(sv.itl_ms)}"),
+        tpot_row,
+        (f"E2E {pct}", fmt_time(e2e) if e2e is not None else "n/a", f"no objective; {mean(sv.e2e_ms)}"),
     ]
 
 
@@ -109,7 +183,7 @@ def serving_rows(p: Plan) -> list[tuple[str, str, str]]:
 
 
 def _decode_cost_row(p: Plan) -> tuple[str, str, str]:
-    where = f"at ${p.cost.usd_per_gpu_hour:,.2f}/GPU-hour x {p.tp} GPUs"
+    where = f"at ${p.cost.usd_per_gpu_hour:,.2f}/GPU-hour x {_gpus(_gpus_per_replica(p))}"
     return ("$ per M, decode-only bound", _usd(p.cost.usd_per_million_output_tokens_bound),
             f"decode only at batch {p.latency.batch:,}, prefill ignored: a lower bound; {where}")
 
@@ -145,19 +219,33 @@ def _tiles(rows: list[tuple[str, str, str]]) -> None:
         col.caption(meaning)
 
 
-def render(p: Plan, scenario: dict[str, Any]) -> None:
-    """The operating point first (load, latency percentiles, cost), then memory and roofline, then the
-    decode-only bounds; serving tiles only for a deployment that fits."""
+def render(p: Plan, scenario: dict[str, Any], fleet: Fleet | None = None, traffic: float | None = None) -> None:
+    """The operating point first (load, latency against the objective, cost, the fleet for the traffic),
+    then memory and roofline, then the decode-only bounds; serving tiles only for a deployment that fits."""
     sv = p.serving
+    slo = objective_of(scenario)
     if p.memory.fits:
-        st.markdown("**At the operating point**")
-        _tiles(load_rows(p))
+        if sv.at_goodput and slo is not None:
+            st.markdown(f"**At the objective** ({objective_text(slo)}): the highest load one replica serves "
+                        "within it")
+        else:
+            st.markdown("**At the operating point**" + (f" (objective {objective_text(slo)})" if slo else ""))
+        _tiles(load_rows(p, fleet, traffic))
         if sv.stable:
-            _tiles(latency_rows(p))
+            _tiles(latency_rows(p, slo))
+            if sv.at_goodput and slo is not None and sv.goodput_request_rate is not None and not judge(
+                    sv.ttft_ms, sv.itl_ms, slo).met:
+                st.error("Even a trickle of traffic misses the objective on this configuration: the figures above "
+                         "are one request at a time. Loosen the objective, or choose a faster GPU or layout.")
+        elif sv.saturated:
+            st.warning(f"Saturated: {sv.concurrency or 0:,.0f} clients keep the replica at its capacity "
+                       f"({sv.max_request_rate or 0:,.2f} req/s); the requests it cannot run wait for admission, so "
+                       "latency grows with the clients and has no estimate here. Choose the operating point "
+                       "'at objective', or fewer clients.")
         else:
             cap = f"{sv.max_request_rate:,.2f}" if sv.max_request_rate else "0"
-            st.error(f"Unstable: this load exceeds what one replica sustains ({cap} req/s); queues grow without "
-                     "bound, so there are no latency percentiles. Lower the rate or the concurrency, or add replicas.")
+            st.error(f"Unstable: this rate is above what one replica sustains ({cap} req/s); queues grow without "
+                     "bound, so there are no latency percentiles. Lower the rate, or add replicas.")
     st.markdown("**Memory and roofline**")
     _tiles(memory_rows(p))
     if not p.memory.fits:

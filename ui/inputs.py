@@ -15,9 +15,12 @@ from planner.model.hf_import import SUPPORTED_MODEL_TYPES
 from planner.model.model_shapes import ModelSpec
 from planner.model.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.model.presets import load_presets
+from planner.serving.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
+from planner.serving.operating_point import DEFAULT_OBJECTIVE, DEFAULT_OBJECTIVE_SOURCE
 from ui.text import plain
 
 CUSTOM = "custom"
+AT_OBJECTIVE = "at objective"
 ENGINES = ["vllm", "sglang", "trt-llm", "graph"]
 # vLLM releases whose memory rules differ (planner/physics/engine_memory.py); "" = the latest the planner follows
 VLLM_RELEASES = ["", "0.21", "0.20", "0.19", "0.17", "0.16", "0.11", "0.10", "0.9"]
@@ -41,7 +44,7 @@ WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
     "g_fp4": (0.0, 1e9), "g_link": (0.0, 1e9),
     "context_len": (1, 100_000_000), "prompt_len": (1, 100_000_000), "output_len": (1, 100_000_000),
     "batch": (1, 10_000_000), "utilization": (0.0, 1.0), "reserve_gb": (0.0, 10_000.0), "pp": (1, 256), "ep": (1, 1024),
-    "load_rate": (0.0, 1e6), "load_concurrency": (1, 10_000_000), "slo_ttft": (0.0, 1e7), "slo_itl": (0.0, 1e7),
+    "load_rate": (0.0, 1e6), "traffic_rps": (1e-6, 1e7), "load_concurrency": (1, 10_000_000), "slo_ttft": (0.0, 1e7), "slo_itl": (0.0, 1e7),
     "arrival_cv": (0.0, 10.0), "prompt_len_cv": (0.0, 10.0), "output_len_cv": (0.0, 10.0),
     "prefix_cache_hit": (0.0, 1.0), "max_num_batched_tokens": (16, 10_000_000),
     "price": (0.0, 100_000.0), "spec_k": (1, 64), "spec_p": (0.0, 1.0), "spec_draft_b": (0.0, 10_000.0),
@@ -138,17 +141,17 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     # engine knobs with no sidebar widget (a link or file may set them): carried whole, not dropped
     ss["engine_knobs"] = {k: scenario[k] for k in ENGINE_KNOBS if scenario.get(k) is not None} or None
     load = scenario.get("load") or {}
-    ss["load_mode"] = ("request rate" if load.get("request_rate") is not None
+    ss["load_mode"] = (AT_OBJECTIVE if load.get("at_goodput") else "request rate" if load.get("request_rate") is not None
                        else "concurrency" if load.get("concurrency") is not None else "batch")
     ss["load_rate"] = float(load.get("request_rate") or 1.0)
     ss["load_concurrency"] = int(load.get("concurrency") or 64)
     slo = load.get("slo") or {}
     ss["slo_on"] = bool(load.get("slo"))
-    ss["slo_ttft"] = float(slo.get("ttft_ms") or 2000.0)
-    ss["slo_itl"] = float(slo.get("itl_ms") or 50.0)
+    ss["slo_ttft"] = float(slo.get("ttft_ms") or DEFAULT_OBJECTIVE.ttft_ms or 1000.0)
+    ss["slo_itl"] = float(slo.get("itl_ms") or DEFAULT_OBJECTIVE.itl_ms or 50.0)
     ss["slo_ttft_on"] = not load.get("slo") or slo.get("ttft_ms") is not None
     ss["slo_itl_on"] = not load.get("slo") or slo.get("itl_ms") is not None
-    ss["slo_percentile"] = int(slo.get("percentile") or 90)
+    ss["slo_percentile"] = int(slo.get("percentile") or DEFAULT_OBJECTIVE.percentile)
     for key, default in LOAD_SHAPE_DEFAULTS.items():
         ss[key] = type(default)(load.get(key, default))
     eff = scenario.get("efficiency", "default")
@@ -236,14 +239,16 @@ def _read_load(ss: Any) -> dict[str, Any]:
     """The scenario's `load` section: operating point, traffic shape and objective (only what differs)."""
     load: dict[str, Any] = {}
     mode = ss.get("load_mode", "batch")
-    if mode == "request rate":
+    if mode == AT_OBJECTIVE:
+        load["at_goodput"] = True
+    elif mode == "request rate":
         load["request_rate"] = float(ss["load_rate"])
     elif mode == "concurrency":
         load["concurrency"] = int(ss["load_concurrency"])
     for key, default in LOAD_SHAPE_DEFAULTS.items():
         if key in ss and ss[key] != default:
             load[key] = type(default)(ss[key])
-    if ss.get("slo_on"):
+    if ss.get("slo_on") or mode == AT_OBJECTIVE:  # the goodput needs its objective
         slo: dict[str, Any] = {"percentile": int(ss["slo_percentile"])}
         if ss.get("slo_ttft_on"):
             slo["ttft_ms"] = float(ss["slo_ttft"])
@@ -425,21 +430,31 @@ def render_sidebar() -> None:
     if not ss["batch_auto"]:
         sb.number_input("Batch (concurrent sequences)", *_bounds("batch"), key="batch")
     with sb.container(border=True):
-        st.radio("Operating point", ["batch", "concurrency", "request rate"], key="load_mode", horizontal=True,
-                 help="batch: as many clients as the batch (closed loop); concurrency: that many clients; "
-                      "request rate: requests per second arriving at one replica (open loop)")
+        st.radio("Operating point", [AT_OBJECTIVE, "concurrency", "request rate", "batch"], key="load_mode",
+                 horizontal=True,
+                 help="at objective: the highest request rate whose latency meets the objective (goodput, open "
+                      "loop); concurrency: that many clients (closed loop); request rate: requests per second "
+                      "arriving at one replica (open loop); batch: as many clients as the batch (closed loop)")
         if ss["load_mode"] == "request rate":
             st.number_input("Requests/s per replica", *_bounds("load_rate"), step=0.5, format="%.3f", key="load_rate")
         elif ss["load_mode"] == "concurrency":
             st.number_input("Concurrent clients", *_bounds("load_concurrency"), key="load_concurrency")
-        st.checkbox("Latency objective (SLO)", key="slo_on")
-        if ss["slo_on"]:
+        at_objective = ss["load_mode"] == AT_OBJECTIVE
+        st.checkbox("Latency objective (SLO)", key="slo_on", disabled=at_objective,
+                    help="always on at objective: the goodput is the highest load that meets it")
+        if ss["slo_on"] or at_objective:
+            st.caption(f"Default: {DEFAULT_OBJECTIVE_SOURCE}.")
             c1, c2 = st.columns(2)
             c1.checkbox("TTFT", key="slo_ttft_on")
             c2.checkbox("ITL", key="slo_itl_on")
             c1.number_input("TTFT (ms)", *_bounds("slo_ttft"), key="slo_ttft", disabled=not ss["slo_ttft_on"])
             c2.number_input("ITL (ms)", *_bounds("slo_itl"), key="slo_itl", disabled=not ss["slo_itl_on"])
             st.radio("at percentile", [50, 90, 99], key="slo_percentile", horizontal=True, format_func=lambda p: f"p{p}")
+        if "traffic_rps" not in ss:
+            ss["traffic_rps"] = DEFAULT_TRAFFIC_REQUESTS_PER_S
+        st.number_input("Traffic target (requests/s, all replicas)", *_bounds("traffic_rps"), format="%.3f",
+                        key="traffic_rps", help="the fleet the Plan and Compare views size for this traffic within "
+                                                "the objective, as the sizing page does")
     with sb.expander("Traffic shape and scheduler"):
         st.number_input("Arrival CV (1 = Poisson)", *_bounds("arrival_cv"), step=0.1, key="arrival_cv")
         st.number_input("Prompt length CV", *_bounds("prompt_len_cv"), step=0.1, key="prompt_len_cv")

@@ -12,10 +12,13 @@ from typing import Any
 
 from planner import ScenarioError, parse_scenario
 from planner.contract.scenario import resolve
+from planner.serving.operating_point import DEFAULT_OBJECTIVE
 
 DEFAULT_SCENARIO: dict[str, Any] = {
     "model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
     "context_len": 8192, "prompt_len": 2000, "output_len": 400,
+    # the default operating point: the goodput under the default objective (planner.serving.operating_point)
+    "load": {"at_goodput": True, "slo": DEFAULT_OBJECTIVE.model_dump(exclude_none=True)},
 }
 
 INT_FIELDS = ("tp", "context_len", "prompt_len", "output_len", "batch", "pp", "ep", "max_model_len", "block_size",

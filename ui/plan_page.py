@@ -12,6 +12,8 @@ from gpu_catalog import load_catalog
 from planner import Plan, ScenarioError, plan
 from planner.contract.chart_data import chart_data
 from planner.contract.planning import clean_json
+from planner.serving.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S, Fleet, fleet_for
+from planner.serving.operating_point import DEFAULT_OBJECTIVE
 from ui import charts, exports, figures, inputs
 from ui.text import plain
 
@@ -30,6 +32,12 @@ def plan_or_error(scenario: dict[str, Any]) -> tuple[Plan | None, ScenarioError 
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
+def _cached_fleet(scenario_json: str, traffic: float) -> Fleet:
+    scenario = json.loads(scenario_json)
+    return fleet_for(scenario, traffic, figures.objective_of(scenario) or DEFAULT_OBJECTIVE)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
 def _chart_specs(scenario_json: str) -> dict[str, dict]:
     """The page's chart specs, per scenario across sessions (a rerun that changes nothing rebuilds none)."""
     return charts.plan_page_specs(chart_data(json.loads(scenario_json), _cached_plan(scenario_json)))
@@ -45,8 +53,9 @@ def _load(changes: dict[str, Any], scenario: dict[str, Any]) -> None:
 def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
     """Does not fit: say why, then what would, each one click away."""
     m = p.memory
-    st.error(f"The weights ({m.weights_gb_per_gpu:,.1f} GB per GPU) and one {scenario.get('context_len', '')}-token "
-             f"sequence do not fit in {m.usable_gb_per_gpu - m.reserve_gb:,.1f} GB usable per GPU, so there is no "
+    context = scenario.get("context_len") or int(scenario.get("prompt_len", 1024)) + int(scenario.get("output_len", 256))
+    st.error(f"The weights ({figures.gib(m.weights_gb_per_gpu)} per GPU) and one {context:,}-token "
+             f"sequence do not fit in {figures.gib(m.usable_gb_per_gpu - m.reserve_gb)} usable per GPU, so there is no "
              "latency, throughput or cost to show.")
     alt = p.fit_alternatives  # the plan's own answer (planner.contract.planning), laid out here
     catalog = load_catalog()
@@ -92,7 +101,8 @@ def engine_memory(p: Plan) -> None:
     m = p.memory
     if not m.engine_log_lines:
         return
-    rules = {"vllm": f"vLLM {m.vllm_version or ''}".strip(), "sglang": "SGLang"}.get(m.engine_rules, m.engine_rules)
+    rules = {"vllm": f"vLLM {m.vllm_version or ''}".strip(), "sglang": "SGLang", "trt-llm": "TensorRT-LLM",
+             "graph": "the engine"}.get(m.engine_rules, m.engine_rules)
     st.caption(f"What {rules} should log at start-up for this plan (compare with your own log):")
     st.code("\n".join(m.engine_log_lines), language=None)
     with st.expander("Memory waterfall, term by term (GiB per GPU)"):
@@ -139,7 +149,12 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
     if top[1].button("Pin for comparison", key="pin_plan"):
         st.session_state.setdefault("pins", []).append(scenario)
         st.rerun()
-    figures.render(result, scenario)
+    fleet, traffic = None, None
+    slo = figures.objective_of(scenario)
+    if result.memory.fits and slo is not None and (slo.ttft_ms is not None or slo.itl_ms is not None):
+        traffic = float(st.session_state.get("traffic_rps", DEFAULT_TRAFFIC_REQUESTS_PER_S))
+        fleet = _cached_fleet(json.dumps(scenario, sort_keys=True), traffic)
+    figures.render(result, scenario, fleet, traffic)
     if not result.memory.fits:
         _what_would_fit(result, scenario)
     with st.expander("Share this scenario"):

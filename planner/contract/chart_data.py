@@ -74,7 +74,7 @@ class ServingSeries:
     slo_itl_ms: float | None
     # frontier: one point per rate from a trickle to just below capacity (the concurrency grows with it)
     frontier: list[dict[str, Any]] = field(default_factory=list)
-    # percentiles vs rate: p99 TTFT and ITL (ms) at a handful of rates up to capacity
+    # percentiles vs rate: p50, p90, p99 TTFT and ITL (ms) from a trickle to near capacity, and at the goodput
     vs_rate: list[dict[str, Any]] = field(default_factory=list)
     operating_point: dict[str, Any] | None = None
 
@@ -158,7 +158,8 @@ def chart_data(scenario: Scenario | dict[str, Any], p: Plan | None = None) -> Ch
 
 
 FRONTIER_POINTS = 24
-PERCENTILE_POINTS = 6  # each point is a percentile search: enough for the curve's shape, cheap on a rerun
+PERCENTILE_POINTS = 48  # each point is a percentile search (~4 ms): the curve's jumps drawn where they are
+PERCENTILE_POINTS_NEAR_CAPACITY = 16
 
 
 def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -> ServingSeries | None:
@@ -197,12 +198,19 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
                 for r, it, n, ok, st in zip(rates, lp.iteration_ms, lp.population, meets, lp.stable, strict=True) if st]
 
     vs_rate = []
-    for fraction in np.linspace(0.1, 0.95, PERCENTILE_POINTS):
+    # fine enough that the goodput marker sits on the drawn curve: evenly to 90% of capacity, then denser
+    # towards it (latency turns up there), plus the goodput rate itself
+    fractions = np.concatenate([np.linspace(0.02, 0.9, PERCENTILE_POINTS - PERCENTILE_POINTS_NEAR_CAPACITY),
+                                1.0 - np.geomspace(0.09, 0.004, PERCENTILE_POINTS_NEAR_CAPACITY)])
+    if p.serving.goodput_request_rate and capacity > 0:
+        fractions = np.append(fractions, p.serving.goodput_request_rate / capacity)
+    for fraction in np.unique(fractions):
         point = load_point(m, np.asarray(capacity * fraction / 1000.0))
         ttft, itl, _ = latency_percentiles(m, point)
         if ttft.p99 is not None and itl.p99 is not None:
             vs_rate.append({"request_rate": float(capacity * fraction), "ttft_p99_ms": ttft.p99, "itl_p99_ms": itl.p99,
-                            "ttft_p50_ms": ttft.p50, "itl_p50_ms": itl.p50})
+                            "ttft_p50_ms": ttft.p50, "itl_p50_ms": itl.p50, "ttft_p90_ms": ttft.p90,
+                            "itl_p90_ms": itl.p90})
     sv = p.serving
     op = None
     if sv.stable and sv.request_rate:

@@ -26,6 +26,7 @@ from planner.physics.latency import StepTime, decode_step, prefill, ttft_ms
 from planner.physics.memory import MemoryPlan, engine_memory_fields, engine_memory_warnings, plan_memory
 from planner.physics.roofline import ridge_crossing_batch, ridge_flop_per_byte
 from planner.physics.speculative import plan_speculative
+from planner.serving.operating_point import serve_at_goodput, time_per_output_token
 from planner.serving.serving import (
     Objective,
     Percentiles,
@@ -134,10 +135,20 @@ class LatencyPercentiles(BaseModel):
     p50: float | None = None
     p90: float | None = None
     p99: float | None = None
+    mean: float | None = None  # extension (issue 21)
 
     @classmethod
-    def of(cls, p: Percentiles) -> LatencyPercentiles:
-        return cls(p50=p.p50, p90=p.p90, p99=p.p99)
+    def of(cls, p: Percentiles, mean: float | None = None) -> LatencyPercentiles:
+        return cls(p50=p.p50, p90=p.p90, p99=p.p99, mean=mean)
+
+
+class TpotSummary(BaseModel):
+    """Time per output token per request, (E2E - TTFT) / (output - 1): mean (what `vllm bench serve`
+    prints first), p50, p99."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p99: float | None = None
 
 
 class ServingSection(BaseModel):
@@ -161,6 +172,9 @@ class ServingSection(BaseModel):
     max_running: int
     max_num_batched_tokens: int
     slo_percentile: int | None
+    tpot_ms: TpotSummary = TpotSummary()
+    at_goodput: bool = False  # the operating point is the goodput under load.slo
+    saturated: bool = False  # a closed loop held at capacity by more clients than it runs (not unstable)
 
 
 class PrecisionChoice(BaseModel):
@@ -332,6 +346,8 @@ def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> Servi
     slo = (Objective(load.slo.ttft_ms, load.slo.itl_ms, load.slo.percentile)
            if load is not None and load.slo is not None else None)
     cap = mem.max_batch if scenario.batch is None else min(scenario.batch, mem.max_batch)
+    if load is not None and load.at_goodput and slo is not None:
+        return serve_at_goodput(d, workload_for(scenario, d, cap), slo, mem.max_batch)
     if load is not None and load.request_rate is not None:
         return serve_at_rate(d, workload_for(scenario, d, cap), load.request_rate, slo, mem.max_batch)
     if load is not None and load.concurrency is not None:
@@ -351,17 +367,23 @@ def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) 
             total_tokens_per_s_per_gpu=None, decoding_sequences=None, max_running=0,
             max_num_batched_tokens=scenario.max_num_batched_tokens, slo_percentile=None)
     real = point.stable
+    served = point.stable or point.saturated  # a saturated closed loop serves at capacity: throughput is known
+    tpot = time_per_output_token(point)
     return ServingSection(
         mode=point.mode, request_rate=point.request_rate, concurrency=point.concurrency, stable=point.stable,
         max_request_rate=point.max_request_rate, goodput_request_rate=point.goodput_request_rate,
         prefill_share=point.prefill_share if real else None,
-        output_tokens_per_s=point.output_tokens_per_s if real else None,
-        output_tokens_per_s_per_gpu=point.output_tokens_per_s / gpus if real else None,
-        total_tokens_per_s_per_gpu=point.total_tokens_per_s / gpus if real else None,
-        ttft_ms=LatencyPercentiles.of(point.ttft_ms), itl_ms=LatencyPercentiles.of(point.itl_ms),
-        e2e_ms=LatencyPercentiles.of(point.e2e_ms), decoding_sequences=point.decoding_sequences if real else None,
+        output_tokens_per_s=point.output_tokens_per_s if served else None,
+        output_tokens_per_s_per_gpu=point.output_tokens_per_s / gpus if served else None,
+        total_tokens_per_s_per_gpu=point.total_tokens_per_s / gpus if served else None,
+        ttft_ms=LatencyPercentiles.of(point.ttft_ms, point.ttft_mean_ms),
+        itl_ms=LatencyPercentiles.of(point.itl_ms, point.itl_mean_ms),
+        e2e_ms=LatencyPercentiles.of(point.e2e_ms, point.e2e_mean_ms),
+        decoding_sequences=point.decoding_sequences if real else None,
         max_running=point.max_running, max_num_batched_tokens=scenario.max_num_batched_tokens,
         slo_percentile=point.slo.percentile if point.slo is not None else None,
+        tpot_ms=TpotSummary(mean=tpot.mean, p50=tpot.p50, p99=tpot.p99),
+        at_goodput=bool(scenario.load is not None and scenario.load.at_goodput), saturated=point.saturated,
     )
 
 
@@ -370,7 +392,7 @@ def _cost_section(gpus: int, step: StepTime, batch: int, price: float, point: Se
     decode-only figure at `batch` as a bound."""
     bound = (float(usd_per_million_output_tokens(gpus, price, batch * 1000.0 / float(step.total_ms)))
              if point is not None else None)
-    at_point = point is not None and point.stable and point.output_tokens_per_s > 0
+    at_point = point is not None and (point.stable or point.saturated) and point.output_tokens_per_s > 0
     return CostSection(
         usd_per_million_output_tokens=(float(usd_per_million_output_tokens(gpus, price, point.output_tokens_per_s))
                                        if at_point and point is not None else None),

@@ -91,11 +91,17 @@ class LoadSettings(TrafficShapeFields):
     concurrency: int | None = Field(default=None, ge=1, le=10_000_000)
     max_num_batched_tokens: int = Field(default=DEFAULT_MAX_NUM_BATCHED_TOKENS, ge=16, le=10_000_000)
     slo: ServiceObjective | None = None
+    # extension (issue 21): run the replica at its goodput under `slo`, the highest rate that meets it
+    at_goodput: bool = False
 
     @model_validator(mode="after")
     def _one_operating_point(self) -> LoadSettings:
         if self.request_rate is not None and self.concurrency is not None:
             raise ValueError("give request_rate or concurrency, not both")
+        if self.at_goodput and (self.request_rate is not None or self.concurrency is not None):
+            raise ValueError("at_goodput sets the request rate: give no request_rate or concurrency with it")
+        if self.at_goodput and (self.slo is None or (self.slo.ttft_ms is None and self.slo.itl_ms is None)):
+            raise ValueError("at_goodput needs slo with ttft_ms or itl_ms: the objective the rate must meet")
         return self
 
 

@@ -496,6 +496,12 @@ def mean_ttft_ms(m: ReplicaModel, p: LoadPoint) -> np.ndarray:
     return np.sum((parts + tails) * weights, axis=-1)
 
 
+def mean_itl_ms(m: ReplicaModel, p: LoadPoint) -> np.ndarray:
+    """Mean ITL pooled over tokens: the mixture itl_distribution draws, each component at D + its atom."""
+    atoms, weights = _itl_atoms(m, p)
+    return p.decode_ms + np.sum(weights * atoms, axis=-1) / np.maximum(np.sum(weights, axis=-1), 1e-300)
+
+
 def rate_for_concurrency(m: ReplicaModel, concurrency: float, max_running=None) -> tuple[float, bool]:
     """Closed loop: the rate whose mean number in the system, lambda (TTFT + (O - 1) T), is the
     concurrency, and whether the replica holds it below capacity."""
@@ -601,14 +607,30 @@ class ServingPoint:
     itl_ms: Percentiles
     e2e_ms: Percentiles
     slo: Objective | None
+    # extensions: means beside the percentiles, the mean iteration (every decode step a request sees, on
+    # average), decode steps per request, and a closed loop held at capacity by more clients than it runs
+    ttft_mean_ms: float | None = None
+    itl_mean_ms: float | None = None
+    e2e_mean_ms: float | None = None
+    mean_iteration_ms: float | None = None
+    decode_steps_per_request: float = 0.0
+    saturated: bool = False
 
 
 def _point(m: ReplicaModel, mode: Literal["concurrency", "request_rate"], rate_per_ms: float, concurrency: float | None, stable: bool,
            slo: Objective | None) -> ServingPoint:
     seen = 1.0 if concurrency is None else max(concurrency - 1.0, 0.0) / max(concurrency, 1.0)
     p = load_point(m, rate_per_ms, seen=seen)
+    # a closed loop with more clients than the replica runs below saturation is not unstable: its queue
+    # is bounded by the clients, and it serves at capacity (the latencies grow with the clients)
+    saturated = mode == "concurrency" and not stable and rate_per_ms > 0
     stable = stable and bool(p.stable)
     ttft, itl, e2e = latency_percentiles(m, p) if stable else (NO_PERCENTILES,) * 3
+    means: tuple[float | None, ...] = (None, None, None, None)
+    if stable:
+        ttft_mean = float(mean_ttft_ms(m, p))
+        iteration = float(p.iteration_ms)
+        means = (ttft_mean, float(mean_itl_ms(m, p)), ttft_mean + m.decode_steps_per_request * iteration, iteration)
     if concurrency is None and stable:
         concurrency = float(rate_per_ms * (mean_ttft_ms(m, p) + m.decode_steps_per_request * p.iteration_ms))
     goodput = None
@@ -621,7 +643,9 @@ def _point(m: ReplicaModel, mode: Literal["concurrency", "request_rate"], rate_p
         prefill_share=float(p.prefill_share), output_tokens_per_s=rate_s * float(np.mean(m.output_tokens)),
         total_tokens_per_s=rate_s * float(np.mean(m.output_tokens) + np.mean(m.prompt_tokens)),
         decoding_sequences=float(p.population), max_running=m.workload.max_running,
-        ttft_ms=ttft, itl_ms=itl, e2e_ms=e2e, slo=slo)
+        ttft_ms=ttft, itl_ms=itl, e2e_ms=e2e, slo=slo, ttft_mean_ms=means[0], itl_mean_ms=means[1],
+        e2e_mean_ms=means[2], mean_iteration_ms=means[3], decode_steps_per_request=m.decode_steps_per_request,
+        saturated=saturated)
 
 
 def serve_at_rate(d: Deployment, w: Workload, request_rate_per_s: float, slo: Objective | None = None,
