@@ -19,6 +19,7 @@ from planner.contract.errors import ScenarioError
 from planner.contract.scenario import Scenario, parse_scenario, resolve_gpu, resolve_model
 from planner.hardware.parallelism import effective_ep, validate_parallelism
 from planner.model.presets import preset_hf_id
+from planner.serving.benchmark_client import MIN_PROMPTS, default_num_prompts
 
 ENGINES = ("vllm", "sglang", "trt-llm")
 DEFAULT_ENGINE = "vllm"
@@ -28,8 +29,6 @@ MODEL_PLACEHOLDER = "YOUR_MODEL_ID"
 DRAFT_PLACEHOLDER = "YOUR_DRAFT_MODEL_ID"
 RESULT_FILENAME = "ridgeline_bench.json"
 PERCENTILES = (50, 90, 99)
-MIN_PROMPTS = 200  # enough completed requests for a stable median and a meaningful p99
-PROMPTS_PER_SLOT = 10  # closed loop: each concurrency slot runs ~10 requests
 BENCH_SECONDS = 120  # open loop: about two minutes of arrivals at the planned rate
 MAX_RANGE_RATIO = 0.99  # vllm bench accepts a range ratio in [0, 1)
 
@@ -245,7 +244,9 @@ def _trtllm(s: Scenario, hf_id: str, batch: int, moe: bool, kv_fraction: float) 
 def _num_prompts(s: Scenario, concurrency: int | None) -> int:
     if s.load is not None and s.load.request_rate is not None:
         return max(MIN_PROMPTS, math.ceil(s.load.request_rate * BENCH_SECONDS))
-    return max(MIN_PROMPTS, PROMPTS_PER_SLOT * (concurrency or 1))
+    if s.load is not None and s.load.benchmark.num_prompts is not None:
+        return s.load.benchmark.num_prompts
+    return default_num_prompts(concurrency or 1)  # the plan's benchmark section sends the same
 
 
 def bench_argv(s: Scenario, engine: str, hf_id: str, batch: int) -> tuple[tuple[str, ...], list[str]]:
@@ -260,7 +261,15 @@ def bench_argv(s: Scenario, engine: str, hf_id: str, batch: int) -> tuple[tuple[
         argv += ["--random-prefix-len", str(prefix)]
         notes.append(f"{prefix} shared prefix tokens + {s.prompt_len - prefix} random tokens per prompt reproduce the "
                      "planned prefix-cache hit rate")
-    if _range_ratio(s) > 0:
+    bench = s.load.benchmark if s.load is not None else None
+    if bench is not None and bench.random_range_ratio < 1.0:
+        # the plan's benchmark client draws the same lengths (vllm bench serve: [L(1 - r), L(1 + r)])
+        ratio = bench.random_range_ratio if bench.range == "around" else (1.0 - bench.random_range_ratio) / 2
+        argv += ["--random-range-ratio", _fmt(ratio)]
+        if bench.range == "below":
+            notes.append("vllm bench serve draws lengths around L, not in [r L, L] as benchmark_serving.py "
+                         f"does: --random-range-ratio {_fmt(ratio)} keeps the spread, its mean is L, not (1 + r) L / 2")
+    elif _range_ratio(s) > 0:
         argv += ["--random-range-ratio", _fmt(_range_ratio(s))]
         if s.load is not None and s.load.output_len_cv != s.load.prompt_len_cv:
             notes.append("vllm bench serve applies one range ratio to prompt and output lengths; it follows prompt_len_cv")
@@ -315,12 +324,33 @@ def _pct(section: Any, key: str, p: int) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _benchmark_figures(bench: dict[str, Any]) -> tuple[ExpectedFigure, ...]:
+    """A closed loop at load.concurrency: the plan's benchmark section is what the run reports, under the
+    same definitions (TPOT per request, ITL pooled over tokens, throughputs over the run)."""
+    def number(value: Any) -> float | None:
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    out = [_figure("Request throughput", "request_throughput", "req/s", number(bench.get("request_throughput"))),
+           _figure("Output token throughput", "output_throughput", "tok/s", number(bench.get("output_throughput")))]
+    for key, label, result in (("ttft_ms", "TTFT", "ttft"), ("tpot_ms", "TPOT", "tpot"), ("itl_ms", "ITL", "itl"),
+                               ("e2e_ms", "E2EL", "e2el")):
+        out.append(_figure(f"Mean {label}", f"mean_{result}_ms", "ms", number((bench.get(key) or {}).get("mean"))))
+        for p in PERCENTILES:
+            name = "Median" if p == 50 else f"P{p}"
+            out.append(_figure(f"{name} {label}", f"{'median' if p == 50 else f'p{p}'}_{result}_ms", "ms",
+                               _pct(bench, key, p)))
+    return tuple(out)
+
+
 def _serving_figures(s: Scenario, plan_json: dict[str, Any], serving: dict[str, Any]) -> tuple[ExpectedFigure, ...]:
     """From the plan's `serving` section (the replica at its operating point): throughputs and the
     TTFT / ITL / E2E percentiles. Bands: the plan's TTFT and ITL bands carried over as factors of their
     estimates; throughput takes the inverse of the ITL factors. TPOT's median is the ITL median; with
     speculative decoding TPOT and ITL are the speculative section's per-token and per-round times."""
     lat = plan_json["latency"]
+    bench = serving.get("benchmark")
+    if isinstance(bench, dict) and not plan_json.get("speculative"):
+        return _benchmark_figures(bench)
     ttft_f = _relative(_band(lat.get("ttft_band_ms")), float(lat["ttft_ms"]))
     itl_f = _relative(_band(lat.get("itl_band_ms")), float(lat["itl_ms"]))
     tput_f = (1 / itl_f[1], 1 / itl_f[0]) if itl_f is not None else None

@@ -26,6 +26,7 @@ from planner.physics.latency import StepTime, decode_step, prefill, ttft_ms
 from planner.physics.memory import MemoryPlan, engine_memory_fields, engine_memory_warnings, plan_memory
 from planner.physics.roofline import ridge_crossing_batch, ridge_flop_per_byte
 from planner.physics.speculative import plan_speculative
+from planner.serving.benchmark_client import BenchmarkClient, Summary, run_benchmark
 from planner.serving.operating_point import serve_at_goodput, time_per_output_token
 from planner.serving.serving import (
     Objective,
@@ -151,6 +152,21 @@ class TpotSummary(BaseModel):
     p99: float | None = None
 
 
+class BenchmarkSection(BaseModel):
+    """What a closed-loop `bench serve --max-concurrency N --request-rate inf` run reports (issue 20):
+    clients start together, each sends its next request when its last one ends."""
+
+    num_prompts: int
+    duration_s: float
+    request_throughput: float
+    output_throughput: float
+    total_token_throughput: float
+    ttft_ms: LatencyPercentiles
+    tpot_ms: LatencyPercentiles
+    itl_ms: LatencyPercentiles
+    e2e_ms: LatencyPercentiles
+
+
 class ServingSection(BaseModel):
     """One replica at its operating point under the serving model (planner.serving.serving)."""
 
@@ -175,6 +191,7 @@ class ServingSection(BaseModel):
     tpot_ms: TpotSummary = TpotSummary()
     at_goodput: bool = False  # the operating point is the goodput under load.slo
     saturated: bool = False  # a closed loop held at capacity by more clients than it runs (not unstable)
+    benchmark: BenchmarkSection | None = None  # load.concurrency given: the benchmark's own report
 
 
 class PrecisionChoice(BaseModel):
@@ -357,6 +374,31 @@ def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> Servi
     return serve_at_concurrency(d, workload_for(scenario, d, mem.max_batch), concurrency, None, mem.max_batch)
 
 
+def benchmark_section(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> BenchmarkSection | None:
+    """The closed-loop benchmark at `load.concurrency` (planner.serving.benchmark_client), or None."""
+    load = scenario.load
+    if load is None or load.concurrency is None or not mem.fits:
+        return None
+    cap = mem.max_batch if scenario.batch is None else min(scenario.batch, mem.max_batch)
+    if scenario.max_num_seqs is not None:
+        cap = min(cap, scenario.max_num_seqs)
+    b = load.benchmark
+    low, high = ((b.random_range_ratio, 1.0) if b.range == "below"
+                 else (1.0 - b.random_range_ratio, 1.0 + b.random_range_ratio))
+    if b.range == "around" and b.random_range_ratio >= 1.0:
+        low = 1.0 / max(scenario.prompt_len, scenario.output_len)  # vLLM's [L(1 - r), ...] floor of one token
+    client = BenchmarkClient(load.concurrency, b.num_prompts, low, high)
+    run = run_benchmark(d, workload_for(scenario, d, max(cap, 1)), client)
+
+    def summary(s: Summary) -> LatencyPercentiles:
+        return LatencyPercentiles(p50=s.p50, p90=s.p90, p99=s.p99, mean=s.mean)
+
+    return BenchmarkSection(num_prompts=client.prompts, duration_s=run.duration_s,
+                            request_throughput=run.request_throughput, output_throughput=run.output_throughput,
+                            total_token_throughput=run.total_token_throughput, ttft_ms=summary(run.ttft_ms),
+                            tpot_ms=summary(run.tpot_ms), itl_ms=summary(run.itl_ms), e2e_ms=summary(run.e2e_ms))
+
+
 def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) -> ServingSection:
     if point is None:
         return ServingSection(
@@ -463,7 +505,8 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
         throughput=_throughput_section(step, batch, banded, scenario.engine),
         cost=_cost_section(gpus, step, batch, price, point),
         speculative=_speculative_section(scenario, d, batch, mem.fits),
-        serving=_serving_section(scenario, gpus, point),
+        serving=_serving_section(scenario, gpus, point).model_copy(
+            update={"benchmark": benchmark_section(scenario, d, mem)}),
         fit_alternatives=_fit_alternatives(scenario, d, mem),
         model=ModelSummary(name=d.model.name, total_params=counts.total, active_params=counts.active,
                            non_embedding_params=counts.non_embedding),

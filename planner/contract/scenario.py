@@ -83,6 +83,20 @@ class TrafficShapeFields(BaseModel):
     prefix_cache_hit: float = Field(default=0.0, ge=0, le=1)
 
 
+class BenchmarkClientSettings(BaseModel):
+    """How a closed-loop `bench serve` run sends its requests (planner.serving.benchmark_client)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    num_prompts: int | None = Field(default=None, ge=1, le=1_000_000,
+                                    description="requests the run sends; default 10 x concurrency (InferenceX)")
+    random_range_ratio: float = Field(default=1.0, gt=0, le=1,
+                                      description="lengths uniform around or below prompt_len / output_len; 1: fixed")
+    range: Literal["below", "around"] = Field(
+        default="below", description="below: [r L, L] (benchmark_serving.py, InferenceX); around: [L(1 - r), L(1 + r)] "
+                                     "(vllm bench serve since 0.10)")
+
+
 class LoadSettings(TrafficShapeFields):
     """The operating point: a request rate per replica (open loop) or a concurrency (closed loop),
     the shape of the traffic, and the engine's chunked-prefill token budget."""
@@ -93,6 +107,8 @@ class LoadSettings(TrafficShapeFields):
     slo: ServiceObjective | None = None
     # extension (issue 21): run the replica at its goodput under `slo`, the highest rate that meets it
     at_goodput: bool = False
+    # extension (issue 20): the benchmark client a closed loop at `concurrency` is predicted for
+    benchmark: BenchmarkClientSettings = Field(default_factory=BenchmarkClientSettings)
 
     @model_validator(mode="after")
     def _one_operating_point(self) -> LoadSettings:

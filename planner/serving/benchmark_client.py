@@ -36,8 +36,10 @@ from planner.contract.deployment import Deployment
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
 from planner.serving.serving import Workload
 
-# InferenceX's runs send 10 x concurrency prompts (`--num-prompts $(( $CONC * 10 ))`).
+# InferenceX's runs send 10 x concurrency prompts (`--num-prompts $(( $CONC * 10 ))`); the benchmark
+# commands Ridgeline generates send at least MIN_PROMPTS, enough for a stable median and a meaningful p99.
 PROMPTS_PER_CLIENT = 10
+MIN_PROMPTS = 200
 # A bound on the simulated requests, so that a plan stays fast: 4 waves of 512 clients.
 MAX_SIMULATED_REQUESTS = 2048
 
@@ -51,14 +53,19 @@ class BenchmarkClient:
     0.10 and [r L, L] in the older benchmark_serving.py that InferenceX runs; 1 and 1: fixed lengths)."""
 
     concurrency: int
-    num_prompts: int | None = None  # None: PROMPTS_PER_CLIENT x concurrency
+    num_prompts: int | None = None  # None: default_num_prompts(concurrency)
     length_low: float = 1.0
     length_high: float = 1.0
     seed: int = 0
 
     @property
     def prompts(self) -> int:
-        return self.num_prompts if self.num_prompts is not None else PROMPTS_PER_CLIENT * self.concurrency
+        return self.num_prompts if self.num_prompts is not None else default_num_prompts(self.concurrency)
+
+
+def default_num_prompts(concurrency: int) -> int:
+    """Requests a closed-loop benchmark sends unless told: ~10 per client, at least MIN_PROMPTS."""
+    return max(MIN_PROMPTS, PROMPTS_PER_CLIENT * concurrency)
 
 
 @dataclass(frozen=True)
