@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from planner import plan
-from planner.contract.scenario import parse_scenario, resolve
 from planner.hardware.communication import allreduce_ms
 from planner.physics.latency import decode_step
+from planner.scenario.scenario import parse_scenario, resolve
 
 
 def _deployment(**overrides):

@@ -128,8 +128,8 @@ def test_vllm_kv_budget_of_llama_8b_on_h100_term_by_term():
     budget 53.453400 GiB; a block of 16 tokens x 2 x 8 heads x 128 x 2 B = 65,536 B per layer, x 32 layers =
     2 MiB: 27,368 blocks, 437,888 tokens. A 10% error in any term but the rotary table moves the budget by at
     least 0.015 GiB (3e-4 of it); the table is checked on its own."""
-    from planner.contract.scenario import parse_scenario, resolve
     from planner.physics.engine_memory import plan_engine_memory
+    from planner.scenario.scenario import parse_scenario, resolve
 
     d = resolve(parse_scenario({"model": "llama-3.1-8b", "gpu": "h100-sxm"}))
     e = plan_engine_memory(d, 8192, 8192, 16)
@@ -358,8 +358,8 @@ def test_mxfp4_experts_as_each_backend_lays_them_out():
     bf16 rest (4,254,526,080 B, test_hf_import) and the 131,072 x 64 x 2 B rotary table: Marlin 65.835 GiB
     against the 65.9651 vllm#23278 logs, Triton 64.040 against the 64.38 of vllm#33155 (the checkpoint layout
     would give 60.709 GiB)."""
-    from planner.contract.scenario import parse_scenario, resolve
     from planner.physics.engine_memory import mxfp4_moe_backend, rotary_cache_gib, weights_gib_per_gpu
+    from planner.scenario.scenario import parse_scenario, resolve
 
     d = resolve(parse_scenario({"model": "gpt-oss-120b", "gpu": "h100-sxm", "weights": "fp4", "compute": "bf16"}))
     assert [mxfp4_moe_backend(d.gpu, v) for v in ("0.10.1", "0.11.0", "0.11.1", "0.14.1")] == \
@@ -386,8 +386,8 @@ def test_allocator_rounding_of_the_weight_tensors():
     GiB) and the 32,768 x 128 x 2 B rotary table (0.0078125) that is 67.798 GiB, against the 67.8 GiB
     "Model loading took" of the 0.19.0 log (without the rounding 67.72). Llama-3.1-8B's tensors (48, 32, 224,
     112 and 1,002 MiB) round to nothing."""
-    from planner.contract.scenario import parse_scenario, resolve
     from planner.physics.engine_memory import allocated_bytes, allocator_rounding_gib_per_gpu
+    from planner.scenario.scenario import parse_scenario, resolve
 
     mib = 2**20
     assert allocated_bytes(242_221_056) == 232 * mib
@@ -452,12 +452,12 @@ def test_allocator_rounding_matches_the_allocator_measured_on_an_h100():
     from dataclasses import replace
     from pathlib import Path
 
-    from planner.contract.scenario import parse_scenario, resolve
     from planner.physics.engine_memory import (
         allocator_rounding_gib_per_gpu,
         rotary_cache_gib,
         weights_gib_per_gpu,
     )
+    from planner.scenario.scenario import parse_scenario, resolve
 
     path = Path(__file__).resolve().parents[1] / "data" / "measurements" / "h100_allocator_rounding_2026-11-26.json"
     measured = {m["model"]: m for m in json.loads(path.read_text())["weight_replays"]}

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from planner import plan
 from planner.contract.planning import workload_for
-from planner.contract.scenario import parse_scenario, resolve
 from planner.physics.memory import plan_memory
+from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.serving import goodput_per_ms, load_point, meets_objective, replica_model
 
 # The seed's default scenario (issue 9's worked example).

@@ -59,8 +59,8 @@ def test_planner_modules_have_no_import_cycle():
     """Source: invariant: the planner's import graph (lazy imports included) is acyclic, e.g.
     calibration -> scenario -> calibration is gone (the fit lives in calibration_fit)."""
     graph = _graph()
-    assert "planner.physics.calibration" in graph and "planner.contract.scenario" in graph
-    assert "planner.contract.scenario" not in graph["planner.physics.calibration"]
+    assert "planner.physics.calibration" in graph and "planner.scenario.scenario" in graph
+    assert "planner.scenario.scenario" not in graph["planner.physics.calibration"]
     assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
 
 
@@ -79,7 +79,7 @@ def test_parameter_counts_are_computed_once_per_plan(monkeypatch):
     Source: model-card: the totals and active counts above, within 1% (1.5% for DeepSeek-V3's active)."""
     import sys
 
-    import planner.model.model_shapes as shapes
+    import planner.core.model_shapes as shapes
     from planner.contract.planning import plan_dict
 
     calls = []

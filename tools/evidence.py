@@ -15,8 +15,8 @@ from typing import Any
 
 from gpu_catalog import get_gpu
 from planner import plan
-from planner.contract.scenario import parse_scenario, resolve
 from planner.physics.latency import decode_step, prefill
+from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.load import itl_under_concurrency
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.physics.efficiency import DEFAULT_CALIBRATION_PATH, EngineEfficiency  # noqa: E402
+from planner.core.efficiency import DEFAULT_CALIBRATION_PATH, EngineEfficiency  # noqa: E402
 from tools.evidence import Case, default_engine_cases, device_cases, predict  # noqa: E402
 
 # Fixed from measurement or documentation, not fitted:

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_catalog import GpuSpec, load_catalog
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
+from planner.core.efficiency import ideal
+from planner.core.model_shapes import ModelSpec
 from planner.model.hf_import import model_from_hf_config
-from planner.model.model_shapes import ModelSpec
 from planner.model.presets import load_presets
-from planner.physics.efficiency import ideal
 from planner.physics.engine_memory import (
     DRIVER_RESERVED_GIB,
     GIB,

@@ -23,7 +23,7 @@ from planner.contract.commands import (
     render,
     shell_command,
 )
-from planner.contract.errors import ScenarioError
+from planner.core.errors import ScenarioError
 from ui.links import scenario_to_query
 from ui.text import plain
 

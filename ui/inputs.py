@@ -9,10 +9,10 @@ from typing import Any
 import streamlit as st
 
 from gpu_catalog import DEFAULT_INTERCONNECT_GB_S, load_catalog
-from planner.contract.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_RESERVE_GB
+from planner.core.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.model.hf_import import SUPPORTED_MODEL_TYPES
-from planner.model.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.model.presets import load_presets
+from planner.scenario.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_RESERVE_GB
 from ui.text import plain
 
 CUSTOM = "custom"

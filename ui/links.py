@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from planner import ScenarioError, parse_scenario
-from planner.contract.scenario import resolve
+from planner.scenario.scenario import resolve
 
 DEFAULT_SCENARIO: dict[str, Any] = {
     "model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",

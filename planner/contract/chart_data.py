@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.contract.planning import Plan, plan
-from planner.contract.scenario import Scenario, parse_scenario, resolve
+from planner.scenario.scenario import Scenario, parse_scenario, resolve
 from planner.serving.sweep import batch_sweep
 
 

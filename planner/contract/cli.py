@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from gpu_catalog import load_catalog
-from planner.contract.errors import ScenarioError, loads_json
+from planner.core.errors import ScenarioError, loads_json
 from planner.model.presets import load_presets
 
 EXIT_BAD_INPUT = 2
@@ -101,7 +101,7 @@ def _catalog_json() -> list[dict[str, Any]]:
 
 
 def _models_json() -> list[dict[str, Any]]:
-    from planner.model.model_shapes import active_params, param_counts
+    from planner.core.model_shapes import active_params, param_counts
 
     out = []
     for model_id, spec in load_presets().items():
@@ -212,7 +212,7 @@ def run(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = No
 
         result = input_schema(args.input)
     else:
-        from planner.physics.calibration_fit import profile_from_vllm_bench
+        from planner.serving.calibration_fit import profile_from_vllm_bench
 
         if args.name is not None and not 1 <= len(args.name) <= 120:
             raise ScenarioError("--name", "must be 1 to 120 characters")

@@ -15,9 +15,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.contract.errors import ScenarioError
-from planner.contract.scenario import Scenario, parse_scenario, resolve_gpu, resolve_model
+from planner.core.errors import ScenarioError
 from planner.model.presets import preset_hf_id
+from planner.scenario.scenario import Scenario, parse_scenario, resolve_gpu, resolve_model
 
 ENGINES = ("vllm", "sglang", "trt-llm")
 DEFAULT_ENGINE = "vllm"

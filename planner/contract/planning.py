@@ -9,8 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from gpu_catalog import load_catalog
-from planner.contract.deployment import Deployment
-from planner.contract.scenario import LoadSettings, Scenario, parse_scenario, resolution_notes, resolve
+from planner.core.deployment import Deployment
+from planner.core.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, default_compute_precision
 from planner.economics.cost import usd_per_million_output_tokens
 from planner.hardware.parallelism import (
     ParallelismSection,
@@ -18,13 +18,13 @@ from planner.hardware.parallelism import (
     parallelism_section,
     parallelism_warnings,
 )
-from planner.model.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, default_compute_precision
 from planner.physics.bands import Band, band_status, error_band
 from planner.physics.engines import FLOOR_ENGINE, engine_efficiency, is_engine_profile, with_efficiency
 from planner.physics.latency import StepTime, decode_step, prefill, ttft_ms
 from planner.physics.memory import MemoryPlan, engine_memory_fields, engine_memory_warnings, plan_memory
 from planner.physics.roofline import ridge_crossing_batch, ridge_flop_per_byte
 from planner.physics.speculative import plan_speculative
+from planner.scenario.scenario import LoadSettings, Scenario, parse_scenario, resolution_notes, resolve
 from planner.serving.serving import (
     Objective,
     Percentiles,

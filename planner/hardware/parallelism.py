@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from gpu_catalog import GpuSpec
-from planner.contract.deployment import Deployment
-from planner.contract.errors import ScenarioError
-from planner.model.model_shapes import ModelSpec
+from planner.core.deployment import Deployment
+from planner.core.errors import ScenarioError
+from planner.core.model_shapes import ModelSpec
 
 # Busiest-GPU / mean routed-token load under EP with an EPLB-class balancer (redundant hot experts).
 # Evidence: DeepSeek's EPLB and SGLang's large-scale EP write-up (LMSYS, 2025-05-05) report that balancing

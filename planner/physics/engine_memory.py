@@ -67,10 +67,10 @@ import re
 from dataclasses import dataclass, field
 
 from gpu_catalog import GpuSpec
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
+from planner.core.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value
+from planner.core.precision import ACTIVATION_BYTES, bytes_per_value, embedding_bytes_per_value
 from planner.hardware.parallelism import sharding
-from planner.model.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value
-from planner.model.precision import ACTIVATION_BYTES, bytes_per_value, embedding_bytes_per_value
 
 GIB = float(2**30)
 

@@ -18,8 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from planner.contract.deployment import Deployment
-from planner.physics.efficiency import EngineEfficiency
+from planner.core.deployment import Deployment
+from planner.core.efficiency import EngineEfficiency
 
 PROFILES_PATH = Path(__file__).parent.parent / "data" / "engine_profiles.json"
 ENGINES = ("graph", "vllm", "sglang", "trt-llm")

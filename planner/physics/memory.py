@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
+from planner.core.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value, param_counts
+from planner.core.precision import bytes_per_value, embedding_bytes_per_value
 from planner.hardware.parallelism import sharding
-from planner.model.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value, param_counts
-from planner.model.precision import bytes_per_value, embedding_bytes_per_value
 from planner.physics.engine_memory import (
     GIB,
     VLLM_RULES_VERSION,

@@ -35,13 +35,13 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from planner.contract.deployment import Deployment
-from planner.contract.errors import ScenarioError
-from planner.contract.scenario import Scenario, resolve
+from planner.core.deployment import Deployment
+from planner.core.errors import ScenarioError
 from planner.hardware.communication import NETWORK_EFFICIENCY
 from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
 from planner.physics.memory import kv_bytes_per_token, plan_memory
+from planner.scenario.scenario import Scenario, resolve
 from planner.serving.serving import (
     ReplicaModel,
     Workload,

@@ -4,7 +4,7 @@ No physics of its own: one serving model for the plan, the sizing search and cal
 
 from __future__ import annotations
 
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
 from planner.serving.serving import ServingPoint, Workload, serve_at_concurrency
 
 

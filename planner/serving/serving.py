@@ -46,7 +46,7 @@ from typing import Literal
 
 import numpy as np
 
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
 
 LENGTH_GRID = 32  # equal-mass quantiles that stand for a length distribution

@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpu_catalog import load_catalog
-from planner.contract.errors import ScenarioError, from_validation_error
-from planner.contract.scenario import resolve_gpu, resolve_model
+from planner.core.errors import ScenarioError, from_validation_error
+from planner.scenario.scenario import resolve_gpu, resolve_model
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
 from planner.serving.sizing import fit_hints, gpu_key, parse_sizing, size
 

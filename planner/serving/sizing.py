@@ -27,10 +27,15 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpu_catalog import load_catalog
-from planner.contract.deployment import Deployment
-from planner.contract.errors import ScenarioError, from_validation_error
 from planner.contract.planning import workload_for
-from planner.contract.scenario import (
+from planner.core.deployment import Deployment
+from planner.core.errors import ScenarioError, from_validation_error
+from planner.core.precision import KvPrecision, WeightPrecision
+from planner.economics.ownership import OwnershipCosts, owned_usd_per_gpu_hour
+from planner.hardware.parallelism import cheapest_layout_that_fits, sharding
+from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.physics.memory import plan_memory
+from planner.scenario.scenario import (
     MemorySettings,
     Scenario,
     TrafficShapeFields,
@@ -38,11 +43,6 @@ from planner.contract.scenario import (
     resolve_gpu,
     resolve_model,
 )
-from planner.economics.ownership import OwnershipCosts, owned_usd_per_gpu_hour
-from planner.hardware.parallelism import cheapest_layout_that_fits, sharding
-from planner.model.precision import KvPrecision, WeightPrecision
-from planner.physics.latency import decode_step, prefill_chunk_work_ms
-from planner.physics.memory import plan_memory
 from planner.serving.serving import (
     PERCENTILES,
     LoadPoint,

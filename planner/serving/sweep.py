@@ -6,12 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from planner.contract.scenario import Scenario, parse_scenario, resolve
 from planner.economics.cost import usd_per_million_output_tokens
 from planner.hardware.parallelism import sharding
 from planner.physics.latency import decode_step
 from planner.physics.memory import plan_memory
 from planner.physics.roofline import ridge_flop_per_byte
+from planner.scenario.scenario import Scenario, parse_scenario, resolve
 
 
 def batch_grid(max_batch: int, chosen: int | None = None, points_per_octave: int = 4) -> np.ndarray:

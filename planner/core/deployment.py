@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpu_catalog import GpuSpec
-from planner.model.model_shapes import ModelSpec, ParamCounts, param_counts
-from planner.physics.efficiency import EngineEfficiency
+from planner.core.efficiency import EngineEfficiency
+from planner.core.model_shapes import ModelSpec, ParamCounts, param_counts
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.contract.errors import ScenarioError, from_validation_error
-from planner.contract.scenario import parse_scenario, resolve
+from planner.core.efficiency import EngineEfficiency
+from planner.core.errors import ScenarioError, from_validation_error
 from planner.physics.calibration import CalibrationProfile
-from planner.physics.efficiency import EngineEfficiency
+from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.load import itl_under_concurrency, ttft_under_concurrency
 
 DECODE_EFFICIENCIES = ("bandwidth", "quantized_bandwidth", "kv_bandwidth", "compute", "link")

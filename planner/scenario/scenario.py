@@ -11,15 +11,15 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpu_catalog import GpuSpec, load_catalog
-from planner.contract.deployment import Deployment
-from planner.contract.errors import ScenarioError, from_validation_error, loads_json
+from planner.core.deployment import Deployment
+from planner.core.efficiency import EngineEfficiency, ideal
+from planner.core.errors import ScenarioError, from_validation_error, loads_json
+from planner.core.model_shapes import ModelSpec
+from planner.core.precision import ComputePrecision, KvPrecision, WeightPrecision, default_compute_precision
 from planner.hardware.parallelism import effective_ep, validate_parallelism
 from planner.model.hf_import import model_from_hf_config
-from planner.model.model_shapes import ModelSpec
-from planner.model.precision import ComputePrecision, KvPrecision, WeightPrecision, default_compute_precision
 from planner.model.presets import load_presets
 from planner.physics.calibration import CalibrationProfile
-from planner.physics.efficiency import EngineEfficiency, ideal
 from planner.physics.engines import engine_efficiency
 from planner.physics.memory import NAPKIN_RESERVE_GB
 
