@@ -222,7 +222,7 @@ def predict(case: Case, efficiency: dict[str, Any] | str | None = None) -> float
     sc = parse_scenario(s)
     d = resolve(sc)
     if case.metric == "itl_ms":  # continuous batching at a concurrency: prefills interleave with decode
-        return float(itl_under_concurrency(d, s["batch"], sc.prompt_len, sc.output_len))
+        return float(itl_under_concurrency(d, s["batch"], sc.prompt_len, sc.output_len, sc.load))
     batch = s.get("batch") or 1
     batch_prefill = float(prefill(d, batch * sc.prompt_len).total_ms)
     decode_total = float(decode_step(d, batch, sc.prompt_len + sc.output_len / 2).total_ms) * sc.output_len

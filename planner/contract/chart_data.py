@@ -166,9 +166,9 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
     over rates where the model allows; None when the deployment does not fit."""
     import numpy as np
 
-    from planner.contract.planning import workload_for
     from planner.physics.memory import plan_memory
     from planner.serving.serving import latency_percentiles, load_point, meets_objective, replica_model
+    from planner.serving.workload import workload_for
 
     if not isinstance(scenario, Scenario):
         scenario = parse_scenario(scenario)

@@ -24,15 +24,15 @@ from planner.physics.latency import StepTime, decode_step, prefill, ttft_ms
 from planner.physics.memory import MemoryPlan, engine_memory_fields, engine_memory_warnings, plan_memory
 from planner.physics.roofline import ridge_crossing_batch, ridge_flop_per_byte
 from planner.physics.speculative import plan_speculative
-from planner.scenario.scenario import LoadSettings, Scenario, parse_scenario, resolution_notes, resolve
+from planner.scenario.scenario import Scenario, parse_scenario, resolution_notes, resolve
 from planner.serving.serving import (
     Objective,
     Percentiles,
     ServingPoint,
-    Workload,
     serve_at_concurrency,
     serve_at_rate,
 )
+from planner.serving.workload import workload_for
 
 MAX_TP_SUGGESTION = 64
 
@@ -227,17 +227,6 @@ def smallest_layout_that_fits(d: Deployment, context_len: int) -> dict[str, int]
     s = parallelism_section(fit)
     return {"tp": s.tp, "pp": s.pp, "ep": s.ep, "gpus_per_replica": s.gpus_per_replica,
             "nodes_per_replica": s.nodes_per_replica}
-
-
-def workload_for(scenario: Scenario, d: Deployment, max_running: int) -> Workload:
-    """The traffic one replica serves, from the scenario's lengths and its `load` shape."""
-    load = scenario.load or LoadSettings()
-    return Workload(
-        ttft_overhead_ms=d.efficiency.ttft_overhead_ms,
-        prompt_len=scenario.prompt_len, output_len=scenario.output_len, max_running=max(int(max_running), 1),
-        prompt_len_cv=load.prompt_len_cv, output_len_cv=load.output_len_cv, arrival_cv=load.arrival_cv,
-        prefix_cache_hit=load.prefix_cache_hit, max_num_batched_tokens=load.max_num_batched_tokens,
-        context=scenario.mean_context)
 
 
 def _price(scenario: Scenario, d: Deployment) -> float:
@@ -464,4 +453,4 @@ def plan_dict(scenario: Scenario | dict[str, Any]) -> dict[str, Any]:
     return clean_json(plan(scenario).model_dump())
 
 
-__all__ = ["Plan", "clean_json", "operating_point", "plan", "plan_dict", "workload_for"]
+__all__ = ["Plan", "clean_json", "operating_point", "plan", "plan_dict"]

@@ -27,7 +27,6 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpu_catalog import load_catalog
-from planner.contract.planning import workload_for
 from planner.core.deployment import Deployment
 from planner.core.errors import ScenarioError, from_validation_error
 from planner.core.precision import KvPrecision, WeightPrecision
@@ -56,6 +55,7 @@ from planner.serving.serving import (
     replica_model,
 )
 from planner.serving.sweep import batch_grid
+from planner.serving.workload import workload_for
 
 DEFAULT_TP = [1, 2, 4, 8]
 DEFAULT_WEIGHTS: list[WeightPrecision] = ["bf16", "fp8", "int4"]
