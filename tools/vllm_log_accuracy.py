@@ -20,15 +20,15 @@ from gpu_catalog import GpuSpec, load_catalog
 from planner.core.deployment import Deployment
 from planner.core.efficiency import ideal
 from planner.core.model_shapes import ModelSpec
-from planner.model.hf_import import model_from_hf_config
-from planner.model.presets import load_presets
-from planner.physics.engine_memory import (
+from planner.engines.vllm import (
     DRIVER_RESERVED_GIB,
     GIB,
     VLLM_RULES_VERSION,
     kv_tokens_and_concurrency,
     plan_engine_memory,
 )
+from planner.model.hf_import import model_from_hf_config
+from planner.model.presets import load_presets
 
 CSV_PATH = Path(__file__).resolve().parents[1] / "data" / "reference" / "vllm_startup_logs.csv"
 GPU_IDS = {"H100 80GB": "h100-sxm", "H200 141GB": "h200", "A100 80GB": "a100-sxm-80gb", "L40S 48GB": "l40s"}

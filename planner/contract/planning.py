@@ -59,7 +59,7 @@ class MemorySection(BaseModel):
     weights_fit: bool
     smallest_tp_that_fits: int | None
     smallest_layout_that_fits: dict[str, int] | None = None  # {tp, pp, ep, gpus_per_replica, nodes_per_replica}
-    # extensions (engine memory, planner.physics.engine_memory): waterfall in GiB and vLLM's start-up lines
+    # extensions (engine memory, planner.engines.vllm): waterfall in GiB and vLLM's start-up lines
     engine_rules: str = "napkin"
     vllm_version: str | None = None
     vllm_sampler: str | None = None  # the profiling run's top-k/top-p path under the release's rules

@@ -23,7 +23,7 @@ class Deployment:
     compute: str
     efficiency: EngineEfficiency
     memory_utilization: float
-    reserve_gb: float | None  # None: the engine's overheads are modelled (planner.physics.engine_memory)
+    reserve_gb: float | None  # None: the engine's overheads are modelled (planner.engines.vllm)
     # pipeline stages and expert-parallel size (planner/hardware/parallelism.py shards by them)
     pp: int = 1
     ep: int = 1

@@ -1,6 +1,6 @@
 """Per-GPU memory: weights, KV cache per token and per sequence, the KV budget and the max batch.
 
-Conventions: GB = 10^9 bytes (the engine's own accounting, planner.physics.engine_memory, works in GiB). Quantized checkpoints keep the embedding and LM head in bf16
+Conventions: GB = 10^9 bytes (the engine's own accounting, planner.engines.vllm, works in GiB). Quantized checkpoints keep the embedding and LM head in bf16
 (AWQ, GPTQ, ModelOpt FP8/NVFP4 all do), so only the transformer body takes the weight precision.
 KV heads shard across TP ranks and replicate when n_kv_heads < tp; an MLA latent cache is replicated
 on every rank.
@@ -17,8 +17,7 @@ import numpy.typing as npt
 from planner.core.deployment import Deployment
 from planner.core.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value, param_counts
 from planner.core.precision import bytes_per_value, embedding_bytes_per_value
-from planner.hardware.parallelism import sharding
-from planner.physics.engine_memory import (
+from planner.engines.vllm import (
     GIB,
     VLLM_RULES_VERSION,
     EngineMemory,
@@ -27,6 +26,7 @@ from planner.physics.engine_memory import (
     plan_sglang_memory,
     plan_trtllm_memory,
 )
+from planner.hardware.parallelism import sharding
 
 GB = 1e9
 
