@@ -47,7 +47,7 @@ def test_allreduce_constants_reproduce_nccl_in_a_cuda_graph():
     import json
     from pathlib import Path
 
-    from planner.physics.engines import physics_values
+    from planner.engines.profiles import physics_values
 
     e = physics_values()
     folder = Path(__file__).resolve().parents[1] / "data" / "measurements"

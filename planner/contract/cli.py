@@ -202,7 +202,7 @@ def run(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = No
     elif args.command == "gpus":
         result = _catalog_json()
     elif args.command == "engines":
-        from planner.physics.engines import engines_listing, physics_evidence
+        from planner.engines.profiles import engines_listing, physics_evidence
 
         result = {"engines": engines_listing(), "physics": physics_evidence()}
     elif args.command == "models":

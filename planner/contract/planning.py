@@ -12,6 +12,7 @@ from gpu_catalog import load_catalog
 from planner.core.deployment import Deployment
 from planner.core.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, default_compute_precision
 from planner.economics.cost import usd_per_million_output_tokens
+from planner.engines.profiles import FLOOR_ENGINE, engine_efficiency, is_engine_profile, with_efficiency
 from planner.hardware.parallelism import (
     ParallelismSection,
     cheapest_layout_that_fits,
@@ -19,7 +20,6 @@ from planner.hardware.parallelism import (
     parallelism_warnings,
 )
 from planner.physics.bands import Band, band_status, error_band
-from planner.physics.engines import FLOOR_ENGINE, engine_efficiency, is_engine_profile, with_efficiency
 from planner.physics.latency import StepTime, decode_step, prefill, ttft_ms
 from planner.physics.memory import MemoryPlan, engine_memory_fields, engine_memory_warnings, plan_memory
 from planner.physics.roofline import ridge_crossing_batch, ridge_flop_per_byte

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from planner.core.efficiency import EngineEfficiency
 from planner.core.errors import quote
-from planner.physics.engines import default_engine
+from planner.engines.profiles import default_engine
 
 
 class CalibrationProfile(BaseModel):

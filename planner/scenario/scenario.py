@@ -16,11 +16,11 @@ from planner.core.efficiency import EngineEfficiency, ideal
 from planner.core.errors import ScenarioError, from_validation_error, loads_json
 from planner.core.model_shapes import ModelSpec
 from planner.core.precision import ComputePrecision, KvPrecision, WeightPrecision, default_compute_precision
+from planner.engines.profiles import engine_efficiency
 from planner.hardware.parallelism import effective_ep, validate_parallelism
 from planner.model.hf_import import model_from_hf_config
 from planner.model.presets import load_presets
 from planner.physics.calibration import CalibrationProfile
-from planner.physics.engines import engine_efficiency
 from planner.physics.memory import NAPKIN_RESERVE_GB
 
 PositiveInt = Annotated[int, Field(strict=True, ge=1)]
