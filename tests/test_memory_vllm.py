@@ -256,7 +256,7 @@ def test_sglang_pool_tokens_from_its_logged_k_and_v_sizes():
     """Source: published: vllm#21348 SGLang line for Qwen3-235B-A22B-FP8 at TP 4 ("#tokens: 367404, K size:
     8.23 GB, V size: 8.23 GB"). By hand: one token of all 94 layers on one GPU is 1 KV head x 128 x 2 x 2 B x 94 =
     48,128 B; 16.46 GiB / 48,128 B = 367,2xx tokens (the logged sizes are rounded to 0.01)."""
-    from planner.engines.vllm import format_sglang_log_line, sglang_cell_bytes
+    from planner.engines.sglang import format_sglang_log_line, sglang_cell_bytes
     from planner.model.presets import load_presets
 
     cell = sglang_cell_bytes(load_presets()["qwen3-235b-a22b"], 4, "bf16")
@@ -286,7 +286,7 @@ def test_trtllm_pool_is_the_fraction_of_free_memory_after_loading():
     63.43 GiB, 259,840 tokens = 4,060 blocks of 64 (kvCacheManager getMaxNumTokens: fraction x free)."""
     assert pytest.approx(63.44, abs=0.01) == 0.9 * 70.48
     assert 259_840 == 4060 * 64
-    from planner.engines.vllm import format_trtllm_log_lines
+    from planner.engines.trtllm import format_trtllm_log_lines
 
     lines = format_trtllm_log_lines(79.10, 70.48, 63.44, 259_840)
     assert lines == ("Memory usage when calculating max tokens in paged kv cache: total: 79.10 GiB, available: 70.48 GiB",
@@ -452,11 +452,7 @@ def test_allocator_rounding_matches_the_allocator_measured_on_an_h100():
     from dataclasses import replace
     from pathlib import Path
 
-    from planner.engines.vllm import (
-        allocator_rounding_gib_per_gpu,
-        rotary_cache_gib,
-        weights_gib_per_gpu,
-    )
+    from planner.engines.vllm import allocator_rounding_gib_per_gpu, rotary_cache_gib, weights_gib_per_gpu
     from planner.scenario.scenario import parse_scenario, resolve
 
     path = Path(__file__).resolve().parents[1] / "data" / "measurements" / "h100_allocator_rounding_2026-11-26.json"

@@ -20,13 +20,8 @@ from gpu_catalog import GpuSpec, load_catalog
 from planner.core.deployment import Deployment
 from planner.core.efficiency import ideal
 from planner.core.model_shapes import ModelSpec
-from planner.engines.vllm import (
-    DRIVER_RESERVED_GIB,
-    GIB,
-    VLLM_RULES_VERSION,
-    kv_tokens_and_concurrency,
-    plan_engine_memory,
-)
+from planner.engines.base import DRIVER_RESERVED_GIB, GIB
+from planner.engines.vllm import VLLM_RULES_VERSION, kv_tokens_and_concurrency, plan_engine_memory
 from planner.model.hf_import import model_from_hf_config
 from planner.model.presets import load_presets
 

@@ -17,15 +17,10 @@ import numpy.typing as npt
 from planner.core.deployment import Deployment
 from planner.core.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value, param_counts
 from planner.core.precision import bytes_per_value, embedding_bytes_per_value
-from planner.engines.vllm import (
-    GIB,
-    VLLM_RULES_VERSION,
-    EngineMemory,
-    max_batch_for_context,
-    plan_engine_memory,
-    plan_sglang_memory,
-    plan_trtllm_memory,
-)
+from planner.engines.base import GIB, EngineMemory
+from planner.engines.sglang import plan_sglang_memory
+from planner.engines.trtllm import plan_trtllm_memory
+from planner.engines.vllm import VLLM_RULES_VERSION, max_batch_for_context, plan_engine_memory
 from planner.hardware.parallelism import sharding
 
 GB = 1e9
