@@ -161,3 +161,20 @@ def test_planner_imports_neither_ui_tools_nor_streamlit():
     bad = sorted(f"{p.relative_to(ROOT)} -> {m}" for p in PLANNER.rglob("*.py") for m in _all_imports(p)
                  if m.split(".")[0] in ("ui", "tools", "streamlit", "app"))
     assert bad == []
+
+
+def test_engine_names_have_one_home():
+    """Source: invariant (issue 23): the scenario's engine names, the CLI's and the launch commands' are
+    planner.engines.base's lists, and each engine module exposes its own profile under its name."""
+    from typing import get_args
+
+    from planner.contract.commands import ENGINES as COMMAND_ENGINES
+    from planner.engines import sglang, trtllm, vllm
+    from planner.engines.base import ENGINES, SERVING_ENGINES
+    from planner.scenario.scenario import EngineName
+
+    assert set(get_args(EngineName)) == set(ENGINES)
+    assert tuple(COMMAND_ENGINES) == SERVING_ENGINES
+    assert (vllm.NAME, sglang.NAME, trtllm.NAME) == SERVING_ENGINES
+    for module in (vllm, sglang, trtllm):
+        assert module.efficiency_profile().name == module.NAME

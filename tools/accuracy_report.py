@@ -20,7 +20,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.engines.profiles import ENGINES, profiles  # noqa: E402
+from planner.engines.base import ENGINES  # noqa: E402
+from planner.engines.profiles import profiles  # noqa: E402
 
 REPORT = ROOT / "docs" / "ACCURACY.md"
 RESIDUALS = ROOT / "data" / "accuracy_residuals.json"

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from gpu_catalog import load_catalog
 from planner.core.errors import ScenarioError, loads_json
+from planner.engines.base import SERVING_ENGINES
 from planner.model.presets import load_presets
 
 EXIT_BAD_INPUT = 2
@@ -155,7 +156,7 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
     p_cmd = sub.add_parser("commands", help="launch and benchmark commands that reproduce a scenario's plan",
                            epilog=_COMMANDS_HELP, formatter_class=raw)
     p_cmd.add_argument("file", help="scenario JSON file or '-'")
-    p_cmd.add_argument("--engine", choices=["vllm", "sglang", "trt-llm"], default=None,
+    p_cmd.add_argument("--engine", choices=SERVING_ENGINES, default=None,
                        help="default: the scenario's engine (vllm for 'graph')")
     p_cmd.add_argument("--format", choices=["text", "script", "k8s", "json", "expected"], default="text")
     # issue 10 (fidelity): the engine profiles and their evidence

@@ -12,7 +12,8 @@ from gpu_catalog import load_catalog
 from planner.core.deployment import Deployment
 from planner.core.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, default_compute_precision
 from planner.economics.cost import usd_per_million_output_tokens
-from planner.engines.profiles import FLOOR_ENGINE, engine_efficiency, is_engine_profile, with_efficiency
+from planner.engines.base import FLOOR_ENGINE
+from planner.engines.profiles import engine_efficiency, is_engine_profile, with_efficiency
 from planner.hardware.parallelism import (
     ParallelismSection,
     cheapest_layout_that_fits,

@@ -27,10 +27,10 @@ class Deployment:
     # pipeline stages and expert-parallel size (planner/hardware/parallelism.py shards by them)
     pp: int = 1
     ep: int = 1
-    # engine memory knobs (vLLM's names); defaults are vLLM's
-    engine: str = "vllm"
-    block_size: int = 16
-    max_num_batched_tokens: int = 8192
+    # engine memory knobs (vLLM's names); their defaults live in planner/engines/base.py, so they are given here
+    engine: str = field(kw_only=True)
+    block_size: int = field(kw_only=True)
+    max_num_batched_tokens: int = field(kw_only=True)
     max_model_len: int | None = None  # None: the scenario's context length
     enforce_eager: bool = False
     vllm_version: str | None = None  # None: the latest release whose rules the planner follows

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 from planner.core.model_shapes import ModelSpec
 from planner.core.precision import bytes_per_value
@@ -23,7 +23,7 @@ GIB = float(2**30)
 SERVING_ENGINES = ("vllm", "sglang", "trt-llm")
 FLOOR_ENGINE = "graph"
 ENGINES = (FLOOR_ENGINE, *SERVING_ENGINES)
-DEFAULT_ENGINE = "vllm"
+DEFAULT_ENGINE: Final = "vllm"
 ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trt-llm": "TensorRT-LLM", FLOOR_ENGINE: "graph"}
 
 # Engine defaults (vLLM's names; the scenario's defaults read these)

@@ -20,11 +20,9 @@ from typing import Any
 
 from planner.core.deployment import Deployment
 from planner.core.efficiency import EngineEfficiency
+from planner.engines.base import DEFAULT_ENGINE, ENGINES
 
 PROFILES_PATH = Path(__file__).parent.parent / "data" / "engine_profiles.json"
-ENGINES = ("graph", "vllm", "sglang", "trt-llm")
-DEFAULT_ENGINE = "vllm"
-FLOOR_ENGINE = "graph"
 # What an engine profile may set on top of the physics: serving-stack costs only.
 ENGINE_TERMS = ("step_overhead_us", "prefill_overhead_ms", "ttft_overhead_ms")
 

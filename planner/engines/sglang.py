@@ -7,14 +7,24 @@ from __future__ import annotations
 import math
 
 from planner.core.deployment import Deployment
+from planner.core.efficiency import EngineEfficiency
 from planner.core.model_shapes import ModelSpec
 from planner.engines.base import GIB, EngineMemory, KvCacheGroup, kv_page_bytes_per_layer, visible_total_gib
+from planner.engines.profiles import engine_efficiency
 from planner.engines.vllm import (
     allocator_rounding_gib_per_gpu,
     rotary_cache_gib,
     weights_gib_per_gpu,
 )
 from planner.hardware.parallelism import sharding
+
+NAME = "sglang"
+
+
+def efficiency_profile(gpu_id: str | None = None) -> EngineEfficiency:
+    """This engine's step-time profile: the graph physics plus its fitted serving overheads
+    (planner/data/engine_profiles.json, read by planner/engines/profiles.py)."""
+    return engine_efficiency(NAME, gpu_id)
 
 # --- SGLang (sglang/srt/model_executor/model_runner.py `profile_max_num_token`) ---------------------------
 #   rest_memory = available_gpu_memory - total_gpu_memory x (1 - mem_fraction_static)

@@ -7,9 +7,19 @@ from __future__ import annotations
 import math
 
 from planner.core.deployment import Deployment
+from planner.core.efficiency import EngineEfficiency
 from planner.engines.base import GIB, EngineMemory, KvCacheGroup, kv_page_bytes_per_layer, visible_total_gib
+from planner.engines.profiles import engine_efficiency
 from planner.engines.vllm import activation_peak_gib, default_max_num_seqs, non_torch_gib, weights_gib_per_gpu
 from planner.hardware.parallelism import sharding
+
+NAME = "trt-llm"
+
+
+def efficiency_profile(gpu_id: str | None = None) -> EngineEfficiency:
+    """This engine's step-time profile: the graph physics plus its fitted serving overheads
+    (planner/data/engine_profiles.json, read by planner/engines/profiles.py)."""
+    return engine_efficiency(NAME, gpu_id)
 
 
 # --- TensorRT-LLM (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp `getMaxNumTokens` / pyexecutor) ----------

@@ -67,6 +67,7 @@ import re
 
 from gpu_catalog import GpuSpec
 from planner.core.deployment import Deployment
+from planner.core.efficiency import EngineEfficiency
 from planner.core.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value
 from planner.core.precision import ACTIVATION_BYTES, embedding_bytes_per_value
 from planner.engines.base import (
@@ -78,7 +79,16 @@ from planner.engines.base import (
     value_at,
     visible_total_gib,
 )
+from planner.engines.profiles import engine_efficiency
 from planner.hardware.parallelism import sharding
+
+NAME = "vllm"
+
+
+def efficiency_profile(gpu_id: str | None = None) -> EngineEfficiency:
+    """This engine's step-time profile: the graph physics plus its fitted serving overheads
+    (planner/data/engine_profiles.json, read by planner/engines/profiles.py)."""
+    return engine_efficiency(NAME, gpu_id)
 
 VLLM_RULES_VERSION = "0.21"  # the rules the plan follows by default (graph pool profiled before the KV cache)
 # vLLM releases whose memory rules differ, newest first (the form's choices; each a row of a table below)

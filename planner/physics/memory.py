@@ -17,7 +17,7 @@ import numpy.typing as npt
 from planner.core.deployment import Deployment
 from planner.core.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value, param_counts
 from planner.core.precision import bytes_per_value, embedding_bytes_per_value
-from planner.engines.base import GIB, EngineMemory
+from planner.engines.base import GIB, SERVING_ENGINES, EngineMemory
 from planner.engines.sglang import plan_sglang_memory
 from planner.engines.trtllm import plan_trtllm_memory
 from planner.engines.vllm import VLLM_RULES_VERSION, max_batch_for_context, plan_engine_memory
@@ -94,7 +94,6 @@ def kv_bytes_per_sequence_per_gpu(model: ModelSpec, kv_cache: str, tp: int, cont
 
 # Engines whose start-up accounting we model term by term; the others use the napkin rule
 # (utilization x memory - reserve - weights) with this reserve unless one is given.
-MODELLED_ENGINES = ("vllm", "sglang", "trt-llm")
 # The napkin rule's reserve per GPU for the profiling peak, non-torch memory and graphs: 2.0 GB, a round figure
 # at the low end of what public start-up logs print at TP 1 for activation + non-torch (2.1-7.5 GiB over 19
 # logs, median 3.05 GiB: data/reference/vllm_startup_logs.csv); the engines' own rules replace it, and an
@@ -120,7 +119,7 @@ class MemoryPlan:
 def uses_engine_rules(d: Deployment) -> bool:
     """vLLM's rules apply unless a reserve is given (it overrides the modelled overheads) or the engine
     is not one we model."""
-    return d.reserve_gb is None and d.engine in MODELLED_ENGINES
+    return d.reserve_gb is None and d.engine in SERVING_ENGINES
 
 
 def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:

@@ -16,6 +16,7 @@ from planner.core.efficiency import EngineEfficiency, ideal
 from planner.core.errors import ScenarioError, from_validation_error, loads_json
 from planner.core.model_shapes import ModelSpec
 from planner.core.precision import ComputePrecision, KvPrecision, WeightPrecision, default_compute_precision
+from planner.engines.base import DEFAULT_BLOCK_SIZE, DEFAULT_ENGINE, DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.engines.profiles import engine_efficiency
 from planner.hardware.parallelism import effective_ep, validate_parallelism
 from planner.model.hf_import import model_from_hf_config
@@ -46,9 +47,7 @@ class SpeculativeSettings(BaseModel):
     draft_params: float = Field(ge=1e3, le=1e13)
 
 
-DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM V1's chunked-prefill token budget per iteration (online serving)
-DEFAULT_BLOCK_SIZE = 16  # vLLM's default KV-cache block size in tokens
-EngineName = Literal["graph", "vllm", "sglang", "trt-llm"]
+EngineName = Literal["graph", "vllm", "sglang", "trt-llm"]  # planner.engines.base.ENGINES (tests/test_structure.py)
 SamplerPath = Literal["native", "triton", "flashinfer"]
 
 
@@ -122,12 +121,12 @@ class Scenario(BaseModel):
     # extensions (round 2): parallelism, engine, engine memory knobs, operating point
     pp: Annotated[int, Field(strict=True, ge=1, le=256)] = 1
     ep: Annotated[int, Field(strict=True, ge=1, le=1024)] = 1
-    engine: EngineName = "vllm"
+    engine: EngineName = DEFAULT_ENGINE
     max_model_len: Annotated[int, Field(strict=True, ge=1, le=100_000_000)] | None = None
     block_size: Annotated[int, Field(strict=True, ge=1, le=1024)] = DEFAULT_BLOCK_SIZE
     enforce_eager: bool = False
     load: LoadSettings | None = None
-    # vLLM's rules by release (planner/physics/engine_memory.py): default the latest the planner follows
+    # vLLM's rules by release (planner/engines/vllm.py): default the latest the planner follows
     vllm_version: VllmVersion | None = None
     max_num_seqs: Annotated[int, Field(strict=True, ge=1, le=1_000_000)] | None = None
     vllm_sampler: SamplerPath | None = None

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from planner.core.deployment import Deployment
-from planner.scenario.scenario import DEFAULT_MAX_NUM_BATCHED_TOKENS, LoadSettings, Scenario
+from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
+from planner.scenario.scenario import LoadSettings, Scenario
 from planner.serving.serving import Workload
 
 
