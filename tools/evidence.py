@@ -158,11 +158,6 @@ def published_cases() -> list[Case]:
     return cases
 
 
-def default_engine_cases() -> list[Case]:
-    """What the default engine is fitted and validated on: every scored public row and our fused steps."""
-    return [c for c in published_cases() if c.scored] + [c for c in device_cases() if c.extra.get("default_engine")]
-
-
 def device_cases() -> list[Case]:
     """Our own measurements: tools/measure_gpu.py output. TP shards ran without all-reduces, so their
     scenarios use a GPU object with a link fast enough to make communication vanish."""

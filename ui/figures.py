@@ -114,14 +114,6 @@ def _decode_cost_row(p: Plan) -> tuple[str, str, str]:
             f"decode only at batch {p.latency.batch:,}, prefill ignored: a lower bound; {where}")
 
 
-def headline_rows(p: Plan) -> list[tuple[str, str, str]]:
-    """(label, value, meaning) for every headline figure; used by the page and the comparison."""
-    rows = memory_rows(p)
-    if p.memory.fits:
-        rows = load_rows(p) + (latency_rows(p) if p.serving.stable else []) + rows + serving_rows(p)
-    return rows
-
-
 def regime_advice(p: Plan, kv_cache: str) -> str:
     r = p.roofline
     smaller_kv = ("a lower-precision KV cache such as fp8, or fewer KV heads" if kv_cache not in ("fp8", "int8", "int4")

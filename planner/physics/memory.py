@@ -35,14 +35,10 @@ def weight_bytes_total(model: ModelSpec, weights: str) -> float:
     return body + norms + embeddings
 
 
-def weight_bytes_per_gpu(model: ModelSpec, weights: str, tp: int) -> float:
-    return weight_bytes_total(model, weights) / tp
-
-
 def weight_bytes_per_gpu_sharded(d: Deployment) -> float:
     """Weights on the busiest GPU under tp x pp x ep (planner/hardware/parallelism.py): per-layer weights of one
     stage, routed experts over the expert shards, the rest over tp; the embedding sits on the first stage
-    and the LM head on the last (both on the one stage when pp is 1). Equals weight_bytes_per_gpu at pp=ep=1."""
+    and the LM head on the last (both on the one stage when pp is 1)."""
     s, p = sharding(d), d.params
     e = embedding_bytes_per_value(d.weights)
     w_dense, w_expert = dense_bytes_per_value(d.model, d.weights), expert_bytes_per_value(d.model, d.weights)

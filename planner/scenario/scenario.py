@@ -24,8 +24,6 @@ from planner.model.presets import load_presets
 from planner.physics.calibration import CalibrationProfile
 from planner.physics.memory import NAPKIN_RESERVE_GB
 
-PositiveInt = Annotated[int, Field(strict=True, ge=1)]
-
 DEFAULT_MEMORY_UTILIZATION = 0.90  # vLLM's --gpu-memory-utilization default (0.9)
 DEFAULT_RESERVE_GB = NAPKIN_RESERVE_GB  # the reserve field's default when a user turns the modelled overheads off
 
