@@ -21,6 +21,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from pydantic import BaseModel
 
@@ -88,12 +89,11 @@ class Sharding:
 
 
 def sharding(d: Deployment) -> Sharding:
-    """The layout of `d`, computed once per Deployment (kept in the frozen instance's __dict__:
-    every physics function asks for it, and the sizing search asks thousands of times)."""
-    cached = d.__dict__.get("_sharding")
-    if cached is None:
-        cached = d.__dict__["_sharding"] = _sharding(d)
-    return cached
+    """The layout of `d`, computed once per Deployment (kept in its `layout` field: every physics function
+    asks for it, and the sizing search asks thousands of times)."""
+    if d.layout is None:
+        object.__setattr__(d, "layout", _sharding(d))
+    return cast(Sharding, d.layout)
 
 
 def _sharding(d: Deployment) -> Sharding:
