@@ -168,7 +168,7 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
 
     from planner.physics.memory import plan_memory
     from planner.serving.serving import latency_percentiles, load_point, meets_objective, replica_model
-    from planner.serving.workload import workload_for
+    from planner.serving.workload import running_cap, workload_for
 
     if not isinstance(scenario, Scenario):
         scenario = parse_scenario(scenario)
@@ -178,7 +178,7 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
         return None
     p = p if p is not None else plan(scenario)
     gpus = p.parallelism.gpus_per_replica if p.parallelism is not None else d.tp
-    running = mem.max_batch if scenario.batch is None else min(scenario.batch, mem.max_batch)
+    running = running_cap(scenario.batch, mem.max_batch)
     m = replica_model(d, workload_for(scenario, d, running), max_population=mem.max_batch)  # the plan's own grid
     capacity = float(m.capacity_per_ms()) * 1000.0
     slo = scenario.load.slo if scenario.load is not None else None

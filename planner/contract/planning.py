@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from gpu_catalog import load_catalog
 from planner.core.deployment import Deployment
 from planner.core.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, default_compute_precision
-from planner.economics.cost import usd_per_million_output_tokens
+from planner.economics.cost import gpu_price, usd_per_million_output_tokens
 from planner.engines.base import FLOOR_ENGINE
 from planner.engines.profiles import engine_efficiency, is_engine_profile, with_efficiency
 from planner.hardware.parallelism import (
@@ -33,7 +33,7 @@ from planner.serving.serving import (
     serve_at_concurrency,
     serve_at_rate,
 )
-from planner.serving.workload import workload_for
+from planner.serving.workload import running_cap, workload_for
 
 MAX_TP_SUGGESTION = 64
 
@@ -231,7 +231,7 @@ def smallest_layout_that_fits(d: Deployment, context_len: int) -> dict[str, int]
 
 
 def _price(scenario: Scenario, d: Deployment) -> float:
-    price = scenario.usd_per_gpu_hour or d.gpu.usd_per_hour
+    price = gpu_price(scenario.usd_per_gpu_hour, d.gpu)
     return float("nan") if price is None else float(price)
 
 
@@ -319,7 +319,7 @@ def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> Servi
     load = scenario.load
     slo = (Objective(load.slo.ttft_ms, load.slo.itl_ms, load.slo.percentile)
            if load is not None and load.slo is not None else None)
-    cap = mem.max_batch if scenario.batch is None else min(scenario.batch, mem.max_batch)
+    cap = running_cap(scenario.batch, mem.max_batch)
     if load is not None and load.request_rate is not None:
         return serve_at_rate(d, workload_for(scenario, d, cap), load.request_rate, slo, mem.max_batch)
     if load is not None and load.concurrency is not None:

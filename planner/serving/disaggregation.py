@@ -37,6 +37,7 @@ from pydantic import ValidationError
 
 from planner.core.deployment import Deployment
 from planner.core.errors import ScenarioError
+from planner.economics.cost import usd_per_million_tokens
 from planner.hardware.communication import NETWORK_EFFICIENCY
 from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
@@ -261,7 +262,7 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
                     "gpus_total": gpus_p + gpus_d, "ttft_ms": fleet.ttft_ms, "itl_ms": fleet.itl_ms,
                     "percentile": percentile,
                     "kv_transfer_ms": fleet.kv_transfer_ms, "usd_per_hour": usd,
-                    "usd_per_million_output_tokens": usd / (demand_tokens_per_s * 3600.0) * 1e6,
+                    "usd_per_million_output_tokens": usd_per_million_tokens(usd, demand_tokens_per_s),
                 })
     options.sort(key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
     return options, searched

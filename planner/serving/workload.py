@@ -40,6 +40,12 @@ def replica_workload(d: Deployment, prompt_len: float, output_len: float, max_ru
         context=context)
 
 
+def running_cap(batch: int | None, max_batch: int) -> int:
+    """Sequences a replica runs at once: the scenario's `batch` (vLLM's max_num_seqs), at most the KV cache's
+    max batch; the max batch when no batch is given."""
+    return max_batch if batch is None else min(batch, max_batch)
+
+
 def workload_for(scenario: Scenario, d: Deployment, max_running: int) -> Workload:
     """The traffic one replica serves, from the scenario's lengths and its `load` shape."""
     return replica_workload(d, scenario.prompt_len, scenario.output_len, max_running, scenario.load,
