@@ -317,7 +317,7 @@ WEIGHT_MISSES = {
 @pytest.mark.parametrize("row", [r for r in HELD_OUT if r["logged_weights_gib"] and not r["budget_rank"]], ids=_row_id)
 def test_held_out_model_loading_within_1_percent(request, row):
     """Source: published: "Model loading took X GiB" of the held-out public start-up logs, against the plan's
-    weights as loaded plus its rotary tables (engine_memory.weights_gib_per_gpu + rotary_cache_gib). 1% is a
+    weights as loaded plus its rotary tables (engines.vllm.weights_gib_per_gpu + rotary_cache_gib). 1% is a
     third of the KV budget's 3% target: a weights term off by more would use most of a tight pool's slack."""
     _xfail_expected_miss(request, row, WEIGHT_MISSES)
     r = evaluate_row(row)

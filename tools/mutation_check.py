@@ -63,8 +63,8 @@ MUTATIONS: list[tuple[str, str, str]] = [
     ("vllm_sampler", "vLLM memory: the profiling run's sampler peak", "planner.engines.vllm:sampler_peak_gib"),
     ("vllm_moe_workspace", "vLLM memory: fused-MoE workspace held", "planner.engines.vllm:moe_workspace_gib"),
     ("vllm_graph_pool", "vLLM memory: CUDA graph pool size", "planner.engines.vllm:cuda_graph_pool_gib"),
-    ("vllm_kv_page", "vLLM memory: KV page bytes per layer", "planner.engines.vllm:kv_page_bytes_per_layer"),
-    ("vllm_visible", "vLLM memory: visible GiB of a GPU", "planner.engines.vllm:visible_total_gib"),
+    ("vllm_kv_page", "vLLM memory: KV page bytes per layer", "planner.engines.base:kv_page_bytes_per_layer"),
+    ("vllm_visible", "vLLM memory: visible GiB of a GPU", "planner.engines.base:visible_total_gib"),
 ]
 
 # The physics tests (not the app, browser, typing or suite-convention ones), quickest first.

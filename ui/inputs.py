@@ -31,7 +31,7 @@ COMPUTE = ["auto", *COMPUTE_PRECISIONS]
 # with long lists of unquantized layers, stay well under this).
 HF_MAX_BYTES = 64_000
 
-# (min, max) of every numeric widget: the planner's own accepted range (planner/contract/scenario.py), or wider,
+# (min, max) of every numeric widget: the planner's own accepted range (planner/scenario/scenario.py), or wider,
 # so that any value a link or a file can hold is shown as it is and the planner judges it.
 WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
     "m_n_layers": (1, 1_000_000), "m_d_model": (1, 100_000_000), "m_n_heads": (1, 10_000_000),

@@ -1,6 +1,6 @@
 """Engine efficiency: the knobs that turn roofline bounds into realistic step times.
 
-`ideal()` is the pure roofline (the seeds' napkin math). Engine profiles (planner/physics/engines.py) fill
+`ideal()` is the pure roofline (the seeds' napkin math). Engine profiles (planner/engines/profiles.py) fill
 these fields: the "graph" floor from our GPU measurements, each serving engine's overheads on top
 (docs/ACCURACY.md has every constant, its evidence and the cross-validated errors).
 """
