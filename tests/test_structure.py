@@ -142,8 +142,8 @@ def test_every_planner_package_is_in_a_layer():
 
 
 def test_planner_packages_import_only_downward():
-    """Source: issue 23's layering: core, model, hardware, engines, physics, economics, scenario, serving,
-    contract, bottom first; a module may import its own package or one below, never one above."""
+    """Source: invariant: the layering of docs/ARCHITECTURE.md (core, model, hardware, engines, physics,
+    economics, scenario, serving, contract, bottom first): a module may import its own package or one below."""
     imports = {".".join(("planner", *p.relative_to(PLANNER).with_suffix("").parts)): _all_imports(p)
                for p in PLANNER.rglob("*.py") if p.parent != PLANNER}
     assert _layer_violations(imports) == []
@@ -164,7 +164,7 @@ def test_planner_imports_neither_ui_tools_nor_streamlit():
 
 
 def test_engine_names_have_one_home():
-    """Source: invariant (issue 23): the scenario's engine names, the CLI's and the launch commands' are
+    """Source: invariant: the scenario's engine names, the CLI's and the launch commands' are
     planner.engines.base's lists, and each engine module exposes its own profile under its name."""
     from typing import get_args
 
