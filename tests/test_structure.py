@@ -124,13 +124,14 @@ def _all_imports(path: Path) -> set[str]:
 
 
 def _layer_violations(imports: dict[str, set[str]]) -> list[str]:
-    """'a -> b' for each import of a planner package above the importing module's own (module names dotted)."""
+    """'a -> b' for each import of a planner package above the importing module's own (dotted names)."""
     bad = []
     for module, targets in sorted(imports.items()):
         own = LAYERS.index(module.split(".")[1])
         for target in sorted(targets):
             parts = target.split(".")
-            if parts[0] == "planner" and len(parts) > 1 and parts[1] in LAYERS and LAYERS.index(parts[1]) > own:
+            above = len(parts) > 1 and parts[1] in LAYERS and LAYERS.index(parts[1]) > own
+            if parts[0] == "planner" and above:
                 bad.append(f"{module} -> {target}")
     return bad
 
@@ -143,7 +144,7 @@ def test_every_planner_package_is_in_a_layer():
 
 def test_planner_packages_import_only_downward():
     """Source: invariant: the layering of docs/ARCHITECTURE.md (core, model, hardware, engines, physics,
-    economics, scenario, serving, contract, bottom first): a module may import its own package or one below."""
+    economics, scenario, serving, contract, bottom first): a module imports its own package or one below."""
     imports = {".".join(("planner", *p.relative_to(PLANNER).with_suffix("").parts)): _all_imports(p)
                for p in PLANNER.rglob("*.py") if p.parent != PLANNER}
     assert _layer_violations(imports) == []

@@ -137,7 +137,8 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
     if gpu is not None and row["utilization"]:
         d = Deployment(model=model, gpu=gpu, tp=tp, weights=row["weights"], kv_cache=row["kv_cache"],
                        compute="bf16", efficiency=ideal(), memory_utilization=float(row["utilization"]),
-                       reserve_gb=None, pp=pp, engine="vllm", block_size=DEFAULT_BLOCK_SIZE, max_num_batched_tokens=mnbt)
+                       reserve_gb=None, pp=pp, engine="vllm", block_size=DEFAULT_BLOCK_SIZE,
+                       max_num_batched_tokens=mnbt)
         e = plan_engine_memory(d, mml or 4096, mnbt, DEFAULT_BLOCK_SIZE, max_num_seqs=seqs, vllm_version=version)
         budget_model, weights_model = e.kv_budget_gib, e.model_loading_gib
         tokens_predicted, concurrency_predicted = e.kv_cache_tokens, e.max_concurrency
@@ -145,7 +146,8 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
     elif gpu is not None or row["weights"]:
         d = Deployment(model=model, gpu=gpu or load_catalog()["h100-sxm"], tp=tp, weights=row["weights"],
                        kv_cache=row["kv_cache"], compute="bf16", efficiency=ideal(), memory_utilization=0.9,
-                       reserve_gb=None, pp=pp, engine="vllm", block_size=DEFAULT_BLOCK_SIZE, max_num_batched_tokens=mnbt)
+                       reserve_gb=None, pp=pp, engine="vllm", block_size=DEFAULT_BLOCK_SIZE,
+                       max_num_batched_tokens=mnbt)
         weights_model = plan_engine_memory(d, mml or 4096, mnbt, DEFAULT_BLOCK_SIZE, vllm_version=version).model_loading_gib
     tokens_from_logged = None
     if row["tokens_checkable"] == "yes" and budget_logged is not None and mml:

@@ -229,7 +229,8 @@ def _custom_gpu(ss) -> dict[str, Any]:
 
 
 LOAD_SHAPE_DEFAULTS: dict[str, float | int] = {"arrival_cv": 1.0, "prompt_len_cv": 0.0, "output_len_cv": 0.0,
-                                                "prefix_cache_hit": 0.0, "max_num_batched_tokens": DEFAULT_MAX_NUM_BATCHED_TOKENS}
+                                                "prefix_cache_hit": 0.0,
+                                                "max_num_batched_tokens": DEFAULT_MAX_NUM_BATCHED_TOKENS}
 
 
 def _read_load(ss: Any) -> dict[str, Any]:

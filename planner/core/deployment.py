@@ -27,7 +27,7 @@ class Deployment:
     # pipeline stages and expert-parallel size (planner/hardware/parallelism.py shards by them)
     pp: int = 1
     ep: int = 1
-    # engine memory knobs (vLLM's names); their defaults live in planner/engines/base.py, so they are given here
+    # engine memory knobs (vLLM's names); their defaults live in planner/engines/base.py, so callers give them
     engine: str = field(kw_only=True)
     block_size: int = field(kw_only=True)
     max_num_batched_tokens: int = field(kw_only=True)
@@ -38,8 +38,8 @@ class Deployment:
     vllm_sampler: str | None = None  # None: the release's default top-k/top-p sampler
     # The model's parameter counts, computed once when the deployment is resolved (not per formula).
     params: ParamCounts = field(init=False, repr=False, compare=False)
-    # The replica's layout (planner.hardware.parallelism.sharding), filled on first use: every physics function
-    # asks for it, the sizing search thousands of times. A declared field, so replace() starts it afresh.
+    # The replica's layout (planner.hardware.parallelism.sharding), filled on first use: every physics
+    # function asks for it, the sizing search thousands of times. A declared field, so replace() starts it afresh.
     layout: object | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

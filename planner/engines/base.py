@@ -30,7 +30,8 @@ ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trt-llm": "TensorRT-LLM", 
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM V1's chunked-prefill token budget per iteration (online serving)
 DEFAULT_BLOCK_SIZE = 16  # vLLM's default KV-cache block size in tokens
 
-DRIVER_RESERVED_GIB = 0.45  # nvidia-smi total minus torch's mem_get_info total (planner/engines/vllm.py docstring)
+# nvidia-smi total minus torch's mem_get_info total (planner/engines/vllm.py docstring)
+DRIVER_RESERVED_GIB = 0.45
 
 T = TypeVar("T")
 

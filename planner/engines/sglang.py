@@ -5,9 +5,9 @@ planner/engines/vllm.py."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from planner.core.deployment import Deployment
-from planner.core.efficiency import EngineEfficiency
 from planner.core.model_shapes import ModelSpec
 from planner.engines.base import GIB, EngineMemory, KvCacheGroup, kv_page_bytes_per_layer, visible_total_gib
 from planner.engines.profiles import engine_efficiency
@@ -20,11 +20,9 @@ from planner.hardware.parallelism import sharding
 
 NAME = "sglang"
 
-
-def efficiency_profile(gpu_id: str | None = None) -> EngineEfficiency:
-    """This engine's step-time profile: the graph physics plus its fitted serving overheads
-    (planner/data/engine_profiles.json, read by planner/engines/profiles.py)."""
-    return engine_efficiency(NAME, gpu_id)
+# This engine's step-time profile, efficiency_profile(gpu_id=None): the graph physics plus its fitted serving
+# overheads (planner/data/engine_profiles.json, read by planner/engines/profiles.py).
+efficiency_profile = partial(engine_efficiency, NAME)
 
 # --- SGLang (sglang/srt/model_executor/model_runner.py `profile_max_num_token`) ---------------------------
 #   rest_memory = available_gpu_memory - total_gpu_memory x (1 - mem_fraction_static)

@@ -5,9 +5,9 @@ after the engine and its runtime buffers. Weights, activations and non-torch mem
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from planner.core.deployment import Deployment
-from planner.core.efficiency import EngineEfficiency
 from planner.engines.base import GIB, EngineMemory, KvCacheGroup, kv_page_bytes_per_layer, visible_total_gib
 from planner.engines.profiles import engine_efficiency
 from planner.engines.vllm import activation_peak_gib, default_max_num_seqs, non_torch_gib, weights_gib_per_gpu
@@ -15,11 +15,9 @@ from planner.hardware.parallelism import sharding
 
 NAME = "trt-llm"
 
-
-def efficiency_profile(gpu_id: str | None = None) -> EngineEfficiency:
-    """This engine's step-time profile: the graph physics plus its fitted serving overheads
-    (planner/data/engine_profiles.json, read by planner/engines/profiles.py)."""
-    return engine_efficiency(NAME, gpu_id)
+# This engine's step-time profile, efficiency_profile(gpu_id=None): the graph physics plus its fitted serving
+# overheads (planner/data/engine_profiles.json, read by planner/engines/profiles.py).
+efficiency_profile = partial(engine_efficiency, NAME)
 
 
 # --- TensorRT-LLM (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp `getMaxNumTokens` / pyexecutor) ----------

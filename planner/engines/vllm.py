@@ -64,10 +64,10 @@ from __future__ import annotations
 
 import math
 import re
+from functools import partial
 
 from gpu_catalog import GpuSpec
 from planner.core.deployment import Deployment
-from planner.core.efficiency import EngineEfficiency
 from planner.core.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value
 from planner.core.precision import ACTIVATION_BYTES, embedding_bytes_per_value
 from planner.engines.base import (
@@ -84,11 +84,9 @@ from planner.hardware.parallelism import sharding
 
 NAME = "vllm"
 
-
-def efficiency_profile(gpu_id: str | None = None) -> EngineEfficiency:
-    """This engine's step-time profile: the graph physics plus its fitted serving overheads
-    (planner/data/engine_profiles.json, read by planner/engines/profiles.py)."""
-    return engine_efficiency(NAME, gpu_id)
+# This engine's step-time profile, efficiency_profile(gpu_id=None): the graph physics plus its fitted serving
+# overheads (planner/data/engine_profiles.json, read by planner/engines/profiles.py).
+efficiency_profile = partial(engine_efficiency, NAME)
 
 VLLM_RULES_VERSION = "0.21"  # the rules the plan follows by default (graph pool profiled before the KV cache)
 # vLLM releases whose memory rules differ, newest first (the form's choices; each a row of a table below)
@@ -108,7 +106,7 @@ NON_TORCH_GIB_TP_GT1 = 0.30  # + NCCL and custom all-reduce buffers; V0 logs pri
 NON_TORCH_GIB_TP_GT1_FROM_0_19 = 2.07
 ALLREDUCE_WORKSPACES_HELD = (
     Release((0, 0, 0), False, "logs before 0.19 print 0.25-0.55 GiB non-torch at TP > 1"),
-    Release((0, 19, 0), True, "0.19.0 tuning log Llama-3.1-8B TP 2: 2.07 GiB; held-out TP 2 and 4: 2.06-2.21 GiB"),
+    Release((0, 19, 0), True, "0.19.0 tuning log Llama-3.1-8B TP 2: 2.07 GiB; held-out TP 2, 4: 2.06-2.21"),
 )
 # NCCL's NVLink SHARP (NVLS) buffers: NCCL turns NVLS on for more than 2 GPUs of a Hopper-or-later NVSwitch
 # domain (vllm#9699: 405B at TP 8 on H200 held ~5,000 fewer KV blocks with it) and keeps them outside torch.
@@ -130,9 +128,9 @@ SAMPLER_BYTES_PER_LOGIT = {"native": 38.0, "triton": 15.0, "flashinfer": 14.0, "
 # profile peak fell from 5.64 to 2.23 GiB between 0.16.0 and 0.17.0); FlashInfer's again by default from
 # 0.20, the first release after PR #40376 (0.19.0 logs still print it disabled).
 DEFAULT_SAMPLER = (
-    Release((0, 0, 0), "native", "public 0.9-0.11 logs show the sort's peak; FlashInfer's kernel off (PRs #14815, #26859)"),
-    Release((0, 17, 0), "triton", "vLLM PR #33538: Triton top-k/top-p kernels (Qwen3-14B H100 peak 5.64 -> 2.23 GiB)"),
-    Release((0, 20, 0), "flashinfer", "vLLM PR #40376: FlashInfer's sampler on by default (0.19.0 logs print it off)"),
+    Release((0, 0, 0), "native", "public 0.9-0.11 logs show the sort's peak; FlashInfer off (#14815, #26859)"),
+    Release((0, 17, 0), "triton", "vLLM PR #33538: Triton top-k/top-p (Qwen3-14B H100 peak 5.64 -> 2.23 GiB)"),
+    Release((0, 20, 0), "flashinfer", "vLLM PR #40376: FlashInfer's sampler on by default (0.19.0: off)"),
 )
 # CUDA-graph pool: vLLM captures one graph per batch size (1-512) per piece of the compiled model, so the
 # pool grows with the layer count. Fitted on two tuning logs of vLLM 0.19.0 ("Graph capturing finished ...
@@ -146,7 +144,7 @@ GRAPH_POOL_PER_LAYER_GIB = 0.018333
 # against 2.20 and 1.50 without them; a 0.10.2 log shows none). From 0.11, an assumption between the two.
 MOE_WORKSPACE_HELD = (
     Release((0, 0, 0), False, "a 0.10.2 MoE log shows no held workspace"),
-    Release((0, 11, 0), True, "0.19.0 MoE logs (Qwen3-30B-A3B 2.68 GiB, DeepSeek-V2-Lite 1.93 GiB); 0.11 assumed"),
+    Release((0, 11, 0), True, "0.19.0 MoE logs (Qwen3-30B-A3B 2.68, DeepSeek-V2-Lite 1.93 GiB); 0.11 assumed"),
 )
 # PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): kMinBlockSize, kSmallSize,
 # kMinLargeAlloc, kRoundLarge
@@ -156,7 +154,7 @@ ALLOC_MIN_LARGE_BYTES = 10 << 20
 ALLOC_ROUND_LARGE_BYTES = 2 << 20
 # MXFP4 experts on Hopper: OpenAI's Triton kernels once vLLM ships them (0.11.1, PR #27370), Marlin before
 MXFP4_HOPPER_BACKEND = (
-    Release((0, 0, 0), "marlin", "public 0.10-0.11 Hopper logs run Marlin (triton_kernels installed by hand)"),
+    Release((0, 0, 0), "marlin", "public 0.10-0.11 Hopper logs run Marlin (triton_kernels by hand)"),
     Release((0, 11, 1), "triton", "vLLM PR #27370: vLLM ships OpenAI's triton_kernels"),
 )
 # vLLM `_set_default_args`: GPUs with at least 70 GiB (A100 excepted) default to max_num_seqs 1024, others 256

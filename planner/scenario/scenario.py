@@ -45,7 +45,8 @@ class SpeculativeSettings(BaseModel):
     draft_params: float = Field(ge=1e3, le=1e13)
 
 
-EngineName = Literal["graph", "vllm", "sglang", "trt-llm"]  # planner.engines.base.ENGINES (tests/test_structure.py)
+# planner.engines.base.ENGINES, as a type (tests/test_structure.py checks they agree)
+EngineName = Literal["graph", "vllm", "sglang", "trt-llm"]
 SamplerPath = Literal["native", "triton", "flashinfer"]
 
 

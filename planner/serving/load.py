@@ -11,7 +11,7 @@ from planner.serving.workload import TrafficMix, replica_workload
 
 def closed_loop(d: Deployment, concurrency: int, prompt_len: int, output_len: int,
                 mix: TrafficMix | None = None) -> ServingPoint:
-    """`mix`: the scenario's `load` (its length and arrival variation, prefix hits and batched-token budget)."""
+    """`mix`: the scenario's `load` (length and arrival variation, prefix hits, batched-token budget)."""
     w = replica_workload(d, prompt_len, output_len, concurrency, mix)
     return serve_at_concurrency(d, w, concurrency)
 

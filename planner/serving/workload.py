@@ -13,7 +13,7 @@ from planner.serving.serving import Workload
 
 
 class TrafficMix(Protocol):
-    """The traffic's shape as a scenario's `load`, a sizing request's `traffic` or a pool's TrafficShape gives it."""
+    """The traffic's shape, as a scenario's `load`, a sizing request's `traffic` or a TrafficShape gives it."""
 
     @property
     def arrival_cv(self) -> float: ...
@@ -27,7 +27,8 @@ class TrafficMix(Protocol):
 
 def replica_workload(d: Deployment, prompt_len: float, output_len: float, max_running: int,
                      mix: TrafficMix | None = None, *, context: float | None = None,
-                     prefix_cache_hit: float | None = None, ttft_overhead_ms: float | None = None) -> Workload:
+                     prefix_cache_hit: float | None = None,
+                     ttft_overhead_ms: float | None = None) -> Workload:
     """The traffic one replica serves. `mix` None: fixed lengths, Poisson arrivals, no prefix hits.
     A decode-only worker overrides `prefix_cache_hit` (its prompts arrive cached) and `ttft_overhead_ms`."""
     mix = mix if mix is not None else LoadSettings()
