@@ -395,7 +395,8 @@ def test_allocator_rounding_of_the_weight_tensors():
     GiB) and the 32,768 x 128 x 2 B rotary table (0.0078125) that is 67.798 GiB, against the 67.8 GiB
     "Model loading took" of the 0.19.0 log (without the rounding 67.72). Llama-3.1-8B's tensors (48, 32, 224,
     112 and 1,002 MiB) round to nothing."""
-    from planner.engines.vllm import allocated_bytes, allocator_rounding_gib_per_gpu
+    from planner.engines.torch_allocator import allocated_bytes
+    from planner.engines.vllm import allocator_rounding_gib_per_gpu
     from planner.scenario.scenario import parse_scenario, resolve
 
     mib = 2**20

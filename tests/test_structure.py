@@ -172,10 +172,12 @@ def test_engine_names_have_one_home():
     from planner.contract.commands import ENGINES as COMMAND_ENGINES
     from planner.engines import sglang, trtllm, vllm
     from planner.engines.base import ENGINES, SERVING_ENGINES
+    from planner.engines.rules import MEMORY_RULES
     from planner.scenario.scenario import EngineName
 
     assert set(get_args(EngineName)) == set(ENGINES)
     assert tuple(COMMAND_ENGINES) == SERVING_ENGINES
     assert (vllm.NAME, sglang.NAME, trtllm.NAME) == SERVING_ENGINES
+    assert tuple(MEMORY_RULES) == SERVING_ENGINES
     for module in (vllm, sglang, trtllm):
         assert module.efficiency_profile().name == module.NAME

@@ -75,3 +75,12 @@ def plan_sglang_memory(d: Deployment, max_model_len: int) -> EngineMemory:
         kv_cache_tokens=tokens, max_concurrency=tokens / max_model_len if max_model_len else 0.0, log_lines=(line,),
         rotary_cache_gib=rotary, allocator_rounding_gib=rounding,
     )
+
+
+def startup_memory(d: Deployment, context_len: int) -> EngineMemory:
+    return plan_sglang_memory(d, d.max_model_len or context_len)
+
+
+def max_batch_for_context(e: EngineMemory, context_len: int) -> int:
+    """Sequences of `context_len` tokens the pool holds (one token a slot)."""
+    return e.kv_cache_tokens // context_len

@@ -57,3 +57,12 @@ def plan_trtllm_memory(d: Deployment, max_model_len: int, max_num_seqs: int | No
         kv_cache_tokens=tokens, max_concurrency=tokens / max_model_len if max_model_len else 0.0,
         log_lines=format_trtllm_log_lines(visible, available, blocks * page / GIB, tokens),
     )
+
+
+def startup_memory(d: Deployment, context_len: int) -> EngineMemory:
+    return plan_trtllm_memory(d, d.max_model_len or context_len, d.max_num_seqs)
+
+
+def max_batch_for_context(e: EngineMemory, context_len: int) -> int:
+    """Sequences of `context_len` tokens the paged cache holds (blocks are whole)."""
+    return e.num_gpu_blocks // math.ceil(context_len / e.block_size)

@@ -80,6 +80,7 @@ from planner.engines.base import (
     visible_total_gib,
 )
 from planner.engines.profiles import engine_efficiency
+from planner.engines.torch_allocator import allocated_bytes
 from planner.hardware.parallelism import sharding
 
 NAME = "vllm"
@@ -146,12 +147,6 @@ MOE_WORKSPACE_HELD = (
     Release((0, 0, 0), False, "a 0.10.2 MoE log shows no held workspace"),
     Release((0, 11, 0), True, "0.19.0 MoE logs (Qwen3-30B-A3B 2.68, DeepSeek-V2-Lite 1.93 GiB); 0.11 assumed"),
 )
-# PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): kMinBlockSize, kSmallSize,
-# kMinLargeAlloc, kRoundLarge
-ALLOC_BLOCK_BYTES = 512
-ALLOC_SMALL_SIZE_BYTES = 1 << 20
-ALLOC_MIN_LARGE_BYTES = 10 << 20
-ALLOC_ROUND_LARGE_BYTES = 2 << 20
 # MXFP4 experts on Hopper: OpenAI's Triton kernels once vLLM ships them (0.11.1, PR #27370), Marlin before
 MXFP4_HOPPER_BACKEND = (
     Release((0, 0, 0), "marlin", "public 0.10-0.11 Hopper logs run Marlin (triton_kernels by hand)"),
@@ -239,19 +234,6 @@ def rotary_cache_gib(m: ModelSpec, weights: str = "bf16") -> float:
     [positions, rotary_dim] in the model's dtype, one per distinct table, on every rank): 16 bits, or 32 for
     a model run in fp32 (`--dtype float32`; quantized checkpoints run in 16 bits)."""
     return sum(m.rotary_table_rows) * m.rotary_dim * model_dtype_bytes(weights) / GIB
-
-
-def allocated_bytes(size: float) -> float:
-    """Bytes PyTorch's CUDA caching allocator charges for one tensor (c10/cuda/CUDACachingAllocator.cpp): a
-    request of 10 MiB or more gets its own segment rounded up to 2 MiB (kRoundLarge), and the block is split
-    off that segment only when more than 1 MiB (kSmallSize) would be left, so a tensor within 1 MiB under a
-    2 MiB multiple is charged the whole segment; smaller requests are packed at 512 B. vLLM's "Model loading
-    took" reads `torch.cuda.max_memory_allocated`, which counts these block sizes."""
-    rounded = math.ceil(size / ALLOC_BLOCK_BYTES) * ALLOC_BLOCK_BYTES
-    if size < ALLOC_MIN_LARGE_BYTES:
-        return rounded
-    segment = math.ceil(size / ALLOC_ROUND_LARGE_BYTES) * ALLOC_ROUND_LARGE_BYTES
-    return segment if segment - rounded <= ALLOC_SMALL_SIZE_BYTES else rounded
 
 
 def weight_tensors_per_gpu(d: Deployment) -> list[tuple[float, int]]:
@@ -496,12 +478,15 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
     )
 
 
+def startup_memory(d: Deployment, context_len: int) -> EngineMemory:
+    """The deployment's start-up accounting under its own knobs (max_model_len defaults to the context)."""
+    return plan_engine_memory(d, d.max_model_len or context_len, d.max_num_batched_tokens, d.block_size,
+                              enforce_eager=d.enforce_eager, max_num_seqs=d.max_num_seqs,
+                              vllm_version=d.vllm_version or VLLM_RULES_VERSION, sampler=d.vllm_sampler)
+
+
 def max_batch_for_context(e: EngineMemory, context_len: int) -> int:
     """Sequences of `context_len` tokens the block pool holds at once (blocks are whole)."""
-    if e.engine == "sglang":
-        return e.kv_cache_tokens // context_len
-    if e.engine == "trt-llm":
-        return e.num_gpu_blocks // math.ceil(context_len / e.block_size)
     size, layout = kv_cache_layout(e.kv_groups)
     per_seq = sum(n * blocks_per_request(g, context_len, e.block_size, e.max_num_batched_tokens) for g, n in layout)
     return e.num_gpu_blocks // per_seq if per_seq else 0

@@ -18,9 +18,7 @@ from planner.core.deployment import Deployment
 from planner.core.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value, param_counts
 from planner.core.precision import bytes_per_value, embedding_bytes_per_value
 from planner.engines.base import GIB, SERVING_ENGINES, EngineMemory
-from planner.engines.sglang import plan_sglang_memory
-from planner.engines.trtllm import plan_trtllm_memory
-from planner.engines.vllm import VLLM_RULES_VERSION, max_batch_for_context, plan_engine_memory
+from planner.engines.rules import max_batch_for_context, startup_memory
 from planner.hardware.parallelism import sharding
 
 GB = 1e9
@@ -124,14 +122,7 @@ def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:
     s = sharding(d)
     per_seq = float(kv_bytes_per_sequence_per_gpu(d.model, d.kv_cache, d.tp, context_len)) * s.stage_layer_fraction
     if uses_engine_rules(d):
-        if d.engine == "sglang":
-            e = plan_sglang_memory(d, d.max_model_len or context_len)
-        elif d.engine == "trt-llm":
-            e = plan_trtllm_memory(d, d.max_model_len or context_len, d.max_num_seqs)
-        else:
-            e = plan_engine_memory(d, d.max_model_len or context_len, d.max_num_batched_tokens, d.block_size,
-                                   enforce_eager=d.enforce_eager, max_num_seqs=d.max_num_seqs,
-                                   vllm_version=d.vllm_version or VLLM_RULES_VERSION, sampler=d.vllm_sampler)
+        e = startup_memory(d, context_len)
         weights_gb = e.weights_gib * GIB / GB
         usable_gb = e.requested_gib * GIB / GB
         reserve_gb = e.overheads_gib * GIB / GB
