@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.contract.scenario import parse_scenario, resolve
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.benchmark_client import BenchmarkClient, run_benchmark
 from planner.serving.serving import Workload
 

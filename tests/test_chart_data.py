@@ -60,12 +60,13 @@ def test_operating_points_never_sit_above_the_roof(scenario):
 def test_memory_stack_fills_the_engine_cap_below_the_device_total():
     """The stack (weights, rotary tables, activations, non-torch, graphs, KV, free) adds up to the utilization
     cap, which is 0.9 of what the framework sees and below the device total; every part is non-negative. For
-    Llama-3.1-8B bf16 on one H100, by hand (vLLM 0.21's accounting, tests/test_memory_vllm.py): device
-    85.52e9 B = 79.646707 GiB, 0.45 GiB to the driver, x 0.90 = 71.277036 GiB cap; weights 16,060,522,496 B =
-    14.957527 GiB, rotary table 131,072 x 128 x 2 B = 0.03125, activation peak 1.774902 (FlashInfer sampler),
-    non-torch 0.15, CUDA-graph pool 0.3233 + 0.018333 x 32 layers = 0.909956, KV cache 53.453400 GiB, nothing free.
+    Llama-3.1-8B bf16 on one H100 the stack draws the plan's own waterfall, term for term (the terms are checked
+    against vLLM's start-up logs in tests/test_memory_vllm.py), and its anchors come from outside the code:
+    the device total is nvidia-smi's 81,559 MiB on an H100 SXM (README) = 79.647 GiB; the weights are the
+    checkpoint's 8,030,261,248 parameters (Hugging Face safetensors metadata) x 2 B = 14.9575 GiB; the rotary
+    table is 131,072 positions (config.json) x 128 x 2 B = 0.03125 GiB.
 
-    Source: hand: vLLM's start-up accounting worked term by term, numbers above."""
+    Source: hand: the anchors above (nvidia-smi, the checkpoint's parameter count, config.json)."""
     c = chart_data(H100_70B_FP8)
     m = c.memory
     assert sum(p.gb for p in m.parts) == pytest.approx(m.usable_gb, rel=1e-9)
@@ -73,10 +74,14 @@ def test_memory_stack_fills_the_engine_cap_below_the_device_total():
     assert all(p.gb >= 0 for p in m.parts)
     assert [line.name for line in m.lines] == ["utilization cap", "device total"]
     small = chart_data(H100_8B).memory
-    assert small.device_gb == pytest.approx(79.646707, rel=1e-6)
-    assert small.usable_gb == pytest.approx(71.277036, rel=1e-6)
-    assert [p.gb for p in small.parts] == pytest.approx([14.957527, 0.03125, 1.774902, 0.15, 0.909956, 53.453400,
-                                                         0.0], abs=2e-6)
+    w = plan(H100_8B).memory.waterfall_gib
+    assert w is not None
+    assert small.device_gb == pytest.approx(81_559 / 1024, abs=1e-3)  # 85.52e9 B in the catalog: 3 decimals
+    assert small.usable_gb == pytest.approx(0.90 * w["framework_total"], rel=1e-12)
+    terms = ("weights", "rotary_tables", "activation_peak", "non_torch", "cuda_graphs", "kv_cache")
+    assert [p.gb for p in small.parts] == pytest.approx([w[k] for k in terms] + [0.0], abs=1e-9)
+    assert small.parts[0].gb == pytest.approx(8_030_261_248 * 2 / 2**30, rel=1e-9)
+    assert small.parts[1].gb == pytest.approx(131_072 * 128 * 2 / 2**30, rel=1e-12)
 
 
 def test_sweep_marks_the_batches_past_the_max_batch():

@@ -24,8 +24,8 @@ from planner.contract.commands import (
     manifest_object,
     render,
 )
-from planner.contract.errors import ScenarioError
 from planner.contract.planning import plan_dict
+from planner.core.errors import ScenarioError
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = json.loads((ROOT / "data" / "reference" / "engine_cli_flags.json").read_text())
@@ -287,7 +287,7 @@ def test_expected_sheet_matches_the_plan():
     8 / 1.223 = 6.5413); output throughput = 5.8394 x 128 = 747.45 tok/s.
     Source: hand: Little's law and E2E = TTFT + (output - 1) x TPOT, worked in the docstring."""
     from planner.contract.commands import expected_figures
-    from planner.contract.scenario import parse_scenario
+    from planner.scenario.scenario import parse_scenario
 
     s = {"model": "qwen3-8b", "gpu": "h100-sxm", "batch": 8, "prompt_len": 512, "output_len": 128}
     p = plan_dict(s)
@@ -472,7 +472,7 @@ def test_expected_figures_follow_the_plans_serving_section():
     the band is the plan's TTFT or ITL band as factors of its estimate (ttft_band / ttft x value), and
     throughput takes the inverse ITL factors."""
     from planner.contract.commands import expected_figures
-    from planner.contract.scenario import parse_scenario
+    from planner.scenario.scenario import parse_scenario
 
     s = {"model": "qwen3-8b", "gpu": "h100-sxm", "load": {"request_rate": 2.0}}
     plan = plan_dict(s)

@@ -20,8 +20,8 @@ from planner.contract.bench_compare import (
     comparison_text,
     scenario_at_bench_point,
 )
-from planner.contract.errors import ScenarioError
 from planner.contract.planning import plan_dict
+from planner.core.errors import ScenarioError
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = json.loads((ROOT / "data" / "examples" / "vllm_bench_qwen3_8b_h100.json").read_text())

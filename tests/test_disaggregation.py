@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner import ScenarioError
-from planner.contract.scenario import parse_scenario, resolve
+from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.disaggregation import decode_worker, kv_transfer_ms, prefill_worker, size_fleet
 from planner.serving.serving_modes import size_with_modes
 

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from planner import plan
+from planner.engines.base import ENGINES
+from planner.engines.profiles import ENGINE_TERMS, engine_efficiency, profiles
 from planner.physics.calibration import CalibrationProfile
-from planner.physics.calibration_fit import profile_from_vllm_bench
-from planner.physics.engines import ENGINE_TERMS, ENGINES, engine_efficiency, profiles
+from planner.serving.calibration_fit import profile_from_vllm_bench
 from tools.accuracy_report import load, summary
 
 ROOT = Path(__file__).resolve().parents[1]

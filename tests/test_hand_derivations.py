@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner.contract.scenario import parse_scenario, resolve
 from planner.hardware.communication import ep_alltoall_ms
+from planner.scenario.scenario import parse_scenario, resolve
 
 
 def test_ep8_dispatch_inside_one_h200_node():

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner import ScenarioError, plan
+from planner.core.model_shapes import active_params, param_counts
 from planner.model.hf_import import SUPPORTED_MODEL_TYPES, model_from_hf_config
-from planner.model.model_shapes import active_params, param_counts
 
 # Abridged official config.json values (the fields the planner reads), per family.
 CONFIGS = {

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from planner import plan
-from planner.contract.scenario import parse_scenario, resolve
 from planner.hardware.communication import allreduce_ms
 from planner.physics.latency import decode_step
+from planner.scenario.scenario import parse_scenario, resolve
 
 
 def _deployment(**overrides):
@@ -47,7 +47,7 @@ def test_allreduce_constants_reproduce_nccl_in_a_cuda_graph():
     import json
     from pathlib import Path
 
-    from planner.physics.engines import physics_values
+    from planner.engines.profiles import physics_values
 
     e = physics_values()
     folder = Path(__file__).resolve().parents[1] / "data" / "measurements"

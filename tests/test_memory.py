@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planner import plan
-from planner.model.precision import bits_per_value
+from planner.core.precision import bits_per_value
 from planner.model.presets import load_presets
 from planner.physics.memory import (
     kv_bytes_per_sequence_per_gpu,

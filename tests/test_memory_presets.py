@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planner import plan
-from planner.model.model_shapes import active_params, param_counts
+from planner.core.model_shapes import active_params, param_counts
 from planner.model.presets import load_presets
 
 P = load_presets()

@@ -1,4 +1,4 @@
-"""vLLM's start-up memory rules (planner.physics.engine_memory) against public start-up logs and by hand.
+"""vLLM's start-up memory rules (planner.engines.vllm) against public start-up logs and by hand.
 
 Reference set and method: data/reference/vllm_startup_logs.csv/.md. Nothing is fitted per case.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from planner import plan
-from planner.physics.engine_memory import format_log_lines
+from planner.engines.vllm import format_log_lines
 from tools.vllm_log_accuracy import BUDGET_ABS_GIB, BUDGET_REL, TOKENS_REL, evaluate_row, load_rows
 
 ROWS = load_rows()
@@ -93,8 +93,8 @@ def test_vllm_profiled_activation_peak_of_llama_8b_by_release():
     January 2026 log prints; the Triton kernel (0.19, 15 B) 2,037,121,024 B = 1.897217 GiB, against the
     1.89 GiB every 0.19.0 Llama-3.1-8B log prints; FlashInfer (0.21, 14 B) 1,905,786,880 B = 1.774902 GiB.
     Each exceeds the forward, so it is the peak."""
+    from planner.engines.vllm import activation_peak_gib, default_sampler
     from planner.model.presets import load_presets
-    from planner.physics.engine_memory import activation_peak_gib, default_sampler
 
     m = load_presets()["llama-3.1-8b"]
     expected = {"0.16": 4.710449, "0.19": 1.897217, "0.21": 1.774902}
@@ -108,8 +108,8 @@ def test_moe_workspace_held_through_the_sampler_run():
     vocab 151,936) under 0.19 rules: the Triton sampler 1,024 x 151,936 x 15 B + hidden states 8,192 x
     2,048 x 2 B = 2,367,356,928 B, plus fused MoE's caches still held, 8,192 tokens x 8 x (3 x 768 + 2,048)
     x 2 B = 570,425,344 B: 2.735962 GiB (the 0.19.0 log prints 2.68; without the workspace 2.204712)."""
+    from planner.engines.vllm import activation_peak_gib, holds_moe_workspace
     from planner.model.presets import load_presets
-    from planner.physics.engine_memory import activation_peak_gib, holds_moe_workspace
 
     m = load_presets()["qwen3-30b-a3b"]
     assert holds_moe_workspace(m, "bf16", "0.19.0") and not holds_moe_workspace(m, "bf16", "0.10.2")
@@ -118,25 +118,34 @@ def test_moe_workspace_held_through_the_sampler_run():
 
 
 def test_vllm_kv_budget_of_llama_8b_on_h100_term_by_term():
-    """Source: hand: vLLM 0.21's start-up accounting for Llama-3.1-8B bf16 on one H100 SXM at the defaults.
-    Device 85.52e9 B = 79.646707 GiB, less the driver's 0.45 GiB (public start-up logs) = 79.196707 visible;
-    x 0.90 = 71.277036 GiB requested. Less: weights 16,060,522,496 B = 14.957527 GiB; the activation peak
-    1.774902 GiB (FlashInfer sampler, test above); non-torch 0.15 GiB (TP 1); the CUDA-graph pool
-    0.3233 + 0.018333 x 32 layers = 0.909956 GiB; the rotary table, 131,072 positions (config.json
-    max_position_embeddings) x 128 x 2 B = 33,554,432 B = 0.03125 GiB (vLLM logs it inside "Model loading
-    took": 14.957527 + 0.03125 = 14.988777, against the 14.9888 GiB vllm#10517 prints for this model). KV
-    budget 53.453400 GiB; a block of 16 tokens x 2 x 8 heads x 128 x 2 B = 65,536 B per layer, x 32 layers =
-    2 MiB: 27,368 blocks, 437,888 tokens. A 10% error in any term but the rotary table moves the budget by at
-    least 0.015 GiB (3e-4 of it); the table is checked on its own."""
-    from planner.contract.scenario import parse_scenario, resolve
-    from planner.physics.engine_memory import plan_engine_memory
+    """Source: published: vLLM 0.19.0's start-up log of Llama-3.1-8B bf16 on one H100 80GB at utilization 0.95,
+    8,192 batched tokens and 1,024 sequences (llm-d-planner's accuracy sweep, data/reference/
+    vllm_startup_logs.csv row v1-019-llama31-8b-h100-tp1, DEBUG per-term line): total 79.19 GiB, requested
+    75.23, "Model loading took 14.99 GiB", activation 1.89, non-torch 0.25, KV cache 58.11 GiB, 29,751 GPU
+    blocks, 476,016 tokens; the CUDA-graph estimate printed but not subtracted (0.19), and "graph capturing
+    took 0.91 GiB" after the KV cache was sized, which 0.21 subtracts first (vLLM PR #38284). vllm#10517 prints
+    "Model loading took 14.9888 GiB" for this model. The rotary table, by hand from config.json: 131,072
+    positions (max_position_embeddings) x 128 x 2 B = 0.03125 GiB.
+    Tolerances: the log's two decimals (0.005 GiB a figure; 0.01 where a figure sums two terms); the budget
+    0.02 GiB (its four printed terms' rounding), hence 5e-4 of the blocks and tokens."""
+    from planner.engines.vllm import cuda_graph_pool_gib, plan_engine_memory
+    from planner.scenario.scenario import parse_scenario, resolve
 
-    d = resolve(parse_scenario({"model": "llama-3.1-8b", "gpu": "h100-sxm"}))
-    e = plan_engine_memory(d, 8192, 8192, 16)
-    assert e.rotary_cache_gib == pytest.approx(0.03125, rel=1e-12)
-    assert e.model_loading_gib == pytest.approx(14.9888, abs=5e-5)
-    assert e.kv_budget_gib == pytest.approx(53.453400, rel=2e-7)
-    assert (e.num_gpu_blocks, e.kv_cache_tokens) == (27_368, 437_888)
+    d = resolve(parse_scenario({"model": "llama-3.1-8b", "gpu": "h100-sxm", "memory": {"utilization": 0.95}}))
+    e = plan_engine_memory(d, 8192, 8192, 16, max_num_seqs=1024, vllm_version="0.19.0")
+    assert e.visible_total_gib == pytest.approx(79.19, abs=0.01)
+    assert e.requested_gib == pytest.approx(75.23, abs=0.01)
+    assert e.model_loading_gib == pytest.approx(14.99, abs=0.005)
+    assert e.activation_peak_gib == pytest.approx(1.89, abs=0.01)
+    assert e.non_torch_gib == pytest.approx(0.25, abs=0.005)
+    assert e.cuda_graph_gib == 0.0 and cuda_graph_pool_gib(d.model) == pytest.approx(0.91, abs=0.005)
+    assert e.kv_budget_gib == pytest.approx(58.11, abs=0.02)
+    assert e.num_gpu_blocks == pytest.approx(29_751, rel=5e-4)
+    assert e.kv_cache_tokens == pytest.approx(476_016, rel=5e-4)
+    latest = plan_engine_memory(d, 8192, 8192, 16, max_num_seqs=1024)  # 0.21: the graph pool comes out first
+    assert latest.cuda_graph_gib == pytest.approx(0.91, abs=0.005)
+    assert latest.rotary_cache_gib == pytest.approx(131_072 * 128 * 2 / 2**30, rel=1e-12)
+    assert latest.model_loading_gib == pytest.approx(14.9888, abs=5e-5)
 
 
 def test_scenario_picks_the_release_rules():
@@ -173,8 +182,8 @@ def test_qwen3_14b_concurrency_line_from_the_logged_budget():
     """Source: published: LMCache#1739 start-up lines; block arithmetic by hand below."""
     # LMCache#1739: 6.51 GiB -> 42,656 tokens and 1.30x at 32,768. By hand: one 16-token block of one
     # layer is 16 x 2 x 8 heads x 128 x 2 B = 65,536 B; 6.51 GiB // 65,536 // 40 layers = 2,666 blocks.
+    from planner.engines.vllm import kv_tokens_and_concurrency
     from planner.model.presets import load_presets
-    from planner.physics.engine_memory import kv_tokens_and_concurrency
 
     blocks, tokens, concurrency, _, page = kv_tokens_and_concurrency(
         load_presets()["qwen3-14b"], 1, "bf16", 6.51, 16, 32768, 8192)
@@ -256,8 +265,8 @@ def test_sglang_pool_tokens_from_its_logged_k_and_v_sizes():
     """Source: published: vllm#21348 SGLang line for Qwen3-235B-A22B-FP8 at TP 4 ("#tokens: 367404, K size:
     8.23 GB, V size: 8.23 GB"). By hand: one token of all 94 layers on one GPU is 1 KV head x 128 x 2 x 2 B x 94 =
     48,128 B; 16.46 GiB / 48,128 B = 367,2xx tokens (the logged sizes are rounded to 0.01)."""
+    from planner.engines.sglang import format_sglang_log_line, sglang_cell_bytes
     from planner.model.presets import load_presets
-    from planner.physics.engine_memory import format_sglang_log_line, sglang_cell_bytes
 
     cell = sglang_cell_bytes(load_presets()["qwen3-235b-a22b"], 4, "bf16")
     assert cell == 48_128
@@ -286,7 +295,7 @@ def test_trtllm_pool_is_the_fraction_of_free_memory_after_loading():
     63.43 GiB, 259,840 tokens = 4,060 blocks of 64 (kvCacheManager getMaxNumTokens: fraction x free)."""
     assert pytest.approx(63.44, abs=0.01) == 0.9 * 70.48
     assert 259_840 == 4060 * 64
-    from planner.physics.engine_memory import format_trtllm_log_lines
+    from planner.engines.trtllm import format_trtllm_log_lines
 
     lines = format_trtllm_log_lines(79.10, 70.48, 63.44, 259_840)
     assert lines == ("Memory usage when calculating max tokens in paged kv cache: total: 79.10 GiB, available: 70.48 GiB",
@@ -317,7 +326,7 @@ WEIGHT_MISSES = {
 @pytest.mark.parametrize("row", [r for r in HELD_OUT if r["logged_weights_gib"] and not r["budget_rank"]], ids=_row_id)
 def test_held_out_model_loading_within_1_percent(request, row):
     """Source: published: "Model loading took X GiB" of the held-out public start-up logs, against the plan's
-    weights as loaded plus its rotary tables (engine_memory.weights_gib_per_gpu + rotary_cache_gib). 1% is a
+    weights as loaded plus its rotary tables (engines.vllm.weights_gib_per_gpu + rotary_cache_gib). 1% is a
     third of the KV budget's 3% target: a weights term off by more would use most of a tight pool's slack."""
     _xfail_expected_miss(request, row, WEIGHT_MISSES)
     r = evaluate_row(row)
@@ -332,9 +341,9 @@ def test_rotary_tables_loaded_with_the_model():
     where its 108.6B parameters give 50.59 per rank. Gemma-3-12B: a local table (131,072 rows) and the
     linear-x8 global one (1,048,576 rows) of head_dim 256: 1,179,648 x 256 x 2 B = 0.5625 GiB. DeepSeek-V3's
     YaRN table: original 4,096 x factor 40 = 163,840 rows of qk_rope_head_dim 64: 0.01953125 GiB."""
+    from planner.engines.vllm import rotary_cache_gib
     from planner.model.hf_import import model_from_hf_config
     from planner.model.presets import load_presets
-    from planner.physics.engine_memory import rotary_cache_gib
     from tests.test_hf_import import fixture
 
     assert rotary_cache_gib(load_presets()["llama-4-scout"]) == pytest.approx(2.5, rel=1e-12)
@@ -358,8 +367,8 @@ def test_mxfp4_experts_as_each_backend_lays_them_out():
     bf16 rest (4,254,526,080 B, test_hf_import) and the 131,072 x 64 x 2 B rotary table: Marlin 65.835 GiB
     against the 65.9651 vllm#23278 logs, Triton 64.040 against the 64.38 of vllm#33155 (the checkpoint layout
     would give 60.709 GiB)."""
-    from planner.contract.scenario import parse_scenario, resolve
-    from planner.physics.engine_memory import mxfp4_moe_backend, rotary_cache_gib, weights_gib_per_gpu
+    from planner.engines.vllm import mxfp4_moe_backend, rotary_cache_gib, weights_gib_per_gpu
+    from planner.scenario.scenario import parse_scenario, resolve
 
     d = resolve(parse_scenario({"model": "gpt-oss-120b", "gpu": "h100-sxm", "weights": "fp4", "compute": "bf16"}))
     assert [mxfp4_moe_backend(d.gpu, v) for v in ("0.10.1", "0.11.0", "0.11.1", "0.14.1")] == \
@@ -386,8 +395,9 @@ def test_allocator_rounding_of_the_weight_tensors():
     GiB) and the 32,768 x 128 x 2 B rotary table (0.0078125) that is 67.798 GiB, against the 67.8 GiB
     "Model loading took" of the 0.19.0 log (without the rounding 67.72). Llama-3.1-8B's tensors (48, 32, 224,
     112 and 1,002 MiB) round to nothing."""
-    from planner.contract.scenario import parse_scenario, resolve
-    from planner.physics.engine_memory import allocated_bytes, allocator_rounding_gib_per_gpu
+    from planner.engines.torch_allocator import allocated_bytes
+    from planner.engines.vllm import allocator_rounding_gib_per_gpu
+    from planner.scenario.scenario import parse_scenario, resolve
 
     mib = 2**20
     assert allocated_bytes(242_221_056) == 232 * mib
@@ -408,8 +418,8 @@ def test_fp32_model_widens_the_activations_logits_and_rotary_table():
     path, and the 8,192 x 4,096 hidden states take 4 B: 1,024 x 128,256 x 17 + 8,192 x 4,096 x 4 = 2,366,898,176 B
     = 2.204 GiB, against the 2.21 GiB its log prints (1.89 in bf16); the rotary table 131,072 x 128 x 4 B =
     0.0625 GiB, so "Model loading took" 29.915 + 0.0625 = 29.98 GiB, as logged."""
+    from planner.engines.vllm import activation_peak_gib, model_dtype_bytes, rotary_cache_gib
     from planner.model.presets import load_presets
-    from planner.physics.engine_memory import activation_peak_gib, model_dtype_bytes, rotary_cache_gib
 
     m = load_presets()["llama-3.1-8b"]
     assert model_dtype_bytes("fp32") == 4.0 and model_dtype_bytes("fp8") == 2.0
@@ -427,7 +437,7 @@ def test_nvls_buffers_before_0_19_only_above_two_gpus_of_an_nvswitch_hopper():
     every TP > 1 plan takes the 2.07 GiB of that release's all-reduce workspaces. With it the vllm#21348 budget
     (same model, TP 4, H100, 0.9.2) is 8.63 GiB planned against 8.11 logged (10.38 with 0.30)."""
     from gpu_catalog import load_catalog
-    from planner.physics.engine_memory import non_torch_gib
+    from planner.engines.vllm import non_torch_gib
 
     c = load_catalog()
     assert non_torch_gib(4, "0.9.2", c["h100-sxm"]) == 2.04 and non_torch_gib(8, "0.10.2", c["h200"]) == 2.04
@@ -452,12 +462,8 @@ def test_allocator_rounding_matches_the_allocator_measured_on_an_h100():
     from dataclasses import replace
     from pathlib import Path
 
-    from planner.contract.scenario import parse_scenario, resolve
-    from planner.physics.engine_memory import (
-        allocator_rounding_gib_per_gpu,
-        rotary_cache_gib,
-        weights_gib_per_gpu,
-    )
+    from planner.engines.vllm import allocator_rounding_gib_per_gpu, rotary_cache_gib, weights_gib_per_gpu
+    from planner.scenario.scenario import parse_scenario, resolve
 
     path = Path(__file__).resolve().parents[1] / "data" / "measurements" / "h100_allocator_rounding_2026-11-26.json"
     measured = {m["model"]: m for m in json.loads(path.read_text())["weight_replays"]}

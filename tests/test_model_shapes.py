@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.model.model_shapes import ModelSpec, active_params, expected_experts_touched, param_counts
+from planner.core.model_shapes import ModelSpec, active_params, expected_experts_touched, param_counts
 from planner.model.presets import load_presets
 
 PRESETS = load_presets()
@@ -76,7 +76,7 @@ def test_n_params_override_scales_every_component():
 def test_gqa_attention_params_by_hand():
     """Source: hand: Llama-3.1-8B attention per layer, worked in the comment."""
     # Llama-3.1-8B layer: q 4096x4096, k and v 4096x1024 each, o 4096x4096 = 41,943,040
-    from planner.model.model_shapes import attention_params_per_layer
+    from planner.core.model_shapes import attention_params_per_layer
 
     assert attention_params_per_layer(PRESETS["llama-3.1-8b"]) == 41_943_040
 

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 import planner.hardware.parallelism as parallelism
 from gpu_catalog import GpuSpec, load_catalog
 from planner import ScenarioError, plan
-from planner.contract.scenario import parse_scenario, resolve
+from planner.core.model_shapes import param_counts
 from planner.hardware.communication import ep_alltoall_ms, tp_allreduce_ms
 from planner.hardware.parallelism import link_for_group, sharding
-from planner.model.model_shapes import param_counts
 from planner.model.presets import load_presets
 from planner.physics.memory import plan_memory, weight_bytes_total
+from planner.scenario.scenario import parse_scenario, resolve
 
 CATALOG = load_catalog()
 

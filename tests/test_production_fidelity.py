@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 
 from gpu_catalog import load_catalog
-from planner.contract.scenario import parse_scenario, resolve
-from planner.physics.engines import ENGINES, GPU_GENERATIONS, profiles
+from planner.engines.base import ENGINES
+from planner.engines.profiles import GPU_GENERATIONS, profiles
 from planner.physics.latency import decode_step, prefill
+from planner.scenario.scenario import parse_scenario, resolve
 from tools.engine_fidelity import RUNS_CSV, predict
 from tools.fit_production_engines import BANDWIDTH_CEILING, RESIDUALS
 

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from gpu_catalog import load_catalog
 from planner import plan, plan_dict
+from planner.core.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, bits_per_value
 from planner.hardware.parallelism import valid_tp
-from planner.model.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, bits_per_value
 from planner.model.presets import load_presets
 
 GPUS = list(load_catalog())

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 from planner import plan
-from planner.contract.scenario import parse_scenario, resolve
 from planner.physics.latency import decode_step, prefill
 from planner.physics.roofline import decode_work, prefill_work
+from planner.scenario.scenario import parse_scenario, resolve
 
 MATMUL_PARAMS = 7_504_658_432
 HEAD_PARAMS = 525_336_576

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner import plan
-from planner.contract.planning import workload_for
-from planner.contract.scenario import parse_scenario, resolve
 from planner.physics.memory import plan_memory
+from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.serving import goodput_per_ms, load_point, meets_objective, replica_model
+from planner.serving.workload import workload_for
 
 # The seed's default scenario (issue 9's worked example).
 DEFAULT = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",

@@ -11,8 +11,8 @@ from functools import cache
 import pytest
 from serving_oracle import simulate  # tests/ is on the path (pytest rootdir, no package)
 
-from planner.contract.scenario import parse_scenario, resolve
 from planner.physics.memory import plan_memory
+from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.serving import Workload, latency_percentiles, load_point, replica_model
 
 REQUESTS = 6000

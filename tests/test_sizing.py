@@ -101,14 +101,20 @@ def test_each_option_replanned_alone_gives_the_same_figures(result, index):
 
 
 def test_fleet_cost_by_hand():
-    """Source: hand: at the seed's $2.70 per H100-hour (item 18), 5 requests/s x 400 output tokens = 2,000 tok/s
-    = 7.2 million tokens an hour, so a fleet of N H100s costs 2.70 N $/h and 2.70 N / 7.2 = 0.375 N $ per
-    million output tokens."""
+    """Source: seed: seed 001's Config A costs $0.12 per 1,000 tokens serving 50 tok/s on 8 GPUs, at the $2.70
+    per GPU-hour it implies (seed_inconsistencies item 18): $120 per million. A token's cost scales with the
+    GPUs and inversely with the tokens served, so N H100s at that price serving this request's 5 requests/s x
+    400 output tokens = 2,000 tok/s cost 120 x (N / 8) x (50 / 2,000) = 0.375 N $ per million output tokens,
+    and 2.70 N $/h."""
+    from planner.economics.cost import usd_per_million_tokens
+
+    assert usd_per_million_tokens(8 * 2.70, 50.0) == pytest.approx(0.12 * 1000, rel=1e-9)
     r = size({**REQUEST, "gpus": ["h100-sxm"], "usd_per_gpu_hour": {"h100-sxm": 2.70}})
     assert r["options"]
     for o in r["options"]:
         assert o["usd_per_hour"] == pytest.approx(2.70 * o["gpus_total"], rel=1e-9)
-        assert o["usd_per_million_output_tokens"] == pytest.approx(0.375 * o["gpus_total"], rel=1e-9)
+        seed_scaled = 120.0 * o["gpus_total"] / 8 * 50 / 2000
+        assert o["usd_per_million_output_tokens"] == pytest.approx(seed_scaled, rel=1e-9)
 
 
 def test_frontier_is_truly_non_dominated(result):

@@ -59,8 +59,8 @@ def test_planner_modules_have_no_import_cycle():
     """Source: invariant: the planner's import graph (lazy imports included) is acyclic, e.g.
     calibration -> scenario -> calibration is gone (the fit lives in calibration_fit)."""
     graph = _graph()
-    assert "planner.physics.calibration" in graph and "planner.contract.scenario" in graph
-    assert "planner.contract.scenario" not in graph["planner.physics.calibration"]
+    assert "planner.physics.calibration" in graph and "planner.scenario.scenario" in graph
+    assert "planner.scenario.scenario" not in graph["planner.physics.calibration"]
     assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
 
 
@@ -79,7 +79,7 @@ def test_parameter_counts_are_computed_once_per_plan(monkeypatch):
     Source: model-card: the totals and active counts above, within 1% (1.5% for DeepSeek-V3's active)."""
     import sys
 
-    import planner.model.model_shapes as shapes
+    import planner.core.model_shapes as shapes
     from planner.contract.planning import plan_dict
 
     calls = []
@@ -103,3 +103,81 @@ def test_parameter_counts_are_computed_once_per_plan(monkeypatch):
         total_b, active_b, rel = published[model]
         assert out["model"]["total_params"] / 1e9 == pytest.approx(total_b, rel=0.01)
         assert out["model"]["active_params"] / 1e9 == pytest.approx(active_b, rel=rel)
+
+
+# The layers of planner/, bottom first (docs/ARCHITECTURE.md): a module imports only its own package or the
+# packages below it. ui/ and tools/ sit above planner/; planner/ imports neither, nor streamlit.
+LAYERS = ("core", "model", "hardware", "engines", "physics", "economics", "scenario", "serving", "contract")
+ROOT = PLANNER.parent
+
+
+def _all_imports(path: Path) -> set[str]:
+    """Every module a file imports, lazy and TYPE_CHECKING imports included."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def _layer_violations(imports: dict[str, set[str]]) -> list[str]:
+    """'a -> b' for each import of a planner package above the importing module's own (dotted names)."""
+    bad = []
+    for module, targets in sorted(imports.items()):
+        own = LAYERS.index(module.split(".")[1])
+        for target in sorted(targets):
+            parts = target.split(".")
+            above = len(parts) > 1 and parts[1] in LAYERS and LAYERS.index(parts[1]) > own
+            if parts[0] == "planner" and above:
+                bad.append(f"{module} -> {target}")
+    return bad
+
+
+def test_every_planner_package_is_in_a_layer():
+    """Source: invariant: a new package gets its place in LAYERS (and in docs/ARCHITECTURE.md) before use."""
+    packages = {p.name for p in PLANNER.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages == set(LAYERS), packages ^ set(LAYERS)
+
+
+def test_planner_packages_import_only_downward():
+    """Source: invariant: the layering of docs/ARCHITECTURE.md (core, model, hardware, engines, physics,
+    economics, scenario, serving, contract, bottom first): a module imports its own package or one below."""
+    imports = {".".join(("planner", *p.relative_to(PLANNER).with_suffix("").parts)): _all_imports(p)
+               for p in PLANNER.rglob("*.py") if p.parent != PLANNER}
+    assert _layer_violations(imports) == []
+
+
+def test_layer_check_finds_an_upward_import():
+    """Source: hand: physics importing scenario is upward; serving importing physics is downward."""
+    assert _layer_violations({"planner.physics.x": {"planner.scenario.scenario"}}) == [
+        "planner.physics.x -> planner.scenario.scenario"]
+    assert _layer_violations({"planner.serving.x": {"planner.physics.latency", "numpy"}}) == []
+
+
+def test_planner_imports_neither_ui_tools_nor_streamlit():
+    """Source: invariant: planner/ is the pure core under the Streamlit shell (ui/, app.py) and the tools."""
+    bad = sorted(f"{p.relative_to(ROOT)} -> {m}" for p in PLANNER.rglob("*.py") for m in _all_imports(p)
+                 if m.split(".")[0] in ("ui", "tools", "streamlit", "app"))
+    assert bad == []
+
+
+def test_engine_names_have_one_home():
+    """Source: invariant: the scenario's engine names, the CLI's and the launch commands' are
+    planner.engines.base's lists, and each engine module exposes its own profile under its name."""
+    from typing import get_args
+
+    from planner.contract.commands import ENGINES as COMMAND_ENGINES
+    from planner.engines import sglang, trtllm, vllm
+    from planner.engines.base import ENGINES, SERVING_ENGINES
+    from planner.engines.rules import MEMORY_RULES
+    from planner.scenario.scenario import EngineName
+
+    assert set(get_args(EngineName)) == set(ENGINES)
+    assert tuple(COMMAND_ENGINES) == SERVING_ENGINES
+    assert (vllm.NAME, sglang.NAME, trtllm.NAME) == SERVING_ENGINES
+    assert tuple(MEMORY_RULES) == SERVING_ENGINES
+    for module in (vllm, sglang, trtllm):
+        assert module.efficiency_profile().name == module.NAME

@@ -20,7 +20,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.physics.engines import ENGINES, profiles  # noqa: E402
+from planner.engines.base import ENGINES  # noqa: E402
+from planner.engines.profiles import profiles  # noqa: E402
 
 REPORT = ROOT / "docs" / "ACCURACY.md"
 PRODUCTION_RESIDUALS = ROOT / "data" / "production_residuals.csv"

@@ -27,12 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpu_catalog import load_catalog  # noqa: E402
-from planner.contract.errors import ScenarioError  # noqa: E402
-from planner.contract.planning import workload_for  # noqa: E402
-from planner.contract.scenario import parse_scenario, resolve  # noqa: E402
+from planner.core.errors import ScenarioError  # noqa: E402
 from planner.model.presets import load_presets  # noqa: E402
 from planner.physics.memory import plan_memory  # noqa: E402
+from planner.scenario.scenario import parse_scenario, resolve  # noqa: E402
 from planner.serving.benchmark_client import BenchmarkClient, BenchmarkRun, run_benchmark  # noqa: E402
+from planner.serving.workload import workload_for  # noqa: E402
 
 RUNS_CSV = ROOT / "data" / "reference" / "serving_runs_published.csv"
 PLANNED_ENGINES = {"vllm": "vllm", "sglang": "sglang", "trt-llm": "trt-llm"}

@@ -15,8 +15,8 @@ from typing import Any
 
 from gpu_catalog import get_gpu
 from planner import plan
-from planner.contract.scenario import parse_scenario, resolve
 from planner.physics.latency import decode_step, prefill
+from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.load import itl_under_concurrency
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,11 +158,6 @@ def published_cases() -> list[Case]:
     return cases
 
 
-def default_engine_cases() -> list[Case]:
-    """What the default engine is fitted and validated on: every scored public row and our fused steps."""
-    return [c for c in published_cases() if c.scored] + [c for c in device_cases() if c.extra.get("default_engine")]
-
-
 def device_cases() -> list[Case]:
     """Our own measurements: tools/measure_gpu.py output. TP shards ran without all-reduces, so their
     scenarios use a GPU object with a link fast enough to make communication vanish."""
@@ -222,7 +217,7 @@ def predict(case: Case, efficiency: dict[str, Any] | str | None = None) -> float
     sc = parse_scenario(s)
     d = resolve(sc)
     if case.metric == "itl_ms":  # continuous batching at a concurrency: prefills interleave with decode
-        return float(itl_under_concurrency(d, s["batch"], sc.prompt_len, sc.output_len))
+        return float(itl_under_concurrency(d, s["batch"], sc.prompt_len, sc.output_len, sc.load))
     batch = s.get("batch") or 1
     batch_prefill = float(prefill(d, batch * sc.prompt_len).total_ms)
     decode_total = float(decode_step(d, batch, sc.prompt_len + sc.output_len / 2).total_ms) * sc.output_len

@@ -31,11 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpu_catalog import get_gpu  # noqa: E402
-from planner.contract.scenario import parse_scenario, resolve  # noqa: E402
-from planner.model.precision import bits_per_value  # noqa: E402
-from planner.physics.engines import ENGINE_TERMS, ENGINES, PROFILES_PATH  # noqa: E402
+from planner.core.precision import bits_per_value  # noqa: E402
+from planner.engines.profiles import ENGINE_TERMS, ENGINES, PROFILES_PATH  # noqa: E402
 from planner.physics.roofline import decode_work, prefill_work  # noqa: E402
-from tools.fit_calibration import nelder_mead  # noqa: E402
+from planner.scenario.scenario import parse_scenario, resolve  # noqa: E402
+from tools.optimize import nelder_mead  # noqa: E402
 
 MEASUREMENTS = ROOT / "data" / "measurements"
 BANDS_PATH = ROOT / "planner" / "data" / "error_bands.json"

@@ -36,12 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpu_catalog import load_catalog  # noqa: E402
-from planner.contract.deployment import Deployment  # noqa: E402
-from planner.contract.errors import ScenarioError  # noqa: E402
-from planner.contract.planning import workload_for  # noqa: E402
-from planner.contract.scenario import parse_scenario, resolve  # noqa: E402
-from planner.physics.efficiency import EngineEfficiency  # noqa: E402
-from planner.physics.engines import (  # noqa: E402
+from planner.core.deployment import Deployment  # noqa: E402
+from planner.core.efficiency import EngineEfficiency  # noqa: E402
+from planner.core.errors import ScenarioError  # noqa: E402
+from planner.engines.profiles import (  # noqa: E402
     PROFILES_PATH,
     gpu_generation,
     physics_values,
@@ -50,10 +48,12 @@ from planner.physics.engines import (  # noqa: E402
 )
 from planner.physics.latency import decode_step  # noqa: E402
 from planner.physics.memory import plan_memory  # noqa: E402
+from planner.scenario.scenario import parse_scenario, resolve  # noqa: E402
 from planner.serving.benchmark_client import BenchmarkClient, run_benchmark  # noqa: E402
 from planner.serving.serving import Workload  # noqa: E402
+from planner.serving.workload import workload_for  # noqa: E402
 from tools.engine_fidelity import RUNS_CSV, client_for, scenario_for, skip_reason  # noqa: E402
-from tools.fit_calibration import nelder_mead  # noqa: E402
+from tools.optimize import nelder_mead  # noqa: E402
 
 BANDWIDTH_CEILING = 0.95
 # (term, low, high). Weight streaming is fitted per weight precision (a run's only sub-16-bit term).
@@ -198,7 +198,8 @@ def fit_group(runs: list[Run], engine: str, generation: str) -> GroupFit:
                     np.array([runs[i].context for i in idx]), np.array([runs[i].stretch for i in idx]))
                    for idx in by_layout.values()]
 
-        def loss(x: np.ndarray, measured: np.ndarray = measured, weight: np.ndarray = weight) -> float:
+        def loss(x: np.ndarray, measured: np.ndarray = measured, weight: np.ndarray = weight,
+                 layouts: list = layouts) -> float:
             fit = _unpack(x, precisions, moe)
             predicted = np.empty(len(runs))
             for first, idx, batch, context, stretch in layouts:

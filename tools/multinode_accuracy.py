@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import planner.hardware.parallelism as parallelism  # noqa: E402
-from planner.contract.scenario import parse_scenario, resolve  # noqa: E402
 from planner.hardware.communication import ep_alltoall_ms  # noqa: E402
 from planner.physics.latency import decode_step, prefill  # noqa: E402
+from planner.scenario.scenario import parse_scenario, resolve  # noqa: E402
 
 CSV = ROOT / "data" / "reference" / "multinode_published.csv"
 

@@ -17,18 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpu_catalog import GpuSpec, load_catalog
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
+from planner.core.efficiency import ideal
+from planner.core.model_shapes import ModelSpec
+from planner.engines.base import DEFAULT_BLOCK_SIZE, DRIVER_RESERVED_GIB, GIB
+from planner.engines.vllm import VLLM_RULES_VERSION, kv_tokens_and_concurrency, plan_engine_memory
 from planner.model.hf_import import model_from_hf_config
-from planner.model.model_shapes import ModelSpec
 from planner.model.presets import load_presets
-from planner.physics.efficiency import ideal
-from planner.physics.engine_memory import (
-    DRIVER_RESERVED_GIB,
-    GIB,
-    VLLM_RULES_VERSION,
-    kv_tokens_and_concurrency,
-    plan_engine_memory,
-)
 
 CSV_PATH = Path(__file__).resolve().parents[1] / "data" / "reference" / "vllm_startup_logs.csv"
 GPU_IDS = {"H100 80GB": "h100-sxm", "H200 141GB": "h200", "A100 80GB": "a100-sxm-80gb", "L40S 48GB": "l40s"}
@@ -142,19 +137,21 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
     if gpu is not None and row["utilization"]:
         d = Deployment(model=model, gpu=gpu, tp=tp, weights=row["weights"], kv_cache=row["kv_cache"],
                        compute="bf16", efficiency=ideal(), memory_utilization=float(row["utilization"]),
-                       reserve_gb=None, pp=pp)
-        e = plan_engine_memory(d, mml or 4096, mnbt, 16, max_num_seqs=seqs, vllm_version=version)
+                       reserve_gb=None, pp=pp, engine="vllm", block_size=DEFAULT_BLOCK_SIZE,
+                       max_num_batched_tokens=mnbt)
+        e = plan_engine_memory(d, mml or 4096, mnbt, DEFAULT_BLOCK_SIZE, max_num_seqs=seqs, vllm_version=version)
         budget_model, weights_model = e.kv_budget_gib, e.model_loading_gib
         tokens_predicted, concurrency_predicted = e.kv_cache_tokens, e.max_concurrency
         activation_model = e.activation_peak_gib
     elif gpu is not None or row["weights"]:
         d = Deployment(model=model, gpu=gpu or load_catalog()["h100-sxm"], tp=tp, weights=row["weights"],
                        kv_cache=row["kv_cache"], compute="bf16", efficiency=ideal(), memory_utilization=0.9,
-                       reserve_gb=None, pp=pp)
-        weights_model = plan_engine_memory(d, mml or 4096, mnbt, 16, vllm_version=version).model_loading_gib
+                       reserve_gb=None, pp=pp, engine="vllm", block_size=DEFAULT_BLOCK_SIZE,
+                       max_num_batched_tokens=mnbt)
+        weights_model = plan_engine_memory(d, mml or 4096, mnbt, DEFAULT_BLOCK_SIZE, vllm_version=version).model_loading_gib
     tokens_from_logged = None
     if row["tokens_checkable"] == "yes" and budget_logged is not None and mml:
-        _, tokens_from_logged, _, _, _ = kv_tokens_and_concurrency(model, tp, row["kv_cache"], budget_logged, 16, mml,
+        _, tokens_from_logged, _, _, _ = kv_tokens_and_concurrency(model, tp, row["kv_cache"], budget_logged, DEFAULT_BLOCK_SIZE, mml,
                                                                    mnbt)
     return RowResult(id=row["id"], split=row["split"], known_gap=row["known_gap"],
                      budget_logged_gib=budget_logged if row["utilization"] and gpu is not None and binding else None,

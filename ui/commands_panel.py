@@ -23,12 +23,12 @@ from planner.contract.commands import (
     render,
     shell_command,
 )
-from planner.contract.errors import ScenarioError
+from planner.core.errors import ScenarioError
+from planner.engines.base import ENGINE_LABELS
 from ui.links import scenario_to_query
 from ui.text import plain
 
 MAX_BENCH_BYTES = 2_000_000  # a saved result is a few kB (a --save-detailed one with per-request lists, more)
-ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trt-llm": "TensorRT-LLM"}
 
 
 def _expected_frame(cs) -> pd.DataFrame:

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from planner import ScenarioError, plan
-from planner.contract.scenario import ServiceObjective
+from planner.scenario.scenario import ServiceObjective
 from planner.serving.equal_service import (
     COMMON_RATE_FRACTION,
     DEFAULT_TRAFFIC_REQUESTS_PER_S,

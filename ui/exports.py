@@ -9,9 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from planner import ScenarioError, parse_scenario, plan_dict
-from planner.contract.errors import from_validation_error
-from planner.contract.scenario import resolve
+from planner.core.errors import from_validation_error
 from planner.physics.calibration import CalibrationProfile
+from planner.scenario.scenario import resolve
 from planner.serving.sweep import batch_sweep
 from ui import inputs
 from ui.text import plain
@@ -57,7 +57,7 @@ def apply_calibration_upload(upload) -> str | None:
 
 def apply_bench_upload(upload, scenario: dict[str, Any]) -> str | None:
     """Fit a calibration profile from a `vllm bench serve --save-result` file and the current scenario."""
-    from planner.physics.calibration_fit import profile_from_vllm_bench
+    from planner.serving.calibration_fit import profile_from_vllm_bench
 
     try:
         bench = _read_upload(upload)

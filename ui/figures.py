@@ -7,7 +7,7 @@ from typing import Any
 import streamlit as st
 
 from planner import Plan
-from planner.contract.scenario import ServiceObjective
+from planner.scenario.scenario import ServiceObjective
 from planner.serving.equal_service import Fleet
 from planner.serving.operating_point import judge
 from ui.text import plain
@@ -186,14 +186,6 @@ def _decode_cost_row(p: Plan) -> tuple[str, str, str]:
     where = f"at ${p.cost.usd_per_gpu_hour:,.2f}/GPU-hour x {_gpus(_gpus_per_replica(p))}"
     return ("$ per M, decode-only bound", _usd(p.cost.usd_per_million_output_tokens_bound),
             f"decode only at batch {p.latency.batch:,}, prefill ignored: a lower bound; {where}")
-
-
-def headline_rows(p: Plan) -> list[tuple[str, str, str]]:
-    """(label, value, meaning) for every headline figure; used by the page and the comparison."""
-    rows = memory_rows(p)
-    if p.memory.fits:
-        rows = load_rows(p) + (latency_rows(p) if p.serving.stable else []) + rows + serving_rows(p)
-    return rows
 
 
 def regime_advice(p: Plan, kv_cache: str) -> str:

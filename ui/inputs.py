@@ -9,23 +9,25 @@ from typing import Any
 import streamlit as st
 
 from gpu_catalog import DEFAULT_INTERCONNECT_GB_S, load_catalog
-from planner.contract.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_RESERVE_GB
+from planner.core.model_shapes import ModelSpec
+from planner.core.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
+from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS, ENGINE_LABELS, FLOOR_ENGINE, SERVING_ENGINES
+from planner.engines.vllm import VLLM_RELEASES as VLLM_RELEASE_CHOICES
+from planner.engines.vllm import VLLM_RULES_VERSION
 from planner.hardware.parallelism import nearest_valid_tps, valid_tp
 from planner.model.hf_import import SUPPORTED_MODEL_TYPES
-from planner.model.model_shapes import ModelSpec
-from planner.model.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.model.presets import load_presets
+from planner.scenario.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_RESERVE_GB
 from planner.serving.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
 from planner.serving.operating_point import DEFAULT_OBJECTIVE, DEFAULT_OBJECTIVE_SOURCE
 from ui.text import plain
 
 CUSTOM = "custom"
 AT_OBJECTIVE = "at objective"
-ENGINES = ["vllm", "sglang", "trt-llm", "graph"]
-# vLLM releases whose memory rules differ (planner/physics/engine_memory.py); "" = the latest the planner follows
-VLLM_RELEASES = ["", "0.21", "0.20", "0.19", "0.17", "0.16", "0.11", "0.10", "0.9"]
+ENGINES = [*SERVING_ENGINES, FLOOR_ENGINE]
+# vLLM releases whose memory rules differ (planner/engines/vllm.py); "" = the latest the planner follows
+VLLM_RELEASES = ["", *VLLM_RELEASE_CHOICES]
 ENGINE_KNOBS = ("max_model_len", "block_size", "max_num_seqs", "vllm_sampler")
-ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trt-llm": "TensorRT-LLM", "graph": "graph"}
 TP_CHOICES = [1, 2, 4, 8, 16, 32, 64]
 WEIGHTS = list(WEIGHT_PRECISIONS)
 KV = list(KV_PRECISIONS)
@@ -34,7 +36,7 @@ COMPUTE = ["auto", *COMPUTE_PRECISIONS]
 # with long lists of unquantized layers, stay well under this).
 HF_MAX_BYTES = 64_000
 
-# (min, max) of every numeric widget: the planner's own accepted range (planner/contract/scenario.py), or wider,
+# (min, max) of every numeric widget: the planner's own accepted range (planner/scenario/scenario.py), or wider,
 # so that any value a link or a file can hold is shown as it is and the planner judges it.
 WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
     "m_n_layers": (1, 1_000_000), "m_d_model": (1, 100_000_000), "m_n_heads": (1, 10_000_000),
@@ -232,7 +234,8 @@ def _custom_gpu(ss) -> dict[str, Any]:
 
 
 LOAD_SHAPE_DEFAULTS: dict[str, float | int] = {"arrival_cv": 1.0, "prompt_len_cv": 0.0, "output_len_cv": 0.0,
-                                                "prefix_cache_hit": 0.0, "max_num_batched_tokens": 8192}
+                                                "prefix_cache_hit": 0.0,
+                                                "max_num_batched_tokens": DEFAULT_MAX_NUM_BATCHED_TOKENS}
 
 
 def _read_load(ss: Any) -> dict[str, Any]:
@@ -476,7 +479,7 @@ def render_sidebar() -> None:
         st.checkbox("Eager mode (no CUDA graphs)", key="enforce_eager", help="vLLM --enforce-eager")
         if ss.get("engine", "vllm") == "vllm":
             st.selectbox("vLLM release", with_current(VLLM_RELEASES, ss.get("vllm_version")), key="vllm_version",
-                         format_func=lambda v: v or "latest rules (0.21)",
+                         format_func=lambda v: v or f"latest rules ({VLLM_RULES_VERSION})",
                          help="whose start-up memory rules to follow: the profiling run's sampler, "
                               "the CUDA-graph pool (0.21+), non-torch memory")
         st.radio("Engine efficiency", ["default", "ideal"], key="efficiency", horizontal=True,

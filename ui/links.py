@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from planner import ScenarioError, parse_scenario
-from planner.contract.scenario import resolve
+from planner.scenario.scenario import resolve
 from planner.serving.operating_point import DEFAULT_OBJECTIVE
 
 DEFAULT_SCENARIO: dict[str, Any] = {

@@ -10,8 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from planner import ScenarioError
+from planner.core.precision import KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.economics.ownership import OwnershipCosts, break_even_utilization
-from planner.model.precision import KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.model.presets import load_presets
 from planner.serving.serving_modes import MODE_FIELDS, decode_worker_scenario, size_with_modes
 from planner.serving.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS, parse_sizing

@@ -2,7 +2,7 @@
 
 Every figure the benchmark saved is set beside the plan's prediction at the run's own operating point
 (its mean prompt/output lengths and max concurrency), with the error; the calibration fitted from the
-run (planner.physics.calibration_fit.profile_from_vllm_bench) is then applied and the same figures predicted
+run (planner.serving.calibration_fit.profile_from_vllm_bench) is then applied and the same figures predicted
 again, and the calibrated scenario is returned for re-planning.
 """
 
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.contract.commands import ExpectedFigure, command_set
-from planner.contract.errors import ScenarioError
-from planner.contract.scenario import parse_scenario
+from planner.core.errors import ScenarioError
 from planner.physics.calibration import CalibrationProfile
-from planner.physics.calibration_fit import VllmBenchResult, parse_bench, profile_from_vllm_bench
+from planner.scenario.scenario import parse_scenario
+from planner.serving.calibration_fit import VllmBenchResult, parse_bench, profile_from_vllm_bench
 
 MAX_BENCH_KEYS = 10_000  # a saved result has ~50 keys (more with --save-detailed lists); refuse absurd objects
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.contract.planning import Plan, plan
-from planner.contract.scenario import Scenario, parse_scenario, resolve
+from planner.scenario.scenario import Scenario, parse_scenario, resolve
 from planner.serving.sweep import batch_sweep
 
 
@@ -167,9 +167,9 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
     over rates where the model allows; None when the deployment does not fit."""
     import numpy as np
 
-    from planner.contract.planning import workload_for
     from planner.physics.memory import plan_memory
     from planner.serving.serving import latency_percentiles, load_point, meets_objective, replica_model
+    from planner.serving.workload import running_cap, workload_for
 
     if not isinstance(scenario, Scenario):
         scenario = parse_scenario(scenario)
@@ -179,7 +179,7 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
         return None
     p = p if p is not None else plan(scenario)
     gpus = p.parallelism.gpus_per_replica if p.parallelism is not None else d.tp
-    running = mem.max_batch if scenario.batch is None else min(scenario.batch, mem.max_batch)
+    running = running_cap(scenario.batch, mem.max_batch)
     m = replica_model(d, workload_for(scenario, d, running), max_population=mem.max_batch)  # the plan's own grid
     capacity = float(m.capacity_per_ms()) * 1000.0
     slo = scenario.load.slo if scenario.load is not None else None

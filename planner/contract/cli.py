@@ -15,7 +15,8 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from gpu_catalog import load_catalog
-from planner.contract.errors import ScenarioError, loads_json
+from planner.core.errors import ScenarioError, loads_json
+from planner.engines.base import SERVING_ENGINES
 from planner.model.presets import load_presets
 
 EXIT_BAD_INPUT = 2
@@ -101,7 +102,7 @@ def _catalog_json() -> list[dict[str, Any]]:
 
 
 def _models_json() -> list[dict[str, Any]]:
-    from planner.model.model_shapes import active_params, param_counts
+    from planner.core.model_shapes import active_params, param_counts
 
     out = []
     for model_id, spec in load_presets().items():
@@ -159,7 +160,7 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
     p_cmd = sub.add_parser("commands", help="launch and benchmark commands that reproduce a scenario's plan",
                            epilog=_COMMANDS_HELP, formatter_class=raw)
     p_cmd.add_argument("file", help="scenario JSON file or '-'")
-    p_cmd.add_argument("--engine", choices=["vllm", "sglang", "trt-llm"], default=None,
+    p_cmd.add_argument("--engine", choices=SERVING_ENGINES, default=None,
                        help="default: the scenario's engine (vllm for 'graph')")
     p_cmd.add_argument("--format", choices=["text", "script", "k8s", "json", "expected"], default="text")
     # issue 10 (fidelity): the engine profiles and their evidence
@@ -229,7 +230,7 @@ def run(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = No
     elif args.command == "gpus":
         result = _catalog_json()
     elif args.command == "engines":
-        from planner.physics.engines import engines_listing, physics_evidence
+        from planner.engines.profiles import engines_listing, physics_evidence
 
         result = {"engines": engines_listing(), "physics": physics_evidence()}
     elif args.command == "models":
@@ -239,7 +240,7 @@ def run(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = No
 
         result = input_schema(args.input)
     else:
-        from planner.physics.calibration_fit import profile_from_vllm_bench
+        from planner.serving.calibration_fit import profile_from_vllm_bench
 
         if args.name is not None and not 1 <= len(args.name) <= 120:
             raise ScenarioError("--name", "must be 1 to 120 characters")

@@ -15,14 +15,14 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.contract.errors import ScenarioError
-from planner.contract.scenario import Scenario, parse_scenario, resolve_gpu, resolve_model
+from planner.core.errors import ScenarioError
+from planner.engines.base import DEFAULT_ENGINE, SERVING_ENGINES
 from planner.hardware.parallelism import effective_ep, validate_parallelism
 from planner.model.presets import preset_hf_id
+from planner.scenario.scenario import Scenario, parse_scenario, resolve_gpu, resolve_model
 from planner.serving.benchmark_client import MIN_PROMPTS, default_num_prompts
 
-ENGINES = ("vllm", "sglang", "trt-llm")
-DEFAULT_ENGINE = "vllm"
+ENGINES = SERVING_ENGINES  # the engines a launch command exists for
 HEALTH_PATH = "/health"  # all three servers answer GET /health with 200 once ready
 PORTS = {"vllm": 8000, "sglang": 30000, "trt-llm": 8000}
 MODEL_PLACEHOLDER = "YOUR_MODEL_ID"

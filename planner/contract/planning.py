@@ -9,33 +9,34 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from gpu_catalog import load_catalog
-from planner.contract.deployment import Deployment
-from planner.contract.scenario import LoadSettings, Scenario, parse_scenario, resolution_notes, resolve
-from planner.economics.cost import usd_per_million_output_tokens
+from planner.core.deployment import Deployment
+from planner.core.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, default_compute_precision
+from planner.economics.cost import gpu_price, usd_per_million_output_tokens
 from planner.economics.plan_power import EconomicsSection, economics_section
+from planner.engines.base import FLOOR_ENGINE
+from planner.engines.profiles import engine_efficiency, is_engine_profile, with_efficiency
 from planner.hardware.parallelism import (
     ParallelismSection,
     cheapest_layout_that_fits,
     parallelism_section,
     parallelism_warnings,
 )
-from planner.model.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, default_compute_precision
 from planner.physics.bands import Band, band_status, error_band
-from planner.physics.engines import FLOOR_ENGINE, engine_efficiency, is_engine_profile, with_efficiency
 from planner.physics.latency import StepTime, decode_step, prefill, ttft_ms
 from planner.physics.memory import MemoryPlan, engine_memory_fields, engine_memory_warnings, plan_memory
 from planner.physics.roofline import ridge_crossing_batch, ridge_flop_per_byte
 from planner.physics.speculative import plan_speculative
+from planner.scenario.scenario import Scenario, parse_scenario, resolution_notes, resolve
 from planner.serving.benchmark_client import BenchmarkClient, Summary, run_benchmark
 from planner.serving.operating_point import serve_at_goodput, time_per_output_token
 from planner.serving.serving import (
     Objective,
     Percentiles,
     ServingPoint,
-    Workload,
     serve_at_concurrency,
     serve_at_rate,
 )
+from planner.serving.workload import running_cap, workload_for
 
 MAX_TP_SUGGESTION = 64
 
@@ -62,7 +63,7 @@ class MemorySection(BaseModel):
     weights_fit: bool
     smallest_tp_that_fits: int | None
     smallest_layout_that_fits: dict[str, int] | None = None  # {tp, pp, ep, gpus_per_replica, nodes_per_replica}
-    # extensions (engine memory, planner.physics.engine_memory): waterfall in GiB and vLLM's start-up lines
+    # extensions (engine memory, planner.engines.vllm): waterfall in GiB and vLLM's start-up lines
     engine_rules: str = "napkin"
     vllm_version: str | None = None
     vllm_sampler: str | None = None  # the profiling run's top-k/top-p path under the release's rules
@@ -262,19 +263,8 @@ def smallest_layout_that_fits(d: Deployment, context_len: int) -> dict[str, int]
             "nodes_per_replica": s.nodes_per_replica}
 
 
-def workload_for(scenario: Scenario, d: Deployment, max_running: int) -> Workload:
-    """The traffic one replica serves, from the scenario's lengths and its `load` shape."""
-    load = scenario.load or LoadSettings()
-    return Workload(
-        ttft_overhead_ms=d.efficiency.ttft_overhead_ms, ttft_per_running_ms=d.efficiency.ttft_per_running_ms,
-        prompt_len=scenario.prompt_len, output_len=scenario.output_len, max_running=max(int(max_running), 1),
-        prompt_len_cv=load.prompt_len_cv, output_len_cv=load.output_len_cv, arrival_cv=load.arrival_cv,
-        prefix_cache_hit=load.prefix_cache_hit, max_num_batched_tokens=load.max_num_batched_tokens,
-        context=scenario.mean_context)
-
-
 def _price(scenario: Scenario, d: Deployment) -> float:
-    price = scenario.usd_per_gpu_hour or d.gpu.usd_per_hour
+    price = gpu_price(scenario.usd_per_gpu_hour, d.gpu)
     return float("nan") if price is None else float(price)
 
 
@@ -362,7 +352,7 @@ def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> Servi
     load = scenario.load
     slo = (Objective(load.slo.ttft_ms, load.slo.itl_ms, load.slo.percentile)
            if load is not None and load.slo is not None else None)
-    cap = mem.max_batch if scenario.batch is None else min(scenario.batch, mem.max_batch)
+    cap = running_cap(scenario.batch, mem.max_batch)
     if load is not None and load.at_goodput and slo is not None:
         return serve_at_goodput(d, workload_for(scenario, d, cap), slo, mem.max_batch)
     if load is not None and load.request_rate is not None:
@@ -541,4 +531,4 @@ def plan_dict(scenario: Scenario | dict[str, Any]) -> dict[str, Any]:
     return clean_json(plan(scenario).model_dump())
 
 
-__all__ = ["Plan", "clean_json", "operating_point", "plan", "plan_dict", "workload_for"]
+__all__ = ["Plan", "clean_json", "operating_point", "plan", "plan_dict"]

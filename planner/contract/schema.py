@@ -11,10 +11,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from gpu_catalog import GpuSpec
-from planner.contract.scenario import Scenario
-from planner.model.model_shapes import ModelSpec
+from planner.core.efficiency import EngineEfficiency
+from planner.core.model_shapes import ModelSpec
 from planner.physics.calibration import CalibrationProfile
-from planner.physics.efficiency import EngineEfficiency
+from planner.scenario.scenario import Scenario
 from planner.serving.sizing import SizingRequest
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
 from planner.economics.power import (
     POWER_MODEL,
     EconomicsSettings,

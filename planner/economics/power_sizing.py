@@ -21,9 +21,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpu_catalog import load_catalog
-from planner.contract.errors import ScenarioError, from_validation_error
-from planner.contract.scenario import resolve_gpu
+from planner.core.errors import ScenarioError, from_validation_error
 from planner.economics.power import power_constants, power_spec
+from planner.scenario.scenario import resolve_gpu
 from planner.serving.sizing import SizingRequest, gpu_key, parse_sizing, search
 
 CostTier = Literal["rent", "own", "hyperscaler", "neocloud", "rental_3yr"]

@@ -29,9 +29,9 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
+from planner.core.precision import ACTIVATION_BYTES
 from planner.hardware.parallelism import Link, sharding
-from planner.model.precision import ACTIVATION_BYTES
 
 ALLREDUCES_PER_LAYER = 2
 # Bus bandwidth a collective reaches over the network, as a fraction of the NIC's line rate: DeepEP's

@@ -21,13 +21,14 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from pydantic import BaseModel
 
 from gpu_catalog import GpuSpec
-from planner.contract.deployment import Deployment
-from planner.contract.errors import ScenarioError
-from planner.model.model_shapes import ModelSpec
+from planner.core.deployment import Deployment
+from planner.core.errors import ScenarioError
+from planner.core.model_shapes import ModelSpec
 
 # Busiest-GPU / mean routed-token load under EP with an EPLB-class balancer (redundant hot experts).
 # Evidence: DeepSeek's EPLB and SGLang's large-scale EP write-up (LMSYS, 2025-05-05) report that balancing
@@ -88,12 +89,11 @@ class Sharding:
 
 
 def sharding(d: Deployment) -> Sharding:
-    """The layout of `d`, computed once per Deployment (kept in the frozen instance's __dict__:
-    every physics function asks for it, and the sizing search asks thousands of times)."""
-    cached = d.__dict__.get("_sharding")
-    if cached is None:
-        cached = d.__dict__["_sharding"] = _sharding(d)
-    return cached
+    """The layout of `d`, computed once per Deployment (kept in its `layout` field: every physics function
+    asks for it, and the sizing search asks thousands of times)."""
+    if d.layout is None:
+        object.__setattr__(d, "layout", _sharding(d))
+    return cast(Sharding, d.layout)
 
 
 def _sharding(d: Deployment) -> Sharding:

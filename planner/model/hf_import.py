@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.contract.errors import ScenarioError, from_validation_error, quote
-from planner.model.model_shapes import ModelSpec
+from planner.core.errors import ScenarioError, from_validation_error, quote
+from planner.core.model_shapes import ModelSpec
 
 SUPPORTED_MODEL_TYPES = (
     "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "deepseek_v3",

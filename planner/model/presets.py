@@ -6,7 +6,7 @@ import tomllib
 from functools import lru_cache
 from pathlib import Path
 
-from planner.model.model_shapes import ModelSpec
+from planner.core.model_shapes import ModelSpec
 
 PRESETS_PATH = Path(__file__).parent.parent / "data" / "models.toml"
 # Keys of a preset entry that describe where to get the model, not its shape.

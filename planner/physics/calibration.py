@@ -1,7 +1,7 @@
 """Calibration profiles: engine-efficiency overrides measured on a user's own hardware.
 
 A profile comes from `tools/measure_gpu.py` (fitted by `tools/fit_calibration.py`) or from a vLLM
-`vllm bench serve` result plus the scenario it ran (planner.physics.calibration_fit). In a scenario it
+`vllm bench serve` result plus the scenario it ran (planner.serving.calibration_fit). In a scenario it
 overrides the default engine for the GPU it was measured on; the plan names it. This module only
 describes a profile, so the scenario can hold one without importing the fitting code (no cycle).
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from planner.contract.errors import quote
-from planner.physics.efficiency import EngineEfficiency
-from planner.physics.engines import default_engine
+from planner.core.efficiency import EngineEfficiency
+from planner.core.errors import quote
+from planner.engines.profiles import default_engine
 
 
 class CalibrationProfile(BaseModel):

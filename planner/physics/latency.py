@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
+from planner.core.precision import bits_per_value
 from planner.hardware.communication import ep_communication_ms, pp_communication_ms, tp_communication_ms
 from planner.hardware.parallelism import sharding
-from planner.model.precision import bits_per_value
 from planner.physics.roofline import StepWork, decode_micro_batch, decode_work, prefill_work
 
 

@@ -1,6 +1,6 @@
 """Per-GPU memory: weights, KV cache per token and per sequence, the KV budget and the max batch.
 
-Conventions: GB = 10^9 bytes (the engine's own accounting, planner.physics.engine_memory, works in GiB). Quantized checkpoints keep the embedding and LM head in bf16
+Conventions: GB = 10^9 bytes (the engine's own accounting, planner.engines.vllm, works in GiB). Quantized checkpoints keep the embedding and LM head in bf16
 (AWQ, GPTQ, ModelOpt FP8/NVFP4 all do), so only the transformer body takes the weight precision.
 KV heads shard across TP ranks and replicate when n_kv_heads < tp; an MLA latent cache is replicated
 on every rank.
@@ -14,19 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
+from planner.core.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value, param_counts
+from planner.core.precision import bytes_per_value, embedding_bytes_per_value
+from planner.engines.base import GIB, SERVING_ENGINES, EngineMemory
+from planner.engines.rules import max_batch_for_context, startup_memory
 from planner.hardware.parallelism import sharding
-from planner.model.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value, param_counts
-from planner.model.precision import bytes_per_value, embedding_bytes_per_value
-from planner.physics.engine_memory import (
-    GIB,
-    VLLM_RULES_VERSION,
-    EngineMemory,
-    max_batch_for_context,
-    plan_engine_memory,
-    plan_sglang_memory,
-    plan_trtllm_memory,
-)
 
 GB = 1e9
 
@@ -40,14 +33,10 @@ def weight_bytes_total(model: ModelSpec, weights: str) -> float:
     return body + norms + embeddings
 
 
-def weight_bytes_per_gpu(model: ModelSpec, weights: str, tp: int) -> float:
-    return weight_bytes_total(model, weights) / tp
-
-
 def weight_bytes_per_gpu_sharded(d: Deployment) -> float:
     """Weights on the busiest GPU under tp x pp x ep (planner/hardware/parallelism.py): per-layer weights of one
     stage, routed experts over the expert shards, the rest over tp; the embedding sits on the first stage
-    and the LM head on the last (both on the one stage when pp is 1). Equals weight_bytes_per_gpu at pp=ep=1."""
+    and the LM head on the last (both on the one stage when pp is 1)."""
     s, p = sharding(d), d.params
     e = embedding_bytes_per_value(d.weights)
     w_dense, w_expert = dense_bytes_per_value(d.model, d.weights), expert_bytes_per_value(d.model, d.weights)
@@ -99,7 +88,6 @@ def kv_bytes_per_sequence_per_gpu(model: ModelSpec, kv_cache: str, tp: int, cont
 
 # Engines whose start-up accounting we model term by term; the others use the napkin rule
 # (utilization x memory - reserve - weights) with this reserve unless one is given.
-MODELLED_ENGINES = ("vllm", "sglang", "trt-llm")
 # The napkin rule's reserve per GPU for the profiling peak, non-torch memory and graphs: 2.0 GB, a round figure
 # at the low end of what public start-up logs print at TP 1 for activation + non-torch (2.1-7.5 GiB over 19
 # logs, median 3.05 GiB: data/reference/vllm_startup_logs.csv); the engines' own rules replace it, and an
@@ -125,7 +113,7 @@ class MemoryPlan:
 def uses_engine_rules(d: Deployment) -> bool:
     """vLLM's rules apply unless a reserve is given (it overrides the modelled overheads) or the engine
     is not one we model."""
-    return d.reserve_gb is None and d.engine in MODELLED_ENGINES
+    return d.reserve_gb is None and d.engine in SERVING_ENGINES
 
 
 def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:
@@ -134,14 +122,7 @@ def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:
     s = sharding(d)
     per_seq = float(kv_bytes_per_sequence_per_gpu(d.model, d.kv_cache, d.tp, context_len)) * s.stage_layer_fraction
     if uses_engine_rules(d):
-        if d.engine == "sglang":
-            e = plan_sglang_memory(d, d.max_model_len or context_len)
-        elif d.engine == "trt-llm":
-            e = plan_trtllm_memory(d, d.max_model_len or context_len, d.max_num_seqs)
-        else:
-            e = plan_engine_memory(d, d.max_model_len or context_len, d.max_num_batched_tokens, d.block_size,
-                                   enforce_eager=d.enforce_eager, max_num_seqs=d.max_num_seqs,
-                                   vllm_version=d.vllm_version or VLLM_RULES_VERSION, sampler=d.vllm_sampler)
+        e = startup_memory(d, context_len)
         weights_gb = e.weights_gib * GIB / GB
         usable_gb = e.requested_gib * GIB / GB
         reserve_gb = e.overheads_gib * GIB / GB

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
+from planner.core.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value
+from planner.core.precision import ACTIVATION_BYTES
 from planner.hardware.parallelism import sharding
-from planner.model.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value
-from planner.model.precision import ACTIVATION_BYTES
 from planner.physics.memory import (
     cached_token_layers,
     embedding_bytes_per_value,

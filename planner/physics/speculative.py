@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from planner.contract.deployment import Deployment
-from planner.model.precision import bytes_per_value
+from planner.core.deployment import Deployment
+from planner.core.precision import bytes_per_value
 from planner.physics.latency import decode_step, weight_bandwidth_efficiency
 
 

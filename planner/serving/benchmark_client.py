@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
 from planner.serving.serving import Workload
 

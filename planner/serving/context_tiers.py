@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.contract.errors import ScenarioError, from_validation_error
 from planner.contract.planning import plan
+from planner.core.errors import ScenarioError, from_validation_error
 from planner.serving.sizing import size
 
 

@@ -29,28 +29,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
-from planner.contract.deployment import Deployment
-from planner.contract.errors import ScenarioError
-from planner.contract.scenario import Scenario, resolve
+from planner.core.deployment import Deployment
+from planner.core.errors import ScenarioError
+from planner.economics.cost import usd_per_million_tokens
 from planner.hardware.communication import NETWORK_EFFICIENCY
 from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
 from planner.physics.memory import kv_bytes_per_token, plan_memory
+from planner.scenario.scenario import Scenario, resolve
 from planner.serving.serving import (
     ReplicaModel,
-    Workload,
     goodput_per_ms,
     latency_percentiles,
     load_point,
     replica_model,
 )
 from planner.serving.sizing import LayoutCandidate, rate_bound_per_s
+from planner.serving.workload import replica_workload
 
 
 def kv_transfer_ms(prefill_d: Deployment, decode_d: Deployment, prompt_len: float) -> float:
@@ -89,9 +90,7 @@ class PrefillWorker:
 def prefill_worker(d: Deployment, shape: TrafficShape | int) -> PrefillWorker:
     shape = shape if isinstance(shape, TrafficShape) else TrafficShape(int(shape), 1)
     s = sharding(d)
-    w = Workload(prompt_len=shape.prompt_len, output_len=1, max_running=1, prompt_len_cv=shape.prompt_len_cv,
-                 arrival_cv=shape.arrival_cv, prefix_cache_hit=shape.prefix_cache_hit,
-                 ttft_overhead_ms=d.efficiency.ttft_overhead_ms)
+    w = replica_workload(d, shape.prompt_len, 1, 1, replace(shape, output_len_cv=0.0))  # one token out, fixed
     m = replica_model(d, w)
     slots = s.attention_dp * s.pp
     lone = float(prefill(d, shape.prompt_len).total_ms)
@@ -116,9 +115,8 @@ def decode_worker(d: Deployment, context_len: int, shape: TrafficShape, itl_slo_
     mem = plan_memory(d, context_len)
     if not mem.fits:
         return None
-    w = Workload(prompt_len=shape.prompt_len, output_len=shape.output_len, max_running=max(mem.max_batch, 1),
-                 prompt_len_cv=shape.prompt_len_cv, output_len_cv=shape.output_len_cv, arrival_cv=shape.arrival_cv,
-                 prefix_cache_hit=1.0)
+    w = replica_workload(d, shape.prompt_len, shape.output_len, mem.max_batch, shape, prefix_cache_hit=1.0,
+                         ttft_overhead_ms=0.0)
     m = replica_model(d, w)
     goodput = goodput_per_ms(m, percentile, None, itl_slo_ms)
     if not goodput > 0:
@@ -264,7 +262,7 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
                     "gpus_total": gpus_p + gpus_d, "ttft_ms": fleet.ttft_ms, "itl_ms": fleet.itl_ms,
                     "percentile": percentile,
                     "kv_transfer_ms": fleet.kv_transfer_ms, "usd_per_hour": usd,
-                    "usd_per_million_output_tokens": usd / (demand_tokens_per_s * 3600.0) * 1e6,
+                    "usd_per_million_output_tokens": usd_per_million_tokens(usd, demand_tokens_per_s),
                 })
     options.sort(key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
     return options, searched

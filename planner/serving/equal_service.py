@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from planner.contract.errors import ScenarioError
 from planner.contract.planning import Plan, plan
-from planner.contract.scenario import Scenario, ServiceObjective, parse_scenario
+from planner.core.errors import ScenarioError
+from planner.scenario.scenario import Scenario, ServiceObjective, parse_scenario
 from planner.serving.sizing import LayoutCandidate, evaluate_family, gpu_key, parse_sizing
 
 DEFAULT_TRAFFIC_REQUESTS_PER_S = 50.0  # a mid-size chat service: ~4.3 M requests a day

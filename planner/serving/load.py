@@ -4,23 +4,27 @@ No physics of its own: one serving model for the plan, the sizing search and cal
 
 from __future__ import annotations
 
-from planner.contract.deployment import Deployment
-from planner.serving.serving import ServingPoint, Workload, serve_at_concurrency
+from planner.core.deployment import Deployment
+from planner.serving.serving import ServingPoint, serve_at_concurrency
+from planner.serving.workload import TrafficMix, replica_workload
 
 
-def closed_loop(d: Deployment, concurrency: int, prompt_len: int, output_len: int) -> ServingPoint:
-    w = Workload(prompt_len=prompt_len, output_len=output_len, max_running=max(int(concurrency), 1),
-                 ttft_overhead_ms=d.efficiency.ttft_overhead_ms)
+def closed_loop(d: Deployment, concurrency: int, prompt_len: int, output_len: int,
+                mix: TrafficMix | None = None) -> ServingPoint:
+    """`mix`: the scenario's `load` (length and arrival variation, prefix hits, batched-token budget)."""
+    w = replica_workload(d, prompt_len, output_len, concurrency, mix)
     return serve_at_concurrency(d, w, concurrency)
 
 
-def itl_under_concurrency(d: Deployment, concurrency: int, prompt_len: int, output_len: int) -> float:
+def itl_under_concurrency(d: Deployment, concurrency: int, prompt_len: int, output_len: int,
+                          mix: TrafficMix | None = None) -> float:
     """Median inter-token latency (pooled over tokens) of the closed loop."""
-    p50 = closed_loop(d, concurrency, prompt_len, output_len).itl_ms.p50
+    p50 = closed_loop(d, concurrency, prompt_len, output_len, mix).itl_ms.p50
     return float("inf") if p50 is None else p50
 
 
-def ttft_under_concurrency(d: Deployment, concurrency: int, prompt_len: int, output_len: int) -> float:
+def ttft_under_concurrency(d: Deployment, concurrency: int, prompt_len: int, output_len: int,
+                           mix: TrafficMix | None = None) -> float:
     """Median time to first token of the closed loop, serving overhead included."""
-    p50 = closed_loop(d, concurrency, prompt_len, output_len).ttft_ms.p50
+    p50 = closed_loop(d, concurrency, prompt_len, output_len, mix).ttft_ms.p50
     return float("inf") if p50 is None else p50

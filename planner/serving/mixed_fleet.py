@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from planner.contract.errors import ScenarioError, from_validation_error
+from planner.core.errors import ScenarioError, from_validation_error
 from planner.serving.sizing import parse_sizing, search
 
 INFEASIBLE = math.inf

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.contract.deployment import Deployment
-from planner.contract.scenario import ServiceObjective
+from planner.core.deployment import Deployment
+from planner.scenario.scenario import ServiceObjective
 from planner.serving.serving import (
     Objective,
     ServingPoint,

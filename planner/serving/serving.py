@@ -46,7 +46,8 @@ from typing import Literal
 
 import numpy as np
 
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
+from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
 
 LENGTH_GRID = 32  # equal-mass quantiles that stand for a length distribution
@@ -68,7 +69,7 @@ class Workload:
     output_len_cv: float = 0.0
     arrival_cv: float = 1.0
     prefix_cache_hit: float = 0.0
-    max_num_batched_tokens: int = 8192
+    max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS
     context: float | None = None  # mean cached context of a decoding sequence; default prompt + output / 2
     ttft_overhead_ms: float = 0.0
     ttft_per_running_ms: float = 0.0  # the frontend's serving cost per other request in flight

@@ -14,9 +14,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpu_catalog import load_catalog
-from planner.contract.errors import ScenarioError, from_validation_error
-from planner.contract.scenario import resolve_gpu, resolve_model
+from planner.core.errors import ScenarioError, from_validation_error
+from planner.economics.cost import gpu_price
 from planner.hardware.validated import is_validated
+from planner.scenario.scenario import resolve_gpu, resolve_model
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
 from planner.serving.sizing import fit_hints, gpu_key, parse_sizing, size
 
@@ -67,7 +68,7 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     prices = req.usd_per_gpu_hour or {}
 
     def price_of(key: str, value: Any) -> float | None:
-        return prices.get(key) or resolve_gpu(value)[0].usd_per_hour
+        return gpu_price(prices.get(key), resolve_gpu(value)[0])
 
     prefill_pool = _pool(modes.prefill_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache)
     decode_pool = _pool(modes.decode_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache)

@@ -27,10 +27,15 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpu_catalog import load_catalog
-from planner.contract.deployment import Deployment
-from planner.contract.errors import ScenarioError, from_validation_error
-from planner.contract.planning import workload_for
-from planner.contract.scenario import (
+from planner.core.deployment import Deployment
+from planner.core.errors import ScenarioError, from_validation_error
+from planner.core.precision import KvPrecision, WeightPrecision
+from planner.economics.cost import gpu_price, usd_per_million_tokens
+from planner.economics.ownership import OwnershipCosts, owned_usd_per_gpu_hour
+from planner.hardware.parallelism import cheapest_layout_that_fits, sharding, valid_tp
+from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.physics.memory import plan_memory
+from planner.scenario.scenario import (
     MemorySettings,
     Scenario,
     TrafficShapeFields,
@@ -38,11 +43,6 @@ from planner.contract.scenario import (
     resolve_gpu,
     resolve_model,
 )
-from planner.economics.ownership import OwnershipCosts, owned_usd_per_gpu_hour
-from planner.hardware.parallelism import cheapest_layout_that_fits, sharding, valid_tp
-from planner.model.precision import KvPrecision, WeightPrecision
-from planner.physics.latency import decode_step, prefill_chunk_work_ms
-from planner.physics.memory import plan_memory
 from planner.serving.serving import (
     PERCENTILES,
     LoadPoint,
@@ -56,6 +56,7 @@ from planner.serving.serving import (
     replica_model,
 )
 from planner.serving.sweep import batch_grid
+from planner.serving.workload import workload_for
 
 DEFAULT_TP = [1, 2, 4, 8]
 DEFAULT_WEIGHTS: list[WeightPrecision] = ["bf16", "fp8", "int4"]
@@ -159,7 +160,7 @@ def parse_sizing(data: Any) -> SizingRequest:
 def _gpu_price(req: SizingRequest, gpu_key: str, gpu_value: Any) -> tuple[float | None, float | None]:
     """(rent $/GPU-hour, own $/GPU-hour or None)."""
     spec, _ = resolve_gpu(gpu_value)
-    rent = (req.usd_per_gpu_hour or {}).get(gpu_key) or spec.usd_per_hour
+    rent = gpu_price((req.usd_per_gpu_hour or {}).get(gpu_key), spec)
     own = owned_usd_per_gpu_hour(gpu_key, spec, req.ownership) if req.cost_mode == "own" else None
     return rent, own
 
@@ -397,7 +398,7 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool) -> FamilyResult:
             "request_rate_per_replica": rate_per_ms * 1000.0, "goodput_request_rate": float(goodput[i]) * 1000.0,
             "max_request_rate": float(capacity[i]) * 1000.0,
             "output_tokens_per_s": rate_per_ms * 1000.0 * t.output_len, "usd_per_hour": usd_per_hour,
-            "usd_per_million_output_tokens": usd_per_hour / (demand_tokens_per_s * 3600.0) * 1e6,
+            "usd_per_million_output_tokens": usd_per_million_tokens(usd_per_hour, demand_tokens_per_s),
             "usd_per_gpu_hour": price, "rent_usd_per_gpu_hour": rent, "own_usd_per_gpu_hour": own,
             "prefill_share": float(point.prefill_share),
             "scenario": scenario_out,

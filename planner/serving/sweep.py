@@ -6,12 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from planner.contract.scenario import Scenario, parse_scenario, resolve
-from planner.economics.cost import usd_per_million_output_tokens
+from planner.economics.cost import gpu_price, usd_per_million_output_tokens
 from planner.hardware.parallelism import sharding
 from planner.physics.latency import decode_step
 from planner.physics.memory import plan_memory
 from planner.physics.roofline import ridge_flop_per_byte
+from planner.scenario.scenario import Scenario, parse_scenario, resolve
 
 
 def batch_grid(max_batch: int, chosen: int | None = None, points_per_octave: int = 4) -> np.ndarray:
@@ -35,7 +35,7 @@ def batch_sweep(scenario: Scenario | dict[str, Any], batches: np.ndarray | None 
     step = decode_step(d, b, scenario.mean_context)
     itl = np.asarray(step.total_ms)
     bound = np.asarray(step.bound_ms)
-    price = scenario.usd_per_gpu_hour or d.gpu.usd_per_hour or float("nan")
+    price = gpu_price(scenario.usd_per_gpu_hour, d.gpu) or float("nan")
     tps = b * 1000.0 / itl
     return {
         "batch": b.astype(int),

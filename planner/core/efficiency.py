@@ -1,19 +1,13 @@
 """Engine efficiency: the knobs that turn roofline bounds into realistic step times.
 
-`ideal()` is the pure roofline (the seeds' napkin math). Engine profiles (planner/physics/engines.py) fill
+`ideal()` is the pure roofline (the seeds' napkin math). Engine profiles (planner/engines/profiles.py) fill
 these fields: the "graph" floor from our GPU measurements, each serving engine's overheads on top
 (docs/ACCURACY.md has every constant, its evidence and the cross-validated errors).
 """
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from pathlib import Path
-
 from pydantic import BaseModel, ConfigDict, Field
-
-DEFAULT_CALIBRATION_PATH = Path(__file__).parent.parent / "data" / "calibration_default.json"
 
 
 class EngineEfficiency(BaseModel):
@@ -59,13 +53,3 @@ class EngineEfficiency(BaseModel):
 
 def ideal() -> EngineEfficiency:
     return EngineEfficiency(name="ideal")
-
-
-@lru_cache(maxsize=1)
-def _default_calibration() -> dict:
-    return json.loads(DEFAULT_CALIBRATION_PATH.read_text())
-
-
-def legacy_default_engine() -> EngineEfficiency:
-    """The round-1 single fitted constant set (planner/data/calibration_default.json), kept for comparison."""
-    return EngineEfficiency(**_default_calibration()["default"])

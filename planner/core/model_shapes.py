@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from planner.model.precision import embedding_bytes_per_value, weight_bytes_per_value
+from planner.core.precision import embedding_bytes_per_value, weight_bytes_per_value
 
 
 class MoeSpec(BaseModel):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpu_catalog import GpuSpec
-from planner.model.model_shapes import ModelSpec, ParamCounts, param_counts
-from planner.physics.efficiency import EngineEfficiency
+from planner.core.efficiency import EngineEfficiency
+from planner.core.model_shapes import ModelSpec, ParamCounts, param_counts
 
 
 @dataclass(frozen=True)
@@ -23,14 +23,14 @@ class Deployment:
     compute: str
     efficiency: EngineEfficiency
     memory_utilization: float
-    reserve_gb: float | None  # None: the engine's overheads are modelled (planner.physics.engine_memory)
+    reserve_gb: float | None  # None: the engine's overheads are modelled (planner.engines.vllm)
     # pipeline stages and expert-parallel size (planner/hardware/parallelism.py shards by them)
     pp: int = 1
     ep: int = 1
-    # engine memory knobs (vLLM's names); defaults are vLLM's
-    engine: str = "vllm"
-    block_size: int = 16
-    max_num_batched_tokens: int = 8192
+    # engine memory knobs (vLLM's names); their defaults live in planner/engines/base.py, so callers give them
+    engine: str = field(kw_only=True)
+    block_size: int = field(kw_only=True)
+    max_num_batched_tokens: int = field(kw_only=True)
     max_model_len: int | None = None  # None: the scenario's context length
     enforce_eager: bool = False
     vllm_version: str | None = None  # None: the latest release whose rules the planner follows
@@ -38,6 +38,9 @@ class Deployment:
     vllm_sampler: str | None = None  # None: the release's default top-k/top-p sampler
     # The model's parameter counts, computed once when the deployment is resolved (not per formula).
     params: ParamCounts = field(init=False, repr=False, compare=False)
+    # The replica's layout (planner.hardware.parallelism.sharding), filled on first use: every physics
+    # function asks for it, the sizing search thousands of times. A declared field, so replace() starts it afresh.
+    layout: object | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", param_counts(self.model))

@@ -11,20 +11,19 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpu_catalog import GpuSpec, load_catalog
-from planner.contract.deployment import Deployment
-from planner.contract.errors import ScenarioError, from_validation_error, loads_json
+from planner.core.deployment import Deployment
+from planner.core.efficiency import EngineEfficiency, ideal
+from planner.core.errors import ScenarioError, from_validation_error, loads_json
+from planner.core.model_shapes import ModelSpec
+from planner.core.precision import ComputePrecision, KvPrecision, WeightPrecision, default_compute_precision
 from planner.economics.power import EconomicsSettings
+from planner.engines.base import DEFAULT_BLOCK_SIZE, DEFAULT_ENGINE, DEFAULT_MAX_NUM_BATCHED_TOKENS
+from planner.engines.profiles import engine_efficiency
 from planner.hardware.parallelism import effective_ep, validate_parallelism
 from planner.model.hf_import import model_from_hf_config
-from planner.model.model_shapes import ModelSpec
-from planner.model.precision import ComputePrecision, KvPrecision, WeightPrecision, default_compute_precision
 from planner.model.presets import load_presets
 from planner.physics.calibration import CalibrationProfile
-from planner.physics.efficiency import EngineEfficiency, ideal
-from planner.physics.engines import engine_efficiency
 from planner.physics.memory import NAPKIN_RESERVE_GB
-
-PositiveInt = Annotated[int, Field(strict=True, ge=1)]
 
 DEFAULT_MEMORY_UTILIZATION = 0.90  # vLLM's --gpu-memory-utilization default (0.9)
 DEFAULT_RESERVE_GB = NAPKIN_RESERVE_GB  # the reserve field's default when a user turns the modelled overheads off
@@ -47,8 +46,7 @@ class SpeculativeSettings(BaseModel):
     draft_params: float = Field(ge=1e3, le=1e13)
 
 
-DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM V1's chunked-prefill token budget per iteration (online serving)
-DEFAULT_BLOCK_SIZE = 16  # vLLM's default KV-cache block size in tokens
+# planner.engines.base.ENGINES, as a type (tests/test_structure.py checks they agree)
 EngineName = Literal["graph", "vllm", "sglang", "trt-llm"]
 SamplerPath = Literal["native", "triton", "flashinfer"]
 
@@ -145,12 +143,12 @@ class Scenario(BaseModel):
     # extensions (round 2): parallelism, engine, engine memory knobs, operating point
     pp: Annotated[int, Field(strict=True, ge=1, le=256)] = 1
     ep: Annotated[int, Field(strict=True, ge=1, le=1024)] = 1
-    engine: EngineName = "vllm"
+    engine: EngineName = DEFAULT_ENGINE
     max_model_len: Annotated[int, Field(strict=True, ge=1, le=100_000_000)] | None = None
     block_size: Annotated[int, Field(strict=True, ge=1, le=1024)] = DEFAULT_BLOCK_SIZE
     enforce_eager: bool = False
     load: LoadSettings | None = None
-    # vLLM's rules by release (planner/physics/engine_memory.py): default the latest the planner follows
+    # vLLM's rules by release (planner/engines/vllm.py): default the latest the planner follows
     vllm_version: VllmVersion | None = None
     max_num_seqs: Annotated[int, Field(strict=True, ge=1, le=1_000_000)] | None = None
     vllm_sampler: SamplerPath | None = None
@@ -238,7 +236,7 @@ def resolve_gpu(gpu: str | dict[str, Any], field: str = "gpu") -> tuple[GpuSpec,
 
 
 def resolve_efficiency(scenario: Scenario, gpu_id: str | None) -> EngineEfficiency:
-    """ideal: the pure roofline; else the scenario's engine profile (planner/physics/engines.py), under an explicit
+    """ideal: the pure roofline; else the scenario's engine profile (planner/engines/profiles.py), under an explicit
     efficiency object or a calibration profile where one is given."""
     if scenario.efficiency == "ideal":
         return ideal()

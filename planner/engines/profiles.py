@@ -18,13 +18,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from planner.contract.deployment import Deployment
-from planner.physics.efficiency import EngineEfficiency
+from planner.core.deployment import Deployment
+from planner.core.efficiency import EngineEfficiency
+from planner.engines.base import DEFAULT_ENGINE, ENGINES
 
 PROFILES_PATH = Path(__file__).parent.parent / "data" / "engine_profiles.json"
-ENGINES = ("graph", "vllm", "sglang", "trt-llm")
-DEFAULT_ENGINE = "vllm"
-FLOOR_ENGINE = "graph"
 # What an engine profile may set on top of the physics: serving-stack costs only.
 ENGINE_TERMS = ("step_overhead_us", "prefill_overhead_ms", "ttft_overhead_ms")
 # GPU generation of each catalog GPU: production engine profiles are fitted per engine x generation

@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planner.contract.errors import ScenarioError, from_validation_error
-from planner.contract.scenario import parse_scenario, resolve
+from planner.core.efficiency import EngineEfficiency
+from planner.core.errors import ScenarioError, from_validation_error
 from planner.physics.calibration import CalibrationProfile
-from planner.physics.efficiency import EngineEfficiency
+from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.load import itl_under_concurrency, ttft_under_concurrency
 
 DECODE_EFFICIENCIES = ("bandwidth", "quantized_bandwidth", "kv_bandwidth", "compute", "link")
@@ -96,11 +96,13 @@ def profile_from_vllm_bench(bench: Any, scenario: Any, name: str | None = None) 
 
     def itl_at(slowdown):
         d = deployment(_scaled(base, slowdown, DECODE_EFFICIENCIES, DECODE_COSTS))
-        return itl_under_concurrency(d, int(concurrency), base_scenario.prompt_len, base_scenario.output_len)
+        return itl_under_concurrency(d, int(concurrency), base_scenario.prompt_len, base_scenario.output_len,
+                                     base_scenario.load)
 
     def ttft_at(values):
         d = deployment(values)
-        return ttft_under_concurrency(d, int(concurrency), base_scenario.prompt_len, base_scenario.output_len)
+        return ttft_under_concurrency(d, int(concurrency), base_scenario.prompt_len, base_scenario.output_len,
+                                      base_scenario.load)
 
     try:
         s_itl = _solve(itl_at, b.median_tpot_ms)

@@ -64,19 +64,38 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from functools import partial
 
 from gpu_catalog import GpuSpec
-from planner.contract.deployment import Deployment
+from planner.core.deployment import Deployment
+from planner.core.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value
+from planner.core.precision import ACTIVATION_BYTES, embedding_bytes_per_value
+from planner.engines.base import (
+    GIB,
+    EngineMemory,
+    KvCacheGroup,
+    Release,
+    kv_page_bytes_per_layer,
+    value_at,
+    visible_total_gib,
+)
+from planner.engines.profiles import engine_efficiency
+from planner.engines.torch_allocator import allocated_bytes
 from planner.hardware.parallelism import sharding
-from planner.model.model_shapes import ModelSpec, dense_bytes_per_value, expert_bytes_per_value
-from planner.model.precision import ACTIVATION_BYTES, bytes_per_value, embedding_bytes_per_value
 
-GIB = float(2**30)
+NAME = "vllm"
+
+# This engine's step-time profile, efficiency_profile(gpu_id=None): the graph physics plus its fitted serving
+# overheads (planner/data/engine_profiles.json, read by planner/engines/profiles.py).
+efficiency_profile = partial(engine_efficiency, NAME)
 
 VLLM_RULES_VERSION = "0.21"  # the rules the plan follows by default (graph pool profiled before the KV cache)
-GRAPH_POOL_FROM_VERSION = (0, 21)
-DRIVER_RESERVED_GIB = 0.45  # nvidia-smi total minus torch's mem_get_info total, see the module docstring
+# vLLM releases whose memory rules differ, newest first (the form's choices; each a row of a table below)
+VLLM_RELEASES = ("0.21", "0.20", "0.19", "0.17", "0.16", "0.11", "0.10", "0.9")
+GRAPH_POOL_IN_KV_BUDGET = (
+    Release((0, 0, 0), False, "graphs captured after the KV cache is allocated (compile_or_warm_up_model)"),
+    Release((0, 21, 0), True, "vLLM PR #38284: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default"),
+)
 VOCAB_PADDING = 64  # vLLM DEFAULT_VOCAB_PADDING_SIZE
 NON_TORCH_GIB_TP1 = 0.15  # cuBLAS/cuDNN workspaces; V0 logs print 0.03-0.35 GiB at TP 1, V1 0.13-0.27
 NON_TORCH_GIB_TP_GT1 = 0.30  # + NCCL and custom all-reduce buffers; V0 logs print 0.25-0.30 GiB at TP 2
@@ -86,14 +105,21 @@ NON_TORCH_GIB_TP_GT1 = 0.30  # + NCCL and custom all-reduce buffers; V0 logs pri
 # those workspaces; the few public logs after 0.19 at TP 4 print 0.95 GiB (GB200, 0.26) and 1.70 GiB
 # (PCIe, 0.27), none on H100 yet, so the H100 figure of 0.19 carries forward (the more cautious budget).
 NON_TORCH_GIB_TP_GT1_FROM_0_19 = 2.07
-ALLREDUCE_WORKSPACES_FROM_VERSION = (0, 19)
+ALLREDUCE_WORKSPACES_HELD = (
+    Release((0, 0, 0), False, "logs before 0.19 print 0.25-0.55 GiB non-torch at TP > 1"),
+    Release((0, 19, 0), True, "0.19.0 tuning log Llama-3.1-8B TP 2: 2.07 GiB; held-out TP 2, 4: 2.06-2.21"),
+)
 # NCCL's NVLink SHARP (NVLS) buffers: NCCL turns NVLS on for more than 2 GPUs of a Hopper-or-later NVSwitch
 # domain (vllm#9699: 405B at TP 8 on H200 held ~5,000 fewer KV blocks with it) and keeps them outside torch.
 # Before 0.19 they are most of the non-torch memory at TP > 2 on such hosts: 2.04 GiB at TP 4 on H200 in the
 # July 2025 DEBUG log of vLLM PR #21429 (tuning), against 0.21-0.55 GiB at TP 2 and on PCIe or L40S hosts.
 NON_TORCH_GIB_NVLS_BEFORE_0_19 = 2.04
 # and 0.25 GiB at TP 1 (the tuning log Llama-3.1-8B TP 1 on 0.19.0; its held-out siblings print 0.24-0.27)
-NON_TORCH_GIB_TP1_BY_RELEASE = {(0, 19): 0.25}
+NON_TORCH_GIB_TP1_BY_RELEASE = (
+    Release((0, 0, 0), NON_TORCH_GIB_TP1, "V0 logs print 0.03-0.35 GiB at TP 1, V1 0.13-0.27"),
+    Release((0, 19, 0), 0.25, "0.19.0 tuning log Llama-3.1-8B TP 1; held-out siblings 0.24-0.27 GiB"),
+    Release((0, 20, 0), NON_TORCH_GIB_TP1, "no public TP 1 log after 0.19 prints it: the V1 middle"),
+)
 # Peak bytes per logit (row x vocabulary entry) of the dummy sampler run, by sampler path (module docstring).
 # "none": a V0 rank other than the driver, which does not sample.
 SAMPLER_BYTES_PER_LOGIT = {"native": 38.0, "triton": 15.0, "flashinfer": 14.0, "none": 0.0}
@@ -102,9 +128,11 @@ SAMPLER_BYTES_PER_LOGIT = {"native": 38.0, "triton": 15.0, "flashinfer": 14.0, "
 # logs show the sort's peak); vLLM's Triton top-k/top-p kernels from 0.17 (PR #33538: a Qwen3-14B H100
 # profile peak fell from 5.64 to 2.23 GiB between 0.16.0 and 0.17.0); FlashInfer's again by default from
 # 0.20, the first release after PR #40376 (0.19.0 logs still print it disabled).
-TRITON_SAMPLER_FROM_VERSION = (0, 17)
-FLASHINFER_SAMPLER_FROM_VERSION = (0, 20)
-V1_ENGINE_FROM_VERSION = (0, 8)  # V1 became the default engine in 0.8.0; before it, V0 samples on the driver only
+DEFAULT_SAMPLER = (
+    Release((0, 0, 0), "native", "public 0.9-0.11 logs show the sort's peak; FlashInfer off (#14815, #26859)"),
+    Release((0, 17, 0), "triton", "vLLM PR #33538: Triton top-k/top-p (Qwen3-14B H100 peak 5.64 -> 2.23 GiB)"),
+    Release((0, 20, 0), "flashinfer", "vLLM PR #40376: FlashInfer's sampler on by default (0.19.0: off)"),
+)
 # CUDA-graph pool: vLLM captures one graph per batch size (1-512) per piece of the compiled model, so the
 # pool grows with the layer count. Fitted on two tuning logs of vLLM 0.19.0 ("Graph capturing finished ...
 # took X GiB"): Llama-3.1-8B TP 1, 32 layers, 0.91 GiB and Llama-3.3-70B-FP8 TP 2, 80 layers, 1.79 GiB;
@@ -115,99 +143,24 @@ GRAPH_POOL_PER_LAYER_GIB = 0.018333
 # The fused-MoE modular kernel keeps its workspaces (`SharedResizableBuffer`) after the forward, so they are
 # still held while the dummy sampler runs (0.19.0 MoE logs: Qwen3-30B-A3B 2.68 GiB, DeepSeek-V2-Lite 1.93 GiB
 # against 2.20 and 1.50 without them; a 0.10.2 log shows none). From 0.11, an assumption between the two.
-MOE_WORKSPACE_HELD_FROM_VERSION = (0, 11)
-# PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): kMinBlockSize, kSmallSize,
-# kMinLargeAlloc, kRoundLarge
-ALLOC_BLOCK_BYTES = 512
-ALLOC_SMALL_SIZE_BYTES = 1 << 20
-ALLOC_MIN_LARGE_BYTES = 10 << 20
-ALLOC_ROUND_LARGE_BYTES = 2 << 20
+MOE_WORKSPACE_HELD = (
+    Release((0, 0, 0), False, "a 0.10.2 MoE log shows no held workspace"),
+    Release((0, 11, 0), True, "0.19.0 MoE logs (Qwen3-30B-A3B 2.68, DeepSeek-V2-Lite 1.93 GiB); 0.11 assumed"),
+)
 # MXFP4 experts on Hopper: OpenAI's Triton kernels once vLLM ships them (0.11.1, PR #27370), Marlin before
-MXFP4_TRITON_FROM_RELEASE = (0, 11, 1)
+MXFP4_HOPPER_BACKEND = (
+    Release((0, 0, 0), "marlin", "public 0.10-0.11 Hopper logs run Marlin (triton_kernels by hand)"),
+    Release((0, 11, 1), "triton", "vLLM PR #27370: vLLM ships OpenAI's triton_kernels"),
+)
 # vLLM `_set_default_args`: GPUs with at least 70 GiB (A100 excepted) default to max_num_seqs 1024, others 256
 LARGE_GPU_GIB = 70.0
 MAX_NUM_SEQS_LARGE_GPU = 1024
 MAX_NUM_SEQS_DEFAULT = 256
 
 
-@dataclass(frozen=True)
-class KvCacheGroup:
-    """Layers that share one block table: full attention, or a sliding window of `window` tokens."""
-
-    kind: str  # "full_attention" | "sliding_window"
-    n_layers: int
-    window: int | None = None
-
-
-@dataclass(frozen=True)
-class EngineMemory:
-    """One GPU's memory as vLLM accounts for it at start-up (GiB)."""
-
-    engine: str
-    vllm_version: str
-    device_total_gib: float
-    visible_total_gib: float
-    utilization: float
-    requested_gib: float
-    weights_gib: float
-    activation_peak_gib: float
-    non_torch_gib: float
-    cuda_graph_gib: float
-    reserve_override_gib: float | None
-    kv_budget_gib: float
-    block_size: int
-    max_model_len: int
-    max_num_batched_tokens: int
-    max_num_seqs: int
-    kv_groups: tuple[KvCacheGroup, ...]
-    group_size_layers: int
-    page_bytes_per_layer: float
-    num_gpu_blocks: int
-    kv_cache_tokens: int
-    max_concurrency: float
-    log_lines: tuple[str, ...] = field(default=())
-    sampler: str | None = None  # vLLM: the profiling run's top-k/top-p path ("native", "triton", "flashinfer")
-    rotary_cache_gib: float = 0.0  # the precomputed rotary tables, loaded with the model (every rank)
-    allocator_rounding_gib: float = 0.0  # PyTorch's caching allocator's segments beyond the weight tensors' bytes
-
-    @property
-    def model_loading_gib(self) -> float:
-        """vLLM's "Model loading took X GiB": the weights as loaded, the rotary tables and the allocator's
-        rounding of the weight tensors."""
-        return self.weights_gib + self.rotary_cache_gib + self.allocator_rounding_gib
-
-    @property
-    def overheads_gib(self) -> float:
-        """Everything between the utilization cap and the weights+KV: rotary tables, activations, non-torch, graphs."""
-        if self.reserve_override_gib is not None:
-            return self.reserve_override_gib
-        return (self.rotary_cache_gib + self.allocator_rounding_gib + self.activation_peak_gib + self.non_torch_gib
-                + self.cuda_graph_gib)
-
-
-def parse_version(version: str) -> tuple[int, int]:
-    major, minor, _ = parse_release(version)
-    return major, minor
-
-
-def parse_release(version: str) -> tuple[int, int, int]:
-    """major, minor, patch (0 when absent or not a number, e.g. "0.6.5.dev" -> (0, 6, 5))."""
-    parts = version.split(".")
-    patch = parts[2] if len(parts) > 2 and parts[2].isdigit() else "0"
-    return int(parts[0]), int(parts[1]), int(patch)
-
-
 def default_sampler(version: str) -> str:
     """The top-k/top-p path a vLLM release takes on CUDA by default: "native" (sorts), "triton" or "flashinfer"."""
-    release = parse_version(version)
-    if release >= FLASHINFER_SAMPLER_FROM_VERSION:
-        return "flashinfer"
-    return "triton" if release >= TRITON_SAMPLER_FROM_VERSION else "native"
-
-
-def visible_total_gib(device_memory_gb: float) -> float:
-    """What torch.cuda.mem_get_info reports as total: the device-visible memory less the driver's share."""
-    return max(device_memory_gb * 1e9 / GIB - DRIVER_RESERVED_GIB, 0.0)
+    return value_at(DEFAULT_SAMPLER, version)
 
 
 def default_max_num_seqs(visible_gib: float, gpu_name: str) -> int:
@@ -239,9 +192,7 @@ def mxfp4_moe_backend(gpu: GpuSpec, version: str) -> str:
         return "checkpoint"
     if "fp4" in gpu.tflops:
         return "flashinfer"
-    if is_hopper(gpu) and parse_release(version) >= MXFP4_TRITON_FROM_RELEASE:
-        return "triton"
-    return "marlin"
+    return value_at(MXFP4_HOPPER_BACKEND, version) if is_hopper(gpu) else "marlin"
 
 
 def mxfp4_expert_bytes(n_experts: int, hidden: int, intermediate: float, backend: str) -> float:
@@ -283,19 +234,6 @@ def rotary_cache_gib(m: ModelSpec, weights: str = "bf16") -> float:
     [positions, rotary_dim] in the model's dtype, one per distinct table, on every rank): 16 bits, or 32 for
     a model run in fp32 (`--dtype float32`; quantized checkpoints run in 16 bits)."""
     return sum(m.rotary_table_rows) * m.rotary_dim * model_dtype_bytes(weights) / GIB
-
-
-def allocated_bytes(size: float) -> float:
-    """Bytes PyTorch's CUDA caching allocator charges for one tensor (c10/cuda/CUDACachingAllocator.cpp): a
-    request of 10 MiB or more gets its own segment rounded up to 2 MiB (kRoundLarge), and the block is split
-    off that segment only when more than 1 MiB (kSmallSize) would be left, so a tensor within 1 MiB under a
-    2 MiB multiple is charged the whole segment; smaller requests are packed at 512 B. vLLM's "Model loading
-    took" reads `torch.cuda.max_memory_allocated`, which counts these block sizes."""
-    rounded = math.ceil(size / ALLOC_BLOCK_BYTES) * ALLOC_BLOCK_BYTES
-    if size < ALLOC_MIN_LARGE_BYTES:
-        return rounded
-    segment = math.ceil(size / ALLOC_ROUND_LARGE_BYTES) * ALLOC_ROUND_LARGE_BYTES
-    return segment if segment - rounded <= ALLOC_SMALL_SIZE_BYTES else rounded
 
 
 def weight_tensors_per_gpu(d: Deployment) -> list[tuple[float, int]]:
@@ -424,7 +362,7 @@ def model_dtype_bytes(weights: str) -> float:
 
 def holds_moe_workspace(m: ModelSpec, weights: str, version: str) -> bool:
     """MoE through the fused-MoE modular kernel (not MXFP4, which vLLM runs through other kernels)."""
-    return m.moe is not None and weights != "fp4" and parse_version(version) >= MOE_WORKSPACE_HELD_FROM_VERSION
+    return m.moe is not None and weights != "fp4" and value_at(MOE_WORKSPACE_HELD, version)
 
 
 def nvls_capable(gpu: GpuSpec) -> bool:
@@ -435,8 +373,8 @@ def nvls_capable(gpu: GpuSpec) -> bool:
 
 def non_torch_gib(tp: int, version: str = VLLM_RULES_VERSION, gpu: GpuSpec | None = None) -> float:
     if tp == 1:
-        return NON_TORCH_GIB_TP1_BY_RELEASE.get(parse_version(version), NON_TORCH_GIB_TP1)
-    if parse_version(version) >= ALLREDUCE_WORKSPACES_FROM_VERSION:
+        return value_at(NON_TORCH_GIB_TP1_BY_RELEASE, version)
+    if value_at(ALLREDUCE_WORKSPACES_HELD, version):
         return NON_TORCH_GIB_TP_GT1_FROM_0_19
     if tp > 2 and gpu is not None and nvls_capable(gpu):
         return NON_TORCH_GIB_NVLS_BEFORE_0_19
@@ -450,7 +388,7 @@ def cuda_graph_pool_gib(m: ModelSpec, stage_layer_fraction: float = 1.0) -> floa
 
 def cuda_graph_gib(m: ModelSpec, version: str, enforce_eager: bool, stage_layer_fraction: float = 1.0) -> float:
     """The graph pool as it comes out of the KV budget: from 0.21, unless eager."""
-    if enforce_eager or parse_version(version) < GRAPH_POOL_FROM_VERSION:
+    if enforce_eager or not value_at(GRAPH_POOL_IN_KV_BUDGET, version):
         return 0.0
     return cuda_graph_pool_gib(m, stage_layer_fraction)
 
@@ -465,15 +403,6 @@ def kv_cache_groups(m: ModelSpec, stage_layer_fraction: float = 1.0) -> tuple[Kv
     if windowed:
         groups.append(KvCacheGroup("sliding_window", windowed, m.sliding_window))
     return tuple(groups)
-
-
-def kv_page_bytes_per_layer(m: ModelSpec, tp: int, kv_cache: str, block_size: int) -> float:
-    """One block of one layer on one GPU (K and V, or the MLA latent, replicated across TP)."""
-    if m.mla is not None:
-        per_token = m.mla.kv_lora_rank + m.mla.qk_rope_head_dim
-    else:
-        per_token = 2 * max(1, math.ceil(m.n_kv_heads / tp)) * m.head_dim_resolved
-    return block_size * per_token * bytes_per_value(kv_cache)
 
 
 def blocks_per_request(group: KvCacheGroup, max_model_len: int, block_size: int, max_num_batched_tokens: int) -> int:
@@ -549,104 +478,15 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
     )
 
 
+def startup_memory(d: Deployment, context_len: int) -> EngineMemory:
+    """The deployment's start-up accounting under its own knobs (max_model_len defaults to the context)."""
+    return plan_engine_memory(d, d.max_model_len or context_len, d.max_num_batched_tokens, d.block_size,
+                              enforce_eager=d.enforce_eager, max_num_seqs=d.max_num_seqs,
+                              vllm_version=d.vllm_version or VLLM_RULES_VERSION, sampler=d.vllm_sampler)
+
+
 def max_batch_for_context(e: EngineMemory, context_len: int) -> int:
     """Sequences of `context_len` tokens the block pool holds at once (blocks are whole)."""
-    if e.engine == "sglang":
-        return e.kv_cache_tokens // context_len
-    if e.engine == "trt-llm":
-        return e.num_gpu_blocks // math.ceil(context_len / e.block_size)
     size, layout = kv_cache_layout(e.kv_groups)
     per_seq = sum(n * blocks_per_request(g, context_len, e.block_size, e.max_num_batched_tokens) for g, n in layout)
     return e.num_gpu_blocks // per_seq if per_seq else 0
-
-
-# --- SGLang (sglang/srt/model_executor/model_runner.py `profile_max_num_token`) ---------------------------
-#   rest_memory = available_gpu_memory - total_gpu_memory x (1 - mem_fraction_static)
-#   max_total_num_tokens = rest_memory x 2^30 // cell_size
-# `total_gpu_memory` is the free memory once the distributed environment is up (before the weights),
-# `available_gpu_memory` the free memory after loading them. So the KV pool is
-#   (framework total - start-up memory) x mem_fraction_static - weights,
-# one token per slot (page size 1), cell_size = kv heads per GPU x head_dim x layers x 2 x dtype bytes (MLA:
-# (kv_lora_rank + rope dim) x layers x dtype bytes). Activations and CUDA graphs live in the (1 - fraction)
-# share. The scenario's `memory.utilization` is read as `mem_fraction_static`.
-SGLANG_STARTUP_GIB_TP1 = 0.5  # CUDA context and cuBLAS handles before the weights (an estimate)
-SGLANG_STARTUP_GIB_TP_GT1 = 1.5  # + NCCL communicators and custom all-reduce buffers (an estimate)
-
-
-def sglang_startup_gib(tp: int) -> float:
-    return SGLANG_STARTUP_GIB_TP1 if tp == 1 else SGLANG_STARTUP_GIB_TP_GT1
-
-
-def sglang_cell_bytes(m: ModelSpec, tp: int, kv_cache: str, stage_layer_fraction: float = 1.0) -> float:
-    layers = math.ceil(m.n_layers * stage_layer_fraction)
-    return kv_page_bytes_per_layer(m, tp, kv_cache, 1) * layers
-
-
-def format_sglang_log_line(tokens: int, k_gib: float, v_gib: float) -> str:
-    """SGLang's `KV Cache is allocated` line (its "GB" are GiB: bytes / 2^30)."""
-    return f"KV Cache is allocated. #tokens: {tokens}, K size: {k_gib:.2f} GB, V size: {v_gib:.2f} GB"
-
-
-def plan_sglang_memory(d: Deployment, max_model_len: int) -> EngineMemory:
-    m = d.model
-    fraction = sharding(d).stage_layer_fraction
-    visible = visible_total_gib(d.gpu.memory_gb)
-    mfs = d.memory_utilization
-    startup = sglang_startup_gib(d.tp)
-    weights = weights_gib_per_gpu(d)
-    rotary = rotary_cache_gib(m, d.weights)  # SGLang builds the same tables (its rotary code is vLLM's), loaded with the model
-    rounding = allocator_rounding_gib_per_gpu(d)  # and allocates its weights through the same PyTorch allocator
-    budget = (visible - startup) * mfs - weights - rotary - rounding
-    cell = sglang_cell_bytes(m, d.tp, d.kv_cache, fraction)
-    tokens = max(0, int(budget * GIB // cell)) if budget > 0 else 0
-    half = tokens * cell / GIB / (1 if m.mla is not None else 2)
-    line = format_sglang_log_line(tokens, half, 0.0 if m.mla is not None else half)
-    return EngineMemory(
-        engine="sglang", vllm_version="", device_total_gib=d.gpu.memory_gb * 1e9 / GIB, visible_total_gib=visible,
-        utilization=mfs, requested_gib=visible * mfs, weights_gib=weights, activation_peak_gib=0.0,
-        non_torch_gib=startup * mfs, cuda_graph_gib=0.0, reserve_override_gib=None, kv_budget_gib=budget,
-        block_size=1, max_model_len=max_model_len, max_num_batched_tokens=d.max_num_batched_tokens, max_num_seqs=0,
-        kv_groups=(KvCacheGroup("full_attention", math.ceil(m.n_layers * fraction)),), group_size_layers=1,
-        page_bytes_per_layer=kv_page_bytes_per_layer(m, d.tp, d.kv_cache, 1), num_gpu_blocks=tokens,
-        kv_cache_tokens=tokens, max_concurrency=tokens / max_model_len if max_model_len else 0.0, log_lines=(line,),
-        rotary_cache_gib=rotary, allocator_rounding_gib=rounding,
-    )
-
-
-# --- TensorRT-LLM (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp `getMaxNumTokens` / pyexecutor) ----------
-#   maxTokens = freeGpuMemoryFraction x (free memory + pool free) / cache bytes per token
-# measured after the engine (weights) and the runtime buffers (activations, decoder) are allocated, and
-# logged as "Memory usage when calculating max tokens in paged kv cache: total: T GiB, available: A GiB" and
-# "[MemUsageChange] Allocated K GiB for max tokens in paged KV cache (N)". The scenario's
-# `memory.utilization` is read as `free_gpu_memory_fraction`; blocks hold `block_size` tokens.
-def format_trtllm_log_lines(total_gib: float, available_gib: float, kv_gib: float, tokens: int) -> tuple[str, str]:
-    return (f"Memory usage when calculating max tokens in paged kv cache: total: {total_gib:.2f} GiB, "
-            f"available: {available_gib:.2f} GiB",
-            f"[MemUsageChange] Allocated {kv_gib:.2f} GiB for max tokens in paged KV cache ({tokens}).")
-
-
-def plan_trtllm_memory(d: Deployment, max_model_len: int, max_num_seqs: int | None = None) -> EngineMemory:
-    m = d.model
-    fraction = sharding(d).stage_layer_fraction
-    visible = visible_total_gib(d.gpu.memory_gb)
-    seqs = max_num_seqs if max_num_seqs is not None else default_max_num_seqs(visible, d.gpu.name)
-    weights = weights_gib_per_gpu(d)
-    activation = activation_peak_gib(m, d.tp, d.max_num_batched_tokens, seqs, "flashinfer")  # sorts no vocabulary
-    non_torch = non_torch_gib(d.tp)
-    available = max(visible - weights - activation - non_torch, 0.0)
-    budget = available * d.memory_utilization
-    page = kv_page_bytes_per_layer(m, d.tp, d.kv_cache, d.block_size) * math.ceil(m.n_layers * fraction)
-    blocks = int(budget * GIB // page) if budget > 0 else 0
-    tokens = blocks * d.block_size
-    return EngineMemory(
-        engine="trt-llm", vllm_version="", device_total_gib=d.gpu.memory_gb * 1e9 / GIB, visible_total_gib=visible,
-        utilization=d.memory_utilization, requested_gib=visible - (1 - d.memory_utilization) * available,
-        weights_gib=weights, activation_peak_gib=activation, non_torch_gib=non_torch, cuda_graph_gib=0.0,
-        reserve_override_gib=None, kv_budget_gib=budget, block_size=d.block_size, max_model_len=max_model_len,
-        max_num_batched_tokens=d.max_num_batched_tokens, max_num_seqs=seqs,
-        kv_groups=(KvCacheGroup("full_attention", math.ceil(m.n_layers * fraction)),),
-        group_size_layers=math.ceil(m.n_layers * fraction),
-        page_bytes_per_layer=kv_page_bytes_per_layer(m, d.tp, d.kv_cache, d.block_size), num_gpu_blocks=blocks,
-        kv_cache_tokens=tokens, max_concurrency=tokens / max_model_len if max_model_len else 0.0,
-        log_lines=format_trtllm_log_lines(visible, available, blocks * page / GIB, tokens),
-    )
