@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner import plan_dict
-from planner.serving.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S, fleet_for
+from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S, fleet_for
 from planner.serving.operating_point import DEFAULT_OBJECTIVE
 from planner.serving.sizing import size
 from ui.figures import fmt_time

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 from test_browser import ARTIFACTS, _wait_for_metrics, _wait_idle, browser, server  # noqa: F401 (fixtures)
 
-from planner.serving.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
+from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
 from planner.serving.sizing import size
 from ui.links import DEFAULT_SCENARIO
 
@@ -38,7 +38,7 @@ def test_default_plan_judges_its_objective_and_ranks_gpus_as_compare_and_sizing_
     """Llama-3.1-70B fp8 on 4 H100s, H200s and B200s at the default objective: every p90 tile says met or
     missed; the $/hour each needs for the same traffic ranks the three GPUs as Compare's equal-service
     ranking and as the sizing search's cheapest option per GPU do.
-    Source: ui: the three views answer from one sizing function (planner.serving.equal_service)."""
+    Source: ui: the three views answer from one sizing function (planner.contract.equal_service)."""
     ARTIFACTS.mkdir(exist_ok=True)
     traffic = f"{DEFAULT_TRAFFIC_REQUESTS_PER_S:,.4g}"
     usd_per_hour = {}

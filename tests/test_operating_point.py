@@ -1,5 +1,5 @@
 """The operating point at the objective (planner.serving.operating_point) and configurations compared at
-equal service (planner.serving.equal_service): goodput, its judgement, mean TPOT, the fleet for a traffic."""
+equal service (planner.contract.equal_service): goodput, its judgement, mean TPOT, the fleet for a traffic."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planner import ScenarioError, plan
-from planner.serving.equal_service import at_objective, at_rate, compare_at_equal_service, fleet_for
+from planner.contract.equal_service import at_objective, at_rate, compare_at_equal_service, fleet_for
 from planner.serving.operating_point import (
     DEFAULT_OBJECTIVE,
     JUDGE_RELATIVE_TOLERANCE,

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from gpu_catalog import GpuSpec, get_gpu
 from planner import ScenarioError, plan_dict
 from planner.contract.cli import main
+from planner.contract.context_tiers import context_tiers
+from planner.contract.power_sizing import size_power, tokens_per_mw_at_interactivity
 from planner.economics.power import (
     ALL_IN_KW_PER_TDP_KW,
     DEFAULT_ELECTRICITY_USD_PER_KWH,
@@ -33,8 +35,6 @@ from planner.economics.power import (
     step_utilization,
     tokens_per_s_per_provisioned_mw,
 )
-from planner.economics.power_sizing import size_power, tokens_per_mw_at_interactivity
-from planner.serving.context_tiers import context_tiers
 from planner.serving.mixed_fleet import (
     Lognormal,
     cheapest_split,

@@ -9,14 +9,14 @@ import pandas as pd
 import streamlit as st
 
 from planner import ScenarioError, plan
-from planner.scenario.scenario import ServiceObjective
-from planner.serving.equal_service import (
+from planner.contract.equal_service import (
     COMMON_RATE_FRACTION,
     DEFAULT_TRAFFIC_REQUESTS_PER_S,
     at_rate,
     common_rate,
     compare_at_equal_service,
 )
+from planner.scenario.scenario import ServiceObjective
 from planner.serving.operating_point import DEFAULT_OBJECTIVE, judge
 from planner.serving.sweep import batch_sweep
 from ui import charts
@@ -98,7 +98,7 @@ def comparison_table(pins: list[dict[str, Any]], rate: float | None) -> pd.DataF
 
 def equal_service_table(pins: list[dict[str, Any]], slo: ServiceObjective, traffic: float) -> pd.DataFrame:
     """One row per pin, cheapest first: its goodput under the objective and the latency there, and the fleet
-    the traffic needs (planner.serving.equal_service: the sizing search's own function), with the change in
+    the traffic needs (planner.contract.equal_service: the sizing search's own function), with the change in
     $/M against the cheapest."""
     rows = compare_at_equal_service(pins, slo, traffic)
     labels, _ = short_labels(pins)

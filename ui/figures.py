@@ -7,8 +7,8 @@ from typing import Any
 import streamlit as st
 
 from planner import Plan
+from planner.contract.equal_service import Fleet
 from planner.scenario.scenario import ServiceObjective
-from planner.serving.equal_service import Fleet
 from planner.serving.operating_point import judge
 from ui.text import plain
 

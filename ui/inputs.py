@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from gpu_catalog import DEFAULT_INTERCONNECT_GB_S, load_catalog
+from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
 from planner.core.model_shapes import ModelSpec
 from planner.core.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS, ENGINE_LABELS, FLOOR_ENGINE, SERVING_ENGINES
@@ -18,7 +19,6 @@ from planner.hardware.parallelism import nearest_valid_tps, valid_tp
 from planner.model.hf_import import SUPPORTED_MODEL_TYPES
 from planner.model.presets import load_presets
 from planner.scenario.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_RESERVE_GB
-from planner.serving.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
 from planner.serving.operating_point import DEFAULT_OBJECTIVE, DEFAULT_OBJECTIVE_SOURCE
 from ui.text import plain
 

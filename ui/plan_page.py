@@ -11,8 +11,8 @@ import streamlit as st
 from gpu_catalog import load_catalog
 from planner import Plan, ScenarioError, plan
 from planner.contract.chart_data import chart_data
+from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S, Fleet, fleet_for
 from planner.contract.planning import clean_json
-from planner.serving.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S, Fleet, fleet_for
 from planner.serving.operating_point import DEFAULT_OBJECTIVE
 from ui import charts, exports, figures, inputs
 from ui.text import plain

@@ -10,10 +10,10 @@ import pandas as pd
 import streamlit as st
 
 from planner import ScenarioError
+from planner.contract.context_tiers import context_tiers
 from planner.contract.planning import Plan
-from planner.economics.power_sizing import size_power
+from planner.contract.power_sizing import size_power
 from planner.model.presets import load_presets
-from planner.serving.context_tiers import context_tiers
 from planner.serving.mixed_fleet import mixed_fleet
 from ui.text import plain
 

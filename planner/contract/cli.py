@@ -196,14 +196,14 @@ def _issue24_output(command: str, request: Any) -> Any:
     from planner.contract.planning import clean_json
 
     if command == "size-power":
-        from planner.economics.power_sizing import size_power
+        from planner.contract.power_sizing import size_power
 
         return clean_json(size_power(request))
     if command == "mixed-fleet":
         from planner.serving.mixed_fleet import mixed_fleet
 
         return clean_json(mixed_fleet(request))
-    from planner.serving.context_tiers import context_tiers
+    from planner.contract.context_tiers import context_tiers
 
     return clean_json(context_tiers(request))
 
