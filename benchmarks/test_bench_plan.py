@@ -36,3 +36,16 @@ def test_bench_batch_sweep(benchmark):
 
     result = benchmark(batch_sweep, SCENARIO)
     assert len(result["batch"]) > 10
+
+
+def test_bench_plan_closed_loop_benchmark(benchmark):
+    """Target (issue 20): a plan with percentiles under 20 ms, here with the closed-loop benchmark client
+    of 64 clients (640 requests simulated) beside the steady-state serving model."""
+    result = benchmark(plan, {**SCENARIO, "load": {"concurrency": 64}})
+    assert result.serving.benchmark is not None and result.serving.benchmark.tpot_ms.mean > 0
+
+
+def test_bench_plan_at_the_objective(benchmark):
+    """Target: a plan with percentiles under 20 ms at the goodput of the default objective."""
+    result = benchmark(plan, {**SCENARIO, "load": {"at_goodput": True, "slo": {"ttft_ms": 1000, "itl_ms": 50}}})
+    assert result.serving.at_goodput

@@ -526,7 +526,7 @@ def rate_for_concurrency(m: ReplicaModel, concurrency: float, max_running=None) 
         lo, hi = 0.0, float(rates[0])
     else:
         lo, hi = float(rates[above[0] - 1]), float(rates[above[0]])
-    for _ in range(40):
+    for _ in range(20):  # the grid cell is 1/120 of capacity: 2^-20 of it is plenty
         mid = 0.5 * (lo + hi)
         if float(in_system(np.asarray(mid))) < concurrency:
             lo = mid
