@@ -26,7 +26,7 @@ GPU_CATALOG = ROOT / "gpu_catalog" / "gpus.toml"
 MODELS_TOML = ROOT / "planner" / "data" / "models.toml"
 
 # GPUs that public runs cover but gpu_catalog/gpus.toml does not list yet (no sourced datasheet entry).
-GPUS_NOT_IN_CATALOG = frozenset({"b300", "gb300", "mi355x"})
+GPUS_NOT_IN_CATALOG: frozenset[str] = frozenset()
 
 # Closed loop, Little's law: mean requests in flight = throughput x mean latency <= concurrency. The
 # ratio falls below 1 by the ramp-down: with num_prompts = 10 x concurrency the last wave drains with
