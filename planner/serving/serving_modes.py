@@ -35,13 +35,18 @@ def _pool(gpus, tps, pps, eps, weights, kvs) -> list[PoolCandidate]:
             for g in gpus for tp in tps for pp in pps for ep in eps for w in weights for kv in kvs]
 
 
+def check_modes(data: dict[str, Any]) -> ModeSettings:
+    """The request's serving-mode fields, validated (ScenarioError naming the field)."""
+    try:
+        return ModeSettings.model_validate({k: data[k] for k in MODE_FIELDS if k in data})
+    except ValidationError as err:
+        raise from_validation_error(err) from None
+
+
 def size_with_modes(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ScenarioError("sizing", "must be a JSON object")
-    try:
-        modes = ModeSettings.model_validate({k: data[k] for k in MODE_FIELDS if k in data})
-    except ValidationError as err:
-        raise from_validation_error(err) from None
+    modes = check_modes(data)
     req = parse_sizing({k: v for k, v in data.items() if k not in MODE_FIELDS})
     result = size(req)
     for option in result["options"]:  # an aggregated replica prefills and decodes: no separate workers
@@ -101,4 +106,4 @@ def _verdict(agg: dict[str, Any] | None, dis: dict[str, Any] | None) -> dict[str
     return {"winner": "disaggregated", "why": why}
 
 
-__all__ = ["MODE_FIELDS", "fit_hints", "size_with_modes"]
+__all__ = ["MODE_FIELDS", "check_modes", "fit_hints", "size_with_modes"]
