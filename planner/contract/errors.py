@@ -18,9 +18,10 @@ MAX_QUOTED_CHARS = 60  # one echoed piece of user text
 MAX_JSON_DEPTH = 100  # deeper than any scenario or config.json; Python's parser would recurse ~1000 deep
 # The CLI's input limit (contract.cli.MAX_INPUT_BYTES); the app passes its own, smaller ones.
 MAX_JSON_BYTES = 16_000_000
-# Every integer an input holds (token counts, GPU counts, bytes of a config.json field) has under 20
-# digits; 30 leaves room and keeps int() far below Python's 4,300-digit limit (and its quadratic cost).
-MAX_INT_DIGITS = 30
+# Every integer an input holds has under 20 digits. Up to 1,000 digits parse (cheaply) and the field's own
+# range names it; longer literals are refused whole, well below Python's 4,300-digit limit and int()'s
+# quadratic cost on longer ones.
+MAX_INT_DIGITS = 1000
 
 
 def quote(value: Any, limit: int = MAX_QUOTED_CHARS) -> str:
@@ -104,7 +105,7 @@ def _refuse_long_int(limit: int):
     def parse_int(literal: str) -> int:
         digits = len(literal.lstrip("-"))
         if digits > limit:
-            raise ValueError(f"an integer literal has {digits:,} digits, over the limit of {limit}")
+            raise ValueError(f"an integer literal is too long: {digits:,} digits, over the limit of {limit:,}")
         return int(literal)
     return parse_int
 
