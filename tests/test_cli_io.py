@@ -46,8 +46,7 @@ def test_a_full_disk_is_one_line_and_exit_74():
 
 
 def test_a_closed_stdin_is_one_line_and_exit_66():
-    done = subprocess.run([sys.executable, "-m", "planner", "plan", "-"], cwd=ROOT, capture_output=False,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+    done = subprocess.run([sys.executable, "-m", "planner", "plan", "-"], cwd=ROOT, capture_output=True, timeout=120,
                           preexec_fn=lambda: os.close(0))
     assert done.returncode == 66
     _one_error_line(done.stderr, "error: input: standard input is closed")
