@@ -17,7 +17,8 @@ from gpu_catalog import load_catalog
 from planner.contract.errors import ScenarioError, from_validation_error
 from planner.contract.scenario import resolve_gpu, resolve_model
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
-from planner.serving.sizing import fit_hints, gpu_key, parse_sizing, size
+from planner.serving.request_bounds import check_work, dedupe_lists
+from planner.serving.sizing import families, fit_hints, gpu_key, parse_sizing, size
 
 MODE_FIELDS = ("disaggregation", "prefill_gpus", "decode_gpus")  # pp and ep are the sizing request's own
 
@@ -46,8 +47,11 @@ def check_modes(data: dict[str, Any]) -> ModeSettings:
 def size_with_modes(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ScenarioError("sizing", "must be a JSON object")
+    data = dedupe_lists(data)
     modes = check_modes(data)
     req = parse_sizing({k: v for k, v in data.items() if k not in MODE_FIELDS})
+    check_work([families(req)] + ([families(req, modes.prefill_gpus), families(req, modes.decode_gpus)]
+                                  if modes.disaggregation else []))
     result = size(req)
     for option in result["options"]:  # an aggregated replica prefills and decodes: no separate workers
         option.setdefault("mode", "aggregated")
