@@ -23,7 +23,9 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=
 @FUZZ
 @given(st.randoms(use_true_random=False))
 def test_no_link_or_upload_shows_an_exception(rng: random.Random):
-    """Random parameters and uploads, valid or broken: never an exception element on the page."""
+    """Random parameters and uploads, valid or broken: never an exception element on the page.
+    Source: ui: the app's behaviour under AppTest (issue 22).
+    """
     run_case(*case(rng))
 
 
@@ -32,7 +34,9 @@ def test_no_link_or_upload_shows_an_exception(rng: random.Random):
                         "memory.utilization", "compare", "size"]),
        st.randoms(use_true_random=False))
 def test_a_refused_link_parameter_is_named(param: str, rng: random.Random):
-    """A value the parameter cannot take: no exception, and a warning line names the parameter."""
+    """A value the parameter cannot take: no exception, and a warning line names the parameter.
+    Source: ui: the app's behaviour under AppTest (issue 22).
+    """
     value = invalid_text(rng)
     view = "Size a fleet" if param == "size" else "Plan"
     at = run_case({param: value}, {}, view)
@@ -44,7 +48,9 @@ def test_a_refused_link_parameter_is_named(param: str, rng: random.Random):
 @FUZZ
 @given(st.sampled_from(sorted(UPLOADS)), st.randoms(use_true_random=False))
 def test_a_refused_upload_is_named(key: str, rng: random.Random):
-    """An upload no reader accepts: no exception, and an error line names what was uploaded."""
+    """An upload no reader accepts: no exception, and an error line names what was uploaded.
+    Source: ui: the app's behaviour under AppTest (issue 22).
+    """
     value = invalid_text(rng)
     at = run_case({}, {key: value.encode()}, "Plan")
     text = " ".join(e.value for e in (*at.warning, *at.error)).replace("`", "")

@@ -58,6 +58,7 @@ def loaded_scenarios(draw):
 @LAWS
 @given(loaded_scenarios())
 def test_no_plan_holds_a_negative_quantity(s):
+    """Source: invariant: physical monotonicity (issue 22)."""
     p = plan_dict(s)
     assert list(_negatives(p)) == [], s
     m = p["memory"]
@@ -70,7 +71,9 @@ def test_no_plan_holds_a_negative_quantity(s):
 
 def test_a_deployment_that_does_not_fit_reports_its_shortfall():
     """Llama-3.1-405B in bf16 on one 24 GB L4: ~811.7 GB of weights per GPU (405e9 x 2 bytes) against ~21 GB
-    usable: budget 0, and the shortfall is the weights plus overheads minus the cap, about 797 GB."""
+    usable: budget 0, and the shortfall is the weights plus overheads minus the cap, about 797 GB.
+    Source: invariant: physical monotonicity (issue 22).
+    """
     m = plan_dict({"model": "llama-3.1-405b", "gpu": "l4"})["memory"]
     assert m["kv_budget_gb_per_gpu"] == 0
     assert m["kv_shortfall_gb_per_gpu"] == pytest.approx(m["weights_gb_per_gpu"] - m["usable_gb_per_gpu"], rel=0.02)
@@ -85,6 +88,7 @@ def _capacity(s, hit):
 @LAWS
 @given(scenarios(), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
 def test_prefix_caching_never_lowers_capacity(s, h1, h2):
+    """Source: invariant: physical monotonicity (issue 22)."""
     lo, hi = sorted((h1, h2))
     c_lo, c_hi = _capacity(s, lo), _capacity(s, hi)
     if c_lo is None or c_hi is None:  # does not fit: no operating point at any hit rate
@@ -95,7 +99,9 @@ def test_prefix_caching_never_lowers_capacity(s, h1, h2):
 
 def test_prefix_caching_on_a_sliding_window_model():
     """The reported case: gemma-3-12b (5 of 6 layers in a 1,024-token window) on 2x B200, short prompts,
-    where a cached prefix's prefill cost less than the empty step it replaced."""
+    where a cached prefix's prefill cost less than the empty step it replaced.
+    Source: invariant: physical monotonicity (issue 22).
+    """
     s = {"model": "gemma-3-12b", "gpu": "b200", "tp": 2, "context_len": 600, "prompt_len": 500, "output_len": 100}
     rates = [_capacity(s, h) for h in (0.0, 0.25, 0.5, 0.95)]
     assert rates == sorted(rates)
@@ -104,6 +110,7 @@ def test_prefix_caching_on_a_sliding_window_model():
 @LAWS
 @given(scenarios())
 def test_the_floor_is_a_floor(s):
+    """Source: invariant: physical monotonicity (issue 22)."""
     lat = plan_dict(s)["latency"]
     assert lat["itl_ms"] >= lat["itl_ms_floor"] * (1 - REL), s
     if lat.get("prefill_ms_floor") is not None:
@@ -120,6 +127,7 @@ def _custom_gpu(gpu_id: str, **scale: float) -> dict:
 @LAWS
 @given(scenarios(), st.floats(1.0, 4.0))
 def test_more_memory_never_gives_less_kv(s, factor):
+    """Source: invariant: physical monotonicity (issue 22)."""
     small = plan_dict({**s, "gpu": _custom_gpu(s["gpu"])})["memory"]
     big = plan_dict({**s, "gpu": _custom_gpu(s["gpu"], memory_gb=factor)})["memory"]
     assert big["kv_budget_gb_per_gpu"] >= small["kv_budget_gb_per_gpu"] * (1 - REL)
@@ -129,6 +137,7 @@ def test_more_memory_never_gives_less_kv(s, factor):
 @LAWS
 @given(scenarios(), st.floats(1.0, 4.0))
 def test_more_bandwidth_never_makes_a_step_slower(s, factor):
+    """Source: invariant: physical monotonicity (issue 22)."""
     slow = plan_dict({**s, "gpu": _custom_gpu(s["gpu"])})["latency"]
     fast = plan_dict({**s, "gpu": _custom_gpu(s["gpu"], hbm_tb_s=factor)})["latency"]
     assert fast["itl_ms"] <= slow["itl_ms"] * (1 + REL)
@@ -138,6 +147,7 @@ def test_more_bandwidth_never_makes_a_step_slower(s, factor):
 @LAWS
 @given(scenarios(), st.floats(1.0, 10.0), st.floats(1.0, 10.0))
 def test_a_looser_objective_never_gives_less_goodput(s, ttft_factor, itl_factor):
+    """Source: invariant: physical monotonicity (issue 22)."""
     base = plan_dict(s)["latency"]
     if not math.isfinite(base["itl_ms"]):
         return

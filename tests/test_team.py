@@ -26,6 +26,7 @@ pytestmark = pytest.mark.skipif(not (shutil.which("nginx") or os.access("/usr/sb
 
 
 def test_team_serves_health_and_a_session_then_stops(tmp_path):
+    """Source: contract: README "Run it for your team"."""
     from load_team import User, _free_port, _query
 
     port = _free_port()
