@@ -163,9 +163,9 @@ def start_team(workers: int) -> tuple[subprocess.Popen, str]:
 
 
 async def first_pages(base: str, pid: int, n: int) -> None:
-    """New sessions one at a time on the default link: server CPU each (all workers), after one warm-up
-    session per worker."""
-    for _ in range(4):
+    """New sessions one at a time on the default link: server CPU each (all workers), after warm-up
+    sessions (the sticky cookie places each at random: 8 reach every one of a few workers almost surely)."""
+    for _ in range(8):
         u = User(base)
         await u.open(_query(400))
         await u.close()

@@ -161,6 +161,11 @@ def main(argv: list[str] | None = None) -> int:
             if time.monotonic() > deadline:
                 raise SystemExit(f"error: workers on ports {sorted(waiting)} did not answer /_stcore/health "
                                  f"in 180 s; see {run}/worker-*.log")
+            dead = [p for p in waiting if workers[p].poll() is not None]
+            if dead:  # fail at once, with the worker's own words, rather than after the deadline
+                tail = (run / f"worker-{dead[0]}.log").read_text(errors="replace").strip().splitlines()[-1:]
+                raise SystemExit(f"error: the worker on port {dead[0]} exited ({workers[dead[0]].returncode}): "
+                                 f"{tail[0][:200] if tail else 'no output'}; see {run}/worker-{dead[0]}.log")
             waiting = {p for p in waiting if not healthy(p)}
             time.sleep(0.5)
         if stopping:
