@@ -8,7 +8,7 @@ VENV ?= .venv
 PORT ?= 8501
 PY := $(VENV)/bin/python
 
-.PHONY: venv install install-dev browser-deps app test lint bench calibrate accuracy
+.PHONY: venv install install-dev browser-deps nginx-deps app team loadtest test lint bench calibrate accuracy
 
 # The environment itself. Debian ships `venv` without ensurepip unless python3-venv is installed:
 # as root with apt-get we install it, otherwise we say what to install.
@@ -44,6 +44,22 @@ install-dev: $(VENV)/.installed-dev
 app: install
 	@echo "Ridgeline: open http://localhost:$(PORT) (on a remote server, its address on port $(PORT)); Ctrl-C stops it."
 	$(PY) -m streamlit run app.py --server.port $(PORT) --server.headless true
+
+# A team on one host: WORKERS Streamlit processes behind Debian's nginx on PORT (tools/team.py; Ctrl-C stops all).
+WORKERS ?= 2
+team: install nginx-deps
+	$(PY) tools/team.py --workers $(WORKERS) --port $(PORT)
+
+# Real websocket sessions against a team of WORKERS started on a free loopback port (tools/load_team.py).
+loadtest: install-dev nginx-deps
+	$(PY) tools/load_team.py --workers $(WORKERS)
+
+# Debian's nginx for `make team`, installed only when root and missing (no system config is touched).
+nginx-deps:
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; \
+	  else echo "error: nginx is missing: sudo apt-get install nginx, then run make again" >&2; exit 1; fi; }
 
 # Debian's chromium for the real-browser tests (Playwright's own browser download cannot work here).
 browser-deps:

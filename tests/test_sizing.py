@@ -385,3 +385,24 @@ def test_a_denormal_traffic_still_needs_one_replica():
     with pytest.raises(ScenarioError) as err:
         size({**REQUEST, "traffic": {**REQUEST["traffic"], "requests_per_s": 5e-324}})
     assert err.value.field == "traffic.requests_per_s" and "\n" not in str(err.value)
+
+
+def test_repeated_candidates_are_dropped_and_the_work_is_bounded():
+    """Issue 22: ten copies of one weight precision gave 84 options of which 3 were distinct, and 2,000
+    copies with disaggregation held the CPU for 21.7 s. A repeat adds no option: the result equals the
+    single-item request's. A request past the work bound is refused with one line naming `sizing`.
+    Source: contract: docs/CONTRACT_EXTENSIONS.md, "Bounded sizing requests"."""
+    from planner.serving.request_bounds import MAX_FAMILY_PLANS
+    from planner.serving.serving_modes import size_with_modes
+
+    base = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 5.0, "prompt_len": 1000, "output_len": 200},
+            "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h100-sxm"], "tp": [1, 1, 2]}
+    once = size_with_modes({**base, "gpus": ["h100-sxm"], "tp": [1, 2], "weights": ["fp8"], "kv_cache": ["fp8", "bf16"]})
+    repeated = size_with_modes({**base, "weights": ["fp8"] * 2000, "kv_cache": ["fp8", "bf16"] * 10})
+    assert once["options"] == repeated["options"]
+    assert len({json.dumps(o, sort_keys=True) for o in repeated["options"]}) == len(repeated["options"])
+    whole = {**base, "tp": [1, 2, 4, 8, 16], "pp": [1, 2, 4, 8], "ep": [1, 2, 4, 8, 16], "disaggregation": True}
+    whole.pop("gpus")
+    with pytest.raises(ScenarioError, match=f"over the limit of {MAX_FAMILY_PLANS:,}") as err:
+        size_with_modes(whole)
+    assert err.value.field == "sizing"

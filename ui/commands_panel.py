@@ -6,7 +6,6 @@ The ui helper places these panels in app.py.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import urlencode
 
@@ -23,7 +22,7 @@ from planner.contract.commands import (
     render,
     shell_command,
 )
-from planner.core.errors import ScenarioError
+from planner.core.errors import ScenarioError, loads_json
 from planner.engines.base import ENGINE_LABELS
 from ui.links import scenario_to_query
 from ui.text import plain
@@ -91,12 +90,9 @@ def render_bench_comparison(scenario: dict[str, Any], raw: bytes, name: str = "b
         st.error(f"Benchmark not read: larger than {MAX_BENCH_BYTES:,} bytes")
         return
     try:
-        bench = json.loads(raw.decode("utf-8"))
+        bench = loads_json(raw, "bench", max_bytes=MAX_BENCH_BYTES)
         result = compare_bench(bench, {k: v for k, v in scenario.items() if k != "calibration"},
                                name=f"vllm-bench:{name[:60]}")
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        st.error(f"Benchmark not read: not valid JSON ({type(err).__name__})")
-        return
     except ScenarioError as err:
         st.error(f"Benchmark not read: {plain(err.field, 80)}: {plain(err.reason)}")
         return

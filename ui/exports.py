@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from planner import ScenarioError, parse_scenario, plan_dict
-from planner.core.errors import from_validation_error
+from planner.core.errors import from_validation_error, loads_json
 from planner.physics.calibration import CalibrationProfile
 from planner.scenario.scenario import resolve
 from planner.serving.sweep import batch_sweep
@@ -19,20 +19,17 @@ from ui.text import plain
 MAX_UPLOAD_BYTES = 1_000_000
 
 
-def _read_upload(upload) -> Any:
-    raw = upload.getvalue()
-    if len(raw) > MAX_UPLOAD_BYTES:
-        raise ScenarioError("file", f"larger than {MAX_UPLOAD_BYTES:,} bytes")
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ScenarioError("file", f"not valid JSON ({type(err).__name__})") from None
+def _read_upload(upload, field: str = "file") -> Any:
+    """The uploaded JSON through the one safe reader (size before parsing, depth, digits)."""
+    if upload.size > MAX_UPLOAD_BYTES:
+        raise ScenarioError(field, f"is {upload.size:,} bytes, over the limit of {MAX_UPLOAD_BYTES:,}")
+    return loads_json(upload.getvalue(), field, max_bytes=MAX_UPLOAD_BYTES)
 
 
 def apply_scenario_upload(upload) -> str | None:
     """Validate an uploaded scenario and load it into the inputs; the error text, or None."""
     try:
-        data = _read_upload(upload)
+        data = _read_upload(upload, "scenario")
         resolve(parse_scenario(data))
     except ScenarioError as err:
         return f"{err.field}: {err.reason}"
@@ -44,7 +41,7 @@ def apply_calibration_upload(upload) -> str | None:
     from pydantic import ValidationError
 
     try:
-        data = _read_upload(upload)
+        data = _read_upload(upload, "calibration")
         profile = CalibrationProfile.model_validate(data)
     except ScenarioError as err:
         return f"{err.field}: {err.reason}"
@@ -60,7 +57,7 @@ def apply_bench_upload(upload, scenario: dict[str, Any]) -> str | None:
     from planner.serving.calibration_fit import profile_from_vllm_bench
 
     try:
-        bench = _read_upload(upload)
+        bench = _read_upload(upload, "bench")
         profile = profile_from_vllm_bench(bench, {k: v for k, v in scenario.items() if k != "calibration"},
                                           name=f"vllm-bench:{upload.name[:60]}")
     except ScenarioError as err:
@@ -108,8 +105,6 @@ def render(scenario: dict[str, Any] | None, plan_json: dict[str, Any] | None = N
         st.session_state["calibration_error"] = apply_calibration_upload(cal)
         if st.session_state["calibration_error"] is None:
             st.rerun()
-    if st.session_state.get("calibration_error"):
-        u2.error(f"Calibration not loaded: {plain(st.session_state['calibration_error'])}")
     if scenario is not None:
         bench = u2.file_uploader("…or fit one from a `vllm bench serve --save-result` JSON of this scenario",
                                  type=["json"], key="up_bench")
@@ -117,6 +112,9 @@ def render(scenario: dict[str, Any] | None, plan_json: dict[str, Any] | None = N
             st.session_state["calibration_error"] = apply_bench_upload(bench, scenario)
             if st.session_state["calibration_error"] is None:
                 st.rerun()
+    # after both uploaders: an error of either shows on the run that read the file
+    if st.session_state.get("calibration_error"):
+        u2.error(f"Calibration not loaded: {plain(st.session_state['calibration_error'])}")
     if st.session_state.get("calibration"):
         u2.caption(f"Calibration in use: {plain(st.session_state['calibration'].get('name', ''))}")
         if u2.button("Drop calibration", key="drop_calibration"):

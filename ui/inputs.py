@@ -3,7 +3,6 @@ below; `seed_widgets` writes a scenario into them and `read_scenario` turns them
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import streamlit as st
@@ -320,13 +319,9 @@ def read_hf_config(text: str, upload: Any) -> Any:
     raw = upload.getvalue().decode("utf-8", errors="replace") if upload is not None else text
     if not raw.strip():
         raise ScenarioError("config.json", "paste or upload a config.json first")
-    try:
-        return json.loads(raw)
-    except RecursionError:
-        raise ScenarioError("config.json", "is nested too deeply") from None
-    except (json.JSONDecodeError, ValueError) as err:
-        where = f", line {err.lineno}" if isinstance(err, json.JSONDecodeError) else ""
-        raise ScenarioError("config.json", f"is not valid JSON ({type(err).__name__}{where})") from None
+    from planner.core.errors import loads_json
+
+    return loads_json(raw, "config.json", max_bytes=HF_MAX_BYTES)
 
 
 def _hf_import_box() -> None:

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from planner import ScenarioError, parse_scenario
+from planner.core.errors import loads_json
 from planner.scenario.scenario import resolve
 from planner.serving.operating_point import DEFAULT_OBJECTIVE
 
@@ -77,9 +78,19 @@ def scenario_to_query(scenario: dict[str, Any]) -> dict[str, str]:
     return params
 
 
+def _json(raw: str, field: str) -> Any:
+    """A parameter's JSON through the one safe reader (depth, size, digits); ValueError with its reason."""
+    try:
+        return loads_json(raw, field, max_bytes=MAX_LINK_CHARS)
+    except ScenarioError as err:
+        raise ValueError(err.reason) from None
+
+
 def _convert(field: str, raw: str) -> Any:
     """Query text to a typed value; raises ValueError with a reason."""
     if field in INT_FIELDS:
+        if len(raw.strip()) > 20:  # no count has 20 digits; int() of thousands of digits is quadratic
+            raise ValueError("must be a whole number of at most 20 digits")
         try:
             return int(raw)
         except ValueError:
@@ -97,16 +108,10 @@ def _convert(field: str, raw: str) -> Any:
             raise ValueError("must be a number") from None
     if field in JSON_OR_STR_FIELDS:
         if raw.lstrip().startswith("{"):
-            try:
-                return json.loads(raw)
-            except json.JSONDecodeError:
-                raise ValueError("is not valid JSON") from None
+            return _json(raw, field)
         return raw
     if field in JSON_FIELDS:
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
-            raise ValueError("is not valid JSON") from None
+        return _json(raw, field)
     return raw
 
 
@@ -177,9 +182,9 @@ def comparison_to_query(pins: list[dict[str, Any]]) -> str:
 
 def comparison_from_query(raw: str) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     try:
-        pins = json.loads(raw)
-    except json.JSONDecodeError:
-        return [], [(COMPARE_PARAM, "is not valid JSON; no comparison loaded")]
+        pins = loads_json(raw, COMPARE_PARAM, max_bytes=MAX_LINK_CHARS)
+    except ScenarioError as err:
+        return [], [(COMPARE_PARAM, f"{err.reason}; no comparison loaded")]
     if not isinstance(pins, list):
         return [], [(COMPARE_PARAM, "must be a JSON list of scenarios; no comparison loaded")]
     good: list[dict[str, Any]] = []
@@ -187,9 +192,29 @@ def comparison_from_query(raw: str) -> tuple[list[dict[str, Any]], list[tuple[st
     if len(pins) > MAX_PINS:
         problems.append((COMPARE_PARAM, f"holds {len(pins)} pins; only the first {MAX_PINS} are loaded"))
     for i, pin in enumerate(pins[:MAX_PINS]):
+        if not isinstance(pin, dict):
+            problems.append((f"{COMPARE_PARAM}[{i}]", "must be a JSON object (a scenario); that pin is skipped"))
+            continue
         try:
             _check(pin)
             good.append(pin)
         except ValueError as err:
             problems.append((f"{COMPARE_PARAM}[{i}]", f"{_reason(err, '')}; that pin is skipped"))
     return good, problems
+
+
+def sizing_request_from_link(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The sizing request a link's `size` parameter holds once the search accepts its fields, or None and
+    the reason (one line naming the field) when it does not."""
+    from planner.serving.serving_modes import MODE_FIELDS, check_modes
+    from planner.serving.sizing import parse_sizing
+
+    try:
+        candidate = loads_json(raw, SIZE_PARAM, max_bytes=MAX_LINK_CHARS)
+        if not isinstance(candidate, dict):
+            raise ScenarioError(SIZE_PARAM, "must be a JSON object (a sizing request)")
+        parse_sizing({k: v for k, v in candidate.items() if k not in MODE_FIELDS})
+        check_modes(candidate)
+    except ScenarioError as err:
+        return None, f"{err.field}: {err.reason}"
+    return candidate, None

@@ -93,7 +93,7 @@ WATERFALL_LABELS = {"device_total": "device total (as the framework sees it)", "
                     "allocator_rounding": "- allocator rounding of the weight tensors (logged with the weights)",
                     "activation_peak": "- activation peak of the profiling run", "non_torch": "- non-torch (NCCL, CUDA context)",
                     "cuda_graphs": "- CUDA-graph pool", "reserve_override": "- reserve (memory.reserve_gb override)",
-                    "kv_cache": "= KV cache"}
+                    "kv_cache": "= KV cache", "kv_shortfall": "shortfall: the terms above exceed the cap by"}
 
 
 def engine_memory(p: Plan) -> None:

@@ -13,10 +13,10 @@ from planner import ScenarioError
 from planner.core.precision import KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.economics.ownership import OwnershipCosts, break_even_utilization
 from planner.model.presets import load_presets
-from planner.serving.serving_modes import MODE_FIELDS, decode_worker_scenario, size_with_modes
-from planner.serving.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS, parse_sizing
+from planner.serving.serving_modes import decode_worker_scenario, size_with_modes
+from planner.serving.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS
 from ui import charts, inputs
-from ui.links import SIZE_PARAM
+from ui.links import SIZE_PARAM, sizing_request_from_link
 from ui.text import plain
 
 DEFAULT_REQUEST: dict[str, Any] = {
@@ -98,13 +98,11 @@ def _init(catalog) -> None:
     req = DEFAULT_REQUEST
     raw = st.session_state.get("size_link")  # captured at session start (ui/state.py)
     if raw:
-        try:
-            candidate = json.loads(raw)
-            parse_sizing({k: v for k, v in candidate.items() if k not in MODE_FIELDS})
+        candidate, problem = sizing_request_from_link(raw)
+        if candidate is None:
+            st.session_state["sz_link_problem"] = problem
+        else:
             req = candidate
-        except (json.JSONDecodeError, RecursionError, ScenarioError) as err:
-            reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else "not valid JSON"
-            st.session_state["sz_link_problem"] = reason
     _seed(req, catalog)
     st.session_state["sz_initialized"] = True
     if raw and "sz_link_problem" not in st.session_state:

@@ -10,7 +10,9 @@ import argparse
 import functools
 import json
 import math
+import os
 import sys
+import warnings
 from collections.abc import Iterable
 from typing import Any, TextIO
 
@@ -21,6 +23,8 @@ from planner.model.presets import load_presets
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug of ours, still reported on one line
+EXIT_NO_INPUT = 66  # EX_NOINPUT: standard input is closed (or a file cannot be opened for reading)
+EXIT_OUTPUT = 74  # EX_IOERR: the output cannot be written (a closed pipe, a full disk)
 MAX_INPUT_BYTES = 16_000_000  # a scenario or a config.json is a few kB; refuse files that are clearly not one
 
 
@@ -76,14 +80,28 @@ example:
 """
 
 
+_EXIT_HELP = f"""\
+exit codes (each error is one line `error: <field>: <reason>` on stderr):
+  0 done; {EXIT_BAD_INPUT} bad input; {EXIT_NO_INPUT} standard input is closed; \
+{EXIT_INTERNAL} a bug of ours (please report the input);
+  {EXIT_OUTPUT} the output cannot be written (the reader closed the pipe, or the disk is full)
+"""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, like every other bad input
         raise ScenarioError("arguments", message)
 
 
-def _read_json(path: str, field: str, stdin: TextIO) -> Any:
+class InputClosed(Exception):
+    """Standard input is closed (`<&-`): exit EXIT_NO_INPUT."""
+
+
+def _read_json(path: str, field: str, stdin: TextIO | None) -> Any:
     try:
         if path == "-":
+            if stdin is None or stdin.closed:
+                raise InputClosed
             text = stdin.read(MAX_INPUT_BYTES + 1)
         else:
             with open(path, encoding="utf-8") as f:
@@ -134,7 +152,8 @@ def _first_non_finite(value: Any, path: str = "") -> str | None:
 @functools.cache
 def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
     parser = _Parser(prog="python -m planner", description="Ridgeline LLM serving capacity planner. "
-                     "Inputs and outputs: docs/CONTRACT.md; examples: data/examples/.")
+                     "Inputs and outputs: docs/CONTRACT.md; examples: data/examples/.", epilog=_EXIT_HELP,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     raw = argparse.RawDescriptionHelpFormatter
     p_plan = sub.add_parser("plan", help="plan one scenario (JSON file or '-')", epilog=_PLAN_HELP, formatter_class=raw)
@@ -258,11 +277,41 @@ def run(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = No
     return 0
 
 
+def _silence_stdout(out: TextIO | None) -> None:
+    """Point a failed stdout at /dev/null, so that the interpreter's flush at exit does not print a second
+    error (Python's documented way for SIGPIPE: docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    try:
+        fd = out.fileno() if out is not None else -1
+    except (OSError, ValueError, AttributeError):
+        return
+    if fd >= 0:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
 def main(argv: list[str] | None = None, stdin: TextIO | None = None, stdout: TextIO | None = None,
          stderr: TextIO | None = None) -> int:
     stderr = stderr if stderr is not None else sys.stderr
+    out = stdout if stdout is not None else sys.stdout
     try:
-        return run(sys.argv[1:] if argv is None else argv, stdin, stdout)
+        with warnings.catch_warnings():
+            # A guard: a numeric warning is a bug of ours (the tests run with warnings as errors), never
+            # numpy text on stderr.
+            warnings.simplefilter("ignore")
+            code = run(sys.argv[1:] if argv is None else argv, stdin, stdout)
+        if out is not None:
+            out.flush()  # a full disk shows here, not at exit
+        return code
+    except InputClosed:
+        stderr.write(ScenarioError("input", "standard input is closed; give a file or pipe JSON in").line() + "\n")
+        return EXIT_NO_INPUT
+    except (BrokenPipeError, OSError) as err:
+        _silence_stdout(out)
+        reason = "the reader closed the pipe" if isinstance(err, BrokenPipeError) else (
+            f"cannot write ({err.strerror or type(err).__name__})")
+        stderr.write(ScenarioError("output", reason).line() + "\n")
+        return EXIT_OUTPUT
     except ScenarioError as err:
         stderr.write(err.line() + "\n")
         return EXIT_BAD_INPUT

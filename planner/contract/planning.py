@@ -63,6 +63,7 @@ class MemorySection(BaseModel):
     weights_fit: bool
     smallest_tp_that_fits: int | None
     smallest_layout_that_fits: dict[str, int] | None = None  # {tp, pp, ep, gpus_per_replica, nodes_per_replica}
+    kv_shortfall_gb_per_gpu: float = 0.0  # issue 22: what weights and overheads exceed the cap by; the budget is 0
     # extensions (engine memory, planner.engines.vllm): waterfall in GiB and vLLM's start-up lines
     engine_rules: str = "napkin"
     vllm_version: str | None = None
@@ -290,6 +291,7 @@ def _memory_section(d: Deployment, mem: MemoryPlan, batch: int, context_len: int
         weights_gb_per_gpu=mem.weights_gb_per_gpu, kv_bytes_per_token=mem.kv_bytes_per_token,
         kv_bytes_per_token_per_gpu=mem.kv_bytes_per_token_per_gpu,
         kv_budget_gb_per_gpu=mem.kv_budget_gb_per_gpu, max_batch=mem.max_batch, fits=mem.fits,
+        kv_shortfall_gb_per_gpu=mem.kv_shortfall_gb_per_gpu,
         kv_bytes_per_sequence_per_gpu=mem.kv_bytes_per_sequence_per_gpu,
         usable_gb_per_gpu=mem.usable_gb_per_gpu, reserve_gb=mem.reserve_gb,
         kv_gb_per_gpu_at_batch=min(batch, mem.max_batch) * mem.kv_bytes_per_sequence_per_gpu / 1e9,
@@ -486,7 +488,9 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
         scenario.calibration is not None and scenario.calibration.applies_to(gpu_id) and profile) else None
     # bands only where an engine profile runs as validated: not calibrated, not custom, not ideal
     banded = profile and calibration is None
-    floor = with_efficiency(d, engine_efficiency(FLOOR_ENGINE, gpu_id))
+    # The floor is the fastest the GPU runs this step: the graph engine's measured efficiencies, or the
+    # plan's own when it asks for the ideal (100% of peak is below any measured floor, issue 22)
+    floor = d if scenario.efficiency == "ideal" else with_efficiency(d, engine_efficiency(FLOOR_ENGINE, gpu_id))
     return Plan(
         memory=_memory_section(d, mem, batch, context_len),
         roofline=_roofline_section(d, step, pre, scenario.mean_context),

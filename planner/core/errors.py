@@ -16,6 +16,12 @@ from pydantic import ValidationError
 MAX_ERROR_CHARS = 300  # the whole `error: <field>: <reason>` line stays readable in a terminal
 MAX_QUOTED_CHARS = 60  # one echoed piece of user text
 MAX_JSON_DEPTH = 100  # deeper than any scenario or config.json; Python's parser would recurse ~1000 deep
+# The CLI's input limit (contract.cli.MAX_INPUT_BYTES); the app passes its own, smaller ones.
+MAX_JSON_BYTES = 16_000_000
+# Every integer an input holds has under 20 digits. Up to 1,000 digits parse (cheaply) and the field's own
+# range names it; longer literals are refused whole, well below Python's 4,300-digit limit and int()'s
+# quadratic cost on longer ones.
+MAX_INT_DIGITS = 1000
 
 
 def quote(value: Any, limit: int = MAX_QUOTED_CHARS) -> str:
@@ -95,20 +101,45 @@ def _depth_within(value: Any, limit: int) -> bool:
     return True
 
 
-def loads_json(text: str | bytes, field: str = "scenario") -> Any:
-    """Parse JSON as an input: NaN/Infinity, nesting deeper than MAX_JSON_DEPTH and integer literals
-    beyond Python's 4,300-digit limit are refused as a ScenarioError (never a RecursionError)."""
+def _refuse_long_int(limit: int):
+    def parse_int(literal: str) -> int:
+        digits = len(literal.lstrip("-"))
+        if digits > limit:
+            raise ValueError(f"an integer literal is too long: {digits:,} digits, over the limit of {limit:,}")
+        return int(literal)
+    return parse_int
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"a number is out of range ({literal[:20]}...)")
+    return value
+
+
+def loads_json(text: str | bytes, field: str = "scenario", max_bytes: int | None = MAX_JSON_BYTES,
+               max_depth: int = MAX_JSON_DEPTH, max_int_digits: int = MAX_INT_DIGITS) -> Any:
+    """Parse JSON as an input, the one reader for every JSON the CLI and the app accept (files, stdin,
+    share-link parameters, uploads, pasted config.json). Refused as a ScenarioError naming `field`
+    (never a RecursionError, a ValueError or a hang): text over `max_bytes`, NaN/Infinity, numbers that
+    overflow a float, integer literals over `max_int_digits` digits, nesting deeper than `max_depth`."""
+    size = len(text)  # characters of a str: a lower bound of its UTF-8 bytes, checked before encoding
+    if max_bytes is not None and size > max_bytes:
+        raise ScenarioError(field, f"is {size:,} bytes, over the limit of {max_bytes:,}")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ScenarioError(field, "not valid JSON (not UTF-8 text)") from None
     try:
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = json.loads(text, parse_constant=_refuse_constant, parse_int=_refuse_long_int(max_int_digits),
+                          parse_float=_finite_float)
     except json.JSONDecodeError as err:
         raise ScenarioError(field, f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
     except RecursionError:
-        raise ScenarioError(field, f"not valid JSON (nested deeper than {MAX_JSON_DEPTH} levels)") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(field, "not valid JSON (not UTF-8 text)") from None
-    except ValueError as err:  # NaN/Infinity, or an integer literal over sys.get_int_max_str_digits()
-        reason = str(err) if "is not a number" in str(err) else "an integer literal is too long"
-        raise ScenarioError(field, f"not valid JSON ({reason})") from None
-    if not _depth_within(data, MAX_JSON_DEPTH):
-        raise ScenarioError(field, f"not valid JSON (nested deeper than {MAX_JSON_DEPTH} levels)")
+        raise ScenarioError(field, f"not valid JSON (nested deeper than {max_depth} levels)") from None
+    except ValueError as err:  # NaN/Infinity, a float overflow, an integer literal over the digit limit
+        raise ScenarioError(field, f"not valid JSON ({err})") from None
+    if not _depth_within(data, max_depth):
+        raise ScenarioError(field, f"not valid JSON (nested deeper than {max_depth} levels)")
     return data

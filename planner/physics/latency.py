@@ -150,5 +150,8 @@ def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike,
     iteration pays anyway. So an idle engine's iteration carrying a whole prompt lasts exactly `prefill`."""
     cached = np.asarray(cached_tokens, dtype=float)
     empty = float(decode_step(d, 0, 1).total_ms)
-    before = np.where(cached > 0, prefill(d, np.maximum(cached, 1.0)).total_ms, empty)
+    # A cached prefix is subtracted as its own prefill, but never below the empty iteration: a short
+    # prefix's prefill (no decode-step fixed costs) can be cheaper than the empty step, and subtracting it
+    # would make a cache hit add work (gemma-3-12b on 2x B200: 523 req/s at hit rate 0, 341 at 0.25).
+    before = np.maximum(np.where(cached > 0, prefill(d, np.maximum(cached, 1.0)).total_ms, empty), empty)
     return np.maximum(np.asarray(prefill(d, prompt_len).total_ms, dtype=float) - before, 0.0)

@@ -108,6 +108,9 @@ class MemoryPlan:
     fits: bool
     weights_fit: bool
     engine: EngineMemory | None = None  # vLLM's accounting when its rules apply
+    # What the weights and overheads exceed the cap by when they do not fit (the KV budget is then 0, never
+    # negative: a budget is an amount of memory)
+    kv_shortfall_gb_per_gpu: float = 0.0
 
 
 def uses_engine_rules(d: Deployment) -> bool:
@@ -142,11 +145,12 @@ def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:
         kv_bytes_per_sequence_per_gpu=per_seq,
         usable_gb_per_gpu=usable_gb,
         reserve_gb=reserve_gb,
-        kv_budget_gb_per_gpu=kv_budget_gb,
+        kv_budget_gb_per_gpu=max(kv_budget_gb, 0.0),
         max_batch=max_batch,
         fits=max_batch >= 1,
         weights_fit=kv_budget_gb > 0,
         engine=e,
+        kv_shortfall_gb_per_gpu=max(-kv_budget_gb, 0.0),
     )
 
 
@@ -163,7 +167,8 @@ def engine_memory_fields(mem: MemoryPlan) -> dict:
         "utilization_cap": e.requested_gib, "weights": e.weights_gib, "rotary_tables": e.rotary_cache_gib,
         "allocator_rounding": e.allocator_rounding_gib,
         "activation_peak": e.activation_peak_gib, "non_torch": e.non_torch_gib, "cuda_graphs": e.cuda_graph_gib,
-        "reserve_override": e.reserve_override_gib, "kv_cache": e.kv_budget_gib,
+        "reserve_override": e.reserve_override_gib, "kv_cache": max(e.kv_budget_gib, 0.0),
+        "kv_shortfall": max(-e.kv_budget_gib, 0.0),  # what the terms above exceed the cap by (0 when they fit)
     }
     return {
         "engine_rules": e.engine, "vllm_version": e.vllm_version or None, "vllm_sampler": e.sampler,

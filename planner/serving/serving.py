@@ -309,7 +309,11 @@ def ttft_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
 def _lower_gamma_regularized(a: float, x: np.ndarray, terms: int = 80) -> np.ndarray:
     """P(a, x) by its power series x^a e^-x / Gamma(a + 1) sum_n x^n / ((a + 1)...(a + n)); numpy has no
     incomplete gamma, and the windows here keep x below a few tens (the series then converges)."""
-    x = np.maximum(np.asarray(x, dtype=float), 0.0)
+    given = np.maximum(np.asarray(x, dtype=float), 0.0)
+    # An unstable point's window is infinite: P(a, inf) = 1 exactly. The series runs on finite x only
+    # (inf - inf in the log front would be NaN, and numpy would warn); a NaN x stays NaN.
+    finite = np.isfinite(given)
+    x = np.where(finite, given, 0.0)
     term = np.ones_like(x)
     total = np.ones_like(x)
     for n in range(1, terms):
@@ -317,9 +321,9 @@ def _lower_gamma_regularized(a: float, x: np.ndarray, terms: int = 80) -> np.nda
         total = total + term
         if n % 4 == 0 and not np.any(term > 1e-10 * total):  # converged everywhere
             break
-    with np.errstate(divide="ignore"):
-        log_front = a * np.log(np.maximum(x, 1e-300)) - x - math.lgamma(a + 1.0)
-    return np.where(x > 0, np.minimum(np.exp(log_front) * total, 1.0), 0.0)
+    log_front = a * np.log(np.maximum(x, 1e-300)) - x - math.lgamma(a + 1.0)
+    series = np.where(x > 0, np.minimum(np.exp(log_front) * total, 1.0), 0.0)
+    return np.where(finite, series, np.where(given == np.inf, 1.0, np.nan))
 
 
 def gap_cdf(rate_per_ms: np.ndarray, t_ms: np.ndarray, arrival_cv: float) -> np.ndarray:
@@ -352,10 +356,14 @@ def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: fl
     x = (np.asarray(rate_per_ms, dtype=float) * shape * np.asarray(window_ms, dtype=float))[..., None]  # window / theta
     lower = _lower_gamma_regularized(shape, x)
     survival = 1.0 - lower
-    with np.errstate(divide="ignore"):  # P(a + 1, x) = P(a, x) - x^a e^-x / Gamma(a + 1)
-        front = np.exp(shape * np.log(np.maximum(x, 1e-300)) - x - math.lgamma(shape + 1.0))
+    # P(a + 1, x) = P(a, x) - x^a e^-x / Gamma(a + 1); the front is 0 at an infinite window (on finite x only)
+    safe_x = np.where(np.isfinite(x), x, 0.0)
+    front = np.where(np.isfinite(x), np.exp(shape * np.log(np.maximum(safe_x, 1e-300)) - safe_x
+                                            - math.lgamma(shape + 1.0)), 0.0)
     below = np.clip(lower - np.where(x > 0, front, 0.0), 0.0, 1.0)  # E[gap; gap < window] / E[gap]
-    busy = np.clip(mu * survival + below, 1e-300, 1.0)  # P(N >= 1) = lambda E[min(gap, window)]
+    # P(N >= 1) = lambda E[min(gap, window)]; 1 in an infinite window (where inf x 0 would be NaN)
+    finite_mu = np.isfinite(mu)
+    busy = np.where(finite_mu, np.clip(np.where(finite_mu, mu, 0.0) * survival + below, 1e-300, 1.0), 1.0)
     clump = np.maximum(mu / busy, 1.0)  # mean count of a window that has arrivals
     ratio = 1.0 - 1.0 / clump
     pk = np.where(k[1:] >= 1, busy / clump * ratio ** (k[1:] - 1.0), 0.0)

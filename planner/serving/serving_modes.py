@@ -19,7 +19,8 @@ from planner.economics.cost import gpu_price
 from planner.hardware.validated import is_validated
 from planner.scenario.scenario import resolve_gpu, resolve_model
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
-from planner.serving.sizing import fit_hints, gpu_key, parse_sizing, size
+from planner.serving.request_bounds import check_work, dedupe_lists
+from planner.serving.sizing import families, fit_hints, gpu_key, parse_sizing, size
 
 MODE_FIELDS = ("disaggregation", "prefill_gpus", "decode_gpus")  # pp and ep are the sizing request's own
 
@@ -37,14 +38,22 @@ def _pool(gpus, tps, pps, eps, weights, kvs) -> list[PoolCandidate]:
             for g in gpus for tp in tps for pp in pps for ep in eps for w in weights for kv in kvs]
 
 
+def check_modes(data: dict[str, Any]) -> ModeSettings:
+    """The request's serving-mode fields, validated (ScenarioError naming the field)."""
+    try:
+        return ModeSettings.model_validate({k: data[k] for k in MODE_FIELDS if k in data})
+    except ValidationError as err:
+        raise from_validation_error(err) from None
+
+
 def size_with_modes(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ScenarioError("sizing", "must be a JSON object")
-    try:
-        modes = ModeSettings.model_validate({k: data[k] for k in MODE_FIELDS if k in data})
-    except ValidationError as err:
-        raise from_validation_error(err) from None
+    data = dedupe_lists(data)
+    modes = check_modes(data)
     req = parse_sizing({k: v for k, v in data.items() if k not in MODE_FIELDS})
+    check_work([families(req)] + ([families(req, modes.prefill_gpus), families(req, modes.decode_gpus)]
+                                  if modes.disaggregation else []))
     result = size(req)
     for option in result["options"]:  # an aggregated replica prefills and decodes: no separate workers
         option.setdefault("mode", "aggregated")
@@ -126,4 +135,4 @@ def _verdict(agg: dict[str, Any] | None, dis: dict[str, Any] | None) -> dict[str
     return {"winner": "disaggregated", "why": why}
 
 
-__all__ = ["MODE_FIELDS", "decode_worker_scenario", "fit_hints", "size_with_modes"]
+__all__ = ["MODE_FIELDS", "check_modes", "decode_worker_scenario", "fit_hints", "size_with_modes"]

@@ -43,6 +43,7 @@ from planner.scenario.scenario import (
     resolve_gpu,
     resolve_model,
 )
+from planner.serving.request_bounds import check_work, dedupe_lists
 from planner.serving.serving import (
     PERCENTILES,
     LoadPoint,
@@ -135,7 +136,7 @@ def parse_sizing(data: Any) -> SizingRequest:
     if not isinstance(data, dict):
         raise ScenarioError("sizing", "must be a JSON object")
     try:
-        req = SizingRequest.model_validate(data)
+        req = SizingRequest.model_validate(dedupe_lists(data))  # a repeated candidate only repeats work
     except ValidationError as err:
         raise from_validation_error(err) from None
     for i, tp in enumerate(req.tp):
@@ -463,8 +464,16 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     return rows, infeasible, searched, pruned
 
 
+def families(req: SizingRequest, gpus: list[Any] | None = None) -> int:
+    """Configuration families a search over these candidate lists plans (the work bound's unit)."""
+    n_gpus = len(gpus if gpus is not None else (req.gpus if req.gpus is not None else load_catalog()))
+    return n_gpus * len(req.tp) * len(req.pp) * len(req.ep) * len(req.weights) * len(req.kv_cache)
+
+
 def size(data: Any) -> dict[str, Any]:
     req = data if isinstance(data, SizingRequest) else parse_sizing(data)
+    if not isinstance(data, SizingRequest):
+        check_work([families(req)])  # size_with_modes checks the whole request (its modes too) first
     hints = fit_hints(req)
     rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True)
     rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))

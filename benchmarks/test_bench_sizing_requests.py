@@ -1,0 +1,35 @@
+"""Benchmarks of issue 22's sizing requests (targets measured by `make bench`, never asserted as timings):
+each under 2 s of CPU in-process on the 2-core reference machine.
+
+- WHOLE_CATALOG: a dense model over the whole catalog, tp x pp x ep x both serving modes;
+- ISSUE9: issue 9's 82,000-configuration MoE request (benchmarks/test_bench_modes.py REQUEST);
+- REPEATED: 2,000 copies of one weight precision with disaggregation (21.7 s of CPU before the lists
+  were de-duplicated; now the cost of one).
+"""
+
+from __future__ import annotations
+
+from benchmarks.test_bench_modes import REQUEST as ISSUE9
+from planner.serving.serving_modes import size_with_modes
+
+WHOLE_CATALOG = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+                 "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "tp": [1, 2, 4, 8], "pp": [1, 2, 4], "ep": [1],
+                 "weights": ["bf16", "fp8", "int4"], "kv_cache": ["bf16", "fp8"], "disaggregation": True}
+REPEATED = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 5.0, "prompt_len": 1000, "output_len": 200},
+            "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm"], "tp": [1], "weights": ["fp8"] * 2000,
+            "disaggregation": True}
+
+
+def test_bench_whole_catalog_tp_pp_ep_modes(benchmark):
+    result = benchmark.pedantic(size_with_modes, (WHOLE_CATALOG,), rounds=1, iterations=1)
+    assert result["options"]
+
+
+def test_bench_issue9_request(benchmark):
+    result = benchmark.pedantic(size_with_modes, (ISSUE9,), rounds=1, iterations=1)
+    assert result["searched"] >= 5000
+
+
+def test_bench_repeated_candidates(benchmark):
+    result = benchmark(size_with_modes, REPEATED)
+    assert result["options"]

@@ -1,0 +1,55 @@
+"""Bounds on a sizing request (issue 22): list fields de-duplicated before they are capped, and the search's
+work (configuration families the search plans) refused past a bound with one line, so that no legal-looking
+request holds the CPU for minutes.
+
+A family is one GPU x TP x PP x EP x weight precision x KV precision; the search plans each once (its
+memory, its step-time tables, its goodput), which costs about 1 ms of CPU on the 2-core reference machine,
+and a disaggregated search plans each family once more per pool. MAX_FAMILY_PLANS keeps the worst legal
+request near 20 s there; the caps are in docs/CONTRACT_EXTENSIONS.md ("Bounded sizing requests").
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from planner.core.errors import ScenarioError
+
+# Fields holding candidate lists; a repeated item adds no option and only repeats work.
+LIST_FIELDS = ("gpus", "tp", "pp", "ep", "weights", "kv_cache", "prefill_gpus", "decode_gpus")
+MAX_FAMILY_PLANS = 20_000
+
+
+def _key(item: Any) -> str:
+    return json.dumps(item, sort_keys=True, default=str) if isinstance(item, (dict, list)) else repr(item)
+
+
+def dedupe_lists(data: Any) -> Any:
+    """The request with each candidate list's repeated items dropped (first kept, order unchanged);
+    anything that is not a dict or a list is returned as is, for validation to name."""
+    if not isinstance(data, dict):
+        return data
+    out = dict(data)
+    for field in LIST_FIELDS:
+        values = out.get(field)
+        if isinstance(values, list):
+            seen: set[str] = set()
+            unique = []
+            for v in values:
+                k = f"{type(v).__name__}:{_key(v)}"  # 1 and 1.0 and true stay distinct: validation names them
+                if k not in seen:
+                    seen.add(k)
+                    unique.append(v)
+            out[field] = unique
+    return out
+
+
+def check_work(families_per_search: list[int]) -> int:
+    """The family plans a search needs (one count per search: the aggregated one, and each disaggregated
+    pool); past MAX_FAMILY_PLANS a ScenarioError says how to narrow the request."""
+    plans = sum(families_per_search)
+    if plans > MAX_FAMILY_PLANS:
+        raise ScenarioError("sizing", f"needs {plans:,} configuration-family plans (GPUs x tp x pp x ep x weights "
+                                      f"x kv_cache, per mode), over the limit of {MAX_FAMILY_PLANS:,}: narrow "
+                                      "the candidate lists")
+    return plans

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Load test of the team set-up (tools/team.py): real Streamlit sessions over the proxy's websocket.
+
+Each simulated user does what a browser does: GET / through nginx (which gives it its sticky
+`ridgeline_worker` cookie), then opens /_stcore/stream with that cookie and speaks Streamlit's own
+protobuf messages: a BackMsg `rerun_script` with the link's query string, then reruns carrying the
+widget states of a changed input, reading ForwardMsgs until `script_finished`. Loopback only; every loop
+is bounded (a count and a deadline) and stops by itself.
+
+    python tools/load_team.py [--workers 2] [--users 20] [--duration 60]    (make loadtest)
+
+Figures (targets of issue 22 on a 2-core host), printed, never asserted:
+  * first page: server CPU per new session, summed over every worker (/proc)      target <= 0.1 s
+  * USERS sessions opening a link at once: wall time to script_finished, p95     target <= 3 s
+  * USERS users each changing an input every 2-4 s for DURATION s: response p95   target <= 1 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parents[1]
+RECV_TIMEOUT_S = 120
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            out += [int(c) for c in (task / "children").read_text().split()]
+    except OSError:  # the process or a thread ended meanwhile
+        pass
+    return out
+
+
+def _tree_cpu_s(pid: int) -> float:
+    """CPU of a process and its descendants that are alive (the workers live as long as the test)."""
+    todo, total = [pid], 0.0
+    while todo:
+        p = todo.pop()
+        total += _cpu_s(p)
+        todo += _children(p)
+    return total
+
+
+def _query(output_len: int) -> str:
+    return urlencode({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
+                      "context_len": 8192, "prompt_len": 2000, "output_len": output_len})
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))] if ordered else float("nan")
+
+
+class User:
+    """One browser tab through the proxy."""
+
+    def __init__(self, base: str):
+        self.base = base  # 127.0.0.1:PORT
+        self.ws = None
+        self.cookie = ""
+        self.widget_ids: dict[str, str] = {}
+
+    def _get_cookie(self) -> None:
+        with urllib.request.urlopen(f"http://{self.base}/", timeout=30) as r:
+            cookies = [h.split(";", 1)[0] for k, h in r.headers.items() if k.lower() == "set-cookie"]
+        self.cookie = "; ".join(cookies)
+
+    async def open(self, query: str) -> float:
+        import websockets
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        t0 = time.perf_counter()
+        await asyncio.to_thread(self._get_cookie)
+        self.ws = await websockets.connect(f"ws://{self.base}/_stcore/stream", subprotocols=["streamlit"],
+                                           origin=f"http://{self.base}", max_size=None,
+                                           additional_headers={"Cookie": self.cookie})
+        msg = BackMsg()
+        msg.rerun_script.query_string = query
+        msg.rerun_script.page_script_hash = ""
+        await self.ws.send(msg.SerializeToString())
+        await self._until_finished()
+        return time.perf_counter() - t0
+
+    async def change(self, key: str, value: int) -> float:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        t0 = time.perf_counter()
+        msg = BackMsg()
+        msg.rerun_script.page_script_hash = ""
+        state = msg.rerun_script.widget_states.widgets.add()
+        state.id = self.widget_ids[key]
+        state.int_value = value
+        await self.ws.send(msg.SerializeToString())
+        await self._until_finished()
+        return time.perf_counter() - t0
+
+    async def _until_finished(self) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        for _ in range(100_000):  # bounded: a run is a few hundred messages
+            raw = await asyncio.wait_for(self.ws.recv(), timeout=RECV_TIMEOUT_S)
+            fwd = ForwardMsg()
+            fwd.ParseFromString(raw)
+            kind = fwd.WhichOneof("type")
+            if kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
+                element = fwd.delta.new_element
+                inner = getattr(element, element.WhichOneof("type") or "", None)
+                wid = getattr(inner, "id", "")
+                if isinstance(wid, str) and wid:
+                    self.widget_ids[wid.rsplit("-", 1)[-1]] = wid
+            elif kind == "script_finished":
+                return
+        raise RuntimeError("no script_finished")
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+
+
+def start_team(workers: int) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "team.py"), "--workers", str(workers), "--port",
+                             str(port), "--address", "127.0.0.1", "--run-dir", str(ROOT / ".run" / f"load-{port}")],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
+                return proc, f"127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.5)
+        if proc.poll() is not None:
+            raise SystemExit(f"error: tools/team.py exited ({proc.returncode})")
+    proc.terminate()
+    raise SystemExit("error: the team did not start in 240 s")
+
+
+async def first_pages(base: str, pid: int, n: int) -> None:
+    """New sessions one at a time on the default link: server CPU each (all workers), after warm-up
+    sessions (the sticky cookie places each at random: 8 reach every one of a few workers almost surely)."""
+    for _ in range(8):
+        u = User(base)
+        await u.open(_query(400))
+        await u.close()
+    cpus, walls = [], []
+    for _ in range(n):
+        cpu0 = _tree_cpu_s(pid)
+        u = User(base)
+        walls.append(await u.open(_query(400)))
+        await u.close()
+        await asyncio.sleep(0.2)  # let the session's teardown be counted with it
+        cpus.append(_tree_cpu_s(pid) - cpu0)
+    print(f"first page (new session, the shared link): median {statistics.median(cpus):.3f} s server CPU, "
+          f"p95 {_pct(cpus, 0.95):.3f} s; wall median {statistics.median(walls):.2f} s  (target <= 0.1 s CPU)",
+          flush=True)
+
+
+async def burst(base: str, users: int) -> None:
+    """USERS sessions open links at once (distinct links: nothing cached between them)."""
+    group = [User(base) for _ in range(users)]
+    t0 = time.perf_counter()
+    walls = await asyncio.gather(*(u.open(_query(600 + i)) for i, u in enumerate(group)))
+    total = time.perf_counter() - t0
+    await asyncio.gather(*(u.close() for u in group))
+    print(f"{users} sessions opening a link at once: p50 {_pct(walls, 0.5):.2f} s, p95 {_pct(walls, 0.95):.2f} s, "
+          f"all done after {total:.2f} s  (target p95 <= 3 s)", flush=True)
+
+
+async def steady(base: str, users: int, duration_s: float, seed: int) -> None:
+    """USERS users, each changing output_len every 2-4 s until the deadline (at most duration / 2 changes)."""
+    rng = random.Random(seed)
+    deadline = time.monotonic() + duration_s
+    times: list[float] = []
+
+    async def one(i: int) -> None:
+        u = User(base)
+        await u.open(_query(400 + i))
+        try:
+            for n in range(int(duration_s / 2) + 1):
+                await asyncio.sleep(rng.uniform(2.0, 4.0))
+                if time.monotonic() > deadline:
+                    return
+                times.append(await u.change("output_len", 500 + (i * 97 + n) % 3000))
+        finally:
+            await u.close()
+
+    await asyncio.gather(*(one(i) for i in range(users)))
+    print(f"{users} users changing an input every 2-4 s for {duration_s:.0f} s: {len(times)} responses, "
+          f"p50 {_pct(times, 0.5):.2f} s, p95 {_pct(times, 0.95):.2f} s, max {max(times):.2f} s  (target p95 <= 1 s)",
+          flush=True)
+
+
+async def run(args: argparse.Namespace) -> None:
+    proc, base = start_team(args.workers)
+    try:
+        print(f"team: {args.workers} workers behind nginx at {base}", flush=True)
+        await first_pages(base, proc.pid, args.first_pages)
+        await burst(base, args.users)
+        await steady(base, args.users, args.duration, args.seed)
+    finally:
+        proc.send_signal(2)  # Ctrl-C: team.py stops nginx and the workers
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--users", type=int, default=20)
+    ap.add_argument("--duration", type=float, default=60.0)
+    ap.add_argument("--first-pages", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    print(f"host: {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} "
+          f"{os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} at start", flush=True)
+    asyncio.run(run(args))
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
