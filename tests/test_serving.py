@@ -45,7 +45,8 @@ def test_worked_example_is_no_longer_claimed_sustainable(default_plan):
     per second, each needing 101 ms of prefill: 1.6 s of prefill work per second. No replica does more
     than 1000 / 101 = 9.9 prefills per second, so 15.9 req/s must be unstable and the operating point
     of 155 concurrent users must serve far fewer than the decode-only bound. (Step and prefill times are
-    issue 10's graph physics, the plan's floor figures; the claim is then checked on the vLLM profile's own; issue 9 wrote 22.6 ms and 96.6 ms with round 1's
+    issue 10's graph physics, the plan's floor figures (prefill refitted from 64 tokens up in issue 20: 103.6 ms,
+    was 101.2); the claim is then checked on the vLLM profile's own; issue 9 wrote 22.6 ms and 96.6 ms with round 1's
     constants, and 161 sequences before the rotary table and 0.19's all-reduce workspaces. 155 = vLLM
     0.21's KV budget per GPU (issue 11's rules, waterfall in the plan): 71.277 GiB cap - 16.918 weights -
     0.031 rotary table - 1.837 activation - 2.07 non-torch at TP 4 - 1.790 graphs = 48.63 GiB, over 512
@@ -56,7 +57,7 @@ def test_worked_example_is_no_longer_claimed_sustainable(default_plan):
     p = default_plan
     # issue 10's graph physics (the plan's floor figures); the vLLM profile's own step fits public runs (issue 20)
     assert p.latency.itl_ms_floor == pytest.approx(24.4, rel=0.02) and p.memory.max_batch == 155
-    assert p.latency.prefill_ms_floor == pytest.approx(101.2, rel=0.02)
+    assert p.latency.prefill_ms_floor == pytest.approx(103.6, rel=0.02)
     assert p.serving.max_request_rate < 1000.0 / p.latency.prefill_ms
     claimed_rate = p.memory.max_batch / (p.latency.itl_ms / 1000) / 400
     assert claimed_rate * p.latency.prefill_ms / 1000 > 1.6  # seconds of prefill per second
@@ -174,10 +175,14 @@ def test_prefix_cache_hit_lowers_ttft_raises_capacity_and_lowers_cost():
     4.4804 ms) + W = 44.599 ms TTFT (was 147.14). Saturated, one 8,192-token iteration carries four such
     prompts: capacity 4 / (4.4804 + 4 x 40.1188) = 24.249 requests/s (was 6.796).
 
+    On the default 70B fp8 replica at 3 requests/s the warm median TTFT is about 60% of the cold one
+    (0.600 since issue 20's refit: a 500-token cached prefix is now mostly one weight read, so the 1,500
+    computed tokens keep more of the prefill's cost); it must stay under two thirds.
+
     Source: hand: the ideal prefill arithmetic above."""
     cold = plan({**DEFAULT, "load": {"request_rate": 3.0}}).serving
     warm = plan({**DEFAULT, "load": {"request_rate": 3.0, "prefix_cache_hit": 0.75}}).serving
-    assert warm.ttft_ms.p50 < 0.6 * cold.ttft_ms.p50
+    assert warm.ttft_ms.p50 < 0.67 * cold.ttft_ms.p50
     assert warm.max_request_rate > cold.max_request_rate and warm.prefill_share < cold.prefill_share
     closed_cold = plan({**DEFAULT, "load": {"concurrency": 100}})
     closed_warm = plan({**DEFAULT, "load": {"concurrency": 100, "prefix_cache_hit": 0.75}})

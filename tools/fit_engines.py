@@ -8,8 +8,12 @@ and planner/data/error_bands.json.
    (data/measurements/*physics*.json: H100 and H200, decode steps and prefills of many shapes,
    precisions, batches and contexts), minimizing the squared log error. Validation leaves one model
    SHAPE out at a time (all its TP slices, precisions, batches and GPUs), refits, and predicts it:
-   those residuals are the graph engine's error and its bands. All-reduce latency and bus bandwidth
-   are fitted on the NCCL measurements at TP 2 and 4.
+   those residuals are the graph engine's error and its bands. The one-prompt prefills of the
+   short-prompt set (data/measurements/*short_prefill*.json, 64-2,048 tokens) join the prefill fit,
+   which minimizes the mean absolute log error; its mixed iterations (decodes and a prompt chunk in one
+   pass) fit `chunk_layer_overhead_us` and, with its multi-prompt passes, validate the iteration
+   (planner.physics.latency.mixed_iteration_ms), leaving one shape out likewise. All-reduce latency and
+   bus bandwidth are fitted on the NCCL measurements at TP 2 and 4.
 2. Engines ("vllm", "sglang", "trt-llm"): the physics plus serving overheads (per decode step, per
    prefill, before the first token), each fitted only on public rows of that engine
    (data/reference/measured_published.csv): one number per term, the value that makes the median log
@@ -43,6 +47,7 @@ MIN_BAND_ROWS = 5
 # Never fitted: its rows only validate (tests/test_fidelity.py plans it with engine "graph").
 NEVER_FITTED_SHAPES = ("qwen3-8b",)
 PHYSICS_GPUS = {"NVIDIA H100 80GB HBM3": "h100-sxm", "NVIDIA H200": "h200"}
+SHORT_PATTERN = "*short_prefill_2026*.json"
 
 # (name, start, low, high): decode terms, then prefill terms. Bandwidths are bounded by the measured
 # read ceiling (a 4 GiB read: 0.89-0.91 of datasheet on H100, 0.87 on H200) plus the cache's help.
@@ -72,7 +77,10 @@ class Row:
     scenario: dict
 
 
-def physics_rows(pattern: str = "*physics_2026*.json") -> list[Row]:
+def physics_rows(pattern: str = "*physics_2026*.json", short_pattern: str = SHORT_PATTERN) -> list[Row]:
+    """Decode steps and prefills of the physics set, plus the one-prompt prefills (64-2,048 tokens) of the
+    short-prompt set (tools/measure_short_prefill.py); its multi-prompt passes and mixed iterations only
+    validate (mixed_rows)."""
     rows: list[Row] = []
     for path in sorted(MEASUREMENTS.glob(pattern)):
         if "repeat" in path.stem:
@@ -84,6 +92,12 @@ def physics_rows(pattern: str = "*physics_2026*.json") -> list[Row]:
                 if r.get("check"):
                     continue
                 rows.append(row_from(r, kind, gpu_id, path.name))
+    for path in sorted(MEASUREMENTS.glob(short_pattern)):
+        if "repeat" in path.stem:
+            continue
+        data = json.loads(path.read_text())
+        gpu_id = PHYSICS_GPUS[data["meta"]["gpu"]]
+        rows += [row_from(r, "prefill", gpu_id, path.name) for r in data["prefill"] if r["prompts"] == 1]
     return rows
 
 
@@ -192,8 +206,10 @@ def fit_physics(arr: Arrays, kinds: np.ndarray, train: np.ndarray, decode_terms=
     e = _fit(decode_terms or DECODE_TERMS, decode_loss, {})
     pre = train & (kinds == "prefill")
 
+    # Mean absolute log error: the two MoE shapes' prefills (grouped expert GEMMs, 10-40% above this
+    # dense form) would otherwise pull the dense shapes' compute/weight-read knee under a squared loss.
     def prefill_loss(p):
-        return float(np.mean(np.log(predict_prefill(p, a, pre, arr.cbits16) / a["ms"][pre]) ** 2))
+        return float(np.mean(np.abs(np.log(predict_prefill(p, a, pre, arr.cbits16) / a["ms"][pre]))))
 
     return _fit(PREFILL_TERMS, prefill_loss, e)
 
@@ -219,6 +235,85 @@ def leave_one_shape_out(rows: list[Row], arr: Arrays, decode_terms=None) -> tupl
         folds[shape] = {k: round(v, 4) for k, v in e.items()}
         held[test] = predict_rows(e, arr, kinds, test)[test]
     return held, folds
+
+
+def _iteration_cases() -> list[tuple]:
+    """(kind, row, decodes, context, chunk tokens, chunks, gpu id, source) of the short-prompt set's mixed
+    iterations (decodes and a prompt chunk in one pass) and multi-prompt passes."""
+    cases = []
+    for path in sorted(MEASUREMENTS.glob(SHORT_PATTERN)):
+        if "repeat" in path.stem:
+            continue
+        data = json.loads(path.read_text())
+        gpu_id = PHYSICS_GPUS[data["meta"]["gpu"]]
+        cases += [("mixed", r, r["batch"], r["context"], r["chunk_tokens"], 1, gpu_id, path.name)
+                  for r in data["mixed"]]
+        cases += [("multi", r, 0, 2, r["prompt_len"], r["prompts"], gpu_id, path.name)
+                  for r in data["prefill"] if r["prompts"] > 1]
+    return cases
+
+
+def _plan_iterations(cases: list[tuple], values: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Planned ms of each case without the chunk's per-layer cost beside decodes, that cost's layers
+    (0 without decodes), and each chunk's work as if it rode an empty iteration (`separate`)."""
+    from planner.physics.latency import decode_step, mixed_iteration_ms, prefill_chunk_work_ms
+
+    base, layers, separate = [], [], []
+    # one TP rank measured without all-reduces (as evidence.predict plans such rows)
+    efficiency = {**values, "name": "custom", "allreduce_latency_us": 0.0, "chunk_layer_overhead_us": 0.0}
+    for _kind, r, n, ctx, p, chunks, gpu_id, _source in cases:
+        s = scenario_for({**r, "batch": max(n, 1), "context": ctx}, "decode", gpu_id)
+        d = resolve(parse_scenario({**s, "efficiency": efficiency}))
+        base.append(float(mixed_iteration_ms(d, n, ctx, p, chunks)))
+        layers.append(d.model.n_layers if n > 0 else 0)
+        separate.append(float(decode_step(d, n, ctx).total_ms) + chunks * float(prefill_chunk_work_ms(d, p)))
+    return np.array(base), np.array(layers, dtype=float), np.array(separate)
+
+
+def fit_chunk_overhead(measured: np.ndarray, base: np.ndarray, layers: np.ndarray) -> float:
+    """`chunk_layer_overhead_us`: the value (>= 0) that zeroes the median log error of the mixed rows."""
+    use = layers > 0
+    lo, hi = 0.0, 500.0
+    if np.median(np.log(base[use] / measured[use])) >= 0:
+        return 0.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        if np.median(np.log((base[use] + layers[use] * mid / 1e3) / measured[use])) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return round((lo + hi) / 2, 3)
+
+
+def iteration_rows(physics: dict, folds: dict[str, dict]) -> tuple[float, list[dict], dict[str, float]]:
+    """Mixed iterations and multi-prompt passes of the short-prompt set, planned as
+    planner.physics.latency.mixed_iteration_ms composes an iteration (the decode step plus each chunk's
+    work, one weight read). `chunk_layer_overhead_us` is fitted on the mixed rows (median), then each
+    row is planned with every constant (fitted) and with the constants of the fold that left its
+    shape out, chunk cost included (held-out). `separate`: each chunk as if it rode an empty iteration."""
+    cases = _iteration_cases()
+    measured = np.array([c[1]["ms"] for c in cases])
+    shapes = np.array([c[1]["shape"] for c in cases])
+    trainable = ~np.isin(shapes, NEVER_FITTED_SHAPES)
+    base, layers, separate = _plan_iterations(cases, physics)
+    chunk_us = fit_chunk_overhead(measured[trainable], base[trainable], layers[trainable])
+    fitted = base + layers * chunk_us / 1e3
+    held = np.full(len(cases), np.nan)
+    fold_values: dict[str, float] = {}
+    for shape in sorted(set(shapes)):
+        test = shapes == shape
+        values = folds.get(shape, physics)
+        fold_base, _, _ = _plan_iterations([c for c, t in zip(cases, test, strict=True) if t], values)
+        train = trainable & ~test
+        fold_values[shape] = fit_chunk_overhead(measured[train], base[train], layers[train])
+        held[test] = fold_base + layers[test] * fold_values[shape] / 1e3
+    out = [{"kind": kind, "gpu": gpu_id, "shape": r["shape"], "tp": r["tp_shard"], "weights": r["precision"],
+            "batch": n, "context": ctx if n else None, "chunk_tokens": p, "chunks": chunks,
+            "measured_ms": round(r["ms"], 5), "fitted": round(float(f), 5), "heldout": round(float(h), 5),
+            "separate": round(float(sep), 5), "source": source}
+           for (kind, r, n, ctx, p, chunks, gpu_id, source), f, h, sep in zip(cases, fitted, held, separate,
+                                                                               strict=True)]
+    return chunk_us, out, fold_values
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,6 +456,12 @@ def main() -> int:
     allreduce, ar_points = fit_allreduce()
     physics_values = {k: round(v, 4) for k, v in physics.items()}
     physics_values.update(allreduce)
+    print("mixed iterations ...", flush=True)
+    chunk_us, iterations, chunk_folds = iteration_rows(
+        {**physics_values, "allreduce_latency_us": 0.0}, {k: {**physics_values, **v} for k, v in folds.items()})
+    physics_values["chunk_layer_overhead_us"] = chunk_us
+    for shape, value in chunk_folds.items():
+        folds.setdefault(shape, {})["chunk_layer_overhead_us"] = value
     physics_values.update({"step_overhead_us": 0.0, "prefill_overhead_ms": 0.0, "ttft_overhead_ms": 0.0})
 
     cases = engine_cases()
@@ -391,15 +492,17 @@ def main() -> int:
     residuals = {"rows": [{"kind": r.kind, "gpu": r.gpu_id, "shape": r.shape, "tp": r.tp, "weights": r.weights,
                            "kv": r.kv, "batch": r.batch, "context": r.context, "prompt_len": r.prompt_len,
                            "measured_ms": round(r.measured_ms, 5), "fitted_ms": round(float(f), 5),
-                           "heldout_ms": round(float(h), 5)} for r, f, h in zip(rows, fitted, held, strict=True)],
-                 "allreduce": ar_points, "engines": engine_rows, "folds": folds, "ablation": ablation}
+                           "heldout_ms": round(float(h), 5), "source": r.source}
+                          for r, f, h in zip(rows, fitted, held, strict=True)],
+                 "allreduce": ar_points, "engines": engine_rows, "folds": folds, "ablation": ablation,
+                 "iterations": iterations}
     (ROOT / "data" / "accuracy_residuals.json").write_text(json.dumps(residuals, indent=1, default=str) + "\n")
     PROFILES_PATH.write_text(json.dumps(profiles, indent=2) + "\n")
 
     bands: dict[str, dict] = {}
     decode_err = [h / r.measured_ms - 1 for r, h in zip(rows, held, strict=True) if r.kind == "decode"]
     prefill_err = [h / r.measured_ms - 1 for r, h in zip(rows, held, strict=True)
-                   if r.kind == "prefill" and r.prompt_len >= 1024]
+                   if r.kind == "prefill"]
     bands["graph"] = {"itl": band(decode_err), "prefill": band(prefill_err), "ttft": None}
     for name in ENGINES:
         if name == "graph":
@@ -409,13 +512,13 @@ def main() -> int:
     BANDS_PATH.write_text(json.dumps({
         "note": ("10th/90th percentile of held-out residuals (predicted/measured - 1) per engine and metric, "
                  "tools/fit_engines.py: graph from leave-one-shape-out over our compiled steps (prefill: prompts of "
-                 f"1,024+ tokens), engines from leave-one-row-out over their public rows; min to max below 10 rows; null "
+                 f"64+ tokens), engines from leave-one-row-out over their public rows; min to max below 10 rows; null "
                  f"below {MIN_BAND_ROWS} rows (the plan says unvalidated)"),
         "min_rows": MIN_BAND_ROWS, "engines": bands}, indent=2) + "\n")
     e = np.abs(np.array(decode_err))
     p = np.abs(np.array(prefill_err))
     print(f"graph decode held-out: median {np.median(e):.3f} worst {e.max():.3f} (n={len(e)})")
-    print(f"graph prefill 1024+ held-out: median {np.median(p):.3f} worst {p.max():.3f} (n={len(p)})")
+    print(f"graph prefill 64+ held-out: median {np.median(p):.3f} worst {p.max():.3f} (n={len(p)})")
     for name in ENGINES:
         print(name, profiles["engines"][name]["overheads"], profiles["engines"][name]["validation"])
     return 0

@@ -49,6 +49,9 @@ class EngineEfficiency(BaseModel):
                                              description="prefill GEMMs in fp8/int8, fraction of that precision's peak")
     prefill_smoothing: float = Field(default=0.0, ge=0, le=64,
                                      description="p of the p-norm joining a prefill's compute and memory time")
+    chunk_layer_overhead_us: float = Field(default=0.0, ge=0, le=10_000,
+                                           description="kernels a prompt chunk adds to each layer of an iteration "
+                                                       "that carries decodes (its own attention, KV writes)")
 
 
 def ideal() -> EngineEfficiency:

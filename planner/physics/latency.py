@@ -93,16 +93,23 @@ def _layer_overhead_ms(d: Deployment, per_layer_us: float) -> float:
     return (m.n_layers * per_layer_us + moe_layers * d.efficiency.moe_layer_overhead_us) / 1e3
 
 
+def _gemm_ms(d: Deployment, compute_ms: npt.ArrayLike, weight_bytes: npt.ArrayLike,
+             p: float) -> npt.NDArray[np.float64]:
+    """A pass's GEMMs: their compute time joined with one read of the weights they stream."""
+    weight_bw = weight_bandwidth_efficiency(d) * d.gpu.hbm_tb_s * 1e12
+    weight_ms = np.asarray(weight_bytes, dtype=float) / weight_bw * 1e3
+    return _join(compute_ms, weight_ms, p)
+
+
 def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: float, attn_compute_eff: float,
                per_layer_us: float, fixed_ms: float, p: float, attention_groups: int = 1) -> StepTime:
     """`tokens`: tokens one pass carries through a stage (one micro-batch, or one prompt), spread over
     `attention_groups` data-parallel attention groups of tp GPUs."""
     group_tokens = np.asarray(tokens, dtype=float) / attention_groups
-    weight_bw = weight_bandwidth_efficiency(d)
     bw = d.gpu.hbm_tb_s * 1e12
     peak_c = d.gpu.peak_tflops(d.compute) * 1e12
     peak_attn = d.gpu.peak_tflops("bf16") * 1e12
-    gemm = _join(work.gemm_flops / (gemm_eff * peak_c) * 1e3, work.weight_bytes / (weight_bw * bw) * 1e3, p)
+    gemm = _gemm_ms(d, work.gemm_flops / (gemm_eff * peak_c) * 1e3, work.weight_bytes, p)
     attention = _join(work.attention_flops / (attn_compute_eff * peak_attn) * 1e3,
                       work.kv_bytes / (_kv_bandwidth_efficiency(d) * bw) * 1e3, p)
     activations = work.activation_bytes / (d.efficiency.bandwidth * bw) * 1e3
@@ -126,15 +133,42 @@ def decode_step(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike, tok
                       e.smoothing, sharding(d).attention_dp)
 
 
+def _prefill_gemm_efficiency(d: Deployment) -> float:
+    e = d.efficiency
+    return e.prefill_quantized_compute if bits_per_value(d.compute) < 16 else e.prefill_compute
+
+
 def prefill(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepTime:
     """One request's prompt processed alone: GEMMs and attention at prefill rates, a kernel cost per
-    layer, and the engine's fixed cost per prefill (scheduling, input preparation).
+    layer, and the engine's fixed cost per prefill (scheduling, input preparation). A short prompt's
+    GEMMs cost about one weight read: their compute hides under it up to the knee (`prefill_smoothing`).
     `busy_groups`: attention groups prefilling at once (planner.physics.roofline.prefill_work)."""
     e = d.efficiency
     work = prefill_work(d, prompt_len, busy_groups)
-    gemm_eff = e.prefill_quantized_compute if bits_per_value(d.compute) < 16 else e.prefill_compute
-    return _step_time(d, work, prompt_len, gemm_eff, e.attention_compute, e.prefill_layer_overhead_us,
-                      e.prefill_overhead_ms, e.prefill_smoothing)
+    return _step_time(d, work, prompt_len, _prefill_gemm_efficiency(d), e.attention_compute,
+                      e.prefill_layer_overhead_us, e.prefill_overhead_ms, e.prefill_smoothing)
+
+
+def _pass_gemm_ms(d: Deployment, tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """GEMMs of a pass carrying prompt tokens over `tokens` tokens in all (decodes and prompt chunks),
+    at prefill rates, with one weight read."""
+    work = prefill_work(d, np.asarray(tokens, dtype=float))
+    peak_c = d.gpu.peak_tflops(d.compute) * 1e12
+    return _gemm_ms(d, work.gemm_flops / (_prefill_gemm_efficiency(d) * peak_c) * 1e3, work.weight_bytes,
+                    d.efficiency.prefill_smoothing)
+
+
+def shared_pass_gemm_ms(d: Deployment, chunk_tokens: npt.ArrayLike,
+                        riding_tokens: npt.ArrayLike = 0.0) -> npt.NDArray[np.float64]:
+    """GEMM time a prompt chunk adds to a pass that already carries `riding_tokens` tokens (decodes and
+    other chunks), beyond what it adds to an empty pass. The weights are read once for all of them; the
+    compute of the tokens the pass carries first already fills part of that read's shadow, so a chunk
+    riding a full pass pays more of its own compute than one riding alone: g(R + P) - g(R) - (g(P) - g(0))
+    for the pass's GEMM time g over its tokens, >= 0 since g is convex, 0 when nothing rides."""
+    p = np.asarray(chunk_tokens, dtype=float)
+    r = np.asarray(riding_tokens, dtype=float)
+    extra = _pass_gemm_ms(d, r + p) - _pass_gemm_ms(d, r) - _pass_gemm_ms(d, p) + _pass_gemm_ms(d, 0.0)
+    return np.where(r > 0, np.maximum(extra, 0.0), 0.0)
 
 
 def ttft_ms(d: Deployment, prefill_ms: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -142,16 +176,37 @@ def ttft_ms(d: Deployment, prefill_ms: npt.ArrayLike) -> npt.NDArray[np.float64]
 
 
 
-def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike,
-                          cached_tokens: npt.ArrayLike = 0) -> npt.NDArray[np.float64]:
+def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike, cached_tokens: npt.ArrayLike = 0,
+                          riding_tokens: npt.ArrayLike = 0.0) -> npt.NDArray[np.float64]:
     """Extra time that computing prompt tokens `cached_tokens`..`prompt_len` adds to an engine iteration
     it rides in (chunked prefill): the prompt's prefill minus that of its cached prefix, or, with nothing
     cached, minus an empty iteration (decode step at batch 0: weights read once, fixed costs), which the
-    iteration pays anyway. So an idle engine's iteration carrying a whole prompt lasts exactly `prefill`."""
+    iteration pays anyway. So an idle engine's iteration carrying a whole prompt lasts exactly `prefill`.
+    `riding_tokens`: tokens the iteration already carries (its decodes, chunks added before this one);
+    they share the one weight read, so the chunk pays more of its own GEMM compute
+    (shared_pass_gemm_ms; 0 by default, the chunk riding an empty iteration)."""
     cached = np.asarray(cached_tokens, dtype=float)
     empty = float(decode_step(d, 0, 1).total_ms)
     # A cached prefix is subtracted as its own prefill, but never below the empty iteration: a short
     # prefix's prefill (no decode-step fixed costs) can be cheaper than the empty step, and subtracting it
     # would make a cache hit add work (gemma-3-12b on 2x B200: 523 req/s at hit rate 0, 341 at 0.25).
     before = np.maximum(np.where(cached > 0, prefill(d, np.maximum(cached, 1.0)).total_ms, empty), empty)
-    return np.maximum(np.asarray(prefill(d, prompt_len).total_ms, dtype=float) - before, 0.0)
+    work = np.maximum(np.asarray(prefill(d, prompt_len).total_ms, dtype=float) - before, 0.0)
+    chunk = np.asarray(prompt_len, dtype=float) - cached
+    return work + shared_pass_gemm_ms(d, chunk, riding_tokens)
+
+
+def mixed_iteration_ms(d: Deployment, decode_batch: npt.ArrayLike, context: npt.ArrayLike,
+                       chunk_tokens: npt.ArrayLike, chunks: int = 1) -> npt.NDArray[np.float64]:
+    """One engine iteration carrying `decode_batch` decodes at `context` cached tokens and `chunks` fresh
+    prompt chunks of `chunk_tokens` tokens each in the same forward pass: the decode step plus each
+    chunk's work, every chunk riding the decodes and the chunks before it (one weight read for all).
+    With decodes aboard, the chunks' attention runs beside the decodes' own kernels: a per-layer cost
+    (`chunk_layer_overhead_us`) the decode step and an empty iteration do not pay."""
+    n = np.asarray(decode_batch, dtype=float)
+    p = np.asarray(chunk_tokens, dtype=float)
+    total = np.asarray(decode_step(d, n, context).total_ms, dtype=float)
+    for i in range(chunks):
+        total = total + prefill_chunk_work_ms(d, p, 0, n + i * p)
+    beside = d.model.n_layers * d.efficiency.chunk_layer_overhead_us / 1e3
+    return total + np.where((n > 0) & (chunks > 0), beside, 0.0)
