@@ -393,6 +393,7 @@ def test_every_example_runs_through_its_command():
     Source: hand: Llama-3.1-70B fp8 KV is 2 x 80 layers x 8 KV heads x 128 x 1 B = 163,840 B/token; owned options price at the owned $/h."""
     runs = {
         "llama70b_h100_fp8_scenario.json": ("plan",), "qwen3_8b_h100_scenario.json": ("plan",),
+        "llama70b_h100_fp8_at_objective.json": ("plan",),
         "llama70b_sizing.json": ("size",), "llama70b_sizing_owned.json": ("size",),
         "vllm_bench_qwen3_8b_h100.json": ("calibrate", "{file}", str(EXAMPLES / "qwen3_8b_h100_scenario.json")),
         # issue 24 (tests/test_power.py checks their answers)

@@ -29,14 +29,13 @@ SIZE_ARGS = ["size", "data/examples/llama70b_sizing.json"]
 # The figures a buyer reads first, by section of the plan's JSON (docs/CONTRACT.md); the rest is in the output.
 PLAN_EXCERPT: dict[str, tuple[str, ...]] = {
     "memory": ("weights_gb_per_gpu", "kv_budget_gb_per_gpu", "max_batch"),
-    "roofline": ("ridge_flop_per_byte", "decode_ai", "regime"),
     "serving": ("at_goodput", "request_rate", "max_request_rate", "output_tokens_per_s", "ttft_ms", "itl_ms",
                 "tpot_ms"),
     "cost": ("usd_per_replica_hour", "usd_per_million_output_tokens"),
 }
 SIZE_OPTION_KEYS = ("gpu", "tp", "weights", "kv_cache", "replicas", "gpus_total", "percentile", "ttft_ms", "itl_ms",
                     "usd_per_hour", "usd_per_million_output_tokens")
-SIZE_OPTIONS_SHOWN = 2
+SIZE_OPTIONS_SHOWN = 1
 
 # Rows of docs/ACCURACY.md's production table the README quotes (public closed-loop runs, issue 20).
 PRODUCTION_ROWS = (
@@ -141,7 +140,7 @@ def blocks() -> dict[str, str]:
                          "highest request\nrate that meets an interactive-chat objective (p90 TTFT <= 1 s, p90 ITL "
                          "<= 50 ms):"),
         "size": _example(SIZE_ARGS, size_excerpt(run_cli(SIZE_ARGS)),
-                         "prints every option, cheapest first; the first two:"),
+                         "prints every option, cheapest first; the first:"),
         "accuracy": accuracy_block(ACCURACY.read_text(encoding="utf-8")),
         "production": production_block(ACCURACY.read_text(encoding="utf-8")),
     }

@@ -249,7 +249,8 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     rho = lam * full.mean(axis=-1)
     mean_s = ride.mean(axis=-1)
     cs2 = ride.var(axis=-1) / np.maximum(mean_s, 1e-12) ** 2
-    stable = (lam < cap) & (rho < 1.0) & (share < 1.0)
+    # at capacity itself is not below it: a rate given as the capacity may come back a rounding under it
+    stable = (lam < cap * (1.0 - 1e-9)) & (rho < 1.0) & (share < 1.0)
     ca2 = w.arrival_cv ** 2
     sigma = waiting_probability(np.minimum(lam * mean_s, 1.0), w.arrival_cv)
     sigma_full = waiting_probability(np.minimum(rho, 1.0), w.arrival_cv)
