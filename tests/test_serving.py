@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 from planner import plan
 from planner.physics.memory import plan_memory
 from planner.scenario.scenario import parse_scenario, resolve
-from planner.serving.serving import goodput_per_ms, load_point, meets_objective, replica_model
+from planner.serving.serving import (
+    goodput_per_ms,
+    load_point,
+    meets_objective,
+    replica_model,
+    serve_at_concurrency,
+)
 from planner.serving.workload import workload_for
 
 # The seed's default scenario (issue 9's worked example).
@@ -152,8 +158,14 @@ def test_closed_and_open_loop_agree_at_the_same_rate():
     (With two clients the exact answer is the same rate, every TTFT 2 S; the planner's arrival-theorem
     approximation gives 15% less and a spread, so that case is not asserted.)
 
+    The steady-state queue is compared here (a plan at `load.concurrency` reports the benchmark's run instead:
+    tests/test_benchmark_client.py).
+
     Source: hand: a single client with no think time, S from the ideal prefill arithmetic."""
-    closed = plan({**DEFAULT, "load": {"concurrency": 40}}).serving
+    scenario = parse_scenario(DEFAULT)
+    d = resolve(scenario)
+    cap = plan_memory(d, scenario.context_len_resolved).max_batch
+    closed = serve_at_concurrency(d, workload_for(scenario, d, cap), 40, None, cap)
     opened = plan({**DEFAULT, "load": {"request_rate": closed.request_rate}}).serving
     # a closed loop's arrival finds 39 of 40 others (arrival theorem), an open loop's all: ~1/40 apart
     assert opened.concurrency == pytest.approx(40, rel=0.03)

@@ -27,7 +27,13 @@ from planner.physics.memory import MemoryPlan, engine_memory_fields, engine_memo
 from planner.physics.roofline import ridge_crossing_batch, ridge_flop_per_byte
 from planner.physics.speculative import plan_speculative
 from planner.scenario.scenario import Scenario, parse_scenario, resolution_notes, resolve
-from planner.serving.benchmark_client import BenchmarkClient, Summary, run_benchmark
+from planner.serving.benchmark_client import (
+    BenchmarkClient,
+    BenchmarkRun,
+    Summary,
+    at_benchmark,
+    run_benchmark,
+)
 from planner.serving.operating_point import serve_at_goodput, time_per_output_token
 from planner.serving.serving import (
     Objective,
@@ -347,8 +353,10 @@ def _throughput_section(step: StepTime, batch: int, banded: bool, engine: str = 
     )
 
 
-def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> ServingPoint | None:
-    """The serving model at the scenario's operating point (None when the deployment does not fit)."""
+def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan,
+                    bench: tuple[int, BenchmarkRun] | None = None) -> ServingPoint | None:
+    """The serving model at the scenario's operating point (None when the deployment does not fit); a closed
+    loop at `load.concurrency` as its benchmark `bench` reports it (issue 20)."""
     if not mem.fits:
         return None
     load = scenario.load
@@ -360,18 +368,20 @@ def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> Servi
     if load is not None and load.request_rate is not None:
         return serve_at_rate(d, workload_for(scenario, d, cap), load.request_rate, slo, mem.max_batch)
     if load is not None and load.concurrency is not None:
-        return serve_at_concurrency(d, workload_for(scenario, d, cap), load.concurrency, slo, mem.max_batch)
+        point = serve_at_concurrency(d, workload_for(scenario, d, cap), load.concurrency, slo, mem.max_batch)
+        return point if bench is None else at_benchmark(point, bench[1])
     # no load: the closed loop at `batch` (default the max batch), running at most the max batch
     concurrency = scenario.batch if scenario.batch is not None else mem.max_batch
     return serve_at_concurrency(d, workload_for(scenario, d, mem.max_batch), concurrency, None, mem.max_batch)
 
 
-def benchmark_section(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> BenchmarkSection | None:
-    """The closed-loop benchmark at `load.concurrency` (planner.serving.benchmark_client), or None."""
+def closed_loop_benchmark(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> tuple[int, BenchmarkRun] | None:
+    """The closed-loop benchmark at `load.concurrency` (planner.serving.benchmark_client), run once per plan:
+    its prompts sent and its report; None without a concurrency or when the deployment does not fit."""
     load = scenario.load
     if load is None or load.concurrency is None or not mem.fits:
         return None
-    cap = mem.max_batch if scenario.batch is None else min(scenario.batch, mem.max_batch)
+    cap = running_cap(scenario.batch, mem.max_batch)
     if scenario.max_num_seqs is not None:
         cap = min(cap, scenario.max_num_seqs)
     b = load.benchmark
@@ -380,12 +390,18 @@ def benchmark_section(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> Ben
     if b.range == "around" and b.random_range_ratio >= 1.0:
         low = 1.0 / max(scenario.prompt_len, scenario.output_len)  # vLLM's [L(1 - r), ...] floor of one token
     client = BenchmarkClient(load.concurrency, b.num_prompts, low, high)
-    run = run_benchmark(d, workload_for(scenario, d, max(cap, 1)), client)
+    return client.prompts, run_benchmark(d, workload_for(scenario, d, max(cap, 1)), client)
+
+
+def benchmark_section(bench: tuple[int, BenchmarkRun] | None) -> BenchmarkSection | None:
+    if bench is None:
+        return None
+    prompts, run = bench
 
     def summary(s: Summary) -> LatencyPercentiles:
         return LatencyPercentiles(p50=s.p50, p90=s.p90, p99=s.p99, mean=s.mean)
 
-    return BenchmarkSection(num_prompts=client.prompts, duration_s=run.duration_s,
+    return BenchmarkSection(num_prompts=prompts, duration_s=run.duration_s,
                             request_throughput=run.request_throughput, output_throughput=run.output_throughput,
                             total_token_throughput=run.total_token_throughput, ttft_ms=summary(run.ttft_ms),
                             tpot_ms=summary(run.tpot_ms), itl_ms=summary(run.itl_ms), e2e_ms=summary(run.e2e_ms))
@@ -479,7 +495,8 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
     pre = prefill(d, scenario.prompt_len)
     price = _price(scenario, d)
     profile = scenario.efficiency == "default"  # the engine profile, maybe under a calibration
-    point = operating_point(scenario, d, mem)
+    bench = closed_loop_benchmark(scenario, d, mem)
+    point = operating_point(scenario, d, mem, bench)
     layout = parallelism_section(d)
     gpus = layout.gpus_per_replica
     counts = d.params
@@ -499,8 +516,7 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
         throughput=_throughput_section(step, batch, banded, scenario.engine),
         cost=_cost_section(gpus, step, batch, price, point),
         speculative=_speculative_section(scenario, d, batch, mem.fits),
-        serving=_serving_section(scenario, gpus, point).model_copy(
-            update={"benchmark": benchmark_section(scenario, d, mem)}),
+        serving=_serving_section(scenario, gpus, point).model_copy(update={"benchmark": benchmark_section(bench)}),
         fit_alternatives=_fit_alternatives(scenario, d, mem),
         model=ModelSummary(name=d.model.name, total_params=counts.total, active_params=counts.active,
                            non_embedding_params=counts.non_embedding),

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
-from planner.serving.serving import Workload
+from planner.serving.serving import Percentiles, ServingPoint, Workload
 
 # InferenceX's runs send 10 x concurrency prompts (`--num-prompts $(( $CONC * 10 ))`); the benchmark
 # commands Ridgeline generates send at least MIN_PROMPTS, enough for a stable median and a meaningful p99.
@@ -243,3 +243,19 @@ def run_benchmark(d: Deployment, w: Workload, client: BenchmarkClient) -> Benchm
         ttft_ms=_summary(ttft), tpot_ms=_summary(tpot), itl_ms=_weighted_summary(np.array(durations), weights),
         e2e_ms=_summary(e2e),
         mean_decode_batch=float(np.sum(weights * np.array(batches)) / max(float(np.sum(weights)), 1e-12)))
+
+
+def at_benchmark(point: ServingPoint, run: BenchmarkRun) -> ServingPoint:
+    """A closed loop at a concurrency as its benchmark reports it: the run's throughputs and its TTFT, ITL,
+    E2E and TPOT statistics replace the steady-state queue's (a benchmark never reaches steady state: its
+    clients start together and it ends with a drain). Capacity, prefill share and goodput stay the queue's.
+    Every client's request completes, so the run is stable; `saturated` still says whether more clients
+    were sent than the replica runs at once (they queued inside the engine, in TTFT)."""
+    def pct(s: Summary) -> Percentiles:
+        return Percentiles(s.p50, s.p90, s.p99)
+
+    return replace(point, request_rate=run.request_throughput, output_tokens_per_s=run.output_throughput,
+                   total_tokens_per_s=run.total_token_throughput, stable=True,
+                   ttft_ms=pct(run.ttft_ms), itl_ms=pct(run.itl_ms), e2e_ms=pct(run.e2e_ms),
+                   ttft_mean_ms=run.ttft_ms.mean, itl_mean_ms=run.itl_ms.mean, e2e_mean_ms=run.e2e_ms.mean,
+                   tpot_ms=pct(run.tpot_ms), tpot_mean_ms=run.tpot_ms.mean)

@@ -63,6 +63,8 @@ def time_per_output_token(point: ServingPoint) -> TimePerOutputToken:
     distribution is a point and mean = p50 = p99 = T. Mean TPOT is the first figure `vllm bench serve`
     prints; pooled ITL (per token) is the other view of the same decode. None where not stable, or with
     one output token (no decode)."""
+    if point.tpot_ms is not None:  # a closed-loop benchmark measured it request by request
+        return TimePerOutputToken(point.tpot_mean_ms, point.tpot_ms.p50, point.tpot_ms.p99)
     t = point.mean_iteration_ms
     if not point.stable or t is None or point.decode_steps_per_request <= 0:
         return TimePerOutputToken(None, None, None)

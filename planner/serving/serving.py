@@ -625,6 +625,9 @@ class ServingPoint:
     mean_iteration_ms: float | None = None
     decode_steps_per_request: float = 0.0
     saturated: bool = False
+    # a closed-loop benchmark's own per-request TPOT (planner.serving.benchmark_client.at_benchmark)
+    tpot_ms: Percentiles | None = None
+    tpot_mean_ms: float | None = None
 
 
 def _point(m: ReplicaModel, mode: Literal["concurrency", "request_rate"], rate_per_ms: float, concurrency: float | None, stable: bool,
