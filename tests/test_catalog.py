@@ -292,23 +292,28 @@ def test_idle_power_is_our_measurement_on_hopper():
 
 def test_validated_hardware_is_what_our_data_measured():
     """Validated = this GPU or its chip generation has measured rows: H100 SXM and H200 (our runs),
-    A100 SXM 80GB (published rows, at least 5 as error bands need), their GH100 / GA100 siblings; no
-    Blackwell, AMD or Intel part has 5 rows in data/reference, so none is validated.
-    Source: published: data/reference/measured_published.csv row counts by GPU."""
+    A100 SXM 80GB (published rows, at least 5 as error bands need), B200, B300, MI300X, MI325X and MI355X
+    (public closed-loop serving runs the production profiles are fitted and cross-validated on, issue 20),
+    and their same-generation siblings; no Intel part, nor a GPU whose chip has no rows, is validated.
+    Source: published: row counts by GPU in data/reference/measured_published.csv and
+    data/reference/serving_runs_published.csv."""
     import csv
     from pathlib import Path
 
-    published = Path(__file__).parent.parent / "data/reference/measured_published.csv"
-    rows = list(csv.DictReader(published.open()))
+    reference = Path(__file__).parent.parent / "data/reference"
+    rows = list(csv.DictReader((reference / "measured_published.csv").open()))
     a100 = [r for r in rows if "A100 SXM 80GB" in r["gpu"] or "A100-80G" in r["gpu"]]
     assert len(a100) >= 5
+    runs = list(csv.DictReader((reference / "serving_runs_published.csv").open()))
+    single_node = [r for r in runs if r["disaggregated"] == "False" and r["multinode"] == "False"]
+    for gpu_id in ("b200", "b300", "mi300x", "mi325x", "mi355x"):
+        assert sum(r["gpu"] == gpu_id for r in single_node) >= 5, gpu_id
     validated = {g for g, spec in CATALOG.items() if spec.validated}
-    assert {"h100-sxm", "h200", "a100-sxm-80gb"} <= validated
+    assert {"h100-sxm", "h200", "a100-sxm-80gb", "b200", "b300", "mi300x", "mi325x", "mi355x"} <= validated
     for gpu_id in validated:
         assert CATALOG[gpu_id].sources["validated"].split(":")[0] in ("measured", "published", "generation")
-    for gpu_id, g in CATALOG.items():
-        if g.vendor != "nvidia" or "fp4" in g.tflops:
-            assert g.validated is False, gpu_id
+    for gpu_id in ("gaudi3", "rtx-pro-6000", "l4", "rtx-4090"):
+        assert CATALOG[gpu_id].validated is False, gpu_id
 
 
 def test_prices_marked_estimate_where_their_source_names_no_list_price():

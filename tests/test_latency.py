@@ -183,8 +183,10 @@ def test_partial_efficiency_object_keeps_default_engine_for_the_rest(sample_scen
 
 
 def test_non_nvidia_gpu_plans_warn_about_calibration():
-    """Source: contract: plans on other vendors' GPUs warn that the default engine is NVIDIA-calibrated."""
-    assert any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "mi300x"}).warnings)
+    """Source: contract: plans on other vendors' GPUs warn that the default engine is NVIDIA-calibrated,
+    unless public runs of that generation were fitted (issue 20: vLLM on CDNA3 has them, Gaudi 3 none)."""
+    assert any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "gaudi3"}).warnings)
+    assert not any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "mi300x"}).warnings)
     assert not any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "h100-sxm"}).warnings)
 
 

@@ -14,7 +14,7 @@ from planner.core.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, default_com
 from planner.economics.cost import gpu_price, usd_per_million_output_tokens
 from planner.economics.plan_power import EconomicsSection, economics_section
 from planner.engines.base import FLOOR_ENGINE
-from planner.engines.profiles import engine_efficiency, is_engine_profile, with_efficiency
+from planner.engines.profiles import engine_efficiency, is_engine_profile, production_terms, with_efficiency
 from planner.hardware.parallelism import (
     ParallelismSection,
     cheapest_layout_that_fits,
@@ -280,9 +280,12 @@ def _warnings(scenario: Scenario, d: Deployment, mem: MemoryPlan, batch: int, pr
                            + engine_memory_warnings(mem))
     if math.isnan(price):
         warnings.append("no $/GPU-hour: give usd_per_gpu_hour for a custom GPU to get costs")
-    if is_default_engine_name(d) and (d.gpu.vendor or "nvidia") != "nvidia":
-        warnings.append(f"the default engine is calibrated on NVIDIA GPUs; {d.gpu.vendor} software stacks often reach a "
-                        "lower fraction of peak: calibrate with your own benchmark before buying")
+    gpu_id = scenario.gpu if isinstance(scenario.gpu, str) else None
+    if (is_default_engine_name(d) and (d.gpu.vendor or "nvidia") != "nvidia"
+            and not production_terms(scenario.engine, gpu_id)):
+        warnings.append(f"the default engine is calibrated on NVIDIA GPUs and no public runs of {d.gpu.vendor}'s "
+                        "generation: its software stacks often reach a lower fraction of peak; calibrate with your own "
+                        "benchmark before buying")
     if not mem.fits:
         warnings.append("the weights and one sequence do not fit in the KV budget at this TP: no serving figure or "
                         "cost is given (latency and throughput are the step physics only); see fit_alternatives")
