@@ -13,7 +13,7 @@ import numpy as np
 
 from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
-from planner.serving.serving import Workload
+from planner.serving.replica import Workload
 
 
 @dataclass(frozen=True)

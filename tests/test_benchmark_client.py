@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
 from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.benchmark_client import BenchmarkClient, run_benchmark
-from planner.serving.serving import Workload
+from planner.serving.replica import Workload
 
 SCENARIO = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": 100, "output_len": 20}
 

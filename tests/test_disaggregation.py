@@ -76,7 +76,8 @@ def test_pools_at_a_trickle_are_the_step_physics():
     Source: hand: the two limits above."""
     from planner.physics.latency import decode_step, prefill
     from planner.serving.disaggregation import TrafficShape
-    from planner.serving.serving import latency_percentiles, load_point
+    from planner.serving.distributions import latency_percentiles
+    from planner.serving.replica import load_point
 
     d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, weights="fp8", kv_cache="fp8")
     shape = TrafficShape(2000, 400)
@@ -95,7 +96,8 @@ def test_fleet_counts_meet_the_objectives():
 
     Source: hand: the two ceilings stated above."""
     from planner.serving.disaggregation import TrafficShape
-    from planner.serving.serving import latency_percentiles, load_point
+    from planner.serving.distributions import latency_percentiles
+    from planner.serving.replica import load_point
 
     d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, weights="fp8", kv_cache="fp8")
     shape = TrafficShape(2000, 400)

@@ -33,7 +33,8 @@ def test_mean_ttft_at_a_trickle_is_the_prefill_alone():
 
     Source: hand: the ideal prefill arithmetic above."""
     from planner.physics.latency import prefill
-    from planner.serving.serving import Workload, load_point, mean_ttft_ms, replica_model
+    from planner.serving.distributions import mean_ttft_ms
+    from planner.serving.replica import Workload, load_point, replica_model
 
     d = resolve(parse_scenario({"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": 2000, "output_len": 400}))
     m = replica_model(d, Workload(prompt_len=2000, output_len=400, max_running=64))

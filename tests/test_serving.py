@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from planner import plan
 from planner.physics.memory import plan_memory
 from planner.scenario.scenario import parse_scenario, resolve
-from planner.serving.serving import goodput_per_ms, load_point, meets_objective, replica_model
+from planner.serving.replica import load_point, replica_model
+from planner.serving.serving import goodput_per_ms, meets_objective
 from planner.serving.workload import workload_for
 
 # The seed's default scenario (issue 9's worked example).
@@ -295,7 +296,7 @@ def test_waiting_probability_matches_gi_m_1_roots():
     Gamma arrivals of CV 2 at rho 0.1: sigma = (1 + 40 (1 - sigma))^-0.25 -> 0.4583 (check: 1 + 40 x 0.5417
     = 22.668, ln 3.1209, x 0.25 = 0.7802, e^-0.7802 = 0.4583)
     (a fixed rho would say 0.1: clumped arrivals wait far more often)."""
-    from planner.serving.serving import waiting_probability
+    from planner.serving.arrivals import waiting_probability
 
     assert waiting_probability(np.array([0.1, 0.5, 0.9]), 1.0) == pytest.approx([0.1, 0.5, 0.9], rel=1e-9)
     assert float(waiting_probability(np.array(0.5), 0.0)) == pytest.approx(0.2032, abs=2e-4)
@@ -305,7 +306,7 @@ def test_waiting_probability_matches_gi_m_1_roots():
 def test_gap_cdf_matches_closed_forms():
     """Source: hand: Poisson gaps: P(gap <= t) = 1 - e^(-lambda t) (lambda t = 1: 0.632121). Gamma gaps of
     CV^2 0.5 (Erlang-2, rate 2 lambda): 1 - e^-x (1 + x) with x = 2 lambda t; lambda t = 1: 1 - 3 e^-2 = 0.593994."""
-    from planner.serving.serving import gap_cdf
+    from planner.serving.arrivals import gap_cdf
 
     assert float(gap_cdf(np.array(0.5), np.array(2.0), 1.0)) == pytest.approx(0.632121, abs=1e-6)
     assert float(gap_cdf(np.array(0.5), np.array(2.0), math.sqrt(0.5))) == pytest.approx(0.593994, abs=1e-6)
@@ -318,7 +319,7 @@ def test_window_counts_of_clumped_arrivals_match_a_renewal_simulation():
     window_counts' P(0); and the counts keep the mean lambda x window.
 
     Source: hand: the Poisson probabilities above, and a renewal simulation written in the test."""
-    from planner.serving.serving import window_counts
+    from planner.serving.arrivals import window_counts
 
     poisson = window_counts(np.array(1.0), np.array(0.2), 1.0, 48)
     assert float(poisson[0]) == pytest.approx(0.818731, abs=1e-6)

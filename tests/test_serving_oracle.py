@@ -13,7 +13,8 @@ from serving_oracle import simulate  # tests/ is on the path (pytest rootdir, no
 
 from planner.physics.memory import plan_memory
 from planner.scenario.scenario import parse_scenario, resolve
-from planner.serving.serving import Workload, latency_percentiles, load_point, replica_model
+from planner.serving.distributions import latency_percentiles
+from planner.serving.replica import Workload, load_point, replica_model
 
 REQUESTS = 6000
 # (name, scenario, arrival_cv, prompt_len_cv, output_len_cv)

@@ -50,7 +50,7 @@ from planner.physics.latency import decode_step  # noqa: E402
 from planner.physics.memory import plan_memory  # noqa: E402
 from planner.scenario.scenario import parse_scenario, resolve  # noqa: E402
 from planner.serving.benchmark_client import BenchmarkClient, run_benchmark  # noqa: E402
-from planner.serving.serving import Workload  # noqa: E402
+from planner.serving.replica import Workload  # noqa: E402
 from planner.serving.workload import workload_for  # noqa: E402
 from tools.engine_fidelity import RUNS_CSV, client_for, scenario_for, skip_reason  # noqa: E402
 from tools.optimize import nelder_mead  # noqa: E402

@@ -168,7 +168,9 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
     import numpy as np
 
     from planner.physics.memory import plan_memory
-    from planner.serving.serving import latency_percentiles, load_point, meets_objective, replica_model
+    from planner.serving.distributions import latency_percentiles
+    from planner.serving.replica import load_point, replica_model
+    from planner.serving.serving import meets_objective
     from planner.serving.workload import running_cap, workload_for
 
     if not isinstance(scenario, Scenario):

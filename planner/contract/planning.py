@@ -28,14 +28,9 @@ from planner.physics.roofline import ridge_crossing_batch, ridge_flop_per_byte
 from planner.physics.speculative import plan_speculative
 from planner.scenario.scenario import Scenario, parse_scenario, resolution_notes, resolve
 from planner.serving.benchmark_client import BenchmarkClient, Summary, run_benchmark
+from planner.serving.distributions import Percentiles
 from planner.serving.operating_point import serve_at_goodput, time_per_output_token
-from planner.serving.serving import (
-    Objective,
-    Percentiles,
-    ServingPoint,
-    serve_at_concurrency,
-    serve_at_rate,
-)
+from planner.serving.serving import Objective, ServingPoint, serve_at_concurrency, serve_at_rate
 from planner.serving.workload import running_cap, workload_for
 
 MAX_TP_SUGGESTION = 64

@@ -34,7 +34,7 @@ import numpy as np
 
 from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
-from planner.serving.serving import Workload
+from planner.serving.replica import Workload
 
 # InferenceX's runs send 10 x concurrency prompts (`--num-prompts $(( $CONC * 10 ))`); the benchmark
 # commands Ridgeline generates send at least MIN_PROMPTS, enough for a stable median and a meaningful p99.

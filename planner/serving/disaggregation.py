@@ -43,13 +43,9 @@ from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
 from planner.physics.memory import kv_bytes_per_token, plan_memory
 from planner.scenario.scenario import Scenario, resolve
-from planner.serving.serving import (
-    ReplicaModel,
-    goodput_per_ms,
-    latency_percentiles,
-    load_point,
-    replica_model,
-)
+from planner.serving.distributions import latency_percentiles
+from planner.serving.replica import ReplicaModel, load_point, replica_model
+from planner.serving.serving import goodput_per_ms
 from planner.serving.sizing import LayoutCandidate, rate_bound_per_s
 from planner.serving.workload import replica_workload
 

@@ -9,14 +9,8 @@ from dataclasses import dataclass
 
 from planner.core.deployment import Deployment
 from planner.scenario.scenario import ServiceObjective
-from planner.serving.serving import (
-    Objective,
-    ServingPoint,
-    Workload,
-    goodput_per_ms,
-    replica_model,
-    serve_at_rate,
-)
+from planner.serving.replica import Workload, replica_model
+from planner.serving.serving import Objective, ServingPoint, goodput_per_ms, serve_at_rate
 
 # The default latency objective: what an interactive chat product accepts, at p90.
 # Public practice it sits between: MLPerf Inference's Llama-2-70B scenarios hold TTFT p99 <= 2 s and

@@ -9,7 +9,7 @@ from typing import Protocol
 from planner.core.deployment import Deployment
 from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.scenario.scenario import LoadSettings, Scenario
-from planner.serving.serving import Workload
+from planner.serving.replica import Workload
 
 
 class TrafficMix(Protocol):
