@@ -286,7 +286,7 @@ def test_expected_sheet_matches_the_plan():
     request throughput by Little's law = 8 / 1.370 s = 5.8394 req/s (band 8 / 1.674 = 4.7790 to
     8 / 1.223 = 6.5413); output throughput = 5.8394 x 128 = 747.45 tok/s.
     Source: hand: Little's law and E2E = TTFT + (output - 1) x TPOT, worked in the docstring."""
-    from planner.contract.commands import expected_figures
+    from planner.contract.expected_figures import expected_figures
     from planner.scenario.scenario import parse_scenario
 
     s = {"model": "qwen3-8b", "gpu": "h100-sxm", "batch": 8, "prompt_len": 512, "output_len": 128}
@@ -471,7 +471,7 @@ def test_expected_figures_follow_the_plans_serving_section():
     """Source: hand: with a serving section (values set here), each benchmark line is the section's figure;
     the band is the plan's TTFT or ITL band as factors of its estimate (ttft_band / ttft x value), and
     throughput takes the inverse ITL factors."""
-    from planner.contract.commands import expected_figures
+    from planner.contract.expected_figures import expected_figures
     from planner.scenario.scenario import parse_scenario
 
     s = {"model": "qwen3-8b", "gpu": "h100-sxm", "load": {"request_rate": 2.0}}

@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from planner.contract.commands import ExpectedFigure, command_set
+from planner.contract.commands import command_set
+from planner.contract.expected_figures import ExpectedFigure
 from planner.core.errors import ScenarioError
 from planner.physics.calibration import CalibrationProfile
 from planner.scenario.scenario import parse_scenario
