@@ -255,22 +255,24 @@ def _text_config(config: dict[str, Any], field: str) -> tuple[dict[str, Any], st
     return config, model_type, field
 
 
-def model_from_hf_config(config: Any, field: str = "model.hf_config") -> ModelSpec:
-    if not isinstance(config, dict):
-        raise ScenarioError(field, "must be a JSON object (the contents of config.json)")
+def _family(config: dict[str, Any], field: str) -> tuple[bool, list[str]]:
+    """Whether config.json's model_type is a family Ridgeline knows; an unknown decoder that gives the
+    standard keys imports as a dense one, with a note."""
     outer_type = config.get("model_type")
-    known = outer_type in SUPPORTED_MODEL_TYPES
-    notes: list[str] = []
-    if not known:
-        if not isinstance(outer_type, str) or any(k not in config for k in STANDARD_KEYS):
-            raise ScenarioError(f"{field}.model_type",
-                                f"{quote(outer_type)} is not supported (supported: {', '.join(SUPPORTED_MODEL_TYPES)}; "
-                                f"other decoders import when they give {', '.join(STANDARD_KEYS)})")
-        notes.append(f"model_type {quote(outer_type)} is not a family Ridgeline knows: imported as a dense decoder "
-                     "from its standard keys (no MoE, MLA or sliding window); check the parameter count")
-    text, model_type, tf = _text_config(config, field)
-    if model_type in _FAMILY_DEFAULTS:
-        text = {**_FAMILY_DEFAULTS[model_type], **{k: v for k, v in text.items() if v is not None}}
+    if outer_type in SUPPORTED_MODEL_TYPES:
+        return True, []
+    if not isinstance(outer_type, str) or any(k not in config for k in STANDARD_KEYS):
+        raise ScenarioError(f"{field}.model_type",
+                            f"{quote(outer_type)} is not supported (supported: {', '.join(SUPPORTED_MODEL_TYPES)}; "
+                            f"other decoders import when they give {', '.join(STANDARD_KEYS)})")
+    return False, [f"model_type {quote(outer_type)} is not a family Ridgeline knows: imported as a dense decoder "
+                   "from its standard keys (no MoE, MLA or sliding window); check the parameter count"]
+
+
+def _shape_spec(config: dict[str, Any], text: dict[str, Any], model_type: str, field: str,
+                tf: str) -> dict[str, Any]:
+    """The dense decoder's shape: layers, width, heads, vocabulary, tied embeddings, head size."""
+    outer_type = config.get("model_type")
     n_layers = _require(text, "num_hidden_layers", tf)
     d_model = _require(text, "hidden_size", tf)
     n_heads = _require(text, "num_attention_heads", tf)
@@ -292,14 +294,45 @@ def model_from_hf_config(config: Any, field: str = "model.hf_config") -> ModelSp
         spec["head_dim"] = text["head_dim"]
     elif d_model % n_heads:
         raise ScenarioError(f"{tf}.head_dim", "required when hidden_size is not a multiple of num_attention_heads")
+    return spec
 
-    if known:
-        window, windowed = _windowing(model_type, text, n_layers, tf)
-        if window:
-            spec["sliding_window"] = window
-            spec["sliding_window_layers"] = windowed
 
-    moe_type = model_type if known else None
+def _qwen_moe(moe_type: str, text: dict[str, Any], n_layers: int, tf: str) -> dict[str, Any]:
+    """Qwen MoE: routed experts of moe_intermediate_size; Qwen2-MoE adds a shared expert of a multiple of it."""
+    d_ff_expert = _require(text, "moe_intermediate_size", tf)
+    shared = 0
+    if moe_type == "qwen2_moe":
+        shared_width = _optional_int(text, "shared_expert_intermediate_size", tf, 0)
+        if shared_width % d_ff_expert:
+            raise ScenarioError(f"{tf}.shared_expert_intermediate_size",
+                                f"must be a multiple of moe_intermediate_size ({d_ff_expert})")
+        shared = shared_width // d_ff_expert
+    return {"n_experts": _require(text, "num_experts", tf), "top_k": _require(text, "num_experts_per_tok", tf),
+            "d_ff_expert": d_ff_expert, "n_shared_experts": shared,
+            "first_dense_layers": n_layers - _moe_layers(moe_type, text, n_layers, tf)}
+
+
+def _deepseek_moe(moe_type: str, text: dict[str, Any], spec: dict[str, Any], tf: str) -> None:
+    """DeepSeek V2/V3 and GLM-4 MoE experts; DeepSeek's multi-head latent attention (MLA)."""
+    n_layers, n_heads = spec["n_layers"], spec["n_heads"]
+    spec["moe"] = {"n_experts": _require(text, "n_routed_experts", tf),
+                   "top_k": _require(text, "num_experts_per_tok", tf),
+                   "d_ff_expert": _require(text, "moe_intermediate_size", tf),
+                   "n_shared_experts": _optional_int(text, "n_shared_experts", tf, 0),
+                   "first_dense_layers": n_layers - _moe_layers(moe_type, text, n_layers, tf)}
+    if moe_type != "glm4_moe":  # multi-head latent attention
+        nope = _require(text, "qk_nope_head_dim", tf)
+        rope = _require(text, "qk_rope_head_dim", tf)
+        spec["head_dim"] = nope + rope
+        spec["n_kv_heads"] = n_heads  # MLA: every head has its own K/V after up-projection
+        spec["mla"] = {"kv_lora_rank": _require(text, "kv_lora_rank", tf), "qk_rope_head_dim": rope,
+                       "qk_nope_head_dim": nope, "v_head_dim": _require(text, "v_head_dim", tf),
+                       "q_lora_rank": _optional_int(text, "q_lora_rank", tf) or None}
+
+
+def _mlp_spec(moe_type: str | None, text: dict[str, Any], spec: dict[str, Any], tf: str) -> None:
+    """The MLP: d_ff, and for a mixture of experts its experts (per family's config keys)."""
+    n_layers = spec["n_layers"]
     if moe_type in ("llama4", "llama4_text"):
         n_moe = _moe_layers(moe_type, text, n_layers, tf)
         spec["d_ff"] = _optional_int(text, "intermediate_size_mlp", tf) or _require(text, "intermediate_size", tf)
@@ -307,66 +340,59 @@ def model_from_hf_config(config: Any, field: str = "model.hf_config") -> ModelSp
                        "top_k": _require(text, "num_experts_per_tok", tf),
                        "d_ff_expert": _require(text, "intermediate_size", tf), "n_shared_experts": 1,
                        "first_dense_layers": n_layers - n_moe}
-    elif moe_type == "gpt_oss":
-        top_k = text.get("num_experts_per_tok", text.get("experts_per_token"))
-        spec["d_ff"] = _require(text, "intermediate_size", tf)
-        spec["moe"] = {"n_experts": _require(text, "num_local_experts", tf),
-                       "top_k": _require({"num_experts_per_tok": top_k}, "num_experts_per_tok", tf),
-                       "d_ff_expert": spec["d_ff"], "n_shared_experts": 0}
-    elif moe_type == "mixtral":
-        spec["d_ff"] = _require(text, "intermediate_size", tf)
-        spec["moe"] = {"n_experts": _require(text, "num_local_experts", tf),
-                       "top_k": _require(text, "num_experts_per_tok", tf),
-                       "d_ff_expert": spec["d_ff"], "n_shared_experts": 0}
+        return
+    spec["d_ff"] = _require(text, "intermediate_size", tf)
+    if moe_type in ("gpt_oss", "mixtral"):
+        n_experts = _require(text, "num_local_experts", tf)
+        if moe_type == "gpt_oss":  # gpt-oss may name it experts_per_token
+            top_k = _require({"num_experts_per_tok": text.get("num_experts_per_tok", text.get("experts_per_token"))},
+                             "num_experts_per_tok", tf)
+        else:
+            top_k = _require(text, "num_experts_per_tok", tf)
+        spec["moe"] = {"n_experts": n_experts, "top_k": top_k, "d_ff_expert": spec["d_ff"], "n_shared_experts": 0}
     elif moe_type in ("qwen3_moe", "qwen2_moe"):
-        spec["d_ff"] = _require(text, "intermediate_size", tf)
-        d_ff_expert = _require(text, "moe_intermediate_size", tf)
-        shared = 0
-        if moe_type == "qwen2_moe":
-            shared_width = _optional_int(text, "shared_expert_intermediate_size", tf, 0)
-            if shared_width % d_ff_expert:
-                raise ScenarioError(f"{tf}.shared_expert_intermediate_size",
-                                    f"must be a multiple of moe_intermediate_size ({d_ff_expert})")
-            shared = shared_width // d_ff_expert
-        spec["moe"] = {"n_experts": _require(text, "num_experts", tf),
-                       "top_k": _require(text, "num_experts_per_tok", tf),
-                       "d_ff_expert": d_ff_expert, "n_shared_experts": shared,
-                       "first_dense_layers": n_layers - _moe_layers(moe_type, text, n_layers, tf)}
+        spec["moe"] = _qwen_moe(moe_type, text, n_layers, tf)
     elif moe_type in ("deepseek_v2", "deepseek_v3", "glm4_moe"):
-        spec["d_ff"] = _require(text, "intermediate_size", tf)
-        spec["moe"] = {"n_experts": _require(text, "n_routed_experts", tf),
-                       "top_k": _require(text, "num_experts_per_tok", tf),
-                       "d_ff_expert": _require(text, "moe_intermediate_size", tf),
-                       "n_shared_experts": _optional_int(text, "n_shared_experts", tf, 0),
-                       "first_dense_layers": n_layers - _moe_layers(moe_type, text, n_layers, tf)}
-        if moe_type != "glm4_moe":  # multi-head latent attention
-            nope = _require(text, "qk_nope_head_dim", tf)
-            rope = _require(text, "qk_rope_head_dim", tf)
-            spec["head_dim"] = nope + rope
-            spec["n_kv_heads"] = n_heads  # MLA: every head has its own K/V after up-projection
-            spec["mla"] = {"kv_lora_rank": _require(text, "kv_lora_rank", tf), "qk_rope_head_dim": rope,
-                           "qk_nope_head_dim": nope, "v_head_dim": _require(text, "v_head_dim", tf),
-                           "q_lora_rank": _optional_int(text, "q_lora_rank", tf) or None}
-    else:
-        spec["d_ff"] = _require(text, "intermediate_size", tf)
+        _deepseek_moe(moe_type, text, spec, tf)
 
-    positions = _optional_int(text, "max_position_embeddings", tf) or _POSITIONS_DEFAULT.get(model_type)
-    if positions:
-        spec["max_position_embeddings"] = positions
-        rows = _rotary_table_rows(model_type, text, positions, tf)
-        if rows != [positions]:
-            spec["rotary_cache_positions"] = rows
 
-    weights, ignored, q_notes = _quantization(config, field)
+def _checkpoint_spec(config: dict[str, Any], text: dict[str, Any], field: str, tf: str,
+                     spec: dict[str, Any]) -> list[str]:
+    """The checkpoint's quantization (weights, FP4 format, which layers it covers); returns its notes."""
+    weights, ignored, notes = _quantization(config, field)
     if weights is None and text is not config:
-        weights, ignored, q_notes = _quantization(text, tf)
-    notes += q_notes
+        weights, ignored, notes = _quantization(text, tf)
     if weights == "fp4":
         spec["fp4_format"] = _fp4_format(config if _dict(config, "quantization_config", field) else text)
     if weights is not None:
         spec["checkpoint_weights"] = weights
         if spec.get("moe") and _keeps_attention(ignored):
             spec["quantized_scope"] = "routed_experts"
+    return notes
+
+
+def model_from_hf_config(config: Any, field: str = "model.hf_config") -> ModelSpec:
+    if not isinstance(config, dict):
+        raise ScenarioError(field, "must be a JSON object (the contents of config.json)")
+    known, notes = _family(config, field)
+    text, model_type, tf = _text_config(config, field)
+    if model_type in _FAMILY_DEFAULTS:
+        text = {**_FAMILY_DEFAULTS[model_type], **{k: v for k, v in text.items() if v is not None}}
+    spec = _shape_spec(config, text, model_type, field, tf)
+    n_layers = spec["n_layers"]
+    if known:
+        window, windowed = _windowing(model_type, text, n_layers, tf)
+        if window:
+            spec["sliding_window"] = window
+            spec["sliding_window_layers"] = windowed
+    _mlp_spec(model_type if known else None, text, spec, tf)
+    positions = _optional_int(text, "max_position_embeddings", tf) or _POSITIONS_DEFAULT.get(model_type)
+    if positions:
+        spec["max_position_embeddings"] = positions
+        rows = _rotary_table_rows(model_type, text, positions, tf)
+        if rows != [positions]:
+            spec["rotary_cache_positions"] = rows
+    notes += _checkpoint_spec(config, text, field, tf, spec)
     if notes:
         spec["import_notes"] = notes
     try:
