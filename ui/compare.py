@@ -157,6 +157,60 @@ def _objective(current: dict[str, Any] | None) -> ServiceObjective:
     return ServiceObjective.model_validate(slo) if slo else DEFAULT_OBJECTIVE
 
 
+def _equal_service(pins: list[dict[str, Any]], current: dict[str, Any] | None) -> bool:
+    """Every pin at its own goodput under one objective, and the fleet each needs for the traffic target;
+    False where a pin no longer validates."""
+    slo = _objective(current)
+    traffic = float(st.session_state.get("traffic_rps", DEFAULT_TRAFFIC_REQUESTS_PER_S))
+    _, shared = short_labels(pins)
+    st.caption(f"Every pin ({plain(shared, 200) if shared else 'as labelled'}) at its own goodput under one "
+               f"objective ({objective_text(slo)}: the current scenario's, else the default), and the fleet each "
+               f"needs for **{traffic:,.4g} req/s** (the traffic target in the sidebar), sized as the sizing page "
+               "sizes one configuration: GPUs = replicas × GPUs per replica, $/h and $/M for that traffic, Δ $/M "
+               "against the cheapest. A fleet rounds up to whole replicas, so at small traffic the ranking can "
+               "differ from $/M at goodput.")
+    try:
+        table = equal_service_table(pins, slo, traffic)
+        ranked = [f"{rank}. {plain(row['pin'], 120)} {row['$/M']}/M"
+                  for rank, row in table.iterrows() if rank != "—"]
+        st.markdown("**Cheapest at equal service:** " + (" · ".join(ranked) if ranked else
+                                                         "no pin meets the objective"))
+        st.dataframe(table, width="stretch")
+    except ScenarioError as err:  # a pin that stopped validating (should not happen: pins are checked)
+        st.error(f"A pinned scenario is no longer valid: {plain(err.field, 80)}: {plain(err.reason)}")
+        return False
+    return True
+
+
+def _same_rate(pins: list[dict[str, Any]]) -> bool:
+    """Every pin at one request rate per replica (by default a share of the lowest capacity); False where
+    a pin no longer validates."""
+    try:
+        # capacities as the table plans the pins, at a request rate: there a pin's `batch` caps the running
+        # sequences (with no load it is the closed loop's client count, and capacity is at the max batch)
+        base = [plan(at_rate(s, CAPACITY_PROBE_RATE)) for s in pins]
+    except ScenarioError as err:
+        st.error(f"A pinned scenario is no longer valid: {plain(err.field, 80)}: {plain(err.reason)}")
+        return False
+    default = common_rate([p.serving.max_request_rate for p in base if p.memory.fits])
+    if default is not None:
+        if "cmp_rate" not in st.session_state or st.session_state.get("cmp_pins_seen") != len(pins):
+            st.session_state["cmp_rate"] = round(default, 3)
+            st.session_state["cmp_pins_seen"] = len(pins)
+        rate = st.number_input("Compare every pin at this request rate (req/s per replica)", 0.001, 1e6,
+                               key="cmp_rate", format="%.3f",
+                               help=f"default: {COMMON_RATE_FRACTION:.0%} of the lowest capacity among the pins")
+        st.caption(f"Every column below is one replica at **{rate:,.3f} req/s**, the same load for all pins "
+                   f"(the lowest capacity among them is {default / COMMON_RATE_FRACTION:,.2f} req/s). The same "
+                   "rate is not the same service: a faster GPU idles here; compare at equal service for cost.")
+    else:
+        rate = None
+        st.caption("No pin fits in memory: memory figures only.")
+    # st.dataframe shows pin labels (user text) as plain text; st.table would render them as Markdown
+    st.dataframe(comparison_table(pins, rate), width="stretch")
+    return True
+
+
 def render(current: dict[str, Any] | None) -> None:
     pins: list[dict[str, Any]] = st.session_state.setdefault("pins", [])
     c1, c2, c3 = st.columns([1, 1, 3])
@@ -172,50 +226,9 @@ def render(current: dict[str, Any] | None) -> None:
         st.info("No pinned scenarios yet.")
         return
     mode = st.radio("Compare", MODES, key="cmp_mode", horizontal=True, label_visibility="collapsed")
-    if mode == MODES[0]:
-        slo = _objective(current)
-        traffic = float(st.session_state.get("traffic_rps", DEFAULT_TRAFFIC_REQUESTS_PER_S))
-        _, shared = short_labels(pins)
-        st.caption(f"Every pin ({plain(shared, 200) if shared else 'as labelled'}) at its own goodput under one "
-                   f"objective ({objective_text(slo)}: the current scenario's, else the default), and the fleet each "
-                   f"needs for **{traffic:,.4g} req/s** (the traffic target in the sidebar), sized as the sizing page "
-                   "sizes one configuration: GPUs = replicas × GPUs per replica, $/h and $/M for that traffic, Δ $/M "
-                   "against the cheapest. A fleet rounds up to whole replicas, so at small traffic the ranking can "
-                   "differ from $/M at goodput.")
-        try:
-            table = equal_service_table(pins, slo, traffic)
-            ranked = [f"{rank}. {plain(row['pin'], 120)} {row['$/M']}/M"
-                      for rank, row in table.iterrows() if rank != "—"]
-            st.markdown("**Cheapest at equal service:** " + (" · ".join(ranked) if ranked else
-                                                             "no pin meets the objective"))
-            st.dataframe(table, width="stretch")
-        except ScenarioError as err:  # a pin that stopped validating (should not happen: pins are checked)
-            st.error(f"A pinned scenario is no longer valid: {plain(err.field, 80)}: {plain(err.reason)}")
-            return
-    else:
-        try:
-            # capacities as the table plans the pins, at a request rate: there a pin's `batch` caps the running
-            # sequences (with no load it is the closed loop's client count, and capacity is at the max batch)
-            base = [plan(at_rate(s, CAPACITY_PROBE_RATE)) for s in pins]
-        except ScenarioError as err:
-            st.error(f"A pinned scenario is no longer valid: {plain(err.field, 80)}: {plain(err.reason)}")
-            return
-        default = common_rate([p.serving.max_request_rate for p in base if p.memory.fits])
-        if default is not None:
-            if "cmp_rate" not in st.session_state or st.session_state.get("cmp_pins_seen") != len(pins):
-                st.session_state["cmp_rate"] = round(default, 3)
-                st.session_state["cmp_pins_seen"] = len(pins)
-            rate = st.number_input("Compare every pin at this request rate (req/s per replica)", 0.001, 1e6,
-                                   key="cmp_rate", format="%.3f",
-                                   help=f"default: {COMMON_RATE_FRACTION:.0%} of the lowest capacity among the pins")
-            st.caption(f"Every column below is one replica at **{rate:,.3f} req/s**, the same load for all pins "
-                       f"(the lowest capacity among them is {default / COMMON_RATE_FRACTION:,.2f} req/s). The same "
-                       "rate is not the same service: a faster GPU idles here; compare at equal service for cost.")
-        else:
-            rate = None
-            st.caption("No pin fits in memory: memory figures only.")
-        # st.dataframe shows pin labels (user text) as plain text; st.table would render them as Markdown
-        st.dataframe(comparison_table(pins, rate), width="stretch")
+    shown = _equal_service(pins, current) if mode == MODES[0] else _same_rate(pins)
+    if not shown:
+        return
     sweeps = overlaid_sweeps(pins)
     charts.show(charts.overlay(sweeps, "itl_ms", "ITL vs batch, decode only (up to each pin's max batch)", "ITL (ms)"))
     charts.show(charts.overlay(sweeps, "output_tokens_per_s", "Output tokens/s per replica vs batch, decode only",

@@ -80,11 +80,8 @@ def _within_bounds(ss: Any) -> list[tuple[str, str]]:
     return problems
 
 
-def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str, str]]:
-    """Write a (valid) scenario into the widgets' session state (or into `target`, a dict); return
-    (input, reason) for any value an input could not hold as given."""
-    ss = st.session_state if target is None else target
-    model = scenario["model"]
+def _seed_model(ss: Any, model: Any) -> None:
+    """The model inputs: a preset's name, an imported config.json carried whole, or a custom shape."""
     ss["model_extra"] = None
     if isinstance(model, str):
         ss["model_choice"] = model
@@ -106,7 +103,9 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["m_tied"] = bool(custom.get("tied_embeddings", False))
     ss["m_n_params_b"] = float(custom.get("n_params") or 0.0) / 1e9
 
-    gpu = scenario["gpu"]
+
+def _seed_gpu(ss: Any, gpu: Any) -> dict[str, Any]:
+    """The GPU inputs: a catalog id, or a custom GPU's figures; returns the custom GPU's figures."""
     g = dict(CUSTOM_GPU_DEFAULT)
     if isinstance(gpu, str):
         ss["gpu_choice"] = gpu
@@ -120,7 +119,11 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["g_fp8"] = float(g["tflops"].get("fp8", 0.0))
     ss["g_fp4"] = float(g["tflops"].get("fp4", 0.0))
     ss["g_link"] = float(g.get("interconnect_gb_s") or DEFAULT_INTERCONNECT_GB_S)
+    return g
 
+
+def _seed_deployment(ss: Any, scenario: dict[str, Any]) -> None:
+    """Layout, precisions, lengths, batch, memory and engine inputs."""
     ss["tp"] = int(scenario.get("tp", 1))
     ss["weights"] = scenario.get("weights", "bf16")
     ss["kv_cache"] = scenario.get("kv_cache", "bf16")
@@ -141,7 +144,10 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["vllm_version"] = str(scenario.get("vllm_version") or "")
     # engine knobs with no sidebar widget (a link or file may set them): carried whole, not dropped
     ss["engine_knobs"] = {k: scenario[k] for k in ENGINE_KNOBS if scenario.get(k) is not None} or None
-    load = scenario.get("load") or {}
+
+
+def _seed_load(ss: Any, load: dict[str, Any]) -> None:
+    """The operating point, the latency objective and the traffic shape."""
     ss["load_mode"] = (AT_OBJECTIVE if load.get("at_goodput") else "request rate" if load.get("request_rate") is not None
                        else "concurrency" if load.get("concurrency") is not None else "batch")
     ss["load_rate"] = float(load.get("request_rate") or 1.0)
@@ -155,6 +161,17 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["slo_percentile"] = int(slo.get("percentile") or DEFAULT_OBJECTIVE.percentile)
     for key, default in LOAD_SHAPE_DEFAULTS.items():
         ss[key] = type(default)(load.get(key, default))
+
+
+def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str, str]]:
+    """Write a (valid) scenario into the widgets' session state (or into `target`, a dict); return
+    (input, reason) for any value an input could not hold as given."""
+    ss = st.session_state if target is None else target
+    _seed_model(ss, scenario["model"])
+    gpu = scenario["gpu"]
+    g = _seed_gpu(ss, gpu)
+    _seed_deployment(ss, scenario)
+    _seed_load(ss, scenario.get("load") or {})
     eff = scenario.get("efficiency", "default")
     ss["efficiency"] = eff if isinstance(eff, str) else "default"
     ss["efficiency_custom"] = eff if isinstance(eff, dict) else None
@@ -363,13 +380,8 @@ def _offer_valid_tp(sb, model: ModelSpec | None, tp: int) -> None:
         col.button(f"Use TP {t}", key=f"tp_fix_{t}", on_click=_set_tp, args=(t,))
 
 
-def render_sidebar() -> None:
-    ss = st.session_state
-    presets = load_presets()
-    catalog = load_catalog()
-    sb = st.sidebar
-    sb.header("Scenario")
-
+def _model_inputs(sb: Any, ss: Any, presets: dict[str, ModelSpec]) -> None:
+    """A preset, or a custom shape (typed in, or an imported config.json)."""
     sb.selectbox("Model", [*presets, CUSTOM], key="model_choice",
                  format_func=lambda k: presets[k].name if k in presets else "Custom shape…")
     if ss["model_choice"] == CUSTOM:
@@ -396,6 +408,10 @@ def render_sidebar() -> None:
         with sb:
             _hf_import_box()
 
+
+def _gpu_inputs(sb: Any, ss: Any) -> None:
+    """A catalog GPU, or a custom one's figures."""
+    catalog = load_catalog()
     sb.selectbox("GPU", [*catalog, CUSTOM], key="gpu_choice", on_change=_on_gpu_change,
                  format_func=lambda k: catalog[k].name if k in catalog else "Custom GPU…")
     if ss["gpu_choice"] == CUSTOM:
@@ -409,6 +425,9 @@ def render_sidebar() -> None:
             c1.number_input("Dense fp4 (0 = none)", *_bounds("g_fp4"), key="g_fp4")
             c2.number_input("Link GB/s per direction", *_bounds("g_link"), key="g_link")
 
+
+def _layout_inputs(sb: Any, ss: Any, presets: dict[str, ModelSpec]) -> None:
+    """Parallelism, precisions, lengths and batch."""
     c1, c2 = sb.columns(2)
     c1.selectbox("TP degree", with_current(TP_CHOICES, ss.get("tp")), key="tp",
                  help="GPUs per replica (tensor parallel)")
@@ -427,6 +446,24 @@ def render_sidebar() -> None:
     sb.checkbox("Batch = max batch that fits", key="batch_auto")
     if not ss["batch_auto"]:
         sb.number_input("Batch (concurrent sequences)", *_bounds("batch"), key="batch")
+
+
+def _objective_inputs(ss: Any, at_objective: bool) -> None:
+    """The latency objective (SLO): TTFT and ITL bounds at a percentile."""
+    st.checkbox("Latency objective (SLO)", key="slo_on", disabled=at_objective,
+                help="always on at objective: the goodput is the highest load that meets it")
+    if ss["slo_on"] or at_objective:
+        st.caption(f"Default: {DEFAULT_OBJECTIVE_SOURCE}.")
+        c1, c2 = st.columns(2)
+        c1.checkbox("TTFT", key="slo_ttft_on")
+        c2.checkbox("ITL", key="slo_itl_on")
+        c1.number_input("TTFT (ms)", *_bounds("slo_ttft"), key="slo_ttft", disabled=not ss["slo_ttft_on"])
+        c2.number_input("ITL (ms)", *_bounds("slo_itl"), key="slo_itl", disabled=not ss["slo_itl_on"])
+        st.radio("at percentile", [50, 90, 99], key="slo_percentile", horizontal=True, format_func=lambda p: f"p{p}")
+
+
+def _operating_point_inputs(sb: Any, ss: Any) -> None:
+    """The operating point (objective, concurrency, rate or batch), its objective and the traffic target."""
     with sb.container(border=True):
         st.radio("Operating point", [AT_OBJECTIVE, "concurrency", "request rate", "batch"], key="load_mode",
                  horizontal=True,
@@ -437,22 +474,15 @@ def render_sidebar() -> None:
             st.number_input("Requests/s per replica", *_bounds("load_rate"), step=0.5, format="%.3f", key="load_rate")
         elif ss["load_mode"] == "concurrency":
             st.number_input("Concurrent clients", *_bounds("load_concurrency"), key="load_concurrency")
-        at_objective = ss["load_mode"] == AT_OBJECTIVE
-        st.checkbox("Latency objective (SLO)", key="slo_on", disabled=at_objective,
-                    help="always on at objective: the goodput is the highest load that meets it")
-        if ss["slo_on"] or at_objective:
-            st.caption(f"Default: {DEFAULT_OBJECTIVE_SOURCE}.")
-            c1, c2 = st.columns(2)
-            c1.checkbox("TTFT", key="slo_ttft_on")
-            c2.checkbox("ITL", key="slo_itl_on")
-            c1.number_input("TTFT (ms)", *_bounds("slo_ttft"), key="slo_ttft", disabled=not ss["slo_ttft_on"])
-            c2.number_input("ITL (ms)", *_bounds("slo_itl"), key="slo_itl", disabled=not ss["slo_itl_on"])
-            st.radio("at percentile", [50, 90, 99], key="slo_percentile", horizontal=True, format_func=lambda p: f"p{p}")
+        _objective_inputs(ss, ss["load_mode"] == AT_OBJECTIVE)
         if "traffic_rps" not in ss:
             ss["traffic_rps"] = DEFAULT_TRAFFIC_REQUESTS_PER_S
         st.number_input("Traffic target (requests/s, all replicas)", *_bounds("traffic_rps"), format="%.3f",
                         key="traffic_rps", help="the fleet the Plan and Compare views size for this traffic within "
                                                 "the objective, as the sizing page does")
+
+
+def _traffic_shape_inputs(sb: Any) -> None:
     with sb.expander("Traffic shape and scheduler"):
         st.number_input("Arrival CV (1 = Poisson)", *_bounds("arrival_cv"), step=0.1, key="arrival_cv")
         st.number_input("Prompt length CV", *_bounds("prompt_len_cv"), step=0.1, key="prompt_len_cv")
@@ -460,6 +490,10 @@ def render_sidebar() -> None:
         st.number_input("Prefix-cache hit fraction", *_bounds("prefix_cache_hit"), step=0.05, key="prefix_cache_hit")
         st.number_input("max_num_batched_tokens", *_bounds("max_num_batched_tokens"), step=1024,
                         key="max_num_batched_tokens", help="the chunked-prefill token budget per iteration")
+
+
+def _engine_inputs(sb: Any, ss: Any) -> None:
+    """Memory use, the engine and its release, efficiency and the GPU price."""
     with sb.expander("Memory, engine and price"):
         st.number_input("Memory utilization", *_bounds("utilization"), step=0.01, format="%.3f", key="utilization",
                   help="fraction of GPU memory the engine may use (vLLM gpu_memory_utilization)")
@@ -480,9 +514,26 @@ def render_sidebar() -> None:
         st.radio("Engine efficiency", ["default", "ideal"], key="efficiency", horizontal=True,
                  help="default: an optimized engine (calibrated); ideal: the pure roofline")
         st.number_input("$ per GPU-hour", *_bounds("price"), step=0.1, format="%.3f", key="price", on_change=_on_price_change)
+
+
+def _speculative_inputs(sb: Any, ss: Any) -> None:
     with sb.expander("Speculative decoding"):
         st.checkbox("Enable", key="spec_on")
         if ss["spec_on"]:
             st.number_input("Draft tokens k", *_bounds("spec_k"), key="spec_k")
             st.slider("Acceptance p", *_bounds("spec_p"), step=0.01, key="spec_p")
             st.number_input("Draft params (B)", *_bounds("spec_draft_b"), key="spec_draft_b")
+
+
+def render_sidebar() -> None:
+    ss = st.session_state
+    presets = load_presets()
+    sb = st.sidebar
+    sb.header("Scenario")
+    _model_inputs(sb, ss, presets)
+    _gpu_inputs(sb, ss)
+    _layout_inputs(sb, ss, presets)
+    _operating_point_inputs(sb, ss)
+    _traffic_shape_inputs(sb)
+    _engine_inputs(sb, ss)
+    _speculative_inputs(sb, ss)

@@ -130,12 +130,8 @@ def deploy_and_benchmark(scenario: dict[str, Any], plan_json: dict[str, Any] | N
         render_bench_upload(scenario, key=f"{key}_bench")
 
 
-def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError | None, query: str,
-           link_refused: str | None) -> None:
-    if error is not None or result is None:
-        st.error(f"**{plain(getattr(error, 'field', 'scenario'), 80)}**: {plain(getattr(error, 'reason', error))}")
-        st.caption("Fix that input; the rest of the scenario is kept.")
-        return
+def _headline(scenario: dict[str, Any], result: Plan) -> None:
+    """What is planned (model, GPUs, precisions, efficiency) and the button that pins it."""
     top = st.columns([3, 1])
     params = f"{result.model.total_params / 1e9:,.1f}B params"
     if result.model.active_params < result.model.total_params:
@@ -149,6 +145,37 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
     if top[1].button("Pin for comparison", key="pin_plan"):
         st.session_state.setdefault("pins", []).append(scenario)
         st.rerun()
+
+
+def _share_box(query: str, link_refused: str | None) -> None:
+    with st.expander("Share this scenario"):
+        if link_refused:
+            st.warning(f"This scenario's link {link_refused}: the address bar keeps the last shorter one. "
+                       "Download the scenario JSON below to share it.")
+        else:
+            st.code("?" + query, language=None)
+            st.caption("Copy this query string after the app's address (the address bar already holds it).")
+
+
+def _time_breakdown(scenario: dict[str, Any], result: Plan) -> None:
+    with st.expander("Where the time goes (ms)"):
+        lat = result.latency
+        keys = list(dict.fromkeys([*lat.decode_breakdown_ms, *lat.prefill_breakdown_ms]))
+        frame = pd.DataFrame({f"one decode step at batch {lat.batch:,}": [lat.decode_breakdown_ms.get(k, 0.0) for k in keys],
+                              f"prefill of {scenario.get('prompt_len', '')} tokens": [
+                                  lat.prefill_breakdown_ms.get(k, 0.0) for k in keys]},
+                             index=[figures.breakdown_label(k) for k in keys])
+        st.dataframe(frame, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
+                                                            for c in frame.columns})
+
+
+def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError | None, query: str,
+           link_refused: str | None) -> None:
+    if error is not None or result is None:
+        st.error(f"**{plain(getattr(error, 'field', 'scenario'), 80)}**: {plain(getattr(error, 'reason', error))}")
+        st.caption("Fix that input; the rest of the scenario is kept.")
+        return
+    _headline(scenario, result)
     fleet, traffic = None, None
     slo = figures.objective_of(scenario)
     if result.memory.fits and slo is not None and (slo.ttft_ms is not None or slo.itl_ms is not None):
@@ -157,13 +184,7 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
     figures.render(result, scenario, fleet, traffic)
     if not result.memory.fits:
         _what_would_fit(result, scenario)
-    with st.expander("Share this scenario"):
-        if link_refused:
-            st.warning(f"This scenario's link {link_refused}: the address bar keeps the last shorter one. "
-                       "Download the scenario JSON below to share it.")
-        else:
-            st.code("?" + query, language=None)
-            st.caption("Copy this query string after the app's address (the address bar already holds it).")
+    _share_box(query, link_refused)
     specs = _chart_specs(json.dumps(scenario, sort_keys=True))
     if specs.get("frontier"):
         charts.show(specs["frontier"])
@@ -184,15 +205,7 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
     charts.show(specs["itl"], c1)
     charts.show(specs["tokens"], c2)
     charts.show(specs["cost"])
-    with st.expander("Where the time goes (ms)"):
-        lat = result.latency
-        keys = list(dict.fromkeys([*lat.decode_breakdown_ms, *lat.prefill_breakdown_ms]))
-        frame = pd.DataFrame({f"one decode step at batch {lat.batch:,}": [lat.decode_breakdown_ms.get(k, 0.0) for k in keys],
-                              f"prefill of {scenario.get('prompt_len', '')} tokens": [
-                                  lat.prefill_breakdown_ms.get(k, 0.0) for k in keys]},
-                             index=[figures.breakdown_label(k) for k in keys])
-        st.dataframe(frame, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
-                                                            for c in frame.columns})
+    _time_breakdown(scenario, result)
     plan_json = clean_json(result.model_dump())
     deploy_and_benchmark(scenario, plan_json)
     exports.render(scenario, plan_json, None)
