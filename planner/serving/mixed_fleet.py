@@ -179,14 +179,15 @@ def _sizing_for(req: MixedFleetRequest, c: LengthClass) -> dict[str, Any]:
     return s
 
 
-def mixed_fleet(data: Any) -> dict[str, Any]:
-    req = parse_mixed_fleet(data)
-    lengths = req.lengths
-    raw = histogram_classes(lengths.histogram) if lengths.histogram is not None else (
-        lognormal_classes(lengths.lognormal) if lengths.lognormal is not None else [])
-    classes = merge_by_prompt(raw)
-    families: dict[tuple[Any, ...], dict[str, Any]] = {}
-    table: dict[tuple[Any, ...], list[float]] = {}
+Family = tuple[Any, ...]  # a configuration: (gpu, tp, pp, ep, weights, kv_cache)
+
+
+def _goodput_table(req: MixedFleetRequest, classes: list[LengthClass]) -> tuple[dict[Family, dict[str, Any]],
+                                                                              dict[Family, list[float]]]:
+    """Each configuration the sizing search finds at any class's lengths, and its goodput per class (0
+    where it does not meet the objective at that class)."""
+    families: dict[Family, dict[str, Any]] = {}
+    table: dict[Family, list[float]] = {}
     for k, c in enumerate(classes):
         try:
             sizing = parse_sizing(_sizing_for(req, c))
@@ -202,30 +203,44 @@ def mixed_fleet(data: Any) -> dict[str, Any]:
                                  "usd_per_replica_hour": o["gpus_per_replica"] * o["usd_per_gpu_hour"]}
                 table[key] = [0.0] * len(classes)
             table[key][k] = max(table[key][k], float(o["goodput_request_rate"]))
-    keys = list(families)
-    rates = [req.requests_per_s * c.share for c in classes]
-    best, single = cheapest_split(rates, [table[f] for f in keys], [families[f]["usd_per_replica_hour"] for f in keys])
+    return families, table
+
+
+def _describe(s: Split | None, families: list[dict[str, Any]], rates: list[float],
+              classes: list[LengthClass]) -> dict[str, Any] | None:
+    """A split as its pools (replicas, GPUs, $/h, the classes each serves) and its routing rule."""
+    if s is None:
+        return None
 
     def pool(f: int, n: float, members: list[int]) -> dict[str, Any]:
-        fam = families[keys[f]]
+        fam = families[f]
         return {**fam, "replicas": int(n), "gpus_total": int(n) * fam["gpus_per_replica"],
                 "usd_per_hour": n * fam["usd_per_replica_hour"], "classes": members,
                 "requests_per_s": sum(rates[i] for i in members)}
 
-    def describe(s: Split | None) -> dict[str, Any] | None:
-        if s is None:
-            return None
-        t = s.threshold_index
-        pools = [pool(s.family_a, s.replicas_a, list(range(t)))]
-        if t < len(classes):
-            pools.append(pool(s.family_b, s.replicas_b, list(range(t, len(classes)))))
-        return {"usd_per_hour": s.usd_per_hour, "pools": pools,
-                "route": (None if t >= len(classes) else
-                          {"prompt_len_threshold": classes[t - 1].prompt_len,
-                           "rule": f"prompt_len <= {classes[t - 1].prompt_len} to pool 0, else pool 1"})}
+    t = s.threshold_index
+    pools = [pool(s.family_a, s.replicas_a, list(range(t)))]
+    if t < len(classes):
+        pools.append(pool(s.family_b, s.replicas_b, list(range(t, len(classes)))))
+    return {"usd_per_hour": s.usd_per_hour, "pools": pools,
+            "route": (None if t >= len(classes) else
+                      {"prompt_len_threshold": classes[t - 1].prompt_len,
+                       "rule": f"prompt_len <= {classes[t - 1].prompt_len} to pool 0, else pool 1"})}
 
+
+def mixed_fleet(data: Any) -> dict[str, Any]:
+    req = parse_mixed_fleet(data)
+    lengths = req.lengths
+    raw = histogram_classes(lengths.histogram) if lengths.histogram is not None else (
+        lognormal_classes(lengths.lognormal) if lengths.lognormal is not None else [])
+    classes = merge_by_prompt(raw)
+    families, table = _goodput_table(req, classes)
+    keys = list(families)
+    rates = [req.requests_per_s * c.share for c in classes]
+    best, single = cheapest_split(rates, [table[f] for f in keys], [families[f]["usd_per_replica_hour"] for f in keys])
     total_tokens = sum(r * c.output_len for r, c in zip(rates, classes, strict=True))
-    mix, one = describe(best), describe(single)
+    by_index = [families[f] for f in keys]
+    mix, one = _describe(best, by_index, rates, classes), _describe(single, by_index, rates, classes)
     for d in (mix, one):
         if d is not None:
             d["usd_per_million_output_tokens"] = d["usd_per_hour"] / (total_tokens * 3600.0) * 1e6
