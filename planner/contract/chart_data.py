@@ -162,13 +162,36 @@ PERCENTILE_POINTS = 48  # each point is a percentile search (~4 ms): the curve's
 PERCENTILE_POINTS_NEAR_CAPACITY = 16
 
 
+def _latency_vs_rate(m: Any, capacity: float, goodput_rate: float | None) -> list[dict[str, Any]]:
+    """TTFT and ITL percentiles against the request rate, fine enough that the goodput marker sits on the
+    drawn curve: evenly to 90% of capacity, then denser towards it (latency turns up there), plus the
+    goodput rate itself."""
+    import numpy as np
+
+    from planner.serving.distributions import latency_percentiles
+    from planner.serving.replica import load_point
+
+    vs_rate = []
+    fractions = np.concatenate([np.linspace(0.02, 0.9, PERCENTILE_POINTS - PERCENTILE_POINTS_NEAR_CAPACITY),
+                                1.0 - np.geomspace(0.09, 0.004, PERCENTILE_POINTS_NEAR_CAPACITY)])
+    if goodput_rate and capacity > 0:
+        fractions = np.append(fractions, goodput_rate / capacity)
+    for fraction in np.unique(fractions):
+        point = load_point(m, np.asarray(capacity * fraction / 1000.0))
+        ttft, itl, _ = latency_percentiles(m, point)
+        if ttft.p99 is not None and itl.p99 is not None:
+            vs_rate.append({"request_rate": float(capacity * fraction), "ttft_p99_ms": ttft.p99, "itl_p99_ms": itl.p99,
+                            "ttft_p50_ms": ttft.p50, "itl_p50_ms": itl.p50, "ttft_p90_ms": ttft.p90,
+                            "itl_p90_ms": itl.p90})
+    return vs_rate
+
+
 def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -> ServingSeries | None:
     """The serving charts' data from the serving model's own functions (planner.serving.serving), vectorized
     over rates where the model allows; None when the deployment does not fit."""
     import numpy as np
 
     from planner.physics.memory import plan_memory
-    from planner.serving.distributions import latency_percentiles
     from planner.serving.replica import load_point, replica_model
     from planner.serving.serving import meets_objective
     from planner.serving.workload import running_cap, workload_for
@@ -199,20 +222,7 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
                  "decoding_sequences": float(n), "meets_objective": bool(ok)}
                 for r, it, n, ok, st in zip(rates, lp.iteration_ms, lp.population, meets, lp.stable, strict=True) if st]
 
-    vs_rate = []
-    # fine enough that the goodput marker sits on the drawn curve: evenly to 90% of capacity, then denser
-    # towards it (latency turns up there), plus the goodput rate itself
-    fractions = np.concatenate([np.linspace(0.02, 0.9, PERCENTILE_POINTS - PERCENTILE_POINTS_NEAR_CAPACITY),
-                                1.0 - np.geomspace(0.09, 0.004, PERCENTILE_POINTS_NEAR_CAPACITY)])
-    if p.serving.goodput_request_rate and capacity > 0:
-        fractions = np.append(fractions, p.serving.goodput_request_rate / capacity)
-    for fraction in np.unique(fractions):
-        point = load_point(m, np.asarray(capacity * fraction / 1000.0))
-        ttft, itl, _ = latency_percentiles(m, point)
-        if ttft.p99 is not None and itl.p99 is not None:
-            vs_rate.append({"request_rate": float(capacity * fraction), "ttft_p99_ms": ttft.p99, "itl_p99_ms": itl.p99,
-                            "ttft_p50_ms": ttft.p50, "itl_p50_ms": itl.p50, "ttft_p90_ms": ttft.p90,
-                            "itl_p90_ms": itl.p90})
+    vs_rate = _latency_vs_rate(m, capacity, p.serving.goodput_request_rate)
     sv = p.serving
     op = None
     if sv.stable and sv.request_rate:
