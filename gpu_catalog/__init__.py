@@ -8,7 +8,7 @@ from __future__ import annotations
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -165,3 +165,15 @@ def load_catalog() -> dict[str, CatalogGpu]:
 
 def get_gpu(gpu_id: str) -> CatalogGpu:
     return load_catalog()[gpu_id]
+
+
+CUSTOM_GPU_TEMPLATE_ID = "h100-sxm"  # a custom GPU's inputs start from this catalog entry's figures
+
+
+def custom_gpu_template(gpu_id: str = CUSTOM_GPU_TEMPLATE_ID, name: str = "my-gpu") -> dict[str, Any]:
+    """A catalog GPU's figures in a scenario's custom-GPU form (`gpu` as an object): the starting values
+    of a custom GPU, each with the catalog's source."""
+    g = get_gpu(gpu_id)
+    return {"name": name, "memory_gb": g.memory_gb, "hbm_tb_s": g.hbm_tb_s,
+            "tflops": {p: g.tflops[p] for p in ("bf16", "fp8", "fp4") if p in g.tflops},
+            "interconnect_gb_s": g.link_gb_s, "usd_per_hour": g.usd_per_hour}

@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from gpu_catalog import DEFAULT_INTERCONNECT_GB_S, load_catalog
+from gpu_catalog import DEFAULT_INTERCONNECT_GB_S, custom_gpu_template, load_catalog
 from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
 from planner.core.model_shapes import ModelSpec
 from planner.core.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
@@ -54,8 +54,6 @@ WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
 MODEL_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size")
 CUSTOM_MODEL_DEFAULT = {"name": "my-model", "n_layers": 32, "d_model": 4096, "n_heads": 32, "n_kv_heads": 8,
                         "head_dim": 128, "d_ff": 14336, "vocab_size": 128256, "tied_embeddings": False}
-CUSTOM_GPU_DEFAULT = {"name": "my-gpu", "memory_gb": 80.0, "hbm_tb_s": 3.35,
-                      "tflops": {"bf16": 989.4, "fp8": 1978.9}, "interconnect_gb_s": 450.0, "usd_per_hour": 2.5}
 
 # No source: the price input's starting value for a GPU that has none (a custom GPU given without
 # usd_per_hour). The plan itself never invents a price: without one it warns and leaves costs empty.
@@ -106,7 +104,7 @@ def _seed_model(ss: Any, model: Any) -> None:
 
 def _seed_gpu(ss: Any, gpu: Any) -> dict[str, Any]:
     """The GPU inputs: a catalog id, or a custom GPU's figures; returns the custom GPU's figures."""
-    g = dict(CUSTOM_GPU_DEFAULT)
+    g = custom_gpu_template()  # the catalog's H100 SXM figures
     if isinstance(gpu, str):
         ss["gpu_choice"] = gpu
     else:

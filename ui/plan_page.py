@@ -55,7 +55,7 @@ def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
     m = p.memory
     context = scenario.get("context_len") or int(scenario.get("prompt_len", 1024)) + int(scenario.get("output_len", 256))
     st.error(f"The weights ({figures.gib(m.weights_gb_per_gpu)} per GPU) and one {context:,}-token "
-             f"sequence do not fit in {figures.gib(m.usable_gb_per_gpu - m.reserve_gb)} usable per GPU, so there is no "
+             f"sequence do not fit in {figures.gib(m.usable_after_reserve_gb)} usable per GPU, so there is no "
              "latency, throughput or cost to show.")
     alt = p.fit_alternatives  # the plan's own answer (planner.contract.planning), laid out here
     catalog = load_catalog()

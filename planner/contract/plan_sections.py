@@ -49,6 +49,11 @@ class MemorySection(BaseModel):
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
 
+    @property
+    def usable_after_reserve_gb(self) -> float:
+        """Per GPU: the engine's memory cap less the reserve, what weights and the KV cache share."""
+        return self.usable_gb_per_gpu - self.reserve_gb
+
 
 class RooflineSection(BaseModel):
     ridge_flop_per_byte: float
