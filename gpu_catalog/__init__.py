@@ -59,7 +59,9 @@ class GpuSpec(BaseModel):
     usd_per_hour: float | None = Field(default=None, ge=0.0001, le=10_000)
     vendor: str | None = Field(default=None, max_length=60)
     tdp_w: float | None = Field(default=None, ge=1, le=10_000)
-    tflops_sparse: dict[str, float] | None = Field(default=None, max_length=len(TENSOR_PRECISIONS))  # 2:4 peaks, reference only
+    tflops_sparse: dict[str, float] | None = Field(
+        default=None, max_length=len(TENSOR_PRECISIONS)
+    )  # 2:4 peaks, reference only
     sources: dict[str, str] | None = Field(default=None, max_length=32)
     # topology: the scale-up (NVLink / Infinity Fabric) domain, the server, and the network per GPU
     scale_up_domain: int | None = Field(default=None, ge=1, le=100_000)
@@ -83,7 +85,9 @@ class GpuSpec(BaseModel):
             raise ValueError("needs a dense 'bf16' peak")
         for precision, value in peaks.items():
             if precision not in TENSOR_PRECISIONS:
-                raise ValueError(f"unknown precision {precision[:30]!r} (known: {', '.join(TENSOR_PRECISIONS)})")
+                raise ValueError(
+                    f"unknown precision {precision[:30]!r} (known: {', '.join(TENSOR_PRECISIONS)})"
+                )
             if not (0.1 <= value <= 1_000_000):
                 raise ValueError(f"'{precision}' peak must be between 0.1 and 1,000,000 TFLOP/s")
         return peaks
@@ -135,7 +139,11 @@ class GpuSpec(BaseModel):
 
     @property
     def network_latency_us(self) -> float:
-        return self.scale_out_latency_us if self.scale_out_latency_us is not None else DEFAULT_SCALE_OUT_LATENCY_US
+        return (
+            self.scale_out_latency_us
+            if self.scale_out_latency_us is not None
+            else DEFAULT_SCALE_OUT_LATENCY_US
+        )
 
     def peak_tflops(self, precision: str) -> float:
         return self.tflops[precision]

@@ -26,7 +26,8 @@ PYTHON_SHOWN = ".venv/bin/python"  # what the README tells a reader to type (mak
 PLAN_ARGS = ["plan", "data/examples/llama70b_h100_fp8_scenario.json"]
 SIZE_ARGS = ["size", "data/examples/llama70b_sizing.json"]
 
-# The figures a buyer reads first, by section of the plan's JSON (docs/CONTRACT.md); the rest is in the output.
+# The figures a buyer reads first, by section of the plan's JSON (docs/CONTRACT.md); the rest is in the
+# output.
 PLAN_EXCERPT: dict[str, tuple[str, ...]] = {
     "memory": ("weights_gb_per_gpu", "kv_budget_gb_per_gpu", "max_batch"),
     "roofline": ("ridge_flop_per_byte", "decode_ai", "regime"),
@@ -34,8 +35,19 @@ PLAN_EXCERPT: dict[str, tuple[str, ...]] = {
     "throughput": ("output_tokens_per_s",),
     "cost": ("usd_per_replica_hour", "usd_per_million_output_tokens"),
 }
-SIZE_OPTION_KEYS = ("gpu", "tp", "weights", "kv_cache", "replicas", "gpus_total", "percentile", "ttft_ms", "itl_ms",
-                    "usd_per_hour", "usd_per_million_output_tokens")
+SIZE_OPTION_KEYS = (
+    "gpu",
+    "tp",
+    "weights",
+    "kv_cache",
+    "replicas",
+    "gpus_total",
+    "percentile",
+    "ttft_ms",
+    "itl_ms",
+    "usd_per_hour",
+    "usd_per_million_output_tokens",
+)
 SIZE_OPTIONS_SHOWN = 2
 
 # Rows of docs/ACCURACY.md's tables the README quotes, by their first cell.
@@ -62,8 +74,13 @@ def plan_excerpt(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def size_excerpt(result: dict[str, Any]) -> dict[str, Any]:
-    return {"searched": result["searched"], "feasible": result["feasible"],
-            "options": [{k: o[k] for k in SIZE_OPTION_KEYS if k in o} for o in result["options"][:SIZE_OPTIONS_SHOWN]]}
+    return {
+        "searched": result["searched"],
+        "feasible": result["feasible"],
+        "options": [
+            {k: o[k] for k in SIZE_OPTION_KEYS if k in o} for o in result["options"][:SIZE_OPTIONS_SHOWN]
+        ],
+    }
 
 
 def _example(args: list[str], excerpt: dict[str, Any], what: str) -> str:
@@ -103,11 +120,15 @@ def accuracy_block(text: str) -> str:
     rows = accuracy_rows(text)
     missing = [r for r in ACCURACY_ROWS if r not in rows]
     if missing:
-        raise RuntimeError(f"docs/ACCURACY.md has no row {missing[0]!r}: update tools/readme.py ACCURACY_ROWS")
+        raise RuntimeError(
+            f"docs/ACCURACY.md has no row {missing[0]!r}: update tools/readme.py ACCURACY_ROWS"
+        )
     lines = ["| figure (docs/ACCURACY.md row) | rows | median error | worst |", "| --- | --- | --- | --- |"]
     for label in ACCURACY_ROWS:
         r = rows[label]
-        lines.append(f"| [{label}](docs/ACCURACY.md#{r['anchor']}) | {r['rows']} | {r['median']} | {r['worst']} |")
+        lines.append(
+            f"| [{label}](docs/ACCURACY.md#{r['anchor']}) | {r['rows']} | {r['median']} | {r['worst']} |"
+        )
     return "\n".join(lines)
 
 
@@ -155,8 +176,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     stale = [name for name, body in fresh.items() if readme_blocks(text).get(name) != body]
     for name in stale:
-        print(f"README.md: block '{name}' differs from the code; run: .venv/bin/python -m tools.readme --write",
-              file=sys.stderr)
+        print(
+            f"README.md: block '{name}' differs from the code; run: .venv/bin/python -m tools.readme --write",
+            file=sys.stderr,
+        )
     return 1 if stale else 0
 
 

@@ -35,20 +35,46 @@ COMPUTE = ["auto", *COMPUTE_PRECISIONS]
 # with long lists of unquantized layers, stay well under this).
 HF_MAX_BYTES = 64_000
 
-# (min, max) of every numeric widget: the planner's own accepted range (planner/scenario/scenario.py), or wider,
+# (min, max) of every numeric widget: the planner's own accepted range (planner/scenario/scenario.py), or
+# wider,
 # so that any value a link or a file can hold is shown as it is and the planner judges it.
 WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
-    "m_n_layers": (1, 1_000_000), "m_d_model": (1, 100_000_000), "m_n_heads": (1, 10_000_000),
-    "m_n_kv_heads": (1, 10_000_000), "m_head_dim": (1, 100_000_000), "m_d_ff": (1, 1_000_000_000),
-    "m_vocab_size": (1, 1_000_000_000), "m_n_params_b": (0.0, 1e9),
-    "g_memory_gb": (0.0, 1e6), "g_hbm_tb_s": (0.0, 1e6), "g_bf16": (0.0, 1e9), "g_fp8": (0.0, 1e9),
-    "g_fp4": (0.0, 1e9), "g_link": (0.0, 1e9),
-    "context_len": (1, 100_000_000), "prompt_len": (1, 100_000_000), "output_len": (1, 100_000_000),
-    "batch": (1, 10_000_000), "utilization": (0.0, 1.0), "reserve_gb": (0.0, 10_000.0), "pp": (1, 256), "ep": (1, 1024),
-    "load_rate": (0.0, 1e6), "traffic_rps": (1e-6, 1e7), "load_concurrency": (1, 10_000_000), "slo_ttft": (0.0, 1e7), "slo_itl": (0.0, 1e7),
-    "arrival_cv": (0.0, 10.0), "prompt_len_cv": (0.0, 10.0), "output_len_cv": (0.0, 10.0),
-    "prefix_cache_hit": (0.0, 1.0), "max_num_batched_tokens": (16, 10_000_000),
-    "price": (0.0, 100_000.0), "spec_k": (1, 64), "spec_p": (0.0, 1.0), "spec_draft_b": (0.0, 10_000.0),
+    "m_n_layers": (1, 1_000_000),
+    "m_d_model": (1, 100_000_000),
+    "m_n_heads": (1, 10_000_000),
+    "m_n_kv_heads": (1, 10_000_000),
+    "m_head_dim": (1, 100_000_000),
+    "m_d_ff": (1, 1_000_000_000),
+    "m_vocab_size": (1, 1_000_000_000),
+    "m_n_params_b": (0.0, 1e9),
+    "g_memory_gb": (0.0, 1e6),
+    "g_hbm_tb_s": (0.0, 1e6),
+    "g_bf16": (0.0, 1e9),
+    "g_fp8": (0.0, 1e9),
+    "g_fp4": (0.0, 1e9),
+    "g_link": (0.0, 1e9),
+    "context_len": (1, 100_000_000),
+    "prompt_len": (1, 100_000_000),
+    "output_len": (1, 100_000_000),
+    "batch": (1, 10_000_000),
+    "utilization": (0.0, 1.0),
+    "reserve_gb": (0.0, 10_000.0),
+    "pp": (1, 256),
+    "ep": (1, 1024),
+    "load_rate": (0.0, 1e6),
+    "traffic_rps": (1e-6, 1e7),
+    "load_concurrency": (1, 10_000_000),
+    "slo_ttft": (0.0, 1e7),
+    "slo_itl": (0.0, 1e7),
+    "arrival_cv": (0.0, 10.0),
+    "prompt_len_cv": (0.0, 10.0),
+    "output_len_cv": (0.0, 10.0),
+    "prefix_cache_hit": (0.0, 1.0),
+    "max_num_batched_tokens": (16, 10_000_000),
+    "price": (0.0, 100_000.0),
+    "spec_k": (1, 64),
+    "spec_p": (0.0, 1.0),
+    "spec_draft_b": (0.0, 10_000.0),
 }
 
 MODEL_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size")
@@ -74,7 +100,9 @@ def _within_bounds(ss: Any) -> list[tuple[str, str]]:
         if not low <= value <= high:
             kept = type(value)(min(max(value, low), high))
             ss[key] = kept
-            problems.append((key, f"{value:g} is outside the input's range {low:g} to {high:g}; shown as {kept:g}"))
+            problems.append(
+                (key, f"{value:g} is outside the input's range {low:g} to {high:g}; shown as {kept:g}")
+            )
     return problems
 
 
@@ -90,9 +118,19 @@ def _seed_model(ss: Any, model: Any) -> None:
         if set(model) == {"hf_config"}:
             ss["model_extra"] = model  # imported config travels whole
         else:
-            extra = {k: v for k, v in model.items() if k not in (*MODEL_FIELDS, "name", "tied_embeddings", "n_params")}
+            extra = {
+                k: v
+                for k, v in model.items()
+                if k not in (*MODEL_FIELDS, "name", "tied_embeddings", "n_params")
+            }
             ss["model_extra"] = extra or None
-            custom.update({k: v for k, v in model.items() if k in (*MODEL_FIELDS, "name", "tied_embeddings", "n_params")})
+            custom.update(
+                {
+                    k: v
+                    for k, v in model.items()
+                    if k in (*MODEL_FIELDS, "name", "tied_embeddings", "n_params")
+                }
+            )
             if model.get("head_dim") is None and "d_model" in model and "n_heads" in model:
                 custom["head_dim"] = model["d_model"] // model["n_heads"]
     for field in MODEL_FIELDS:
@@ -134,7 +172,9 @@ def _seed_deployment(ss: Any, scenario: dict[str, Any]) -> None:
     memory = scenario.get("memory") or {}
     ss["utilization"] = float(memory.get("utilization", DEFAULT_MEMORY_UTILIZATION))
     ss["reserve_auto"] = memory.get("reserve_gb") is None  # None: the engine's overheads are modelled
-    ss["reserve_gb"] = float(memory.get("reserve_gb") if memory.get("reserve_gb") is not None else DEFAULT_RESERVE_GB)
+    ss["reserve_gb"] = float(
+        memory.get("reserve_gb") if memory.get("reserve_gb") is not None else DEFAULT_RESERVE_GB
+    )
     ss["pp"] = int(scenario.get("pp", 1))
     ss["ep"] = int(scenario.get("ep", 1))
     ss["engine"] = str(scenario.get("engine", "vllm"))
@@ -146,8 +186,15 @@ def _seed_deployment(ss: Any, scenario: dict[str, Any]) -> None:
 
 def _seed_load(ss: Any, load: dict[str, Any]) -> None:
     """The operating point, the latency objective and the traffic shape."""
-    ss["load_mode"] = (AT_OBJECTIVE if load.get("at_goodput") else "request rate" if load.get("request_rate") is not None
-                       else "concurrency" if load.get("concurrency") is not None else "batch")
+    ss["load_mode"] = (
+        AT_OBJECTIVE
+        if load.get("at_goodput")
+        else "request rate"
+        if load.get("request_rate") is not None
+        else "concurrency"
+        if load.get("concurrency") is not None
+        else "batch"
+    )
     ss["load_rate"] = float(load.get("request_rate") or 1.0)
     ss["load_concurrency"] = int(load.get("concurrency") or 64)
     slo = load.get("slo") or {}
@@ -175,8 +222,15 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["efficiency_custom"] = eff if isinstance(eff, dict) else None
     price = scenario.get("usd_per_gpu_hour")
     ss["price_explicit"] = price is not None
-    ss["price"] = float(price if price is not None else (
-        _catalog_price(gpu) if isinstance(gpu, str) else g.get("usd_per_hour") or PLACEHOLDER_USD_PER_GPU_HOUR))
+    ss["price"] = float(
+        price
+        if price is not None
+        else (
+            _catalog_price(gpu)
+            if isinstance(gpu, str)
+            else g.get("usd_per_hour") or PLACEHOLDER_USD_PER_GPU_HOUR
+        )
+    )
     spec = scenario.get("speculative")
     ss["spec_on"] = spec is not None
     ss["spec_k"] = int((spec or {}).get("draft_tokens", 4))
@@ -367,7 +421,8 @@ def _set_tp(tp: int) -> None:
 
 
 def _offer_valid_tp(sb, model: ModelSpec | None, tp: int) -> None:
-    """A TP the engines refuse (planner.hardware.parallelism.layout_problem): one button per nearest valid TP."""
+    """A TP the engines refuse (planner.hardware.parallelism.layout_problem): one button per nearest valid
+    TP."""
     if model is None or valid_tp(model, tp):
         return
     nearest = nearest_valid_tps(model, tp)
@@ -399,7 +454,9 @@ def _model_inputs(sb: Any, ss: Any, presets: dict[str, ModelSpec]) -> None:
                 c1.number_input("head_dim", *_bounds("m_head_dim"), key="m_head_dim")
                 c2.number_input("d_ff", *_bounds("m_d_ff"), key="m_d_ff")
                 c1.number_input("Vocab", *_bounds("m_vocab_size"), key="m_vocab_size")
-                c2.number_input("Params (B, 0 = from shape)", *_bounds("m_n_params_b"), key="m_n_params_b", format="%.3f")
+                c2.number_input(
+                    "Params (B, 0 = from shape)", *_bounds("m_n_params_b"), key="m_n_params_b", format="%.3f"
+                )
                 st.checkbox("Tied embeddings", key="m_tied")
                 if ss.get("model_extra"):
                     st.caption("Also keeps: " + plain(", ".join(sorted(ss["model_extra"]))))
@@ -457,27 +514,44 @@ def _objective_inputs(ss: Any, at_objective: bool) -> None:
         c2.checkbox("ITL", key="slo_itl_on")
         c1.number_input("TTFT (ms)", *_bounds("slo_ttft"), key="slo_ttft", disabled=not ss["slo_ttft_on"])
         c2.number_input("ITL (ms)", *_bounds("slo_itl"), key="slo_itl", disabled=not ss["slo_itl_on"])
-        st.radio("at percentile", [50, 90, 99], key="slo_percentile", horizontal=True, format_func=lambda p: f"p{p}")
+        st.radio(
+            "at percentile",
+            [50, 90, 99],
+            key="slo_percentile",
+            horizontal=True,
+            format_func=lambda p: f"p{p}",
+        )
 
 
 def _operating_point_inputs(sb: Any, ss: Any) -> None:
     """The operating point (objective, concurrency, rate or batch), its objective and the traffic target."""
     with sb.container(border=True):
-        st.radio("Operating point", [AT_OBJECTIVE, "concurrency", "request rate", "batch"], key="load_mode",
-                 horizontal=True,
-                 help="at objective: the highest request rate whose latency meets the objective (goodput, open "
-                      "loop); concurrency: that many clients (closed loop); request rate: requests per second "
-                      "arriving at one replica (open loop); batch: as many clients as the batch (closed loop)")
+        st.radio(
+            "Operating point",
+            [AT_OBJECTIVE, "concurrency", "request rate", "batch"],
+            key="load_mode",
+            horizontal=True,
+            help="at objective: the highest request rate whose latency meets the objective (goodput, open "
+            "loop); concurrency: that many clients (closed loop); request rate: requests per second "
+            "arriving at one replica (open loop); batch: as many clients as the batch (closed loop)",
+        )
         if ss["load_mode"] == "request rate":
-            st.number_input("Requests/s per replica", *_bounds("load_rate"), step=0.5, format="%.3f", key="load_rate")
+            st.number_input(
+                "Requests/s per replica", *_bounds("load_rate"), step=0.5, format="%.3f", key="load_rate"
+            )
         elif ss["load_mode"] == "concurrency":
             st.number_input("Concurrent clients", *_bounds("load_concurrency"), key="load_concurrency")
         _objective_inputs(ss, ss["load_mode"] == AT_OBJECTIVE)
         if "traffic_rps" not in ss:
             ss["traffic_rps"] = DEFAULT_TRAFFIC_REQUESTS_PER_S
-        st.number_input("Traffic target (requests/s, all replicas)", *_bounds("traffic_rps"), format="%.3f",
-                        key="traffic_rps", help="the fleet the Plan and Compare views size for this traffic within "
-                                                "the objective, as the sizing page does")
+        st.number_input(
+            "Traffic target (requests/s, all replicas)",
+            *_bounds("traffic_rps"),
+            format="%.3f",
+            key="traffic_rps",
+            help="the fleet the Plan and Compare views size for this traffic within "
+            "the objective, as the sizing page does",
+        )
 
 
 def _traffic_shape_inputs(sb: Any) -> None:
@@ -485,7 +559,9 @@ def _traffic_shape_inputs(sb: Any) -> None:
         st.number_input("Arrival CV (1 = Poisson)", *_bounds("arrival_cv"), step=0.1, key="arrival_cv")
         st.number_input("Prompt length CV", *_bounds("prompt_len_cv"), step=0.1, key="prompt_len_cv")
         st.number_input("Output length CV", *_bounds("output_len_cv"), step=0.1, key="output_len_cv")
-        st.number_input("Prefix-cache hit fraction", *_bounds("prefix_cache_hit"), step=0.05, key="prefix_cache_hit")
+        st.number_input(
+            "Prefix-cache hit fraction", *_bounds("prefix_cache_hit"), step=0.05, key="prefix_cache_hit"
+        )
         st.number_input("max_num_batched_tokens", *_bounds("max_num_batched_tokens"), step=1024,
                         key="max_num_batched_tokens", help="the chunked-prefill token budget per iteration")
 
@@ -493,8 +569,14 @@ def _traffic_shape_inputs(sb: Any) -> None:
 def _engine_inputs(sb: Any, ss: Any) -> None:
     """Memory use, the engine and its release, efficiency and the GPU price."""
     with sb.expander("Memory, engine and price"):
-        st.number_input("Memory utilization", *_bounds("utilization"), step=0.01, format="%.3f", key="utilization",
-                  help="fraction of GPU memory the engine may use (vLLM gpu_memory_utilization)")
+        st.number_input(
+            "Memory utilization",
+            *_bounds("utilization"),
+            step=0.01,
+            format="%.3f",
+            key="utilization",
+            help="fraction of GPU memory the engine may use (vLLM gpu_memory_utilization)",
+        )
         st.checkbox("Model the engine's overheads (activations, NCCL, CUDA graphs)", key="reserve_auto",
                     help="off: one fixed reserve per GPU instead (memory.reserve_gb)")
         if not ss["reserve_auto"]:
@@ -505,13 +587,24 @@ def _engine_inputs(sb: Any, ss: Any) -> None:
                      help="whose memory rules and step-time profile the plan follows")
         st.checkbox("Eager mode (no CUDA graphs)", key="enforce_eager", help="vLLM --enforce-eager")
         if ss.get("engine", "vllm") == "vllm":
-            st.selectbox("vLLM release", with_current(VLLM_RELEASES, ss.get("vllm_version")), key="vllm_version",
-                         format_func=lambda v: v or f"latest rules ({VLLM_RULES_VERSION})",
-                         help="whose start-up memory rules to follow: the profiling run's sampler, "
-                              "the CUDA-graph pool (0.21+), non-torch memory")
+            st.selectbox(
+                "vLLM release",
+                with_current(VLLM_RELEASES, ss.get("vllm_version")),
+                key="vllm_version",
+                format_func=lambda v: v or f"latest rules ({VLLM_RULES_VERSION})",
+                help="whose start-up memory rules to follow: the profiling run's sampler, "
+                "the CUDA-graph pool (0.21+), non-torch memory",
+            )
         st.radio("Engine efficiency", ["default", "ideal"], key="efficiency", horizontal=True,
                  help="default: an optimized engine (calibrated); ideal: the pure roofline")
-        st.number_input("$ per GPU-hour", *_bounds("price"), step=0.1, format="%.3f", key="price", on_change=_on_price_change)
+        st.number_input(
+            "$ per GPU-hour",
+            *_bounds("price"),
+            step=0.1,
+            format="%.3f",
+            key="price",
+            on_change=_on_price_change,
+        )
 
 
 def _speculative_inputs(sb: Any, ss: Any) -> None:

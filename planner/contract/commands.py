@@ -91,20 +91,28 @@ def bench_argv(s: Scenario, engine: str, hf_id: str, batch: int) -> tuple[tuple[
             "--random-output-len", str(s.output_len)]
     if prefix:
         argv += ["--random-prefix-len", str(prefix)]
-        notes.append(f"{prefix} shared prefix tokens + {s.prompt_len - prefix} random tokens per prompt reproduce the "
-                     "planned prefix-cache hit rate")
+        notes.append(
+            f"{prefix} shared prefix tokens + {s.prompt_len - prefix} random tokens per prompt reproduce the "
+            "planned prefix-cache hit rate"
+        )
     bench = s.load.benchmark if s.load is not None else None
     if bench is not None and bench.random_range_ratio < 1.0:
         # the plan's benchmark client draws the same lengths (vllm bench serve: [L(1 - r), L(1 + r)])
         ratio = bench.random_range_ratio if bench.range == "around" else (1.0 - bench.random_range_ratio) / 2
         argv += ["--random-range-ratio", flag_value(ratio)]
         if bench.range == "below":
-            notes.append("vllm bench serve draws lengths around L, not in [r L, L] as benchmark_serving.py "
-                         f"does: --random-range-ratio {flag_value(ratio)} keeps the spread, its mean is L, not (1 + r) L / 2")
+            notes.append(
+                "vllm bench serve draws lengths around L, not in [r L, L] as benchmark_serving.py "
+                f"does: --random-range-ratio {flag_value(ratio)} keeps the spread, its mean is L, not (1 + "
+                "r) L / 2"
+            )
     elif range_ratio(s) > 0:
         argv += ["--random-range-ratio", flag_value(range_ratio(s))]
         if s.load is not None and s.load.output_len_cv != s.load.prompt_len_cv:
-            notes.append("vllm bench serve applies one range ratio to prompt and output lengths; it follows prompt_len_cv")
+            notes.append(
+                "vllm bench serve applies one range ratio to prompt and output lengths; it follows "
+                "prompt_len_cv"
+            )
     concurrency: int | None = None
     if s.load is not None and s.load.request_rate is not None:
         argv += ["--request-rate", flag_value(s.load.request_rate)]
@@ -113,7 +121,9 @@ def bench_argv(s: Scenario, engine: str, hf_id: str, batch: int) -> tuple[tuple[
                 # gamma inter-arrivals with shape k have a coefficient of variation 1 / sqrt(k)
                 argv += ["--burstiness", flag_value(1.0 / s.load.arrival_cv ** 2)]
             else:
-                notes.append("arrival_cv 0 (evenly spaced arrivals) has no vllm bench equivalent; Poisson is used")
+                notes.append(
+                    "arrival_cv 0 (evenly spaced arrivals) has no vllm bench equivalent; Poisson is used"
+                )
     else:
         concurrency = s.load.concurrency if s.load is not None and s.load.concurrency is not None else batch
         argv += ["--max-concurrency", str(concurrency)]
@@ -139,7 +149,12 @@ def command_set(scenario: Scenario | dict[str, Any], engine: str | None = None,
     if plan_json is None:
         plan_json = plan_dict(s)
     expected_plan = plan_json
-    if s.load is not None and s.load.concurrency is not None and s.batch is None and not plan_json.get("serving"):
+    if (
+        s.load is not None
+        and s.load.concurrency is not None
+        and s.batch is None
+        and not plan_json.get("serving")
+    ):
         # a closed loop runs `concurrency` sequences at once: its medians are the plan's at that batch
         expected_plan = plan_dict(s.model_copy(update={"batch": s.load.concurrency}))
     model = resolve_model(s.model)
@@ -168,8 +183,10 @@ def command_set(scenario: Scenario | dict[str, Any], engine: str | None = None,
     # EP groups wider than TP add GPUs per stage: the plan's layout counts them (planner.hardware.parallelism)
     gpus = int((plan_json.get("parallelism") or {}).get("gpus_per_replica") or s.tp * s.pp)
     if gpus > 8:
-        notes.append(f"{gpus} GPUs per replica span more than one 8-GPU node: the single-pod manifest needs a "
-                     "multi-node launcher (e.g. LeaderWorkerSet) instead")
+        notes.append(
+            f"{gpus} GPUs per replica span more than one 8-GPU node: the single-pod manifest needs a "
+            "multi-node launcher (e.g. LeaderWorkerSet) instead"
+        )
     return CommandSet(engine=name, model_id=hf_id, gpus_per_replica=gpus, launch=launch, bench=bench,
                       expected=expected_figures(s, expected_plan), notes=tuple(notes + bench_notes))
 
@@ -190,7 +207,11 @@ def shell_command(argv: tuple[str, ...] | list[str]) -> str:
 
 
 def _band_text(f: ExpectedFigure) -> str:
-    return f"{f.band_low:,.2f} .. {f.band_high:,.2f}" if f.band_low is not None and f.band_high is not None else ""
+    return (
+        f"{f.band_low:,.2f} .. {f.band_high:,.2f}"
+        if f.band_low is not None and f.band_high is not None
+        else ""
+    )
 
 
 def expected_sheet(cs: CommandSet) -> str:
@@ -212,7 +233,8 @@ def launch_script(cs: CommandSet) -> str:
     notes = "".join(f"# note: {n}\n" for n in (*launch.notes, *cs.notes))
     return (
         "#!/usr/bin/env bash\n"
-        f"# Ridgeline: launch {cs.engine} with the planned settings, wait until it is healthy, benchmark it.\n"
+        f"# Ridgeline: launch {cs.engine} with the planned settings, wait until it is healthy, benchmark "
+        "it.\n"
         f"# Needs {cs.gpus_per_replica} GPU(s) and `vllm` installed for the benchmark client; gated models\n"
         "# (e.g. meta-llama) need HF_TOKEN set in the environment.\n"
         f"{notes}"
@@ -227,7 +249,8 @@ def launch_script(cs: CommandSet) -> str:
         "  sleep 5\n"
         "done\n\n"
         f"{shell_command(cs.bench)}\n\n"
-        f"echo 'result: {RESULT_FILENAME} (compare: python -m planner compare-bench {RESULT_FILENAME} scenario.json)'\n"
+        f"echo 'result: {RESULT_FILENAME} (compare: python -m planner compare-bench {RESULT_FILENAME} "
+        "scenario.json)'\n"
     )
 
 
@@ -305,13 +328,28 @@ def k8s_manifest(cs: CommandSet, name: str = "ridgeline-llm") -> str:
 
 def command_set_dict(cs: CommandSet) -> dict[str, Any]:
     return {
-        "engine": cs.engine, "model_id": cs.model_id, "gpus_per_replica": cs.gpus_per_replica,
-        "launch": {"argv": list(cs.launch.argv), "command": shlex.join(cs.launch.argv), "port": cs.launch.port,
-                   "health_path": HEALTH_PATH, "files": dict(cs.launch.files), "notes": list(cs.launch.notes)},
+        "engine": cs.engine,
+        "model_id": cs.model_id,
+        "gpus_per_replica": cs.gpus_per_replica,
+        "launch": {
+            "argv": list(cs.launch.argv),
+            "command": shlex.join(cs.launch.argv),
+            "port": cs.launch.port,
+            "health_path": HEALTH_PATH,
+            "files": dict(cs.launch.files),
+            "notes": list(cs.launch.notes),
+        },
         "bench": {"argv": list(cs.bench), "command": shlex.join(cs.bench), "result_file": RESULT_FILENAME},
-        "expected": [{"figure": f.label, "result_key": f.result_key, "unit": f.unit, "predicted": f.predicted,
-                      "band": ({"low": f.band_low, "high": f.band_high} if f.band_low is not None else None)}
-                     for f in cs.expected],
+        "expected": [
+            {
+                "figure": f.label,
+                "result_key": f.result_key,
+                "unit": f.unit,
+                "predicted": f.predicted,
+                "band": ({"low": f.band_low, "high": f.band_high} if f.band_low is not None else None),
+            }
+            for f in cs.expected
+        ],
         "notes": list(cs.notes),
     }
 
@@ -319,9 +357,11 @@ def command_set_dict(cs: CommandSet) -> dict[str, Any]:
 def commands_text(cs: CommandSet) -> str:
     files = "".join(f"# {name}\n{text}\n" for name, text in cs.launch.files.items())
     notes = "".join(f"# note: {n}\n" for n in (*cs.launch.notes, *cs.notes))
-    return (f"# launch ({cs.engine}, {cs.gpus_per_replica} GPU(s))\n{files}{shell_command(cs.launch.argv)}\n\n"
-            f"# benchmark (after GET http://127.0.0.1:{cs.launch.port}{HEALTH_PATH} answers 200)\n"
-            f"{shell_command(cs.bench)}\n{notes}")
+    return (
+        f"# launch ({cs.engine}, {cs.gpus_per_replica} GPU(s))\n{files}{shell_command(cs.launch.argv)}\n\n"
+        f"# benchmark (after GET http://127.0.0.1:{cs.launch.port}{HEALTH_PATH} answers 200)\n"
+        f"{shell_command(cs.bench)}\n{notes}"
+    )
 
 
 FORMATS = ("text", "script", "k8s", "json", "expected")

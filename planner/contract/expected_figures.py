@@ -55,11 +55,21 @@ def _benchmark_figures(bench: dict[str, Any]) -> tuple[ExpectedFigure, ...]:
     def number(value: Any) -> float | None:
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
-    out = [_figure("Request throughput", "request_throughput", "req/s", number(bench.get("request_throughput"))),
-           _figure("Output token throughput", "output_throughput", "tok/s", number(bench.get("output_throughput")))]
-    for key, label, result in (("ttft_ms", "TTFT", "ttft"), ("tpot_ms", "TPOT", "tpot"), ("itl_ms", "ITL", "itl"),
-                               ("e2e_ms", "E2EL", "e2el")):
-        out.append(_figure(f"Mean {label}", f"mean_{result}_ms", "ms", number((bench.get(key) or {}).get("mean"))))
+    out = [
+        _figure("Request throughput", "request_throughput", "req/s", number(bench.get("request_throughput"))),
+        _figure(
+            "Output token throughput", "output_throughput", "tok/s", number(bench.get("output_throughput"))
+        ),
+    ]
+    for key, label, result in (
+        ("ttft_ms", "TTFT", "ttft"),
+        ("tpot_ms", "TPOT", "tpot"),
+        ("itl_ms", "ITL", "itl"),
+        ("e2e_ms", "E2EL", "e2el"),
+    ):
+        out.append(
+            _figure(f"Mean {label}", f"mean_{result}_ms", "ms", number((bench.get(key) or {}).get("mean")))
+        )
         for p in PERCENTILES:
             name = "Median" if p == 50 else f"P{p}"
             out.append(_figure(f"{name} {label}", f"{'median' if p == 50 else f'p{p}'}_{result}_ms", "ms",
@@ -67,7 +77,9 @@ def _benchmark_figures(bench: dict[str, Any]) -> tuple[ExpectedFigure, ...]:
     return tuple(out)
 
 
-def _serving_figures(s: Scenario, plan_json: dict[str, Any], serving: dict[str, Any]) -> tuple[ExpectedFigure, ...]:
+def _serving_figures(
+    s: Scenario, plan_json: dict[str, Any], serving: dict[str, Any]
+) -> tuple[ExpectedFigure, ...]:
     """From the plan's `serving` section (the replica at its operating point): throughputs and the
     TTFT / ITL / E2E percentiles. Bands: the plan's TTFT and ITL bands carried over as factors of their
     estimates; throughput takes the inverse of the ITL factors. TPOT's median is the ITL median; with
@@ -80,7 +92,9 @@ def _serving_figures(s: Scenario, plan_json: dict[str, Any], serving: dict[str, 
     itl_f = _relative(_band(lat.get("itl_band_ms")), float(lat["itl_ms"]))
     tput_f = (1 / itl_f[1], 1 / itl_f[0]) if itl_f is not None else None
     if serving.get("mode") == "request_rate" and serving.get("stable"):
-        tput_f = None  # an open loop below saturation completes what arrives: the rate is given, not predicted
+        tput_f = (
+            None  # an open loop below saturation completes what arrives: the rate is given, not predicted
+        )
     rate = serving.get("request_rate")
     tokens = serving.get("output_tokens_per_s")
     rate = float(rate) if isinstance(rate, (int, float)) else None
@@ -101,8 +115,15 @@ def _serving_figures(s: Scenario, plan_json: dict[str, Any], serving: dict[str, 
                 out.append(_figure("Median TPOT", "median_tpot_ms", "ms", tpot, _times(tpot, spec_f)))
                 value = itl
             name = "Median" if p == 50 else f"P{p}"
-            out.append(_figure(f"{name} {label}", f"{'median' if p == 50 else f'p{p}'}_{result}_ms", "ms", value,
-                               _times(value, factors)))
+            out.append(
+                _figure(
+                    f"{name} {label}",
+                    f"{'median' if p == 50 else f'p{p}'}_{result}_ms",
+                    "ms",
+                    value,
+                    _times(value, factors),
+                )
+            )
     return tuple(out)
 
 
@@ -123,7 +144,11 @@ def expected_figures(s: Scenario, plan_json: dict[str, Any]) -> tuple[ExpectedFi
     ttft_band = _band(lat.get("ttft_band_ms"))
     tpot_band: Span = None
     if spec:
-        tpot, itl, tokens_per_s = float(spec["itl_ms"]), float(spec["round_ms"]), float(spec["output_tokens_per_s"])
+        tpot, itl, tokens_per_s = (
+            float(spec["itl_ms"]),
+            float(spec["round_ms"]),
+            float(spec["output_tokens_per_s"]),
+        )
     else:
         tpot = itl = float(lat["itl_ms"])
         tpot_band = _band(lat.get("itl_band_ms"))
@@ -142,10 +167,18 @@ def expected_figures(s: Scenario, plan_json: dict[str, Any]) -> tuple[ExpectedFi
         requests_per_s = batch * 1000.0 / e2e
         if e2e_band is not None:
             rps_band = (batch * 1000.0 / e2e_band[1], batch * 1000.0 / e2e_band[0])
-    tokens_band: Span = (rps_band[0] * s.output_len, rps_band[1] * s.output_len) if rps_band is not None else None
+    tokens_band: Span = (
+        (rps_band[0] * s.output_len, rps_band[1] * s.output_len) if rps_band is not None else None
+    )
     out = [
         _figure("Request throughput", "request_throughput", "req/s", requests_per_s, rps_band),
-        _figure("Output token throughput", "output_throughput", "tok/s", requests_per_s * s.output_len, tokens_band),
+        _figure(
+            "Output token throughput",
+            "output_throughput",
+            "tok/s",
+            requests_per_s * s.output_len,
+            tokens_band,
+        ),
         _figure("Median TTFT", "median_ttft_ms", "ms", ttft, ttft_band),
         _figure("Median TPOT", "median_tpot_ms", "ms", tpot, tpot_band),
         _figure("Median ITL", "median_itl_ms", "ms", itl, tpot_band),

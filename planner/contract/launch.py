@@ -61,8 +61,11 @@ def prefix_tokens(s: Scenario) -> int:
 
 def _weights_notes(s: Scenario, engine: str) -> list[str]:
     if s.weights in ("int8", "int4", "fp4"):
-        return [f"{s.weights} weights: serve a checkpoint already quantized to {s.weights} (AWQ/GPTQ, W8A8, NVFP4...); "
-                f"{engine} reads the method from its config, so no quantization flag is set"]
+        return [
+            f"{s.weights} weights: serve a checkpoint already quantized to {s.weights} (AWQ/GPTQ, W8A8, "
+            "NVFP4...); "
+            f"{engine} reads the method from its config, so no quantization flag is set"
+        ]
     return []
 
 
@@ -76,7 +79,9 @@ def vllm_launch(s: Scenario, hf_id: str, batch: int, moe: bool) -> LaunchCommand
         if moe:
             argv += ["--enable-expert-parallel"]
             if s.ep != s.tp:
-                notes.append(f"vLLM shards experts over TP x DP ranks ({s.tp} here), not over a separate ep={s.ep}")
+                notes.append(
+                    f"vLLM shards experts over TP x DP ranks ({s.tp} here), not over a separate ep={s.ep}"
+                )
         else:
             notes.append(f"ep={s.ep} is ignored: the model has no experts")
     argv += ["--max-model-len", str(max_model_len(s)),
@@ -86,8 +91,10 @@ def vllm_launch(s: Scenario, hf_id: str, batch: int, moe: bool) -> LaunchCommand
     if s.block_size in VLLM_BLOCK_SIZES:
         argv += ["--block-size", str(s.block_size)]
     else:
-        notes.append(f"block_size {s.block_size} is not one vLLM accepts ({', '.join(map(str, VLLM_BLOCK_SIZES))}); "
-                     "left to the engine")
+        notes.append(
+            f"block_size {s.block_size} is not one vLLM accepts ({', '.join(map(str, VLLM_BLOCK_SIZES))}); "
+            "left to the engine"
+        )
     if s.weights == "fp8":
         argv += ["--quantization", "fp8"]
     elif s.weights in VLLM_DTYPE:
@@ -130,8 +137,11 @@ def sglang_launch(s: Scenario, hf_id: str, batch: int, moe: bool) -> LaunchComma
              "--max-running-requests", str(batch),
              "--chunked-prefill-size", str(s.max_num_batched_tokens),
              "--page-size", str(s.block_size)]
-    notes.append("SGLang's --mem-fraction-static covers weights and the KV pool only (activations come from the rest); "
-                 "it is set to the planned memory utilization")
+    notes.append(
+        "SGLang's --mem-fraction-static covers weights and the KV pool only (activations come from the "
+        "rest); "
+        "it is set to the planned memory utilization"
+    )
     if s.weights == "fp8":
         argv += ["--quantization", "fp8"]
     kv = SGLANG_KV_DTYPE.get(s.kv_cache, "unsupported")
@@ -142,30 +152,55 @@ def sglang_launch(s: Scenario, hf_id: str, batch: int, moe: bool) -> LaunchComma
     if s.enforce_eager:
         argv += ["--disable-cuda-graph"]
     if s.speculative is not None:
-        notes.append("speculative decoding: add SGLang's --speculative-algorithm / --speculative-draft-model-path / "
-                     f"--speculative-num-draft-tokens for your draft model ({s.speculative.draft_tokens} draft tokens "
-                     "planned); not generated because the right algorithm depends on the draft model")
+        notes.append(
+            "speculative decoding: add SGLang's --speculative-algorithm / --speculative-draft-model-path / "
+            f"--speculative-num-draft-tokens for your draft model ({s.speculative.draft_tokens} draft tokens "
+            "planned); not generated because the right algorithm depends on the draft model"
+        )
     return LaunchCommand("sglang", tuple(argv), PORTS["sglang"], notes=tuple(notes))
 
 
 def yaml_scalar(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+    return (
+        json.dumps(value)
+        if isinstance(value, str)
+        else str(value).lower()
+        if isinstance(value, bool)
+        else str(value)
+    )
 
 
 def trtllm_launch(s: Scenario, hf_id: str, batch: int, moe: bool, kv_fraction: float) -> LaunchCommand:
-    argv = ["trtllm-serve", hf_id, "--backend", "pytorch", "--host", "0.0.0.0", "--port", str(PORTS["trt-llm"]),
-            "--tp_size", str(s.tp)]
+    argv = [
+        "trtllm-serve",
+        hf_id,
+        "--backend",
+        "pytorch",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(PORTS["trt-llm"]),
+        "--tp_size",
+        str(s.tp),
+    ]
     notes = _weights_notes(s, "TensorRT-LLM")
     argv += _pp_ep_flags(s, moe, "--pp_size", "--ep_size", notes)
     argv += ["--max_seq_len", str(max_model_len(s)), "--max_batch_size", str(batch),
              "--max_num_tokens", str(s.max_num_batched_tokens),
              "--kv_cache_free_gpu_memory_fraction", flag_value(kv_fraction)]
-    notes.append("TensorRT-LLM's KV fraction is of the memory left after weights: set to the planned KV budget / "
-                 "(GPU memory - weights)")
+    notes.append(
+        "TensorRT-LLM's KV fraction is of the memory left after weights: set to the planned KV budget / "
+        "(GPU memory - weights)"
+    )
     if s.weights == "fp8":
-        notes.append("fp8 weights: serve an FP8 checkpoint (e.g. quantized with NVIDIA ModelOpt); the PyTorch backend "
-                     "reads the quantization from it")
-    kv_config: dict[str, Any] = {"tokens_per_block": s.block_size, "enable_block_reuse": bool(prefix_tokens(s))}
+        notes.append(
+            "fp8 weights: serve an FP8 checkpoint (e.g. quantized with NVIDIA ModelOpt); the PyTorch backend "
+            "reads the quantization from it"
+        )
+    kv_config: dict[str, Any] = {
+        "tokens_per_block": s.block_size,
+        "enable_block_reuse": bool(prefix_tokens(s)),
+    }
     kv = TRTLLM_KV_DTYPE.get(s.kv_cache, "unsupported")
     if kv == "unsupported":
         notes.append(f"TensorRT-LLM has no {s.kv_cache} KV cache here; it will use the model dtype")

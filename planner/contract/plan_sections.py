@@ -32,8 +32,10 @@ class MemorySection(BaseModel):
     kv_gb_per_gpu_at_batch: float
     weights_fit: bool
     smallest_tp_that_fits: int | None
-    smallest_layout_that_fits: dict[str, int] | None = None  # {tp, pp, ep, gpus_per_replica, nodes_per_replica}
-    kv_shortfall_gb_per_gpu: float = 0.0  # issue 22: what weights and overheads exceed the cap by; the budget is 0
+    smallest_layout_that_fits: dict[str, int] | None = None
+    kv_shortfall_gb_per_gpu: float = (
+        0.0  # issue 22: what weights and overheads exceed the cap by; the budget is 0
+    )
     # extensions (engine memory, planner.engines.vllm): waterfall in GiB and vLLM's start-up lines
     engine_rules: str = "napkin"
     vllm_version: str | None = None
@@ -106,7 +108,9 @@ class CostSection(BaseModel):
     usd_per_replica_hour: float
     # extensions
     usd_per_million_total_tokens: float | None  # input + output tokens at the operating point
-    usd_per_million_output_tokens_bound: float | None  # decode-only at `batch`, prefill ignored: a lower bound
+    usd_per_million_output_tokens_bound: (
+        float | None
+    )  # decode-only at `batch`, prefill ignored: a lower bound
 
 
 class LatencyPercentiles(BaseModel):

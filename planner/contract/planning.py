@@ -105,11 +105,15 @@ def _warnings(scenario: Scenario, d: Deployment, mem: MemoryPlan, batch: int, pr
     if math.isnan(price):
         warnings.append("no $/GPU-hour: give usd_per_gpu_hour for a custom GPU to get costs")
     if is_default_engine_name(d) and (d.gpu.vendor or "nvidia") != "nvidia":
-        warnings.append(f"the default engine is calibrated on NVIDIA GPUs; {d.gpu.vendor} software stacks often reach a "
-                        "lower fraction of peak: calibrate with your own benchmark before buying")
+        warnings.append(
+            f"the default engine is calibrated on NVIDIA GPUs; {d.gpu.vendor} software stacks often reach a "
+            "lower fraction of peak: calibrate with your own benchmark before buying"
+        )
     if not mem.fits:
-        warnings.append("the weights and one sequence do not fit in the KV budget at this TP: no serving figure or "
-                        "cost is given (latency and throughput are the step physics only); see fit_alternatives")
+        warnings.append(
+            "the weights and one sequence do not fit in the KV budget at this TP: no serving figure or "
+            "cost is given (latency and throughput are the step physics only); see fit_alternatives"
+        )
     elif batch > mem.max_batch:
         warnings.append(f"batch {batch} exceeds the max batch {mem.max_batch} that fits at context "
                         f"{scenario.context_len_resolved}")
@@ -155,12 +159,22 @@ def _latency_section(d: Deployment, step: StepTime, pre: StepTime, batch: int, m
     itl_band = error_band("itl", itl, engine) if banded else None
     ttft_band = error_band("ttft", ttft, engine) if banded else None
     return LatencySection(
-        prefill_ms=prefill_ms, ttft_ms=ttft, itl_ms=itl, itl_ms_bound=float(step.bound_ms),
-        prefill_ms_bound=float(pre.bound_ms), batch=batch, mean_context=mean_ctx,
-        decode_breakdown_ms=step.breakdown(), prefill_breakdown_ms=pre.breakdown(),
-        itl_band_ms=itl_band, ttft_band_ms=ttft_band, engine=engine,
+        prefill_ms=prefill_ms,
+        ttft_ms=ttft,
+        itl_ms=itl,
+        itl_ms_bound=float(step.bound_ms),
+        prefill_ms_bound=float(pre.bound_ms),
+        batch=batch,
+        mean_context=mean_ctx,
+        decode_breakdown_ms=step.breakdown(),
+        prefill_breakdown_ms=pre.breakdown(),
+        itl_band_ms=itl_band,
+        ttft_band_ms=ttft_band,
+        engine=engine,
         itl_ms_floor=float(decode_step(floor, batch, mean_ctx).total_ms) if floor is not None else None,
-        prefill_ms_floor=float(prefill(floor, prompt_len).total_ms) if floor is not None and prompt_len else None,
+        prefill_ms_floor=float(prefill(floor, prompt_len).total_ms)
+        if floor is not None and prompt_len
+        else None,
         band_status={"itl": band_status(itl_band), "ttft": band_status(ttft_band)},
     )
 
@@ -170,10 +184,14 @@ def _throughput_section(step: StepTime, batch: int, banded: bool, engine: str = 
     itl, bound = float(step.total_ms), float(step.bound_ms)
     band = error_band("itl", itl, engine) if banded else None
     return ThroughputSection(
-        output_tokens_per_s=batch * 1000.0 / itl, output_tokens_per_s_bound=batch * 1000.0 / bound,
+        output_tokens_per_s=batch * 1000.0 / itl,
+        output_tokens_per_s_bound=batch * 1000.0 / bound,
         tokens_per_s_per_user=1000.0 / itl,
-        output_tokens_per_s_band=(Band(low=batch * 1000.0 / band.high, high=batch * 1000.0 / band.low, rows=band.rows)
-                                  if band else None),
+        output_tokens_per_s_band=(
+            Band(low=batch * 1000.0 / band.high, high=batch * 1000.0 / band.low, rows=band.rows)
+            if band
+            else None
+        ),
     )
 
 
@@ -215,23 +233,46 @@ def benchmark_section(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> Ben
     def summary(s: Summary) -> LatencyPercentiles:
         return LatencyPercentiles(p50=s.p50, p90=s.p90, p99=s.p99, mean=s.mean)
 
-    return BenchmarkSection(num_prompts=client.prompts, duration_s=run.duration_s,
-                            request_throughput=run.request_throughput, output_throughput=run.output_throughput,
-                            total_token_throughput=run.total_token_throughput, ttft_ms=summary(run.ttft_ms),
-                            tpot_ms=summary(run.tpot_ms), itl_ms=summary(run.itl_ms), e2e_ms=summary(run.e2e_ms))
+    return BenchmarkSection(
+        num_prompts=client.prompts,
+        duration_s=run.duration_s,
+        request_throughput=run.request_throughput,
+        output_throughput=run.output_throughput,
+        total_token_throughput=run.total_token_throughput,
+        ttft_ms=summary(run.ttft_ms),
+        tpot_ms=summary(run.tpot_ms),
+        itl_ms=summary(run.itl_ms),
+        e2e_ms=summary(run.e2e_ms),
+    )
 
 
 def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) -> ServingSection:
     if point is None:
         return ServingSection(
-            mode="request_rate" if scenario.load is not None and scenario.load.request_rate is not None
-            else "concurrency", request_rate=None, concurrency=None, stable=False, max_request_rate=None,
-            goodput_request_rate=None, prefill_share=None, output_tokens_per_s=None, output_tokens_per_s_per_gpu=None,
-            ttft_ms=LatencyPercentiles(), itl_ms=LatencyPercentiles(), e2e_ms=LatencyPercentiles(),
-            total_tokens_per_s_per_gpu=None, decoding_sequences=None, max_running=0,
-            max_num_batched_tokens=scenario.max_num_batched_tokens, slo_percentile=None)
+            mode="request_rate"
+            if scenario.load is not None and scenario.load.request_rate is not None
+            else "concurrency",
+            request_rate=None,
+            concurrency=None,
+            stable=False,
+            max_request_rate=None,
+            goodput_request_rate=None,
+            prefill_share=None,
+            output_tokens_per_s=None,
+            output_tokens_per_s_per_gpu=None,
+            ttft_ms=LatencyPercentiles(),
+            itl_ms=LatencyPercentiles(),
+            e2e_ms=LatencyPercentiles(),
+            total_tokens_per_s_per_gpu=None,
+            decoding_sequences=None,
+            max_running=0,
+            max_num_batched_tokens=scenario.max_num_batched_tokens,
+            slo_percentile=None,
+        )
     real = point.stable
-    served = point.stable or point.saturated  # a saturated closed loop serves at capacity: throughput is known
+    served = (
+        point.stable or point.saturated
+    )  # a saturated closed loop serves at capacity: throughput is known
     tpot = time_per_output_token(point)
     return ServingSection(
         mode=point.mode, request_rate=point.request_rate, concurrency=point.concurrency, stable=point.stable,
@@ -251,23 +292,34 @@ def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) 
     )
 
 
-def _cost_section(gpus: int, step: StepTime, batch: int, price: float, point: ServingPoint | None) -> CostSection:
+def _cost_section(
+    gpus: int, step: StepTime, batch: int, price: float, point: ServingPoint | None
+) -> CostSection:
     """$/M tokens at the operating point (the replica's whole hour over the tokens it serves), and the
     decode-only figure at `batch` as a bound."""
     bound = (float(usd_per_million_output_tokens(gpus, price, batch * 1000.0 / float(step.total_ms)))
              if point is not None else None)
     at_point = point is not None and (point.stable or point.saturated) and point.output_tokens_per_s > 0
     return CostSection(
-        usd_per_million_output_tokens=(float(usd_per_million_output_tokens(gpus, price, point.output_tokens_per_s))
-                                       if at_point and point is not None else None),
-        usd_per_million_total_tokens=(float(usd_per_million_output_tokens(gpus, price, point.total_tokens_per_s))
-                                      if at_point and point is not None else None),
+        usd_per_million_output_tokens=(
+            float(usd_per_million_output_tokens(gpus, price, point.output_tokens_per_s))
+            if at_point and point is not None
+            else None
+        ),
+        usd_per_million_total_tokens=(
+            float(usd_per_million_output_tokens(gpus, price, point.total_tokens_per_s))
+            if at_point and point is not None
+            else None
+        ),
         usd_per_million_output_tokens_bound=bound,
-        usd_per_gpu_hour=price, usd_per_replica_hour=price * gpus,
+        usd_per_gpu_hour=price,
+        usd_per_replica_hour=price * gpus,
     )
 
 
-def _speculative_section(scenario: Scenario, d: Deployment, batch: int, fits: bool) -> SpeculativeSection | None:
+def _speculative_section(
+    scenario: Scenario, d: Deployment, batch: int, fits: bool
+) -> SpeculativeSection | None:
     if scenario.speculative is None or not fits:
         return None
     s = scenario.speculative
@@ -295,7 +347,9 @@ def _fit_alternatives(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> Fit
         tp = smallest_tp_that_fits(dataclasses.replace(d, gpu=gpu), context_len)
         if tp is not None:
             gpus.append(GpuChoice(gpu=gpu_id, tp=tp))
-    return FitAlternatives(smallest_tp=smallest_tp_that_fits(d, context_len), precisions=precisions, gpus=gpus)
+    return FitAlternatives(
+        smallest_tp=smallest_tp_that_fits(d, context_len), precisions=precisions, gpus=gpus
+    )
 
 
 def plan(scenario: Scenario | dict[str, Any]) -> Plan:
@@ -320,7 +374,9 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
     banded = profile and calibration is None
     # The floor is the fastest the GPU runs this step: the graph engine's measured efficiencies, or the
     # plan's own when it asks for the ideal (100% of peak is below any measured floor, issue 22)
-    floor = d if scenario.efficiency == "ideal" else with_efficiency(d, engine_efficiency(FLOOR_ENGINE, gpu_id))
+    floor = (
+        d if scenario.efficiency == "ideal" else with_efficiency(d, engine_efficiency(FLOOR_ENGINE, gpu_id))
+    )
     return Plan(
         memory=_memory_section(d, mem, batch, context_len),
         roofline=_roofline_section(d, step, pre, scenario.mean_context),
@@ -343,10 +399,16 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
 def _economics(scenario: Scenario, d: Deployment, gpus: int, point: ServingPoint | None) -> EconomicsSection:
     stable = point is not None and point.stable
     return economics_section(
-        d, scenario.prompt_len, scenario.mean_context, gpus,
-        point.prefill_share if stable and point else None, point.decoding_sequences if stable and point else None,
-        point.output_tokens_per_s if stable and point else None, point.total_tokens_per_s if stable and point else None,
-        scenario.economics)
+        d,
+        scenario.prompt_len,
+        scenario.mean_context,
+        gpus,
+        point.prefill_share if stable and point else None,
+        point.decoding_sequences if stable and point else None,
+        point.output_tokens_per_s if stable and point else None,
+        point.total_tokens_per_s if stable and point else None,
+        scenario.economics,
+    )
 
 
 def clean_json(value: Any) -> Any:

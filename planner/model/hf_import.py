@@ -86,7 +86,9 @@ def _windowed_from_layer_types(config: dict[str, Any], n_layers: int, field: str
     if layer_types is None:
         return None
     if len(layer_types) != n_layers or not all(isinstance(t, str) for t in layer_types):
-        raise ScenarioError(f"{field}.layer_types", f"must list one attention type (a string) per layer ({n_layers})")
+        raise ScenarioError(
+            f"{field}.layer_types", f"must list one attention type (a string) per layer ({n_layers})"
+        )
     return sum(1 for t in layer_types if t in WINDOWED_LAYER_TYPES)
 
 
@@ -95,7 +97,9 @@ def _pattern_windowed(n_layers: int, pattern: int) -> int:
     return n_layers - n_layers // pattern if pattern > 1 else 0
 
 
-def _windowing(model_type: str, config: dict[str, Any], n_layers: int, field: str) -> tuple[int | None, int | None]:
+def _windowing(
+    model_type: str, config: dict[str, Any], n_layers: int, field: str
+) -> tuple[int | None, int | None]:
     """(window tokens, windowed layers) for the family, or (None, None) for full attention everywhere."""
     if model_type in ("llama4", "llama4_text"):
         chunk = _optional_int(config, "attention_chunk_size", field)
@@ -105,8 +109,12 @@ def _windowing(model_type: str, config: dict[str, Any], n_layers: int, field: st
         if windowed is None:
             no_rope = _optional_list(config, "no_rope_layers", field)
             if no_rope:  # 1: a RoPE layer with chunked local attention, 0: a global NoPE layer
-                if len(no_rope) != n_layers or not all(v in (0, 1) and not isinstance(v, bool) for v in no_rope):
-                    raise ScenarioError(f"{field}.no_rope_layers", f"must list 0 or 1 for each of the {n_layers} layers")
+                if len(no_rope) != n_layers or not all(
+                    v in (0, 1) and not isinstance(v, bool) for v in no_rope
+                ):
+                    raise ScenarioError(
+                        f"{field}.no_rope_layers", f"must list 0 or 1 for each of the {n_layers} layers"
+                    )
                 windowed = sum(no_rope)
             else:
                 interval = _optional_int(config, "no_rope_layer_interval", field, 4) or 4
@@ -123,7 +131,16 @@ def _windowing(model_type: str, config: dict[str, Any], n_layers: int, field: st
             return window, from_types
         max_window_layers = _optional_int(config, "max_window_layers", field, n_layers)
         return window, max(0, n_layers - max_window_layers)
-    if model_type in ("qwen3", "qwen3_moe", "olmo2", "granite", "llama", "deepseek_v2", "deepseek_v3", "glm4_moe"):
+    if model_type in (
+        "qwen3",
+        "qwen3_moe",
+        "olmo2",
+        "granite",
+        "llama",
+        "deepseek_v2",
+        "deepseek_v3",
+        "glm4_moe",
+    ):
         # these families ignore `sliding_window` unless they say so (use_sliding_window)
         if not _optional_bool(config, "use_sliding_window", field, False):
             return None, None
@@ -185,10 +202,17 @@ def _quantization(config: dict[str, Any], field: str) -> tuple[str | None, list[
                 kind = weights.get("type")
                 if kind not in ("int", "float"):
                     raise ScenarioError(f"{qf}.config_groups.weights.type", "must be \"int\" or \"float\"")
-                return _bits_precision(weights.get("num_bits"), kind, f"{qf}.config_groups.weights.num_bits"), ignored, []
+                return (
+                    _bits_precision(weights.get("num_bits"), kind, f"{qf}.config_groups.weights.num_bits"),
+                    ignored,
+                    [],
+                )
         raise ScenarioError(f"{qf}.config_groups", "needs a group with a weights scheme")
-    return None, [], [f"quantization method {quote(method)} is not modelled: the weights follow the scenario's "
-                      "`weights`"]
+    return (
+        None,
+        [],
+        [f"quantization method {quote(method)} is not modelled: the weights follow the scenario's `weights`"],
+    )
 
 
 # transformers' config defaults where published config.json files leave the key out (Gemma3TextConfig)
@@ -262,11 +286,15 @@ def _family(config: dict[str, Any], field: str) -> tuple[bool, list[str]]:
     if outer_type in SUPPORTED_MODEL_TYPES:
         return True, []
     if not isinstance(outer_type, str) or any(k not in config for k in STANDARD_KEYS):
-        raise ScenarioError(f"{field}.model_type",
-                            f"{quote(outer_type)} is not supported (supported: {', '.join(SUPPORTED_MODEL_TYPES)}; "
-                            f"other decoders import when they give {', '.join(STANDARD_KEYS)})")
-    return False, [f"model_type {quote(outer_type)} is not a family Ridgeline knows: imported as a dense decoder "
-                   "from its standard keys (no MoE, MLA or sliding window); check the parameter count"]
+        raise ScenarioError(
+            f"{field}.model_type",
+            f"{quote(outer_type)} is not supported (supported: {', '.join(SUPPORTED_MODEL_TYPES)}; "
+            f"other decoders import when they give {', '.join(STANDARD_KEYS)})",
+        )
+    return False, [
+        f"model_type {quote(outer_type)} is not a family Ridgeline knows: imported as a dense decoder "
+        "from its standard keys (no MoE, MLA or sliding window); check the parameter count"
+    ]
 
 
 def _shape_spec(config: dict[str, Any], text: dict[str, Any], model_type: str, field: str,
@@ -277,8 +305,9 @@ def _shape_spec(config: dict[str, Any], text: dict[str, Any], model_type: str, f
     d_model = _require(text, "hidden_size", tf)
     n_heads = _require(text, "num_attention_heads", tf)
     tied_default = _TIED_DEFAULT.get(model_type, _TIED_DEFAULT.get(str(outer_type), False))
-    tied = _optional_bool(text, "tie_word_embeddings", tf, _optional_bool(config, "tie_word_embeddings", field,
-                                                                          tied_default))
+    tied = _optional_bool(
+        text, "tie_word_embeddings", tf, _optional_bool(config, "tie_word_embeddings", field, tied_default)
+    )
     name = config.get("_name_or_path") or config.get("name") or outer_type
     spec: dict[str, Any] = {
         "name": str(name)[:120],
@@ -293,12 +322,15 @@ def _shape_spec(config: dict[str, Any], text: dict[str, Any], model_type: str, f
     if _optional_int(text, "head_dim", tf):
         spec["head_dim"] = text["head_dim"]
     elif d_model % n_heads:
-        raise ScenarioError(f"{tf}.head_dim", "required when hidden_size is not a multiple of num_attention_heads")
+        raise ScenarioError(
+            f"{tf}.head_dim", "required when hidden_size is not a multiple of num_attention_heads"
+        )
     return spec
 
 
 def _qwen_moe(moe_type: str, text: dict[str, Any], n_layers: int, tf: str) -> dict[str, Any]:
-    """Qwen MoE: routed experts of moe_intermediate_size; Qwen2-MoE adds a shared expert of a multiple of it."""
+    """Qwen MoE: routed experts of moe_intermediate_size; Qwen2-MoE adds a shared expert of a multiple of
+    it."""
     d_ff_expert = _require(text, "moe_intermediate_size", tf)
     shared = 0
     if moe_type == "qwen2_moe":
@@ -307,9 +339,13 @@ def _qwen_moe(moe_type: str, text: dict[str, Any], n_layers: int, tf: str) -> di
             raise ScenarioError(f"{tf}.shared_expert_intermediate_size",
                                 f"must be a multiple of moe_intermediate_size ({d_ff_expert})")
         shared = shared_width // d_ff_expert
-    return {"n_experts": _require(text, "num_experts", tf), "top_k": _require(text, "num_experts_per_tok", tf),
-            "d_ff_expert": d_ff_expert, "n_shared_experts": shared,
-            "first_dense_layers": n_layers - _moe_layers(moe_type, text, n_layers, tf)}
+    return {
+        "n_experts": _require(text, "num_experts", tf),
+        "top_k": _require(text, "num_experts_per_tok", tf),
+        "d_ff_expert": d_ff_expert,
+        "n_shared_experts": shared,
+        "first_dense_layers": n_layers - _moe_layers(moe_type, text, n_layers, tf),
+    }
 
 
 def _deepseek_moe(moe_type: str, text: dict[str, Any], spec: dict[str, Any], tf: str) -> None:
@@ -335,7 +371,9 @@ def _mlp_spec(moe_type: str | None, text: dict[str, Any], spec: dict[str, Any], 
     n_layers = spec["n_layers"]
     if moe_type in ("llama4", "llama4_text"):
         n_moe = _moe_layers(moe_type, text, n_layers, tf)
-        spec["d_ff"] = _optional_int(text, "intermediate_size_mlp", tf) or _require(text, "intermediate_size", tf)
+        spec["d_ff"] = _optional_int(text, "intermediate_size_mlp", tf) or _require(
+            text, "intermediate_size", tf
+        )
         spec["moe"] = {"n_experts": _require(text, "num_local_experts", tf),
                        "top_k": _require(text, "num_experts_per_tok", tf),
                        "d_ff_expert": _require(text, "intermediate_size", tf), "n_shared_experts": 1,
@@ -345,11 +383,19 @@ def _mlp_spec(moe_type: str | None, text: dict[str, Any], spec: dict[str, Any], 
     if moe_type in ("gpt_oss", "mixtral"):
         n_experts = _require(text, "num_local_experts", tf)
         if moe_type == "gpt_oss":  # gpt-oss may name it experts_per_token
-            top_k = _require({"num_experts_per_tok": text.get("num_experts_per_tok", text.get("experts_per_token"))},
-                             "num_experts_per_tok", tf)
+            top_k = _require(
+                {"num_experts_per_tok": text.get("num_experts_per_tok", text.get("experts_per_token"))},
+                "num_experts_per_tok",
+                tf,
+            )
         else:
             top_k = _require(text, "num_experts_per_tok", tf)
-        spec["moe"] = {"n_experts": n_experts, "top_k": top_k, "d_ff_expert": spec["d_ff"], "n_shared_experts": 0}
+        spec["moe"] = {
+            "n_experts": n_experts,
+            "top_k": top_k,
+            "d_ff_expert": spec["d_ff"],
+            "n_shared_experts": 0,
+        }
     elif moe_type in ("qwen3_moe", "qwen2_moe"):
         spec["moe"] = _qwen_moe(moe_type, text, n_layers, tf)
     elif moe_type in ("deepseek_v2", "deepseek_v3", "glm4_moe"):

@@ -83,7 +83,9 @@ def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: fl
         pk = np.where(finite, np.exp(k * np.log(safe) - safe - _LOG_FACTORIAL[: kmax + 1]), np.nan)
         return pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
     shape = 1.0 / ca2
-    x = (np.asarray(rate_per_ms, dtype=float) * shape * np.asarray(window_ms, dtype=float))[..., None]  # window / theta
+    x = (np.asarray(rate_per_ms, dtype=float) * shape * np.asarray(window_ms, dtype=float))[
+        ..., None
+    ]  # window / theta
     lower = _lower_gamma_regularized(shape, x)
     survival = 1.0 - lower
     # P(a + 1, x) = P(a, x) - x^a e^-x / Gamma(a + 1); the front is 0 at an infinite window (on finite x only)

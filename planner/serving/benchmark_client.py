@@ -250,7 +250,9 @@ class _ClosedLoop:
         """The run's statistics, as the benchmark computes them."""
         n, outputs = self.n, self.outputs
         arrival_a, first_a, end_a = np.array(self.arrival), np.array(self.first_token), np.array(self.end)
-        overhead = float(w.ttft_overhead_ms) + float(w.ttft_per_running_ms) * np.array(self.found, dtype=float)
+        overhead = float(w.ttft_overhead_ms) + float(w.ttft_per_running_ms) * np.array(
+            self.found, dtype=float
+        )
         ttft = first_a - arrival_a + overhead
         e2e = end_a - arrival_a + overhead
         many = outputs > 1
@@ -258,12 +260,19 @@ class _ClosedLoop:
         duration_s = max(float(end_a.max()), 1e-9) / 1000.0
         weights = np.array(self.tokens)
         return BenchmarkRun(
-            requests=n, duration_s=duration_s, request_throughput=n / duration_s,
+            requests=n,
+            duration_s=duration_s,
+            request_throughput=n / duration_s,
             output_throughput=float(outputs.sum()) / duration_s,
             total_token_throughput=float(outputs.sum() + self.prompts.sum()) / duration_s,
-            ttft_ms=_summary(ttft), tpot_ms=_summary(tpot), itl_ms=_weighted_summary(np.array(self.durations), weights),
+            ttft_ms=_summary(ttft),
+            tpot_ms=_summary(tpot),
+            itl_ms=_weighted_summary(np.array(self.durations), weights),
             e2e_ms=_summary(e2e),
-            mean_decode_batch=float(np.sum(weights * np.array(self.batches)) / max(float(np.sum(weights)), 1e-12)))
+            mean_decode_batch=float(
+                np.sum(weights * np.array(self.batches)) / max(float(np.sum(weights)), 1e-12)
+            ),
+        )
 
 
 def run_benchmark(d: Deployment, w: Workload, client: BenchmarkClient) -> BenchmarkRun:

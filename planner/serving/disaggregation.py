@@ -199,7 +199,9 @@ def _prefill_candidates(prefill_pool: Sequence[PoolCandidate], deployment_of: Ca
         w = prefill_worker(d, shape)
         if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
             continue
-        prefills.setdefault((c.weights, c.kv_cache), []).append((price * w.gpus / w.prompts_per_s, w, c.gpu_key, price))
+        prefills.setdefault((c.weights, c.kv_cache), []).append(
+            (price * w.gpus / w.prompts_per_s, w, c.gpu_key, price)
+        )
     return prefills, searched
 
 
@@ -245,19 +247,33 @@ def _option(fleet: DisaggregatedFleet, prefill: Priced, decode: Priced, requests
     gpus_p, gpus_d = fleet.prefill_workers * pw.gpus, fleet.decode_workers * dw.gpus
     usd = gpus_p * p_price + gpus_d * d_price
     return {
-        "mode": "disaggregated", "prefill_workers": fleet.prefill_workers,
+        "mode": "disaggregated",
+        "prefill_workers": fleet.prefill_workers,
         "decode_workers": fleet.decode_workers,
         "prefill_decode_ratio": fleet.prefill_workers / fleet.decode_workers,
-        "prefill": {**layout_summary(pw.deployment, p_key), "prefill_ms": pw.prefill_ms,
-                    "prompts_per_s_per_worker": pw.prompts_per_s,
-                    "utilization": fleet.prefill_utilization, "usd_per_gpu_hour": p_price},
-        "decode": {**layout_summary(dw.deployment, d_key), "batch": fleet.decode_batch, "itl_ms": fleet.itl_ms,
-                   "max_running": dw.max_running, "goodput_request_rate": dw.goodput_per_s,
-                   "request_rate_per_worker": requests_per_s / fleet.decode_workers,
-                   "output_tokens_per_s_per_worker": dw.output_tokens_per_s, "usd_per_gpu_hour": d_price},
-        "gpus_total": gpus_p + gpus_d, "ttft_ms": fleet.ttft_ms, "itl_ms": fleet.itl_ms,
+        "prefill": {
+            **layout_summary(pw.deployment, p_key),
+            "prefill_ms": pw.prefill_ms,
+            "prompts_per_s_per_worker": pw.prompts_per_s,
+            "utilization": fleet.prefill_utilization,
+            "usd_per_gpu_hour": p_price,
+        },
+        "decode": {
+            **layout_summary(dw.deployment, d_key),
+            "batch": fleet.decode_batch,
+            "itl_ms": fleet.itl_ms,
+            "max_running": dw.max_running,
+            "goodput_request_rate": dw.goodput_per_s,
+            "request_rate_per_worker": requests_per_s / fleet.decode_workers,
+            "output_tokens_per_s_per_worker": dw.output_tokens_per_s,
+            "usd_per_gpu_hour": d_price,
+        },
+        "gpus_total": gpus_p + gpus_d,
+        "ttft_ms": fleet.ttft_ms,
+        "itl_ms": fleet.itl_ms,
         "percentile": percentile,
-        "kv_transfer_ms": fleet.kv_transfer_ms, "usd_per_hour": usd,
+        "kv_transfer_ms": fleet.kv_transfer_ms,
+        "usd_per_hour": usd,
         "usd_per_million_output_tokens": usd_per_million_tokens(usd, requests_per_s * output_len),
     }
 
@@ -278,20 +294,35 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
             resolved[key] = _deployment(base_scenario, c)
         return resolved[key]
 
-    prefills, searched_p = _prefill_candidates(prefill_pool, deployment_of, price_of, shape, prompt_len, ttft_slo_ms)
-    decodes, searched_d = _decode_candidates(decode_pool, deployment_of, price_of, shape, context_len, itl_slo_ms,
-                                             percentile)
+    prefills, searched_p = _prefill_candidates(
+        prefill_pool, deployment_of, price_of, shape, prompt_len, ttft_slo_ms
+    )
+    decodes, searched_d = _decode_candidates(
+        decode_pool, deployment_of, price_of, shape, context_len, itl_slo_ms, percentile
+    )
     options = []
     for key, pre in prefills.items():
         for p_worker in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
             for d_worker in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
-                fleet = size_fleet(p_worker[1], d_worker[1], requests_per_s, prompt_len, output_len, ttft_slo_ms,
-                                   percentile)
+                fleet = size_fleet(
+                    p_worker[1], d_worker[1], requests_per_s, prompt_len, output_len, ttft_slo_ms, percentile
+                )
                 if fleet is not None:
                     options.append(_option(fleet, p_worker, d_worker, requests_per_s, output_len, percentile))
     options.sort(key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
     return options, searched_p + searched_d
 
 
-__all__ = ["PoolCandidate", "disaggregated_options", "DecodeWorker", "DisaggregatedFleet", "PrefillWorker", "decode_worker", "kv_transfer_ms",
-           "TrafficShape", "layout_summary", "prefill_worker", "size_fleet"]
+__all__ = [
+    "PoolCandidate",
+    "disaggregated_options",
+    "DecodeWorker",
+    "DisaggregatedFleet",
+    "PrefillWorker",
+    "decode_worker",
+    "kv_transfer_ms",
+    "TrafficShape",
+    "layout_summary",
+    "prefill_worker",
+    "size_fleet",
+]

@@ -39,9 +39,14 @@ def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray, 
     fits = np.maximum(p.chunk_tokens / float(np.mean(m.computed_tokens)) - 1.0, 0.0)
     stretch = 1.0 + p.prefill_share * np.minimum(fits, 1.0) * p.seen
     residual = np.concatenate([zero, zero, (p.decode_ms * stretch)[..., None] * u], axis=-1)
-    weight = np.concatenate([waits[..., None], ((1.0 - busy) * (1.0 - waits))[..., None],
-                             np.repeat((busy * (1.0 - waits) / RESIDUAL_POINTS)[..., None], RESIDUAL_POINTS, axis=-1)],
-                            axis=-1)
+    weight = np.concatenate(
+        [
+            waits[..., None],
+            ((1.0 - busy) * (1.0 - waits))[..., None],
+            np.repeat((busy * (1.0 - waits) / RESIDUAL_POINTS)[..., None], RESIDUAL_POINTS, axis=-1),
+        ],
+        axis=-1,
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         conditional = np.where(waits > 0, p.wait_mean_ms * p.seen / np.maximum(waits, 1e-300), 0.0)
     means = np.concatenate([conditional[..., None], np.zeros_like(residual[..., 1:])], axis=-1)
@@ -85,7 +90,9 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     # prompts arriving during the previous iteration: Poisson count, their first chunks together
     top = float(np.max(window, initial=0.0))
     dispersion = max(m.workload.arrival_cv ** 2, 1.0)
-    kmax = min(MAX_WINDOW_ARRIVALS, int(math.ceil(top + 8.0 * math.sqrt(top * dispersion) + 8.0 * dispersion)))
+    kmax = min(
+        MAX_WINDOW_ARRIVALS, int(math.ceil(top + 8.0 * math.sqrt(top * dispersion) + 8.0 * dispersion))
+    )
     pk = window_counts(p.rate_per_ms, p.iteration_ms, m.workload.arrival_cv, kmax)
     k = np.arange(kmax + 1, dtype=float)
     mean_first_tokens = first.mean(axis=-1, keepdims=True)
@@ -108,8 +115,12 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
             return enter / np.maximum(enter + 1.0 - gap_cdf(rate, after_prompts, cv), 1e-300)
 
         poisson_share = 1.0 - window_counts(rate, p.iteration_ms, 1.0, 1)[..., 0]
-        carrying = np.minimum(poisson_share * chain(m.workload.arrival_cv) / np.maximum(chain(1.0), 1e-300), 1.0)
-        pk = np.concatenate([(1.0 - carrying)[..., None], pk[..., 1:] * (carrying / some)[..., None]], axis=-1)
+        carrying = np.minimum(
+            poisson_share * chain(m.workload.arrival_cv) / np.maximum(chain(1.0), 1e-300), 1.0
+        )
+        pk = np.concatenate(
+            [(1.0 - carrying)[..., None], pk[..., 1:] * (carrying / some)[..., None]], axis=-1
+        )
     atoms = np.concatenate([full_extra[..., None], extra_k[..., :1], one, extra_k[..., 2:]], axis=-1)
     lone = pk[..., 1:2] / one.shape[-1]
     weights = np.concatenate([full_share[..., None], (1 - full_share[..., None]) * pk[..., :1],
@@ -197,7 +208,9 @@ def latency_percentiles(m: ReplicaModel, p: LoadPoint) -> tuple[Percentiles, Per
         shift = float((m.output_tokens[0] - 1.0) * p.iteration_ms)
         e2e = Percentiles(*(v + shift for v in (ttft.p50, ttft.p90, ttft.p99)))  # type: ignore[operator]
     else:
-        e2e = _percentiles(lambda t: e2e_cdf(m, p, t), first + float(np.max(m.output_tokens) * p.iteration_ms))
+        e2e = _percentiles(
+            lambda t: e2e_cdf(m, p, t), first + float(np.max(m.output_tokens) * p.iteration_ms)
+        )
     return ttft, itl, e2e
 
 

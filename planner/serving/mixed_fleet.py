@@ -170,9 +170,17 @@ def parse_mixed_fleet(data: Any) -> MixedFleetRequest:
 
 
 def _sizing_for(req: MixedFleetRequest, c: LengthClass) -> dict[str, Any]:
-    s: dict[str, Any] = {"model": req.model, "slo": req.slo, "cost_mode": req.cost_mode, "max_options": 100_000,
-                         "traffic": {"requests_per_s": max(req.requests_per_s * c.share, 1e-6),
-                                     "prompt_len": c.prompt_len, "output_len": c.output_len}}
+    s: dict[str, Any] = {
+        "model": req.model,
+        "slo": req.slo,
+        "cost_mode": req.cost_mode,
+        "max_options": 100_000,
+        "traffic": {
+            "requests_per_s": max(req.requests_per_s * c.share, 1e-6),
+            "prompt_len": c.prompt_len,
+            "output_len": c.output_len,
+        },
+    }
     for key in ("gpus", "tp", "weights", "kv_cache", "usd_per_gpu_hour"):
         if getattr(req, key) is not None:
             s[key] = getattr(req, key)
@@ -192,15 +200,23 @@ def _goodput_table(req: MixedFleetRequest, classes: list[LengthClass]) -> tuple[
         try:
             sizing = parse_sizing(_sizing_for(req, c))
         except ScenarioError as err:
-            raise ScenarioError(f"lengths (class {k}: prompt {c.prompt_len}, output {c.output_len}): {err.field}",
-                                err.reason) from None
+            raise ScenarioError(
+                f"lengths (class {k}: prompt {c.prompt_len}, output {c.output_len}): {err.field}", err.reason
+            ) from None
         options, _, _, _ = search(sizing)
         for o in options:
             key = (o["gpu"], o["tp"], o["pp"], o["ep"], o["weights"], o["kv_cache"])
             if key not in families:
-                families[key] = {"gpu": o["gpu"], "tp": o["tp"], "pp": o["pp"], "ep": o["ep"], "weights": o["weights"],
-                                 "kv_cache": o["kv_cache"], "gpus_per_replica": o["gpus_per_replica"],
-                                 "usd_per_replica_hour": o["gpus_per_replica"] * o["usd_per_gpu_hour"]}
+                families[key] = {
+                    "gpu": o["gpu"],
+                    "tp": o["tp"],
+                    "pp": o["pp"],
+                    "ep": o["ep"],
+                    "weights": o["weights"],
+                    "kv_cache": o["kv_cache"],
+                    "gpus_per_replica": o["gpus_per_replica"],
+                    "usd_per_replica_hour": o["gpus_per_replica"] * o["usd_per_gpu_hour"],
+                }
                 table[key] = [0.0] * len(classes)
             table[key][k] = max(table[key][k], float(o["goodput_request_rate"]))
     return families, table
@@ -237,7 +253,9 @@ def mixed_fleet(data: Any) -> dict[str, Any]:
     families, table = _goodput_table(req, classes)
     keys = list(families)
     rates = [req.requests_per_s * c.share for c in classes]
-    best, single = cheapest_split(rates, [table[f] for f in keys], [families[f]["usd_per_replica_hour"] for f in keys])
+    best, single = cheapest_split(
+        rates, [table[f] for f in keys], [families[f]["usd_per_replica_hour"] for f in keys]
+    )
     total_tokens = sum(r * c.output_len for r, c in zip(rates, classes, strict=True))
     by_index = [families[f] for f in keys]
     mix, one = _describe(best, by_index, rates, classes), _describe(single, by_index, rates, classes)
@@ -245,15 +263,23 @@ def mixed_fleet(data: Any) -> dict[str, Any]:
         if d is not None:
             d["usd_per_million_output_tokens"] = d["usd_per_hour"] / (total_tokens * 3600.0) * 1e6
     return {
-        "classes": [{"prompt_len": c.prompt_len, "output_len": c.output_len, "share": c.share, "requests_per_s": r}
-                    for c, r in zip(classes, rates, strict=True)],
+        "classes": [
+            {"prompt_len": c.prompt_len, "output_len": c.output_len, "share": c.share, "requests_per_s": r}
+            for c, r in zip(classes, rates, strict=True)
+        ],
         "goodput_table": [{**families[f], "goodput_request_rate_by_class": table[f]} for f in keys],
-        "mixed": mix, "best_single": one,
-        "saving": (None if mix is None or one is None or one["usd_per_hour"] <= 0
-                   else 1.0 - mix["usd_per_hour"] / one["usd_per_hour"]),
+        "mixed": mix,
+        "best_single": one,
+        "saving": (
+            None
+            if mix is None or one is None or one["usd_per_hour"] <= 0
+            else 1.0 - mix["usd_per_hour"] / one["usd_per_hour"]
+        ),
         "assumptions": {
             "routing": "by prompt length: classes up to the threshold to pool 0, the rest to pool 1",
-            "pool_replicas": "ceil(sum over its classes of rate / goodput at that class's lengths) (Mélange's "
-                             "fractional assignment; a replica's time shared between classes)",
-            "goodput": "planner.serving.sizing's search at each class's lengths (its SLO and percentile)"},
+            "pool_replicas": "ceil(sum over its classes of rate / goodput at that class's lengths) "
+            "(Mélange's "
+            "fractional assignment; a replica's time shared between classes)",
+            "goodput": "planner.serving.sizing's search at each class's lengths (its SLO and percentile)",
+        },
     }

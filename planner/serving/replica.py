@@ -128,7 +128,9 @@ class ReplicaModel:
             else:
                 u0, u1 = self.utilization[i - 1], self.utilization[i]
                 f = (1.0 - u0) / (u1 - u0) if np.isfinite(u1) else 0.0
-                rho_limit = float(self.rate_per_ms[i - 1] + f * (self.rate_per_ms[i] - self.rate_per_ms[i - 1]))
+                rho_limit = float(
+                    self.rate_per_ms[i - 1] + f * (self.rate_per_ms[i] - self.rate_per_ms[i - 1])
+                )
         else:
             rho_limit = math.inf
         slot_limit = np.interp(cap, self.population, self.rate_per_ms)
@@ -148,7 +150,9 @@ def replica_model(d: Deployment, w: Workload, max_population: int | None = None)
     steps = float(np.mean(outputs - 1.0))
     mean_work = float(np.mean(work))
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = population / (steps * decode + population * mean_work) if steps > 0 else np.zeros_like(population)
+        rate = (
+            population / (steps * decode + population * mean_work) if steps > 0 else np.zeros_like(population)
+        )
         chunk = w.max_num_batched_tokens - population
         service = mean_work + float(np.mean(computed)) * decode / chunk
         util = np.where(chunk >= 1.0, rate * service, np.inf)
@@ -209,7 +213,9 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     # for (1 + cs^2) / 2 over (ca^2 + 1) / 2.
     together = riders(lam, iteration, w.arrival_cv)
     full = m.prefill_work_ms + m.computed_tokens * (d / chunk)[..., None]
-    ride = m.prefill_work_ms + d[..., None] * np.maximum(m.computed_tokens / chunk[..., None], 1.0 / together[..., None])
+    ride = m.prefill_work_ms + d[..., None] * np.maximum(
+        m.computed_tokens / chunk[..., None], 1.0 / together[..., None]
+    )
     rho = lam * full.mean(axis=-1)
     mean_s = ride.mean(axis=-1)
     cs2 = ride.var(axis=-1) / np.maximum(mean_s, 1e-12) ** 2

@@ -144,8 +144,14 @@ class ServingPoint:
     saturated: bool = False
 
 
-def _point(m: ReplicaModel, mode: Literal["concurrency", "request_rate"], rate_per_ms: float, concurrency: float | None, stable: bool,
-           slo: Objective | None) -> ServingPoint:
+def _point(
+    m: ReplicaModel,
+    mode: Literal["concurrency", "request_rate"],
+    rate_per_ms: float,
+    concurrency: float | None,
+    stable: bool,
+    slo: Objective | None,
+) -> ServingPoint:
     seen = 1.0 if concurrency is None else max(concurrency - 1.0, 0.0) / max(concurrency, 1.0)
     p = load_point(m, rate_per_ms, seen=seen)
     # a closed loop with more clients than the replica runs below saturation is not unstable: its queue
@@ -157,7 +163,12 @@ def _point(m: ReplicaModel, mode: Literal["concurrency", "request_rate"], rate_p
     if stable:
         ttft_mean = float(mean_ttft_ms(m, p))
         iteration = float(p.iteration_ms)
-        means = (ttft_mean, float(mean_itl_ms(m, p)), ttft_mean + m.decode_steps_per_request * iteration, iteration)
+        means = (
+            ttft_mean,
+            float(mean_itl_ms(m, p)),
+            ttft_mean + m.decode_steps_per_request * iteration,
+            iteration,
+        )
     if concurrency is None and stable:
         concurrency = float(rate_per_ms * (mean_ttft_ms(m, p) + m.decode_steps_per_request * p.iteration_ms))
     goodput = None

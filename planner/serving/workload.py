@@ -13,7 +13,8 @@ from planner.serving.replica import Workload
 
 
 class TrafficMix(Protocol):
-    """The traffic's shape, as a scenario's `load`, a sizing request's `traffic` or a TrafficShape gives it."""
+    """The traffic's shape, as a scenario's `load`, a sizing request's `traffic` or a TrafficShape gives
+    it."""
 
     @property
     def arrival_cv(self) -> float: ...
