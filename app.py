@@ -47,6 +47,6 @@ elif view == "Size a fleet":
 else:
     power_page.render(load_catalog(), result if error is None else None)
 
-# Server-side time of this run, read by tools/bench_app.py and benchmarks/bench_load.py (a figure, not an
-# assertion).
+# Server-side time of this run, read by tools/bench_app.py and
+# benchmarks/bench_load.py (a figure, not an assertion).
 st.session_state["_last_run_ms"] = (time.perf_counter() - _started) * 1e3

@@ -44,25 +44,11 @@ def start_server() -> tuple[subprocess.Popen, str]:
     port = _free_port()
     proc = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.port",
-            str(port),
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-            "--server.fileWatcherType",
-            "none",
+            sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+            "--server.headless", "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats",
+            "false", "--server.fileWatcherType", "none",
         ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"127.0.0.1:{port}"
     deadline = time.time() + 90
@@ -137,14 +123,8 @@ class Session:
 def _query(output_len: int) -> str:
     return urlencode(
         {
-            "model": "llama-3.1-70b",
-            "gpu": "h100-sxm",
-            "tp": 4,
-            "weights": "fp8",
-            "kv_cache": "fp8",
-            "context_len": 8192,
-            "prompt_len": 2000,
-            "output_len": output_len,
+            "model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
+            "context_len": 8192, "prompt_len": 2000, "output_len": output_len,
         }
     )
 

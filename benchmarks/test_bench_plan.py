@@ -20,8 +20,7 @@ def test_bench_plan_moe(benchmark):
 
 
 SIZING = {
-    "model": "llama-3.1-70b",
-    "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
     "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
 }
 

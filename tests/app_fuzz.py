@@ -53,32 +53,14 @@ finally:
 """
 
 LINK_PARAMS = (
-    "model",
-    "gpu",
-    "tp",
-    "weights",
-    "kv_cache",
-    "context_len",
-    "prompt_len",
-    "output_len",
-    "batch",
-    "pp",
-    "ep",
-    "efficiency",
-    "load",
-    "speculative",
-    "calibration",
-    "memory.utilization",
-    "usd_per_gpu_hour",
-    "compare",
-    "size",
+    "model", "gpu", "tp", "weights", "kv_cache", "context_len", "prompt_len", "output_len", "batch", "pp",
+    "ep", "efficiency", "load", "speculative", "calibration", "memory.utilization", "usd_per_gpu_hour",
+    "compare", "size",
 )
 # uploader key -> what its error line starts with or names (ui/exports.py, ui/commands_panel.py, ui/inputs.py)
 UPLOADS = {
-    "up_scenario": "Scenario not loaded: ",
-    "up_calibration": "Calibration not loaded: ",
-    "up_bench": "Calibration not loaded: ",
-    "cmd_bench_upload": "Benchmark not read: ",
+    "up_scenario": "Scenario not loaded: ", "up_calibration": "Calibration not loaded: ",
+    "up_bench": "Calibration not loaded: ", "cmd_bench_upload": "Benchmark not read: ",
     "hf_upload": "config.json",
 }
 
@@ -186,13 +168,7 @@ def invalid_text(rng: random.Random) -> str:
     """A value no parameter or upload accepts: the app must refuse it with a line naming the field."""
     return rng.choice(
         [
-            nested(2000),
-            nested(2000, kind="{"),
-            nested(150, kind="{"),
-            "9" * 5000,
-            "[" + "9" * 5000 + "]",
-            "[1]",
-            '"x"',
-            "[[[[",
+            nested(2000), nested(2000, kind="{"), nested(150, kind="{"), "9" * 5000, "[" + "9" * 5000 + "]",
+            "[1]", '"x"', "[[[[",
         ]
     )

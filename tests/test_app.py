@@ -68,14 +68,10 @@ W70_FP8_GB = {2: 36.3295, 4: 18.1661, 8: 9.0844}
 W8_GB = {("bf16", 1): 16.0605, ("bf16", 4): 4.0155, ("fp8", 4): 2.2707, ("fp8", 3): 3.0274}
 # Ridge = dense tensor peak / HBM bandwidth, vendor datasheets (their TFLOPS are 2:4-sparse: dense is half):
 # H100 SXM fp8 1,979 / 3.35 TB/s = 590.7, bf16 989.5 / 3.35 = 295.4; H200 fp8 1,979 / 4.8 = 412.3;
-# HGX B200 fp8 72 PF / 8 GPUs / 2 = 4,500 over 64 TB/s / 8 = 8 TB/s: 562.5; L4 bf16 242 / 2 = 121 / 0.3 TB/s =
-# 403.3.
+# HGX B200 fp8 72 PF / 8 GPUs / 2 = 4,500 over 64 TB/s / 8 = 8 TB/s:
+# 562.5; L4 bf16 242 / 2 = 121 / 0.3 TB/s = 403.3.
 RIDGE = {
-    "h100-sxm fp8": 590.7,
-    "h100-sxm bf16": 295.4,
-    "h200 fp8": 412.3,
-    "b200 fp8": 562.5,
-    "l4 bf16": 403.3,
+    "h100-sxm fp8": 590.7, "h100-sxm bf16": 295.4, "h200 fp8": 412.3, "b200 fp8": 562.5, "l4 bf16": 403.3,
 }
 # KV budget without the engine's rules (a link with `memory.reserve_gb`): the H100's 81,559 MiB (nvidia-smi,
 # data/measurements/h100_physics_2026-11-26.json) = 85.52e9 B x 0.9 - 2 GB reserve - 18.166 GB of 70B fp8
@@ -169,13 +165,8 @@ def test_bad_link_parameters_fall_back_and_the_rest_applies():
     """
     at = run_app(
         {
-            "gpu": "h900",
-            "tp": "two",
-            "context_len": "4096",
-            "prompt_len": "1000",
-            "output_len": "200",
-            "weights": "<b>fp9</b>",
-            "memory.reserve_gb": "2",
+            "gpu": "h900", "tp": "two", "context_len": "4096", "prompt_len": "1000", "output_len": "200",
+            "weights": "<b>fp9</b>", "memory.reserve_gb": "2",
         }
     )
     assert int(shown(at, "Max batch")) == NAPKIN_MAX_BATCH_70B_TP4[4096]
@@ -191,10 +182,7 @@ def test_bad_link_parameters_fall_back_and_the_rest_applies():
         at,
         {
             **DEFAULT_SCENARIO,
-            "context_len": 4096,
-            "prompt_len": 1000,
-            "output_len": 200,
-            "memory": {"reserve_gb": 2.0},
+            "context_len": 4096, "prompt_len": 1000, "output_len": 200, "memory": {"reserve_gb": 2.0},
         },
     )
 
@@ -361,13 +349,8 @@ def test_custom_price_enters_the_link_and_cost():
         at,
         {
             **DEFAULT_SCENARIO,
-            "model": "llama-3.1-8b",
-            "tp": 1,
-            "weights": "bf16",
-            "kv_cache": "bf16",
-            "batch": 1,
-            "efficiency": "ideal",
-            "usd_per_gpu_hour": 5.0,
+            "model": "llama-3.1-8b", "tp": 1, "weights": "bf16", "kv_cache": "bf16", "batch": 1,
+            "efficiency": "ideal", "usd_per_gpu_hour": 5.0,
         },
     )
 
@@ -406,12 +389,10 @@ def test_hf_config_import_in_the_app():
     "text,message",
     [
         (
-            '{"model_type": "gpt2"}',
-            "not supported",
+            '{"model_type": "gpt2"}', "not supported",
         ),  # a family the importer does not know: it names the ones it does
         (
-            json.dumps({"model_type": "llama", "pad": "x" * HF_MAX_BYTES}),
-            "paste or upload",
+            json.dumps({"model_type": "llama", "pad": "x" * HF_MAX_BYTES}), "paste or upload",
         ),  # over the size limit:
         # the box never holds it, so nothing usable was pasted, and the page says so
     ],
@@ -442,10 +423,7 @@ def test_sizing_page_ranks_options():
                        ("sz_ttft", 1000.0), ("sz_itl", 40.0)):
         (at.selectbox if key == "sz_model" else at.number_input)(key=key).set_value(value)
     for key, value in (
-        ("sz_gpus", ["h100-sxm"]),
-        ("sz_tp", [1]),
-        ("sz_weights", ["bf16"]),
-        ("sz_kv", ["bf16"]),
+        ("sz_gpus", ["h100-sxm"]), ("sz_tp", [1]), ("sz_weights", ["bf16"]), ("sz_kv", ["bf16"]),
     ):
         at.multiselect(key=key).set_value(value)
     submit = [b for b in at.button if b.label == "Find the cheapest fleet"][0]
@@ -479,15 +457,9 @@ def test_sizing_link_reproduces_the_search():
     Source: hand: the arithmetic above (NVIDIA L4 datasheet 300 GB/s).
     """
     request = {
-        "model": "llama-3.1-8b",
-        "traffic": {"requests_per_s": 2.0, "prompt_len": 500, "output_len": 200},
-        "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0},
-        "gpus": ["l4", "h100-sxm"],
-        "tp": [1],
-        "weights": ["bf16"],
-        "kv_cache": ["bf16"],
-        "cost_mode": "rent",
-        "usd_per_gpu_hour": {"h100-sxm": 2.5},
+        "model": "llama-3.1-8b", "traffic": {"requests_per_s": 2.0, "prompt_len": 500, "output_len": 200},
+        "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0}, "gpus": ["l4", "h100-sxm"], "tp": [1],
+        "weights": ["bf16"], "kv_cache": ["bf16"], "cost_mode": "rent", "usd_per_gpu_hour": {"h100-sxm": 2.5},
     }
     at = run_app({"size": json.dumps(request)})
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
@@ -542,13 +514,9 @@ def test_calibration_from_a_vllm_bench_file_applies_to_the_plan():
 
 
 SIZING_70B_FP8 = {
-    "model": "llama-3.1-70b",
-    "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
-    "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
-    "gpus": ["h100-sxm", "h200"],
-    "tp": [2, 4],
-    "weights": ["fp8"],
-    "kv_cache": ["fp8"],
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200"], "tp": [2, 4],
+    "weights": ["fp8"], "kv_cache": ["fp8"],
 }
 
 
@@ -618,12 +586,8 @@ def test_custom_names_in_the_plan_header_and_warnings_are_escaped():
     Source: datasheet: NVIDIA H100 SXM datasheet (1,979 sparse bf16 TFLOP/s, 3.35 TB/s); weights by hand.
     """
     gpu = {
-        "name": EVIL,
-        "vendor": "[x](https://evil.example/v)",
-        "memory_gb": 80.0,
-        "hbm_tb_s": 3.35,
-        "tflops": {"bf16": 989.4},
-        "usd_per_hour": 2.0,
+        "name": EVIL, "vendor": "[x](https://evil.example/v)", "memory_gb": 80.0, "hbm_tb_s": 3.35,
+        "tflops": {"bf16": 989.4}, "usd_per_hour": 2.0,
     }
     at = run_app(
         {"gpu": json.dumps(gpu), "tp": "4", "model": "llama-3.1-8b", "weights": "bf16", "kv_cache": "bf16"}
@@ -644,10 +608,7 @@ def test_memory_utilization_below_the_old_slider_minimum_is_shown_as_given():
     """
     at = run_app(
         {
-            "model": "llama-3.1-8b",
-            "tp": "1",
-            "weights": "bf16",
-            "kv_cache": "bf16",
+            "model": "llama-3.1-8b", "tp": "1", "weights": "bf16", "kv_cache": "bf16",
             "memory.utilization": "0.1",
         }
     )
@@ -717,12 +678,8 @@ def test_link_warnings_go_away_once_the_user_changes_the_input():
 def test_sizing_link_with_null_optional_fields_runs():
     """Source: ui: the app's behaviour."""
     request = {
-        "model": "llama-3.1-8b",
-        "traffic": {"requests_per_s": 2.0, "prompt_len": 500, "output_len": 200},
-        "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0},
-        "gpus": None,
-        "ownership": None,
-        "tp": [1, 3],
+        "model": "llama-3.1-8b", "traffic": {"requests_per_s": 2.0, "prompt_len": 500, "output_len": 200},
+        "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0}, "gpus": None, "ownership": None, "tp": [1, 3],
         "weights": ["bf16", "fp16"],
     }
     at = run_app({"size": json.dumps(request)})
@@ -785,10 +742,7 @@ def test_plan_offers_the_commands_that_deploy_and_benchmark_it():
     launch = " ".join(next(c for c in codes if c.startswith("vllm serve")).replace("\\\n", " ").split())
     assert launch.startswith("vllm serve meta-llama/Llama-3.1-70B ")
     for flag in (
-        "--tensor-parallel-size 4",
-        "--max-model-len 8192",
-        "--quantization fp8",
-        "--kv-cache-dtype fp8",
+        "--tensor-parallel-size 4", "--max-model-len 8192", "--quantization fp8", "--kv-cache-dtype fp8",
     ):
         assert f" {flag} " in launch + " "
     bench = " ".join(next(c for c in codes if c.startswith("vllm bench serve")).replace("\\\n", " ").split())
@@ -830,12 +784,7 @@ def test_sizing_table_reads_like_a_table_and_ownership_inputs_only_when_owning()
     assert "ITL alone (ms)" not in frame.columns  # it was the same figure as ITL under load
     for column in frame.columns:  # only columns that differ, beside the fleet's GPU, size, latency and cost
         if column not in (
-            "GPU",
-            "GPUs",
-            "TTFT p90 (ms)",
-            "ITL p90 (ms)",
-            "fleet $/hour",
-            "$/M output tokens",
+            "GPU", "GPUs", "TTFT p90 (ms)", "ITL p90 (ms)", "fleet $/hour", "$/M output tokens",
         ):
             assert frame[column].nunique() > 1, column
     assert any("TTFT p90" in m.value and "ITL p90" in m.value for m in at.markdown)
@@ -945,11 +894,7 @@ def test_pins_are_compared_at_one_common_request_rate():
     """
     one = {
         **DEFAULT_SCENARIO,
-        "model": "llama-3.1-8b",
-        "tp": 1,
-        "weights": "bf16",
-        "kv_cache": "bf16",
-        "batch": 1,
+        "model": "llama-3.1-8b", "tp": 1, "weights": "bf16", "kv_cache": "bf16", "batch": 1,
         "efficiency": "ideal",
     }
     pins = [one, {**one, "gpu": "h200"}]
@@ -979,14 +924,9 @@ def test_sizing_searches_disaggregated_fleets_and_says_which_mode_wins():
     Source: hand: weights from Llama-3.1-70B's config.json; ridges from the NVIDIA H100 and H200 datasheets.
     """
     request = {
-        "model": "llama-3.1-70b",
-        "traffic": {"requests_per_s": 10.0, "prompt_len": 8000, "output_len": 300},
-        "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
-        "gpus": ["h100-sxm", "h200"],
-        "tp": [2, 4],
-        "weights": ["fp8"],
-        "kv_cache": ["fp8"],
-        "disaggregation": True,
+        "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 8000, "output_len": 300},
+        "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200"], "tp": [2, 4],
+        "weights": ["fp8"], "kv_cache": ["fp8"], "disaggregation": True,
     }
     at = run_app({"size": json.dumps(request)})
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)

@@ -40,8 +40,7 @@ def test_default_plan_is_at_the_default_objective_and_judges_it():
     m = metrics(at)
     p = plan_dict(DEFAULT_SCENARIO)["serving"]
     assert DEFAULT_SCENARIO["load"] == {
-        "at_goodput": True,
-        "slo": DEFAULT_OBJECTIVE.model_dump(exclude_none=True),
+        "at_goodput": True, "slo": DEFAULT_OBJECTIVE.model_dump(exclude_none=True),
     }
     assert m["Goodput per replica"] == f"{p['goodput_request_rate']:,.2f} req/s"
     assert m["TTFT p90"] == fmt_time(p["ttft_ms"]["p90"]) + " ✓ met"
@@ -58,8 +57,7 @@ def test_a_rate_above_the_goodput_is_marked_missed():
     Source: ui: the tile judges the plan's own p90 against the objective."""
     goodput = plan_dict(DEFAULT_SCENARIO)["serving"]["goodput_request_rate"]
     load = {
-        "request_rate": round(goodput * 1.5, 3),
-        "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90},
+        "request_rate": round(goodput * 1.5, 3), "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90},
     }
     at = run_app({**scenario_to_query(DEFAULT_SCENARIO), "load": json.dumps(load)})
     p = plan_dict({**DEFAULT_SCENARIO, "load": load})["serving"]
@@ -81,16 +79,10 @@ def test_compare_ranks_pins_at_equal_service_as_the_sizing_page_does():
     for g in GPUS:
         result = size(
             {
-                "model": "llama-3.1-70b",
-                "gpus": [g],
-                "tp": [4],
-                "weights": ["fp8"],
-                "kv_cache": ["fp8"],
+                "model": "llama-3.1-70b", "gpus": [g], "tp": [4], "weights": ["fp8"], "kv_cache": ["fp8"],
                 "context_len": 8192,
                 "traffic": {
-                    "requests_per_s": DEFAULT_TRAFFIC_REQUESTS_PER_S,
-                    "prompt_len": 2000,
-                    "output_len": 400,
+                    "requests_per_s": DEFAULT_TRAFFIC_REQUESTS_PER_S, "prompt_len": 2000, "output_len": 400,
                 },
                 "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90},
             }

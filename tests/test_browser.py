@@ -53,23 +53,11 @@ def server():
     port = _free_port()
     proc = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.port",
-            str(port),
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
+            sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+            "--server.headless", "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats",
             "false",
         ],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
@@ -93,16 +81,10 @@ def browser():
 
     with sync_playwright() as p:
         b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
+            executable_path=CHROMIUM, headless=True,
             args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
+                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
             ],
         )
         yield b
@@ -272,11 +254,7 @@ def test_crafted_compare_link_makes_no_outside_request_no_link_no_image(server, 
     gpu = {"name": EVIL, "vendor": "[x](https://evil.example/v)", "memory_gb": 80.0, "hbm_tb_s": 3.35,
            "tflops": {"bf16": 989.4, "fp8": 1978.9}, "usd_per_hour": 2.0}
     base = {
-        "context_len": 8192,
-        "prompt_len": 3000,
-        "output_len": 500,
-        "weights": "bf16",
-        "kv_cache": "bf16",
+        "context_len": 8192, "prompt_len": 3000, "output_len": 500, "weights": "bf16", "kv_cache": "bf16",
         "tp": 1,
     }
     pins = [{**base, "model": model, "gpu": "h200"}, {**base, "model": "llama-3.1-8b", "gpu": gpu}]

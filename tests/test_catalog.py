@@ -9,32 +9,11 @@ from gpu_catalog import CatalogGpu, load_catalog
 
 CATALOG = load_catalog()
 REQUIRED = [
-    "h100-sxm",
-    "h100-pcie",
-    "h100-nvl",
-    "h200",
-    "h20",
-    "b200",
-    "gb200",
-    "a100-sxm-80gb",
-    "a100-sxm-40gb",
-    "a100-pcie-80gb",
-    "a100-pcie-40gb",
-    "l40s",
-    "l4",
-    "a10g",
-    "rtx-4090",
-    "rtx-6000-ada",
-    "mi300x",
-    "mi325x",
+    "h100-sxm", "h100-pcie", "h100-nvl", "h200", "h20", "b200", "gb200", "a100-sxm-80gb", "a100-sxm-40gb",
+    "a100-pcie-80gb", "a100-pcie-40gb", "l40s", "l4", "a10g", "rtx-4090", "rtx-6000-ada", "mi300x", "mi325x",
     "gaudi3",
     # late-2026 quotes (issue 21): Blackwell Ultra, RTX PRO Blackwell, H200 NVL, CDNA4
-    "b300",
-    "gb300",
-    "rtx-pro-6000",
-    "h200-nvl",
-    "mi355x",
-    "mi350x",
+    "b300", "gb300", "rtx-pro-6000", "h200-nvl", "mi355x", "mi350x",
 ]
 
 
@@ -103,8 +82,7 @@ DATASHEET_8BIT = {
     "gb200": ("fp8", 5000.0),  # GB200 NVL72: FP8 720 PFLOPS sparse for 72 GPUs
     "a100-sxm-80gb": ("int8", 624.0),
     "a100-sxm-40gb": ("int8", 624.0),  # A100: INT8 1,248 TOPS sparse, no FP8
-    "a100-pcie-80gb": ("int8", 624.0),
-    "a100-pcie-40gb": ("int8", 624.0),
+    "a100-pcie-80gb": ("int8", 624.0), "a100-pcie-40gb": ("int8", 624.0),
     "a10g": ("int8", 250.0),  # A10 datasheet: INT8 250 TOPS dense (NVIDIA publishes no A10G figure)
     "l40s": ("fp8", 733.0),  # L40S: FP8 1,466 sparse
     "l4": ("fp8", 242.5),  # L4: FP8 485 sparse
@@ -116,8 +94,7 @@ DATASHEET_8BIT = {
     "b300": ("fp8", 4500.0),  # HGX B300: FP8/FP6 72 PFLOPS sparse for 8 GPUs (dense not published: / 2)
     "gb300": ("fp8", 5000.0),  # GB300 NVL72: FP8/FP6 720 PFLOPS sparse for 72 GPUs (dense: / 2)
     "rtx-pro-6000": (
-        "fp8",
-        1000.0,
+        "fp8", 1000.0,
     ),  # RTX PRO 6000 Server: FP4 4 PFLOPS sparse; fp8 = fp4 dense / 2 (derived)
     "h200-nvl": ("fp8", 1670.5),  # H200 NVL: FP8 3,341 sparse
     "mi355x": ("fp8", 5033.2),
@@ -151,11 +128,7 @@ def test_datasheet_dense_figures(gpu_id, bf16, fp8, hbm):
     [
         ("h100-pcie", 756.5, 2.0, 350, 64.0),  # H100 PCIe: 1,513 sparse; 2.0 TB/s; 350 W; PCIe Gen5 x16
         (
-            "a100-sxm-80gb",
-            312.0,
-            2.039,
-            400,
-            300.0,
+            "a100-sxm-80gb", 312.0, 2.039, 400, 300.0,
         ),  # A100 SXM4 80GB: 312 dense; 2,039 GB/s; 400 W; NVLink 600 total
         ("a100-sxm-40gb", 312.0, 1.555, 400, 300.0),  # A100 SXM4 40GB: 1,555 GB/s
         ("l4", 121.0, 0.3, 72, 32.0),  # L4: 242 sparse; 300 GB/s; 72 W; PCIe Gen4 x16

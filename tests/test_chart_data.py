@@ -11,11 +11,7 @@ from planner.contract.chart_data import chart_data
 # Llama-3.1-8B bf16 on one H100 at 8,192 tokens of context: vLLM's start-up accounting worked term by term in
 # tests/test_memory_vllm.py::test_vllm_kv_budget_of_llama_8b_on_h100_term_by_term.
 H100_8B = {
-    "model": "llama-3.1-8b",
-    "gpu": "h100-sxm",
-    "context_len": 8192,
-    "prompt_len": 2000,
-    "output_len": 400,
+    "model": "llama-3.1-8b", "gpu": "h100-sxm", "context_len": 8192, "prompt_len": 2000, "output_len": 400,
 }
 H100_70B_FP8 = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
                 "context_len": 8192, "prompt_len": 2000, "output_len": 400}
@@ -35,8 +31,7 @@ def test_roofline_ceiling_corners_are_the_datasheet_peak_and_bandwidth():
 
 
 @pytest.mark.parametrize("scenario", [
-    H100_70B_FP8,
-    {**H100_70B_FP8, "gpu": "h200", "tp": 2},
+    H100_70B_FP8, {**H100_70B_FP8, "gpu": "h200", "tp": 2},
     {**H100_70B_FP8, "model": "mixtral-8x7b", "weights": "bf16", "kv_cache": "bf16", "tp": 2},
     {**H100_70B_FP8, "model": "llama-3.1-8b", "tp": 1, "batch": 1},
     {**H100_70B_FP8, "model": "llama-3.1-8b", "tp": 1, "efficiency": "ideal"},
@@ -153,12 +148,8 @@ def test_serving_charts_use_the_plans_own_replica_model():
     assert point["ttft_p99_ms"] == pytest.approx(at.ttft_ms.p99, rel=1e-6)
     assert point["itl_p99_ms"] == pytest.approx(at.itl_ms.p99, rel=1e-6)
     md1 = {
-        "model": "llama-3.1-8b",
-        "gpu": "h100-sxm",
-        "efficiency": "ideal",
-        "prompt_len": 8192,
-        "output_len": 1,
-        "load": {"request_rate": 1.0},
+        "model": "llama-3.1-8b", "gpu": "h100-sxm", "efficiency": "ideal", "prompt_len": 8192,
+        "output_len": 1, "load": {"request_rate": 1.0},
     }
     md1_series = serving_series(md1, plan(md1))
     assert md1_series is not None and md1_series.capacity_rate == pytest.approx(1000.0 / 147.1406, rel=1e-3)

@@ -96,10 +96,8 @@ loads = st.one_of(
     st.fixed_dictionaries(
         {"request_rate": st.floats(0.05, 50)},
         optional={
-            "arrival_cv": st.floats(0.1, 4),
-            "prompt_len_cv": st.floats(0, 1),
-            "output_len_cv": st.floats(0, 1),
-            "prefix_cache_hit": st.floats(0, 0.9),
+            "arrival_cv": st.floats(0.1, 4), "prompt_len_cv": st.floats(0, 1),
+            "output_len_cv": st.floats(0, 1), "prefix_cache_hit": st.floats(0, 0.9),
             "max_num_batched_tokens": st.integers(256, 65536),
             "slo": st.fixed_dictionaries(
                 {}, optional={"ttft_ms": st.floats(10, 5000), "itl_ms": st.floats(5, 500)}
@@ -114,24 +112,18 @@ loads = st.one_of(
 scenarios = st.fixed_dictionaries(
     {
         "model": st.sampled_from(["llama-3.1-8b", "qwen3-8b", "mixtral-8x7b", "qwen3-235b-a22b"]),
-        "gpu": st.sampled_from(["h100-sxm", "h200"]),
-        "tp": st.sampled_from([1, 2, 4, 8]),
+        "gpu": st.sampled_from(["h100-sxm", "h200"]), "tp": st.sampled_from([1, 2, 4, 8]),
     },
     optional={
-        "pp": st.sampled_from([1, 2]),
-        "ep": st.sampled_from([1, 2, 8]),
+        "pp": st.sampled_from([1, 2]), "ep": st.sampled_from([1, 2, 8]),
         "weights": st.sampled_from(["bf16", "fp16", "fp8", "int4"]),
-        "kv_cache": st.sampled_from(["bf16", "fp8", "int8"]),
-        "block_size": st.sampled_from([8, 16, 32, 48]),
+        "kv_cache": st.sampled_from(["bf16", "fp8", "int8"]), "block_size": st.sampled_from([8, 16, 32, 48]),
         "enforce_eager": st.booleans(),
         "memory": st.fixed_dictionaries({"utilization": st.floats(0.5, 0.95)}),
-        "prompt_len": st.integers(16, 4000),
-        "output_len": st.integers(1, 2000),
-        "load": loads,
+        "prompt_len": st.integers(16, 4000), "output_len": st.integers(1, 2000), "load": loads,
         "speculative": st.fixed_dictionaries(
             {
-                "draft_tokens": st.integers(1, 8),
-                "acceptance": st.floats(0, 1),
+                "draft_tokens": st.integers(1, 8), "acceptance": st.floats(0, 1),
                 "draft_params": st.sampled_from([5e8, 1e9]),
             }
         ),
@@ -465,9 +457,7 @@ def test_k8s_manifest_parses_to_the_deployment(engine, sample_scenario):
         assert container[probe]["httpGet"] == {"path": "/health", "port": DOCUMENTED_PORT[engine]}
     assert container["command"][0] == cs.launch.argv[0]
     assert container["env"][0]["valueFrom"]["secretKeyRef"] == {
-        "name": "hf-token",
-        "key": "token",
-        "optional": True,
+        "name": "hf-token", "key": "token", "optional": True,
     }
     assert (
         deployment["spec"]["selector"]["matchLabels"] == deployment["spec"]["template"]["metadata"]["labels"]
@@ -486,11 +476,7 @@ def test_k8s_manifest_parses_to_the_deployment(engine, sample_scenario):
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "planner", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
+        [sys.executable, "-m", "planner", *args], input=stdin, capture_output=True, text=True, cwd=ROOT,
         timeout=60,
     )
 
@@ -507,9 +493,7 @@ def test_cli_commands_formats(fmt, sample_scenario):
         assert out["launch"]["argv"][:3] == ["python", "-m", "sglang.launch_server"]
         assert out["bench"]["result_file"] == "ridgeline_bench.json"
         assert {e["result_key"] for e in out["expected"]} >= {
-            "median_ttft_ms",
-            "median_tpot_ms",
-            "output_throughput",
+            "median_ttft_ms", "median_tpot_ms", "output_throughput",
         }
 
 

@@ -68,11 +68,7 @@ def test_only_the_figures_the_run_saved_are_compared():
             "median_itl_ms": 7.3}
     got = rows(compare_bench(full, SCENARIO))
     assert set(got) == {
-        "median_ttft_ms",
-        "median_tpot_ms",
-        "output_throughput",
-        "request_throughput",
-        "median_itl_ms",
+        "median_ttft_ms", "median_tpot_ms", "output_throughput", "request_throughput", "median_itl_ms",
         "p99_ttft_ms",
     }
     assert set(got) <= VLLM_RESULT_KEYS
@@ -134,14 +130,8 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers(-10, 10**6) |
     st.dictionaries(
         st.sampled_from(
             [
-                "median_tpot_ms",
-                "median_ttft_ms",
-                "completed",
-                "total_input_tokens",
-                "total_output_tokens",
-                "max_concurrency",
-                "p99_ttft_ms",
-                "output_throughput",
+                "median_tpot_ms", "median_ttft_ms", "completed", "total_input_tokens", "total_output_tokens",
+                "max_concurrency", "p99_ttft_ms", "output_throughput",
             ]
         ),
         json_values,
@@ -153,10 +143,7 @@ def test_any_bench_object_gives_a_comparison_or_one_field_error(bench):
         c = compare_bench(bench, SCENARIO)
     except ScenarioError as err:
         assert err.field.startswith("bench") or err.field in (
-            "prompt_len",
-            "output_len",
-            "batch",
-            "context_len",
+            "prompt_len", "output_len", "batch", "context_len",
         )
         return
     assert all(r.measured is not None for r in c.rows)

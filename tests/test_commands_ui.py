@@ -49,8 +49,7 @@ def run(script: str) -> AppTest:
 DOCUMENTED = {
     "vllm": ("vllm serve meta-llama/Llama-3.1-70B", "--tensor-parallel-size 4", "--max-model-len 8192"),
     "sglang": (
-        "-m sglang.launch_server --model-path meta-llama/Llama-3.1-70B",
-        "--tp-size 4",
+        "-m sglang.launch_server --model-path meta-llama/Llama-3.1-70B", "--tp-size 4",
         "--context-length 8192",
     ),
     "trt-llm": ("trtllm-serve meta-llama/Llama-3.1-70B", "--tp_size 4", "--max_seq_len 8192"),
@@ -126,10 +125,8 @@ def test_calibrated_link_round_trips_through_the_link_decoder():
 
 
 @pytest.mark.parametrize("raw,message", [
-    (b"{", "not valid JSON"),
-    (b"\xff\xfe", "not valid JSON"),
-    (b'{"median_tpot_ms": 7}', "bench.median_ttft_ms"),
-    (b" " * (MAX_BENCH_BYTES + 1), "larger than"),
+    (b"{", "not valid JSON"), (b"\xff\xfe", "not valid JSON"),
+    (b'{"median_tpot_ms": 7}', "bench.median_ttft_ms"), (b" " * (MAX_BENCH_BYTES + 1), "larger than"),
 ])
 def test_bad_bench_upload_is_one_error(raw, message):
     """Source: ui: one error for bad JSON, a bad field or an oversize file"""

@@ -166,11 +166,8 @@ def test_more_traffic_never_fewer_workers(rate, more):
 
 
 REQUEST = {
-    "model": "llama-3.1-70b",
-    "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
-    "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
-    "gpus": ["h100-sxm", "h200"],
-    "weights": ["fp8"],
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200"], "weights": ["fp8"],
     "kv_cache": ["fp8"],
 }
 
@@ -206,8 +203,7 @@ def test_disaggregated_wins_when_prefill_interference_hurts():
         {
             **REQUEST,
             "traffic": {"requests_per_s": 20.0, "prompt_len": 8000, "output_len": 300},
-            "slo": {"ttft_ms": 2000.0, "itl_ms": 30.0, "percentile": 99},
-            "context_len": 8400,
+            "slo": {"ttft_ms": 2000.0, "itl_ms": 30.0, "percentile": 99}, "context_len": 8400,
             "disaggregation": True,
         }
     )
@@ -223,13 +219,8 @@ def test_mixed_gpu_pools_for_moe_with_ep():
         {
             "model": "deepseek-v3",
             "traffic": {"requests_per_s": 20.0, "prompt_len": 2000, "output_len": 300},
-            "slo": {"ttft_ms": 3000.0, "itl_ms": 100.0},
-            "weights": ["fp8"],
-            "kv_cache": ["fp8"],
-            "tp": [1, 8],
-            "ep": [1, 8, 16],
-            "disaggregation": True,
-            "prefill_gpus": ["b200"],
+            "slo": {"ttft_ms": 3000.0, "itl_ms": 100.0}, "weights": ["fp8"], "kv_cache": ["fp8"],
+            "tp": [1, 8], "ep": [1, 8, 16], "disaggregation": True, "prefill_gpus": ["b200"],
             "decode_gpus": ["h200"],
         }
     )
@@ -247,8 +238,7 @@ def test_without_the_flag_the_result_is_the_aggregated_search():
 @pytest.mark.parametrize(
     "extra, field",
     [
-        ({"disaggregation": "yes"}, "disaggregation"),
-        ({"pp": [0]}, "pp.0"),
+        ({"disaggregation": "yes"}, "disaggregation"), ({"pp": [0]}, "pp.0"),
         ({"ep": [2], "disaggregation": True}, "ep"),
         ({"prefill_gpus": ["nope"], "disaggregation": True}, "prefill_gpus.0"),
     ],
@@ -269,23 +259,15 @@ def test_sizing_hints_the_cheapest_layout_across_nodes():
     r = size_with_modes(
         {
             **REQUEST,
-            "model": "llama-3.1-405b",
-            "gpus": ["h100-sxm"],
-            "weights": ["bf16", "fp8"],
+            "model": "llama-3.1-405b", "gpus": ["h100-sxm"], "weights": ["bf16", "fp8"],
             "slo": {"ttft_ms": 3000.0, "itl_ms": 80.0},
         }
     )
     assert r["fit_hints"] == [
         {
-            "gpu": "h100-sxm",
-            "weights": "bf16",
-            "kv_cache": "fp8",
+            "gpu": "h100-sxm", "weights": "bf16", "kv_cache": "fp8",
             "smallest_layout_that_fits": {
-                "tp": 4,
-                "pp": 3,
-                "ep": 1,
-                "gpus_per_replica": 12,
-                "nodes_per_replica": 2,
+                "tp": 4, "pp": 3, "ep": 1, "gpus_per_replica": 12, "nodes_per_replica": 2,
             },
         }
     ]
@@ -301,14 +283,9 @@ def test_decode_worker_scenario_plans_the_options_decode_pool():
     from planner.serving.serving_modes import decode_worker_scenario, size_with_modes
 
     request = {
-        "model": "llama-3.1-70b",
-        "traffic": {"requests_per_s": 10.0, "prompt_len": 8000, "output_len": 300},
-        "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
-        "gpus": ["h100-sxm"],
-        "tp": [2, 4],
-        "weights": ["fp8"],
-        "kv_cache": ["fp8"],
-        "disaggregation": True,
+        "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 8000, "output_len": 300},
+        "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm"], "tp": [2, 4], "weights": ["fp8"],
+        "kv_cache": ["fp8"], "disaggregation": True,
     }
     option = next(o for o in size_with_modes(request)["options"] if o["mode"] == "disaggregated")
     scenario = decode_worker_scenario(option, request)

@@ -199,30 +199,17 @@ def test_calibrate_cli_end_to_end(tmp_path):
 
     r = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "planner",
-            "calibrate",
-            str(EXAMPLES / "vllm_bench_qwen3_8b_h100.json"),
-            str(EXAMPLES / "qwen3_8b_h100_scenario.json"),
-            "--name",
-            "cli",
+            sys.executable, "-m", "planner", "calibrate", str(EXAMPLES / "vllm_bench_qwen3_8b_h100.json"),
+            str(EXAMPLES / "qwen3_8b_h100_scenario.json"), "--name", "cli",
         ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
     )
     assert r.returncode == 0, r.stderr
     profile = json.loads(r.stdout)
     schema = json.loads(
         subprocess.run(
-            [sys.executable, "-m", "planner", "schema", "calibration"],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=60,
-            check=True,
+            [sys.executable, "-m", "planner", "schema", "calibration"], capture_output=True, text=True,
+            cwd=ROOT, timeout=60, check=True,
         ).stdout
     )
     jsonschema.validate(profile, schema)
@@ -235,12 +222,8 @@ def test_calibrate_cli_end_to_end(tmp_path):
         f.write_text(json.dumps(s))
         return json.loads(
             subprocess.run(
-                [sys.executable, "-m", "planner", "plan", str(f)],
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-                timeout=60,
-                check=True,
+                [sys.executable, "-m", "planner", "plan", str(f)], capture_output=True, text=True, cwd=ROOT,
+                timeout=60, check=True,
             ).stdout
         )
 

@@ -37,10 +37,7 @@ SCALE = float(os.environ.get("RIDGELINE_FUZZ_SCALE", "1"))
 
 def fuzz_settings(name: str):
     return settings(
-        max_examples=max(1, round(EXAMPLES[name] * SCALE)),
-        deadline=None,
-        database=None,
-        print_blob=True,
+        max_examples=max(1, round(EXAMPLES[name] * SCALE)), deadline=None, database=None, print_blob=True,
         suppress_health_check=list(HealthCheck),
     )
 
@@ -49,29 +46,8 @@ def fuzz_settings(name: str):
 # Values that hurt
 
 EDGE_NUMBERS = [
-    0,
-    -1,
-    1,
-    2,
-    3,
-    5e-324,
-    1e-300,
-    1e-9,
-    0.5,
-    1.5,
-    1e9,
-    2**31,
-    2**53 + 1,
-    2**63,
-    1e300,
-    1.7976931348623157e308,
-    -1e9,
-    -5e-324,
-    10**400,
-    -(10**400),
-    10**4000,
-    float("nan"),
-    float("inf"),
+    0, -1, 1, 2, 3, 5e-324, 1e-300, 1e-9, 0.5, 1.5, 1e9, 2**31, 2**53 + 1, 2**63, 1e300,
+    1.7976931348623157e308, -1e9, -5e-324, 10**400, -(10**400), 10**4000, float("nan"), float("inf"),
     float("-inf"),
 ]
 EDGE_TEXT = ["", " ", "\n", "a\nb", "\r\n", "\x00", "\u2028", "\x1b[31mred", "<img src=x onerror=alert(1)>",
@@ -88,11 +64,8 @@ def junk(rng: random.Random, depth: int = 0) -> Any:
     if kind == 2:
         return rng.choice(
             [
-                rng.randint(-(10**6), 10**6),
-                rng.randint(-(2**70), 2**70),
-                rng.uniform(-1e6, 1e6),
-                10.0 ** rng.uniform(-320, 308),
-                -(10.0 ** rng.uniform(-320, 308)),
+                rng.randint(-(10**6), 10**6), rng.randint(-(2**70), 2**70), rng.uniform(-1e6, 1e6),
+                10.0 ** rng.uniform(-320, 308), -(10.0 ** rng.uniform(-320, 308)),
             ]
         )
     if kind == 3:
@@ -198,10 +171,7 @@ def _all_finite(value: Any) -> bool:
 # would be an infinity that the JSON writer turned into null: a range we do not check.
 CONTRACT_FIGURES = {
     "memory": [
-        "weights_gb_per_gpu",
-        "kv_bytes_per_token",
-        "kv_bytes_per_token_per_gpu",
-        "kv_budget_gb_per_gpu",
+        "weights_gb_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_budget_gb_per_gpu",
         "max_batch",
     ],
     "roofline": ["ridge_flop_per_byte", "decode_ai"],
@@ -263,9 +233,7 @@ def scenario(rng: random.Random) -> dict[str, Any]:
         s["usd_per_gpu_hour"] = rng.uniform(0.01, 50)
     if rng.random() < 0.3:
         s["speculative"] = {
-            "draft_tokens": rng.randint(1, 8),
-            "acceptance": rng.random(),
-            "draft_params": 1e9,
+            "draft_tokens": rng.randint(1, 8), "acceptance": rng.random(), "draft_params": 1e9,
         }
     return s
 
@@ -273,23 +241,12 @@ def scenario(rng: random.Random) -> dict[str, Any]:
 CUSTOM_GPU = {"name": "custom", "memory_gb": 80.0, "hbm_tb_s": 3.35, "tflops": {"bf16": 989.4, "fp8": 1978.9},
               "interconnect_gb_s": 450.0, "usd_per_hour": 2.0, "tdp_w": 700.0}
 CUSTOM_MODEL = {
-    "name": "custom",
-    "n_layers": 32,
-    "d_model": 4096,
-    "n_heads": 32,
-    "n_kv_heads": 8,
-    "d_ff": 14336,
-    "vocab_size": 128256,
-    "head_dim": 128,
-    "n_params": 8e9,
-    "sliding_window": 4096,
+    "name": "custom", "n_layers": 32, "d_model": 4096, "n_heads": 32, "n_kv_heads": 8, "d_ff": 14336,
+    "vocab_size": 128256, "head_dim": 128, "n_params": 8e9, "sliding_window": 4096,
     "sliding_window_layers": 16,
     "moe": {"n_experts": 8, "top_k": 2, "d_ff_expert": 14336, "n_shared_experts": 1, "first_dense_layers": 1},
     "mla": {
-        "kv_lora_rank": 512,
-        "qk_rope_head_dim": 64,
-        "qk_nope_head_dim": 128,
-        "v_head_dim": 128,
+        "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
         "q_lora_rank": 1536,
     },
 }

@@ -33,18 +33,8 @@ def test_no_link_or_upload_shows_an_exception(rng: random.Random):
 @given(
     st.sampled_from(
         [
-            "model",
-            "gpu",
-            "tp",
-            "weights",
-            "batch",
-            "efficiency",
-            "load",
-            "speculative",
-            "calibration",
-            "memory.utilization",
-            "compare",
-            "size",
+            "model", "gpu", "tp", "weights", "batch", "efficiency", "load", "speculative", "calibration",
+            "memory.utilization", "compare", "size",
         ]
     ),
     st.randoms(use_true_random=False),

@@ -16,112 +16,49 @@ from planner.model.hf_import import SUPPORTED_MODEL_TYPES, model_from_hf_config
 # Abridged official config.json values (the fields the planner reads), per family.
 CONFIGS = {
     "llama-3.1-8b": {
-        "model_type": "llama",
-        "num_hidden_layers": 32,
-        "hidden_size": 4096,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "intermediate_size": 14336,
-        "vocab_size": 128256,
-        "tie_word_embeddings": False,
-        "head_dim": 128,
-        "max_position_embeddings": 131072,
+        "model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+        "tie_word_embeddings": False, "head_dim": 128, "max_position_embeddings": 131072,
         "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192},
     },
     "mistral-7b": {
-        "model_type": "mistral",
-        "num_hidden_layers": 32,
-        "hidden_size": 4096,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "intermediate_size": 14336,
-        "vocab_size": 32000,
-        "sliding_window": 4096,
+        "model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "sliding_window": 4096,
         "max_position_embeddings": 32768,
     },
     "mixtral-8x7b": {
-        "model_type": "mixtral",
-        "num_hidden_layers": 32,
-        "hidden_size": 4096,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "intermediate_size": 14336,
-        "vocab_size": 32000,
-        "num_local_experts": 8,
-        "num_experts_per_tok": 2,
-        "max_position_embeddings": 32768,
+        "model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "num_local_experts": 8,
+        "num_experts_per_tok": 2, "max_position_embeddings": 32768,
     },
     "qwen2.5-7b": {
-        "model_type": "qwen2",
-        "num_hidden_layers": 28,
-        "hidden_size": 3584,
-        "num_attention_heads": 28,
-        "num_key_value_heads": 4,
-        "intermediate_size": 18944,
-        "vocab_size": 152064,
-        "tie_word_embeddings": False,
-        "use_sliding_window": False,
-        "sliding_window": 131072,
+        "model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584, "num_attention_heads": 28,
+        "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
+        "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 131072,
         "max_position_embeddings": 131072,
     },
     "qwen3-32b": {
-        "model_type": "qwen3",
-        "num_hidden_layers": 64,
-        "hidden_size": 5120,
-        "num_attention_heads": 64,
-        "num_key_value_heads": 8,
-        "head_dim": 128,
-        "intermediate_size": 25600,
-        "vocab_size": 151936,
-        "tie_word_embeddings": False,
-        "max_position_embeddings": 40960,
+        "model_type": "qwen3", "num_hidden_layers": 64, "hidden_size": 5120, "num_attention_heads": 64,
+        "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 25600, "vocab_size": 151936,
+        "tie_word_embeddings": False, "max_position_embeddings": 40960,
     },
     "qwen3-235b-a22b": {
-        "model_type": "qwen3_moe",
-        "num_hidden_layers": 94,
-        "hidden_size": 4096,
-        "num_attention_heads": 64,
-        "num_key_value_heads": 4,
-        "head_dim": 128,
-        "intermediate_size": 12288,
-        "moe_intermediate_size": 1536,
-        "num_experts": 128,
-        "num_experts_per_tok": 8,
-        "vocab_size": 151936,
-        "tie_word_embeddings": False,
+        "model_type": "qwen3_moe", "num_hidden_layers": 94, "hidden_size": 4096, "num_attention_heads": 64,
+        "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 12288, "moe_intermediate_size": 1536,
+        "num_experts": 128, "num_experts_per_tok": 8, "vocab_size": 151936, "tie_word_embeddings": False,
         "max_position_embeddings": 40960,
     },
     "gemma-2-9b": {
-        "model_type": "gemma2",
-        "num_hidden_layers": 42,
-        "hidden_size": 3584,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 8,
-        "head_dim": 256,
-        "intermediate_size": 14336,
-        "vocab_size": 256000,
-        "sliding_window": 4096,
-        "max_position_embeddings": 8192,
+        "model_type": "gemma2", "num_hidden_layers": 42, "hidden_size": 3584, "num_attention_heads": 16,
+        "num_key_value_heads": 8, "head_dim": 256, "intermediate_size": 14336, "vocab_size": 256000,
+        "sliding_window": 4096, "max_position_embeddings": 8192,
     },
     "deepseek-v3": {
-        "model_type": "deepseek_v3",
-        "num_hidden_layers": 61,
-        "hidden_size": 7168,
-        "num_attention_heads": 128,
-        "num_key_value_heads": 128,
-        "intermediate_size": 18432,
-        "moe_intermediate_size": 2048,
-        "n_routed_experts": 256,
-        "n_shared_experts": 1,
-        "num_experts_per_tok": 8,
-        "first_k_dense_replace": 3,
-        "kv_lora_rank": 512,
-        "q_lora_rank": 1536,
-        "qk_rope_head_dim": 64,
-        "qk_nope_head_dim": 128,
-        "v_head_dim": 128,
-        "vocab_size": 129280,
-        "tie_word_embeddings": False,
+        "model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168, "num_attention_heads": 128,
+        "num_key_value_heads": 128, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+        "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 3,
+        "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+        "v_head_dim": 128, "vocab_size": 129280, "tie_word_embeddings": False,
         "max_position_embeddings": 163840,
         "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096},
     },
@@ -165,16 +102,11 @@ KV_FP8 = {
 def test_imported_config_plans_exactly_like_the_preset(preset):
     """An imported config plans exactly like its preset, and its KV bytes per token are the config's.
     Source: hand: KV bytes per token from each config.json's shape (KV_FP8, worked beside each entry)."""
-    # TP 8 where the engines load it; Qwen2.5-7B's 28 heads take TP 4 (one of its 4 KV heads per GPU either
-    # way)
+    # TP 8 where the engines load it; Qwen2.5-7B's 28 heads take TP 4
+    # (one of its 4 KV heads per GPU either way)
     tp = 4 if preset == "qwen2.5-7b" else 8
     base = {
-        "gpu": "h200",
-        "tp": tp,
-        "weights": "fp8",
-        "kv_cache": "fp8",
-        "context_len": 8192,
-        "prompt_len": 2000,
+        "gpu": "h200", "tp": tp, "weights": "fp8", "kv_cache": "fp8", "context_len": 8192, "prompt_len": 2000,
         "output_len": 400,
     }
     a = plan({**base, "model": preset}).model_dump()
@@ -194,10 +126,8 @@ def fixture(name: str) -> dict:
 
 
 @pytest.mark.parametrize("name, preset", [
-    ("deepseek_v3__DeepSeek-V3", "deepseek-v3"),
-    ("gemma3__gemma-3-27b-it", "gemma-3-27b"),
-    ("llama4__Llama-4-Scout-17B-16E-Instruct", "llama-4-scout"),
-    ("gpt_oss__gpt-oss-120b", "gpt-oss-120b"),
+    ("deepseek_v3__DeepSeek-V3", "deepseek-v3"), ("gemma3__gemma-3-27b-it", "gemma-3-27b"),
+    ("llama4__Llama-4-Scout-17B-16E-Instruct", "llama-4-scout"), ("gpt_oss__gpt-oss-120b", "gpt-oss-120b"),
     ("mistral3__Mistral-Small-3.1-24B-Instruct-2503", "mistral-small-3.1-24b"),
 ])
 def test_real_config_imports_as_its_preset(name, preset):
@@ -215,11 +145,9 @@ def test_real_config_imports_as_its_preset(name, preset):
 
 
 @pytest.mark.parametrize("name, total_b, active_b, rel, active_without_embeddings", [
-    ("deepseek_v2__DeepSeek-V2", 236, 21, 0.03, False),
-    ("glm4_moe__GLM-4.5-Air", 106, 12, 0.03, True),
+    ("deepseek_v2__DeepSeek-V2", 236, 21, 0.03, False), ("glm4_moe__GLM-4.5-Air", 106, 12, 0.03, True),
     ("qwen2_moe__Qwen1.5-MoE-A2.7B", 14.3, 2.7, 0.03, False),
-    ("phi3__Phi-3-mini-4k-instruct", 3.8, 3.8, 0.03, False),
-    ("olmo2__OLMo-2-1124-7B", 7.3, 7.3, 0.03, False),
+    ("phi3__Phi-3-mini-4k-instruct", 3.8, 3.8, 0.03, False), ("olmo2__OLMo-2-1124-7B", 7.3, 7.3, 0.03, False),
     ("granite__granite-3.1-8b-instruct", 8.1, 8.1, 0.03, False),
     ("cohere2__c4ai-command-r7b-12-2024", 8.0, 8.0, 0.03, False),
 ])
@@ -260,8 +188,7 @@ def test_sliding_window_layouts(name, window, windowed):
 
 
 @pytest.mark.parametrize("name, weights, scope", [
-    ("gpt_oss__gpt-oss-120b", "fp4", "routed_experts"),
-    ("deepseek_v3__DeepSeek-V3", "fp8", None),
+    ("gpt_oss__gpt-oss-120b", "fp4", "routed_experts"), ("deepseek_v3__DeepSeek-V3", "fp8", None),
     ("qwen2_awq__Qwen2.5-7B-Instruct-AWQ", "int4", None),
     ("qwen2_gptq_int8__Qwen2.5-7B-Instruct-GPTQ-Int8", "int8", None),
     ("llama_compressed_tensors_fp8__Llama-3.1-8B-Instruct-FP8", "fp8", None),
@@ -285,8 +212,7 @@ def test_gpt_oss_plans_with_its_mxfp4_experts_and_bf16_attention():
     without a `weights` key the plan takes the checkpoint's fp4 and computes in bf16 (H100 has no fp4)."""
     p = plan(
         {
-            "model": {"hf_config": fixture("gpt_oss__gpt-oss-120b")},
-            "gpu": "h100-sxm",
+            "model": {"hf_config": fixture("gpt_oss__gpt-oss-120b")}, "gpu": "h100-sxm",
             "memory": {"reserve_gb": 2},
         }
     )
@@ -329,28 +255,14 @@ def test_unknown_model_type_with_standard_keys_imports_with_a_note():
     st.dictionaries(
         st.sampled_from(
             [
-                "num_hidden_layers",
-                "hidden_size",
-                "num_attention_heads",
-                "num_key_value_heads",
-                "intermediate_size",
-                "vocab_size",
-                "head_dim",
-                "sliding_window",
-                "tie_word_embeddings",
-                "layer_types",
-                "text_config",
-                "quantization_config",
-                "num_local_experts",
-                "num_experts_per_tok",
-                "attention_chunk_size",
+                "num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads",
+                "intermediate_size", "vocab_size", "head_dim", "sliding_window", "tie_word_embeddings",
+                "layer_types", "text_config", "quantization_config", "num_local_experts",
+                "num_experts_per_tok", "attention_chunk_size",
             ]
         ),
         st.one_of(
-            st.integers(-5, 10**12),
-            st.text(max_size=5),
-            st.booleans(),
-            st.none(),
+            st.integers(-5, 10**12), st.text(max_size=5), st.booleans(), st.none(),
             st.lists(st.text(max_size=3), max_size=3),
             st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
         ),

@@ -44,8 +44,8 @@ def test_held_out_kv_budget_within_3_percent_or_075_gib(request, row):
 
 # held-out rows whose budget is within its target but whose token count misses 3%: a small pool makes
 # the token target the stricter one (stated in data/reference/vllm_startup_logs.md)
-# (Qwen2.5-72B and Kimi-Dev-72B at TP 2 missed by 3.2% on their 3 GiB pools until the allocator's rounding of
-# the
+# (Qwen2.5-72B and Kimi-Dev-72B at TP 2 missed by 3.2% on their 3 GiB
+# pools until the allocator's rounding of the
 # weights was modelled)
 TOKEN_MISSES = {
     "v1-qwen3-235b-fp8-h100-tp4": "budget 0.52 GiB over on an 8 GiB pool (within its 0.75 GiB target) and "
@@ -160,10 +160,7 @@ def test_scenario_picks_the_release_rules():
     0.19 activation 1.897217 GiB (hand, test above) and no graphs; 0.21 0.909956 GiB of graphs;
     `vllm_sampler: native` forces the sort, 4.710449 GiB."""
     base = {
-        "model": "llama-3.1-8b",
-        "gpu": "h100-sxm",
-        "context_len": 8192,
-        "prompt_len": 1000,
+        "model": "llama-3.1-8b", "gpu": "h100-sxm", "context_len": 8192, "prompt_len": 1000,
         "output_len": 200,
     }
     w19 = plan({**base, "vllm_version": "0.19.0"}).memory.waterfall_gib
@@ -250,8 +247,8 @@ def test_more_batched_tokens_leave_less_kv():
     large = plan({**base, "load": {"concurrency": 8, "max_num_batched_tokens": 32768}}).memory
     assert small.waterfall_gib["activation_peak"] == pytest.approx(2.061523, rel=1e-6)
     assert large.waterfall_gib["activation_peak"] == pytest.approx(3.707031, rel=1e-6)
-    # bf16 weights of 72B on 2 x 80 GB leave no KV here: the signed budget is kv_cache - kv_shortfall (issue
-    # 22)
+    # bf16 weights of 72B on 2 x 80 GB leave no KV here: the signed
+    # budget is kv_cache - kv_shortfall (issue 22)
     signed = {
         k: m.waterfall_gib["kv_cache"] - m.waterfall_gib["kv_shortfall"]
         for k, m in (("small", small), ("large", large))
@@ -523,11 +520,9 @@ def test_allocator_rounding_matches_the_allocator_measured_on_an_h100():
     )
     measured = {m["model"]: m for m in json.loads(path.read_text())["weight_replays"]}
     cases = {
-        "Qwen2.5-72B-Instruct TP2": ("qwen2.5-72b", 2, 32768),
-        "Kimi-Dev-72B TP4": ("qwen2.5-72b", 4, 131072),
+        "Qwen2.5-72B-Instruct TP2": ("qwen2.5-72b", 2, 32768), "Kimi-Dev-72B TP4": ("qwen2.5-72b", 4, 131072),
         "Qwen2.5-32B-Instruct TP2": ("qwen2.5-32b", 2, 32768),
-        "Qwen2.5-7B-Instruct TP1": ("qwen2.5-7b", 1, 32768),
-        "Llama-3.1-8B TP1": ("llama-3.1-8b", 1, 131072),
+        "Qwen2.5-7B-Instruct TP1": ("qwen2.5-7b", 1, 32768), "Llama-3.1-8B TP1": ("llama-3.1-8b", 1, 131072),
     }
     for name, (preset, tp, positions) in cases.items():
         d = resolve(

@@ -100,11 +100,7 @@ def test_fleet_for_one_configuration_is_the_sizing_pages_option(traffic):
     for gpu in GPUS:
         result = size(
             {
-                "model": "llama-3.1-70b",
-                "gpus": [gpu],
-                "tp": [4],
-                "weights": ["fp8"],
-                "kv_cache": ["fp8"],
+                "model": "llama-3.1-70b", "gpus": [gpu], "tp": [4], "weights": ["fp8"], "kv_cache": ["fp8"],
                 "context_len": 8192,
                 "traffic": {"requests_per_s": traffic, "prompt_len": 2000, "output_len": 400},
                 "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90},

@@ -175,10 +175,7 @@ def test_ep_shards_experts_and_runs_attention_data_parallel():
     d = deployment(model="deepseek-v3", gpu="h200", tp=1, ep=32, weights="fp8", kv_cache="fp8")
     s = sharding(d)
     assert (s.attention_dp, s.expert_weight_fraction, s.gpus_per_replica, s.nodes_per_replica) == (
-        32,
-        1 / 32,
-        32,
-        4,
+        32, 1 / 32, 32, 4,
     )
     p = param_counts(d.model)
     expected = ((p.body_matmul - p.expert_params) * 1.0 + p.norms * 2.0 + p.expert_params / 32
@@ -207,15 +204,8 @@ def test_moe_plans_with_ep_across_nodes_and_shows_the_all_to_all():
     Source: hand: the layout arithmetic above."""
     p = plan(
         {
-            "model": "deepseek-v3",
-            "gpu": "h100-sxm",
-            "tp": 1,
-            "ep": 32,
-            "weights": "fp8",
-            "kv_cache": "fp8",
-            "prompt_len": 2000,
-            "output_len": 100,
-            "batch": 32 * 256,
+            "model": "deepseek-v3", "gpu": "h100-sxm", "tp": 1, "ep": 32, "weights": "fp8", "kv_cache": "fp8",
+            "prompt_len": 2000, "output_len": 100, "batch": 32 * 256,
         }
     )
     assert p.parallelism.links["ep"] == "network" and p.parallelism.expert_imbalance == 1.2
@@ -224,9 +214,7 @@ def test_moe_plans_with_ep_across_nodes_and_shows_the_all_to_all():
     assert sum(p.latency.decode_breakdown_ms.values()) == pytest.approx(p.latency.itl_ms, rel=1e-9)
     assert p.cost.usd_per_replica_hour == pytest.approx(32 * p.cost.usd_per_gpu_hour)
     assert (p.parallelism.gpus_per_replica, p.parallelism.nodes_per_replica, p.parallelism.attention_dp) == (
-        32,
-        4,
-        32,
+        32, 4, 32,
     )
     assert p.parallelism.link_gb_s["ep"] == 50.0
     d = deployment(model="deepseek-v3", gpu="h100-sxm", tp=1, ep=32, weights="fp8")
@@ -247,18 +235,15 @@ CUSTOM_GPU = {"name": "x", "memory_gb": 80.0, "hbm_tb_s": 3.0, "tflops": {"bf16"
         ({"model": "llama-3.1-8b", "tp": 64}, "tp", "32 attention heads"),
         # a custom GPU's topology outside physical ranges
         (
-            {"model": "llama-3.1-8b", "gpu": {**CUSTOM_GPU, "scale_up_domain": 0}},
-            "gpu.scale_up_domain",
+            {"model": "llama-3.1-8b", "gpu": {**CUSTOM_GPU, "scale_up_domain": 0}}, "gpu.scale_up_domain",
             ">= 1",
         ),
         (
-            {"model": "llama-3.1-8b", "gpu": {**CUSTOM_GPU, "scale_out_gb_s": -1.0}},
-            "gpu.scale_out_gb_s",
+            {"model": "llama-3.1-8b", "gpu": {**CUSTOM_GPU, "scale_out_gb_s": -1.0}}, "gpu.scale_out_gb_s",
             ">= 0.1",
         ),
         (
-            {"model": "llama-3.1-8b", "gpu": {**CUSTOM_GPU, "gpus_per_node": 5000}},
-            "gpu.gpus_per_node",
+            {"model": "llama-3.1-8b", "gpu": {**CUSTOM_GPU, "gpus_per_node": 5000}}, "gpu.gpus_per_node",
             "<= 1024",
         ),
     ],
@@ -341,8 +326,7 @@ def test_breakdown_sums_to_the_step(tp, pp, batch):
 @pytest.mark.parametrize(
     "row_id, tolerance",
     [
-        ("lmsys-h100-decode-ep72", 0.45),
-        ("lmsys-h100-prefill-ep32-2k", 0.35),
+        ("lmsys-h100-decode-ep72", 0.45), ("lmsys-h100-prefill-ep32-2k", 0.35),
         ("lmsys-h100-prefill-ep32-4k", 0.35),
         ("nvidia-405b-tp8-vs-pp8", 0.25),  # the graph physics' fixed costs per layer give 4.4x (issue 10)
     ],
@@ -359,12 +343,12 @@ def test_multinode_accuracy_guard(row_id, tolerance):
 
 
 # --- valid layouts (planner.hardware.parallelism.layout_problem) ---------------------------------------
-# Engines' rules, read in their sources: vLLM vllm/config/model.py verify_with_parallel_config (heads
-# divisible
-# by TP) and vllm/model_executor/layers/linear.py QKVParallelLinear (KV heads divided by TP, or TP divided by
-# the
-# KV heads, which replicates each KV head); SGLang python/sglang/srt/layers/linear.py, the same; PP splits may
-# be
+# Engines' rules, read in their sources: vLLM vllm/config/model.py
+# verify_with_parallel_config (heads divisible
+# by TP) and vllm/model_executor/layers/linear.py QKVParallelLinear
+# (KV heads divided by TP, or TP divided by the
+# KV heads, which replicates each KV head); SGLang
+# python/sglang/srt/layers/linear.py, the same; PP splits may be
 # uneven (vLLM/SGLang get_pp_indices, TensorRT-LLM Mapping.pp_layers); TensorRT-LLM Mapping.ep_experts takes
 # num_experts // moe_ep_size experts per rank, so ep must divide the experts there.
 

@@ -105,11 +105,7 @@ def test_prefix_caching_on_a_sliding_window_model():
     Source: invariant: physical monotonicity (issue 22).
     """
     s = {
-        "model": "gemma-3-12b",
-        "gpu": "b200",
-        "tp": 2,
-        "context_len": 600,
-        "prompt_len": 500,
+        "model": "gemma-3-12b", "gpu": "b200", "tp": 2, "context_len": 600, "prompt_len": 500,
         "output_len": 100,
     }
     rates = [_capacity(s, h) for h in (0.0, 0.25, 0.5, 0.95)]

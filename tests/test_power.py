@@ -82,8 +82,7 @@ def test_power_model_reproduces_the_h100_power_vs_load_measurement():
     spec = PowerSpec(tdp_w=data["enforced_power_limit_w"], idle_power_w=phases["idle"]["median_w"],
                      provisioned_kw_all_in=1.73, origin={})
     achieved = {
-        "gemm": data["gemm_tflop_s"] / 989.4,
-        "gemv": data["gemv_tb_s"] / 3.35,
+        "gemm": data["gemm_tflop_s"] / 989.4, "gemv": data["gemv_tb_s"] / 3.35,
     }  # H100 SXM datasheet peaks
     checked = 0
     for name, p in phases.items():
@@ -206,13 +205,9 @@ def test_plan_without_a_stable_point_gives_no_power_figure():
 def _gpt_oss_sizing(**power):
     return {
         "sizing": {
-            "model": "gpt-oss-120b",
-            "traffic": {"requests_per_s": 2, "prompt_len": 1024, "output_len": 8192},
-            "slo": {"ttft_ms": 5000, "itl_ms": 11.1, "percentile": 50},
-            "gpus": ["b200"],
-            "tp": [1, 2],
-            "weights": ["fp4"],
-            "kv_cache": ["fp8"],
+            "model": "gpt-oss-120b", "traffic": {"requests_per_s": 2, "prompt_len": 1024, "output_len": 8192},
+            "slo": {"ttft_ms": 5000, "itl_ms": 11.1, "percentile": 50}, "gpus": ["b200"], "tp": [1, 2],
+            "weights": ["fp4"], "kv_cache": ["fp8"],
         },
         "power": power,
     }
@@ -389,11 +384,7 @@ def test_cli_runs_each_issue24_command_from_its_example(command, example):
 
 ITL_90_TPS_MS = 1000.0 / 90.0  # 90 tok/s per user
 GPT_OSS = {
-    "model": "gpt-oss-120b",
-    "weights": "fp4",
-    "kv_cache": "fp8",
-    "prompt_len": 1024,
-    "output_len": 8192,
+    "model": "gpt-oss-120b", "weights": "fp4", "kv_cache": "fp8", "prompt_len": 1024, "output_len": 8192,
 }
 # MXFP4 on Hopper and CDNA3 runs as weight-only (vLLM's Marlin/Triton MoE kernels dequantize to bf16);
 # Blackwell and CDNA4 have fp4 tensor cores.
@@ -449,15 +440,11 @@ def _fuzz_requests(rng) -> list[tuple[str, dict]]:
     sizing = {
         "model": "llama-3.1-8b",
         "traffic": {
-            "requests_per_s": rng.uniform(0.01, 50),
-            "prompt_len": rng.randint(1, 4000),
+            "requests_per_s": rng.uniform(0.01, 50), "prompt_len": rng.randint(1, 4000),
             "output_len": rng.randint(1, 1000),
         },
-        "slo": {"ttft_ms": rng.uniform(10, 10_000), "itl_ms": rng.uniform(5, 200)},
-        "gpus": ["h100-sxm"],
-        "tp": [1],
-        "weights": ["fp8"],
-        "kv_cache": ["fp8"],
+        "slo": {"ttft_ms": rng.uniform(10, 10_000), "itl_ms": rng.uniform(5, 200)}, "gpus": ["h100-sxm"],
+        "tp": [1], "weights": ["fp8"], "kv_cache": ["fp8"],
     }
     return [
         (
@@ -465,8 +452,7 @@ def _fuzz_requests(rng) -> list[tuple[str, dict]]:
             {
                 "sizing": sizing,
                 "power": {
-                    "objective": rng.choice(["min_mw", "max_goodput"]),
-                    "budget_mw": rng.uniform(0.01, 5),
+                    "objective": rng.choice(["min_mw", "max_goodput"]), "budget_mw": rng.uniform(0.01, 5),
                     "cost_tier": "neocloud",
                 },
             },
@@ -474,18 +460,12 @@ def _fuzz_requests(rng) -> list[tuple[str, dict]]:
         (
             "mixed-fleet",
             {
-                "model": "llama-3.1-8b",
-                "requests_per_s": rng.uniform(0.1, 100),
-                "slo": sizing["slo"],
-                "gpus": ["h100-sxm"],
-                "tp": [1],
-                "weights": ["fp8"],
-                "kv_cache": ["fp8"],
+                "model": "llama-3.1-8b", "requests_per_s": rng.uniform(0.1, 100), "slo": sizing["slo"],
+                "gpus": ["h100-sxm"], "tp": [1], "weights": ["fp8"], "kv_cache": ["fp8"],
                 "lengths": {
                     "histogram": [
                         {
-                            "prompt_len": rng.randint(1, 4000),
-                            "output_len": rng.randint(1, 500),
+                            "prompt_len": rng.randint(1, 4000), "output_len": rng.randint(1, 500),
                             "weight": rng.uniform(0.1, 1),
                         }
                     ]

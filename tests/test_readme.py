@@ -76,9 +76,7 @@ def test_short_and_true():
         if not para.lstrip().startswith(("-", "|")):  # lists and tables are read item by item
             assert len(para.split()) <= 80, para[:80]
     for term in (
-        "TTFT**, time to first token",
-        "ITL**, inter-token latency",
-        "TPOT**, time per output token",
+        "TTFT**, time to first token", "ITL**, inter-token latency", "TPOT**, time per output token",
     ):
         assert term in TEXT
     for stale in ("M/D/1", "0.75", "0.67", "8.7 µs", "8.7 us", "2.2%", "11.1%", "python3 -m planner"):

@@ -33,8 +33,8 @@ MD1 = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "efficiency": "ideal", "promp
 MD1_SERVICE_MS = 147.1406
 MD1_CAPACITY_PER_S = 1000.0 / MD1_SERVICE_MS  # 6.79621 requests/s
 
-# Serving figures of an unstable point used to warn (0 x log(inf)); every test here runs with warnings as
-# errors.
+# Serving figures of an unstable point used to warn (0 x log(inf));
+# every test here runs with warnings as errors.
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
 
@@ -58,8 +58,8 @@ def test_worked_example_is_no_longer_claimed_sustainable(default_plan):
 
     Source: hand: issue 9's worked example, the bound 1000 / prefill_ms prefills per second derived above."""
     p = default_plan
-    # issue 10's graph physics (the plan's floor figures); the vLLM profile's own step fits public runs (issue
-    # 20)
+    # issue 10's graph physics (the plan's floor figures); the vLLM
+    # profile's own step fits public runs (issue 20)
     assert p.latency.itl_ms_floor == pytest.approx(24.4, rel=0.02) and p.memory.max_batch == 155
     assert p.latency.prefill_ms_floor == pytest.approx(101.2, rel=0.02)
     assert p.serving.max_request_rate < 1000.0 / p.latency.prefill_ms

@@ -20,10 +20,8 @@ from planner.serving.sizing import pareto_mask, size
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUEST = {
-    "model": "llama-3.1-70b",
-    "traffic": {"requests_per_s": 5.0, "prompt_len": 2000, "output_len": 400},
-    "slo": {"ttft_ms": 3000.0, "itl_ms": 60.0},
-    "gpus": ["h100-sxm", "h200", "a100-sxm-80gb", "l40s"],
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 5.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 3000.0, "itl_ms": 60.0}, "gpus": ["h100-sxm", "h200", "a100-sxm-80gb", "l40s"],
 }
 
 
@@ -31,21 +29,16 @@ REQUEST = {
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
 
-# A prefill-only replica (tests/test_serving.py's MD1): Llama-3.1-8B bf16 on one H100, ideal engine,
-# 8,192-token
+# A prefill-only replica (tests/test_serving.py's MD1): Llama-3.1-8B
+# bf16 on one H100, ideal engine, 8,192-token
 # prompts that fill one iteration's budget and one output token. Each request holds the replica for
-# S = 147.1406 ms (the ideal prefill, by hand in tests/test_roofline.py), one at a time: an M/D/1 queue,
-# capacity
+# S = 147.1406 ms (the ideal prefill, by hand in
+# tests/test_roofline.py), one at a time: an M/D/1 queue, capacity
 # 1000 / 147.1406 = 6.79621 requests/s. The ITL objective is moot (nothing decodes).
 MD1_REQUEST = {
-    "model": "llama-3.1-8b",
-    "traffic": {"requests_per_s": 40.0, "prompt_len": 8192, "output_len": 1},
-    "slo": {"ttft_ms": 884.54, "itl_ms": 1000.0},
-    "gpus": ["h100-sxm"],
-    "tp": [1],
-    "weights": ["bf16"],
-    "kv_cache": ["bf16"],
-    "efficiency": "ideal",
+    "model": "llama-3.1-8b", "traffic": {"requests_per_s": 40.0, "prompt_len": 8192, "output_len": 1},
+    "slo": {"ttft_ms": 884.54, "itl_ms": 1000.0}, "gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"],
+    "kv_cache": ["bf16"], "efficiency": "ideal",
 }
 MD1_CAPACITY_PER_S = 1000.0 / 147.1406
 
@@ -192,11 +185,7 @@ def test_model_that_fits_nowhere():
     r = size(
         {
             **REQUEST,
-            "model": "llama-3.1-405b",
-            "gpus": ["l4"],
-            "tp": [1, 2],
-            "pp": [1],
-            "weights": ["bf16"],
+            "model": "llama-3.1-405b", "gpus": ["l4"], "tp": [1, 2], "pp": [1], "weights": ["bf16"],
             "kv_cache": ["bf16"],
         }
     )
@@ -275,11 +264,8 @@ def test_own_mode_prices_the_fleet_with_owned_cost():
 
 @pytest.mark.parametrize("bad, field", [
     ({"traffic": {"requests_per_s": -1, "prompt_len": 10, "output_len": 10}}, "traffic.requests_per_s"),
-    ({"slo": {"ttft_ms": 100}}, "slo.itl_ms"),
-    ({"gpus": ["h900"]}, "gpus.0"),
-    ({"model": "gpt-9"}, "model"),
-    ({"weights": ["int3"]}, "weights.0"),
-    ({"tp": [0]}, "tp.0"),
+    ({"slo": {"ttft_ms": 100}}, "slo.itl_ms"), ({"gpus": ["h900"]}, "gpus.0"), ({"model": "gpt-9"}, "model"),
+    ({"weights": ["int3"]}, "weights.0"), ({"tp": [0]}, "tp.0"),
 ])
 def test_bad_sizing_inputs_name_the_field(bad, field):
     """Source: contract: a bad sizing input names its field."""
@@ -296,22 +282,15 @@ def test_size_cli():
     out = json.loads(r.stdout)
     assert out["options"] and out["searched"] > 0
     bad = subprocess.run(
-        [sys.executable, "-m", "planner", "size", "-"],
-        input='{"model": "llama-3.1-8b"}',
-        text=True,
-        capture_output=True,
-        cwd=ROOT,
-        timeout=60,
+        [sys.executable, "-m", "planner", "size", "-"], input='{"model": "llama-3.1-8b"}', text=True,
+        capture_output=True, cwd=ROOT, timeout=60,
     )
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.startswith("error: traffic: ")
 
 
 PLAN_405B = {
-    "model": "llama-3.1-405b",
-    "traffic": {"requests_per_s": 2.0, "prompt_len": 2000, "output_len": 400},
-    "slo": {"ttft_ms": 5000.0, "itl_ms": 100.0},
-    "gpus": ["h100-sxm"],
-    "weights": ["bf16"],
+    "model": "llama-3.1-405b", "traffic": {"requests_per_s": 2.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 5000.0, "itl_ms": 100.0}, "gpus": ["h100-sxm"], "weights": ["bf16"],
     "kv_cache": ["bf16"],
 }
 
@@ -446,11 +425,8 @@ def test_repeated_candidates_are_dropped_and_the_work_is_bounded():
     from planner.serving.serving_modes import size_with_modes
 
     base = {
-        "model": "llama-3.1-8b",
-        "traffic": {"requests_per_s": 5.0, "prompt_len": 1000, "output_len": 200},
-        "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
-        "gpus": ["h100-sxm", "h100-sxm"],
-        "tp": [1, 1, 2],
+        "model": "llama-3.1-8b", "traffic": {"requests_per_s": 5.0, "prompt_len": 1000, "output_len": 200},
+        "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h100-sxm"], "tp": [1, 1, 2],
     }
     once = size_with_modes(
         {**base, "gpus": ["h100-sxm"], "tp": [1, 2], "weights": ["fp8"], "kv_cache": ["fp8", "bf16"]}
@@ -460,10 +436,7 @@ def test_repeated_candidates_are_dropped_and_the_work_is_bounded():
     assert len({json.dumps(o, sort_keys=True) for o in repeated["options"]}) == len(repeated["options"])
     whole = {
         **base,
-        "tp": [1, 2, 4, 8, 16],
-        "pp": [1, 2, 4, 8],
-        "ep": [1, 2, 4, 8, 16],
-        "disaggregation": True,
+        "tp": [1, 2, 4, 8, 16], "pp": [1, 2, 4, 8], "ep": [1, 2, 4, 8, 16], "disaggregation": True,
     }
     whole.pop("gpus")
     with pytest.raises(ScenarioError, match=f"over the limit of {MAX_FAMILY_PLANS:,}") as err:

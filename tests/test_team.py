@@ -32,16 +32,8 @@ def test_team_serves_health_and_a_session_then_stops(tmp_path):
     port = _free_port()
     proc = subprocess.Popen(
         [
-            sys.executable,
-            str(ROOT / "tools" / "team.py"),
-            "--workers",
-            "1",
-            "--port",
-            str(port),
-            "--address",
-            "127.0.0.1",
-            "--run-dir",
-            str(tmp_path / "run"),
+            sys.executable, str(ROOT / "tools" / "team.py"), "--workers", "1", "--port", str(port),
+            "--address", "127.0.0.1", "--run-dir", str(tmp_path / "run"),
         ],
         cwd=ROOT,
     )

@@ -60,8 +60,7 @@ def summary(res: dict) -> dict:
     dec = [r for r in rows if r["kind"] == "decode"]
     pre = [r for r in rows if r["kind"] == "prefill" and r["prompt_len"] >= 1024]
     out = {
-        "graph.itl": stats([r["heldout"] for r in dec]),
-        "graph.prefill": stats([r["heldout"] for r in pre]),
+        "graph.itl": stats([r["heldout"] for r in dec]), "graph.prefill": stats([r["heldout"] for r in pre]),
         "graph.itl.fitted": stats([r["fitted"] for r in dec]),
         "graph.prefill.fitted": stats([r["fitted"] for r in pre]),
     }
@@ -92,9 +91,7 @@ def _line(label: str, s: tuple[int, float, float], target=None) -> str:
 
 def _split_table(title: str, rows: list[dict], key) -> list[str]:
     lines = [
-        "",
-        f"### {title}",
-        "",
+        "", f"### {title}", "",
         "| group | rows | fitted median | fitted worst | held-out median | held-out worst |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
@@ -115,11 +112,7 @@ def repeat_spread() -> str:
     for kind, keys in (("decode", ("batch", "context")), ("prefill", ("prompt_len",))):
         def k(r, keys=keys):
             return (
-                r["shape"],
-                r["tp_shard"],
-                r["precision"],
-                r["kv"],
-                r["layers_timed"],
+                r["shape"], r["tp_shard"], r["precision"], r["kv"], r["layers_timed"],
                 *(r[x] for x in keys),
             )
 
@@ -160,16 +153,12 @@ def constants_table(res: dict) -> list[str]:
     data = profiles()["physics"]
     folds = res.get("folds", {})
     lines = [
-        "",
-        "## Constants (planner/data/engine_profiles.json)",
-        "",
+        "", "## Constants (planner/data/engine_profiles.json)", "",
         "Every constant of the time model, its value, what it means and what measured it. *Range* is the "
         "spread "
         "of the value over the leave-one-shape-out folds (how much it moves when a whole model shape is "
-        "removed); the all-reduce constants come from their own fit.",
-        "",
-        "| constant | value | range over folds | evidence |",
-        "| --- | --- | --- | --- |",
+        "removed); the all-reduce constants come from their own fit.", "",
+        "| constant | value | range over folds | evidence |", "| --- | --- | --- | --- |",
     ]
     for key, value in data["efficiency"].items():
         vals = [f[key] for f in folds.values() if key in f]
@@ -222,10 +211,8 @@ def production_summary(rows: list[dict]) -> dict[tuple[str, str, str], dict[str,
         tpot = np.abs([r["tpot_err"] for r in sel])
         ttft = np.abs([r["ttft_err"] for r in sel if r["ttft_err"] == r["ttft_err"]])
         out[(split, engine, gpu)] = {
-            "rows": len(sel),
-            "tpot_median": float(np.median(tpot)),
-            "tpot_p90": float(np.percentile(tpot, 90)),
-            "tpot_within_20": float(np.mean(tpot <= 0.2)),
+            "rows": len(sel), "tpot_median": float(np.median(tpot)),
+            "tpot_p90": float(np.percentile(tpot, 90)), "tpot_within_20": float(np.mean(tpot <= 0.2)),
             "ttft_median": float(np.median(ttft)) if len(ttft) else float("nan"),
         }
     return out
@@ -237,17 +224,14 @@ def production_section() -> list[str]:
         return []
     s = production_summary(rows)
     names = {
-        "fitted": "fitted (in-sample)",
-        "model_out": "leave one model out",
-        "gpu_out": "leave one GPU out",
+        "fitted": "fitted (in-sample)", "model_out": "leave one model out", "gpu_out": "leave one GPU out",
     }
 
     def mark(value: float, target: float) -> str:
         return "" if value != value else ("met" if value <= target else "missed")
 
     lines = [
-        "## Production engines on public serving runs (issue 20)",
-        "",
+        "## Production engines on public serving runs (issue 20)", "",
         "Each public closed-loop run of data/reference/serving_runs_published.csv (InferenceX / InferenceMAX "
         "`bench serve`-style runs: fixed concurrency, request rate inf, lengths uniform in [0.8 L, L]) "
         "planned "
@@ -259,8 +243,7 @@ def production_section() -> list[str]:
         "**Leave one model out** refits an engine's generation without one model and predicts it; **leave "
         "one GPU out** without one GPU of the generation. Targets: TPOT "
         f"{PRODUCTION_TARGETS['tpot_median']:.0%} median and {PRODUCTION_TARGETS['tpot_p90']:.0%} p90, TTFT "
-        f"{PRODUCTION_TARGETS['ttft_median']:.0%} median.",
-        "",
+        f"{PRODUCTION_TARGETS['ttft_median']:.0%} median.", "",
         "| split | engine | GPU | runs | TPOT median | TPOT p90 | within 20% | TTFT median |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
@@ -288,28 +271,22 @@ def write_report(res: dict) -> str:
     dec = [r for r in rows if r["kind"] == "decode"]
     pre = [r for r in rows if r["kind"] == "prefill" and r["prompt_len"] >= 1024]
     lines = [
-        "# Accuracy report",
-        "",
+        "# Accuracy report", "",
         "Generated by `python3 tools/fit_engines.py && python3 tools/accuracy_report.py`. Error = predicted "
         "/ measured "
         "- 1. **Held-out** figures predict rows that were not in the fit: the graph engine leaves one whole "
         "model shape "
         "out at a time (all its TP slices, precisions, batches, contexts and both GPUs) and refits; each "
         "serving engine "
-        "leaves one public row out. **Fitted** figures use every row (in-sample).",
-        "",
+        "leaves one public row out. **Fitted** figures use every row (in-sample).", "",
         "Measured on an H100 80GB HBM3 and an H200 (2026-11-26, driver 580.159.04, torch 2.11.0+cu130, CUDA "
         "13.0): "
         "decode steps and prefills of compiled layers replayed from CUDA graphs, random weights "
         "(`tools/measure_physics.py`, data/measurements/*physics*.json). Run-to-run spread (a second H100 "
         "run of the same "
-        f"set): {repeat_spread()}.",
-        "",
+        f"set): {repeat_spread()}.", "",
         *production_section(),
-        "",
-        "## Targets (issue 10)",
-        "",
-        "| metric | rows | median | worst | target median / worst | |",
+        "", "## Targets (issue 10)", "", "| metric | rows | median | worst | target median / worst | |",
         "| --- | --- | --- | --- | --- | --- |",
         _line("graph: decode ITL, held-out shape", s["graph.itl"], TARGETS["itl"]),
         _line("graph: prefill 1,024+ tokens, held-out shape", s["graph.prefill"], TARGETS["prefill"]),
@@ -368,22 +345,17 @@ def write_report(res: dict) -> str:
         "Prefill (1,024+ tokens) by GPU and precision", pre, lambda r: f"{r['gpu']}, {r['weights']}"
     )
     lines += [
-        "",
-        "### Scaling check",
-        "",
+        "", "### Scaling check", "",
         "Most rows time a few of a model's layers and scale (`layers_timed`); one Llama-3.1-8B with all 32 "
         "layers "
-        "in one graph checks that:",
-        "",
+        "in one graph checks that:", "",
         "| GPU | point | all 32 layers (ms) | 8 layers x 4 (ms) | difference |",
         "| --- | --- | --- | --- | --- |",
         *scaling_check(),
     ]
     worst = sorted(rows, key=lambda r: -abs(r["heldout"]))[:15]
     lines += [
-        "",
-        "### Worst held-out rows",
-        "",
+        "", "### Worst held-out rows", "",
         "| GPU | shape | TP | weights/KV | batch | context / prompt | measured ms | held-out | fitted |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
@@ -395,11 +367,8 @@ def write_report(res: dict) -> str:
         )
     lines += constants_table(res)
     lines += [
-        "",
-        "## All-reduce (NCCL in a CUDA graph, 4x H200 NVLink)",
-        "",
-        "| TP | bytes | measured us | predicted us | error |",
-        "| --- | --- | --- | --- | --- |",
+        "", "## All-reduce (NCCL in a CUDA graph, 4x H200 NVLink)", "",
+        "| TP | bytes | measured us | predicted us | error |", "| --- | --- | --- | --- | --- |",
     ]
     for p in res["allreduce"]:
         lines.append(
@@ -422,8 +391,7 @@ def write_report(res: dict) -> str:
 
 # Kept in its own file (regenerated by tools/multinode_accuracy.py); this report only links it.
 MULTINODE_SECTION = [
-    "## Multi-node and disaggregated",
-    "",
+    "## Multi-node and disaggregated", "",
     "Multi-node TP, pipeline and expert parallelism and disaggregated serving are scored against public "
     "results "
     "(DeepEP's all-to-all table, NVIDIA's Llama-3.1-405B TP-vs-PP post, SGLang/LMSYS large-scale EP on H100 "

@@ -46,20 +46,15 @@ def app_unchanged_rerun_ms(runs: int = 15) -> float:
 
 def cli_size_s(runs: int = 5) -> tuple[float, int]:
     request = {
-        "model": "llama-3.1-70b",
-        "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+        "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
         "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
     }
     times, searched = [], 0
     for _ in range(runs):
         t = time.perf_counter()
         out = subprocess.run(
-            [sys.executable, "-m", "planner", "size", "-"],
-            input=json.dumps(request),
-            text=True,
-            capture_output=True,
-            cwd=ROOT,
-            check=True,
+            [sys.executable, "-m", "planner", "size", "-"], input=json.dumps(request), text=True,
+            capture_output=True, cwd=ROOT, check=True,
         ).stdout
         times.append(time.perf_counter() - t)
         searched = json.loads(out)["searched"]

@@ -130,12 +130,9 @@ def evaluate(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
         out.append(
             {
                 **row.to_dict(),
-                "pred_tpot_mean_ms": p.run.tpot_ms.mean,
-                "pred_tpot_median_ms": p.run.tpot_ms.p50,
-                "pred_ttft_mean_ms": p.run.ttft_ms.mean,
-                "pred_ttft_median_ms": p.run.ttft_ms.p50,
-                "pred_output_throughput": p.run.output_throughput,
-                "pred_max_running": p.max_running,
+                "pred_tpot_mean_ms": p.run.tpot_ms.mean, "pred_tpot_median_ms": p.run.tpot_ms.p50,
+                "pred_ttft_mean_ms": p.run.ttft_ms.mean, "pred_ttft_median_ms": p.run.ttft_ms.p50,
+                "pred_output_throughput": p.run.output_throughput, "pred_max_running": p.max_running,
             }
         )
     return pd.DataFrame(out), skipped

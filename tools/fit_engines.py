@@ -47,16 +47,10 @@ PHYSICS_GPUS = {"NVIDIA H100 80GB HBM3": "h100-sxm", "NVIDIA H200": "h200"}
 # (name, start, low, high): decode terms, then prefill terms. Bandwidths are bounded by the measured
 # read ceiling (a 4 GiB read: 0.89-0.91 of datasheet on H100, 0.87 on H200) plus the cache's help.
 DECODE_TERMS = [
-    ("compute", 0.7, 0.3, 1.0),
-    ("bandwidth", 0.8, 0.3, 0.95),
-    ("quantized_bandwidth", 0.75, 0.2, 0.95),
-    ("int4_bandwidth", 0.6, 0.05, 0.95),
-    ("int4_compute", 0.03, 0.002, 0.5),
-    ("kv_bandwidth", 0.9, 0.1, 0.95),
-    ("kv_quantized_bandwidth", 0.6, 0.05, 0.95),
-    ("layer_overhead_us", 40.0, 0.0, 200.0),
-    ("moe_layer_overhead_us", 40.0, 0.0, 400.0),
-    ("smoothing", 2.0, 1.0, 16.0),
+    ("compute", 0.7, 0.3, 1.0), ("bandwidth", 0.8, 0.3, 0.95), ("quantized_bandwidth", 0.75, 0.2, 0.95),
+    ("int4_bandwidth", 0.6, 0.05, 0.95), ("int4_compute", 0.03, 0.002, 0.5), ("kv_bandwidth", 0.9, 0.1, 0.95),
+    ("kv_quantized_bandwidth", 0.6, 0.05, 0.95), ("layer_overhead_us", 40.0, 0.0, 200.0),
+    ("moe_layer_overhead_us", 40.0, 0.0, 400.0), ("smoothing", 2.0, 1.0, 16.0),
 ]
 PREFILL_TERMS = [("prefill_compute", 0.75, 0.2, 1.0), ("prefill_quantized_compute", 0.65, 0.2, 1.0),
                  ("attention_compute", 0.4, 0.05, 1.0), ("prefill_layer_overhead_us", 15.0, 0.0, 500.0),
@@ -123,20 +117,8 @@ class Arrays:
         cols: dict[str, list[float]] = {
             k: []
             for k in (
-                "ms",
-                "gf",
-                "af",
-                "wb",
-                "kb",
-                "ab",
-                "peak",
-                "peak16",
-                "bw",
-                "layers",
-                "moe_layers",
-                "q8",
-                "q4",
-                "kvq",
+                "ms", "gf", "af", "wb", "kb", "ab", "peak", "peak16", "bw", "layers", "moe_layers", "q8",
+                "q4", "kvq",
             )
         }
         for r in rows:
@@ -300,15 +282,12 @@ def fit_allreduce() -> tuple[dict, list[dict]]:
 
 ENGINE_OF = {"vllm": ("vLLM",), "sglang": ("SGLang",), "trt-llm": ("TensorRT-LLM", "NVIDIA NIM")}
 GRAPH_PUBLIC = (
-    "gpt-fast",
-    "torchao",
+    "gpt-fast", "torchao",
 )  # torch.compile + CUDA graphs, no serving stack: the graph engine's kind
 # Which overhead each metric's rows fit: ITL rows the per-step cost, offline first-token (prefill)
 # rows the per-prefill cost, served TTFT rows the serving time before the first token.
 TERM_OF_METRIC = {
-    "itl_ms": "step_overhead_us",
-    "e2e_ms": "step_overhead_us",
-    "prefill_ms": "prefill_overhead_ms",
+    "itl_ms": "step_overhead_us", "e2e_ms": "step_overhead_us", "prefill_ms": "prefill_overhead_ms",
     "ttft_ms": "ttft_overhead_ms",
 }
 METRIC_GROUP = {"itl_ms": "itl", "e2e_ms": "itl", "prefill_ms": "prefill", "ttft_ms": "ttft"}
@@ -373,15 +352,10 @@ def engine_validation(name: str, cases, physics: dict) -> tuple[dict, list[dict]
         held_terms = {} if name == "graph" else fit_engine_terms(others, physics)
         rows.append(
             {
-                "id": c.case_id,
-                "engine_label": c.engine,
-                "metric": c.metric,
-                "group": METRIC_GROUP[c.metric],
-                "scenario": c.scenario,
-                "measured": c.measured,
+                "id": c.case_id, "engine_label": c.engine, "metric": c.metric,
+                "group": METRIC_GROUP[c.metric], "scenario": c.scenario, "measured": c.measured,
                 "fitted": _predict_case(c, {**physics, **terms}),
-                "heldout": _predict_case(c, {**physics, **held_terms}),
-                "source": c.source,
+                "heldout": _predict_case(c, {**physics, **held_terms}), "source": c.source,
             }
         )
     return terms, rows
@@ -395,9 +369,7 @@ def band(errors: list[float]) -> dict | None:
     if len(errors) < 10:
         return {"q10": float(min(errors)), "q90": float(max(errors)), "n": len(errors)}
     return {
-        "q10": float(np.percentile(errors, 10)),
-        "q90": float(np.percentile(errors, 90)),
-        "n": len(errors),
+        "q10": float(np.percentile(errors, 10)), "q90": float(np.percentile(errors, 90)), "n": len(errors),
     }
 
 
@@ -457,25 +429,14 @@ def main() -> int:
     residuals = {
         "rows": [
             {
-                "kind": r.kind,
-                "gpu": r.gpu_id,
-                "shape": r.shape,
-                "tp": r.tp,
-                "weights": r.weights,
-                "kv": r.kv,
-                "batch": r.batch,
-                "context": r.context,
-                "prompt_len": r.prompt_len,
-                "measured_ms": round(r.measured_ms, 5),
-                "fitted_ms": round(float(f), 5),
+                "kind": r.kind, "gpu": r.gpu_id, "shape": r.shape, "tp": r.tp, "weights": r.weights,
+                "kv": r.kv, "batch": r.batch, "context": r.context, "prompt_len": r.prompt_len,
+                "measured_ms": round(r.measured_ms, 5), "fitted_ms": round(float(f), 5),
                 "heldout_ms": round(float(h), 5),
             }
             for r, f, h in zip(rows, fitted, held, strict=True)
         ],
-        "allreduce": ar_points,
-        "engines": engine_rows,
-        "folds": folds,
-        "ablation": ablation,
+        "allreduce": ar_points, "engines": engine_rows, "folds": folds, "ablation": ablation,
     }
     (ROOT / "data" / "accuracy_residuals.json").write_text(
         json.dumps(residuals, indent=1, default=str) + "\n"
@@ -506,8 +467,7 @@ def main() -> int:
                     "below 10 rows; null "
                     f"below {MIN_BAND_ROWS} rows (the plan says unvalidated)"
                 ),
-                "min_rows": MIN_BAND_ROWS,
-                "engines": bands,
+                "min_rows": MIN_BAND_ROWS, "engines": bands,
             },
             indent=2,
         )

@@ -61,21 +61,14 @@ BANDWIDTH_CEILING = 0.95
 # inside a CUDA graph costs microseconds, an NVLink all-reduce's latency is a few to tens of microseconds,
 # and an engine's per-step CPU work (scheduling, sampling, detokenizing) stays under ~2.5 ms.
 DECODE_TERMS = (
-    ("compute", 0.5, 1.0),
-    ("layer_overhead_us", 0.0, 150.0),
-    ("moe_layer_overhead_us", 0.0, 400.0),
-    ("allreduce_latency_us", 0.0, 50.0),
-    ("step_overhead_us", 0.0, 2_500.0),
+    ("compute", 0.5, 1.0), ("layer_overhead_us", 0.0, 150.0), ("moe_layer_overhead_us", 0.0, 400.0),
+    ("allreduce_latency_us", 0.0, 50.0), ("step_overhead_us", 0.0, 2_500.0),
 )
 WEIGHT_BOUNDS = (0.2, BANDWIDTH_CEILING)
 # the efficiency term that streams each weight precision (planner.physics.latency.weight_bandwidth_efficiency)
 WEIGHT_TERMS = {
-    "bf16": "bandwidth",
-    "fp16": "bandwidth",
-    "fp8": "quantized_bandwidth",
-    "int8": "quantized_bandwidth",
-    "fp4": "quantized_bandwidth",
-    "int4": "int4_bandwidth",
+    "bf16": "bandwidth", "fp16": "bandwidth", "fp8": "quantized_bandwidth", "int8": "quantized_bandwidth",
+    "fp4": "quantized_bandwidth", "int4": "int4_bandwidth",
 }
 SIM_PASSES = 3
 RESIDUALS = ROOT / "data" / "production_residuals.csv"
@@ -299,8 +292,7 @@ def summary(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     g = f.groupby(by)
     return pd.DataFrame(
         {
-            "rows": g.size(),
-            "tpot_median_abs": g.tpot_err.apply(lambda e: float(np.median(np.abs(e)))),
+            "rows": g.size(), "tpot_median_abs": g.tpot_err.apply(lambda e: float(np.median(np.abs(e)))),
             "tpot_p90_abs": g.tpot_err.apply(lambda e: float(np.percentile(np.abs(e), 90))),
             "tpot_within_20pct": g.tpot_err.apply(lambda e: int(np.sum(np.abs(e) <= 0.2))),
             "ttft_median_abs": g.ttft_err.apply(
@@ -334,9 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--runs", type=Path, default=RUNS_CSV)
     parser.add_argument(
-        "--residuals",
-        type=Path,
-        default=RESIDUALS,
+        "--residuals", type=Path, default=RESIDUALS,
         help="every fitted and held-out prediction (CSV; docs/ACCURACY.md is generated from it)",
     )
     args = parser.parse_args(argv)
@@ -349,9 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     gpu_out = cross_validate(runs, "gpu")
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
         for title, frame in (
-            ("fitted", fitted),
-            ("leave one model out", model_out),
-            ("leave one GPU out", gpu_out),
+            ("fitted", fitted), ("leave one model out", model_out), ("leave one GPU out", gpu_out),
         ):
             if len(frame):
                 print(f"== {title}")

@@ -37,9 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             if rng.random() < 0.5:
                 name = rng.choice(LINK_PARAMS)
                 params, ups, view = (
-                    {name: invalid_text(rng)},
-                    {},
-                    "Size a fleet" if name == "size" else "Plan",
+                    {name: invalid_text(rng)}, {}, "Size a fleet" if name == "size" else "Plan",
                 )
             else:
                 key = rng.choice(list(UPLOADS))
@@ -61,8 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"case {i}: {type(err).__name__}: {str(err)[:300]} "
                 f"params={ {k: v[:60] for k, v in params.items()} } "
-                f"uploads={ {k: v[:60] for k, v in ups.items()} } view={view}",
-                flush=True,
+                f"uploads={ {k: v[:60] for k, v in ups.items()} } view={view}", flush=True,
             )
         if (i + 1) % 100 == 0:
             print(f"{i + 1} cases, {failures} failures, {time.monotonic() - start:.0f} s", flush=True)

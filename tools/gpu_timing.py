@@ -18,12 +18,9 @@ def device_meta(what: str) -> dict:
     driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                             capture_output=True, text=True).stdout.strip().splitlines()
     return {
-        "gpu": torch.cuda.get_device_name(0),
-        "driver": driver[0] if driver else None,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "what": what,
+        "gpu": torch.cuda.get_device_name(0), "driver": driver[0] if driver else None,
+        "torch": torch.__version__, "cuda": torch.version.cuda,
+        "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "what": what,
     }
 
 

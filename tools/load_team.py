@@ -71,14 +71,8 @@ def _tree_cpu_s(pid: int) -> float:
 def _query(output_len: int) -> str:
     return urlencode(
         {
-            "model": "llama-3.1-70b",
-            "gpu": "h100-sxm",
-            "tp": 4,
-            "weights": "fp8",
-            "kv_cache": "fp8",
-            "context_len": 8192,
-            "prompt_len": 2000,
-            "output_len": output_len,
+            "model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
+            "context_len": 8192, "prompt_len": 2000, "output_len": output_len,
         }
     )
 
@@ -158,20 +152,10 @@ def start_team(workers: int) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     proc = subprocess.Popen(
         [
-            sys.executable,
-            str(ROOT / "tools" / "team.py"),
-            "--workers",
-            str(workers),
-            "--port",
-            str(port),
-            "--address",
-            "127.0.0.1",
-            "--run-dir",
-            str(ROOT / ".run" / f"load-{port}"),
+            sys.executable, str(ROOT / "tools" / "team.py"), "--workers", str(workers), "--port", str(port),
+            "--address", "127.0.0.1", "--run-dir", str(ROOT / ".run" / f"load-{port}"),
         ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
     )
     deadline = time.time() + 240
     while time.time() < deadline:
@@ -218,8 +202,7 @@ async def burst(base: str, users: int) -> None:
     print(
         f"{users} sessions opening a link at once: p50 {_pct(walls, 0.5):.2f} s, p95 "
         f"{_pct(walls, 0.95):.2f} s, "
-        f"all done after {total:.2f} s  (target p95 <= 3 s)",
-        flush=True,
+        f"all done after {total:.2f} s  (target p95 <= 3 s)", flush=True,
     )
 
 
@@ -245,8 +228,7 @@ async def steady(base: str, users: int, duration_s: float, seed: int) -> None:
     print(
         f"{users} users changing an input every 2-4 s for {duration_s:.0f} s: {len(times)} responses, "
         f"p50 {_pct(times, 0.5):.2f} s, p95 {_pct(times, 0.95):.2f} s, max {max(times):.2f} s  (target p95 "
-        "<= 1 s)",
-        flush=True,
+        "<= 1 s)", flush=True,
     )
 
 

@@ -166,8 +166,7 @@ def measure_gemm(precisions, subset=False):
 if triton is not None:
     @triton.jit
     def _split_kv_attention(Q, K, V, O, L,  # noqa: E741
-                            ctx, chunk, scale,
-                            stride_qb, stride_kb, stride_ob, stride_lb,
+                            ctx, chunk, scale, stride_qb, stride_kb, stride_ob, stride_lb,
                             G: tl.constexpr, GP: tl.constexpr, D: tl.constexpr, BN: tl.constexpr):
         bh = tl.program_id(0)
         s = tl.program_id(1)
@@ -248,12 +247,8 @@ def check_split_kernel(results):
     """The Triton kernel against an fp32 reference, for each (group, head_dim, kv dtype) it will run."""
     ok = True
     for g, hd, kv_dtype, ctx in (
-        (1, 128, BF16, 1000),
-        (4, 64, BF16, 3000),
-        (8, 128, BF16, 5000),
-        (16, 128, BF16, 700),
-        (2, 256, BF16, 2500),
-        (4, 128, FP8, 4000),
+        (1, 128, BF16, 1000), (4, 64, BF16, 3000), (8, 128, BF16, 5000), (16, 128, BF16, 700),
+        (2, 256, BF16, 2500), (4, 128, FP8, 4000),
     ):
         b, hkv = 2, 2
         q = torch.randn(b, hkv, g, hd, device=DEV, dtype=BF16)
@@ -293,8 +288,7 @@ class RankModel:
         for _ in range(layers_timed):
             layer = {
                 "qkv": Linear(self.q_dim + 2 * self.kv_dim, d, precision),
-                "o": Linear(d, self.q_dim, precision),
-                "norm1": torch.rand(d, device=DEV, dtype=BF16) + 0.5,
+                "o": Linear(d, self.q_dim, precision), "norm1": torch.rand(d, device=DEV, dtype=BF16) + 0.5,
                 "norm2": torch.rand(d, device=DEV, dtype=BF16) + 0.5,
             }
             if self.moe:
@@ -316,8 +310,8 @@ class RankModel:
     def _norm(self, x, w):
         return F.rms_norm(x, (x.shape[-1],), w, 1e-5)
 
-    # MoE: a fixed random top-k routing (the router GEMM runs; its choice is drawn once so the graph is
-    # static)
+    # MoE: a fixed random top-k routing (the router GEMM runs; its
+    # choice is drawn once so the graph is static)
     def moe_plan(self, tokens):
         e, k = self.moe["n_experts"], self.moe["top_k"]
         choice = torch.rand(tokens, e, device=DEV).topk(k, dim=-1).indices.reshape(-1)
@@ -334,8 +328,7 @@ class RankModel:
         if self.grouped is None:
             try:
                 torch._grouped_mm(
-                    torch.randn(16, self.d, device=DEV, dtype=BF16),
-                    layer["w13"][:1].transpose(-2, -1),
+                    torch.randn(16, self.d, device=DEV, dtype=BF16), layer["w13"][:1].transpose(-2, -1),
                     offs=torch.tensor([16], device=DEV, dtype=torch.int32),
                 )
                 self.grouped = True
@@ -426,11 +419,7 @@ def layer_weight_bytes(spec, tp, precision):
 
 def run_shape(entry, kv_budget_gb, attention_ok, out_decode, out_prefill, deadline):
     name, spec, tp, precision, kv = (
-        entry["name"],
-        entry["spec"],
-        entry["tp"],
-        entry["precision"],
-        entry.get("kv", "bf16"),
+        entry["name"], entry["spec"], entry["tp"], entry["precision"], entry.get("kv", "bf16"),
     )
     wbytes = layer_weight_bytes(spec, tp, precision)
     timed = entry.get("layers_timed") or max(2, min(spec["n_layers"], 8, int(16e9 // wbytes)))
@@ -515,12 +504,8 @@ def run_shape(entry, kv_budget_gb, attention_ok, out_decode, out_prefill, deadli
                 out_prefill.append(
                     {
                         **meta,
-                        "layers_timed": n_pre,
-                        "scaled": n_pre < spec["n_layers"],
-                        "prompt_len": s,
-                        "ms": ms,
-                        "layers_ms": layers_ms,
-                        "head_ms": head_cache[1],
+                        "layers_timed": n_pre, "scaled": n_pre < spec["n_layers"], "prompt_len": s, "ms": ms,
+                        "layers_ms": layers_ms, "head_ms": head_cache[1],
                     }
                 )
                 log(f"   prefill s={s:6d} {ms:9.2f} ms")
@@ -571,18 +556,8 @@ MODELS = {
 }
 
 GRID = [
-    (1, 512),
-    (1, 4096),
-    (1, 16384),
-    (1, 32768),
-    (8, 2048),
-    (16, 8192),
-    (32, 1024),
-    (64, 4096),
-    (128, 512),
-    (128, 2048),
-    (256, 1024),
-    (512, 512),
+    (1, 512), (1, 4096), (1, 16384), (1, 32768), (8, 2048), (16, 8192), (32, 1024), (64, 4096), (128, 512),
+    (128, 2048), (256, 1024), (512, 512),
 ]
 SMALL_GRID = [(1, 512), (1, 16384), (16, 2048), (64, 1024), (256, 512)]
 PROMPTS = [512, 1024, 2048, 4096, 8192, 16384, 32768]
@@ -602,20 +577,10 @@ def plan_runs(precisions, subset):
             runs.append(e("llama-3.1-8b", precision="fp8", grid=SMALL_GRID, prompts=SMALL_PROMPTS))
         return runs
     runs = [
-        e("llama-3.1-8b"),
-        e("llama-3.1-70b", tp=4),
-        e("d8192-8layers"),
-        e("llama-3.2-1b"),
-        e("llama-2-7b"),
-        e("d4096-gqa16"),
-        e("d3584-hd256"),
-        e("llama-3.1-405b", tp=8, layers_timed=4),
-        e("qwen3-30b-a3b", layers_timed=4),
-        e("mixtral-8x7b", layers_timed=4),
-        e("llama-3.2-3b"),
-        e("qwen3-8b"),
-        e("llama-3.1-70b", tp=2, layers_timed=4),
-        e("llama-3.1-70b", tp=8),
+        e("llama-3.1-8b"), e("llama-3.1-70b", tp=4), e("d8192-8layers"), e("llama-3.2-1b"), e("llama-2-7b"),
+        e("d4096-gqa16"), e("d3584-hd256"), e("llama-3.1-405b", tp=8, layers_timed=4),
+        e("qwen3-30b-a3b", layers_timed=4), e("mixtral-8x7b", layers_timed=4), e("llama-3.2-3b"),
+        e("qwen3-8b"), e("llama-3.1-70b", tp=2, layers_timed=4), e("llama-3.1-70b", tp=8),
         e("mixtral-8x7b", tp=2, layers_timed=4),
     ]
     if "fp8" in precisions:
@@ -656,23 +621,16 @@ def main():
     try:
         driver = subprocess.run(
             [
-                "nvidia-smi",
-                "--query-gpu=driver_version,memory.total,clocks.max.sm,power.limit",
+                "nvidia-smi", "--query-gpu=driver_version,memory.total,clocks.max.sm,power.limit",
                 "--format=csv,noheader",
             ],
-            capture_output=True,
-            text=True,
-            timeout=20,
+            capture_output=True, text=True, timeout=20,
         ).stdout.strip()
     except Exception:  # noqa: BLE001
         driver = "unknown"
     meta = {
-        "gpu": props.name,
-        "sm_count": props.multi_processor_count,
-        "memory_bytes": props.total_memory,
-        "driver_memory_maxclock_powerlimit": driver,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
+        "gpu": props.name, "sm_count": props.multi_processor_count, "memory_bytes": props.total_memory,
+        "driver_memory_maxclock_powerlimit": driver, "torch": torch.__version__, "cuda": torch.version.cuda,
         "triton": getattr(triton, "__version__", None),
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "method": __doc__.split("\n\n")[2].strip() if __doc__ else "",

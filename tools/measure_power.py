@@ -81,9 +81,7 @@ def run_phase(sampler: Sampler, name: str, kernel, kernel_s: float, duty: float)
         if duty < 1:
             time.sleep(max(PERIOD_S - (time.monotonic() - t0), 0.0))
     return {
-        "phase": name,
-        "duty": duty,
-        "kernels_per_burst": burst,
+        "phase": name, "duty": duty, "kernels_per_burst": burst,
         "median_w": sampler.median(name, start + SETTLE_S),
     }
 
@@ -127,11 +125,8 @@ def main() -> None:
         ),
         "power_limit_w": float(smi("power.limit")),
         "enforced_power_limit_w": float(smi("enforced.power.limit")),
-        "gemm_tflop_s": 2 * n**3 / gemm_s / 1e12,
-        "gemv_tb_s": w.numel() * 2 / gemv_s / 1e12,
-        "gemm_ms": gemm_s * 1e3,
-        "gemv_ms": gemv_s * 1e3,
-        "phases": [],
+        "gemm_tflop_s": 2 * n**3 / gemm_s / 1e12, "gemv_tb_s": w.numel() * 2 / gemv_s / 1e12,
+        "gemm_ms": gemm_s * 1e3, "gemv_ms": gemv_s * 1e3, "phases": [],
     }
     print(json.dumps({k: v for k, v in result.items() if k != "phases"}), flush=True)
     with Sampler() as sampler:

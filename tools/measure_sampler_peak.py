@@ -20,8 +20,8 @@ import json
 
 import torch
 
-# python3 tools/measure_sampler_peak.py has tools/ on the path; python -m tools.measure_sampler_peak the
-# repository root
+# python3 tools/measure_sampler_peak.py has tools/ on the path; python -m
+# tools.measure_sampler_peak the repository root
 try:
     from gpu_timing import device_meta
 except ImportError:

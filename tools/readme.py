@@ -26,36 +26,24 @@ PYTHON_SHOWN = ".venv/bin/python"  # what the README tells a reader to type (mak
 PLAN_ARGS = ["plan", "data/examples/llama70b_h100_fp8_scenario.json"]
 SIZE_ARGS = ["size", "data/examples/llama70b_sizing.json"]
 
-# The figures a buyer reads first, by section of the plan's JSON (docs/CONTRACT.md); the rest is in the
-# output.
+# The figures a buyer reads first, by section of the plan's JSON
+# (docs/CONTRACT.md); the rest is in the output.
 PLAN_EXCERPT: dict[str, tuple[str, ...]] = {
     "memory": ("weights_gb_per_gpu", "kv_budget_gb_per_gpu", "max_batch"),
     "roofline": ("ridge_flop_per_byte", "decode_ai", "regime"),
     "serving": ("mode", "request_rate", "max_request_rate", "goodput_request_rate", "ttft_ms", "itl_ms"),
-    "throughput": ("output_tokens_per_s",),
-    "cost": ("usd_per_replica_hour", "usd_per_million_output_tokens"),
+    "throughput": ("output_tokens_per_s",), "cost": ("usd_per_replica_hour", "usd_per_million_output_tokens"),
 }
 SIZE_OPTION_KEYS = (
-    "gpu",
-    "tp",
-    "weights",
-    "kv_cache",
-    "replicas",
-    "gpus_total",
-    "percentile",
-    "ttft_ms",
-    "itl_ms",
-    "usd_per_hour",
-    "usd_per_million_output_tokens",
+    "gpu", "tp", "weights", "kv_cache", "replicas", "gpus_total", "percentile", "ttft_ms", "itl_ms",
+    "usd_per_hour", "usd_per_million_output_tokens",
 )
 SIZE_OPTIONS_SHOWN = 2
 
 # Rows of docs/ACCURACY.md's tables the README quotes, by their first cell.
 ACCURACY_ROWS = (
-    "graph: decode ITL, held-out shape",
-    "graph: prefill 1,024+ tokens, held-out shape",
-    "vllm: public itl, held-out row",
-    "vllm: public ttft, held-out row",
+    "graph: decode ITL, held-out shape", "graph: prefill 1,024+ tokens, held-out shape",
+    "vllm: public itl, held-out row", "vllm: public ttft, held-out row",
 )
 
 
@@ -75,8 +63,7 @@ def plan_excerpt(plan: dict[str, Any]) -> dict[str, Any]:
 
 def size_excerpt(result: dict[str, Any]) -> dict[str, Any]:
     return {
-        "searched": result["searched"],
-        "feasible": result["feasible"],
+        "searched": result["searched"], "feasible": result["feasible"],
         "options": [
             {k: o[k] for k in SIZE_OPTION_KEYS if k in o} for o in result["options"][:SIZE_OPTIONS_SHOWN]
         ],

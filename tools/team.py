@@ -191,8 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                     proc.poll() is not None and not stopping
                 ):  # a crashed worker comes back; nginx skips it meanwhile
                     print(
-                        f"worker on port {p} exited ({proc.returncode}); restarting it",
-                        file=sys.stderr,
+                        f"worker on port {p} exited ({proc.returncode}); restarting it", file=sys.stderr,
                         flush=True,
                     )
                     workers[p] = start_worker(p, run / f"worker-{p}.log")

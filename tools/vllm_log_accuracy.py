@@ -162,19 +162,15 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
             model, tp, row["kv_cache"], budget_logged, DEFAULT_BLOCK_SIZE, mml, mnbt
         )
     return RowResult(
-        id=row["id"],
-        split=row["split"],
-        known_gap=row["known_gap"],
+        id=row["id"], split=row["split"], known_gap=row["known_gap"],
         budget_logged_gib=budget_logged if row["utilization"] and gpu is not None and binding else None,
         budget_model_gib=budget_model,
         weights_logged_gib=_num(row["logged_weights_gib"]) if binding else None,
-        weights_model_gib=weights_model,
-        tokens_logged=tokens_logged,
+        weights_model_gib=weights_model, tokens_logged=tokens_logged,
         tokens_model=tokens_from_logged if row["tokens_checkable"] == "yes" else None,
         tokens_predicted=tokens_predicted if mml else None,
         concurrency_logged=_num(row["logged_concurrency"]) if mml else None,
-        concurrency_predicted=concurrency_predicted if mml else None,
-        activation_model_gib=activation_model,
+        concurrency_predicted=concurrency_predicted if mml else None, activation_model_gib=activation_model,
     )
 
 
@@ -199,16 +195,13 @@ def summary(results: list[RowResult], split: str) -> dict[str, float | int | Non
     predicted = [abs(r.tokens_predicted_error) for r in rows if r.tokens_predicted_error is not None]
     concurrency = [abs(r.concurrency_error) for r in rows if r.concurrency_error is not None]
     return {
-        "rows": len(rows),
-        "budget_rows": len(budget),
+        "rows": len(rows), "budget_rows": len(budget),
         "budget_within_target": sum(1 for r in rows if r.budget_ok),
         "budget_median_abs_gib": statistics.median(budget) if budget else None,
         "budget_max_abs_gib": max(budget) if budget else None,
-        "budget_median_rel": statistics.median(budget_rel) if budget_rel else None,
-        "token_rows": len(tokens),
+        "budget_median_rel": statistics.median(budget_rel) if budget_rel else None, "token_rows": len(tokens),
         "tokens_median_rel": statistics.median(tokens) if tokens else None,
-        "tokens_max_rel": max(tokens) if tokens else None,
-        "predicted_token_rows": len(predicted),
+        "tokens_max_rel": max(tokens) if tokens else None, "predicted_token_rows": len(predicted),
         "predicted_tokens_within_target": sum(1 for x in predicted if x <= TOKENS_REL),
         "predicted_tokens_median_rel": statistics.median(predicted) if predicted else None,
         "predicted_tokens_max_rel": max(predicted) if predicted else None,

@@ -44,10 +44,7 @@ def _log_axis(field: str, title: str, values: list[float], fmt: str = "~s", **ex
         low, high = low / 2, high * 2
     if high / low < 10:  # less than a decade: a linear axis reads better than one or two log ticks
         return {
-            "field": field,
-            "type": "quantitative",
-            "title": title,
-            "scale": {"zero": False, "nice": True},
+            "field": field, "type": "quantitative", "title": title, "scale": {"zero": False, "nice": True},
             "axis": {"format": fmt, "grid": True, "tickCount": 6},
             **extra,
         }
@@ -88,8 +85,7 @@ def memory_bar(c: ChartData) -> dict[str, Any]:
     names = [part.name for part in m.parts]
     lines = [
         {
-            "gpu": "one GPU",
-            "line": f"{line.name} {line.gb * to_gib:,.1f} GiB",
+            "gpu": "one GPU", "line": f"{line.name} {line.gb * to_gib:,.1f} GiB",
             "gib": round(line.gb * to_gib, 3),
         }
         for line in m.lines
@@ -102,22 +98,15 @@ def memory_bar(c: ChartData) -> dict[str, Any]:
     y = {"field": "gpu", "type": "nominal", "title": None, "axis": {"labels": False, "ticks": False}}
     spec["layer"] = [
         {
-            "data": {"values": rows},
-            "mark": {"type": "bar"},
+            "data": {"values": rows}, "mark": {"type": "bar"},
             "encoding": {
                 "y": y,
                 "x": {
-                    "field": "gib",
-                    "type": "quantitative",
-                    "stack": "zero",
-                    "title": "GiB",
+                    "field": "gib", "type": "quantitative", "stack": "zero", "title": "GiB",
                     "scale": {"domain": [0, top], "nice": False},
                 },
                 "color": {
-                    "field": "part",
-                    "type": "nominal",
-                    "sort": names,
-                    "title": None,
+                    "field": "part", "type": "nominal", "sort": names, "title": None,
                     "scale": palette.scale(names),
                     "legend": {"orient": "bottom", "direction": "horizontal", "columns": 4},
                 },
@@ -129,14 +118,11 @@ def memory_bar(c: ChartData) -> dict[str, Any]:
             },
         },
         {
-            "data": {"values": lines},
-            "mark": {"type": "rule", "color": "black", "strokeWidth": 2},
+            "data": {"values": lines}, "mark": {"type": "rule", "color": "black", "strokeWidth": 2},
             "encoding": {
                 "x": {"field": "gib", "type": "quantitative"},
                 "strokeDash": {
-                    "field": "line",
-                    "type": "nominal",
-                    "title": None,
+                    "field": "line", "type": "nominal", "title": None,
                     "scale": {"range": [[6, 3], [1, 0], [2, 2]]},
                     "legend": {"orient": "top", "direction": "horizontal"},
                 },
@@ -168,20 +154,15 @@ def roofline(c: ChartData) -> dict[str, Any]:
             "data": {"values": [{**pt, "line": "attainable: HBM roof, then compute peak"} for pt in ceiling]},
             "mark": {"type": "line"},
             "encoding": {
-                "x": x,
-                "y": y,
+                "x": x, "y": y,
                 "color": {
-                    "field": "line",
-                    "type": "nominal",
-                    "title": None,
-                    "scale": {"range": ["grey"]},
+                    "field": "line", "type": "nominal", "title": None, "scale": {"range": ["grey"]},
                     "legend": {"orient": "top"},
                 },
             },
         },
         {
-            "data": {"values": ridge},
-            "mark": {"type": "rule", "strokeDash": [4, 4], "color": "grey"},
+            "data": {"values": ridge}, "mark": {"type": "rule", "strokeDash": [4, 4], "color": "grey"},
             "encoding": {
                 "x": {"field": "ai", "type": "quantitative"},
                 "tooltip": [{"field": "label", "title": "ridge"}],
@@ -192,26 +173,20 @@ def roofline(c: ChartData) -> dict[str, Any]:
             "mark": {"type": "text", "align": "left", "dx": 4, "dy": -8, "color": "#555"},
             "encoding": {
                 "x": {"field": "ai", "type": "quantitative"},
-                "y": {"field": "tflops", "type": "quantitative"},
-                "text": {"field": "label"},
+                "y": {"field": "tflops", "type": "quantitative"}, "text": {"field": "label"},
             },
         },
         {
-            "data": {"values": points},
-            "mark": {"type": "point", "filled": True, "size": 120},
+            "data": {"values": points}, "mark": {"type": "point", "filled": True, "size": 120},
             "encoding": {
                 "x": {"field": "ai", "type": "quantitative"},
                 "y": {"field": "tflops", "type": "quantitative"},
                 "color": {
-                    "field": "kernel",
-                    "type": "nominal",
-                    "title": None,
-                    "scale": palette.scale([pt["kernel"] for pt in points]),
-                    "legend": {"orient": "bottom"},
+                    "field": "kernel", "type": "nominal", "title": None,
+                    "scale": palette.scale([pt["kernel"] for pt in points]), "legend": {"orient": "bottom"},
                 },
                 "tooltip": [
-                    {"field": "kernel"},
-                    {"field": "ai", "format": ",.1f", "title": "FLOP/byte"},
+                    {"field": "kernel"}, {"field": "ai", "format": ",.1f", "title": "FLOP/byte"},
                     {"field": "tflops", "format": ",.1f", "title": "TFLOP/s reached"},
                 ],
             },
@@ -251,8 +226,7 @@ def intensity_vs_batch(c: ChartData) -> dict[str, Any]:
                 },
                 "mark": {"type": "rule", "color": palette.colour("ridge"), "strokeDash": [4, 4]},
                 "encoding": {
-                    "x": {"field": "batch", "type": "quantitative"},
-                    "tooltip": [{"field": "label"}],
+                    "x": {"field": "batch", "type": "quantitative"}, "tooltip": [{"field": "label"}],
                 },
             }
         )
@@ -290,22 +264,16 @@ def _estimate_and_bound(
     spec = _base(title, 320)
     spec["layer"] = [
         {
-            "data": {"values": rows},
-            "mark": {"type": "line", "point": True},
+            "data": {"values": rows}, "mark": {"type": "line", "point": True},
             "encoding": {
-                "x": x,
-                "y": {"field": "value", "type": "quantitative", "title": y_title},
+                "x": x, "y": {"field": "value", "type": "quantitative", "title": y_title},
                 "color": {
-                    "field": "series",
-                    "type": "nominal",
-                    "title": None,
-                    "scale": palette.scale(["estimate", "roofline bound"]),
-                    "legend": {"orient": "bottom"},
+                    "field": "series", "type": "nominal", "title": None,
+                    "scale": palette.scale(["estimate", "roofline bound"]), "legend": {"orient": "bottom"},
                 },
                 "strokeDash": {"field": "series", "type": "nominal", "legend": None},
                 "tooltip": [
-                    {"field": "batch", "format": ","},
-                    {"field": "series"},
+                    {"field": "batch", "format": ","}, {"field": "series"},
                     {"field": "value", "format": fmt, "title": y_title},
                 ],
             },
@@ -331,8 +299,7 @@ def cost_vs_batch(c: ChartData) -> dict[str, Any]:
     spec = _base("$ per million output tokens vs batch (decode only)", 260)
     spec["layer"] = [
         {
-            "data": {"values": rows},
-            "mark": {"type": "line", "point": True},
+            "data": {"values": rows}, "mark": {"type": "line", "point": True},
             "encoding": {
                 "x": _log_axis("batch", "batch (concurrent sequences)", [r["batch"] for r in rows] or [1]),
                 "y": _log_axis(
@@ -358,23 +325,17 @@ def frontier(s: ServingSeries) -> dict[str, Any]:
         return {}
     spec = _base("Throughput per GPU vs speed per user (each point a request rate, up to capacity)", 340)
     x = {
-        "field": "tokens_per_s_per_user",
-        "type": "quantitative",
-        "title": "output tokens/s per user (1000 / mean ITL)",
-        "scale": {"zero": False, "nice": True},
+        "field": "tokens_per_s_per_user", "type": "quantitative",
+        "title": "output tokens/s per user (1000 / mean ITL)", "scale": {"zero": False, "nice": True},
     }
     met = f"p{s.slo_percentile} objective met" if s.slo_percentile is not None else None
     names = ["tokens/s per GPU at each rate", "this plan"] + ([met] if met else [])
     colour = {
-        "field": "series",
-        "type": "nominal",
-        "title": None,
-        "sort": names,
+        "field": "series", "type": "nominal", "title": None, "sort": names,
         "scale": {
             "domain": names,
             "range": [
-                palette.colour("throughput per GPU"),
-                palette.colour("this plan"),
+                palette.colour("throughput per GPU"), palette.colour("this plan"),
                 palette.colour("objective"),
             ][: len(names)],
         },
@@ -395,8 +356,7 @@ def frontier(s: ServingSeries) -> dict[str, Any]:
             "encoding": {
                 "x": x,
                 "y": {
-                    "field": "output_tokens_per_s_per_gpu",
-                    "type": "quantitative",
+                    "field": "output_tokens_per_s_per_gpu", "type": "quantitative",
                     "title": "output tokens/s per GPU",
                 },
                 "color": colour,
@@ -417,8 +377,7 @@ def frontier(s: ServingSeries) -> dict[str, Any]:
                 "mark": {"type": "point", "filled": True, "size": 180},
                 "encoding": {
                     "x": {"field": "tokens_per_s_per_user", "type": "quantitative"},
-                    "y": {"field": "output_tokens_per_s_per_gpu", "type": "quantitative"},
-                    "color": colour,
+                    "y": {"field": "output_tokens_per_s_per_gpu", "type": "quantitative"}, "color": colour,
                     "tooltip": [
                         {"field": "series"},
                         {"field": "request_rate", "format": ",.2f", "title": "req/s per replica"},
@@ -446,30 +405,21 @@ def latency_vs_rate(s: ServingSeries, metric: str) -> dict[str, Any]:
     if obj_name:
         names.append(obj_name)
     colour = {
-        "field": "series",
-        "type": "nominal",
-        "title": None,
-        "sort": names,
-        "scale": palette.scale(names),
+        "field": "series", "type": "nominal", "title": None, "sort": names, "scale": palette.scale(names),
         "legend": {"orient": "bottom", "direction": "horizontal"},
     }
     x_scale = {"domain": [0, s.capacity_rate * 1.05]}
     layers: list[dict[str, Any]] = [
         {
-            "data": {"values": rows},
-            "mark": {"type": "line", "interpolate": "linear"},
+            "data": {"values": rows}, "mark": {"type": "line", "interpolate": "linear"},
             "encoding": {
                 "x": {
-                    "field": "request_rate",
-                    "type": "quantitative",
-                    "title": "requests/s per replica",
+                    "field": "request_rate", "type": "quantitative", "title": "requests/s per replica",
                     "scale": x_scale,
                 },
-                "y": {"field": "ms", "type": "quantitative", "title": f"{label} (ms)"},
-                "color": colour,
+                "y": {"field": "ms", "type": "quantitative", "title": f"{label} (ms)"}, "color": colour,
                 "tooltip": [
-                    {"field": "request_rate", "format": ",.2f", "title": "req/s"},
-                    {"field": "series"},
+                    {"field": "request_rate", "format": ",.2f", "title": "req/s"}, {"field": "series"},
                     {"field": "ms", "format": ",.1f", "title": f"{label} (ms)"},
                 ],
             },
@@ -478,16 +428,14 @@ def latency_vs_rate(s: ServingSeries, metric: str) -> dict[str, Any]:
             "data": {
                 "values": [
                     {
-                        "rate": s.capacity_rate,
-                        "series": "capacity",
+                        "rate": s.capacity_rate, "series": "capacity",
                         "label": f"capacity {s.capacity_rate:,.2f} req/s",
                     }
                 ]
             },
             "mark": {"type": "rule", "strokeDash": [5, 3]},
             "encoding": {
-                "x": {"field": "rate", "type": "quantitative"},
-                "color": colour,
+                "x": {"field": "rate", "type": "quantitative"}, "color": colour,
                 "tooltip": [{"field": "label"}],
             },
         },
@@ -516,8 +464,7 @@ def latency_vs_rate(s: ServingSeries, metric: str) -> dict[str, Any]:
                 },
                 "mark": {"type": "rule"},
                 "encoding": {
-                    "y": {"field": "ms", "type": "quantitative"},
-                    "color": colour,
+                    "y": {"field": "ms", "type": "quantitative"}, "color": colour,
                     "tooltip": [{"field": "label"}],
                 },
             }

@@ -35,9 +35,7 @@ def _expected_frame(cs) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "figure": f"{f.label} ({f.unit})",
-                "result key": f.result_key,
-                "plan": f.predicted,
+                "figure": f"{f.label} ({f.unit})", "result key": f.result_key, "plan": f.predicted,
                 "band": f"{f.band_low:,.2f} .. {f.band_high:,.2f}"
                 if f.band_low is not None and f.band_high is not None
                 else "",
@@ -73,26 +71,17 @@ def render_commands_panel(scenario: dict[str, Any], plan_json: dict[str, Any] | 
                  column_config={"plan": st.column_config.NumberColumn(format="%.2f")})
     c1, c2, c3, c4 = st.columns(4)
     c1.download_button(
-        "Launch + bench script",
-        launch_script(cs),
-        f"ridgeline_{engine}.sh",
-        "text/x-shellscript",
+        "Launch + bench script", launch_script(cs), f"ridgeline_{engine}.sh", "text/x-shellscript",
         key=f"{key}_dl_script",
     )
     c2.download_button(
-        "Kubernetes manifest",
-        k8s_manifest(cs),
-        f"ridgeline_{engine}.yaml",
-        "application/yaml",
+        "Kubernetes manifest", k8s_manifest(cs), f"ridgeline_{engine}.yaml", "application/yaml",
         key=f"{key}_dl_k8s",
     )
     c3.download_button("Expected figures", expected_sheet(cs), "ridgeline_expected.txt", "text/plain",
                        key=f"{key}_dl_expected")
     c4.download_button(
-        "Commands JSON",
-        render(cs, "json"),
-        f"ridgeline_{engine}_commands.json",
-        "application/json",
+        "Commands JSON", render(cs, "json"), f"ridgeline_{engine}_commands.json", "application/json",
         key=f"{key}_dl_json",
     )
 
@@ -101,11 +90,8 @@ def _comparison_frame(c: BenchComparison) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "figure": f"{r.label} ({r.unit})",
-                "predicted": r.predicted,
-                "measured": r.measured,
-                "error %": r.error_pct,
-                "calibrated": r.calibrated,
+                "figure": f"{r.label} ({r.unit})", "predicted": r.predicted, "measured": r.measured,
+                "error %": r.error_pct, "calibrated": r.calibrated,
                 "calibrated error %": r.calibrated_error_pct,
             }
             for r in c.rows

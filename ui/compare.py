@@ -37,15 +37,12 @@ def _num(x: float | None, fmt: str) -> str:
 ROWS: list[tuple[str, Any, Any]] = [
     ("Request rate (req/s per replica)", lambda p: p.serving.request_rate, lambda v: _num(v, ",.2f")),
     ("Capacity (req/s per replica)", lambda p: p.serving.max_request_rate, lambda v: _num(v, ",.2f")),
-    ("TTFT p50", lambda p: p.serving.ttft_ms.p50, _ms),
-    ("TTFT p99", lambda p: p.serving.ttft_ms.p99, _ms),
-    ("ITL p50", lambda p: p.serving.itl_ms.p50, _ms),
-    ("ITL p99", lambda p: p.serving.itl_ms.p99, _ms),
+    ("TTFT p50", lambda p: p.serving.ttft_ms.p50, _ms), ("TTFT p99", lambda p: p.serving.ttft_ms.p99, _ms),
+    ("ITL p50", lambda p: p.serving.itl_ms.p50, _ms), ("ITL p99", lambda p: p.serving.itl_ms.p99, _ms),
     ("E2E p99", lambda p: p.serving.e2e_ms.p99, _ms),
     ("Output tokens/s per GPU", lambda p: p.serving.output_tokens_per_s_per_gpu, lambda v: _num(v, ",.0f")),
     (
-        "$ per M output tokens",
-        lambda p: p.cost.usd_per_million_output_tokens,
+        "$ per M output tokens", lambda p: p.cost.usd_per_million_output_tokens,
         lambda v: "n/a" if v is None else f"${v:,.3f}",
     ),
     ("Weights per GPU", lambda p: p.memory.weights_gb_per_gpu, gib),
@@ -53,15 +50,13 @@ ROWS: list[tuple[str, Any, Any]] = [
     ("Max batch", lambda p: p.memory.max_batch, lambda v: f"{v:,}"),
     ("ITL, decode only at the max batch", lambda p: p.latency.itl_ms if p.memory.fits else None, _ms),
     (
-        "$ per M, decode-only bound",
-        lambda p: p.cost.usd_per_million_output_tokens_bound,
+        "$ per M, decode-only bound", lambda p: p.cost.usd_per_million_output_tokens_bound,
         lambda v: "n/a" if v is None else f"${v:,.3f}",
     ),
 ]
 CAPACITY_PROBE_RATE = 1e-3  # req/s: a replica's capacity does not depend on the rate it is asked at
 MODES = (
-    "At equal service: each pin at its goodput, and the fleet for a traffic target",
-    "At one request rate",
+    "At equal service: each pin at its goodput, and the fleet for a traffic target", "At one request rate",
 )
 
 
@@ -164,9 +159,7 @@ def overlaid_sweeps(pins: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if sweep["fits"][i]:
                 rows.append(
                     {
-                        "scenario": lab,
-                        "batch": int(sweep["batch"][i]),
-                        "itl_ms": float(sweep["itl_ms"][i]),
+                        "scenario": lab, "batch": int(sweep["batch"][i]), "itl_ms": float(sweep["itl_ms"][i]),
                         "output_tokens_per_s": float(sweep["output_tokens_per_s"][i]),
                         "usd_per_million_output_tokens": float(sweep["usd_per_million_output_tokens"][i]),
                     }
@@ -222,12 +215,8 @@ def _same_rate(pins: list[dict[str, Any]]) -> bool:
             st.session_state["cmp_rate"] = round(default, 3)
             st.session_state["cmp_pins_seen"] = len(pins)
         rate = st.number_input(
-            "Compare every pin at this request rate (req/s per replica)",
-            0.001,
-            1e6,
-            key="cmp_rate",
-            format="%.3f",
-            help=f"default: {COMMON_RATE_FRACTION:.0%} of the lowest capacity among the pins",
+            "Compare every pin at this request rate (req/s per replica)", 0.001, 1e6, key="cmp_rate",
+            format="%.3f", help=f"default: {COMMON_RATE_FRACTION:.0%} of the lowest capacity among the pins",
         )
         st.caption(
             f"Every column below is one replica at **{rate:,.3f} req/s**, the same load for all pins "
@@ -266,20 +255,13 @@ def render(current: dict[str, Any] | None) -> None:
     )
     charts.show(
         charts.overlay(
-            sweeps,
-            "output_tokens_per_s",
-            "Output tokens/s per replica vs batch, decode only",
-            "output tokens/s",
-            fmt=",.0f",
+            sweeps, "output_tokens_per_s", "Output tokens/s per replica vs batch, decode only",
+            "output tokens/s", fmt=",.0f",
         )
     )
     charts.show(
         charts.overlay(
-            sweeps,
-            "usd_per_million_output_tokens",
-            "$ per million output tokens vs batch, decode only",
-            "$ per M output tokens",
-            log_y=True,
-            fmt="$,.3f",
+            sweeps, "usd_per_million_output_tokens", "$ per million output tokens vs batch, decode only",
+            "$ per M output tokens", log_y=True, fmt="$,.3f",
         )
     )

@@ -37,20 +37,17 @@ def memory_rows(p: Plan) -> list[tuple[str, str, str]]:
                 else "decode never reaches it at this context (KV reads grow with the batch)")
     return [
         (
-            "Weights per GPU",
-            gib(m.weights_gb_per_gpu),
+            "Weights per GPU", gib(m.weights_gb_per_gpu),
             "stored weights on each GPU, quantization scales included",
         ),
         (
-            "KV budget per GPU",
-            gib(m.kv_budget_gb_per_gpu),
+            "KV budget per GPU", gib(m.kv_budget_gb_per_gpu),
             "memory left for the KV cache after weights and reserve",
         ),
         ("Max batch", f"{m.max_batch:,}", "sequences of the full context that fit in the KV budget"),
         ("Decode FLOP/byte", f"{r.decode_ai:,.1f}", f"FLOPs per HBM byte of one decode step: {r.regime}"),
         (
-            "Ridge FLOP/byte",
-            f"{r.ridge_flop_per_byte:,.1f}",
+            "Ridge FLOP/byte", f"{r.ridge_flop_per_byte:,.1f}",
             f"dense {r.compute_precision} peak / HBM bandwidth; {crossing}",
         ),
     ]
@@ -118,8 +115,7 @@ def load_rows(
             ),
         ),
         (
-            "$ per M output tokens",
-            _usd(p.cost.usd_per_million_output_tokens),
+            "$ per M output tokens", _usd(p.cost.usd_per_million_output_tokens),
             f"at this load, prefill included; {_usd(p.cost.usd_per_million_total_tokens)} per M input + "
             "output tokens",
         ),
@@ -128,8 +124,7 @@ def load_rows(
         if fleet.gpus is not None and fleet.usd_per_hour is not None and fleet.replicas is not None:
             rows.append(
                 (
-                    f"GPUs for {traffic:,.4g} req/s",
-                    f"{fleet.gpus:,}",
+                    f"GPUs for {traffic:,.4g} req/s", f"{fleet.gpus:,}",
                     f"{fleet.replicas:,} replicas of {_gpus(n)}, each within the objective (traffic target "
                     "in "
                     "the sidebar)",
@@ -141,8 +136,7 @@ def load_rows(
         else:
             rows.append(
                 (
-                    f"GPUs for {traffic:,.4g} req/s",
-                    "none",
+                    f"GPUs for {traffic:,.4g} req/s", "none",
                     f"no fleet meets the objective: {plain(fleet.reason)}",
                 )
             )
@@ -165,8 +159,7 @@ def latency_rows(p: Plan, slo: ServiceObjective | None = None) -> list[tuple[str
 
     tpot = sv.tpot_ms
     tpot_row = (
-        "Mean TPOT",
-        fmt_time(tpot.mean) if tpot.mean is not None else "n/a",
+        "Mean TPOT", fmt_time(tpot.mean) if tpot.mean is not None else "n/a",
         "time per output token per request, (E2E - TTFT) / (output - 1): `vllm bench serve`'s first figure",
     )
     if slo is None:
@@ -179,13 +172,11 @@ def latency_rows(p: Plan, slo: ServiceObjective | None = None) -> list[tuple[str
 
         return [
             (
-                "TTFT p50 / p99",
-                both(sv.ttft_ms),
+                "TTFT p50 / p99", both(sv.ttft_ms),
                 f"time to first token: queue, prefill chunks; {mean(sv.ttft_ms)}",
             ),
             (
-                "ITL p50 / p99",
-                both(sv.itl_ms),
+                "ITL p50 / p99", both(sv.itl_ms),
                 f"inter-token latency per token, prefill iterations included; {mean(sv.itl_ms)}",
             ),
             tpot_row,
@@ -201,8 +192,7 @@ def latency_rows(p: Plan, slo: ServiceObjective | None = None) -> list[tuple[str
     return [
         (f"TTFT {pct}", _mark(j.ttft_ms, j.ttft_met), f"{bound(slo.ttft_ms)}; {mean(sv.ttft_ms)}"),
         (
-            f"ITL {pct}",
-            _mark(j.itl_ms, j.itl_met),
+            f"ITL {pct}", _mark(j.itl_ms, j.itl_met),
             f"{bound(slo.itl_ms)}; per token, pooled; {mean(sv.itl_ms)}",
         ),
         tpot_row,
@@ -229,20 +219,17 @@ def serving_rows(p: Plan) -> list[tuple[str, str, str]]:
     engine = getattr(lat, "engine", None)
     return [
         (
-            "TTFT, one request alone",
-            fmt_ms(lat.ttft_ms),
+            "TTFT, one request alone", fmt_ms(lat.ttft_ms),
             f"no queue, no other traffic{_band(lat.ttft_band_ms, status.get('ttft'), 0)}",
         ),
         (
-            "ITL, decode only",
-            fmt_ms(lat.itl_ms),
+            "ITL, decode only", fmt_ms(lat.itl_ms),
             f"a pure decode step at batch {lat.batch:,}{' on ' + engine if engine else ''}{floor}; roofline "
             "bound "
             f"{fmt_ms(lat.itl_ms_bound)}{_band(lat.itl_band_ms, status.get('itl'), 1)}",
         ),
         (
-            "Tokens/s, decode only",
-            f"{thr.output_tokens_per_s:,.0f}",
+            "Tokens/s, decode only", f"{thr.output_tokens_per_s:,.0f}",
             f"batch {lat.batch:,} / ITL, prefill ignored: an upper bound; roofline "
             f"{thr.output_tokens_per_s_bound:,.0f}",
         ),

@@ -35,46 +35,21 @@ COMPUTE = ["auto", *COMPUTE_PRECISIONS]
 # with long lists of unquantized layers, stay well under this).
 HF_MAX_BYTES = 64_000
 
-# (min, max) of every numeric widget: the planner's own accepted range (planner/scenario/scenario.py), or
-# wider,
+# (min, max) of every numeric widget: the planner's own accepted
+# range (planner/scenario/scenario.py), or wider,
 # so that any value a link or a file can hold is shown as it is and the planner judges it.
 WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
-    "m_n_layers": (1, 1_000_000),
-    "m_d_model": (1, 100_000_000),
-    "m_n_heads": (1, 10_000_000),
-    "m_n_kv_heads": (1, 10_000_000),
-    "m_head_dim": (1, 100_000_000),
-    "m_d_ff": (1, 1_000_000_000),
-    "m_vocab_size": (1, 1_000_000_000),
-    "m_n_params_b": (0.0, 1e9),
-    "g_memory_gb": (0.0, 1e6),
-    "g_hbm_tb_s": (0.0, 1e6),
-    "g_bf16": (0.0, 1e9),
-    "g_fp8": (0.0, 1e9),
-    "g_fp4": (0.0, 1e9),
-    "g_link": (0.0, 1e9),
-    "context_len": (1, 100_000_000),
-    "prompt_len": (1, 100_000_000),
-    "output_len": (1, 100_000_000),
-    "batch": (1, 10_000_000),
-    "utilization": (0.0, 1.0),
-    "reserve_gb": (0.0, 10_000.0),
-    "pp": (1, 256),
-    "ep": (1, 1024),
-    "load_rate": (0.0, 1e6),
-    "traffic_rps": (1e-6, 1e7),
-    "load_concurrency": (1, 10_000_000),
-    "slo_ttft": (0.0, 1e7),
-    "slo_itl": (0.0, 1e7),
-    "arrival_cv": (0.0, 10.0),
-    "prompt_len_cv": (0.0, 10.0),
-    "output_len_cv": (0.0, 10.0),
-    "prefix_cache_hit": (0.0, 1.0),
-    "max_num_batched_tokens": (16, 10_000_000),
-    "price": (0.0, 100_000.0),
-    "spec_k": (1, 64),
-    "spec_p": (0.0, 1.0),
-    "spec_draft_b": (0.0, 10_000.0),
+    "m_n_layers": (1, 1_000_000), "m_d_model": (1, 100_000_000), "m_n_heads": (1, 10_000_000),
+    "m_n_kv_heads": (1, 10_000_000), "m_head_dim": (1, 100_000_000), "m_d_ff": (1, 1_000_000_000),
+    "m_vocab_size": (1, 1_000_000_000), "m_n_params_b": (0.0, 1e9), "g_memory_gb": (0.0, 1e6),
+    "g_hbm_tb_s": (0.0, 1e6), "g_bf16": (0.0, 1e9), "g_fp8": (0.0, 1e9), "g_fp4": (0.0, 1e9),
+    "g_link": (0.0, 1e9), "context_len": (1, 100_000_000), "prompt_len": (1, 100_000_000),
+    "output_len": (1, 100_000_000), "batch": (1, 10_000_000), "utilization": (0.0, 1.0),
+    "reserve_gb": (0.0, 10_000.0), "pp": (1, 256), "ep": (1, 1024), "load_rate": (0.0, 1e6),
+    "traffic_rps": (1e-6, 1e7), "load_concurrency": (1, 10_000_000), "slo_ttft": (0.0, 1e7),
+    "slo_itl": (0.0, 1e7), "arrival_cv": (0.0, 10.0), "prompt_len_cv": (0.0, 10.0),
+    "output_len_cv": (0.0, 10.0), "prefix_cache_hit": (0.0, 1.0), "max_num_batched_tokens": (16, 10_000_000),
+    "price": (0.0, 100_000.0), "spec_k": (1, 64), "spec_p": (0.0, 1.0), "spec_draft_b": (0.0, 10_000.0),
 }
 
 MODEL_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size")
@@ -433,6 +408,23 @@ def _offer_valid_tp(sb, model: ModelSpec | None, tp: int) -> None:
         col.button(f"Use TP {t}", key=f"tp_fix_{t}", on_click=_set_tp, args=(t,))
 
 
+# (label, widget key) of the custom model's and the custom GPU's number inputs, two to a row
+MODEL_SHAPE_INPUTS = (("Layers", "m_n_layers"), ("d_model", "m_d_model"), ("Heads", "m_n_heads"),
+                      ("KV heads", "m_n_kv_heads"), ("head_dim", "m_head_dim"), ("d_ff", "m_d_ff"),
+                      ("Vocab", "m_vocab_size"))
+GPU_INPUTS = (("Memory (GB)", "g_memory_gb"), ("HBM (TB/s)", "g_hbm_tb_s"), ("Dense bf16 TFLOP/s", "g_bf16"),
+              ("Dense fp8 (0 = none)", "g_fp8"), ("Dense fp4 (0 = none)", "g_fp4"),
+              ("Link GB/s per direction", "g_link"))
+
+
+def _number_grid(fields: tuple[tuple[str, str], ...]) -> Any:
+    """Number inputs two to a row, each within its WIDGET_BOUNDS; returns the two columns."""
+    columns = st.columns(2)
+    for i, (label, key) in enumerate(fields):
+        columns[i % 2].number_input(label, *_bounds(key), key=key)
+    return columns
+
+
 def _model_inputs(sb: Any, ss: Any, presets: dict[str, ModelSpec]) -> None:
     """A preset, or a custom shape (typed in, or an imported config.json)."""
     sb.selectbox("Model", [*presets, CUSTOM], key="model_choice",
@@ -446,17 +438,9 @@ def _model_inputs(sb: Any, ss: Any, presets: dict[str, ModelSpec]) -> None:
                     st.rerun()
             else:
                 st.text_input("Name", key="m_name", max_chars=120)
-                c1, c2 = st.columns(2)
-                c1.number_input("Layers", *_bounds("m_n_layers"), key="m_n_layers")
-                c2.number_input("d_model", *_bounds("m_d_model"), key="m_d_model")
-                c1.number_input("Heads", *_bounds("m_n_heads"), key="m_n_heads")
-                c2.number_input("KV heads", *_bounds("m_n_kv_heads"), key="m_n_kv_heads")
-                c1.number_input("head_dim", *_bounds("m_head_dim"), key="m_head_dim")
-                c2.number_input("d_ff", *_bounds("m_d_ff"), key="m_d_ff")
-                c1.number_input("Vocab", *_bounds("m_vocab_size"), key="m_vocab_size")
-                c2.number_input(
-                    "Params (B, 0 = from shape)", *_bounds("m_n_params_b"), key="m_n_params_b", format="%.3f"
-                )
+                _, c2 = _number_grid(MODEL_SHAPE_INPUTS)
+                c2.number_input("Params (B, 0 = from shape)", *_bounds("m_n_params_b"), key="m_n_params_b",
+                                format="%.3f")
                 st.checkbox("Tied embeddings", key="m_tied")
                 if ss.get("model_extra"):
                     st.caption("Also keeps: " + plain(", ".join(sorted(ss["model_extra"]))))
@@ -472,13 +456,7 @@ def _gpu_inputs(sb: Any, ss: Any) -> None:
     if ss["gpu_choice"] == CUSTOM:
         with sb.container(border=True):
             st.text_input("GPU name", key="g_name", max_chars=120)
-            c1, c2 = st.columns(2)
-            c1.number_input("Memory (GB)", *_bounds("g_memory_gb"), key="g_memory_gb")
-            c2.number_input("HBM (TB/s)", *_bounds("g_hbm_tb_s"), key="g_hbm_tb_s")
-            c1.number_input("Dense bf16 TFLOP/s", *_bounds("g_bf16"), key="g_bf16")
-            c2.number_input("Dense fp8 (0 = none)", *_bounds("g_fp8"), key="g_fp8")
-            c1.number_input("Dense fp4 (0 = none)", *_bounds("g_fp4"), key="g_fp4")
-            c2.number_input("Link GB/s per direction", *_bounds("g_link"), key="g_link")
+            _number_grid(GPU_INPUTS)
 
 
 def _layout_inputs(sb: Any, ss: Any, presets: dict[str, ModelSpec]) -> None:
@@ -515,10 +493,7 @@ def _objective_inputs(ss: Any, at_objective: bool) -> None:
         c1.number_input("TTFT (ms)", *_bounds("slo_ttft"), key="slo_ttft", disabled=not ss["slo_ttft_on"])
         c2.number_input("ITL (ms)", *_bounds("slo_itl"), key="slo_itl", disabled=not ss["slo_itl_on"])
         st.radio(
-            "at percentile",
-            [50, 90, 99],
-            key="slo_percentile",
-            horizontal=True,
+            "at percentile", [50, 90, 99], key="slo_percentile", horizontal=True,
             format_func=lambda p: f"p{p}",
         )
 
@@ -527,9 +502,7 @@ def _operating_point_inputs(sb: Any, ss: Any) -> None:
     """The operating point (objective, concurrency, rate or batch), its objective and the traffic target."""
     with sb.container(border=True):
         st.radio(
-            "Operating point",
-            [AT_OBJECTIVE, "concurrency", "request rate", "batch"],
-            key="load_mode",
+            "Operating point", [AT_OBJECTIVE, "concurrency", "request rate", "batch"], key="load_mode",
             horizontal=True,
             help="at objective: the highest request rate whose latency meets the objective (goodput, open "
             "loop); concurrency: that many clients (closed loop); request rate: requests per second "
@@ -547,8 +520,7 @@ def _operating_point_inputs(sb: Any, ss: Any) -> None:
         st.number_input(
             "Traffic target (requests/s, all replicas)",
             *_bounds("traffic_rps"),
-            format="%.3f",
-            key="traffic_rps",
+            format="%.3f", key="traffic_rps",
             help="the fleet the Plan and Compare views size for this traffic within "
             "the objective, as the sizing page does",
         )
@@ -572,9 +544,7 @@ def _engine_inputs(sb: Any, ss: Any) -> None:
         st.number_input(
             "Memory utilization",
             *_bounds("utilization"),
-            step=0.01,
-            format="%.3f",
-            key="utilization",
+            step=0.01, format="%.3f", key="utilization",
             help="fraction of GPU memory the engine may use (vLLM gpu_memory_utilization)",
         )
         st.checkbox("Model the engine's overheads (activations, NCCL, CUDA graphs)", key="reserve_auto",
@@ -588,9 +558,7 @@ def _engine_inputs(sb: Any, ss: Any) -> None:
         st.checkbox("Eager mode (no CUDA graphs)", key="enforce_eager", help="vLLM --enforce-eager")
         if ss.get("engine", "vllm") == "vllm":
             st.selectbox(
-                "vLLM release",
-                with_current(VLLM_RELEASES, ss.get("vllm_version")),
-                key="vllm_version",
+                "vLLM release", with_current(VLLM_RELEASES, ss.get("vllm_version")), key="vllm_version",
                 format_func=lambda v: v or f"latest rules ({VLLM_RULES_VERSION})",
                 help="whose start-up memory rules to follow: the profiling run's sampler, "
                 "the CUDA-graph pool (0.21+), non-torch memory",
@@ -600,10 +568,7 @@ def _engine_inputs(sb: Any, ss: Any) -> None:
         st.number_input(
             "$ per GPU-hour",
             *_bounds("price"),
-            step=0.1,
-            format="%.3f",
-            key="price",
-            on_change=_on_price_change,
+            step=0.1, format="%.3f", key="price", on_change=_on_price_change,
         )
 
 

@@ -23,15 +23,7 @@ DEFAULT_SCENARIO: dict[str, Any] = {
 }
 
 INT_FIELDS = (
-    "tp",
-    "context_len",
-    "prompt_len",
-    "output_len",
-    "batch",
-    "pp",
-    "ep",
-    "max_model_len",
-    "block_size",
+    "tp", "context_len", "prompt_len", "output_len", "batch", "pp", "ep", "max_model_len", "block_size",
     "max_num_seqs",
 )
 FLOAT_FIELDS = ("usd_per_gpu_hour", "memory.utilization", "memory.reserve_gb")

@@ -82,8 +82,7 @@ def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
         for choice in precisions[:6]:
             st.button(
                 f"{choice.weights} weights, {choice.kv_cache} KV",
-                key=f"fit_prec_{choice.weights}_{choice.kv_cache}",
-                on_click=_load,
+                key=f"fit_prec_{choice.weights}_{choice.kv_cache}", on_click=_load,
                 args=({"weights": choice.weights, "kv_cache": choice.kv_cache}, scenario),
             )
     gpus = sorted(alt.gpus if alt is not None else [], key=lambda c: c.tp)
@@ -96,17 +95,13 @@ def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
 
 
 WATERFALL_LABELS = {
-    "device_total": "device total (as the framework sees it)",
-    "framework_total": "framework total",
-    "utilization_cap": "x gpu_memory_utilization = the engine's cap",
-    "weights": "- weights as loaded",
+    "device_total": "device total (as the framework sees it)", "framework_total": "framework total",
+    "utilization_cap": "x gpu_memory_utilization = the engine's cap", "weights": "- weights as loaded",
     "rotary_tables": "- rotary cos/sin tables (logged with the weights)",
     "allocator_rounding": "- allocator rounding of the weight tensors (logged with the weights)",
     "activation_peak": "- activation peak of the profiling run",
-    "non_torch": "- non-torch (NCCL, CUDA context)",
-    "cuda_graphs": "- CUDA-graph pool",
-    "reserve_override": "- reserve (memory.reserve_gb override)",
-    "kv_cache": "= KV cache",
+    "non_torch": "- non-torch (NCCL, CUDA context)", "cuda_graphs": "- CUDA-graph pool",
+    "reserve_override": "- reserve (memory.reserve_gb override)", "kv_cache": "= KV cache",
     "kv_shortfall": "shortfall: the terms above exceed the cap by",
 }
 

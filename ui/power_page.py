@@ -137,13 +137,7 @@ def _mixed_fleet(catalog: dict[str, Any]) -> None:
                     {
                         k: p[k]
                         for k in (
-                            "gpu",
-                            "tp",
-                            "weights",
-                            "kv_cache",
-                            "replicas",
-                            "gpus_total",
-                            "requests_per_s",
+                            "gpu", "tp", "weights", "kv_cache", "replicas", "gpus_total", "requests_per_s",
                             "usd_per_hour",
                         )
                     }
@@ -179,9 +173,7 @@ def _context_tiers(catalog: dict[str, Any]) -> None:
         pd.DataFrame(
             [
                 {
-                    "max context": t["context_len"],
-                    "GPUs": t["gpus_total"],
-                    "$/hour": t["usd_per_hour"],
+                    "max context": t["context_len"], "GPUs": t["gpus_total"], "$/hour": t["usd_per_hour"],
                     "$ per M output tokens": t["usd_per_million_output_tokens"],
                     "max batch": t.get("max_batch"),
                     "KV GB per sequence per GPU": t.get("kv_gb_per_sequence_per_gpu"),

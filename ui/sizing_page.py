@@ -41,24 +41,20 @@ def _request_from_widgets(catalog) -> dict[str, Any]:
         {
             "model": model,
             "traffic": {
-                "requests_per_s": float(ss["sz_rps"]),
-                "prompt_len": int(ss["sz_prompt"]),
+                "requests_per_s": float(ss["sz_rps"]), "prompt_len": int(ss["sz_prompt"]),
                 "output_len": int(ss["sz_output"]),
             },
             "slo": {
-                "ttft_ms": float(ss["sz_ttft"]),
-                "itl_ms": float(ss["sz_itl"]),
+                "ttft_ms": float(ss["sz_ttft"]), "itl_ms": float(ss["sz_itl"]),
                 "percentile": int(ss["sz_pct"]),
             },
             "gpus": (list(ss["sz_gpus"]) or ([] if custom_gpus else list(catalog))) + custom_gpus,
-            "tp": list(ss["sz_tp"]) or DEFAULT_TP,
-            "weights": list(ss["sz_weights"]) or DEFAULT_WEIGHTS,
-            "kv_cache": list(ss["sz_kv"]) or DEFAULT_KV,
-            "cost_mode": ss["sz_cost_mode"],
+            "tp": list(ss["sz_tp"]) or DEFAULT_TP, "weights": list(ss["sz_weights"]) or DEFAULT_WEIGHTS,
+            "kv_cache": list(ss["sz_kv"]) or DEFAULT_KV, "cost_mode": ss["sz_cost_mode"],
         }
     )
-    # serving modes (planner.serving.serving_modes): disaggregated prefill/decode fleets, PP and EP for their
-    # pools
+    # serving modes (planner.serving.serving_modes): disaggregated
+    # prefill/decode fleets, PP and EP for their pools
     if ss.get("sz_disagg"):
         req["disaggregation"] = True
     if list(ss.get("sz_pp") or [1]) != [1]:
@@ -68,10 +64,8 @@ def _request_from_widgets(catalog) -> dict[str, Any]:
     if ss["sz_cost_mode"] == "own":
         req["ownership"] = {
             **(base.get("ownership") or {}),
-            "amortization_years": float(ss["sz_years"]),
-            "power_usd_per_kwh": float(ss["sz_kwh"]),
-            "pue": float(ss["sz_pue"]),
-            "hosting_usd_per_gpu_month": float(ss["sz_hosting"]),
+            "amortization_years": float(ss["sz_years"]), "power_usd_per_kwh": float(ss["sz_kwh"]),
+            "pue": float(ss["sz_pue"]), "hosting_usd_per_gpu_month": float(ss["sz_hosting"]),
         }
     return req
 
@@ -138,38 +132,20 @@ def _cached_size(request_json: str) -> dict[str, Any]:
 # are shown, in this order. The option's `itl_ms` and `itl_ms_under_load` are one figure (ITL at the
 # objective's percentile at the rate each replica runs), so the table shows it once.
 COLUMNS: dict[str, tuple[str, str | None]] = {
-    "mode": ("mode", None),
-    "gpu_name": ("GPU", None),
-    "validated": ("validated GPU", None),
-    "tp": ("TP", "%d"),
-    "weights": ("weights", None),
-    "kv_cache": ("KV cache", None),
-    "batch": ("batch", "%d"),
-    "replicas": ("replicas", "%d"),
-    "gpus_total": ("GPUs", "%d"),
+    "mode": ("mode", None), "gpu_name": ("GPU", None), "validated": ("validated GPU", None),
+    "tp": ("TP", "%d"), "weights": ("weights", None), "kv_cache": ("KV cache", None),
+    "batch": ("batch", "%d"), "replicas": ("replicas", "%d"), "gpus_total": ("GPUs", "%d"),
     "usd_per_hour": ("fleet $/hour", "$%.2f"),
-    "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"),
-    "ttft_ms": ("TTFT p{pct} (ms)", "%.0f"),
-    "itl_ms": ("ITL p{pct} (ms)", "%.1f"),
-    "prefill_workers": ("prefill workers", "%d"),
+    "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"), "ttft_ms": ("TTFT p{pct} (ms)", "%.0f"),
+    "itl_ms": ("ITL p{pct} (ms)", "%.1f"), "prefill_workers": ("prefill workers", "%d"),
     "decode_workers": ("decode workers", "%d"),
-    "output_tokens_per_s": ("output tokens/s per replica", "%.0f"),
-    "pareto": ("Pareto", None),
+    "output_tokens_per_s": ("output tokens/s per replica", "%.0f"), "pareto": ("Pareto", None),
 }
 ALWAYS_SHOWN = (
-    "gpu_name",
-    "gpus_total",
-    "ttft_ms",
-    "itl_ms",
-    "usd_per_hour",
-    "usd_per_million_output_tokens",
+    "gpu_name", "gpus_total", "ttft_ms", "itl_ms", "usd_per_hour", "usd_per_million_output_tokens",
 )
 _PY_FORMATS = {
-    "%d": "{:,.0f}",
-    "%.0f": "{:,.0f}",
-    "%.1f": "{:,.1f}",
-    "$%.2f": "${:,.2f}",
-    "$%.3f": "${:,.3f}",
+    "%d": "{:,.0f}", "%.0f": "{:,.0f}", "%.1f": "{:,.1f}", "$%.2f": "${:,.2f}", "$%.3f": "${:,.3f}",
 }
 
 
@@ -248,15 +224,11 @@ def scatter(options: list[dict[str, Any]], itl_objective_ms: float, catalog) -> 
     pct = options[0].get("percentile", 90) if options else 90
     rows = [
         {
-            "option": i + 1,
-            "gpu": _gpu_label(o, catalog),
-            "mode": o.get("mode") or "aggregated",
+            "option": i + 1, "gpu": _gpu_label(o, catalog), "mode": o.get("mode") or "aggregated",
             "tp": o.get("tp"),
             "precision": f"{o.get('weights', o.get('decode', {}).get('weights'))}/"
-            f"{o.get('kv_cache', o.get('decode', {}).get('kv_cache'))}",
-            "replicas": o.get("replicas"),
-            "usd_per_hour": round(float(o["usd_per_hour"]), 4),
-            "itl_ms": round(float(o["itl_ms"]), 3),
+            f"{o.get('kv_cache', o.get('decode', {}).get('kv_cache'))}", "replicas": o.get("replicas"),
+            "usd_per_hour": round(float(o["usd_per_hour"]), 4), "itl_ms": round(float(o["itl_ms"]), 3),
             "frontier": "Pareto frontier" if o.get("pareto") else "dominated",
         }
         for i, o in enumerate(options)
@@ -267,31 +239,22 @@ def scatter(options: list[dict[str, Any]], itl_objective_ms: float, catalog) -> 
     y_top = max(itls) * 1.08
     spec["layer"] = [
         {
-            "data": {"values": rows},
-            "mark": {"type": "circle", "size": 70, "opacity": 0.85},
+            "data": {"values": rows}, "mark": {"type": "circle", "size": 70, "opacity": 0.85},
             "encoding": {
                 "x": charts._log_axis("usd_per_hour", "fleet $ per hour", costs, fmt="$,~s"),
                 "y": {
-                    "field": "itl_ms",
-                    "type": "quantitative",
-                    "title": f"ITL p{pct} (ms)",
+                    "field": "itl_ms", "type": "quantitative", "title": f"ITL p{pct} (ms)",
                     "scale": {"domain": [0, y_top], "nice": False},
                 },
                 "color": {
-                    "field": "frontier",
-                    "type": "nominal",
-                    "title": None,
+                    "field": "frontier", "type": "nominal", "title": None,
                     "scale": {"domain": ["Pareto frontier", "dominated"], "range": ["#d62728", "#9ecae1"]},
                     "legend": {"orient": "bottom"},
                 },
                 "shape": {"field": "mode", "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
                 "tooltip": [
-                    {"field": "option"},
-                    {"field": "mode"},
-                    {"field": "gpu"},
-                    {"field": "tp"},
-                    {"field": "precision"},
-                    {"field": "replicas"},
+                    {"field": "option"}, {"field": "mode"}, {"field": "gpu"}, {"field": "tp"},
+                    {"field": "precision"}, {"field": "replicas"},
                     {"field": "usd_per_hour", "format": "$,.2f", "title": "$/hour"},
                     {"field": "itl_ms", "format": ",.1f", "title": f"ITL p{pct} (ms)"},
                 ],
@@ -399,10 +362,7 @@ def _request_form(catalog, ss: Any, presets: dict[str, Any]) -> bool:
         c3.number_input("TTFT objective (ms)", 1.0, 1e7, key="sz_ttft")
         c3.number_input("ITL objective (ms)", 0.1, 1e7, key="sz_itl")
         c3.selectbox(
-            "Objectives hold at",
-            [50, 90, 99],
-            key="sz_pct",
-            format_func=lambda p: f"p{p}",
+            "Objectives hold at", [50, 90, 99], key="sz_pct", format_func=lambda p: f"p{p}",
             help="the percentile of TTFT and ITL the objectives bound (p90: 9 requests in 10 within them)",
         )
         _search_space_inputs(catalog, ss)
@@ -509,9 +469,7 @@ def _options_view(result: dict[str, Any], request: dict[str, Any], catalog) -> N
     frame, config, shared = options_table(options[:50], catalog)
     _verdicts(result, options, request, catalog)
     st.checkbox(
-        "Validated GPUs first",
-        value=True,
-        key="sz_validated_first",
+        "Validated GPUs first", value=True, key="sz_validated_first",
         help="validated: the catalog's flag, the planner's physics checked on this GPU or its generation",
     )
     if shared:

@@ -101,15 +101,11 @@ def roofline_chart(p: Plan, peak_tflops: float, hbm_tb_s: float) -> RooflineChar
     lo = 10 ** math.floor(math.log10(max(min(points) / 3, 1e-3)))
     hi = 10 ** math.ceil(math.log10(max(points) * 3))
     return RooflineChart(
-        compute_precision=r.compute_precision,
-        peak_tflops=peak_tflops,
-        hbm_tb_s=hbm_tb_s,
-        ridge_flop_per_byte=ridge,
-        ceiling=[(lo, lo * hbm_tb_s), (ridge, peak_tflops), (hi, peak_tflops)],
+        compute_precision=r.compute_precision, peak_tflops=peak_tflops, hbm_tb_s=hbm_tb_s,
+        ridge_flop_per_byte=ridge, ceiling=[(lo, lo * hbm_tb_s), (ridge, peak_tflops), (hi, peak_tflops)],
         points=[
             OperatingPoint(
-                f"decode step (batch {lat.batch:,})",
-                r.decode_ai,
+                f"decode step (batch {lat.batch:,})", r.decode_ai,
                 _achieved_tflops(r.decode_flops_per_gpu, lat.itl_ms),
             ),
             OperatingPoint(
@@ -120,13 +116,9 @@ def roofline_chart(p: Plan, peak_tflops: float, hbm_tb_s: float) -> RooflineChar
 
 
 _WATERFALL_PARTS = (
-    ("weights", "weights"),
-    ("rotary_tables", "rotary tables"),
-    ("allocator_rounding", "allocator rounding"),
-    ("activation_peak", "activation peak (profiling run)"),
-    ("non_torch", "non-torch (NCCL, CUDA context)"),
-    ("cuda_graphs", "CUDA graphs"),
-    ("reserve_override", "reserve (override)"),
+    ("weights", "weights"), ("rotary_tables", "rotary tables"), ("allocator_rounding", "allocator rounding"),
+    ("activation_peak", "activation peak (profiling run)"), ("non_torch", "non-torch (NCCL, CUDA context)"),
+    ("cuda_graphs", "CUDA graphs"), ("reserve_override", "reserve (override)"),
 )
 
 
@@ -149,16 +141,11 @@ def memory_stack(p: Plan, device_gb: float) -> MemoryStack:
     kv = min(m.kv_gb_per_gpu_at_batch, max(m.kv_budget_gb_per_gpu, 0.0))
     free = max(m.usable_gb_per_gpu - m.weights_gb_per_gpu - m.reserve_gb - kv, 0.0)
     parts = [
-        MemoryPart("weights", m.weights_gb_per_gpu),
-        MemoryPart(f"KV cache at batch {p.latency.batch:,}", kv),
-        MemoryPart("reserve", m.reserve_gb),
-        MemoryPart("free", free),
+        MemoryPart("weights", m.weights_gb_per_gpu), MemoryPart(f"KV cache at batch {p.latency.batch:,}", kv),
+        MemoryPart("reserve", m.reserve_gb), MemoryPart("free", free),
     ]
     return MemoryStack(
-        parts=parts,
-        device_gb=device_gb,
-        usable_gb=m.usable_gb_per_gpu,
-        fits=m.fits,
+        parts=parts, device_gb=device_gb, usable_gb=m.usable_gb_per_gpu, fits=m.fits,
         lines=[MemoryPart("utilization cap", m.usable_gb_per_gpu), MemoryPart("device", device_gb)],
     )
 
@@ -204,13 +191,9 @@ def _latency_vs_rate(m: Any, capacity: float, goodput_rate: float | None) -> lis
         if ttft.p99 is not None and itl.p99 is not None:
             vs_rate.append(
                 {
-                    "request_rate": float(capacity * fraction),
-                    "ttft_p99_ms": ttft.p99,
-                    "itl_p99_ms": itl.p99,
-                    "ttft_p50_ms": ttft.p50,
-                    "itl_p50_ms": itl.p50,
-                    "ttft_p90_ms": ttft.p90,
-                    "itl_p90_ms": itl.p90,
+                    "request_rate": float(capacity * fraction), "ttft_p99_ms": ttft.p99,
+                    "itl_p99_ms": itl.p99, "ttft_p50_ms": ttft.p50, "itl_p50_ms": itl.p50,
+                    "ttft_p90_ms": ttft.p90, "itl_p90_ms": itl.p90,
                 }
             )
     return vs_rate
@@ -253,8 +236,7 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
             "request_rate": float(r * 1000.0),
             "tokens_per_s_per_user": float(1000.0 / it) if it > 0 else None,
             "output_tokens_per_s_per_gpu": float(r * 1000.0 * mean_output / gpus),
-            "decoding_sequences": float(n),
-            "meets_objective": bool(ok),
+            "decoding_sequences": float(n), "meets_objective": bool(ok),
         }
         for r, it, n, ok, st in zip(rates, lp.iteration_ms, lp.population, meets, lp.stable, strict=True)
         if st
@@ -269,27 +251,15 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
         op = {"request_rate": sv.request_rate, "tokens_per_s_per_user": float(1000.0 / at.iteration_ms),
               "output_tokens_per_s_per_gpu": sv.request_rate * mean_output / gpus}
     return ServingSeries(
-        gpus_per_replica=int(gpus),
-        capacity_rate=capacity,
-        goodput_rate=sv.goodput_request_rate,
+        gpus_per_replica=int(gpus), capacity_rate=capacity, goodput_rate=sv.goodput_request_rate,
         slo_percentile=slo.percentile if slo is not None else None,
         slo_ttft_ms=slo.ttft_ms if slo is not None else None,
-        slo_itl_ms=slo.itl_ms if slo is not None else None,
-        frontier=frontier,
-        vs_rate=vs_rate,
+        slo_itl_ms=slo.itl_ms if slo is not None else None, frontier=frontier, vs_rate=vs_rate,
         operating_point=op,
     )
 
 
 __all__ = [
-    "ChartData",
-    "MemoryPart",
-    "MemoryStack",
-    "OperatingPoint",
-    "RooflineChart",
-    "ServingSeries",
-    "chart_data",
-    "memory_stack",
-    "roofline_chart",
-    "serving_series",
+    "ChartData", "MemoryPart", "MemoryStack", "OperatingPoint", "RooflineChart", "ServingSeries",
+    "chart_data", "memory_stack", "roofline_chart", "serving_series",
 ]

@@ -193,16 +193,14 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
         "engines", help="engine profiles (graph floor, vllm, sglang, trt-llm) with their evidence (no input)"
     )
     p_cmp = sub.add_parser(
-        "compare-bench",
-        help="predicted vs measured for a `vllm bench serve --save-result` run",
-        epilog=_COMPARE_HELP,
-        formatter_class=raw,
+        "compare-bench", help="predicted vs measured for a `vllm bench serve --save-result` run",
+        epilog=_COMPARE_HELP, formatter_class=raw,
     )
     p_cmp.add_argument("bench_json")
     p_cmp.add_argument("scenario_json")
     p_cmp.add_argument("--format", choices=["text", "json"], default="text")
-    # issue 24: power-capped sizing, mixed fleets routed by length, context tiers
-    # (docs/CONTRACT_EXTENSIONS.md)
+    # issue 24: power-capped sizing, mixed fleets routed by length,
+    # context tiers (docs/CONTRACT_EXTENSIONS.md)
     for name, text in (
         ("size-power", "size under a power budget or for the fewest MW, with a cost tier"),
         ("mixed-fleet", "cheapest mix of GPU types for a length distribution, routed by prompt length"),

@@ -290,8 +290,7 @@ def manifest_object(cs: CommandSet, name: str = "ridgeline-llm") -> dict[str, An
         "name": "engine",
         "image": {"vllm": "vllm/vllm-openai:latest", "sglang": "lmsysorg/sglang:latest",
                   "trt-llm": "nvcr.io/nvidia/tensorrt-llm/release:latest"}[cs.engine],
-        "command": command,
-        "ports": [{"containerPort": launch.port}],
+        "command": command, "ports": [{"containerPort": launch.port}],
         # gated repositories (e.g. meta-llama) need a Hugging Face token: secret `hf-token`, key `token`
         "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token",
                                                                     "optional": True}}}],
@@ -303,12 +302,9 @@ def manifest_object(cs: CommandSet, name: str = "ridgeline-llm") -> dict[str, An
         "volumeMounts": mounts,
     }
     return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "labels": {"app": name}},
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": {"app": name}},
         "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": name}},
+            "replicas": 1, "selector": {"matchLabels": {"app": name}},
             "template": {"metadata": {"labels": {"app": name}},
                          "spec": {"containers": [container], "volumes": volumes}},
         },
@@ -328,24 +324,15 @@ def k8s_manifest(cs: CommandSet, name: str = "ridgeline-llm") -> str:
 
 def command_set_dict(cs: CommandSet) -> dict[str, Any]:
     return {
-        "engine": cs.engine,
-        "model_id": cs.model_id,
-        "gpus_per_replica": cs.gpus_per_replica,
+        "engine": cs.engine, "model_id": cs.model_id, "gpus_per_replica": cs.gpus_per_replica,
         "launch": {
-            "argv": list(cs.launch.argv),
-            "command": shlex.join(cs.launch.argv),
-            "port": cs.launch.port,
-            "health_path": HEALTH_PATH,
-            "files": dict(cs.launch.files),
-            "notes": list(cs.launch.notes),
+            "argv": list(cs.launch.argv), "command": shlex.join(cs.launch.argv), "port": cs.launch.port,
+            "health_path": HEALTH_PATH, "files": dict(cs.launch.files), "notes": list(cs.launch.notes),
         },
         "bench": {"argv": list(cs.bench), "command": shlex.join(cs.bench), "result_file": RESULT_FILENAME},
         "expected": [
             {
-                "figure": f.label,
-                "result_key": f.result_key,
-                "unit": f.unit,
-                "predicted": f.predicted,
+                "figure": f.label, "result_key": f.result_key, "unit": f.unit, "predicted": f.predicted,
                 "band": ({"low": f.band_low, "high": f.band_high} if f.band_low is not None else None),
             }
             for f in cs.expected

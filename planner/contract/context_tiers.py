@@ -48,12 +48,8 @@ def context_tiers(data: Any) -> dict[str, Any]:
         if not result["options"]:
             tiers.append(
                 {
-                    "context_len": context,
-                    "feasible": False,
-                    "gpus_total": None,
-                    "usd_per_hour": None,
-                    "usd_per_million_output_tokens": None,
-                    "option": None,
+                    "context_len": context, "feasible": False, "gpus_total": None, "usd_per_hour": None,
+                    "usd_per_million_output_tokens": None, "option": None,
                     "reason": "; ".join(f"{r['candidate']}: {r['reason']}" for r in result["infeasible"][:3])
                     or "no option meets the objectives",
                 }
@@ -63,25 +59,15 @@ def context_tiers(data: Any) -> dict[str, Any]:
         mem = plan(o["scenario"]).memory  # the chosen option at this tier: its KV per sequence and max batch
         tiers.append(
             {
-                "context_len": context,
-                "feasible": True,
-                "gpus_total": o["gpus_total"],
-                "replicas": o["replicas"],
-                "usd_per_hour": o["usd_per_hour"],
+                "context_len": context, "feasible": True, "gpus_total": o["gpus_total"],
+                "replicas": o["replicas"], "usd_per_hour": o["usd_per_hour"],
                 "usd_per_million_output_tokens": o["usd_per_million_output_tokens"],
                 "max_batch": mem.max_batch,
                 "kv_gb_per_sequence_per_gpu": mem.kv_bytes_per_sequence_per_gpu / 1e9,
                 "option": {
                     k: o[k]
                     for k in (
-                        "gpu",
-                        "tp",
-                        "pp",
-                        "ep",
-                        "weights",
-                        "kv_cache",
-                        "batch",
-                        "gpus_per_replica",
+                        "gpu", "tp", "pp", "ep", "weights", "kv_cache", "batch", "gpus_per_replica",
                         "goodput_request_rate",
                     )
                 },

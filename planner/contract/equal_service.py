@@ -121,13 +121,6 @@ def compare_at_equal_service(scenarios: list[dict[str, Any]], slo: ServiceObject
 
 
 __all__ = [
-    "COMMON_RATE_FRACTION",
-    "DEFAULT_TRAFFIC_REQUESTS_PER_S",
-    "AtEqualService",
-    "Fleet",
-    "at_objective",
-    "at_rate",
-    "common_rate",
-    "compare_at_equal_service",
-    "fleet_for",
+    "COMMON_RATE_FRACTION", "DEFAULT_TRAFFIC_REQUESTS_PER_S", "AtEqualService", "Fleet", "at_objective",
+    "at_rate", "common_rate", "compare_at_equal_service", "fleet_for",
 ]

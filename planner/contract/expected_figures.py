@@ -62,9 +62,7 @@ def _benchmark_figures(bench: dict[str, Any]) -> tuple[ExpectedFigure, ...]:
         ),
     ]
     for key, label, result in (
-        ("ttft_ms", "TTFT", "ttft"),
-        ("tpot_ms", "TPOT", "tpot"),
-        ("itl_ms", "ITL", "itl"),
+        ("ttft_ms", "TTFT", "ttft"), ("tpot_ms", "TPOT", "tpot"), ("itl_ms", "ITL", "itl"),
         ("e2e_ms", "E2EL", "e2el"),
     ):
         out.append(
@@ -117,10 +115,7 @@ def _serving_figures(
             name = "Median" if p == 50 else f"P{p}"
             out.append(
                 _figure(
-                    f"{name} {label}",
-                    f"{'median' if p == 50 else f'p{p}'}_{result}_ms",
-                    "ms",
-                    value,
+                    f"{name} {label}", f"{'median' if p == 50 else f'p{p}'}_{result}_ms", "ms", value,
                     _times(value, factors),
                 )
             )
@@ -145,9 +140,7 @@ def expected_figures(s: Scenario, plan_json: dict[str, Any]) -> tuple[ExpectedFi
     tpot_band: Span = None
     if spec:
         tpot, itl, tokens_per_s = (
-            float(spec["itl_ms"]),
-            float(spec["round_ms"]),
-            float(spec["output_tokens_per_s"]),
+            float(spec["itl_ms"]), float(spec["round_ms"]), float(spec["output_tokens_per_s"]),
         )
     else:
         tpot = itl = float(lat["itl_ms"])
@@ -173,10 +166,7 @@ def expected_figures(s: Scenario, plan_json: dict[str, Any]) -> tuple[ExpectedFi
     out = [
         _figure("Request throughput", "request_throughput", "req/s", requests_per_s, rps_band),
         _figure(
-            "Output token throughput",
-            "output_throughput",
-            "tok/s",
-            requests_per_s * s.output_len,
+            "Output token throughput", "output_throughput", "tok/s", requests_per_s * s.output_len,
             tokens_band,
         ),
         _figure("Median TTFT", "median_ttft_ms", "ms", ttft, ttft_band),

@@ -133,8 +133,7 @@ def sglang_launch(s: Scenario, hf_id: str, batch: int, moe: bool) -> LaunchComma
     notes = _weights_notes(s, "SGLang")
     argv += _pp_ep_flags(s, moe, "--pp-size", "--ep-size", notes)
     argv += ["--context-length", str(max_model_len(s)),
-             "--mem-fraction-static", flag_value(s.memory.utilization),
-             "--max-running-requests", str(batch),
+             "--mem-fraction-static", flag_value(s.memory.utilization), "--max-running-requests", str(batch),
              "--chunked-prefill-size", str(s.max_num_batched_tokens),
              "--page-size", str(s.block_size)]
     notes.append(
@@ -172,16 +171,8 @@ def yaml_scalar(value: Any) -> str:
 
 def trtllm_launch(s: Scenario, hf_id: str, batch: int, moe: bool, kv_fraction: float) -> LaunchCommand:
     argv = [
-        "trtllm-serve",
-        hf_id,
-        "--backend",
-        "pytorch",
-        "--host",
-        "0.0.0.0",
-        "--port",
-        str(PORTS["trt-llm"]),
-        "--tp_size",
-        str(s.tp),
+        "trtllm-serve", hf_id, "--backend", "pytorch", "--host", "0.0.0.0", "--port", str(PORTS["trt-llm"]),
+        "--tp_size", str(s.tp),
     ]
     notes = _weights_notes(s, "TensorRT-LLM")
     argv += _pp_ep_flags(s, moe, "--pp_size", "--ep_size", notes)
@@ -198,8 +189,7 @@ def trtllm_launch(s: Scenario, hf_id: str, batch: int, moe: bool, kv_fraction: f
             "reads the quantization from it"
         )
     kv_config: dict[str, Any] = {
-        "tokens_per_block": s.block_size,
-        "enable_block_reuse": bool(prefix_tokens(s)),
+        "tokens_per_block": s.block_size, "enable_block_reuse": bool(prefix_tokens(s)),
     }
     kv = TRTLLM_KV_DTYPE.get(s.kv_cache, "unsupported")
     if kv == "unsupported":

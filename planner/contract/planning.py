@@ -159,23 +159,14 @@ def _latency_section(d: Deployment, step: StepTime, pre: StepTime, batch: int, m
     itl_band = error_band("itl", itl, engine) if banded else None
     ttft_band = error_band("ttft", ttft, engine) if banded else None
     return LatencySection(
-        prefill_ms=prefill_ms,
-        ttft_ms=ttft,
-        itl_ms=itl,
-        itl_ms_bound=float(step.bound_ms),
-        prefill_ms_bound=float(pre.bound_ms),
-        batch=batch,
-        mean_context=mean_ctx,
-        decode_breakdown_ms=step.breakdown(),
-        prefill_breakdown_ms=pre.breakdown(),
-        itl_band_ms=itl_band,
-        ttft_band_ms=ttft_band,
-        engine=engine,
+        prefill_ms=prefill_ms, ttft_ms=ttft, itl_ms=itl, itl_ms_bound=float(step.bound_ms),
+        prefill_ms_bound=float(pre.bound_ms), batch=batch, mean_context=mean_ctx,
+        decode_breakdown_ms=step.breakdown(), prefill_breakdown_ms=pre.breakdown(), itl_band_ms=itl_band,
+        ttft_band_ms=ttft_band, engine=engine,
         itl_ms_floor=float(decode_step(floor, batch, mean_ctx).total_ms) if floor is not None else None,
         prefill_ms_floor=float(prefill(floor, prompt_len).total_ms)
         if floor is not None and prompt_len
-        else None,
-        band_status={"itl": band_status(itl_band), "ttft": band_status(ttft_band)},
+        else None, band_status={"itl": band_status(itl_band), "ttft": band_status(ttft_band)},
     )
 
 
@@ -184,8 +175,7 @@ def _throughput_section(step: StepTime, batch: int, banded: bool, engine: str = 
     itl, bound = float(step.total_ms), float(step.bound_ms)
     band = error_band("itl", itl, engine) if banded else None
     return ThroughputSection(
-        output_tokens_per_s=batch * 1000.0 / itl,
-        output_tokens_per_s_bound=batch * 1000.0 / bound,
+        output_tokens_per_s=batch * 1000.0 / itl, output_tokens_per_s_bound=batch * 1000.0 / bound,
         tokens_per_s_per_user=1000.0 / itl,
         output_tokens_per_s_band=(
             Band(low=batch * 1000.0 / band.high, high=batch * 1000.0 / band.low, rows=band.rows)
@@ -234,14 +224,9 @@ def benchmark_section(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> Ben
         return LatencyPercentiles(p50=s.p50, p90=s.p90, p99=s.p99, mean=s.mean)
 
     return BenchmarkSection(
-        num_prompts=client.prompts,
-        duration_s=run.duration_s,
-        request_throughput=run.request_throughput,
-        output_throughput=run.output_throughput,
-        total_token_throughput=run.total_token_throughput,
-        ttft_ms=summary(run.ttft_ms),
-        tpot_ms=summary(run.tpot_ms),
-        itl_ms=summary(run.itl_ms),
+        num_prompts=client.prompts, duration_s=run.duration_s, request_throughput=run.request_throughput,
+        output_throughput=run.output_throughput, total_token_throughput=run.total_token_throughput,
+        ttft_ms=summary(run.ttft_ms), tpot_ms=summary(run.tpot_ms), itl_ms=summary(run.itl_ms),
         e2e_ms=summary(run.e2e_ms),
     )
 
@@ -251,23 +236,11 @@ def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) 
         return ServingSection(
             mode="request_rate"
             if scenario.load is not None and scenario.load.request_rate is not None
-            else "concurrency",
-            request_rate=None,
-            concurrency=None,
-            stable=False,
-            max_request_rate=None,
-            goodput_request_rate=None,
-            prefill_share=None,
-            output_tokens_per_s=None,
-            output_tokens_per_s_per_gpu=None,
-            ttft_ms=LatencyPercentiles(),
-            itl_ms=LatencyPercentiles(),
-            e2e_ms=LatencyPercentiles(),
-            total_tokens_per_s_per_gpu=None,
-            decoding_sequences=None,
-            max_running=0,
-            max_num_batched_tokens=scenario.max_num_batched_tokens,
-            slo_percentile=None,
+            else "concurrency", request_rate=None, concurrency=None, stable=False, max_request_rate=None,
+            goodput_request_rate=None, prefill_share=None, output_tokens_per_s=None,
+            output_tokens_per_s_per_gpu=None, ttft_ms=LatencyPercentiles(), itl_ms=LatencyPercentiles(),
+            e2e_ms=LatencyPercentiles(), total_tokens_per_s_per_gpu=None, decoding_sequences=None,
+            max_running=0, max_num_batched_tokens=scenario.max_num_batched_tokens, slo_percentile=None,
         )
     real = point.stable
     served = (
@@ -311,9 +284,7 @@ def _cost_section(
             if at_point and point is not None
             else None
         ),
-        usd_per_million_output_tokens_bound=bound,
-        usd_per_gpu_hour=price,
-        usd_per_replica_hour=price * gpus,
+        usd_per_million_output_tokens_bound=bound, usd_per_gpu_hour=price, usd_per_replica_hour=price * gpus,
     )
 
 
@@ -399,15 +370,11 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
 def _economics(scenario: Scenario, d: Deployment, gpus: int, point: ServingPoint | None) -> EconomicsSection:
     stable = point is not None and point.stable
     return economics_section(
-        d,
-        scenario.prompt_len,
-        scenario.mean_context,
-        gpus,
+        d, scenario.prompt_len, scenario.mean_context, gpus,
         point.prefill_share if stable and point else None,
         point.decoding_sequences if stable and point else None,
         point.output_tokens_per_s if stable and point else None,
-        point.total_tokens_per_s if stable and point else None,
-        scenario.economics,
+        point.total_tokens_per_s if stable and point else None, scenario.economics,
     )
 
 

@@ -103,9 +103,7 @@ def price_in_power(
     tokens = float(option["request_rate_per_replica"]) * option["replicas"] * output_len
     usd_per_hour = gpus * tier_price
     return {
-        "provisioned_mw": mw,
-        "output_tokens_per_s_per_mw": tokens / mw,
-        "usd_per_hour": usd_per_hour,
+        "provisioned_mw": mw, "output_tokens_per_s_per_mw": tokens / mw, "usd_per_hour": usd_per_hour,
         "usd_per_million_output_tokens": usd_per_hour / (tokens * 3600.0) * 1e6,
     }
 
@@ -122,13 +120,10 @@ def within_budget(option: dict[str, Any], kw_gpu: float, budget_mw: float, tier_
     usd_per_hour = gpus * tier_price
     tokens = goodput * output_len
     return {
-        "replicas": replicas,
-        "gpus_total": gpus,
+        "replicas": replicas, "gpus_total": gpus,
         "goodput_request_rate_per_replica": float(option["goodput_request_rate"]),
-        "provisioned_mw": gpus * kw_gpu / 1000.0,
-        "goodput_request_rate": goodput,
-        "output_tokens_per_s": tokens,
-        "output_tokens_per_s_per_mw": tokens / (gpus * kw_gpu / 1000.0),
+        "provisioned_mw": gpus * kw_gpu / 1000.0, "goodput_request_rate": goodput,
+        "output_tokens_per_s": tokens, "output_tokens_per_s_per_mw": tokens / (gpus * kw_gpu / 1000.0),
         "usd_per_hour": usd_per_hour,
         "usd_per_million_output_tokens": usd_per_hour / (tokens * 3600.0) * 1e6 if tokens > 0 else None,
     }
@@ -174,15 +169,9 @@ def size_power(data: Any) -> dict[str, Any]:
     else:
         rows.sort(key=lambda r: (r["provisioned_mw"], r["usd_per_hour"]))
     return {
-        "objective": power.objective,
-        "budget_mw": power.budget_mw,
-        "cost_tier": power.cost_tier,
-        "power_source": power.power_source,
-        "searched": searched,
-        "results": rows[: power.max_results],
-        "feasible": len(rows),
-        "infeasible": infeasible,
-        "skipped": skipped,
+        "objective": power.objective, "budget_mw": power.budget_mw, "cost_tier": power.cost_tier,
+        "power_source": power.power_source, "searched": searched, "results": rows[: power.max_results],
+        "feasible": len(rows), "infeasible": infeasible, "skipped": skipped,
         "assumptions": {
             "search": "planner.serving.sizing's candidates, goodput and latencies (unchanged)",
             "max_goodput": "replicas = floor(budget kW / (GPUs per replica x kW per GPU)), each at its "

@@ -17,9 +17,7 @@ class EngineEfficiency(BaseModel):
 
     bandwidth: float = Field(default=1.0, ge=0.01, le=1, description="weight streaming, fraction of HBM peak")
     quantized_bandwidth: float = Field(
-        default=1.0,
-        ge=0.01,
-        le=1,
+        default=1.0, ge=0.01, le=1,
         description="streaming sub-16-bit weights (dequantizing kernels), fraction of HBM peak",
     )
     compute: float = Field(
@@ -45,9 +43,7 @@ class EngineEfficiency(BaseModel):
         default=0.0, ge=0, le=100_000, description="serving cost before the first token"
     )
     ttft_per_running_ms: float = Field(
-        default=0.0,
-        ge=0,
-        le=10_000,
+        default=0.0, ge=0, le=10_000,
         description="serving cost before the first token per other request in flight "
         "(the frontend's tokenize/detokenize and scheduling queue)",
     )
@@ -56,24 +52,18 @@ class EngineEfficiency(BaseModel):
     name: str = Field(default="custom", max_length=200)
     # Fidelity v2 (issue 10): terms the graph physics measured; their defaults keep the pure roofline.
     int4_bandwidth: float = Field(
-        default=1.0,
-        ge=0.01,
-        le=1,
+        default=1.0, ge=0.01, le=1,
         description="streaming 4-bit weight-only weights (dequantizing GEMV), fraction of HBM peak",
     )
     int4_compute: float = Field(
-        default=1.0,
-        ge=0.001,
-        le=1,
+        default=1.0, ge=0.001, le=1,
         description="4-bit weight-only GEMMs (dequantize, bf16 math), fraction of bf16 peak",
     )
     kv_quantized_bandwidth: float = Field(
         default=1.0, ge=0.01, le=1, description="attention over an 8-bit KV cache, fraction of HBM peak"
     )
     moe_layer_overhead_us: float = Field(
-        default=0.0,
-        ge=0,
-        le=10_000,
+        default=0.0, ge=0, le=10_000,
         description="extra kernels of an MoE layer (router, permute, grouped GEMMs)",
     )
     prefill_layer_overhead_us: float = Field(default=0.0, ge=0, le=10_000,

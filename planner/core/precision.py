@@ -31,13 +31,8 @@ MXFP4_GROUP_SIZE = 32  # OCP Microscaling spec v1.0: a shared E8M0 scale per 32 
 MXFP4_SCALE_BITS = 8
 
 _BITS = {
-    "fp32": 32.0,
-    "fp16": 16.0,
-    "bf16": 16.0,
-    "fp8": 8.0,
-    "int8": 8.0,
-    "int4": 4.0 + INT4_SCALE_BITS / INT4_GROUP_SIZE,
-    "fp4": 4.0 + FP4_SCALE_BITS / FP4_GROUP_SIZE,
+    "fp32": 32.0, "fp16": 16.0, "bf16": 16.0, "fp8": 8.0, "int8": 8.0,
+    "int4": 4.0 + INT4_SCALE_BITS / INT4_GROUP_SIZE, "fp4": 4.0 + FP4_SCALE_BITS / FP4_GROUP_SIZE,
 }
 
 

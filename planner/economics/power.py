@@ -91,8 +91,7 @@ def power_spec(gpu: GpuSpec) -> PowerSpec:
         ),
     }
     return PowerSpec(
-        tdp_w=tdp,
-        idle_power_w=min(float(idle), tdp) if idle is not None else IDLE_FRACTION_OF_TDP * tdp,
+        tdp_w=tdp, idle_power_w=min(float(idle), tdp) if idle is not None else IDLE_FRACTION_OF_TDP * tdp,
         provisioned_kw_all_in=float(all_in) if all_in is not None else ALL_IN_KW_PER_TDP_KW * tdp / 1000.0,
         origin=origin,
     )
@@ -164,21 +163,8 @@ def energy_usd_per_million_tokens(watts: float, tokens_per_s: float, usd_per_kwh
 
 
 __all__ = [
-    "DEFAULT_ELECTRICITY_USD_PER_KWH",
-    "POWER_MODEL",
-    "EconomicsSettings",
-    "PowerSpec",
-    "busy_slope",
-    "energy_usd_per_million_tokens",
-    "gpu_power_w",
-    "operating_power_w",
-    "joules_per_token",
-    "operating_utilization",
-    "power_constants",
-    "power_spec",
-    "provisioned_kw",
-    "replica_power_w",
-    "site_power_w",
-    "step_utilization",
-    "tokens_per_s_per_provisioned_mw",
+    "DEFAULT_ELECTRICITY_USD_PER_KWH", "POWER_MODEL", "EconomicsSettings", "PowerSpec", "busy_slope",
+    "energy_usd_per_million_tokens", "gpu_power_w", "operating_power_w", "joules_per_token",
+    "operating_utilization", "power_constants", "power_spec", "provisioned_kw", "replica_power_w",
+    "site_power_w", "step_utilization", "tokens_per_s_per_provisioned_mw",
 ]

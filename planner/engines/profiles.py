@@ -98,13 +98,9 @@ def engines_listing() -> list[dict[str, Any]]:
     for name in ENGINES:
         entry = data["engines"][name]
         out.append({
-            "engine": name,
-            "default": name == DEFAULT_ENGINE,
-            "description": entry["description"],
-            "overheads": entry.get("overheads", {}),
-            "public_rows": entry.get("public_rows", []),
-            "public_rows_role": entry.get("public_rows_role", ""),
-            "validation": entry.get("validation", {}),
+            "engine": name, "default": name == DEFAULT_ENGINE, "description": entry["description"],
+            "overheads": entry.get("overheads", {}), "public_rows": entry.get("public_rows", []),
+            "public_rows_role": entry.get("public_rows_role", ""), "validation": entry.get("validation", {}),
             "physics": physics_values(),
         })
     return out
@@ -113,7 +109,6 @@ def engines_listing() -> list[dict[str, Any]]:
 def physics_evidence() -> dict[str, Any]:
     data = profiles()["physics"]
     return {
-        "measurements": data["measurements"],
-        "evidence": data["evidence"],
+        "measurements": data["measurements"], "evidence": data["evidence"],
         "validation": data.get("validation", {}),
     }

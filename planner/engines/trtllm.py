@@ -20,8 +20,8 @@ NAME = "trt-llm"
 efficiency_profile = partial(engine_efficiency, NAME)
 
 
-# --- TensorRT-LLM (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp `getMaxNumTokens` / pyexecutor)
-# ----------
+# --- TensorRT-LLM (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp
+# `getMaxNumTokens` / pyexecutor) ----------
 #   maxTokens = freeGpuMemoryFraction x (free memory + pool free) / cache bytes per token
 # measured after the engine (weights) and the runtime buffers (activations, decoder) are allocated, and
 # logged as "Memory usage when calculating max tokens in paged kv cache: total: T GiB, available: A GiB" and
@@ -51,27 +51,16 @@ def plan_trtllm_memory(d: Deployment, max_model_len: int, max_num_seqs: int | No
     blocks = int(budget * GIB // page) if budget > 0 else 0
     tokens = blocks * d.block_size
     return EngineMemory(
-        engine="trt-llm",
-        vllm_version="",
-        device_total_gib=d.gpu.memory_gb * 1e9 / GIB,
-        visible_total_gib=visible,
-        utilization=d.memory_utilization,
-        requested_gib=visible - (1 - d.memory_utilization) * available,
-        weights_gib=weights,
-        activation_peak_gib=activation,
-        non_torch_gib=non_torch,
-        cuda_graph_gib=0.0,
-        reserve_override_gib=None,
-        kv_budget_gib=budget,
-        block_size=d.block_size,
-        max_model_len=max_model_len,
-        max_num_batched_tokens=d.max_num_batched_tokens,
-        max_num_seqs=seqs,
+        engine="trt-llm", vllm_version="", device_total_gib=d.gpu.memory_gb * 1e9 / GIB,
+        visible_total_gib=visible, utilization=d.memory_utilization,
+        requested_gib=visible - (1 - d.memory_utilization) * available, weights_gib=weights,
+        activation_peak_gib=activation, non_torch_gib=non_torch, cuda_graph_gib=0.0,
+        reserve_override_gib=None, kv_budget_gib=budget, block_size=d.block_size, max_model_len=max_model_len,
+        max_num_batched_tokens=d.max_num_batched_tokens, max_num_seqs=seqs,
         kv_groups=(KvCacheGroup("full_attention", math.ceil(m.n_layers * fraction)),),
         group_size_layers=math.ceil(m.n_layers * fraction),
         page_bytes_per_layer=kv_page_bytes_per_layer(m, d.tp, d.kv_cache, d.block_size),
-        num_gpu_blocks=blocks,
-        kv_cache_tokens=tokens,
+        num_gpu_blocks=blocks, kv_cache_tokens=tokens,
         max_concurrency=tokens / max_model_len if max_model_len else 0.0,
         log_lines=format_trtllm_log_lines(visible, available, blocks * page / GIB, tokens),
     )

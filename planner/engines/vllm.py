@@ -478,12 +478,7 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
     weights = weights_gib_per_gpu(d, vllm_version)
     sampler_path = sampler or default_sampler(vllm_version)
     activation = activation_peak_gib(
-        m,
-        d.tp,
-        max_num_batched_tokens,
-        seqs,
-        sampler_path,
-        holds_moe_workspace(m, d.weights, vllm_version),
+        m, d.tp, max_num_batched_tokens, seqs, sampler_path, holds_moe_workspace(m, d.weights, vllm_version),
         model_dtype_bytes(d.weights),
     )
     non_torch = non_torch_gib(d.tp, vllm_version, d.gpu)
@@ -496,30 +491,14 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
     num_blocks, tokens, concurrency, size, page = kv_tokens_and_concurrency(
         m, d.tp, d.kv_cache, budget, block_size, max_model_len, max_num_batched_tokens, fraction)
     return EngineMemory(
-        engine="vllm",
-        vllm_version=vllm_version,
-        device_total_gib=d.gpu.memory_gb * 1e9 / GIB,
-        visible_total_gib=visible,
-        utilization=d.memory_utilization,
-        requested_gib=requested,
-        weights_gib=weights,
-        activation_peak_gib=activation,
-        non_torch_gib=non_torch,
-        cuda_graph_gib=graphs,
-        reserve_override_gib=override,
-        kv_budget_gib=budget,
-        block_size=block_size,
-        max_model_len=max_model_len,
-        max_num_batched_tokens=max_num_batched_tokens,
-        max_num_seqs=seqs,
-        kv_groups=kv_cache_groups(m, fraction),
-        group_size_layers=size,
-        page_bytes_per_layer=page,
-        num_gpu_blocks=num_blocks,
-        kv_cache_tokens=tokens,
-        max_concurrency=concurrency,
-        log_lines=format_log_lines(tokens, max_model_len, concurrency),
-        sampler=sampler_path,
+        engine="vllm", vllm_version=vllm_version, device_total_gib=d.gpu.memory_gb * 1e9 / GIB,
+        visible_total_gib=visible, utilization=d.memory_utilization, requested_gib=requested,
+        weights_gib=weights, activation_peak_gib=activation, non_torch_gib=non_torch, cuda_graph_gib=graphs,
+        reserve_override_gib=override, kv_budget_gib=budget, block_size=block_size,
+        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=seqs,
+        kv_groups=kv_cache_groups(m, fraction), group_size_layers=size, page_bytes_per_layer=page,
+        num_gpu_blocks=num_blocks, kv_cache_tokens=tokens, max_concurrency=concurrency,
+        log_lines=format_log_lines(tokens, max_model_len, concurrency), sampler=sampler_path,
         rotary_cache_gib=rotary if override is None else 0.0,
         allocator_rounding_gib=rounding if override is None else 0.0,
     )

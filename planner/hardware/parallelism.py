@@ -102,14 +102,11 @@ def _sharding(d: Deployment) -> Sharding:
     per_stage = max(tp, ep)
     gpus = per_stage * pp
     return Sharding(
-        tp=tp, pp=pp, ep=ep, n_layers=d.model.n_layers,
-        layers_per_stage=math.ceil(d.model.n_layers / pp),
-        attention_dp=ep // tp if ep > 1 else 1,
-        expert_shards=ep if ep > 1 else tp,
+        tp=tp, pp=pp, ep=ep, n_layers=d.model.n_layers, layers_per_stage=math.ceil(d.model.n_layers / pp),
+        attention_dp=ep // tp if ep > 1 else 1, expert_shards=ep if ep > 1 else tp,
         expert_weight_fraction=(math.ceil(d.model.moe.n_experts / ep) / d.model.moe.n_experts
                                 if ep > 1 and d.model.moe is not None else 1.0 / tp),
-        expert_imbalance=EXPERT_IMBALANCE if ep > 1 else 1.0,
-        gpus_per_stage=per_stage, gpus_per_replica=gpus,
+        expert_imbalance=EXPERT_IMBALANCE if ep > 1 else 1.0, gpus_per_stage=per_stage, gpus_per_replica=gpus,
         nodes_per_replica=math.ceil(gpus / d.gpu.node_gpus),
         tp_link=link_for_group(d.gpu, tp), ep_link=link_for_group(d.gpu, ep if ep > 1 else 1),
         # the slowest stage boundary sets the pipeline: the whole replica's span decides it
@@ -292,20 +289,7 @@ def cheapest_layout_that_fits(d: Deployment, fits: Callable[[Deployment], bool])
 
 
 __all__ = [
-    "ParallelismSection",
-    "candidate_layouts",
-    "cheapest_layout_that_fits",
-    "effective_ep",
-    "parallelism_section",
-    "EXPERT_IMBALANCE",
-    "Link",
-    "Sharding",
-    "layout_problem",
-    "link_for_group",
-    "nearest_valid_tps",
-    "parallelism_warnings",
-    "sharding",
-    "valid_tp",
-    "valid_tps",
-    "validate_parallelism",
+    "ParallelismSection", "candidate_layouts", "cheapest_layout_that_fits", "effective_ep",
+    "parallelism_section", "EXPERT_IMBALANCE", "Link", "Sharding", "layout_problem", "link_for_group",
+    "nearest_valid_tps", "parallelism_warnings", "sharding", "valid_tp", "valid_tps", "validate_parallelism",
 ]

@@ -132,14 +132,7 @@ def _windowing(
         max_window_layers = _optional_int(config, "max_window_layers", field, n_layers)
         return window, max(0, n_layers - max_window_layers)
     if model_type in (
-        "qwen3",
-        "qwen3_moe",
-        "olmo2",
-        "granite",
-        "llama",
-        "deepseek_v2",
-        "deepseek_v3",
-        "glm4_moe",
+        "qwen3", "qwen3_moe", "olmo2", "granite", "llama", "deepseek_v2", "deepseek_v3", "glm4_moe",
     ):
         # these families ignore `sliding_window` unless they say so (use_sliding_window)
         if not _optional_bool(config, "use_sliding_window", field, False):
@@ -204,13 +197,11 @@ def _quantization(config: dict[str, Any], field: str) -> tuple[str | None, list[
                     raise ScenarioError(f"{qf}.config_groups.weights.type", "must be \"int\" or \"float\"")
                 return (
                     _bits_precision(weights.get("num_bits"), kind, f"{qf}.config_groups.weights.num_bits"),
-                    ignored,
-                    [],
+                    ignored, [],
                 )
         raise ScenarioError(f"{qf}.config_groups", "needs a group with a weights scheme")
     return (
-        None,
-        [],
+        None, [],
         [f"quantization method {quote(method)} is not modelled: the weights follow the scenario's `weights`"],
     )
 
@@ -310,13 +301,9 @@ def _shape_spec(config: dict[str, Any], text: dict[str, Any], model_type: str, f
     )
     name = config.get("_name_or_path") or config.get("name") or outer_type
     spec: dict[str, Any] = {
-        "name": str(name)[:120],
-        "n_layers": n_layers,
-        "d_model": d_model,
-        "n_heads": n_heads,
+        "name": str(name)[:120], "n_layers": n_layers, "d_model": d_model, "n_heads": n_heads,
         "n_kv_heads": _optional_int(text, "num_key_value_heads", tf) or n_heads,
-        "vocab_size": _require(text, "vocab_size", tf),
-        "tied_embeddings": tied,
+        "vocab_size": _require(text, "vocab_size", tf), "tied_embeddings": tied,
         "source": "Hugging Face config.json (imported)",
     }
     if _optional_int(text, "head_dim", tf):
@@ -340,10 +327,8 @@ def _qwen_moe(moe_type: str, text: dict[str, Any], n_layers: int, tf: str) -> di
                                 f"must be a multiple of moe_intermediate_size ({d_ff_expert})")
         shared = shared_width // d_ff_expert
     return {
-        "n_experts": _require(text, "num_experts", tf),
-        "top_k": _require(text, "num_experts_per_tok", tf),
-        "d_ff_expert": d_ff_expert,
-        "n_shared_experts": shared,
+        "n_experts": _require(text, "num_experts", tf), "top_k": _require(text, "num_experts_per_tok", tf),
+        "d_ff_expert": d_ff_expert, "n_shared_experts": shared,
         "first_dense_layers": n_layers - _moe_layers(moe_type, text, n_layers, tf),
     }
 
@@ -385,16 +370,12 @@ def _mlp_spec(moe_type: str | None, text: dict[str, Any], spec: dict[str, Any], 
         if moe_type == "gpt_oss":  # gpt-oss may name it experts_per_token
             top_k = _require(
                 {"num_experts_per_tok": text.get("num_experts_per_tok", text.get("experts_per_token"))},
-                "num_experts_per_tok",
-                tf,
+                "num_experts_per_tok", tf,
             )
         else:
             top_k = _require(text, "num_experts_per_tok", tf)
         spec["moe"] = {
-            "n_experts": n_experts,
-            "top_k": top_k,
-            "d_ff_expert": spec["d_ff"],
-            "n_shared_experts": 0,
+            "n_experts": n_experts, "top_k": top_k, "d_ff_expert": spec["d_ff"], "n_shared_experts": 0,
         }
     elif moe_type in ("qwen3_moe", "qwen2_moe"):
         spec["moe"] = _qwen_moe(moe_type, text, n_layers, tf)

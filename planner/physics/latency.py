@@ -168,3 +168,15 @@ def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike,
     # would make a cache hit add work (gemma-3-12b on 2x B200: 523 req/s at hit rate 0, 341 at 0.25).
     before = np.maximum(np.where(cached > 0, prefill(d, np.maximum(cached, 1.0)).total_ms, empty), empty)
     return np.maximum(np.asarray(prefill(d, prompt_len).total_ms, dtype=float) - before, 0.0)
+
+
+def static_batch_e2e_ms(d: Deployment, batch: int, prompt_len: int, output_len: int) -> float:
+    """A static batch, as an offline benchmark runs one: every prompt prefilled at once, then `output_len`
+    decode steps of the whole batch at the mean context (no request joins or leaves)."""
+    batch_prefill = float(prefill(d, batch * prompt_len).total_ms)
+    return batch_prefill + float(decode_step(d, batch, prompt_len + output_len / 2).total_ms) * output_len
+
+
+def static_batch_tokens_per_s(d: Deployment, batch: int, prompt_len: int, output_len: int) -> float:
+    """Output tokens per second of that static batch: its tokens over its end-to-end time."""
+    return batch * output_len * 1000.0 / static_batch_e2e_ms(d, batch, prompt_len, output_len)

@@ -94,8 +94,8 @@ def kv_bytes_per_sequence_per_gpu(
 
 # Engines whose start-up accounting we model term by term; the others use the napkin rule
 # (utilization x memory - reserve - weights) with this reserve unless one is given.
-# The napkin rule's reserve per GPU for the profiling peak, non-torch memory and graphs: 2.0 GB, a round
-# figure
+# The napkin rule's reserve per GPU for the profiling peak, non-torch
+# memory and graphs: 2.0 GB, a round figure
 # at the low end of what public start-up logs print at TP 1 for activation + non-torch (2.1-7.5 GiB over 19
 # logs, median 3.05 GiB: data/reference/vllm_startup_logs.csv); the engines' own rules replace it, and an
 # explicit memory.reserve_gb overrides both.
@@ -150,19 +150,12 @@ def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:
             max(0, math.floor(kv_budget_gb * GB / per_seq)) * s.attention_dp if kv_budget_gb > 0 else 0
         )
     return MemoryPlan(
-        weights_gb_per_gpu=weights_gb,
-        kv_bytes_per_token=kv_bytes_per_token(d.model, d.kv_cache),
+        weights_gb_per_gpu=weights_gb, kv_bytes_per_token=kv_bytes_per_token(d.model, d.kv_cache),
         kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(d.model, d.kv_cache, d.tp)
         * s.stage_layer_fraction,
-        kv_bytes_per_sequence_per_gpu=per_seq,
-        usable_gb_per_gpu=usable_gb,
-        reserve_gb=reserve_gb,
-        kv_budget_gb_per_gpu=max(kv_budget_gb, 0.0),
-        max_batch=max_batch,
-        fits=max_batch >= 1,
-        weights_fit=kv_budget_gb > 0,
-        engine=e,
-        kv_shortfall_gb_per_gpu=max(-kv_budget_gb, 0.0),
+        kv_bytes_per_sequence_per_gpu=per_seq, usable_gb_per_gpu=usable_gb, reserve_gb=reserve_gb,
+        kv_budget_gb_per_gpu=max(kv_budget_gb, 0.0), max_batch=max_batch, fits=max_batch >= 1,
+        weights_fit=kv_budget_gb > 0, engine=e, kv_shortfall_gb_per_gpu=max(-kv_budget_gb, 0.0),
     )
 
 
@@ -172,48 +165,30 @@ def engine_memory_fields(mem: MemoryPlan) -> dict:
     e = mem.engine
     if e is None:
         return {
-            "engine_rules": "napkin",
-            "vllm_version": None,
-            "vllm_sampler": None,
-            "waterfall_gib": None,
-            "kv_cache_tokens": None,
-            "max_concurrency": None,
-            "num_gpu_blocks": None,
-            "engine_log_lines": [],
+            "engine_rules": "napkin", "vllm_version": None, "vllm_sampler": None, "waterfall_gib": None,
+            "kv_cache_tokens": None, "max_concurrency": None, "num_gpu_blocks": None, "engine_log_lines": [],
             "kv_cache_groups": [],
         }
     waterfall = {
-        "device_total": e.device_total_gib,
-        "framework_total": e.visible_total_gib,
-        "utilization_cap": e.requested_gib,
-        "weights": e.weights_gib,
-        "rotary_tables": e.rotary_cache_gib,
-        "allocator_rounding": e.allocator_rounding_gib,
-        "activation_peak": e.activation_peak_gib,
-        "non_torch": e.non_torch_gib,
-        "cuda_graphs": e.cuda_graph_gib,
-        "reserve_override": e.reserve_override_gib,
-        "kv_cache": max(e.kv_budget_gib, 0.0),
+        "device_total": e.device_total_gib, "framework_total": e.visible_total_gib,
+        "utilization_cap": e.requested_gib, "weights": e.weights_gib, "rotary_tables": e.rotary_cache_gib,
+        "allocator_rounding": e.allocator_rounding_gib, "activation_peak": e.activation_peak_gib,
+        "non_torch": e.non_torch_gib, "cuda_graphs": e.cuda_graph_gib,
+        "reserve_override": e.reserve_override_gib, "kv_cache": max(e.kv_budget_gib, 0.0),
         "kv_shortfall": max(
             -e.kv_budget_gib, 0.0
         ),  # what the terms above exceed the cap by (0 when they fit)
     }
     return {
-        "engine_rules": e.engine,
-        "vllm_version": e.vllm_version or None,
-        "vllm_sampler": e.sampler,
-        "waterfall_gib": waterfall,
-        "kv_cache_tokens": e.kv_cache_tokens,
-        "max_concurrency": e.max_concurrency,
-        "num_gpu_blocks": e.num_gpu_blocks,
+        "engine_rules": e.engine, "vllm_version": e.vllm_version or None, "vllm_sampler": e.sampler,
+        "waterfall_gib": waterfall, "kv_cache_tokens": e.kv_cache_tokens,
+        "max_concurrency": e.max_concurrency, "num_gpu_blocks": e.num_gpu_blocks,
         "engine_log_lines": list(e.log_lines),
         "kv_cache_groups": [
             {"kind": g.kind, "n_layers": g.n_layers, "window": g.window} for g in e.kv_groups
         ],
-        "block_size": e.block_size,
-        "max_model_len": e.max_model_len,
-        "max_num_batched_tokens": e.max_num_batched_tokens,
-        "max_num_seqs": e.max_num_seqs,
+        "block_size": e.block_size, "max_model_len": e.max_model_len,
+        "max_num_batched_tokens": e.max_num_batched_tokens, "max_num_seqs": e.max_num_seqs,
     }
 
 

@@ -89,15 +89,11 @@ class BenchmarkClientSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     num_prompts: int | None = Field(
-        default=None,
-        ge=1,
-        le=1_000_000,
+        default=None, ge=1, le=1_000_000,
         description="requests the run sends; default 10 x concurrency (InferenceX)",
     )
     random_range_ratio: float = Field(
-        default=1.0,
-        gt=0,
-        le=1,
+        default=1.0, gt=0, le=1,
         description="lengths uniform around or below prompt_len / output_len; 1: fixed",
     )
     range: Literal["below", "around"] = Field(
@@ -211,9 +207,7 @@ def parse_scenario(data: Any) -> Scenario:
                         "efficiency",
                         [
                             {
-                                "type": e["type"],
-                                "loc": e["loc"][2:],
-                                "input": e["input"],
+                                "type": e["type"], "loc": e["loc"][2:], "input": e["input"],
                                 "ctx": e.get("ctx", {}),
                             }
                         ],

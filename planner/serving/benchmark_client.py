@@ -260,15 +260,11 @@ class _ClosedLoop:
         duration_s = max(float(end_a.max()), 1e-9) / 1000.0
         weights = np.array(self.tokens)
         return BenchmarkRun(
-            requests=n,
-            duration_s=duration_s,
-            request_throughput=n / duration_s,
+            requests=n, duration_s=duration_s, request_throughput=n / duration_s,
             output_throughput=float(outputs.sum()) / duration_s,
             total_token_throughput=float(outputs.sum() + self.prompts.sum()) / duration_s,
-            ttft_ms=_summary(ttft),
-            tpot_ms=_summary(tpot),
-            itl_ms=_weighted_summary(np.array(self.durations), weights),
-            e2e_ms=_summary(e2e),
+            ttft_ms=_summary(ttft), tpot_ms=_summary(tpot),
+            itl_ms=_weighted_summary(np.array(self.durations), weights), e2e_ms=_summary(e2e),
             mean_decode_batch=float(
                 np.sum(weights * np.array(self.batches)) / max(float(np.sum(weights)), 1e-12)
             ),

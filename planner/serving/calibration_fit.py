@@ -121,8 +121,7 @@ def profile_from_vllm_bench(bench: Any, scenario: Any, name: str | None = None) 
         fitted.pop("name", None)
         gpu = scenario["gpu"] if isinstance(scenario["gpu"], str) else None
         return CalibrationProfile(
-            name=name or f"vllm-bench-{gpu or 'custom'}",
-            gpu=gpu,
+            name=name or f"vllm-bench-{gpu or 'custom'}", gpu=gpu,
             efficiency={k: round(v, 6) for k, v in fitted.items()},
             source=(
                 f"vllm bench serve: median TPOT {b.median_tpot_ms:.2f} ms, median TTFT "

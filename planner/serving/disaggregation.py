@@ -247,33 +247,23 @@ def _option(fleet: DisaggregatedFleet, prefill: Priced, decode: Priced, requests
     gpus_p, gpus_d = fleet.prefill_workers * pw.gpus, fleet.decode_workers * dw.gpus
     usd = gpus_p * p_price + gpus_d * d_price
     return {
-        "mode": "disaggregated",
-        "prefill_workers": fleet.prefill_workers,
+        "mode": "disaggregated", "prefill_workers": fleet.prefill_workers,
         "decode_workers": fleet.decode_workers,
         "prefill_decode_ratio": fleet.prefill_workers / fleet.decode_workers,
         "prefill": {
             **layout_summary(pw.deployment, p_key),
-            "prefill_ms": pw.prefill_ms,
-            "prompts_per_s_per_worker": pw.prompts_per_s,
-            "utilization": fleet.prefill_utilization,
-            "usd_per_gpu_hour": p_price,
+            "prefill_ms": pw.prefill_ms, "prompts_per_s_per_worker": pw.prompts_per_s,
+            "utilization": fleet.prefill_utilization, "usd_per_gpu_hour": p_price,
         },
         "decode": {
             **layout_summary(dw.deployment, d_key),
-            "batch": fleet.decode_batch,
-            "itl_ms": fleet.itl_ms,
-            "max_running": dw.max_running,
+            "batch": fleet.decode_batch, "itl_ms": fleet.itl_ms, "max_running": dw.max_running,
             "goodput_request_rate": dw.goodput_per_s,
             "request_rate_per_worker": requests_per_s / fleet.decode_workers,
-            "output_tokens_per_s_per_worker": dw.output_tokens_per_s,
-            "usd_per_gpu_hour": d_price,
+            "output_tokens_per_s_per_worker": dw.output_tokens_per_s, "usd_per_gpu_hour": d_price,
         },
-        "gpus_total": gpus_p + gpus_d,
-        "ttft_ms": fleet.ttft_ms,
-        "itl_ms": fleet.itl_ms,
-        "percentile": percentile,
-        "kv_transfer_ms": fleet.kv_transfer_ms,
-        "usd_per_hour": usd,
+        "gpus_total": gpus_p + gpus_d, "ttft_ms": fleet.ttft_ms, "itl_ms": fleet.itl_ms,
+        "percentile": percentile, "kv_transfer_ms": fleet.kv_transfer_ms, "usd_per_hour": usd,
         "usd_per_million_output_tokens": usd_per_million_tokens(usd, requests_per_s * output_len),
     }
 
@@ -314,15 +304,6 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
 
 
 __all__ = [
-    "PoolCandidate",
-    "disaggregated_options",
-    "DecodeWorker",
-    "DisaggregatedFleet",
-    "PrefillWorker",
-    "decode_worker",
-    "kv_transfer_ms",
-    "TrafficShape",
-    "layout_summary",
-    "prefill_worker",
-    "size_fleet",
+    "PoolCandidate", "disaggregated_options", "DecodeWorker", "DisaggregatedFleet", "PrefillWorker",
+    "decode_worker", "kv_transfer_ms", "TrafficShape", "layout_summary", "prefill_worker", "size_fleet",
 ]

@@ -41,8 +41,7 @@ def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray, 
     residual = np.concatenate([zero, zero, (p.decode_ms * stretch)[..., None] * u], axis=-1)
     weight = np.concatenate(
         [
-            waits[..., None],
-            ((1.0 - busy) * (1.0 - waits))[..., None],
+            waits[..., None], ((1.0 - busy) * (1.0 - waits))[..., None],
             np.repeat((busy * (1.0 - waits) / RESIDUAL_POINTS)[..., None], RESIDUAL_POINTS, axis=-1),
         ],
         axis=-1,

@@ -171,13 +171,9 @@ def parse_mixed_fleet(data: Any) -> MixedFleetRequest:
 
 def _sizing_for(req: MixedFleetRequest, c: LengthClass) -> dict[str, Any]:
     s: dict[str, Any] = {
-        "model": req.model,
-        "slo": req.slo,
-        "cost_mode": req.cost_mode,
-        "max_options": 100_000,
+        "model": req.model, "slo": req.slo, "cost_mode": req.cost_mode, "max_options": 100_000,
         "traffic": {
-            "requests_per_s": max(req.requests_per_s * c.share, 1e-6),
-            "prompt_len": c.prompt_len,
+            "requests_per_s": max(req.requests_per_s * c.share, 1e-6), "prompt_len": c.prompt_len,
             "output_len": c.output_len,
         },
     }
@@ -208,13 +204,8 @@ def _goodput_table(req: MixedFleetRequest, classes: list[LengthClass]) -> tuple[
             key = (o["gpu"], o["tp"], o["pp"], o["ep"], o["weights"], o["kv_cache"])
             if key not in families:
                 families[key] = {
-                    "gpu": o["gpu"],
-                    "tp": o["tp"],
-                    "pp": o["pp"],
-                    "ep": o["ep"],
-                    "weights": o["weights"],
-                    "kv_cache": o["kv_cache"],
-                    "gpus_per_replica": o["gpus_per_replica"],
+                    "gpu": o["gpu"], "tp": o["tp"], "pp": o["pp"], "ep": o["ep"], "weights": o["weights"],
+                    "kv_cache": o["kv_cache"], "gpus_per_replica": o["gpus_per_replica"],
                     "usd_per_replica_hour": o["gpus_per_replica"] * o["usd_per_gpu_hour"],
                 }
                 table[key] = [0.0] * len(classes)
@@ -268,8 +259,7 @@ def mixed_fleet(data: Any) -> dict[str, Any]:
             for c, r in zip(classes, rates, strict=True)
         ],
         "goodput_table": [{**families[f], "goodput_request_rate_by_class": table[f]} for f in keys],
-        "mixed": mix,
-        "best_single": one,
+        "mixed": mix, "best_single": one,
         "saving": (
             None
             if mix is None or one is None or one["usd_per_hour"] <= 0

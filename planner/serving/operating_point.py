@@ -97,13 +97,6 @@ def judge(ttft_ms, itl_ms, slo: ServiceObjective) -> Judgement:
 
 
 __all__ = [
-    "DEFAULT_OBJECTIVE",
-    "DEFAULT_OBJECTIVE_SOURCE",
-    "Judgement",
-    "TimePerOutputToken",
-    "judge",
-    "meets",
-    "objective_of",
-    "serve_at_goodput",
-    "time_per_output_token",
+    "DEFAULT_OBJECTIVE", "DEFAULT_OBJECTIVE_SOURCE", "Judgement", "TimePerOutputToken", "judge", "meets",
+    "objective_of", "serve_at_goodput", "time_per_output_token",
 ]

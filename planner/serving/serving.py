@@ -145,12 +145,8 @@ class ServingPoint:
 
 
 def _point(
-    m: ReplicaModel,
-    mode: Literal["concurrency", "request_rate"],
-    rate_per_ms: float,
-    concurrency: float | None,
-    stable: bool,
-    slo: Objective | None,
+    m: ReplicaModel, mode: Literal["concurrency", "request_rate"], rate_per_ms: float,
+    concurrency: float | None, stable: bool, slo: Objective | None,
 ) -> ServingPoint:
     seen = 1.0 if concurrency is None else max(concurrency - 1.0, 0.0) / max(concurrency, 1.0)
     p = load_point(m, rate_per_ms, seen=seen)
@@ -164,9 +160,7 @@ def _point(
         ttft_mean = float(mean_ttft_ms(m, p))
         iteration = float(p.iteration_ms)
         means = (
-            ttft_mean,
-            float(mean_itl_ms(m, p)),
-            ttft_mean + m.decode_steps_per_request * iteration,
+            ttft_mean, float(mean_itl_ms(m, p)), ttft_mean + m.decode_steps_per_request * iteration,
             iteration,
         )
     if concurrency is None and stable:

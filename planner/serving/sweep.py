@@ -42,12 +42,8 @@ def batch_sweep(
     price = gpu_price(scenario.usd_per_gpu_hour, d.gpu) or float("nan")
     tps = b * 1000.0 / itl
     return {
-        "batch": b.astype(int),
-        "itl_ms": itl,
-        "itl_ms_bound": bound,
-        "output_tokens_per_s": tps,
-        "output_tokens_per_s_bound": b * 1000.0 / bound,
-        "tokens_per_s_per_user": 1000.0 / itl,
+        "batch": b.astype(int), "itl_ms": itl, "itl_ms_bound": bound, "output_tokens_per_s": tps,
+        "output_tokens_per_s_bound": b * 1000.0 / bound, "tokens_per_s_per_user": 1000.0 / itl,
         "decode_ai": np.asarray(step.work.arithmetic_intensity),
         "ridge_flop_per_byte": np.full_like(b, ridge_flop_per_byte(d)),
         "usd_per_million_output_tokens": np.asarray(
