@@ -25,7 +25,9 @@ inputs.apply_queued()
 inputs.render_sidebar()
 
 st.title("Ridgeline")
-st.caption("Per-GPU memory, max batch, roofline, TTFT/ITL, tokens/s and $ per million tokens for serving an LLM.")
+st.caption(
+    "Per-GPU memory, max batch, roofline, TTFT/ITL, tokens/s and $ per million tokens for serving an LLM."
+)
 scenario = inputs.read_scenario()
 for field, reason in state.current_link_problems(scenario):
     st.warning(f"Link parameter **{plain(field, 60)}**: {plain(reason)}")
@@ -45,5 +47,6 @@ elif view == "Size a fleet":
 else:
     power_page.render(load_catalog(), result if error is None else None)
 
-# Server-side time of this run, read by tools/bench_app.py and benchmarks/bench_load.py (a figure, not an assertion).
+# Server-side time of this run, read by tools/bench_app.py and
+# benchmarks/bench_load.py (a figure, not an assertion).
 st.session_state["_last_run_ms"] = (time.perf_counter() - _started) * 1e3

@@ -43,9 +43,13 @@ def _cpu_s(pid: int) -> float:
 def start_server() -> tuple[subprocess.Popen, str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+            "--server.headless", "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats",
+            "false", "--server.fileWatcherType", "none",
+        ],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
     url = f"127.0.0.1:{port}"
     deadline = time.time() + 90
     while time.time() < deadline:
@@ -117,8 +121,12 @@ class Session:
 
 
 def _query(output_len: int) -> str:
-    return urlencode({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
-                      "context_len": 8192, "prompt_len": 2000, "output_len": output_len})
+    return urlencode(
+        {
+            "model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
+            "context_len": 8192, "prompt_len": 2000, "output_len": output_len,
+        }
+    )
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -134,7 +142,10 @@ async def run(sessions: int, reruns: int) -> None:
         cpu0 = _cpu_s(pid)
         s = Session(url)
         wall = await s.open(_query(400))
-        print(f"first session ever (cold): {(_cpu_s(pid) - cpu0) * 1e3:.0f} ms server CPU, {wall * 1e3:.0f} ms wall")
+        print(
+            f"first session ever (cold): {(_cpu_s(pid) - cpu0) * 1e3:.0f} ms server CPU, {wall * 1e3:.0f} "
+            "ms wall"
+        )
         await s.close()
 
         # 2. fresh sessions one at a time: the default link (cached scenario), then distinct links
@@ -170,15 +181,20 @@ async def run(sessions: int, reruns: int) -> None:
             walls = await asyncio.gather(*(g.open(q) for g, q in zip(group, queries, strict=True)))
             total = time.perf_counter() - t0
             await asyncio.gather(*(g.close() for g in group))
-            print(f"{sessions} sessions at once, {label}: p50 {_pct(walls, 0.5):.2f} s, p95 {_pct(walls, 0.95):.2f} s, "
-                  f"all done after {total:.2f} s  (target p95 <= 2 s)")
+            print(
+                f"{sessions} sessions at once, {label}: p50 {_pct(walls, 0.5):.2f} s, p95 "
+                f"{_pct(walls, 0.95):.2f} s, "
+                f"all done after {total:.2f} s  (target p95 <= 2 s)"
+            )
     finally:
         proc.terminate()
         proc.wait(timeout=20)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--reruns", type=int, default=15)
     args = parser.parse_args()

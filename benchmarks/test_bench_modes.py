@@ -16,9 +16,11 @@ from pathlib import Path
 from planner.serving.serving_modes import size_with_modes
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUEST = {"model": "qwen3-235b-a22b", "traffic": {"requests_per_s": 20.0, "prompt_len": 2000, "output_len": 400},
-           "slo": {"ttft_ms": 2000.0, "itl_ms": 60.0}, "tp": [1, 2, 4, 8], "pp": [1, 2], "ep": [1, 8, 16],
-           "weights": ["bf16", "fp8", "int4"], "kv_cache": ["bf16", "fp8"], "disaggregation": True}
+REQUEST = {
+    "model": "qwen3-235b-a22b", "traffic": {"requests_per_s": 20.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 2000.0, "itl_ms": 60.0}, "tp": [1, 2, 4, 8], "pp": [1, 2], "ep": [1, 8, 16],
+    "weights": ["bf16", "fp8", "int4"], "kv_cache": ["bf16", "fp8"], "disaggregation": True,
+}
 COMMAND = ("import json, sys; from planner.serving.serving_modes import size_with_modes; "
            "r = size_with_modes(json.load(sys.stdin)); print(r['searched'])")
 

@@ -19,8 +19,10 @@ def test_bench_plan_moe(benchmark):
     assert result.model.active_params < result.model.total_params
 
 
-SIZING = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
-          "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}}
+SIZING = {
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
+}
 
 
 def test_bench_sizing_whole_catalog(benchmark):
@@ -47,5 +49,7 @@ def test_bench_plan_closed_loop_benchmark(benchmark):
 
 def test_bench_plan_at_the_objective(benchmark):
     """Target: a plan with percentiles under 20 ms at the goodput of the default objective."""
-    result = benchmark(plan, {**SCENARIO, "load": {"at_goodput": True, "slo": {"ttft_ms": 1000, "itl_ms": 50}}})
+    result = benchmark(
+        plan, {**SCENARIO, "load": {"at_goodput": True, "slo": {"ttft_ms": 1000, "itl_ms": 50}}}
+    )
     assert result.serving.at_goodput

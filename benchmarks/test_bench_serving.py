@@ -12,11 +12,15 @@ from pathlib import Path
 from planner import plan
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIO = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
-            "context_len": 8192, "prompt_len": 2000, "output_len": 400,
-            "load": {"request_rate": 4.0, "arrival_cv": 1.5, "slo": {"ttft_ms": 500, "itl_ms": 50, "percentile": 90}}}
-SIZING = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
-          "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0, "percentile": 90}}
+SCENARIO = {
+    "model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
+    "context_len": 8192, "prompt_len": 2000, "output_len": 400,
+    "load": {"request_rate": 4.0, "arrival_cv": 1.5, "slo": {"ttft_ms": 500, "itl_ms": 50, "percentile": 90}},
+}
+SIZING = {
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0, "percentile": 90},
+}
 
 
 def test_bench_plan_with_percentiles_and_goodput(benchmark):

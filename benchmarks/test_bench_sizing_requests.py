@@ -12,12 +12,16 @@ from __future__ import annotations
 from benchmarks.test_bench_modes import REQUEST as ISSUE9
 from planner.serving.serving_modes import size_with_modes
 
-WHOLE_CATALOG = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
-                 "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "tp": [1, 2, 4, 8], "pp": [1, 2, 4], "ep": [1],
-                 "weights": ["bf16", "fp8", "int4"], "kv_cache": ["bf16", "fp8"], "disaggregation": True}
-REPEATED = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 5.0, "prompt_len": 1000, "output_len": 200},
-            "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm"], "tp": [1], "weights": ["fp8"] * 2000,
-            "disaggregation": True}
+WHOLE_CATALOG = {
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "tp": [1, 2, 4, 8], "pp": [1, 2, 4], "ep": [1],
+    "weights": ["bf16", "fp8", "int4"], "kv_cache": ["bf16", "fp8"], "disaggregation": True,
+}
+REPEATED = {
+    "model": "llama-3.1-8b", "traffic": {"requests_per_s": 5.0, "prompt_len": 1000, "output_len": 200},
+    "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm"], "tp": [1], "weights": ["fp8"] * 2000,
+    "disaggregation": True,
+}
 
 
 def test_bench_whole_catalog_tp_pp_ep_modes(benchmark):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import tomllib
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -59,7 +59,9 @@ class GpuSpec(BaseModel):
     usd_per_hour: float | None = Field(default=None, ge=0.0001, le=10_000)
     vendor: str | None = Field(default=None, max_length=60)
     tdp_w: float | None = Field(default=None, ge=1, le=10_000)
-    tflops_sparse: dict[str, float] | None = Field(default=None, max_length=len(TENSOR_PRECISIONS))  # 2:4 peaks, reference only
+    tflops_sparse: dict[str, float] | None = Field(
+        default=None, max_length=len(TENSOR_PRECISIONS)
+    )  # 2:4 peaks, reference only
     sources: dict[str, str] | None = Field(default=None, max_length=32)
     # topology: the scale-up (NVLink / Infinity Fabric) domain, the server, and the network per GPU
     scale_up_domain: int | None = Field(default=None, ge=1, le=100_000)
@@ -83,7 +85,9 @@ class GpuSpec(BaseModel):
             raise ValueError("needs a dense 'bf16' peak")
         for precision, value in peaks.items():
             if precision not in TENSOR_PRECISIONS:
-                raise ValueError(f"unknown precision {precision[:30]!r} (known: {', '.join(TENSOR_PRECISIONS)})")
+                raise ValueError(
+                    f"unknown precision {precision[:30]!r} (known: {', '.join(TENSOR_PRECISIONS)})"
+                )
             if not (0.1 <= value <= 1_000_000):
                 raise ValueError(f"'{precision}' peak must be between 0.1 and 1,000,000 TFLOP/s")
         return peaks
@@ -135,7 +139,11 @@ class GpuSpec(BaseModel):
 
     @property
     def network_latency_us(self) -> float:
-        return self.scale_out_latency_us if self.scale_out_latency_us is not None else DEFAULT_SCALE_OUT_LATENCY_US
+        return (
+            self.scale_out_latency_us
+            if self.scale_out_latency_us is not None
+            else DEFAULT_SCALE_OUT_LATENCY_US
+        )
 
     def peak_tflops(self, precision: str) -> float:
         return self.tflops[precision]
@@ -165,3 +173,15 @@ def load_catalog() -> dict[str, CatalogGpu]:
 
 def get_gpu(gpu_id: str) -> CatalogGpu:
     return load_catalog()[gpu_id]
+
+
+CUSTOM_GPU_TEMPLATE_ID = "h100-sxm"  # a custom GPU's inputs start from this catalog entry's figures
+
+
+def custom_gpu_template(gpu_id: str = CUSTOM_GPU_TEMPLATE_ID, name: str = "my-gpu") -> dict[str, Any]:
+    """A catalog GPU's figures in a scenario's custom-GPU form (`gpu` as an object): the starting values
+    of a custom GPU, each with the catalog's source."""
+    g = get_gpu(gpu_id)
+    return {"name": name, "memory_gb": g.memory_gb, "hbm_tb_s": g.hbm_tb_s,
+            "tflops": {p: g.tflops[p] for p in ("bf16", "fp8", "fp4") if p in g.tflops},
+            "interconnect_gb_s": g.link_gb_s, "usd_per_hour": g.usd_per_hour}

@@ -52,12 +52,17 @@ finally:
     DeltaGenerator.file_uploader, st.file_uploader = _real, _real_st
 """
 
-LINK_PARAMS = ("model", "gpu", "tp", "weights", "kv_cache", "context_len", "prompt_len", "output_len", "batch", "pp",
-               "ep", "efficiency", "load", "speculative", "calibration", "memory.utilization", "usd_per_gpu_hour",
-               "compare", "size")
+LINK_PARAMS = (
+    "model", "gpu", "tp", "weights", "kv_cache", "context_len", "prompt_len", "output_len", "batch", "pp",
+    "ep", "efficiency", "load", "speculative", "calibration", "memory.utilization", "usd_per_gpu_hour",
+    "compare", "size",
+)
 # uploader key -> what its error line starts with or names (ui/exports.py, ui/commands_panel.py, ui/inputs.py)
-UPLOADS = {"up_scenario": "Scenario not loaded: ", "up_calibration": "Calibration not loaded: ",
-           "up_bench": "Calibration not loaded: ", "cmd_bench_upload": "Benchmark not read: ", "hf_upload": "config.json"}
+UPLOADS = {
+    "up_scenario": "Scenario not loaded: ", "up_calibration": "Calibration not loaded: ",
+    "up_bench": "Calibration not loaded: ", "cmd_bench_upload": "Benchmark not read: ",
+    "hf_upload": "config.json",
+}
 
 VALID = {
     "model": "llama-3.1-8b", "gpu": "h100-sxm", "efficiency": "ideal", "load": {"request_rate": 2.0},
@@ -116,7 +121,9 @@ def case(rng: random.Random) -> tuple[dict[str, str], dict[str, bytes], str]:
         params[name] = hurtful_text(rng, valid)
     if rng.random() < 0.5:
         key = rng.choice(list(UPLOADS))
-        uploads[key] = hurtful_text(rng, {"model": "llama-3.1-8b", "gpu": "h100-sxm"}).encode("utf-8", "surrogatepass")
+        uploads[key] = hurtful_text(rng, {"model": "llama-3.1-8b", "gpu": "h100-sxm"}).encode(
+            "utf-8", "surrogatepass"
+        )
     view = "Size a fleet" if "size" in params and rng.random() < 0.7 else "Plan"
     return params, uploads, view
 
@@ -159,5 +166,9 @@ def is_refusal_named(at: AppTest, params: dict[str, str]) -> bool:
 
 def invalid_text(rng: random.Random) -> str:
     """A value no parameter or upload accepts: the app must refuse it with a line naming the field."""
-    return rng.choice([nested(2000), nested(2000, kind="{"), nested(150, kind="{"), "9" * 5000, "[" + "9" * 5000 + "]",
-                       "[1]", '"x"', "[[[["])
+    return rng.choice(
+        [
+            nested(2000), nested(2000, kind="{"), nested(150, kind="{"), "9" * 5000, "[" + "9" * 5000 + "]",
+            "[1]", '"x"', "[[[[",
+        ]
+    )

@@ -13,7 +13,7 @@ import numpy as np
 
 from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
-from planner.serving.serving import Workload
+from planner.serving.replica import Workload
 
 
 @dataclass(frozen=True)
@@ -52,11 +52,15 @@ def simulate(d: Deployment, w: Workload, rate_per_s: float, n_requests: int, see
     prompts = _lengths(rng, w.prompt_len, w.prompt_len_cv, n_requests)
     outputs = _lengths(rng, w.output_len, w.output_len_cv, n_requests).tolist()
     computed = np.maximum(np.round(prompts * (1.0 - w.prefix_cache_hit)), 1).astype(np.int64)
-    per_token = (np.asarray(prefill_chunk_work_ms(d, prompts.astype(float), (prompts - computed).astype(float)))
-                 / computed).tolist()
+    per_token = (
+        np.asarray(prefill_chunk_work_ms(d, prompts.astype(float), (prompts - computed).astype(float)))
+        / computed
+    ).tolist()
     computed_l = computed.tolist()
     context = w.context if w.context is not None else w.prompt_len + w.output_len / 2
-    decode_ms = np.asarray(decode_step(d, np.arange(w.max_running + 1, dtype=float), context).total_ms).tolist()
+    decode_ms = np.asarray(
+        decode_step(d, np.arange(w.max_running + 1, dtype=float), context).total_ms
+    ).tolist()
     budget_total, cap = w.max_num_batched_tokens, w.max_running
 
     t, it, a, running, started, done = 0.0, 0, 0, 0, 0, 0
@@ -122,4 +126,6 @@ def simulate(d: Deployment, w: Workload, rate_per_s: float, n_requests: int, see
     e2e = clock_a[last_iter - 1] - np.array(arrivals)
     start, stop = arrivals[first], arrivals[-1]
     window = (clock_a > start) & (clock_a <= stop) & (np.array(batches) > 0)
-    return SimResult(np.array(ttft[first:]), e2e[first:], np.array(durations)[window], np.array(batches)[window])
+    return SimResult(
+        np.array(ttft[first:]), e2e[first:], np.array(durations)[window], np.array(batches)[window]
+    )

@@ -33,7 +33,9 @@ def unescape(markdown: str) -> str:
 
 def query(at: AppTest) -> dict[str, str]:
     """The app's query string as name -> value (AppTest may hold a value as a one-item list)."""
-    return {k: (v[0] if isinstance(v, list) else v) for k, v in ((k, at.query_params[k]) for k in at.query_params)}
+    return {
+        k: (v[0] if isinstance(v, list) else v) for k, v in ((k, at.query_params[k]) for k in at.query_params)
+    }
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -66,8 +68,11 @@ W70_FP8_GB = {2: 36.3295, 4: 18.1661, 8: 9.0844}
 W8_GB = {("bf16", 1): 16.0605, ("bf16", 4): 4.0155, ("fp8", 4): 2.2707, ("fp8", 3): 3.0274}
 # Ridge = dense tensor peak / HBM bandwidth, vendor datasheets (their TFLOPS are 2:4-sparse: dense is half):
 # H100 SXM fp8 1,979 / 3.35 TB/s = 590.7, bf16 989.5 / 3.35 = 295.4; H200 fp8 1,979 / 4.8 = 412.3;
-# HGX B200 fp8 72 PF / 8 GPUs / 2 = 4,500 over 64 TB/s / 8 = 8 TB/s: 562.5; L4 bf16 242 / 2 = 121 / 0.3 TB/s = 403.3.
-RIDGE = {"h100-sxm fp8": 590.7, "h100-sxm bf16": 295.4, "h200 fp8": 412.3, "b200 fp8": 562.5, "l4 bf16": 403.3}
+# HGX B200 fp8 72 PF / 8 GPUs / 2 = 4,500 over 64 TB/s / 8 = 8 TB/s:
+# 562.5; L4 bf16 242 / 2 = 121 / 0.3 TB/s = 403.3.
+RIDGE = {
+    "h100-sxm fp8": 590.7, "h100-sxm bf16": 295.4, "h200 fp8": 412.3, "b200 fp8": 562.5, "l4 bf16": 403.3,
+}
 # KV budget without the engine's rules (a link with `memory.reserve_gb`): the H100's 81,559 MiB (nvidia-smi,
 # data/measurements/h100_physics_2026-11-26.json) = 85.52e9 B x 0.9 - 2 GB reserve - 18.166 GB of 70B fp8
 # weights at TP 4 = 56.80 GB; fp8 KV per token per GPU 80 x 8 x 128 x 2 x 1 B / 4 = 40,960 B, so
@@ -90,7 +95,9 @@ def assert_metrics_match_plan(at: AppTest, scenario: dict) -> None:
     assert _num(m["TTFT, one request alone"]) == pytest.approx(p["latency"]["ttft_ms"], rel=0.006)
     assert _num(m["ITL, decode only"]) == pytest.approx(p["latency"]["itl_ms"], rel=0.006)
     assert _num(m["Tokens/s, decode only"]) == pytest.approx(p["throughput"]["output_tokens_per_s"], abs=0.6)
-    assert _num(m["$ per M output tokens"]) == pytest.approx(p["cost"]["usd_per_million_output_tokens"], abs=6e-4)
+    assert _num(m["$ per M output tokens"]) == pytest.approx(
+        p["cost"]["usd_per_million_output_tokens"], abs=6e-4
+    )
     sv = p["serving"]
     rate = m["Goodput per replica"] if sv["at_goodput"] else m["Request rate"]
     assert _num(rate) == pytest.approx(sv["request_rate"], abs=0.006)
@@ -101,9 +108,13 @@ def assert_metrics_match_plan(at: AppTest, scenario: dict) -> None:
         return
     ttft50, ttft99 = (_num(x) for x in m["TTFT p50 / p99"].split(" / "))
     # shown to 3-4 significant figures (ms below 10 s, then s with 2 decimals)
-    assert ttft50 == pytest.approx(sv["ttft_ms"]["p50"], rel=0.006) and ttft99 == pytest.approx(sv["ttft_ms"]["p99"], rel=0.006)
+    assert ttft50 == pytest.approx(sv["ttft_ms"]["p50"], rel=0.006) and ttft99 == pytest.approx(
+        sv["ttft_ms"]["p99"], rel=0.006
+    )
     itl50, itl99 = (_num(x) for x in m["ITL p50 / p99"].split(" / "))
-    assert itl50 == pytest.approx(sv["itl_ms"]["p50"], rel=0.006) and itl99 == pytest.approx(sv["itl_ms"]["p99"], rel=0.006)
+    assert itl50 == pytest.approx(sv["itl_ms"]["p50"], rel=0.006) and itl99 == pytest.approx(
+        sv["itl_ms"]["p99"], rel=0.006
+    )
 
 
 def test_default_page_shows_a_realistic_plan_with_every_headline_figure():
@@ -137,7 +148,10 @@ def test_share_link_reproduces_the_cli_plan():
     assert shown(at, "Weights per GPU") == pytest.approx(W70_FP8_GB[2], abs=0.006)
     assert shown(at, "Ridge FLOP/byte") == pytest.approx(RIDGE["h200 fp8"], rel=2e-3)
     # a link without `load` takes the default operating point: the goodput under the default objective
-    scenario = {**{k: (int(v) if v.isdigit() else v) for k, v in link.items()}, "load": DEFAULT_SCENARIO["load"]}
+    scenario = {
+        **{k: (int(v) if v.isdigit() else v) for k, v in link.items()},
+        "load": DEFAULT_SCENARIO["load"],
+    }
     assert_metrics_match_plan(at, scenario)
     assert query(at) == scenario_to_query(scenario)
 
@@ -145,11 +159,16 @@ def test_share_link_reproduces_the_cli_plan():
 def test_bad_link_parameters_fall_back_and_the_rest_applies():
     """The good parameters apply: with a 2 GB reserve the KV budget is 56.80 GB per GPU (NAPKIN_MAX_BATCH
     above) and each 4,096-token sequence needs 40,960 x 4,096 = 167,772,160 B, so the max batch is
-    floor(56.80e9 / 167,772,160) = 338 on the H100 the bad `gpu` falls back to (169 had the context not applied).
+    floor(56.80e9 / 167,772,160) = 338 on the H100 the bad `gpu` falls back to (169 had the context not
+    applied).
     Source: hand: the derivation above (H100 memory: our nvidia-smi measurement, 81,559 MiB).
     """
-    at = run_app({"gpu": "h900", "tp": "two", "context_len": "4096", "prompt_len": "1000", "output_len": "200",
-                  "weights": "<b>fp9</b>", "memory.reserve_gb": "2"})
+    at = run_app(
+        {
+            "gpu": "h900", "tp": "two", "context_len": "4096", "prompt_len": "1000", "output_len": "200",
+            "weights": "<b>fp9</b>", "memory.reserve_gb": "2",
+        }
+    )
     assert int(shown(at, "Max batch")) == NAPKIN_MAX_BATCH_70B_TP4[4096]
     warnings = unescape(" ".join(w.value for w in at.warning))
     assert "gpu" in warnings and "unknown GPU" in warnings
@@ -159,14 +178,20 @@ def test_bad_link_parameters_fall_back_and_the_rest_applies():
     assert at.sidebar.number_input(key="prompt_len").value == 1000
     assert at.sidebar.selectbox(key="gpu_choice").value == DEFAULT_SCENARIO["gpu"]
     assert at.sidebar.selectbox(key="tp").value == DEFAULT_SCENARIO["tp"]
-    assert_metrics_match_plan(at, {**DEFAULT_SCENARIO, "context_len": 4096, "prompt_len": 1000, "output_len": 200,
-                                   "memory": {"reserve_gb": 2.0}})
+    assert_metrics_match_plan(
+        at,
+        {
+            **DEFAULT_SCENARIO,
+            "context_len": 4096, "prompt_len": 1000, "output_len": 200, "memory": {"reserve_gb": 2.0},
+        },
+    )
 
 
 def test_changing_an_input_updates_the_url():
     """TP 8 halves the default's weights per GPU: 68,451,041,280 / 8 + 4,202,692,608 / 8 + 2,637,824 B =
     9.08 GB; a B200 then shows its fp8 ridge, 4,500 dense TFLOP/s over 8 TB/s = 562.5 FLOP/byte.
-    Source: datasheet: NVIDIA HGX B200 specifications (72 PF sparse fp8 and 64 TB/s per 8 GPUs); weights by hand
+    Source: datasheet: NVIDIA HGX B200 specifications (72 PF sparse fp8 and 64 TB/s per 8 GPUs); weights by
+    hand
     from Llama-3.1-70B's config.json.
     """
     at = run_app()
@@ -201,10 +226,14 @@ def test_scenario_that_does_not_fit_says_so_and_offers_what_would_fit():
     fp8 weights are 50.7 GB per GPU: fit; an H200 (141 x 0.9 - 2 = 124.9 GB) holds the 101.5 GB of bf16.
     Source: hand: the arithmetic above (parameter count from the Llama 3.1 405B model card).
     """
-    at = run_app({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": "8", "weights": "bf16", "kv_cache": "bf16"})
+    at = run_app(
+        {"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": "8", "weights": "bf16", "kv_cache": "bf16"}
+    )
     errors = " ".join(e.value for e in at.error)
     assert "do not fit" in errors
-    assert not {"ITL, decode only", "$ per M output tokens", "TTFT p50 / p99"} & set(metrics(at))  # nothing implies it works
+    assert not {"ITL, decode only", "$ per M output tokens", "TTFT p50 / p99"} & set(
+        metrics(at)
+    )  # nothing implies it works
     assert len(at.get("vega_lite_chart")) == 1  # the memory bar only
     labels = [b.label for b in at.button]
     assert "Use TP 16" in labels
@@ -246,8 +275,12 @@ def test_pin_two_scenarios_and_compare():
     table = at.dataframe[0].value
     assert table.shape[1] == 3  # two pins and the difference
     assert "ITL p99" in table.index and "Request rate (req/s per replica)" in table.index
-    assert [_num(v) for v in table.loc["Weights per GPU"].iloc[:2]] == pytest.approx([W70_FP8_GB[4]] * 2, abs=0.006)
-    assert float(table.loc["$ per M output tokens"].iloc[2].rstrip("%")) == pytest.approx((3.79 / 2.99 - 1) * 100, abs=0.06)
+    assert [_num(v) for v in table.loc["Weights per GPU"].iloc[:2]] == pytest.approx(
+        [W70_FP8_GB[4]] * 2, abs=0.006
+    )
+    assert float(table.loc["$ per M output tokens"].iloc[2].rstrip("%")) == pytest.approx(
+        (3.79 / 2.99 - 1) * 100, abs=0.06
+    )
     compare = json.loads(query(at)["compare"])
     assert [p["gpu"] for p in compare] == ["h100-sxm", "h200"]
 
@@ -256,7 +289,8 @@ def test_comparison_link_loads_pins_and_skips_bad_ones():
     """The two good pins reach the comparison: both hold 18.17 GB of 70B fp8 weights per GPU at TP 4, and
     at their common rate the B200's $ per M output tokens is its price ratio above the H100's:
     $4.99 / $2.99 - 1 = +66.9%.
-    Source: hand: weights from Llama-3.1-70B's config.json (W70_FP8_GB above); prices are the catalog's public listings.
+    Source: hand: weights from Llama-3.1-70B's config.json (W70_FP8_GB above); prices are the catalog's
+    public listings.
     """
     pins = [{**DEFAULT_SCENARIO}, {**DEFAULT_SCENARIO, "gpu": "b200"}, {**DEFAULT_SCENARIO, "tp": "x"}]
     at = run_app({**scenario_to_query(DEFAULT_SCENARIO), "compare": json.dumps(pins)})
@@ -266,8 +300,12 @@ def test_comparison_link_loads_pins_and_skips_bad_ones():
     at.radio(key="cmp_mode").set_value("At one request rate").run()
     table = at.dataframe[0].value
     assert table.shape[1] == 3
-    assert [_num(v) for v in table.loc["Weights per GPU"].iloc[:2]] == pytest.approx([W70_FP8_GB[4]] * 2, abs=0.006)
-    assert float(table.loc["$ per M output tokens"].iloc[2].rstrip("%")) == pytest.approx((4.99 / 2.99 - 1) * 100, abs=0.06)
+    assert [_num(v) for v in table.loc["Weights per GPU"].iloc[:2]] == pytest.approx(
+        [W70_FP8_GB[4]] * 2, abs=0.006
+    )
+    assert float(table.loc["$ per M output tokens"].iloc[2].rstrip("%")) == pytest.approx(
+        (4.99 / 2.99 - 1) * 100, abs=0.06
+    )
 
 
 def test_exports_offer_scenario_plan_and_sweep():
@@ -307,8 +345,14 @@ def test_custom_price_enters_the_link_and_cost():
     at.sidebar.number_input(key="price").set_value(5.0).run()
     assert query(at)["usd_per_gpu_hour"] == "5.0"
     assert shown(at, "$ per M, decode-only bound") == pytest.approx(6.343, rel=0.003)
-    assert_metrics_match_plan(at, {**DEFAULT_SCENARIO, "model": "llama-3.1-8b", "tp": 1, "weights": "bf16",
-                                   "kv_cache": "bf16", "batch": 1, "efficiency": "ideal", "usd_per_gpu_hour": 5.0})
+    assert_metrics_match_plan(
+        at,
+        {
+            **DEFAULT_SCENARIO,
+            "model": "llama-3.1-8b", "tp": 1, "weights": "bf16", "kv_cache": "bf16", "batch": 1,
+            "efficiency": "ideal", "usd_per_gpu_hour": 5.0,
+        },
+    )
 
 
 def test_speculative_decoding_inputs():
@@ -341,11 +385,18 @@ def test_hf_config_import_in_the_app():
     assert shown(at, "Weights per GPU") == pytest.approx(W8_GB[("fp8", 4)], abs=0.006)
 
 
-@pytest.mark.parametrize("text,message", [
-    ('{"model_type": "gpt2"}', "not supported"),  # a family the importer does not know: it names the ones it does
-    (json.dumps({"model_type": "llama", "pad": "x" * HF_MAX_BYTES}), "paste or upload"),  # over the size limit:
-    # the box never holds it, so nothing usable was pasted, and the page says so
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (
+            '{"model_type": "gpt2"}', "not supported",
+        ),  # a family the importer does not know: it names the ones it does
+        (
+            json.dumps({"model_type": "llama", "pad": "x" * HF_MAX_BYTES}), "paste or upload",
+        ),  # over the size limit:
+        # the box never holds it, so nothing usable was pasted, and the page says so
+    ],
+)
 def test_a_pasted_config_that_cannot_be_used_is_refused_and_nothing_applies(text, message):
     """Source: ui: the app's behaviour."""
     at = run_app()
@@ -371,7 +422,9 @@ def test_sizing_page_ranks_options():
     for key, value in (("sz_model", "llama-3.1-8b"), ("sz_rps", 2.0), ("sz_prompt", 500), ("sz_output", 200),
                        ("sz_ttft", 1000.0), ("sz_itl", 40.0)):
         (at.selectbox if key == "sz_model" else at.number_input)(key=key).set_value(value)
-    for key, value in (("sz_gpus", ["h100-sxm"]), ("sz_tp", [1]), ("sz_weights", ["bf16"]), ("sz_kv", ["bf16"])):
+    for key, value in (
+        ("sz_gpus", ["h100-sxm"]), ("sz_tp", [1]), ("sz_weights", ["bf16"]), ("sz_kv", ["bf16"]),
+    ):
         at.multiselect(key=key).set_value(value)
     submit = [b for b in at.button if b.label == "Find the cheapest fleet"][0]
     submit.click().run(timeout=TIMEOUT)
@@ -403,9 +456,11 @@ def test_sizing_link_reproduces_the_search():
     tokens/s: 2.50 / (400 x 3,600) x 1e6 = $1.736 per million.
     Source: hand: the arithmetic above (NVIDIA L4 datasheet 300 GB/s).
     """
-    request = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 2.0, "prompt_len": 500, "output_len": 200},
-               "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0}, "gpus": ["l4", "h100-sxm"], "tp": [1], "weights": ["bf16"],
-               "kv_cache": ["bf16"], "cost_mode": "rent", "usd_per_gpu_hour": {"h100-sxm": 2.5}}
+    request = {
+        "model": "llama-3.1-8b", "traffic": {"requests_per_s": 2.0, "prompt_len": 500, "output_len": 200},
+        "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0}, "gpus": ["l4", "h100-sxm"], "tp": [1],
+        "weights": ["bf16"], "kv_cache": ["bf16"], "cost_mode": "rent", "usd_per_gpu_hour": {"h100-sxm": 2.5},
+    }
     at = run_app({"size": json.dumps(request)})
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
     from planner.serving.sizing import size
@@ -458,9 +513,11 @@ def test_calibration_from_a_vllm_bench_file_applies_to_the_plan():
     assert shown(at, "ITL, decode only") == pytest.approx(7.71, rel=0.06)
 
 
-SIZING_70B_FP8 = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
-                  "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200"], "tp": [2, 4],
-                  "weights": ["fp8"], "kv_cache": ["fp8"]}
+SIZING_70B_FP8 = {
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200"], "tp": [2, 4],
+    "weights": ["fp8"], "kv_cache": ["fp8"],
+}
 
 
 def test_sizing_option_opens_in_the_planner():
@@ -478,7 +535,9 @@ def test_sizing_option_opens_in_the_planner():
     assert at.sidebar.selectbox(key="gpu_choice").value == option["gpu"]
     assert at.sidebar.selectbox(key="tp").value == option["tp"]
     assert at.sidebar.number_input(key="batch").value == option["batch"]
-    assert_metrics_match_plan(at, option["scenario"])  # the option's scenario, its load and objective included
+    assert_metrics_match_plan(
+        at, option["scenario"]
+    )  # the option's scenario, its load and objective included
     assert shown(at, "Weights per GPU") == pytest.approx(W70_FP8_GB[option["tp"]], abs=0.006)
     assert shown(at, "Ridge FLOP/byte") == pytest.approx(RIDGE[f"{option['gpu']} fp8"], rel=2e-3)
 
@@ -526,9 +585,13 @@ def test_custom_names_in_the_plan_header_and_warnings_are_escaped():
     per GPU (W8_GB above).
     Source: datasheet: NVIDIA H100 SXM datasheet (1,979 sparse bf16 TFLOP/s, 3.35 TB/s); weights by hand.
     """
-    gpu = {"name": EVIL, "vendor": "[x](https://evil.example/v)", "memory_gb": 80.0, "hbm_tb_s": 3.35, "tflops": {"bf16": 989.4},
-           "usd_per_hour": 2.0}
-    at = run_app({"gpu": json.dumps(gpu), "tp": "4", "model": "llama-3.1-8b", "weights": "bf16", "kv_cache": "bf16"})
+    gpu = {
+        "name": EVIL, "vendor": "[x](https://evil.example/v)", "memory_gb": 80.0, "hbm_tb_s": 3.35,
+        "tflops": {"bf16": 989.4}, "usd_per_hour": 2.0,
+    }
+    at = run_app(
+        {"gpu": json.dumps(gpu), "tp": "4", "model": "llama-3.1-8b", "weights": "bf16", "kv_cache": "bf16"}
+    )
     assert at.sidebar.selectbox(key="gpu_choice").value == "custom"
     assert shown(at, "Ridge FLOP/byte") == pytest.approx(RIDGE["h100-sxm bf16"], rel=2e-3)
     assert shown(at, "Weights per GPU") == pytest.approx(W8_GB[("bf16", 4)], abs=0.006)
@@ -543,7 +606,12 @@ def test_memory_utilization_below_the_old_slider_minimum_is_shown_as_given():
     bf16 weights (8.03e9 params x 2 B) before any reserve, so the plan must say it does not fit.
     Source: hand: 85.5 x 0.1 = 8.6 GB < 16.06 GB.
     """
-    at = run_app({"model": "llama-3.1-8b", "tp": "1", "weights": "bf16", "kv_cache": "bf16", "memory.utilization": "0.1"})
+    at = run_app(
+        {
+            "model": "llama-3.1-8b", "tp": "1", "weights": "bf16", "kv_cache": "bf16",
+            "memory.utilization": "0.1",
+        }
+    )
     assert at.sidebar.number_input(key="utilization").value == pytest.approx(0.1)
     assert query(at)["memory.utilization"] == "0.1"
     assert not at.warning or all("utilization" not in w.value for w in at.warning)
@@ -573,8 +641,10 @@ def test_a_tp_that_splits_no_heads_is_refused_with_a_button_for_each_nearest_tp(
     at = run_app({"model": "llama-3.2-3b", "tp": "1"})
     at.sidebar.selectbox(key="tp").set_value(16).run()
     errors = [unescape(e.value) for e in at.error]
-    assert any("16 must divide the model's 24 attention heads and 8 KV heads" in e and "nearest valid 8 or 24" in e
-               for e in errors), errors
+    assert any(
+        "16 must divide the model's 24 attention heads and 8 KV heads" in e and "nearest valid 8 or 24" in e
+        for e in errors
+    ), errors
     labels = [b.label for b in at.sidebar.button]
     assert "Use TP 8" in labels and "Use TP 24" in labels
     at.sidebar.button(key="tp_fix_8").click().run()
@@ -607,9 +677,11 @@ def test_link_warnings_go_away_once_the_user_changes_the_input():
 
 def test_sizing_link_with_null_optional_fields_runs():
     """Source: ui: the app's behaviour."""
-    request = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 2.0, "prompt_len": 500, "output_len": 200},
-               "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0}, "gpus": None, "ownership": None, "tp": [1, 3],
-               "weights": ["bf16", "fp16"]}
+    request = {
+        "model": "llama-3.1-8b", "traffic": {"requests_per_s": 2.0, "prompt_len": 500, "output_len": 200},
+        "slo": {"ttft_ms": 1000.0, "itl_ms": 40.0}, "gpus": None, "ownership": None, "tp": [1, 3],
+        "weights": ["bf16", "fp16"],
+    }
     at = run_app({"size": json.dumps(request)})
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
     assert not at.exception and not at.error
@@ -655,7 +727,8 @@ def test_plan_offers_the_commands_that_deploy_and_benchmark_it():
     (the model card's id), `--tensor-parallel-size 4`, `--max-model-len 8192`, `--quantization fp8`,
     `--kv-cache-dtype fp8`, and its benchmark `vllm bench serve` with `--random-input-len 2000` and
     `--random-output-len 400`.
-    Source: docs: vLLM 0.11 `vllm serve` and `vllm bench serve` CLI reference (data/reference/engine_cli_flags.json).
+    Source: docs: vLLM 0.11 `vllm serve` and `vllm bench serve` CLI reference
+    (data/reference/engine_cli_flags.json).
     """
     from planner.contract.commands import command_set, shell_command
 
@@ -668,7 +741,9 @@ def test_plan_offers_the_commands_that_deploy_and_benchmark_it():
     assert expected in codes
     launch = " ".join(next(c for c in codes if c.startswith("vllm serve")).replace("\\\n", " ").split())
     assert launch.startswith("vllm serve meta-llama/Llama-3.1-70B ")
-    for flag in ("--tensor-parallel-size 4", "--max-model-len 8192", "--quantization fp8", "--kv-cache-dtype fp8"):
+    for flag in (
+        "--tensor-parallel-size 4", "--max-model-len 8192", "--quantization fp8", "--kv-cache-dtype fp8",
+    ):
         assert f" {flag} " in launch + " "
     bench = " ".join(next(c for c in codes if c.startswith("vllm bench serve")).replace("\\\n", " ").split())
     assert " --random-input-len 2000 " in bench and " --random-output-len 400 " in bench
@@ -684,7 +759,12 @@ def test_a_sizing_option_offers_its_commands():
     option = at.session_state["sz_result"]["options"][0]
     at.toggle(key="sz_cmd_show").set_value(True).run()
     assert not at.exception
-    launch = " ".join(next(c.value for c in at.code if c.value.startswith("vllm serve")).replace("\\\n", " ").split()) + " "
+    launch = (
+        " ".join(
+            next(c.value for c in at.code if c.value.startswith("vllm serve")).replace("\\\n", " ").split()
+        )
+        + " "
+    )
     assert launch.startswith("vllm serve meta-llama/Llama-3.1-70B ")
     for flag in (f"--tensor-parallel-size {option['tp']}", "--quantization fp8", "--kv-cache-dtype fp8"):
         assert f" {flag} " in launch
@@ -703,7 +783,9 @@ def test_sizing_table_reads_like_a_table_and_ownership_inputs_only_when_owning()
     assert {"GPU", "ITL p90 (ms)", "TTFT p90 (ms)", "$/M output tokens"} <= set(frame.columns)
     assert "ITL alone (ms)" not in frame.columns  # it was the same figure as ITL under load
     for column in frame.columns:  # only columns that differ, beside the fleet's GPU, size, latency and cost
-        if column not in ("GPU", "GPUs", "TTFT p90 (ms)", "ITL p90 (ms)", "fleet $/hour", "$/M output tokens"):
+        if column not in (
+            "GPU", "GPUs", "TTFT p90 (ms)", "ITL p90 (ms)", "fleet $/hour", "$/M output tokens",
+        ):
             assert frame[column].nunique() > 1, column
     assert any("TTFT p90" in m.value and "ITL p90" in m.value for m in at.markdown)
     from gpu_catalog import load_catalog
@@ -712,7 +794,9 @@ def test_sizing_table_reads_like_a_table_and_ownership_inputs_only_when_owning()
     assert set(frame["GPU"]) <= names
     # validated GPUs first (the catalog's flag), each group cheapest first; unticked, the planner's cost order
     options = at.session_state["sz_result"]["options"]
-    flags = [frame.loc[i, "validated GPU"] == "yes" for i in frame.index] if "validated GPU" in frame else None
+    flags = (
+        [frame.loc[i, "validated GPU"] == "yes" for i in frame.index] if "validated GPU" in frame else None
+    )
     if flags is not None:
         assert flags == sorted(flags, reverse=True)
     assert any("Cheaper on paper" in i.value for i in at.info) == (not options[0]["validated"])
@@ -747,7 +831,8 @@ def test_plan_leads_with_the_operating_point_and_its_charts():
     the memory bar's weights are 18,166,071,296 B (W70_FP8_GB above) / 2^30 = 16.918 GiB and its device total
     the H100's 81,559 MiB / 1,024 = 79.647 GiB; the roofline is drawn at the H100 SXM datasheet's dense fp8
     peak (3,958 / 2 = 1,979 TFLOP/s) and 3.35 TB/s.
-    Source: hand: the arithmetic above (H100 memory: our nvidia-smi measurement; peaks: NVIDIA H100 datasheet).
+    Source: hand: the arithmetic above (H100 memory: our nvidia-smi measurement; peaks: NVIDIA H100
+    datasheet).
     """
     at = run_app()
     labels = [m.label for m in at.metric]
@@ -764,7 +849,9 @@ def test_plan_leads_with_the_operating_point_and_its_charts():
     assert "1,979 TFLOP/s" in roofline and "3.35 TB/s" in roofline
     titles = [sp["title"]["text"] for sp in specs]
     assert any(t.startswith("Throughput per GPU vs speed per user") for t in titles)
-    assert any(t.startswith("TTFT vs request rate") for t in titles) and any(t.startswith("ITL vs request rate") for t in titles)
+    assert any(t.startswith("TTFT vs request rate") for t in titles) and any(
+        t.startswith("ITL vs request rate") for t in titles
+    )
 
 
 def test_request_rate_and_objective_from_the_sidebar_reach_the_plan():
@@ -805,8 +892,11 @@ def test_pins_are_compared_at_one_common_request_rate():
     the H200's decode-only ITL is 3.35 / 4.8 - 1 = -30.2% off the H100's.
     Source: datasheet: NVIDIA H100 SXM (3.35 TB/s) and H200 SXM (4.8 TB/s) datasheets; bytes by hand.
     """
-    one = {**DEFAULT_SCENARIO, "model": "llama-3.1-8b", "tp": 1, "weights": "bf16", "kv_cache": "bf16", "batch": 1,
-           "efficiency": "ideal"}
+    one = {
+        **DEFAULT_SCENARIO,
+        "model": "llama-3.1-8b", "tp": 1, "weights": "bf16", "kv_cache": "bf16", "batch": 1,
+        "efficiency": "ideal",
+    }
     pins = [one, {**one, "gpu": "h200"}]
     at = run_app({**scenario_to_query(DEFAULT_SCENARIO), "compare": json.dumps(pins)})
     at.radio(key="view").set_value("Compare what-ifs").run()
@@ -827,14 +917,17 @@ def test_pins_are_compared_at_one_common_request_rate():
 
 def test_sizing_searches_disaggregated_fleets_and_says_which_mode_wins():
     """Long prompts at 10 req/s (the disaggregation test's case): the page tags options with their mode and
-    states the winner with the planner's reason (planner.serving.serving_modes), and a disaggregated option opens
+    states the winner with the planner's reason (planner.serving.serving_modes), and a disaggregated option
+    opens
     its decode worker in the planner, which shows the worker's own weights per GPU (70B fp8: 36.33 GB at TP 2,
     18.17 GB at TP 4, W70_FP8_GB above) and its GPU's fp8 ridge (H100 590.7, H200 412.3: RIDGE above).
     Source: hand: weights from Llama-3.1-70B's config.json; ridges from the NVIDIA H100 and H200 datasheets.
     """
-    request = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 8000, "output_len": 300},
-               "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200"], "tp": [2, 4],
-               "weights": ["fp8"], "kv_cache": ["fp8"], "disaggregation": True}
+    request = {
+        "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 8000, "output_len": 300},
+        "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200"], "tp": [2, 4],
+        "weights": ["fp8"], "kv_cache": ["fp8"], "disaggregation": True,
+    }
     at = run_app({"size": json.dumps(request)})
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
     assert not at.exception and at.checkbox(key="sz_disagg").value
@@ -882,7 +975,9 @@ def test_vllm_release_selector_changes_the_profiling_peak_and_the_link():
     14 B per logit): 1,838,645,248 + 67,108,864 B = 1.7749 GiB; 0.16 (PyTorch sort, 38 B per logit, our H200
     measurement): 4,990,607,360 + 67,108,864 B = 4.7104 GiB; 0.16 counts no CUDA-graph pool (0.21 does:
     0.3233 + 0.018333 x 32 layers = 0.9100 GiB)."""
-    at = run_app({"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": "1", "weights": "bf16", "kv_cache": "bf16"})
+    at = run_app(
+        {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": "1", "weights": "bf16", "kv_cache": "bf16"}
+    )
     latest = _waterfall(at)
     assert latest["- activation peak of the profiling run"] == pytest.approx(1.7749, abs=5e-4)
     assert latest["- CUDA-graph pool"] == pytest.approx(0.9100, abs=5e-4)

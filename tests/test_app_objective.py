@@ -39,7 +39,9 @@ def test_default_plan_is_at_the_default_objective_and_judges_it():
     at = run_app()
     m = metrics(at)
     p = plan_dict(DEFAULT_SCENARIO)["serving"]
-    assert DEFAULT_SCENARIO["load"] == {"at_goodput": True, "slo": DEFAULT_OBJECTIVE.model_dump(exclude_none=True)}
+    assert DEFAULT_SCENARIO["load"] == {
+        "at_goodput": True, "slo": DEFAULT_OBJECTIVE.model_dump(exclude_none=True),
+    }
     assert m["Goodput per replica"] == f"{p['goodput_request_rate']:,.2f} req/s"
     assert m["TTFT p90"] == fmt_time(p["ttft_ms"]["p90"]) + " ✓ met"
     assert m["ITL p90"] == fmt_time(p["itl_ms"]["p90"]) + " ✓ met"
@@ -54,7 +56,9 @@ def test_a_rate_above_the_goodput_is_marked_missed():
     the p90 ITL objective, and the tile says so.
     Source: ui: the tile judges the plan's own p90 against the objective."""
     goodput = plan_dict(DEFAULT_SCENARIO)["serving"]["goodput_request_rate"]
-    load = {"request_rate": round(goodput * 1.5, 3), "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90}}
+    load = {
+        "request_rate": round(goodput * 1.5, 3), "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90},
+    }
     at = run_app({**scenario_to_query(DEFAULT_SCENARIO), "load": json.dumps(load)})
     p = plan_dict({**DEFAULT_SCENARIO, "load": load})["serving"]
     assert p["stable"] and p["itl_ms"]["p90"] > 50.0
@@ -73,10 +77,16 @@ def test_compare_ranks_pins_at_equal_service_as_the_sizing_page_does():
     table = at.dataframe[0].value
     cheapest = {}
     for g in GPUS:
-        result = size({"model": "llama-3.1-70b", "gpus": [g], "tp": [4], "weights": ["fp8"], "kv_cache": ["fp8"],
-                       "context_len": 8192, "traffic": {"requests_per_s": DEFAULT_TRAFFIC_REQUESTS_PER_S,
-                                                        "prompt_len": 2000, "output_len": 400},
-                       "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90}})
+        result = size(
+            {
+                "model": "llama-3.1-70b", "gpus": [g], "tp": [4], "weights": ["fp8"], "kv_cache": ["fp8"],
+                "context_len": 8192,
+                "traffic": {
+                    "requests_per_s": DEFAULT_TRAFFIC_REQUESTS_PER_S, "prompt_len": 2000, "output_len": 400,
+                },
+                "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90},
+            }
+        )
         cheapest[g] = result["options"][0]["usd_per_million_output_tokens"]
     assert list(table["pin"]) == sorted(GPUS, key=cheapest.__getitem__)
     assert [float(v.lstrip("$")) for v in table["$/M"]] == pytest.approx(sorted(cheapest.values()), abs=6e-4)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
 from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.benchmark_client import BenchmarkClient, run_benchmark
-from planner.serving.serving import Workload
+from planner.serving.replica import Workload
 
 SCENARIO = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": 100, "output_len": 20}
 
@@ -37,7 +37,9 @@ def test_fixed_lengths_run_in_lock_step_waves():
     d = _deployment()
     clients, prompt, output = 8, 100, 20
     context = prompt + output / 2
-    w = Workload(prompt_len=prompt, output_len=output, max_running=64, max_num_batched_tokens=8192, context=context)
+    w = Workload(
+        prompt_len=prompt, output_len=output, max_running=64, max_num_batched_tokens=8192, context=context
+    )
     run = run_benchmark(d, w, BenchmarkClient(clients, num_prompts=5 * clients))
     ttft = _d_ms(d, 0, context) + clients * prompt * _work_per_token_ms(d, prompt)
     step = _d_ms(d, clients, context)
@@ -59,7 +61,9 @@ def test_chunked_prefill_spreads_a_wave_over_iterations():
     d = _deployment()
     prompt, output = 100, 20
     context = 110.0
-    w = Workload(prompt_len=prompt, output_len=output, max_running=64, max_num_batched_tokens=250, context=context)
+    w = Workload(
+        prompt_len=prompt, output_len=output, max_running=64, max_num_batched_tokens=250, context=context
+    )
     run = run_benchmark(d, w, BenchmarkClient(4, num_prompts=4))
     per_token = _work_per_token_ms(d, prompt)
     it1 = _d_ms(d, 0, context) + 250 * per_token
@@ -73,7 +77,9 @@ def test_more_clients_than_sequences_queue_for_a_slot():
     whole request of the first pair: its TTFT is the first pair's E2E plus its own prefill."""
     d = _deployment()
     prompt, output, context = 100, 20, 110.0
-    w = Workload(prompt_len=prompt, output_len=output, max_running=2, max_num_batched_tokens=8192, context=context)
+    w = Workload(
+        prompt_len=prompt, output_len=output, max_running=2, max_num_batched_tokens=8192, context=context
+    )
     run = run_benchmark(d, w, BenchmarkClient(4, num_prompts=4))
     first = _d_ms(d, 0, context) + 2 * prompt * _work_per_token_ms(d, prompt)
     e2e_first = first + (output - 1) * _d_ms(d, 2, context)
@@ -84,7 +90,8 @@ def test_more_clients_than_sequences_queue_for_a_slot():
 @given(clients=st.integers(1, 96), prompt=st.integers(16, 4000), output=st.integers(2, 600),
        spread=st.sampled_from([(1.0, 1.0), (0.8, 1.0), (0.5, 1.5)]))
 def test_a_closed_loop_obeys_littles_law(clients, prompt, output, spread):
-    """Source: invariant: Little's law. Over a run, the mean number of requests in flight is the request throughput
+    """Source: invariant: Little's law. Over a run, the mean number of requests in flight is the request
+    throughput
     times the mean E2E. Clients keep C in flight except while the run drains (the last wave), so the
     product lies between C x (waves - 1) / waves and C."""
     d = _deployment(prompt_len=prompt, output_len=output)

@@ -52,9 +52,13 @@ def server():
         pytest.skip("Debian chromium is not installed (apt-get install chromium)")
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+            "--server.headless", "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -76,9 +80,13 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        b = p.chromium.launch(
+            executable_path=CHROMIUM, headless=True,
+            args=[
+                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            ],
+        )
         yield b
         b.close()
 
@@ -149,7 +157,10 @@ def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(se
     # a link without `load` takes the default operating point, the goodput under the default objective
     from ui.links import DEFAULT_SCENARIO
 
-    scenario = {**{k: int(v) if v.isdigit() else v for k, v in LINK.items()}, "load": DEFAULT_SCENARIO["load"]}
+    scenario = {
+        **{k: int(v) if v.isdigit() else v for k, v in LINK.items()},
+        "load": DEFAULT_SCENARIO["load"],
+    }
     plan = _cli_plan(scenario)
     m = _metrics(page)
     assert m["Weights per GPU"] == pytest.approx(W70_FP8_GB[2], abs=0.006)
@@ -171,15 +182,19 @@ def test_share_link_figures_match_cli_then_inputs_update_url_and_pins_compare(se
     output.fill("300")
     output.press("Enter")
     page.wait_for_function("window.location.search.includes('output_len=300')", timeout=30_000)
-    _wait_metric_changed(page, "ITL, decode only", itl_before)  # shorter outputs: a shorter mean context, a faster step
+    _wait_metric_changed(
+        page, "ITL, decode only", itl_before
+    )  # shorter outputs: a shorter mean context, a faster step
     assert _query(page)["output_len"] == "300"
     plan_300 = _cli_plan({**scenario, "output_len": 300})
     assert _metrics(page)["ITL, decode only"] == pytest.approx(plan_300["latency"]["itl_ms"], rel=0.006)
 
     # pin the second scenario and compare
     page.get_by_role("button", name="Pin for comparison").click()
-    page.wait_for_function("(new URLSearchParams(window.location.search).get('compare') || '').split('gpu').length == 3",
-                           timeout=30_000)
+    page.wait_for_function(
+        "(new URLSearchParams(window.location.search).get('compare') || '').split('gpu').length == 3",
+        timeout=30_000,
+    )
     pins = json.loads(_query(page)["compare"])
     assert [p["output_len"] for p in pins] == [500, 300]
     page.get_by_text("Compare what-ifs", exact=True).click()
@@ -238,14 +253,19 @@ def test_crafted_compare_link_makes_no_outside_request_no_link_no_image(server, 
              "vocab_size": 32000}
     gpu = {"name": EVIL, "vendor": "[x](https://evil.example/v)", "memory_gb": 80.0, "hbm_tb_s": 3.35,
            "tflops": {"bf16": 989.4, "fp8": 1978.9}, "usd_per_hour": 2.0}
-    base = {"context_len": 8192, "prompt_len": 3000, "output_len": 500, "weights": "bf16", "kv_cache": "bf16", "tp": 1}
+    base = {
+        "context_len": 8192, "prompt_len": 3000, "output_len": 500, "weights": "bf16", "kv_cache": "bf16",
+        "tp": 1,
+    }
     pins = [{**base, "model": model, "gpu": "h200"}, {**base, "model": "llama-3.1-8b", "gpu": gpu}]
     link = {**{k: str(v) for k, v in base.items()}, "model": json.dumps(model), "gpu": json.dumps(gpu),
             "compare": json.dumps(pins)}
     page.goto(server + "/?" + "&".join(f"{k}={quote(v)}" for k, v in link.items()))
     _wait_for_metrics(page)
     page.screenshot(path=str(ARTIFACTS / "browser_injection_plan.png"), full_page=True)
-    assert page.get_by_text("[Log in again](https://evil.example/login)", exact=False).count() > 0  # shown literally
+    assert (
+        page.get_by_text("[Log in again](https://evil.example/login)", exact=False).count() > 0
+    )  # shown literally
     assert _metrics(page)["Ridge FLOP/byte"] == pytest.approx(RIDGE["h100-sxm bf16"], rel=2e-3)
     page.get_by_text("Compare what-ifs", exact=True).click()
     page.get_by_role("button", name="Clear pins").wait_for(timeout=30_000)
@@ -263,7 +283,8 @@ def test_crafted_compare_link_makes_no_outside_request_no_link_no_image(server, 
 
 def test_tp_3_is_refused_and_the_nearest_valid_tp_offered(server, browser):
     """A link asking for TP 3 on Llama-3.1-70B (64 attention heads, 8 KV heads): vLLM would refuse it
-    ("Total number of attention heads (64) must be divisible by tensor parallel size (3)", vllm/config/model.py),
+    ("Total number of attention heads (64) must be divisible by tensor parallel size (3)",
+    vllm/config/model.py),
     so the page shows the planner's line naming TP 2 or 4, plans a valid TP, and never prints
     `--tensor-parallel-size 3`.
     Source: hand: the TPs that split 64 heads and 8 KV heads around 3 are 2 and 4.

@@ -27,10 +27,16 @@ def _tiles(page) -> dict[str, str]:
 
 
 def _sizing_usd_per_million(gpu: str) -> float:
-    result = size({"model": "llama-3.1-70b", "gpus": [gpu], "tp": [4], "weights": ["fp8"], "kv_cache": ["fp8"],
-                   "context_len": 8192, "traffic": {"requests_per_s": DEFAULT_TRAFFIC_REQUESTS_PER_S,
-                                                    "prompt_len": 2000, "output_len": 400},
-                   "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90}})
+    result = size(
+        {
+            "model": "llama-3.1-70b", "gpus": [gpu], "tp": [4], "weights": ["fp8"], "kv_cache": ["fp8"],
+            "context_len": 8192,
+            "traffic": {
+                "requests_per_s": DEFAULT_TRAFFIC_REQUESTS_PER_S, "prompt_len": 2000, "output_len": 400,
+            },
+            "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90},
+        }
+    )
     return result["options"][0]["usd_per_million_output_tokens"]
 
 

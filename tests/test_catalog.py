@@ -8,11 +8,13 @@ from pydantic import ValidationError
 from gpu_catalog import CatalogGpu, load_catalog
 
 CATALOG = load_catalog()
-REQUIRED = ["h100-sxm", "h100-pcie", "h100-nvl", "h200", "h20", "b200", "gb200", "a100-sxm-80gb", "a100-sxm-40gb",
-            "a100-pcie-80gb", "a100-pcie-40gb", "l40s", "l4", "a10g", "rtx-4090", "rtx-6000-ada", "mi300x",
-            "mi325x", "gaudi3",
-            # late-2026 quotes (issue 21): Blackwell Ultra, RTX PRO Blackwell, H200 NVL, CDNA4
-            "b300", "gb300", "rtx-pro-6000", "h200-nvl", "mi355x", "mi350x"]
+REQUIRED = [
+    "h100-sxm", "h100-pcie", "h100-nvl", "h200", "h20", "b200", "gb200", "a100-sxm-80gb", "a100-sxm-40gb",
+    "a100-pcie-80gb", "a100-pcie-40gb", "l40s", "l4", "a10g", "rtx-4090", "rtx-6000-ada", "mi300x", "mi325x",
+    "gaudi3",
+    # late-2026 quotes (issue 21): Blackwell Ultra, RTX PRO Blackwell, H200 NVL, CDNA4
+    "b300", "gb300", "rtx-pro-6000", "h200-nvl", "mi355x", "mi350x",
+]
 
 
 # Memory per GPU as each vendor's datasheet states it, and how it reads: HBM capacities are binary
@@ -71,26 +73,32 @@ def test_the_loader_refuses_an_unsourced_figure_and_a_sparse_peak_as_dense():
 # Each part's dense 8-bit tensor peak as its datasheet gives it (half the "with sparsity" figure where the
 # datasheet prints that one).
 DATASHEET_8BIT = {
-    "h100-sxm": ("fp8", 1978.9), "h200": ("fp8", 1978.9),  # H100 / H200 SXM datasheets: FP8 3,958 sparse
+    "h100-sxm": ("fp8", 1978.9),
+    "h200": ("fp8", 1978.9),  # H100 / H200 SXM datasheets: FP8 3,958 sparse
     "h100-pcie": ("fp8", 1513.0),  # H100 PCIe: FP8 3,026 sparse
     "h100-nvl": ("fp8", 1670.5),  # H100 NVL: FP8 3,341 sparse
     "h20": ("fp8", 296.0),  # H20 product brief: FP8 296 dense
     "b200": ("fp8", 4500.0),  # HGX B200: FP8 72 PFLOPS sparse for 8 GPUs
     "gb200": ("fp8", 5000.0),  # GB200 NVL72: FP8 720 PFLOPS sparse for 72 GPUs
-    "a100-sxm-80gb": ("int8", 624.0), "a100-sxm-40gb": ("int8", 624.0),  # A100: INT8 1,248 TOPS sparse, no FP8
+    "a100-sxm-80gb": ("int8", 624.0),
+    "a100-sxm-40gb": ("int8", 624.0),  # A100: INT8 1,248 TOPS sparse, no FP8
     "a100-pcie-80gb": ("int8", 624.0), "a100-pcie-40gb": ("int8", 624.0),
     "a10g": ("int8", 250.0),  # A10 datasheet: INT8 250 TOPS dense (NVIDIA publishes no A10G figure)
     "l40s": ("fp8", 733.0),  # L40S: FP8 1,466 sparse
     "l4": ("fp8", 242.5),  # L4: FP8 485 sparse
     "rtx-4090": ("fp8", 330.3),  # Ada whitepaper: FP8 with FP32 accumulate 330.3 dense
     "rtx-6000-ada": ("fp8", 728.5),  # RTX 6000 Ada: FP8 1,457 sparse
-    "mi300x": ("fp8", 2614.9), "mi325x": ("fp8", 2614.9),  # AMD MI300X / MI325X data sheets: FP8 2,614.9 dense
+    "mi300x": ("fp8", 2614.9),
+    "mi325x": ("fp8", 2614.9),  # AMD MI300X / MI325X data sheets: FP8 2,614.9 dense
     "gaudi3": ("fp8", 1835.0),  # Intel Gaudi 3 white paper: MME FP8 1,835 (as BF16)
     "b300": ("fp8", 4500.0),  # HGX B300: FP8/FP6 72 PFLOPS sparse for 8 GPUs (dense not published: / 2)
     "gb300": ("fp8", 5000.0),  # GB300 NVL72: FP8/FP6 720 PFLOPS sparse for 72 GPUs (dense: / 2)
-    "rtx-pro-6000": ("fp8", 1000.0),  # RTX PRO 6000 Server: FP4 4 PFLOPS sparse; fp8 = fp4 dense / 2 (derived)
+    "rtx-pro-6000": (
+        "fp8", 1000.0,
+    ),  # RTX PRO 6000 Server: FP4 4 PFLOPS sparse; fp8 = fp4 dense / 2 (derived)
     "h200-nvl": ("fp8", 1670.5),  # H200 NVL: FP8 3,341 sparse
-    "mi355x": ("fp8", 5033.2), "mi350x": ("fp8", 4613.7),  # AMD MI355X / MI350X data sheets: FP8 dense
+    "mi355x": ("fp8", 5033.2),
+    "mi350x": ("fp8", 4613.7),  # AMD MI355X / MI350X data sheets: FP8 dense
 }
 
 
@@ -115,13 +123,18 @@ def test_datasheet_dense_figures(gpu_id, bf16, fp8, hbm):
     assert g.tflops["bf16"] == bf16 and g.tflops["fp8"] == fp8 and g.hbm_tb_s == hbm
 
 
-@pytest.mark.parametrize("gpu_id, bf16, hbm, tdp_w, link_gb_s", [
-    ("h100-pcie", 756.5, 2.0, 350, 64.0),  # H100 PCIe: 1,513 sparse; 2.0 TB/s; 350 W; PCIe Gen5 x16
-    ("a100-sxm-80gb", 312.0, 2.039, 400, 300.0),  # A100 SXM4 80GB: 312 dense; 2,039 GB/s; 400 W; NVLink 600 total
-    ("a100-sxm-40gb", 312.0, 1.555, 400, 300.0),  # A100 SXM4 40GB: 1,555 GB/s
-    ("l4", 121.0, 0.3, 72, 32.0),  # L4: 242 sparse; 300 GB/s; 72 W; PCIe Gen4 x16
-    ("h200", 989.4, 4.8, 700, 450.0),  # H200 SXM: 4.8 TB/s; up to 700 W; NVLink 900 total
-])
+@pytest.mark.parametrize(
+    "gpu_id, bf16, hbm, tdp_w, link_gb_s",
+    [
+        ("h100-pcie", 756.5, 2.0, 350, 64.0),  # H100 PCIe: 1,513 sparse; 2.0 TB/s; 350 W; PCIe Gen5 x16
+        (
+            "a100-sxm-80gb", 312.0, 2.039, 400, 300.0,
+        ),  # A100 SXM4 80GB: 312 dense; 2,039 GB/s; 400 W; NVLink 600 total
+        ("a100-sxm-40gb", 312.0, 1.555, 400, 300.0),  # A100 SXM4 40GB: 1,555 GB/s
+        ("l4", 121.0, 0.3, 72, 32.0),  # L4: 242 sparse; 300 GB/s; 72 W; PCIe Gen4 x16
+        ("h200", 989.4, 4.8, 700, 450.0),  # H200 SXM: 4.8 TB/s; up to 700 W; NVLink 900 total
+    ],
+)
 def test_datasheet_bandwidth_power_and_link(gpu_id, bf16, hbm, tdp_w, link_gb_s):
     """Source: datasheet: NVIDIA A100, H100 PCIe, H200 and L4 datasheets (per-direction link figures)."""
     g = CATALOG[gpu_id]
@@ -129,7 +142,8 @@ def test_datasheet_bandwidth_power_and_link(gpu_id, bf16, hbm, tdp_w, link_gb_s)
 
 
 def test_no_fp8_on_ampere_and_fp4_only_on_blackwell_and_cdna4():
-    """Source: datasheet: Ampere has no FP8 tensor cores; FP4 arrives with Blackwell (B200, GB200, B300, GB300,
+    """Source: datasheet: Ampere has no FP8 tensor cores; FP4 arrives with Blackwell (B200, GB200, B300,
+    GB300,
     RTX PRO 6000 Blackwell) and AMD CDNA4 (MI350X, MI355X data sheets: MXFP4)."""
     for gpu_id in ("a100-sxm-80gb", "a100-sxm-40gb", "a100-pcie-80gb", "a100-pcie-40gb", "a10g"):
         assert "fp8" not in CATALOG[gpu_id].tflops

@@ -1,4 +1,5 @@
-"""What the charts draw (planner/contract/chart_data.py) and what would fit (the plan's fit_alternatives section)."""
+"""What the charts draw (planner/contract/chart_data.py) and what would fit (the plan's fit_alternatives
+section)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from planner.contract.chart_data import chart_data
 
 # Llama-3.1-8B bf16 on one H100 at 8,192 tokens of context: vLLM's start-up accounting worked term by term in
 # tests/test_memory_vllm.py::test_vllm_kv_budget_of_llama_8b_on_h100_term_by_term.
-H100_8B = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "context_len": 8192, "prompt_len": 2000, "output_len": 400}
+H100_8B = {
+    "model": "llama-3.1-8b", "gpu": "h100-sxm", "context_len": 8192, "prompt_len": 2000, "output_len": 400,
+}
 H100_70B_FP8 = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
                 "context_len": 8192, "prompt_len": 2000, "output_len": 400}
 
@@ -28,16 +31,17 @@ def test_roofline_ceiling_corners_are_the_datasheet_peak_and_bandwidth():
 
 
 @pytest.mark.parametrize("scenario", [
-    H100_70B_FP8,
-    {**H100_70B_FP8, "gpu": "h200", "tp": 2},
+    H100_70B_FP8, {**H100_70B_FP8, "gpu": "h200", "tp": 2},
     {**H100_70B_FP8, "model": "mixtral-8x7b", "weights": "bf16", "kv_cache": "bf16", "tp": 2},
     {**H100_70B_FP8, "model": "llama-3.1-8b", "tp": 1, "batch": 1},
     {**H100_70B_FP8, "model": "llama-3.1-8b", "tp": 1, "efficiency": "ideal"},
 ])
 def test_operating_points_never_sit_above_the_roof(scenario):
     """A kernel cannot beat the roofline: its FLOPs over its estimated time are at most min(peak, AI x HBM);
-    with efficiency 'ideal' the decode step sits on the roof (Williams, Waterman, Patterson 2009). By hand, the
-    ideal Llama-3.1-8B decode step at batch 16 and 4,096 cached tokens (mean context 4,000 + 192 / 2) on an H100
+    with efficiency 'ideal' the decode step sits on the roof (Williams, Waterman, Patterson 2009). By hand,
+    the
+    ideal Llama-3.1-8B decode step at batch 16 and 4,096 cached tokens (mean context 4,000 + 192 / 2) on an
+    H100
     (tests/test_roofline.py::test_ideal_decode_step_of_a_batch): 16 x (15,009,316,864 + 2,147,483,648) =
     274,508,808,192 FLOPs over 15,009,316,864 + 16 x 537,001,984 = 23,601,348,608 B is 11.6311 FLOP/B, and in
     7.045178 ms it runs at 38.964 TFLOP/s, on the bandwidth roof (11.6311 x 3.35 = 38.964).
@@ -50,7 +54,9 @@ def test_operating_points_never_sit_above_the_roof(scenario):
         assert point.tflops_per_gpu <= roof * (1 + 1e-9)
     if scenario.get("efficiency") == "ideal":
         decode = r.points[0]
-        assert decode.tflops_per_gpu == pytest.approx(min(r.peak_tflops, decode.ai_flop_per_byte * r.hbm_tb_s), rel=0.05)
+        assert decode.tflops_per_gpu == pytest.approx(
+            min(r.peak_tflops, decode.ai_flop_per_byte * r.hbm_tb_s), rel=0.05
+        )
     hand = chart_data({"model": "llama-3.1-8b", "gpu": "h100-sxm", "efficiency": "ideal", "batch": 16,
                        "prompt_len": 4000, "output_len": 192}).roofline.points[0]
     assert hand.ai_flop_per_byte == pytest.approx(11.6311, rel=1e-4)
@@ -60,7 +66,8 @@ def test_operating_points_never_sit_above_the_roof(scenario):
 def test_memory_stack_fills_the_engine_cap_below_the_device_total():
     """The stack (weights, rotary tables, activations, non-torch, graphs, KV, free) adds up to the utilization
     cap, which is 0.9 of what the framework sees and below the device total; every part is non-negative. For
-    Llama-3.1-8B bf16 on one H100 the stack draws the plan's own waterfall, term for term (the terms are checked
+    Llama-3.1-8B bf16 on one H100 the stack draws the plan's own waterfall, term for term (the terms are
+    checked
     against vLLM's start-up logs in tests/test_memory_vllm.py), and its anchors come from outside the code:
     the device total is nvidia-smi's 81,559 MiB on an H100 SXM (README) = 79.647 GiB; the weights are the
     checkpoint's 8,030,261,248 parameters (Hugging Face safetensors metadata) x 2 B = 14.9575 GiB; the rotary
@@ -96,13 +103,16 @@ def test_sweep_marks_the_batches_past_the_max_batch():
     assert c.max_batch in c.sweep["batch"]
     small = chart_data(H100_8B)
     assert small.max_batch == 53
-    assert all(fits == (batch <= 53) for batch, fits in zip(small.sweep["batch"], small.sweep["fits"], strict=True))
+    assert all(
+        fits == (batch <= 53) for batch, fits in zip(small.sweep["batch"], small.sweep["fits"], strict=True)
+    )
 
 
 def test_what_would_fit_for_405b_bf16_on_h100_tp8():
     """Llama-3.1-405B bf16: 405.9e9 x 2 B = 811.8 GB. H100 (80 GB x 0.9 - 2 GB ~ 70 GB per GPU): TP 8 gives
     101.5 GB per GPU (no), TP 16 50.7 GB (yes). At TP 8: fp8 weights 50.7 GB fit, bf16 none. In bf16 an H200
-    (141 x 0.9 - 2 = 124.9 GB), a B200 (180 GB) and an MI300X (192 GB) need TP 8 (TP 4: 203 GB each), an MI325X
+    (141 x 0.9 - 2 = 124.9 GB), a B200 (180 GB) and an MI300X (192 GB) need TP 8 (TP 4: 203 GB each), an
+    MI325X
     (256 x 0.9 - 2 = 228 GB) holds TP 4, an A100 80 GB needs TP 16.
     Source: hand: the arithmetic above (parameter count from the Llama 3.1 405B model card).
     """
@@ -120,8 +130,10 @@ def test_what_would_fit_for_405b_bf16_on_h100_tp8():
 def test_serving_charts_use_the_plans_own_replica_model():
     """The serving charts and the plan are one model (issue 9): with `batch` below the max batch, the chart's
     capacity is the plan's, and a point of the p99-vs-rate curve plans (at its rate) to the same p99 TTFT and
-    ITL. The capacity it draws for a prefill-only replica (Llama-3.1-8B bf16 on one H100, ideal engine, 8,192-token
-    prompts filling one iteration, one output token) is one request per S = 147.1406 ms (the ideal prefill by hand,
+    ITL. The capacity it draws for a prefill-only replica (Llama-3.1-8B bf16 on one H100, ideal engine,
+    8,192-token
+    prompts filling one iteration, one output token) is one request per S = 147.1406 ms (the ideal prefill by
+    hand,
     tests/test_roofline.py): 6.79621 requests/s.
 
     Source: hand: a single server's capacity 1 / S, S by hand."""
@@ -135,7 +147,9 @@ def test_serving_charts_use_the_plans_own_replica_model():
     at = plan({**s, "load": {"request_rate": point["request_rate"]}}).serving
     assert point["ttft_p99_ms"] == pytest.approx(at.ttft_ms.p99, rel=1e-6)
     assert point["itl_p99_ms"] == pytest.approx(at.itl_ms.p99, rel=1e-6)
-    md1 = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "efficiency": "ideal", "prompt_len": 8192, "output_len": 1,
-           "load": {"request_rate": 1.0}}
+    md1 = {
+        "model": "llama-3.1-8b", "gpu": "h100-sxm", "efficiency": "ideal", "prompt_len": 8192,
+        "output_len": 1, "load": {"request_rate": 1.0},
+    }
     md1_series = serving_series(md1, plan(md1))
     assert md1_series is not None and md1_series.capacity_rate == pytest.approx(1000.0 / 147.1406, rel=1e-3)

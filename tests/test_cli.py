@@ -13,8 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "planner", *args], input=stdin, capture_output=True, text=True,
-                          cwd=ROOT, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "planner", *args], input=stdin, capture_output=True, text=True, cwd=ROOT,
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize("via", ["stdin", "file"])
@@ -95,7 +97,9 @@ def test_gpus_lists_catalog_with_sources():
     dense half: 989.4 and 1,978.9; 3.35 TB/s; NVLink 900 GB/s total = 450 per direction); AMD Instinct
     MI300X data sheet (BF16 1,307.4 dense, FP8 2,614.9; 5.3 TB/s; 192 GB HBM3 = 206.16e9 B read as GiB)."""
     gpus = {g["id"]: g for g in json.loads(cli("gpus").stdout)}
-    assert {"h100-sxm", "h100-pcie", "h200", "b200", "a100-sxm-80gb", "a100-pcie-40gb", "l40s", "l4", "mi300x"} <= set(gpus)
+    assert {
+        "h100-sxm", "h100-pcie", "h200", "b200", "a100-sxm-80gb", "a100-pcie-40gb", "l40s", "l4", "mi300x",
+    } <= set(gpus)
     for g in gpus.values():
         assert set(g["sources"]) >= {"memory_gb", "hbm_tb_s", "tflops"}
     h100, mi300x = gpus["h100-sxm"], gpus["mi300x"]
@@ -140,9 +144,11 @@ def assert_one_line_error(rc: int, out: str, err: str, expected: str = "") -> st
 
 
 LLAMA_8B = {"model": "llama-3.1-8b", "gpu": "h100-sxm"}
-MLA_MODEL = {"name": "mla", "n_layers": 4, "d_model": 1024, "n_heads": 8, "n_kv_heads": 8, "d_ff": 4096,
-             "vocab_size": 32000, "mla": {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
-                                          "v_head_dim": 128}}
+MLA_MODEL = {
+    "name": "mla", "n_layers": 4, "d_model": 1024, "n_heads": 8, "n_kv_heads": 8, "d_ff": 4096,
+    "vocab_size": 32000,
+    "mla": {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128},
+}
 QWEN2_HF = {"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584, "num_attention_heads": 28,
             "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
             "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 28}
@@ -194,132 +200,269 @@ BAD = [
     ("tp string", PLAN, L8 + ', "tp": "2"}', "tp: Input should be a valid integer"),
     ("tp float", PLAN, L8 + ', "tp": 2.5}', "tp: Input should be a valid integer"),
     ("bad precision", PLAN, L8 + ', "weights": "int3"}', "weights: Input should be"),
-    ("fp8 on A100", PLAN, '{"model": "llama-3.1-8b", "gpu": "a100-sxm-80gb", "weights": "fp8"}',
-     "weights: NVIDIA A100 SXM4 80GB has no dense fp8 peak"),
+    (
+        "fp8 on A100", PLAN, '{"model": "llama-3.1-8b", "gpu": "a100-sxm-80gb", "weights": "fp8"}',
+        "weights: NVIDIA A100 SXM4 80GB has no dense fp8 peak",
+    ),
     ("utilization > 1", PLAN, L8 + ', "memory": {"utilization": 1.5}}', "memory.utilization:"),
     ("negative reserve", PLAN, L8 + ', "memory": {"reserve_gb": -1}}', "memory.reserve_gb:"),
-    ("custom model missing field", PLAN, '{"model": {"n_layers": 2}, "gpu": "h100-sxm"}',
-     "model.d_model: required field is missing"),
-    ("custom gpu without bf16", PLAN,
-     '{"model": "llama-3.1-8b", "gpu": {"name": "x", "memory_gb": 80, "hbm_tb_s": 3, "tflops": {"fp8": 1}}}',
-     "gpu.tflops: needs a dense 'bf16' peak"),
+    (
+        "custom model missing field", PLAN, '{"model": {"n_layers": 2}, "gpu": "h100-sxm"}',
+        "model.d_model: required field is missing",
+    ),
+    (
+        "custom gpu without bf16", PLAN,
+        '{"model": "llama-3.1-8b", '
+        '"gpu": {"name": "x", "memory_gb": 80, "hbm_tb_s": 3, "tflops": {"fp8": 1}}}',
+        "gpu.tflops: needs a dense 'bf16' peak",
+    ),
     ("context too short", PLAN, L8 + ', "context_len": 100, "prompt_len": 200}', "context_len:"),
     ("unknown field", PLAN, L8 + ', "bogus": 1}', "bogus: unknown field"),
     ("efficiency word", PLAN, L8 + ', "efficiency": "fast"}', "efficiency: must be"),
     ("efficiency range", PLAN, L8 + ', "efficiency": {"bandwidth": 2}}', "efficiency.bandwidth:"),
-    ("tp above heads", PLAN, '{"model": "llama-3.2-1b", "gpu": "h100-sxm", "tp": 64}', "tp: 64 cannot exceed the model's 32 attention heads: nearest valid 32"),
+    (
+        "tp above heads", PLAN, '{"model": "llama-3.2-1b", "gpu": "h100-sxm", "tp": 64}',
+        "tp: 64 cannot exceed the model's 32 attention heads: nearest valid 32",
+    ),
     ("model wrong type", PLAN, '{"model": 5, "gpu": "h100-sxm"}', "model: must be a preset id"),
-    ("hf unsupported", PLAN, '{"model": {"hf_config": {"model_type": "gpt2"}}, "gpu": "h100-sxm"}',
-     "model.hf_config.model_type: 'gpt2' is not supported"),
-    ("speculative acceptance", PLAN,
-     L8 + ', "speculative": {"draft_tokens": 4, "acceptance": 1.2, "draft_params": 1e9}}', "speculative.acceptance:"),
+    (
+        "hf unsupported", PLAN, '{"model": {"hf_config": {"model_type": "gpt2"}}, "gpu": "h100-sxm"}',
+        "model.hf_config.model_type: 'gpt2' is not supported",
+    ),
+    (
+        "speculative acceptance", PLAN,
+        L8 + ', "speculative": {"draft_tokens": 4, "acceptance": 1.2, "draft_params": 1e9}}',
+        "speculative.acceptance:",
+    ),
     ("negative price", PLAN, L8 + ', "usd_per_gpu_hour": -1}', "usd_per_gpu_hour:"),
-    ("calibration key", PLAN, '{"model": "qwen3-8b", "gpu": "h100-sxm", "calibration": {"name": "x", '
-     '"efficiency": {"warp": 2.0}}}', "calibration.efficiency: unknown efficiency key 'warp'"),
+    (
+        "calibration key", PLAN,
+        '{"model": "qwen3-8b", "gpu": "h100-sxm", "calibration": {"name": "x", "efficiency": {"warp": 2.0}}}',
+        "calibration.efficiency: unknown efficiency key 'warp'",
+    ),
     # a custom model's shape must be consistent
-    ("kv heads above heads", PLAN, _custom(n_kv_heads=64, n_heads=32), "model: n_kv_heads cannot exceed n_heads"),
-    ("heads not a multiple of kv heads", PLAN, _custom(n_kv_heads=5), "model: n_heads must be a multiple of n_kv_heads"),
-    ("top_k above experts", PLAN, _custom(moe={"n_experts": 4, "top_k": 8, "d_ff_expert": 10}),
-     "model.moe: top_k cannot exceed n_experts"),
+    (
+        "kv heads above heads", PLAN, _custom(n_kv_heads=64, n_heads=32),
+        "model: n_kv_heads cannot exceed n_heads",
+    ),
+    (
+        "heads not a multiple of kv heads", PLAN, _custom(n_kv_heads=5),
+        "model: n_heads must be a multiple of n_kv_heads",
+    ),
+    (
+        "top_k above experts", PLAN, _custom(moe={"n_experts": 4, "top_k": 8, "d_ff_expert": 10}),
+        "model.moe: top_k cannot exceed n_experts",
+    ),
     # a Hugging Face config.json: an unsupported family lists the supported ones; errors name the key, inside
     # text_config too
-    ("hf family", PLAN, _hf({"model_type": "falcon"}), "model.hf_config.model_type: 'falcon' is not supported "
-                                                       "(supported: llama"),
-    ("hf missing layers", PLAN, _hf({"model_type": "llama", "hidden_size": 4096}),
-     "model.hf_config.num_hidden_layers: required"),
-    ("hf hidden_size string", PLAN, _hf({**QWEN2_HF, "hidden_size": "4096"}), "model.hf_config.hidden_size: must be"),
+    (
+        "hf family", PLAN, _hf({"model_type": "falcon"}),
+        "model.hf_config.model_type: 'falcon' is not supported (supported: llama",
+    ),
+    (
+        "hf missing layers", PLAN, _hf({"model_type": "llama", "hidden_size": 4096}),
+        "model.hf_config.num_hidden_layers: required",
+    ),
+    (
+        "hf hidden_size string", PLAN, _hf({**QWEN2_HF, "hidden_size": "4096"}),
+        "model.hf_config.hidden_size: must be",
+    ),
     ("hf not an object", PLAN, _hf("not a dict"), "model.hf_config: must be a JSON object"),
-    ("hf experts null", PLAN, _hf({"model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096,
-                                   "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
-                                   "vocab_size": 32000, "num_local_experts": None, "num_experts_per_tok": 2}),
-     "model.hf_config.num_local_experts: required"),
-    ("hf nested huge layers", PLAN, _gemma3(num_hidden_layers=10**400), "model.hf_config.text_config.num_hidden_layers:"),
-    ("hf nested huge window", PLAN, _gemma3(sliding_window=10**400), "model.hf_config.text_config.sliding_window:"),
-    ("hf nested tie string", PLAN, _gemma3(tie_word_embeddings="false"),
-     "model.hf_config.text_config.tie_word_embeddings: must be true or false"),
-    ("hf nested not an object", PLAN, _hf({**_fixture("gemma3__gemma-3-27b-it"), "text_config": "not an object"}),
-     "model.hf_config.text_config: must be a JSON object"),
-    ("hf nested layer_types", PLAN, _gemma3(layer_types=["sliding_attention"] * 3),
-     "model.hf_config.text_config.layer_types: must list one attention type"),
-    ("hf huge MLA rank", PLAN, _hf({**_fixture("deepseek_v2__DeepSeek-V2"), "kv_lora_rank": 10**400}),
-     "model.hf_config.kv_lora_rank: must be"),
+    (
+        "hf experts null", PLAN,
+        _hf(
+            {
+                "model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096,
+                "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                "vocab_size": 32000, "num_local_experts": None, "num_experts_per_tok": 2,
+            }
+        ),
+        "model.hf_config.num_local_experts: required",
+    ),
+    (
+        "hf nested huge layers", PLAN, _gemma3(num_hidden_layers=10**400),
+        "model.hf_config.text_config.num_hidden_layers:",
+    ),
+    (
+        "hf nested huge window", PLAN, _gemma3(sliding_window=10**400),
+        "model.hf_config.text_config.sliding_window:",
+    ),
+    (
+        "hf nested tie string", PLAN, _gemma3(tie_word_embeddings="false"),
+        "model.hf_config.text_config.tie_word_embeddings: must be true or false",
+    ),
+    (
+        "hf nested not an object", PLAN,
+        _hf({**_fixture("gemma3__gemma-3-27b-it"), "text_config": "not an object"}),
+        "model.hf_config.text_config: must be a JSON object",
+    ),
+    (
+        "hf nested layer_types", PLAN, _gemma3(layer_types=["sliding_attention"] * 3),
+        "model.hf_config.text_config.layer_types: must list one attention type",
+    ),
+    (
+        "hf huge MLA rank", PLAN, _hf({**_fixture("deepseek_v2__DeepSeek-V2"), "kv_lora_rank": 10**400}),
+        "model.hf_config.kv_lora_rank: must be",
+    ),
     # JSON itself: issue 13 (RecursionError before), docs/CONTRACT.md's 100 levels, Python's 4,300-digit
     # int limit (sys.get_int_max_str_digits), NaN and Infinity (not JSON numbers, RFC 8259)
-    ("nested 100000 deep", PLAN, "[" * 100_000 + "]" * 100_000,
-     "scenario: not valid JSON (nested deeper than 100 levels)"),
-    ("nested 150 deep", PLAN, L8 + ', "x": ' + "[" * 150 + "]" * 150 + "}",
-     "scenario: not valid JSON (nested deeper than 100 levels)"),
-    ("int of 4301 digits", PLAN, L8 + ', "tp": ' + "1" * 4301 + "}", "scenario: not valid JSON (an integer literal is too long"),
-    *[(f"{c} literal", PLAN, L8 + f', "usd_per_gpu_hour": {c}}}', f"scenario: not valid JSON ({c} is not a number)")
-      for c in ("NaN", "Infinity", "-Infinity")],
+    (
+        "nested 100000 deep", PLAN, "[" * 100_000 + "]" * 100_000,
+        "scenario: not valid JSON (nested deeper than 100 levels)",
+    ),
+    (
+        "nested 150 deep", PLAN, L8 + ', "x": ' + "[" * 150 + "]" * 150 + "}",
+        "scenario: not valid JSON (nested deeper than 100 levels)",
+    ),
+    (
+        "int of 4301 digits", PLAN, L8 + ', "tp": ' + "1" * 4301 + "}",
+        "scenario: not valid JSON (an integer literal is too long",
+    ),
+    *[
+        (
+            f"{c} literal", PLAN, L8 + f', "usd_per_gpu_hour": {c}}}',
+            f"scenario: not valid JSON ({c} is not a number)",
+        )
+        for c in ("NaN", "Infinity", "-Infinity")
+    ],
     # 10**400 overflowed floats (OverflowError before): out of range instead (MLA ranks <= 100,000)
-    *[(f"huge mla {key}", PLAN, _plan({**LLAMA_8B, "model": {**MLA_MODEL, "mla": {**MLA_MODEL["mla"], key: 10**400}}}),
-       f"model.mla.{key}: Input should be less than or equal to")
-      for key in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim")],
-    ("huge sliding window", PLAN, _plan({**LLAMA_8B, "model": {**MLA_MODEL, "mla": None, "sliding_window": 10**400}}),
-     "model.sliding_window: Input should be less than or equal to"),
-    *[(f"huge hf {key}", PLAN, _hf({**QWEN2_HF, key: 10**400}), f"model.hf_config.{key}:")
-      for key in ("num_hidden_layers", "hidden_size", "vocab_size", "sliding_window", "max_window_layers")],
-    ("hf max_window_layers string", PLAN, _hf({**QWEN2_HF, "max_window_layers": "1"}),
-     "model.hf_config.max_window_layers: must be"),
+    *[
+        (
+            f"huge mla {key}", PLAN,
+            _plan({**LLAMA_8B, "model": {**MLA_MODEL, "mla": {**MLA_MODEL["mla"], key: 10**400}}}),
+            f"model.mla.{key}: Input should be less than or equal to",
+        )
+        for key in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim")
+    ],
+    (
+        "huge sliding window", PLAN,
+        _plan({**LLAMA_8B, "model": {**MLA_MODEL, "mla": None, "sliding_window": 10**400}}),
+        "model.sliding_window: Input should be less than or equal to",
+    ),
+    *[
+        (f"huge hf {key}", PLAN, _hf({**QWEN2_HF, key: 10**400}), f"model.hf_config.{key}:")
+        for key in ("num_hidden_layers", "hidden_size", "vocab_size", "sliding_window", "max_window_layers")
+    ],
+    (
+        "hf max_window_layers string", PLAN, _hf({**QWEN2_HF, "max_window_layers": "1"}),
+        "model.hf_config.max_window_layers: must be",
+    ),
     # "false" is a non-empty string: bool("false") is True, which would drop the LM head's 545M params
-    ("hf tie_word_embeddings string", PLAN, _hf({**QWEN2_HF, "tie_word_embeddings": "false"}),
-     "model.hf_config.tie_word_embeddings: must be true or false"),
+    (
+        "hf tie_word_embeddings string", PLAN, _hf({**QWEN2_HF, "tie_word_embeddings": "false"}),
+        "model.hf_config.tie_word_embeddings: must be true or false",
+    ),
     # 5e-324 used to divide into infinity: null latencies and costs with exit 0. Physical ranges instead
     # (HBM >= 0.01 TB/s, peaks >= 0.1 TFLOP/s, links >= 1 GB/s, efficiencies >= 0.01)
-    ("denormal hbm", PLAN, _plan({**LLAMA_8B, "tp": 2, "gpu": {**CUSTOM_GPU, "hbm_tb_s": 5e-324}}), "gpu.hbm_tb_s"),
-    ("denormal peak", PLAN, _plan({**LLAMA_8B, "tp": 2, "gpu": {**CUSTOM_GPU, "tflops": {"bf16": 5e-324}}}),
-     "gpu.tflops"),
-    ("denormal link", PLAN, _plan({**LLAMA_8B, "tp": 2, "gpu": {**CUSTOM_GPU, "interconnect_gb_s": 5e-324}}),
-     "gpu.interconnect_gb_s"),
-    *[(f"denormal {key} efficiency", PLAN, _plan({**LLAMA_8B, "tp": 2, "efficiency": {key: 5e-324}}),
-       f"efficiency.{key}") for key in ("bandwidth", "compute", "link")],
+    (
+        "denormal hbm", PLAN, _plan({**LLAMA_8B, "tp": 2, "gpu": {**CUSTOM_GPU, "hbm_tb_s": 5e-324}}),
+        "gpu.hbm_tb_s",
+    ),
+    (
+        "denormal peak", PLAN,
+        _plan({**LLAMA_8B, "tp": 2, "gpu": {**CUSTOM_GPU, "tflops": {"bf16": 5e-324}}}), "gpu.tflops",
+    ),
+    (
+        "denormal link", PLAN,
+        _plan({**LLAMA_8B, "tp": 2, "gpu": {**CUSTOM_GPU, "interconnect_gb_s": 5e-324}}),
+        "gpu.interconnect_gb_s",
+    ),
+    *[
+        (
+            f"denormal {key} efficiency", PLAN, _plan({**LLAMA_8B, "tp": 2, "efficiency": {key: 5e-324}}),
+            f"efficiency.{key}",
+        )
+        for key in ("bandwidth", "compute", "link")
+    ],
     ("denormal price", PLAN, _plan({**LLAMA_8B, "tp": 2, "usd_per_gpu_hour": 5e-324}), "usd_per_gpu_hour"),
     # echoed text escaped like a Python repr, so a newline never splits the line; lines <= 300 characters
-    ("newline in preset", PLAN, _plan({"model": "llama\n-3.1-8b", "gpu": "h100-sxm"}),
-     "model: unknown preset 'llama\\n-3.1-8b'"),
+    (
+        "newline in preset", PLAN, _plan({"model": "llama\n-3.1-8b", "gpu": "h100-sxm"}),
+        "model: unknown preset 'llama\\n-3.1-8b'",
+    ),
     ("newline in field", PLAN, _plan({**LLAMA_8B, "bo\ngus": 1}), "bo\\ngus: unknown field"),
-    ("newline in precision", PLAN, _plan({**LLAMA_8B, "gpu": {**CUSTOM_GPU, "tflops": {"bf16": 900, "f\np8": 1}}}),
-     "gpu.tflops: unknown precision 'f\\np8'"),
-    ("control characters in model_type", PLAN, _hf({"model_type": "gpt\n2\r\x00\u2028"}),
-     "model.hf_config.model_type: 'gpt\\n2\\r\\x00\\u2028' is not supported"),
+    (
+        "newline in precision", PLAN,
+        _plan({**LLAMA_8B, "gpu": {**CUSTOM_GPU, "tflops": {"bf16": 900, "f\np8": 1}}}),
+        "gpu.tflops: unknown precision 'f\\np8'",
+    ),
+    (
+        "control characters in model_type", PLAN, _hf({"model_type": "gpt\n2\r\x00\u2028"}),
+        "model.hf_config.model_type: 'gpt\\n2\\r\\x00\\u2028' is not supported",
+    ),
     ("10 MB model_type", PLAN, _hf({"model_type": "x" * 10_000_000}), "model.hf_config.model_type: 'xxxx"),
-    ("10 MB preset id", PLAN, _plan({**LLAMA_8B, "model": "y\n" * 5_000_000}), "model: unknown preset 'y\\ny"),
+    (
+        "10 MB preset id", PLAN, _plan({**LLAMA_8B, "model": "y\n" * 5_000_000}),
+        "model: unknown preset 'y\\ny",
+    ),
     ("10 MB gpu id", PLAN, _plan({**LLAMA_8B, "gpu": "y\n" * 5_000_000}), "gpu: unknown GPU 'y\\ny"),
-    # sizing: crash writing JSON for Infinity/NaN before, and a negative $/h for -1e9; capex is 0-10,000,000 USD
-    ("capex Infinity", ("size", "-"), _capex("Infinity"), "sizing: not valid JSON (Infinity is not a number)"),
+    # sizing: crash writing JSON for Infinity/NaN before, and a
+    # negative $/h for -1e9; capex is 0-10,000,000 USD
+    (
+        "capex Infinity", ("size", "-"), _capex("Infinity"),
+        "sizing: not valid JSON (Infinity is not a number)",
+    ),
     ("capex NaN", ("size", "-"), _capex("NaN"), "sizing: not valid JSON (NaN is not a number)"),
     ("capex -1e9", ("size", "-"), _capex("-1e9"), "ownership.capex_usd_per_gpu"),
     ("capex 1e300", ("size", "-"), _capex("1e300"), "ownership.capex_usd_per_gpu"),
-    ("capex map value", ("size", "-"), json.dumps({**SIZING, "ownership": {"capex_usd_per_gpu": {"h100-sxm": -1e9}}}),
-     "ownership.capex_usd_per_gpu"),
+    (
+        "capex map value", ("size", "-"),
+        json.dumps({**SIZING, "ownership": {"capex_usd_per_gpu": {"h100-sxm": -1e9}}}),
+        "ownership.capex_usd_per_gpu",
+    ),
     # calibrate: a pydantic traceback before; TTFT range 0-100,000 ms
-    ("calibrate TTFT 1e6 ms", ("calibrate", "-", QWEN3_SCENARIO), json.dumps({**BENCH, "median_ttft_ms": 1e6}),
-     "bench.median_ttft_ms: Input should be less than or equal to 100000"),
+    (
+        "calibrate TTFT 1e6 ms", ("calibrate", "-", QWEN3_SCENARIO),
+        json.dumps({**BENCH, "median_ttft_ms": 1e6}),
+        "bench.median_ttft_ms: Input should be less than or equal to 100000",
+    ),
     # commands and compare-bench
     ("commands without gpu", ("commands", "-"), '{"model": "qwen3-8b"}', "gpu: required field is missing"),
-    ("commands unknown engine", ("commands", "-", "--engine", "tgi"), "{}",
-     "arguments: argument --engine: invalid choice"),
-    ("commands unknown format", ("commands", "-", "--format", "pdf"), "{}",
-     "arguments: argument --format: invalid choice"),
+    (
+        "commands unknown engine", ("commands", "-", "--engine", "tgi"), "{}",
+        "arguments: argument --engine: invalid choice",
+    ),
+    (
+        "commands unknown format", ("commands", "-", "--format", "pdf"), "{}",
+        "arguments: argument --format: invalid choice",
+    ),
     ("commands missing file", ("commands", "nope.json"), "", "file: 'nope.json' does not exist"),
-    *[(f"{name} ({command})", (command, "-", QWEN3_SCENARIO), json.dumps(bench), expected)
-      for command in ("compare-bench", "calibrate")
-      for name, bench, expected in [
-          ("bench empty list", [], "bench: must be a JSON object"),
-          ("bench without TTFT", {"median_tpot_ms": 7.0}, "bench.median_ttft_ms: required field is missing"),
-          ("bench without TPOT", {"median_ttft_ms": 50}, "bench.median_tpot_ms: required field is missing"),
-          ("bench negative TPOT", {"median_tpot_ms": -1, "median_ttft_ms": 50}, "bench.median_tpot_ms: Input should be"),
-          ("bench completed a word", {**BENCH, "completed": "many"}, "bench.completed: Input should be"),
-          ("bench concurrency -2", {**BENCH, "max_concurrency": -2}, "bench.max_concurrency: Input should be")]],
+    *[
+        (f"{name} ({command})", (command, "-", QWEN3_SCENARIO), json.dumps(bench), expected)
+        for command in ("compare-bench", "calibrate")
+        for name, bench, expected in [
+            ("bench empty list", [], "bench: must be a JSON object"),
+            (
+                "bench without TTFT", {"median_tpot_ms": 7.0},
+                "bench.median_ttft_ms: required field is missing",
+            ),
+            ("bench without TPOT", {"median_ttft_ms": 50}, "bench.median_tpot_ms: required field is missing"),
+            (
+                "bench negative TPOT", {"median_tpot_ms": -1, "median_ttft_ms": 50},
+                "bench.median_tpot_ms: Input should be",
+            ),
+            ("bench completed a word", {**BENCH, "completed": "many"}, "bench.completed: Input should be"),
+            (
+                "bench concurrency -2", {**BENCH, "max_concurrency": -2},
+                "bench.max_concurrency: Input should be",
+            ),
+        ]
+    ],
     # the comparison reads every saved figure (calibration only TPOT, TTFT and the run's shape)
-    ("bench ITL a word", ("compare-bench", "-", QWEN3_SCENARIO), json.dumps({**BENCH, "median_itl_ms": "x"}),
-     "bench.median_itl_ms:"),
+    (
+        "bench ITL a word", ("compare-bench", "-", QWEN3_SCENARIO),
+        json.dumps({**BENCH, "median_itl_ms": "x"}), "bench.median_itl_ms:",
+    ),
     ("bench not an object", ("compare-bench", "-", QWEN3_SCENARIO), "[1]", "bench: must be a JSON object"),
-    ("bench TPOT a word", ("compare-bench", "-", QWEN3_SCENARIO), '{"median_tpot_ms": "fast", "median_ttft_ms": 5}',
-     "bench.median_tpot_ms:"),
-    ("bench scenario unknown gpu", ("compare-bench", str(ROOT / "data/examples/vllm_bench_qwen3_8b_h100.json"), "-"),
-     '{"model": "qwen3-8b", "gpu": "h900"}', "gpu: unknown GPU"),
+    (
+        "bench TPOT a word", ("compare-bench", "-", QWEN3_SCENARIO),
+        '{"median_tpot_ms": "fast", "median_ttft_ms": 5}', "bench.median_tpot_ms:",
+    ),
+    (
+        "bench scenario unknown gpu",
+        ("compare-bench", str(ROOT / "data/examples/vllm_bench_qwen3_8b_h100.json"), "-"),
+        '{"model": "qwen3-8b", "gpu": "h900"}', "gpu: unknown GPU",
+    ),
 ]
 
 
@@ -390,12 +533,15 @@ EXAMPLES = ROOT / "data" / "examples"
 def test_every_example_runs_through_its_command():
     """Each example file is an input of a command and runs to a JSON answer (exit 0).
 
-    Source: hand: Llama-3.1-70B fp8 KV is 2 x 80 layers x 8 KV heads x 128 x 1 B = 163,840 B/token; owned options price at the owned $/h."""
+    Source: hand: Llama-3.1-70B fp8 KV is 2 x 80 layers x 8 KV heads x 128 x 1 B = 163,840 B/token; owned
+    options price at the owned $/h."""
     runs = {
         "llama70b_h100_fp8_scenario.json": ("plan",), "qwen3_8b_h100_scenario.json": ("plan",),
         "llama70b_h100_fp8_at_objective.json": ("plan",),
         "llama70b_sizing.json": ("size",), "llama70b_sizing_owned.json": ("size",),
-        "vllm_bench_qwen3_8b_h100.json": ("calibrate", "{file}", str(EXAMPLES / "qwen3_8b_h100_scenario.json")),
+        "vllm_bench_qwen3_8b_h100.json": (
+            "calibrate", "{file}", str(EXAMPLES / "qwen3_8b_h100_scenario.json"),
+        ),
         # issue 24 (tests/test_power.py checks their answers)
         "gpt_oss_power_sizing.json": ("size-power",), "mixed_fleet_bimodal.json": ("mixed-fleet",),
         "context_tiers_llama8b.json": ("context-tiers",),
@@ -403,28 +549,47 @@ def test_every_example_runs_through_its_command():
     assert {p.name for p in EXAMPLES.glob("*.json")} == set(runs), "a new example needs a run here"
     outputs = {}
     for name, command in runs.items():
-        args = [a.format(file=EXAMPLES / name) for a in command] if len(command) > 1 else [*command, str(EXAMPLES / name)]
+        args = (
+            [a.format(file=EXAMPLES / name) for a in command]
+            if len(command) > 1
+            else [*command, str(EXAMPLES / name)]
+        )
         rc, out, err = cli_inproc(*args)
         assert rc == 0, (name, err)
         outputs[name] = json.loads(out)
     # each is the documented answer's shape
-    assert outputs["llama70b_h100_fp8_scenario.json"]["memory"]["kv_bytes_per_token"] == 163_840  # 2*80*8*128*1 B
+    assert (
+        outputs["llama70b_h100_fp8_scenario.json"]["memory"]["kv_bytes_per_token"] == 163_840
+    )  # 2*80*8*128*1 B
     owned = outputs["llama70b_sizing_owned.json"]["options"]
     assert owned and all(o["own_usd_per_gpu_hour"] == o["usd_per_gpu_hour"] for o in owned)
     assert outputs["vllm_bench_qwen3_8b_h100.json"]["gpu"] == "h100-sxm"
 
 
 SCHEMA_CASES = [  # (schema, document, valid)
-    *[("scenario", json.loads((EXAMPLES / name).read_text()), True)
-      for name in ("llama70b_h100_fp8_scenario.json", "qwen3_8b_h100_scenario.json")],
-    *[("sizing", json.loads((EXAMPLES / name).read_text()), True)
-      for name in ("llama70b_sizing.json", "llama70b_sizing_owned.json")],
+    *[
+        ("scenario", json.loads((EXAMPLES / name).read_text()), True)
+        for name in ("llama70b_h100_fp8_scenario.json", "qwen3_8b_h100_scenario.json")
+    ],
+    *[
+        ("sizing", json.loads((EXAMPLES / name).read_text()), True)
+        for name in ("llama70b_sizing.json", "llama70b_sizing_owned.json")
+    ],
     ("scenario", {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 0}, False),
-    ("scenario", {"model": "llama-3.1-8b", "gpu": {"name": "x", "memory_gb": 80, "hbm_tb_s": 0.0001,
-                                                   "tflops": {"bf16": 1}}}, False),
+    (
+        "scenario",
+        {
+            "model": "llama-3.1-8b",
+            "gpu": {"name": "x", "memory_gb": 80, "hbm_tb_s": 0.0001, "tflops": {"bf16": 1}},
+        },
+        False,
+    ),
     ("scenario", {"model": "llama-3.1-8b"}, False),
     ("scenario", {"model": "llama-3.1-8b", "gpu": "h100-sxm", "bogus": 1}, False),
-    ("sizing", {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 1, "prompt_len": 1, "output_len": 1}}, False),
+    (
+        "sizing",
+        {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 1, "prompt_len": 1, "output_len": 1}}, False,
+    ),
     ("calibration", {"name": "x", "extra": 1}, False),
 ]
 

@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, capture_output=True, timeout=120,
-                          **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "planner", *args], cwd=ROOT, capture_output=True, timeout=120, **kwargs
+    )
 
 
 def _one_error_line(stderr: bytes, prefix: str) -> None:
@@ -42,15 +43,19 @@ def test_a_full_disk_is_one_line_and_exit_74():
     """Source: contract: docs/CONTRACT_EXTENSIONS.md, exit 66 and 74 (issue 22)."""
     with open("/dev/full", "w") as full:
         done = subprocess.run(
-            [sys.executable, "-m", "planner", "models"], cwd=ROOT, stdout=full, stderr=subprocess.PIPE, timeout=120)
+            [sys.executable, "-m", "planner", "models"], cwd=ROOT, stdout=full, stderr=subprocess.PIPE,
+            timeout=120,
+        )
     assert done.returncode == 74
     _one_error_line(done.stderr, "error: output: cannot write (No space left on device)")
 
 
 def test_a_closed_stdin_is_one_line_and_exit_66():
     """Source: contract: docs/CONTRACT_EXTENSIONS.md, exit 66 and 74 (issue 22)."""
-    done = subprocess.run([sys.executable, "-m", "planner", "plan", "-"], cwd=ROOT, capture_output=True, timeout=120,
-                          preexec_fn=lambda: os.close(0))
+    done = subprocess.run(
+        [sys.executable, "-m", "planner", "plan", "-"], cwd=ROOT, capture_output=True, timeout=120,
+        preexec_fn=lambda: os.close(0),
+    )
     assert done.returncode == 66
     _one_error_line(done.stderr, "error: input: standard input is closed")
 
@@ -61,8 +66,10 @@ def test_an_overloaded_bursty_load_plans_without_a_numeric_warning():
     Source: contract: docs/CONTRACT_EXTENSIONS.md, exit 66 and 74 (issue 22).
     """
     scenario = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "load": {"request_rate": 1000, "arrival_cv": 3}}
-    done = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "planner", "plan", "-"], cwd=ROOT,
-                          input=json.dumps(scenario).encode(), capture_output=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-m", "planner", "plan", "-"], cwd=ROOT,
+        input=json.dumps(scenario).encode(), capture_output=True, timeout=120,
+    )
     assert done.returncode == 0, done.stderr.decode()
     assert done.stderr == b""
     assert json.loads(done.stdout)["serving"]["stable"] is False

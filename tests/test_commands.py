@@ -93,27 +93,42 @@ def bench_flags(cs) -> dict[str, list[str]]:
 
 loads = st.one_of(
     st.none(),
-    st.fixed_dictionaries({"request_rate": st.floats(0.05, 50)}, optional={
-        "arrival_cv": st.floats(0.1, 4), "prompt_len_cv": st.floats(0, 1), "output_len_cv": st.floats(0, 1),
-        "prefix_cache_hit": st.floats(0, 0.9), "max_num_batched_tokens": st.integers(256, 65536),
-        "slo": st.fixed_dictionaries({}, optional={"ttft_ms": st.floats(10, 5000), "itl_ms": st.floats(5, 500)})}),
-    st.fixed_dictionaries({"concurrency": st.integers(1, 64)}, optional={
-        "prefix_cache_hit": st.floats(0, 0.9), "max_num_batched_tokens": st.integers(256, 65536)}),
+    st.fixed_dictionaries(
+        {"request_rate": st.floats(0.05, 50)},
+        optional={
+            "arrival_cv": st.floats(0.1, 4), "prompt_len_cv": st.floats(0, 1),
+            "output_len_cv": st.floats(0, 1), "prefix_cache_hit": st.floats(0, 0.9),
+            "max_num_batched_tokens": st.integers(256, 65536),
+            "slo": st.fixed_dictionaries(
+                {}, optional={"ttft_ms": st.floats(10, 5000), "itl_ms": st.floats(5, 500)}
+            ),
+        },
+    ),
+    st.fixed_dictionaries(
+        {"concurrency": st.integers(1, 64)},
+        optional={"prefix_cache_hit": st.floats(0, 0.9), "max_num_batched_tokens": st.integers(256, 65536)},
+    ),
 )
 scenarios = st.fixed_dictionaries(
-    {"model": st.sampled_from(["llama-3.1-8b", "qwen3-8b", "mixtral-8x7b", "qwen3-235b-a22b"]),
-     "gpu": st.sampled_from(["h100-sxm", "h200"]),
-     "tp": st.sampled_from([1, 2, 4, 8])},
-    optional={"pp": st.sampled_from([1, 2]), "ep": st.sampled_from([1, 2, 8]),
-              "weights": st.sampled_from(["bf16", "fp16", "fp8", "int4"]),
-              "kv_cache": st.sampled_from(["bf16", "fp8", "int8"]),
-              "block_size": st.sampled_from([8, 16, 32, 48]), "enforce_eager": st.booleans(),
-              "memory": st.fixed_dictionaries({"utilization": st.floats(0.5, 0.95)}),
-              "prompt_len": st.integers(16, 4000), "output_len": st.integers(1, 2000),
-              "load": loads,
-              "speculative": st.fixed_dictionaries({"draft_tokens": st.integers(1, 8), "acceptance": st.floats(0, 1),
-                                                    "draft_params": st.sampled_from([5e8, 1e9])}),
-              "engine": st.sampled_from(["graph", "vllm", "sglang", "trt-llm"])},
+    {
+        "model": st.sampled_from(["llama-3.1-8b", "qwen3-8b", "mixtral-8x7b", "qwen3-235b-a22b"]),
+        "gpu": st.sampled_from(["h100-sxm", "h200"]), "tp": st.sampled_from([1, 2, 4, 8]),
+    },
+    optional={
+        "pp": st.sampled_from([1, 2]), "ep": st.sampled_from([1, 2, 8]),
+        "weights": st.sampled_from(["bf16", "fp16", "fp8", "int4"]),
+        "kv_cache": st.sampled_from(["bf16", "fp8", "int8"]), "block_size": st.sampled_from([8, 16, 32, 48]),
+        "enforce_eager": st.booleans(),
+        "memory": st.fixed_dictionaries({"utilization": st.floats(0.5, 0.95)}),
+        "prompt_len": st.integers(16, 4000), "output_len": st.integers(1, 2000), "load": loads,
+        "speculative": st.fixed_dictionaries(
+            {
+                "draft_tokens": st.integers(1, 8), "acceptance": st.floats(0, 1),
+                "draft_params": st.sampled_from([5e8, 1e9]),
+            }
+        ),
+        "engine": st.sampled_from(["graph", "vllm", "sglang", "trt-llm"]),
+    },
 ).map(lambda d: {k: v for k, v in d.items() if v is not None})
 
 
@@ -149,7 +164,9 @@ def test_vllm_flags_carry_the_scenario_and_plan(sample_scenario):
     assert f["--gpu-memory-utilization"] == ["0.9"]  # the scenario default, vLLM's documented default too
     assert f["--max-num-seqs"] == [str(plan_dict(sample_scenario)["latency"]["batch"])]
     assert f["--max-num-batched-tokens"] == ["8192"] and f["--block-size"] == ["16"]
-    assert "--enforce-eager" not in f and "--enable-prefix-caching" not in f and "--speculative-config" not in f
+    assert (
+        "--enforce-eager" not in f and "--enable-prefix-caching" not in f and "--speculative-config" not in f
+    )
 
 
 def test_engine_specific_forms(sample_scenario):
@@ -159,14 +176,22 @@ def test_engine_specific_forms(sample_scenario):
     s = {**sample_scenario, "pp": 2, "enforce_eager": True, "block_size": 32}
     sg = launch_flags(command_set(s, "sglang"))
     assert sg["--kv-cache-dtype"] == ["fp8_e4m3"] and sg["--tp-size"] == ["4"] and sg["--pp-size"] == ["2"]
-    assert sg["--page-size"] == ["32"] and sg["--disable-cuda-graph"] == [] and sg["--context-length"] == ["8192"]
+    assert (
+        sg["--page-size"] == ["32"]
+        and sg["--disable-cuda-graph"] == []
+        and sg["--context-length"] == ["8192"]
+    )
     trt = command_set(s, "trt-llm")
     tf = launch_flags(trt)
     assert tf["--tp_size"] == ["4"] and tf["--pp_size"] == ["2"] and tf["--max_seq_len"] == ["8192"]
     assert 'dtype: "fp8"' in trt.launch.files["extra_llm_api_options.yaml"]
     assert "tokens_per_block: 32" in trt.launch.files["extra_llm_api_options.yaml"]
     vf = launch_flags(command_set(s, "vllm"))
-    assert vf["--pipeline-parallel-size"] == ["2"] and vf["--enforce-eager"] == [] and vf["--block-size"] == ["32"]
+    assert (
+        vf["--pipeline-parallel-size"] == ["2"]
+        and vf["--enforce-eager"] == []
+        and vf["--block-size"] == ["32"]
+    )
     assert command_set(s, "vllm").gpus_per_replica == 8  # tp x pp
 
 
@@ -205,15 +230,18 @@ def test_quantized_checkpoints_and_unsupported_kv_are_notes_not_flags():
     BlockSize, QuantizationMethods)."""
     kv_choices = ["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"]
     block_choices = ["1", "8", "16", "32", "64", "128", "256"]
-    cs = command_set({"model": "llama-3.1-8b", "gpu": "h100-sxm", "weights": "int4", "kv_cache": "int8"}, "vllm")
+    cs = command_set(
+        {"model": "llama-3.1-8b", "gpu": "h100-sxm", "weights": "int4", "kv_cache": "int8"}, "vllm"
+    )
     f = launch_flags(cs)
     assert "--quantization" not in f and "--kv-cache-dtype" not in f
     assert any("int4" in n for n in cs.launch.notes) and any("int8 KV" in n for n in cs.launch.notes)
     odd = command_set({"model": "llama-3.1-8b", "gpu": "h100-sxm", "block_size": 48}, "vllm")
     assert "--block-size" not in launch_flags(odd) and any("block_size 48" in n for n in odd.launch.notes)
     # the supported forms do become flags, with a documented value
-    fine = launch_flags(command_set({"model": "llama-3.1-8b", "gpu": "h100-sxm", "kv_cache": "fp8", "block_size": 32},
-                                    "vllm"))
+    fine = launch_flags(
+        command_set({"model": "llama-3.1-8b", "gpu": "h100-sxm", "kv_cache": "fp8", "block_size": 32}, "vllm")
+    )
     assert fine["--kv-cache-dtype"][0] in kv_choices and fine["--block-size"][0] in block_choices
 
 
@@ -286,7 +314,7 @@ def test_expected_sheet_matches_the_plan():
     request throughput by Little's law = 8 / 1.370 s = 5.8394 req/s (band 8 / 1.674 = 4.7790 to
     8 / 1.223 = 6.5413); output throughput = 5.8394 x 128 = 747.45 tok/s.
     Source: hand: Little's law and E2E = TTFT + (output - 1) x TPOT, worked in the docstring."""
-    from planner.contract.commands import expected_figures
+    from planner.contract.expected_figures import expected_figures
     from planner.scenario.scenario import parse_scenario
 
     s = {"model": "qwen3-8b", "gpu": "h100-sxm", "batch": 8, "prompt_len": 512, "output_len": 128}
@@ -333,7 +361,10 @@ def test_speculative_tpot_and_streamed_itl():
     spec = plan_dict(s)["speculative"]
     assert spec["tokens_per_round"] == pytest.approx(3.52, abs=0.005)
     fig = {f.result_key: f for f in command_set(s).expected}
-    assert fig["median_tpot_ms"].predicted == spec["itl_ms"] and fig["median_itl_ms"].predicted == spec["round_ms"]
+    assert (
+        fig["median_tpot_ms"].predicted == spec["itl_ms"]
+        and fig["median_itl_ms"].predicted == spec["round_ms"]
+    )
     assert fig["median_tpot_ms"].predicted == pytest.approx(fig["median_itl_ms"].predicted / 3.52, rel=0.002)
 
 
@@ -359,8 +390,9 @@ def test_launch_script_is_valid_bash_and_waits_for_health(engine, sample_scenari
     port = DOCUMENTED_PORT[engine]
     assert launch_flags(cs)["--port"] == [str(port)]
     assert f"curl -sf http://127.0.0.1:{port}/health" in script
-    assert script.index("until curl") < script.index("vllm bench serve") or script.index("until curl") < script.index(
-        "vllm \\\n    bench")
+    assert script.index("until curl") < script.index("vllm bench serve") or script.index(
+        "until curl"
+    ) < script.index("vllm \\\n    bench")
     assert "--save-result" in script
 
 
@@ -392,7 +424,11 @@ def parse_block_yaml(text: str):
                 items.append(item)
             return items, i
         mapping = {}
-        while i < len(lines) and len(lines[i]) - len(lines[i].lstrip()) == indent and not lines[i].lstrip().startswith("- "):
+        while (
+            i < len(lines)
+            and len(lines[i]) - len(lines[i].lstrip()) == indent
+            and not lines[i].lstrip().startswith("- ")
+        ):
             key, _, rest = lines[i].strip().partition(":")
             if rest.strip():
                 mapping[key], i = scalar(rest), i + 1
@@ -420,12 +456,18 @@ def test_k8s_manifest_parses_to_the_deployment(engine, sample_scenario):
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"] == {"path": "/health", "port": DOCUMENTED_PORT[engine]}
     assert container["command"][0] == cs.launch.argv[0]
-    assert container["env"][0]["valueFrom"]["secretKeyRef"] == {"name": "hf-token", "key": "token", "optional": True}
-    assert deployment["spec"]["selector"]["matchLabels"] == deployment["spec"]["template"]["metadata"]["labels"]
+    assert container["env"][0]["valueFrom"]["secretKeyRef"] == {
+        "name": "hf-token", "key": "token", "optional": True,
+    }
+    assert (
+        deployment["spec"]["selector"]["matchLabels"] == deployment["spec"]["template"]["metadata"]["labels"]
+    )
     if engine == "trt-llm":
         config_map = parse_block_yaml(docs[0])
         assert config_map["kind"] == "ConfigMap"
-        assert config_map["data"]["extra_llm_api_options.yaml"] == cs.launch.files["extra_llm_api_options.yaml"]
+        assert (
+            config_map["data"]["extra_llm_api_options.yaml"] == cs.launch.files["extra_llm_api_options.yaml"]
+        )
         assert "/etc/ridgeline/extra_llm_api_options.yaml" in container["command"]
 
 
@@ -433,8 +475,10 @@ def test_k8s_manifest_parses_to_the_deployment(engine, sample_scenario):
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "planner", *args], input=stdin, capture_output=True, text=True,
-                          cwd=ROOT, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "planner", *args], input=stdin, capture_output=True, text=True, cwd=ROOT,
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize("fmt", ["text", "script", "k8s", "json", "expected"])
@@ -448,7 +492,9 @@ def test_cli_commands_formats(fmt, sample_scenario):
         out = json.loads(r.stdout)
         assert out["launch"]["argv"][:3] == ["python", "-m", "sglang.launch_server"]
         assert out["bench"]["result_file"] == "ridgeline_bench.json"
-        assert {e["result_key"] for e in out["expected"]} >= {"median_ttft_ms", "median_tpot_ms", "output_throughput"}
+        assert {e["result_key"] for e in out["expected"]} >= {
+            "median_ttft_ms", "median_tpot_ms", "output_throughput",
+        }
 
 
 def test_every_sizing_option_has_documented_commands():
@@ -471,7 +517,7 @@ def test_expected_figures_follow_the_plans_serving_section():
     """Source: hand: with a serving section (values set here), each benchmark line is the section's figure;
     the band is the plan's TTFT or ITL band as factors of its estimate (ttft_band / ttft x value), and
     throughput takes the inverse ITL factors."""
-    from planner.contract.commands import expected_figures
+    from planner.contract.expected_figures import expected_figures
     from planner.scenario.scenario import parse_scenario
 
     s = {"model": "qwen3-8b", "gpu": "h100-sxm", "load": {"request_rate": 2.0}}
@@ -489,9 +535,13 @@ def test_expected_figures_follow_the_plans_serving_section():
     if lat["ttft_band_ms"] is None:  # the engine's TTFT band is unvalidated (too few held-out rows)
         assert fig["p99_ttft_ms"].band_low is None
     else:
-        assert fig["p99_ttft_ms"].band_low == pytest.approx(120.0 * lat["ttft_band_ms"]["low"] / lat["ttft_ms"])
+        assert fig["p99_ttft_ms"].band_low == pytest.approx(
+            120.0 * lat["ttft_band_ms"]["low"] / lat["ttft_ms"]
+        )
     assert fig["median_itl_ms"].band_high == pytest.approx(9.0 * lat["itl_band_ms"]["high"] / lat["itl_ms"])
-    assert fig["output_throughput"].band_low == pytest.approx(512.0 * lat["itl_ms"] / lat["itl_band_ms"]["high"])
+    assert fig["output_throughput"].band_low == pytest.approx(
+        512.0 * lat["itl_ms"] / lat["itl_band_ms"]["high"]
+    )
     assert fig["median_e2el_ms"].band_low is None  # the plan has no E2E band
     stable_open = {**serving, "mode": "request_rate", "stable": True}
     fig = {f.result_key: f for f in expected_figures(parse_scenario(s), {**plan, "serving": stable_open})}
@@ -510,4 +560,6 @@ def test_every_preset_names_the_repository_its_config_comes_from():
         if repo is None:
             continue
         assert preset_hf_id(model_id) == repo.group(1), (
-            f'{model_id}: add hf_id = "{repo.group(1)}" (the repository of its source) in planner/data/models.toml')
+            f'{model_id}: add hf_id = "{repo.group(1)}" (the repository of its source) in '
+            "planner/data/models.toml"
+        )

@@ -39,7 +39,9 @@ def test_published_tpot_falls_in_the_plans_band():
     r = rows(compare_bench(BENCH, SCENARIO))["median_tpot_ms"]
     assert r.measured == 7.28
     band = plan_dict(SCENARIO)["latency"]["itl_band_ms"]
-    assert band["low"] <= 7.28 * (1 + 1e-9) <= band["high"]  # with 6 rows the band spans every held-out residual
+    assert (
+        band["low"] <= 7.28 * (1 + 1e-9) <= band["high"]
+    )  # with 6 rows the band spans every held-out residual
     assert r.error_pct == pytest.approx((r.predicted - 7.28) / 7.28 * 100)
     assert abs(r.error_pct) < 15
 
@@ -65,8 +67,10 @@ def test_only_the_figures_the_run_saved_are_compared():
     full = {**BENCH, "output_throughput": 133.1, "request_throughput": 0.6022, "p99_ttft_ms": 80.0,
             "median_itl_ms": 7.3}
     got = rows(compare_bench(full, SCENARIO))
-    assert set(got) == {"median_ttft_ms", "median_tpot_ms", "output_throughput", "request_throughput", "median_itl_ms",
-                        "p99_ttft_ms"}
+    assert set(got) == {
+        "median_ttft_ms", "median_tpot_ms", "output_throughput", "request_throughput", "median_itl_ms",
+        "p99_ttft_ms",
+    }
     assert set(got) <= VLLM_RESULT_KEYS
     assert got["output_throughput"].measured == 133.1
     for key, published in (("request_throughput", 0.6022), ("output_throughput", 133.1)):
@@ -91,7 +95,9 @@ def test_calibration_reproduces_the_run_and_keeps_the_scenario():
     assert c.calibrated_scenario == {**SCENARIO, "calibration": c.calibration.model_dump(exclude_none=True)}
     calibrated = plan_dict(c.calibrated_scenario)
     assert calibrated["calibration"] == c.calibration.name
-    assert plan_dict({**c.calibrated_scenario, "batch": 8})["latency"]["itl_ms"] == pytest.approx(7.71, rel=0.06)
+    assert plan_dict({**c.calibrated_scenario, "batch": 8})["latency"]["itl_ms"] == pytest.approx(
+        7.71, rel=0.06
+    )
 
 
 def test_operating_point_from_the_run():
@@ -120,14 +126,24 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers(-10, 10**6) |
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.dictionaries(st.sampled_from(["median_tpot_ms", "median_ttft_ms", "completed", "total_input_tokens",
-                                        "total_output_tokens", "max_concurrency", "p99_ttft_ms", "output_throughput"]),
-                       json_values))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "median_tpot_ms", "median_ttft_ms", "completed", "total_input_tokens", "total_output_tokens",
+                "max_concurrency", "p99_ttft_ms", "output_throughput",
+            ]
+        ),
+        json_values,
+    )
+)
 def test_any_bench_object_gives_a_comparison_or_one_field_error(bench):
     """Source: invariant: any bench object gives a comparison or one field error (hypothesis)."""
     try:
         c = compare_bench(bench, SCENARIO)
     except ScenarioError as err:
-        assert err.field.startswith("bench") or err.field in ("prompt_len", "output_len", "batch", "context_len")
+        assert err.field.startswith("bench") or err.field in (
+            "prompt_len", "output_len", "batch", "context_len",
+        )
         return
     assert all(r.measured is not None for r in c.rows)

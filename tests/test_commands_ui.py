@@ -46,10 +46,14 @@ def run(script: str) -> AppTest:
 # Each engine's documented flags for the scenario's TP 4 and 8,192-token context (engine_cli_flags.json
 # names the pages): vLLM `vllm serve` --tensor-parallel-size / --max-model-len; SGLang `launch_server`
 # --tp-size / --context-length; TensorRT-LLM `trtllm-serve` --tp_size / --max_seq_len.
-DOCUMENTED = {"vllm": ("vllm serve meta-llama/Llama-3.1-70B", "--tensor-parallel-size 4", "--max-model-len 8192"),
-              "sglang": ("-m sglang.launch_server --model-path meta-llama/Llama-3.1-70B", "--tp-size 4",
-                         "--context-length 8192"),
-              "trt-llm": ("trtllm-serve meta-llama/Llama-3.1-70B", "--tp_size 4", "--max_seq_len 8192")}
+DOCUMENTED = {
+    "vllm": ("vllm serve meta-llama/Llama-3.1-70B", "--tensor-parallel-size 4", "--max-model-len 8192"),
+    "sglang": (
+        "-m sglang.launch_server --model-path meta-llama/Llama-3.1-70B", "--tp-size 4",
+        "--context-length 8192",
+    ),
+    "trt-llm": ("trtllm-serve meta-llama/Llama-3.1-70B", "--tp_size 4", "--max_seq_len 8192"),
+}
 
 
 def _one_line(command: str) -> str:
@@ -90,7 +94,8 @@ def test_panel_reports_a_bad_scenario_in_one_line():
 
 
 def test_bench_comparison_side_by_side_and_replan():
-    """Source: published: GPUStack's measured 59.01 / 7.28 ms shown beside the prediction; ui: re-plan button"""
+    """Source: published: GPUStack's measured 59.01 / 7.28 ms shown beside the prediction; ui: re-plan
+    button"""
     raw = BENCH_PATH.read_bytes()
     at = run(COMPARISON.format(root=str(ROOT), scenario=json.dumps(SCENARIO), raw=raw))
     frame = at.dataframe[0].value
@@ -120,10 +125,8 @@ def test_calibrated_link_round_trips_through_the_link_decoder():
 
 
 @pytest.mark.parametrize("raw,message", [
-    (b"{", "not valid JSON"),
-    (b"\xff\xfe", "not valid JSON"),
-    (b'{"median_tpot_ms": 7}', "bench.median_ttft_ms"),
-    (b" " * (MAX_BENCH_BYTES + 1), "larger than"),
+    (b"{", "not valid JSON"), (b"\xff\xfe", "not valid JSON"),
+    (b'{"median_tpot_ms": 7}', "bench.median_ttft_ms"), (b" " * (MAX_BENCH_BYTES + 1), "larger than"),
 ])
 def test_bad_bench_upload_is_one_error(raw, message):
     """Source: ui: one error for bad JSON, a bad field or an oversize file"""

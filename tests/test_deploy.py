@@ -19,7 +19,8 @@ def _recipes(makefile: str) -> list[str]:
 
 def test_make_installs_only_into_the_project_venv():
     """Source: contract: PEP 668 (pip refuses to install into an externally managed Python): every pip and
-    tool call in a recipe goes through $(PY) = .venv/bin/python; the system $(PYTHON) only creates the venv."""
+    tool call in a recipe goes through $(PY) = .venv/bin/python; the system $(PYTHON) only creates the
+    venv."""
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^PY := \$\(VENV\)/bin/python$", makefile, re.M)
     assert re.search(r"^VENV \?= \.venv$", makefile, re.M)

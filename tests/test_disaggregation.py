@@ -42,7 +42,8 @@ def test_mla_transfer_is_small():
 
 
 def test_prefill_worker_capacity_follows_its_slots():
-    """The prefill worker is the serving model's prefill queue (planner.serving.serving, no decode): one prompt's
+    """The prefill worker is the serving model's prefill queue (planner.serving.serving, no decode): one
+    prompt's
     service is S = W + n D(0) / C with W = prefill(P) - D(0) (the extra time a whole prompt adds to an empty
     iteration), n = P = 2,000 prompt tokens and C = 8,192 - 0 the iteration's token budget, so one queue's
     capacity is 1 / (prefill(P) - D(0) (1 - 2000 / 8192)). A dense tp 8 worker is one such queue; a pp 2
@@ -69,20 +70,24 @@ def test_prefill_worker_capacity_follows_its_slots():
 
 def test_pools_at_a_trickle_are_the_step_physics():
     """At a trickle the serving model's prefill worker answers in one iteration carrying the whole prompt,
-    which lasts exactly prefill(P) (planner.physics.latency.prefill_chunk_work_ms), plus the engine's TTFT overhead;
+    which lasts exactly prefill(P) (planner.physics.latency.prefill_chunk_work_ms), plus the engine's TTFT
+    overhead;
     the decode worker holds almost no sequences, so a token sees a batch of 1 + Poisson(~0) = 1 and its ITL
     is decode_step(1) at the mean context P + O / 2 = 2,200 (its one computed prompt token adds < 1%).
 
     Source: hand: the two limits above."""
     from planner.physics.latency import decode_step, prefill
     from planner.serving.disaggregation import TrafficShape
-    from planner.serving.serving import latency_percentiles, load_point
+    from planner.serving.distributions import latency_percentiles
+    from planner.serving.replica import load_point
 
     d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, weights="fp8", kv_cache="fp8")
     shape = TrafficShape(2000, 400)
     p = prefill_worker(d, shape)
     ttft = latency_percentiles(p.model, load_point(p.model, 1e-9))[0]
-    assert ttft.p50 == pytest.approx(float(prefill(d, 2000).total_ms) + d.efficiency.ttft_overhead_ms, rel=0.01)
+    assert ttft.p50 == pytest.approx(
+        float(prefill(d, 2000).total_ms) + d.efficiency.ttft_overhead_ms, rel=0.01
+    )
     dw = decode_worker(d, 2400, shape, 50.0)
     itl = latency_percentiles(dw.model, load_point(dw.model, 1e-9))[1]
     assert itl.p50 == pytest.approx(float(decode_step(d, 1.0, 2200.0).total_ms), rel=0.01)
@@ -95,11 +100,14 @@ def test_fleet_counts_meet_the_objectives():
 
     Source: hand: the two ceilings stated above."""
     from planner.serving.disaggregation import TrafficShape
-    from planner.serving.serving import latency_percentiles, load_point
+    from planner.serving.distributions import latency_percentiles
+    from planner.serving.replica import load_point
 
     d = deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=4, weights="fp8", kv_cache="fp8")
     shape = TrafficShape(2000, 400)
-    p = prefill_worker(deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=1, weights="fp8", kv_cache="fp8"), shape)
+    p = prefill_worker(
+        deployment(model="llama-3.1-70b", gpu="h100-sxm", tp=1, weights="fp8", kv_cache="fp8"), shape
+    )
     dw = decode_worker(d, 2400, shape, 50.0)
     f = size_fleet(p, dw, 10.0, 2000, 400, 2000.0)
     assert f.decode_workers == math.ceil(10.0 / dw.goodput_per_s)
@@ -112,9 +120,12 @@ def test_fleet_counts_meet_the_objectives():
 
 def test_bursty_arrivals_need_at_least_as_many_prefill_workers():
     """The serving model's prefill queue: its wait grows with arrival_cv, so bursty arrivals never need fewer
-    prefill workers. By hand, a prefill worker of Llama-3.1-8B bf16 on one H100 (ideal engine) takes an 8,192-token
-    prompt in one iteration of S = 147.1406 ms (tests/test_roofline.py), one at a time: with a TTFT objective it
-    meets up to capacity (100 s), the pool is sized by capacity alone, ceil(rate x S) workers: ceil(0.736) = 1,
+    prefill workers. By hand, a prefill worker of Llama-3.1-8B bf16 on one H100 (ideal engine) takes an
+    8,192-token
+    prompt in one iteration of S = 147.1406 ms (tests/test_roofline.py), one at a time: with a TTFT objective
+    it
+    meets up to capacity (100 s), the pool is sized by capacity alone, ceil(rate x S) workers: ceil(0.736) =
+    1,
     ceil(2.943) = 3 and ceil(5.886) = 6 at 5, 20 and 40 requests/s.
 
     Source: hand: a single server's capacity 1 / S and the counts above."""
@@ -154,9 +165,11 @@ def test_more_traffic_never_fewer_workers(rate, more):
     assert b.prefill_workers >= a.prefill_workers and b.decode_workers >= a.decode_workers
 
 
-REQUEST = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
-           "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200"], "weights": ["fp8"],
-           "kv_cache": ["fp8"]}
+REQUEST = {
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200"], "weights": ["fp8"],
+    "kv_cache": ["fp8"],
+}
 
 
 def test_disaggregated_options_with_worker_counts_appear_and_the_verdict_explains():
@@ -186,9 +199,14 @@ def test_disaggregated_wins_when_prefill_interference_hurts():
     stretched iterations fall in the untested 10% and aggregated replicas win).
 
     Source: invariant: the cheapest option's mode is the declared winner."""
-    r = size_with_modes({**REQUEST, "traffic": {"requests_per_s": 20.0, "prompt_len": 8000, "output_len": 300},
-                         "slo": {"ttft_ms": 2000.0, "itl_ms": 30.0, "percentile": 99},
-                         "context_len": 8400, "disaggregation": True})
+    r = size_with_modes(
+        {
+            **REQUEST,
+            "traffic": {"requests_per_s": 20.0, "prompt_len": 8000, "output_len": 300},
+            "slo": {"ttft_ms": 2000.0, "itl_ms": 30.0, "percentile": 99}, "context_len": 8400,
+            "disaggregation": True,
+        }
+    )
     assert r["options"][0]["mode"] == "disaggregated"
     assert r["assumptions"]["modes"]["winner"] == "disaggregated"
     aggregated = [o for o in r["options"] if o["mode"] == "aggregated"]
@@ -197,24 +215,34 @@ def test_disaggregated_wins_when_prefill_interference_hurts():
 
 def test_mixed_gpu_pools_for_moe_with_ep():
     """Source: contract: prefill_gpus and decode_gpus give each pool its own GPU type; ep spreads experts."""
-    r = size_with_modes({"model": "deepseek-v3", "traffic": {"requests_per_s": 20.0, "prompt_len": 2000, "output_len": 300},
-                         "slo": {"ttft_ms": 3000.0, "itl_ms": 100.0}, "weights": ["fp8"], "kv_cache": ["fp8"],
-                         "tp": [1, 8], "ep": [1, 8, 16], "disaggregation": True,
-                         "prefill_gpus": ["b200"], "decode_gpus": ["h200"]})
+    r = size_with_modes(
+        {
+            "model": "deepseek-v3",
+            "traffic": {"requests_per_s": 20.0, "prompt_len": 2000, "output_len": 300},
+            "slo": {"ttft_ms": 3000.0, "itl_ms": 100.0}, "weights": ["fp8"], "kv_cache": ["fp8"],
+            "tp": [1, 8], "ep": [1, 8, 16], "disaggregation": True, "prefill_gpus": ["b200"],
+            "decode_gpus": ["h200"],
+        }
+    )
     dis = [o for o in r["options"] if o["mode"] == "disaggregated"]
     assert dis and all(o["prefill"]["gpu"] == "b200" and o["decode"]["gpu"] == "h200" for o in dis)
 
 
 def test_without_the_flag_the_result_is_the_aggregated_search():
-    """Source: contract: `disaggregation` defaults to false; options gain only `mode` and null worker counts."""
+    """Source: contract: `disaggregation` defaults to false; options gain only `mode` and null worker
+    counts."""
     r = size_with_modes(REQUEST)
     assert {o["mode"] for o in r["options"]} == {"aggregated"} and "modes" not in r["assumptions"]
 
 
-@pytest.mark.parametrize("extra, field", [
-    ({"disaggregation": "yes"}, "disaggregation"), ({"pp": [0]}, "pp.0"), ({"ep": [2], "disaggregation": True}, "ep"),
-    ({"prefill_gpus": ["nope"], "disaggregation": True}, "prefill_gpus.0"),
-])
+@pytest.mark.parametrize(
+    "extra, field",
+    [
+        ({"disaggregation": "yes"}, "disaggregation"), ({"pp": [0]}, "pp.0"),
+        ({"ep": [2], "disaggregation": True}, "ep"),
+        ({"prefill_gpus": ["nope"], "disaggregation": True}, "prefill_gpus.0"),
+    ],
+)
 def test_bad_mode_fields_are_one_line_errors(extra, field):
     """Source: contract: one `field: reason` line."""
     with pytest.raises(ScenarioError) as err:
@@ -228,23 +256,37 @@ def test_sizing_hints_the_cheapest_layout_across_nodes():
     fp8 weights fit at tp 8, so no hint for them.
 
     Source: hand: 811.7 / 8 = 101.5 GB > 85.52 x 0.9 - 2 = 74.97 GB; 12 GPUs hold 68.3 GB each."""
-    r = size_with_modes({**REQUEST, "model": "llama-3.1-405b", "gpus": ["h100-sxm"], "weights": ["bf16", "fp8"],
-                         "slo": {"ttft_ms": 3000.0, "itl_ms": 80.0}})
-    assert r["fit_hints"] == [{"gpu": "h100-sxm", "weights": "bf16", "kv_cache": "fp8", "smallest_layout_that_fits":
-                               {"tp": 4, "pp": 3, "ep": 1, "gpus_per_replica": 12, "nodes_per_replica": 2}}]
+    r = size_with_modes(
+        {
+            **REQUEST,
+            "model": "llama-3.1-405b", "gpus": ["h100-sxm"], "weights": ["bf16", "fp8"],
+            "slo": {"ttft_ms": 3000.0, "itl_ms": 80.0},
+        }
+    )
+    assert r["fit_hints"] == [
+        {
+            "gpu": "h100-sxm", "weights": "bf16", "kv_cache": "fp8",
+            "smallest_layout_that_fits": {
+                "tp": 4, "pp": 3, "ep": 1, "gpus_per_replica": 12, "nodes_per_replica": 2,
+            },
+        }
+    ]
 
 
 def test_decode_worker_scenario_plans_the_options_decode_pool():
-    """A disaggregated option's decode worker, opened as a scenario (planner.serving.serving_modes), plans at the
+    """A disaggregated option's decode worker, opened as a scenario (planner.serving.serving_modes), plans at
+    the
     rate each worker runs with the prompt's KV already there: its ITL at the objective's percentile is the
     option's own, so it meets the objective the fleet was sized for (not a single-pool plan missing it).
     Source: contract: the option's decode ITL and the plan's serving ITL come from one serving model."""
     from planner import plan_dict
     from planner.serving.serving_modes import decode_worker_scenario, size_with_modes
 
-    request = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 8000, "output_len": 300},
-               "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm"], "tp": [2, 4],
-               "weights": ["fp8"], "kv_cache": ["fp8"], "disaggregation": True}
+    request = {
+        "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 8000, "output_len": 300},
+        "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm"], "tp": [2, 4], "weights": ["fp8"],
+        "kv_cache": ["fp8"], "disaggregation": True,
+    }
     option = next(o for o in size_with_modes(request)["options"] if o["mode"] == "disaggregated")
     scenario = decode_worker_scenario(option, request)
     assert (scenario["gpu"], scenario["tp"]) == (option["decode"]["gpu"], option["decode"]["tp"])

@@ -113,7 +113,10 @@ def test_bands_come_from_held_out_rows_per_engine_and_say_unvalidated(sample_sce
         else:
             assert ttft["n"] >= 5 and ttft != bands["engines"][name]["prefill"]
     assert plan({**sample_scenario, "efficiency": "ideal"}).latency.itl_band_ms is None
-    assert plan({**sample_scenario, "engine": "graph", "efficiency": {"bandwidth": 0.5}}).latency.itl_band_ms is None
+    assert (
+        plan({**sample_scenario, "engine": "graph", "efficiency": {"bandwidth": 0.5}}).latency.itl_band_ms
+        is None
+    )
 
 
 def test_graph_band_covers_public_compiled_decode_it_never_saw():
@@ -150,7 +153,9 @@ def test_plan_shows_the_floor_beside_the_estimate():
     ideal = plan({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "batch": 16, "efficiency": "ideal"})
     graph = plan({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "batch": 16, "engine": "graph"})
     assert ideal.latency.itl_ms < graph.latency.itl_ms  # the ideal roofline is below the measured floor...
-    assert ideal.latency.itl_ms_floor == ideal.latency.itl_ms  # ...so an ideal plan's floor is itself (issue 22)
+    assert (
+        ideal.latency.itl_ms_floor == ideal.latency.itl_ms
+    )  # ...so an ideal plan's floor is itself (issue 22)
     assert ideal.latency.itl_ms == pytest.approx(10.964, rel=0.001)
 
 
@@ -192,25 +197,41 @@ def test_calibrate_cli_end_to_end(tmp_path):
     median TPOT of 7.71 ms within 6%."""
     import jsonschema
 
-    r = subprocess.run([sys.executable, "-m", "planner", "calibrate", str(EXAMPLES / "vllm_bench_qwen3_8b_h100.json"),
-                        str(EXAMPLES / "qwen3_8b_h100_scenario.json"), "--name", "cli"], capture_output=True,
-                       text=True, cwd=ROOT, timeout=60)
+    r = subprocess.run(
+        [
+            sys.executable, "-m", "planner", "calibrate", str(EXAMPLES / "vllm_bench_qwen3_8b_h100.json"),
+            str(EXAMPLES / "qwen3_8b_h100_scenario.json"), "--name", "cli",
+        ],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     profile = json.loads(r.stdout)
-    schema = json.loads(subprocess.run([sys.executable, "-m", "planner", "schema", "calibration"], capture_output=True,
-                                       text=True, cwd=ROOT, timeout=60, check=True).stdout)
+    schema = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "planner", "schema", "calibration"], capture_output=True, text=True,
+            cwd=ROOT, timeout=60, check=True,
+        ).stdout
+    )
     jsonschema.validate(profile, schema)
     scenario = json.loads((EXAMPLES / "qwen3_8b_h100_scenario.json").read_text())
 
-    def cli_plan(s: dict) -> dict:  # in a subprocess like calibrate (tools/mutation_check.py patches only this process)
+    def cli_plan(
+        s: dict,
+    ) -> dict:  # in a subprocess like calibrate (tools/mutation_check.py patches only this process)
         f = tmp_path / "s.json"
         f.write_text(json.dumps(s))
-        return json.loads(subprocess.run([sys.executable, "-m", "planner", "plan", str(f)], capture_output=True,
-                                         text=True, cwd=ROOT, timeout=60, check=True).stdout)
+        return json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "planner", "plan", str(f)], capture_output=True, text=True, cwd=ROOT,
+                timeout=60, check=True,
+            ).stdout
+        )
 
     out = cli_plan({**scenario, "calibration": profile})
     assert out["calibration"] == "cli" and out["latency"]["itl_ms"] == pytest.approx(7.28, rel=0.01)
-    assert cli_plan({**scenario, "batch": 8, "calibration": profile})["latency"]["itl_ms"] == pytest.approx(7.71, rel=0.06)
+    assert cli_plan({**scenario, "batch": 8, "calibration": profile})["latency"]["itl_ms"] == pytest.approx(
+        7.71, rel=0.06
+    )
 
 
 def test_device_profile_file_is_a_valid_calibration():

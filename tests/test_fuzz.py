@@ -36,15 +36,20 @@ SCALE = float(os.environ.get("RIDGELINE_FUZZ_SCALE", "1"))
 
 
 def fuzz_settings(name: str):
-    return settings(max_examples=max(1, round(EXAMPLES[name] * SCALE)), deadline=None, database=None, print_blob=True,
-                    suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=max(1, round(EXAMPLES[name] * SCALE)), deadline=None, database=None, print_blob=True,
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
 # Values that hurt
 
-EDGE_NUMBERS = [0, -1, 1, 2, 3, 5e-324, 1e-300, 1e-9, 0.5, 1.5, 1e9, 2**31, 2**53 + 1, 2**63, 1e300, 1.7976931348623157e308,
-                -1e9, -5e-324, 10**400, -(10**400), 10**4000, float("nan"), float("inf"), float("-inf")]
+EDGE_NUMBERS = [
+    0, -1, 1, 2, 3, 5e-324, 1e-300, 1e-9, 0.5, 1.5, 1e9, 2**31, 2**53 + 1, 2**63, 1e300,
+    1.7976931348623157e308, -1e9, -5e-324, 10**400, -(10**400), 10**4000, float("nan"), float("inf"),
+    float("-inf"),
+]
 EDGE_TEXT = ["", " ", "\n", "a\nb", "\r\n", "\x00", "\u2028", "\x1b[31mred", "<img src=x onerror=alert(1)>",
              "[link](http://evil.example)", "1", "false", "true", "null", "NaN", "h100-sxm", "llama-3.1-8b",
              "x" * 5000, "é" * 300, "\ud7ff", "🙂"]
@@ -57,8 +62,12 @@ def junk(rng: random.Random, depth: int = 0) -> Any:
     if kind <= 1:
         return rng.choice(EDGE_NUMBERS)
     if kind == 2:
-        return rng.choice([rng.randint(-(10**6), 10**6), rng.randint(-(2**70), 2**70),
-                           rng.uniform(-1e6, 1e6), 10.0 ** rng.uniform(-320, 308), -(10.0 ** rng.uniform(-320, 308))])
+        return rng.choice(
+            [
+                rng.randint(-(10**6), 10**6), rng.randint(-(2**70), 2**70), rng.uniform(-1e6, 1e6),
+                10.0 ** rng.uniform(-320, 308), -(10.0 ** rng.uniform(-320, 308)),
+            ]
+        )
     if kind == 3:
         return rng.choice(EDGE_TEXT)
     if kind == 4:
@@ -70,7 +79,10 @@ def junk(rng: random.Random, depth: int = 0) -> Any:
         return rng.choice([[], {}, "", 0])
     if kind in (7, 8):
         return [junk(rng, depth + 1) for _ in range(rng.randrange(0, 4))]
-    return {rng.choice(EDGE_TEXT[:12] + ["bogus", "name"]): junk(rng, depth + 1) for _ in range(rng.randrange(0, 4))}
+    return {
+        rng.choice(EDGE_TEXT[:12] + ["bogus", "name"]): junk(rng, depth + 1)
+        for _ in range(rng.randrange(0, 4))
+    }
 
 
 def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
@@ -105,7 +117,9 @@ def mutated(rng: random.Random, base: dict[str, Any], extra_keys: list[str] = ()
         if action == "add" or not paths:
             parents = [()] + [p for p in paths if isinstance(_get(obj, p), dict)]
             parent = _get(obj, rng.choice(parents))
-            key = rng.choice([*extra_keys, "bogus", "\n", "x" * 500, "tp\r"] if extra_keys else ["bogus", "\n"])
+            key = rng.choice(
+                [*extra_keys, "bogus", "\n", "x" * 500, "tp\r"] if extra_keys else ["bogus", "\n"]
+            )
             parent[key] = junk(rng)
             continue
         path = rng.choice(paths)
@@ -156,8 +170,10 @@ def _all_finite(value: Any) -> bool:
 # The contract's figures: numbers in every plan (null only where the contract allows it). A null here
 # would be an infinity that the JSON writer turned into null: a range we do not check.
 CONTRACT_FIGURES = {
-    "memory": ["weights_gb_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_budget_gb_per_gpu",
-               "max_batch"],
+    "memory": [
+        "weights_gb_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_budget_gb_per_gpu",
+        "max_batch",
+    ],
     "roofline": ["ridge_flop_per_byte", "decode_ai"],
     "latency": ["prefill_ms", "ttft_ms", "itl_ms", "itl_ms_bound"],
     "throughput": ["output_tokens_per_s", "output_tokens_per_s_bound", "tokens_per_s_per_user"],
@@ -200,7 +216,9 @@ def check_cli(argv: list[str], stdin: str = "") -> dict | None:
 def scenario(rng: random.Random) -> dict[str, Any]:
     """A valid scenario on a preset and a catalog GPU (some optional fields set)."""
     model, gpu = rng.choice(MODELS), rng.choice(GPUS)
-    weights = rng.choice([w for w in PRECISIONS if w not in ("fp8", "fp4") or w in load_catalog()[gpu].tflops])
+    weights = rng.choice(
+        [w for w in PRECISIONS if w not in ("fp8", "fp4") or w in load_catalog()[gpu].tflops]
+    )
     s: dict[str, Any] = {"model": model, "gpu": gpu,
                          "tp": rng.choice([t for t in (1, 2, 4, 8) if valid_tp(load_presets()[model], t)]),
                          "weights": weights, "kv_cache": rng.choice(PRECISIONS[:6]),
@@ -214,18 +232,24 @@ def scenario(rng: random.Random) -> dict[str, Any]:
     if rng.random() < 0.3:
         s["usd_per_gpu_hour"] = rng.uniform(0.01, 50)
     if rng.random() < 0.3:
-        s["speculative"] = {"draft_tokens": rng.randint(1, 8), "acceptance": rng.random(), "draft_params": 1e9}
+        s["speculative"] = {
+            "draft_tokens": rng.randint(1, 8), "acceptance": rng.random(), "draft_params": 1e9,
+        }
     return s
 
 
 CUSTOM_GPU = {"name": "custom", "memory_gb": 80.0, "hbm_tb_s": 3.35, "tflops": {"bf16": 989.4, "fp8": 1978.9},
               "interconnect_gb_s": 450.0, "usd_per_hour": 2.0, "tdp_w": 700.0}
-CUSTOM_MODEL = {"name": "custom", "n_layers": 32, "d_model": 4096, "n_heads": 32, "n_kv_heads": 8, "d_ff": 14336,
-                "vocab_size": 128256, "head_dim": 128, "n_params": 8e9, "sliding_window": 4096,
-                "sliding_window_layers": 16,
-                "moe": {"n_experts": 8, "top_k": 2, "d_ff_expert": 14336, "n_shared_experts": 1, "first_dense_layers": 1},
-                "mla": {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
-                        "q_lora_rank": 1536}}
+CUSTOM_MODEL = {
+    "name": "custom", "n_layers": 32, "d_model": 4096, "n_heads": 32, "n_kv_heads": 8, "d_ff": 14336,
+    "vocab_size": 128256, "head_dim": 128, "n_params": 8e9, "sliding_window": 4096,
+    "sliding_window_layers": 16,
+    "moe": {"n_experts": 8, "top_k": 2, "d_ff_expert": 14336, "n_shared_experts": 1, "first_dense_layers": 1},
+    "mla": {
+        "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+        "q_lora_rank": 1536,
+    },
+}
 
 HF_BASE = {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
            "intermediate_size": 14336, "vocab_size": 128256, "head_dim": 128, "tie_word_embeddings": False,
@@ -244,8 +268,11 @@ seeds = st.randoms(use_true_random=True)
 @fuzz_settings("plan")
 @given(seeds)
 def test_plan_any_broken_scenario(rng):
-    """Source: invariant: a preset scenario broken in 1-3 places plans to finite figures or fails on one line."""
-    s = mutated(rng, scenario(rng), ["calibration", "load", "pp", "ep", "engine", "context_len", "max_model_len"])
+    """Source: invariant: a preset scenario broken in 1-3 places plans to finite figures or fails on one
+    line."""
+    s = mutated(
+        rng, scenario(rng), ["calibration", "load", "pp", "ep", "engine", "context_len", "max_model_len"]
+    )
     check_cli(["plan", "-"], _dumps(s))
 
 

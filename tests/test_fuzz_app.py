@@ -30,9 +30,15 @@ def test_no_link_or_upload_shows_an_exception(rng: random.Random):
 
 
 @FUZZ
-@given(st.sampled_from(["model", "gpu", "tp", "weights", "batch", "efficiency", "load", "speculative", "calibration",
-                        "memory.utilization", "compare", "size"]),
-       st.randoms(use_true_random=False))
+@given(
+    st.sampled_from(
+        [
+            "model", "gpu", "tp", "weights", "batch", "efficiency", "load", "speculative", "calibration",
+            "memory.utilization", "compare", "size",
+        ]
+    ),
+    st.randoms(use_true_random=False),
+)
 def test_a_refused_link_parameter_is_named(param: str, rng: random.Random):
     """A value the parameter cannot take: no exception, and a warning line names the parameter.
     Source: ui: the app's behaviour under AppTest (issue 22).
@@ -41,7 +47,9 @@ def test_a_refused_link_parameter_is_named(param: str, rng: random.Random):
     view = "Size a fleet" if param == "size" else "Plan"
     at = run_case({param: value}, {}, view)
     text = " ".join(e.value for e in (*at.warning, *at.error)).replace("`", "")
-    refused_whole = "Link parameter link" in text.replace("*", "") and "over the limit" in text  # over MAX_LINK_CHARS
+    refused_whole = (
+        "Link parameter link" in text.replace("*", "") and "over the limit" in text
+    )  # over MAX_LINK_CHARS
     assert param in text or refused_whole, (param, value[:40], text[:300])
 
 

@@ -15,43 +15,60 @@ from planner.model.hf_import import SUPPORTED_MODEL_TYPES, model_from_hf_config
 
 # Abridged official config.json values (the fields the planner reads), per family.
 CONFIGS = {
-    "llama-3.1-8b": {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
-                     "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
-                     "tie_word_embeddings": False, "head_dim": 128, "max_position_embeddings": 131072,
-                     "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}},
-    "mistral-7b": {"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
-                   "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "sliding_window": 4096,
-                   "max_position_embeddings": 32768},
-    "mixtral-8x7b": {"model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
-                     "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "num_local_experts": 8,
-                     "num_experts_per_tok": 2, "max_position_embeddings": 32768},
-    "qwen2.5-7b": {"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584, "num_attention_heads": 28,
-                   "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
-                   "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 131072,
-                   "max_position_embeddings": 131072},
-    "qwen3-32b": {"model_type": "qwen3", "num_hidden_layers": 64, "hidden_size": 5120, "num_attention_heads": 64,
-                  "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 25600, "vocab_size": 151936,
-                  "tie_word_embeddings": False, "max_position_embeddings": 40960},
-    "qwen3-235b-a22b": {"model_type": "qwen3_moe", "num_hidden_layers": 94, "hidden_size": 4096,
-                        "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 12288,
-                        "moe_intermediate_size": 1536, "num_experts": 128, "num_experts_per_tok": 8,
-                        "vocab_size": 151936, "tie_word_embeddings": False, "max_position_embeddings": 40960},
-    "gemma-2-9b": {"model_type": "gemma2", "num_hidden_layers": 42, "hidden_size": 3584, "num_attention_heads": 16,
-                   "num_key_value_heads": 8, "head_dim": 256, "intermediate_size": 14336, "vocab_size": 256000,
-                   "sliding_window": 4096, "max_position_embeddings": 8192},
-    "deepseek-v3": {"model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168,
-                    "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 18432,
-                    "moe_intermediate_size": 2048, "n_routed_experts": 256, "n_shared_experts": 1,
-                    "num_experts_per_tok": 8, "first_k_dense_replace": 3, "kv_lora_rank": 512, "q_lora_rank": 1536,
-                    "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128, "vocab_size": 129280,
-                    "tie_word_embeddings": False, "max_position_embeddings": 163840,
-                    "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096}},
+    "llama-3.1-8b": {
+        "model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+        "tie_word_embeddings": False, "head_dim": 128, "max_position_embeddings": 131072,
+        "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192},
+    },
+    "mistral-7b": {
+        "model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "sliding_window": 4096,
+        "max_position_embeddings": 32768,
+    },
+    "mixtral-8x7b": {
+        "model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "num_local_experts": 8,
+        "num_experts_per_tok": 2, "max_position_embeddings": 32768,
+    },
+    "qwen2.5-7b": {
+        "model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584, "num_attention_heads": 28,
+        "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
+        "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 131072,
+        "max_position_embeddings": 131072,
+    },
+    "qwen3-32b": {
+        "model_type": "qwen3", "num_hidden_layers": 64, "hidden_size": 5120, "num_attention_heads": 64,
+        "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 25600, "vocab_size": 151936,
+        "tie_word_embeddings": False, "max_position_embeddings": 40960,
+    },
+    "qwen3-235b-a22b": {
+        "model_type": "qwen3_moe", "num_hidden_layers": 94, "hidden_size": 4096, "num_attention_heads": 64,
+        "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 12288, "moe_intermediate_size": 1536,
+        "num_experts": 128, "num_experts_per_tok": 8, "vocab_size": 151936, "tie_word_embeddings": False,
+        "max_position_embeddings": 40960,
+    },
+    "gemma-2-9b": {
+        "model_type": "gemma2", "num_hidden_layers": 42, "hidden_size": 3584, "num_attention_heads": 16,
+        "num_key_value_heads": 8, "head_dim": 256, "intermediate_size": 14336, "vocab_size": 256000,
+        "sliding_window": 4096, "max_position_embeddings": 8192,
+    },
+    "deepseek-v3": {
+        "model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168, "num_attention_heads": 128,
+        "num_key_value_heads": 128, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+        "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 3,
+        "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+        "v_head_dim": 128, "vocab_size": 129280, "tie_word_embeddings": False,
+        "max_position_embeddings": 163840,
+        "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096},
+    },
 }
 
 
 @pytest.mark.parametrize("preset", sorted(CONFIGS))
 def test_import_matches_the_preset(preset):
-    """Source: model-card: the imported config's totals against the official parameter counts (test_model_shapes)."""
+    """Source: model-card: the imported config's totals against the official parameter counts
+    (test_model_shapes)."""
     from test_model_shapes import OFFICIAL_TOTAL_B
 
     from planner.model.presets import load_presets
@@ -85,10 +102,13 @@ KV_FP8 = {
 def test_imported_config_plans_exactly_like_the_preset(preset):
     """An imported config plans exactly like its preset, and its KV bytes per token are the config's.
     Source: hand: KV bytes per token from each config.json's shape (KV_FP8, worked beside each entry)."""
-    # TP 8 where the engines load it; Qwen2.5-7B's 28 heads take TP 4 (one of its 4 KV heads per GPU either way)
+    # TP 8 where the engines load it; Qwen2.5-7B's 28 heads take TP 4
+    # (one of its 4 KV heads per GPU either way)
     tp = 4 if preset == "qwen2.5-7b" else 8
-    base = {"gpu": "h200", "tp": tp, "weights": "fp8", "kv_cache": "fp8", "context_len": 8192, "prompt_len": 2000,
-            "output_len": 400}
+    base = {
+        "gpu": "h200", "tp": tp, "weights": "fp8", "kv_cache": "fp8", "context_len": 8192, "prompt_len": 2000,
+        "output_len": 400,
+    }
     a = plan({**base, "model": preset}).model_dump()
     b = plan({**base, "model": {"hf_config": CONFIGS[preset]}}).model_dump()
     a["model"]["name"] = b["model"]["name"] = "-"
@@ -106,10 +126,8 @@ def fixture(name: str) -> dict:
 
 
 @pytest.mark.parametrize("name, preset", [
-    ("deepseek_v3__DeepSeek-V3", "deepseek-v3"),
-    ("gemma3__gemma-3-27b-it", "gemma-3-27b"),
-    ("llama4__Llama-4-Scout-17B-16E-Instruct", "llama-4-scout"),
-    ("gpt_oss__gpt-oss-120b", "gpt-oss-120b"),
+    ("deepseek_v3__DeepSeek-V3", "deepseek-v3"), ("gemma3__gemma-3-27b-it", "gemma-3-27b"),
+    ("llama4__Llama-4-Scout-17B-16E-Instruct", "llama-4-scout"), ("gpt_oss__gpt-oss-120b", "gpt-oss-120b"),
     ("mistral3__Mistral-Small-3.1-24B-Instruct-2503", "mistral-small-3.1-24b"),
 ])
 def test_real_config_imports_as_its_preset(name, preset):
@@ -127,15 +145,15 @@ def test_real_config_imports_as_its_preset(name, preset):
 
 
 @pytest.mark.parametrize("name, total_b, active_b, rel, active_without_embeddings", [
-    ("deepseek_v2__DeepSeek-V2", 236, 21, 0.03, False),
-    ("glm4_moe__GLM-4.5-Air", 106, 12, 0.03, True),
+    ("deepseek_v2__DeepSeek-V2", 236, 21, 0.03, False), ("glm4_moe__GLM-4.5-Air", 106, 12, 0.03, True),
     ("qwen2_moe__Qwen1.5-MoE-A2.7B", 14.3, 2.7, 0.03, False),
-    ("phi3__Phi-3-mini-4k-instruct", 3.8, 3.8, 0.03, False),
-    ("olmo2__OLMo-2-1124-7B", 7.3, 7.3, 0.03, False),
+    ("phi3__Phi-3-mini-4k-instruct", 3.8, 3.8, 0.03, False), ("olmo2__OLMo-2-1124-7B", 7.3, 7.3, 0.03, False),
     ("granite__granite-3.1-8b-instruct", 8.1, 8.1, 0.03, False),
     ("cohere2__c4ai-command-r7b-12-2024", 8.0, 8.0, 0.03, False),
 ])
-def test_real_config_parameter_counts_match_the_model_card(name, total_b, active_b, rel, active_without_embeddings):
+def test_real_config_parameter_counts_match_the_model_card(
+    name, total_b, active_b, rel, active_without_embeddings
+):
     """Source: model-card: published total / activated parameters (DeepSeek-V2 236B/21B, GLM-4.5-Air
     106B/12B, Qwen1.5-MoE-A2.7B 14.3B/2.7B, Phi-3-mini 3.8B, OLMo-2 7B 7.3B, Granite-3.1 8B 8.1B,
     Command R7B 8B); the main model only (MTP/next-n layers are not counted). GLM's card counts active
@@ -170,8 +188,7 @@ def test_sliding_window_layouts(name, window, windowed):
 
 
 @pytest.mark.parametrize("name, weights, scope", [
-    ("gpt_oss__gpt-oss-120b", "fp4", "routed_experts"),
-    ("deepseek_v3__DeepSeek-V3", "fp8", None),
+    ("gpt_oss__gpt-oss-120b", "fp4", "routed_experts"), ("deepseek_v3__DeepSeek-V3", "fp8", None),
     ("qwen2_awq__Qwen2.5-7B-Instruct-AWQ", "int4", None),
     ("qwen2_gptq_int8__Qwen2.5-7B-Instruct-GPTQ-Int8", "int8", None),
     ("llama_compressed_tensors_fp8__Llama-3.1-8B-Instruct-FP8", "fp8", None),
@@ -189,10 +206,16 @@ def test_gpt_oss_plans_with_its_mxfp4_experts_and_bf16_attention():
     """Source: hand: gpt-oss-120b keeps attention, router, norms, embedding and head in bf16 and stores its
     36 x 128 x 3 x 2,880 x 2,880 = 114,661,785,600 expert weights in MXFP4, 4 bits + one E8M0 byte per 32
     values = 4.25 bits: 60,914,073,600 B. The rest, 36 x (2,880 x 64 x 64 x 2 + 2 x 2,880 x 8 x 64) attention
-    + 36 x 2,880 x 128 router + 36 x 2 x 2,880 + 2,880 norms + 2 x 201,088 x 2,880 tables = 2,127,263,040 values
+    + 36 x 2,880 x 128 router + 36 x 2 x 2,880 + 2,880 norms + 2 x 201,088 x 2,880 tables = 2,127,263,040
+    values
     x 2 B = 4,254,526,080 B. Together 65,168,599,680 B (the checkpoint's files hold 65.2 GB, biases included);
     without a `weights` key the plan takes the checkpoint's fp4 and computes in bf16 (H100 has no fp4)."""
-    p = plan({"model": {"hf_config": fixture("gpt_oss__gpt-oss-120b")}, "gpu": "h100-sxm", "memory": {"reserve_gb": 2}})
+    p = plan(
+        {
+            "model": {"hf_config": fixture("gpt_oss__gpt-oss-120b")}, "gpu": "h100-sxm",
+            "memory": {"reserve_gb": 2},
+        }
+    )
     assert model_from_hf_config(fixture("gpt_oss__gpt-oss-120b")).fp4_format == "mxfp4"
     assert p.memory.weights_gb_per_gpu == pytest.approx(65.168599680, rel=1e-9)
     assert p.roofline.compute_precision == "bf16"
@@ -228,14 +251,24 @@ def test_unknown_model_type_with_standard_keys_imports_with_a_note():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.dictionaries(st.sampled_from(["num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads",
-                                        "intermediate_size", "vocab_size", "head_dim", "sliding_window",
-                                        "tie_word_embeddings", "layer_types", "text_config", "quantization_config",
-                                        "num_local_experts", "num_experts_per_tok", "attention_chunk_size"]),
-                       st.one_of(st.integers(-5, 10**12), st.text(max_size=5), st.booleans(), st.none(),
-                                 st.lists(st.text(max_size=3), max_size=3), st.dictionaries(st.text(max_size=3),
-                                                                                            st.integers(), max_size=2))),
-       st.sampled_from(SUPPORTED_MODEL_TYPES + ("unknown_decoder",)))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads",
+                "intermediate_size", "vocab_size", "head_dim", "sliding_window", "tie_word_embeddings",
+                "layer_types", "text_config", "quantization_config", "num_local_experts",
+                "num_experts_per_tok", "attention_chunk_size",
+            ]
+        ),
+        st.one_of(
+            st.integers(-5, 10**12), st.text(max_size=5), st.booleans(), st.none(),
+            st.lists(st.text(max_size=3), max_size=3),
+            st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+        ),
+    ),
+    st.sampled_from(SUPPORTED_MODEL_TYPES + ("unknown_decoder",)),
+)
 def test_any_config_imports_or_names_one_field(config, model_type):
     """Source: invariant: any JSON object either imports as a valid ModelSpec or raises one ScenarioError."""
     try:

@@ -38,7 +38,8 @@ def test_allreduce_formula():
 # Held-out message sizes and how close one latency + bandwidth line gets to them: NCCL changes
 # protocol between 0.5 and 16 MB, which one line cannot follow, so those sizes are not asserted.
 def test_allreduce_constants_reproduce_nccl_in_a_cuda_graph():
-    """Source: measured: data/measurements/allreduce_{2,4}xh200_nvlink_2026-11-26.json (NCCL 2.28 inside a CUDA
+    """Source: measured: data/measurements/allreduce_{2,4}xh200_nvlink_2026-11-26.json (NCCL 2.28 inside a
+    CUDA
     graph, 4x H200 NVLink, TP 2 and 4) fit the two constants; the older 2x H200 run on another machine
     (allreduce_2xh200_2026-11-26.json) was never fitted. One line (latency x log2 tp + ring volume / bus
     bandwidth) must land within 25% of decode-sized messages (8-128 KB, the latency regime) and within 15%
@@ -55,7 +56,9 @@ def test_allreduce_constants_reproduce_nccl_in_a_cuda_graph():
             (2, "allreduce_2xh200_2026-11-26.json")]
     for tp, name in runs:
         for row in json.loads((folder / name).read_text())["allreduce"]:
-            predicted_us = float(allreduce_ms(row["bytes"], tp, 450.0, e["link"], e["allreduce_latency_us"])) * 1e3
+            predicted_us = (
+                float(allreduce_ms(row["bytes"], tp, 450.0, e["link"], e["allreduce_latency_us"])) * 1e3
+            )
             if row["bytes"] <= 131_072:
                 assert predicted_us == pytest.approx(row["graph_us"], rel=0.25), (name, row["bytes"])
             elif row["bytes"] >= 67_108_864:
@@ -98,7 +101,8 @@ def test_prefill_time_grows_slower_than_the_prompt_as_published():
 def test_moe_decode_bytes_rise_with_batch_toward_all_experts():
     """Source: hand: Mixtral-8x7B's config.json: one expert is 3 x 4,096 x 14,336 x 32 layers, 8 experts
     45,097,156,608 params; attention 1,342,177,280, router 1,048,576, LM head 131,072,000. Batch 1 reads
-    top-2 of 8 experts: (1,342,177,280 + 1,048,576 + 131,072,000 + 45,097,156,608 / 4) x 2 B = 25,497,174,016 B
+    top-2 of 8 experts: (1,342,177,280 + 1,048,576 + 131,072,000 + 45,097,156,608 / 4) x 2 B = 25,497,174,016
+    B
     (model card: 12.9B active). At batch 64 almost all 8 experts: 1 - (6/8)^64 = 1 - 1e-8 of them,
     46.57e9 params streamed (model card: 46.7B with the input embedding)."""
     d = _deployment(model="mixtral-8x7b", gpu="h200", weights="bf16")
@@ -111,7 +115,8 @@ def test_moe_decode_bytes_rise_with_batch_toward_all_experts():
 
 def test_moe_itl_grows_faster_with_batch_than_dense():
     """A dense model streams the same weights at any batch; an MoE streams more experts as the batch grows, so
-    its ITL rises faster from batch 1 to 8. By hand, Mixtral-8x7B bf16 on one H200 (4.8 TB/s), ideal engine, 1,000
+    its ITL rises faster from batch 1 to 8. By hand, Mixtral-8x7B bf16 on one H200 (4.8 TB/s), ideal engine,
+    1,000
     cached tokens: batch 1 reads 25,497,174,016 B of weights (test above) and 1,001 x 131,072 B of KV
     (32 layers x 8 KV heads x 128 x K and V x 2 B per token, 1,000 read + 1 written): 5.339245 ms. Batch 8
     touches 8 (1 - (6/8)^8) = 7.19910 of 8 experts: (1,342,177,280 + 1,048,576 + 131,072,000 + 45,097,156,608
@@ -160,7 +165,8 @@ def test_throughput_and_cost_by_hand(seed_scenario):
 
 
 def test_custom_price_overrides_catalog(sample_scenario, seed_scenario):
-    """Cost is linear in the price, and a given price replaces the catalog's. By hand on the seeds' Llama-3-70B
+    """Cost is linear in the price, and a given price replaces the catalog's. By hand on the seeds'
+    Llama-3-70B
     TP8 fp16, ideal engine, batch 1: 193.94 tok/s (test_throughput_and_cost_by_hand), so at a given $5.40 per
     GPU-hour 8 x 5.40 / (193.94 x 3600) x 1e6 = $61.875 per million output tokens.
 
@@ -178,7 +184,9 @@ def test_partial_efficiency_object_keeps_default_engine_for_the_rest(sample_scen
     tweaked = plan({**sample_scenario, "efficiency": {"layer_overhead_us": 0.0}})
     assert tweaked.efficiency == "custom"
     default_overhead = base.latency.decode_breakdown_ms["overhead_ms"]
-    assert tweaked.latency.decode_breakdown_ms["gemm_ms"] == pytest.approx(base.latency.decode_breakdown_ms["gemm_ms"])
+    assert tweaked.latency.decode_breakdown_ms["gemm_ms"] == pytest.approx(
+        base.latency.decode_breakdown_ms["gemm_ms"]
+    )
     assert tweaked.latency.decode_breakdown_ms["overhead_ms"] < default_overhead
 
 
@@ -186,8 +194,9 @@ def test_non_nvidia_gpu_plans_warn_about_calibration():
     """Source: contract: plans on other vendors' GPUs warn that the default engine is NVIDIA-calibrated,
     unless public runs of that generation were fitted (issue 20: vLLM on CDNA3 has them, Gaudi 3 none)."""
     assert any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "gaudi3"}).warnings)
-    assert not any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "mi300x"}).warnings)
-    assert not any("calibrated on NVIDIA" in w for w in plan({"model": "llama-3.1-8b", "gpu": "h100-sxm"}).warnings)
+    for gpu in ("mi300x", "h100-sxm"):
+        warnings = plan({"model": "llama-3.1-8b", "gpu": gpu}).warnings
+        assert not any("calibrated on NVIDIA" in w for w in warnings)
 
 
 @pytest.mark.parametrize("scenario, low, high", [

@@ -12,17 +12,10 @@ P = load_presets()
 
 
 @pytest.mark.parametrize("preset, total_b, active_b", [
-    ("llama-3.3-70b", 70.6, 70.6),
-    ("llama-4-scout", 109, 17),
-    ("llama-4-maverick", 400, 17),
-    ("qwen3-30b-a3b", 30.5, 3.3),
-    ("qwen3-coder-480b-a35b", 480, 35),
-    ("deepseek-r1", 671, 37),
-    ("kimi-k2", 1000, 32),
-    ("gemma-3-27b", 27, 27),
-    ("mistral-small-3.1-24b", 24, 24),
-    ("gpt-oss-20b", 21, None),
-    ("gpt-oss-120b", 117, None),
+    ("llama-3.3-70b", 70.6, 70.6), ("llama-4-scout", 109, 17), ("llama-4-maverick", 400, 17),
+    ("qwen3-30b-a3b", 30.5, 3.3), ("qwen3-coder-480b-a35b", 480, 35), ("deepseek-r1", 671, 37),
+    ("kimi-k2", 1000, 32), ("gemma-3-27b", 27, 27), ("mistral-small-3.1-24b", 24, 24),
+    ("gpt-oss-20b", 21, None), ("gpt-oss-120b", 117, None),
 ])
 def test_preset_parameter_counts_match_the_model_card(preset, total_b, active_b):
     """Source: model-card: published total / active parameters (Llama-4 totals include the vision tower

@@ -44,11 +44,13 @@ def test_held_out_kv_budget_within_3_percent_or_075_gib(request, row):
 
 # held-out rows whose budget is within its target but whose token count misses 3%: a small pool makes
 # the token target the stricter one (stated in data/reference/vllm_startup_logs.md)
-# (Qwen2.5-72B and Kimi-Dev-72B at TP 2 missed by 3.2% on their 3 GiB pools until the allocator's rounding of the
+# (Qwen2.5-72B and Kimi-Dev-72B at TP 2 missed by 3.2% on their 3 GiB
+# pools until the allocator's rounding of the
 # weights was modelled)
 TOKEN_MISSES = {
-    "v1-qwen3-235b-fp8-h100-tp4": "budget 0.52 GiB over on an 8 GiB pool (within its 0.75 GiB target) and the token "
-                                  "line 0.09 GiB below the budget line it was printed with (another rank's): +7.6%",
+    "v1-qwen3-235b-fp8-h100-tp4": "budget 0.52 GiB over on an 8 GiB pool (within its 0.75 GiB target) and "
+    "the token "
+    "line 0.09 GiB below the budget line it was printed with (another rank's): +7.6%",
 }
 
 
@@ -66,7 +68,8 @@ def test_held_out_kv_token_count_from_the_planned_budget_within_3_percent(reques
                                  and r["utilization"] and r["gpu"] != "unknown"], ids=_row_id)
 def test_held_out_concurrency_line_within_3_percent(request, row):
     """Source: published: the "Maximum concurrency for L tokens per request: C x" line of the held-out public
-    start-up logs, against the plan's own line (its block pool over the blocks one max_model_len request takes)."""
+    start-up logs, against the plan's own line (its block pool over the blocks one max_model_len request
+    takes)."""
     _xfail_expected_miss(request, row, TOKEN_MISSES)
     r = evaluate_row(row)
     assert r.concurrency_predicted == pytest.approx(r.concurrency_logged, rel=TOKENS_REL)
@@ -85,7 +88,8 @@ def test_held_out_activation_peak_within_0_5_gib(row):
 
 
 def test_vllm_profiled_activation_peak_of_llama_8b_by_release():
-    """Source: hand: vLLM's profiling run for Llama-3.1-8B at 8,192 batched tokens and 1,024 sequences on H100.
+    """Source: hand: vLLM's profiling run for Llama-3.1-8B at 8,192 batched tokens and 1,024 sequences on
+    H100.
     Forward: the widest layer holds the residual and normed input (2 x 4,096) and the MLP's gate_up and
     activation (3 x 14,336): 51,200 bf16 values per token x 8,192 = 838,860,800 B. Sampler run: 1,024 rows x
     128,256 logits x bytes per logit, plus the forward's 8,192 x 4,096 bf16 hidden states (67,108,864 B):
@@ -118,12 +122,14 @@ def test_moe_workspace_held_through_the_sampler_run():
 
 
 def test_vllm_kv_budget_of_llama_8b_on_h100_term_by_term():
-    """Source: published: vLLM 0.19.0's start-up log of Llama-3.1-8B bf16 on one H100 80GB at utilization 0.95,
+    """Source: published: vLLM 0.19.0's start-up log of Llama-3.1-8B bf16 on one H100 80GB at utilization
+    0.95,
     8,192 batched tokens and 1,024 sequences (llm-d-planner's accuracy sweep, data/reference/
     vllm_startup_logs.csv row v1-019-llama31-8b-h100-tp1, DEBUG per-term line): total 79.19 GiB, requested
     75.23, "Model loading took 14.99 GiB", activation 1.89, non-torch 0.25, KV cache 58.11 GiB, 29,751 GPU
     blocks, 476,016 tokens; the CUDA-graph estimate printed but not subtracted (0.19), and "graph capturing
-    took 0.91 GiB" after the KV cache was sized, which 0.21 subtracts first (vLLM PR #38284). vllm#10517 prints
+    took 0.91 GiB" after the KV cache was sized, which 0.21 subtracts first (vLLM PR #38284). vllm#10517
+    prints
     "Model loading took 14.9888 GiB" for this model. The rotary table, by hand from config.json: 131,072
     positions (max_position_embeddings) x 128 x 2 B = 0.03125 GiB.
     Tolerances: the log's two decimals (0.005 GiB a figure; 0.01 where a figure sums two terms); the budget
@@ -153,7 +159,10 @@ def test_scenario_picks_the_release_rules():
     its Triton sampler and subtracts no graph pool; 0.21 subtracts it. Llama-3.1-8B on H100 at defaults:
     0.19 activation 1.897217 GiB (hand, test above) and no graphs; 0.21 0.909956 GiB of graphs;
     `vllm_sampler: native` forces the sort, 4.710449 GiB."""
-    base = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "context_len": 8192, "prompt_len": 1000, "output_len": 200}
+    base = {
+        "model": "llama-3.1-8b", "gpu": "h100-sxm", "context_len": 8192, "prompt_len": 1000,
+        "output_len": 200,
+    }
     w19 = plan({**base, "vllm_version": "0.19.0"}).memory.waterfall_gib
     w21 = plan(base).memory.waterfall_gib
     sort = plan({**base, "vllm_version": "0.19.0", "vllm_sampler": "native"}).memory.waterfall_gib
@@ -199,8 +208,9 @@ def test_plan_exposes_the_waterfall_and_the_log_lines():
     w = m.waterfall_gib
     assert m.engine_rules == "vllm" and m.vllm_version
     # the waterfall closes: cap - weights - rotary tables - activation - non-torch - graphs = KV
-    assert w["utilization_cap"] - w["weights"] - w["rotary_tables"] - w["allocator_rounding"] - w["activation_peak"] \
-        - w["non_torch"] - w["cuda_graphs"] == pytest.approx(w["kv_cache"], abs=1e-9)
+    assert w["utilization_cap"] - w["weights"] - w["rotary_tables"] - w["allocator_rounding"] - w[
+        "activation_peak"
+    ] - w["non_torch"] - w["cuda_graphs"] == pytest.approx(w["kv_cache"], abs=1e-9)
     # torch sees less than nvidia-smi's 81,559 MiB (79.65 GiB): public logs print 79.11-79.25 GiB
     assert 79.0 <= w["framework_total"] <= 79.4
     assert m.engine_log_lines[0] == f"GPU KV cache size: {m.kv_cache_tokens:,} tokens"
@@ -237,8 +247,12 @@ def test_more_batched_tokens_leave_less_kv():
     large = plan({**base, "load": {"concurrency": 8, "max_num_batched_tokens": 32768}}).memory
     assert small.waterfall_gib["activation_peak"] == pytest.approx(2.061523, rel=1e-6)
     assert large.waterfall_gib["activation_peak"] == pytest.approx(3.707031, rel=1e-6)
-    # bf16 weights of 72B on 2 x 80 GB leave no KV here: the signed budget is kv_cache - kv_shortfall (issue 22)
-    signed = {k: m.waterfall_gib["kv_cache"] - m.waterfall_gib["kv_shortfall"] for k, m in (("small", small), ("large", large))}
+    # bf16 weights of 72B on 2 x 80 GB leave no KV here: the signed
+    # budget is kv_cache - kv_shortfall (issue 22)
+    signed = {
+        k: m.waterfall_gib["kv_cache"] - m.waterfall_gib["kv_shortfall"]
+        for k, m in (("small", small), ("large", large))
+    }
     assert signed["small"] - signed["large"] == pytest.approx(1.645508, rel=1e-5)
 
 
@@ -265,7 +279,8 @@ def test_gemma3_hybrid_groups_share_one_pool():
 
 def test_sglang_pool_tokens_from_its_logged_k_and_v_sizes():
     """Source: published: vllm#21348 SGLang line for Qwen3-235B-A22B-FP8 at TP 4 ("#tokens: 367404, K size:
-    8.23 GB, V size: 8.23 GB"). By hand: one token of all 94 layers on one GPU is 1 KV head x 128 x 2 x 2 B x 94 =
+    8.23 GB, V size: 8.23 GB"). By hand: one token of all 94 layers on one GPU is 1 KV head x 128 x 2 x 2 B x
+    94 =
     48,128 B; 16.46 GiB / 48,128 B = 367,2xx tokens (the logged sizes are rounded to 0.01)."""
     from planner.engines.sglang import format_sglang_log_line, sglang_cell_bytes
     from planner.model.presets import load_presets
@@ -273,7 +288,10 @@ def test_sglang_pool_tokens_from_its_logged_k_and_v_sizes():
     cell = sglang_cell_bytes(load_presets()["qwen3-235b-a22b"], 4, "bf16")
     assert cell == 48_128
     assert (8.23 + 8.23) * 2**30 / cell == pytest.approx(367_404, rel=1e-3)
-    assert format_sglang_log_line(367_404, 8.23, 8.23) == "KV Cache is allocated. #tokens: 367404, K size: 8.23 GB, V size: 8.23 GB"
+    assert (
+        format_sglang_log_line(367_404, 8.23, 8.23)
+        == "KV Cache is allocated. #tokens: 367404, K size: 8.23 GB, V size: 8.23 GB"
+    )
 
 
 def test_sglang_rule_reads_utilization_as_mem_fraction_static():
@@ -285,9 +303,12 @@ def test_sglang_rule_reads_utilization_as_mem_fraction_static():
     lo = plan({**base, "memory": {"utilization": 0.85}}).memory
     hi = plan({**base, "memory": {"utilization": 0.93}}).memory
     w = hi.waterfall_gib
-    assert hi.engine_rules == "sglang" and hi.engine_log_lines[0].startswith("KV Cache is allocated. #tokens: ")
-    assert w["utilization_cap"] - w["weights"] - w["rotary_tables"] - w["allocator_rounding"] - w["non_torch"] == \
-        pytest.approx(w["kv_cache"])
+    assert hi.engine_rules == "sglang" and hi.engine_log_lines[0].startswith(
+        "KV Cache is allocated. #tokens: "
+    )
+    assert w["utilization_cap"] - w["weights"] - w["rotary_tables"] - w["allocator_rounding"] - w[
+        "non_torch"
+    ] == pytest.approx(w["kv_cache"])
     assert hi.waterfall_gib["kv_cache"] - lo.waterfall_gib["kv_cache"] == pytest.approx(6.215737, rel=1e-6)
 
 
@@ -300,8 +321,10 @@ def test_trtllm_pool_is_the_fraction_of_free_memory_after_loading():
     from planner.engines.trtllm import format_trtllm_log_lines
 
     lines = format_trtllm_log_lines(79.10, 70.48, 63.44, 259_840)
-    assert lines == ("Memory usage when calculating max tokens in paged kv cache: total: 79.10 GiB, available: 70.48 GiB",
-                     "[MemUsageChange] Allocated 63.44 GiB for max tokens in paged KV cache (259840).")
+    assert lines == (
+        "Memory usage when calculating max tokens in paged kv cache: total: 79.10 GiB, available: 70.48 GiB",
+        "[MemUsageChange] Allocated 63.44 GiB for max tokens in paged KV cache (259840).",
+    )
     p = plan({"model": "llama-3.1-8b", "gpu": "h100-sxm", "engine": "trt-llm", "block_size": 64}).memory
     w = p.waterfall_gib
     available = w["framework_total"] - w["weights"] - w["activation_peak"] - w["non_torch"]
@@ -320,12 +343,15 @@ def test_vllm_refusal_to_start_is_a_warning():
 
 # held-out logs whose weights as loaded miss 1% though their budget is within target
 WEIGHT_MISSES = {
-    "v1-019-gpt-oss-20b-h100-tp2": "MXFP4 experts on vLLM 0.19's Triton path at TP 2: 6.91 GiB planned, 7.01 logged "
-                                   "(1.4%); the budget is within 0.05 GiB",
+    "v1-019-gpt-oss-20b-h100-tp2": "MXFP4 experts on vLLM 0.19's Triton path at TP 2: 6.91 GiB planned, "
+    "7.01 logged "
+    "(1.4%); the budget is within 0.05 GiB",
 }
 
 
-@pytest.mark.parametrize("row", [r for r in HELD_OUT if r["logged_weights_gib"] and not r["budget_rank"]], ids=_row_id)
+@pytest.mark.parametrize(
+    "row", [r for r in HELD_OUT if r["logged_weights_gib"] and not r["budget_rank"]], ids=_row_id
+)
 def test_held_out_model_loading_within_1_percent(request, row):
     """Source: published: "Model loading took X GiB" of the held-out public start-up logs, against the plan's
     weights as loaded plus its rotary tables (engines.vllm.weights_gib_per_gpu + rotary_cache_gib). 1% is a
@@ -336,7 +362,8 @@ def test_held_out_model_loading_within_1_percent(request, row):
 
 
 def test_rotary_tables_loaded_with_the_model():
-    """Source: hand: vLLM's `RotaryEmbedding` registers a cos/sin cache of [positions, rotary_dim] in the model's
+    """Source: hand: vLLM's `RotaryEmbedding` registers a cos/sin cache of [positions, rotary_dim] in the
+    model's
     16-bit dtype, one per distinct table, on every rank (vllm/model_executor/layers/rotary_embedding/base.py).
     Llama-4-Scout (config.json text_config: max_position_embeddings 10,485,760, llama3 scaling, head_dim 128):
     10,485,760 x 128 x 2 B = 2.5 GiB per rank, which is why its TP 4 log prints "Model loading took 53.12 GiB"
@@ -372,7 +399,9 @@ def test_mxfp4_experts_as_each_backend_lays_them_out():
     from planner.engines.vllm import mxfp4_moe_backend, rotary_cache_gib, weights_gib_per_gpu
     from planner.scenario.scenario import parse_scenario, resolve
 
-    d = resolve(parse_scenario({"model": "gpt-oss-120b", "gpu": "h100-sxm", "weights": "fp4", "compute": "bf16"}))
+    d = resolve(
+        parse_scenario({"model": "gpt-oss-120b", "gpu": "h100-sxm", "weights": "fp4", "compute": "bf16"})
+    )
     assert [mxfp4_moe_backend(d.gpu, v) for v in ("0.10.1", "0.11.0", "0.11.1", "0.14.1")] == \
         ["marlin", "marlin", "triton", "triton"]
     other = 4_254_526_080
@@ -382,8 +411,9 @@ def test_mxfp4_experts_as_each_backend_lays_them_out():
     assert rotary_cache_gib(d.model) == pytest.approx(0.015625, rel=1e-12)
     b200 = resolve(parse_scenario({"model": "gpt-oss-120b", "gpu": "b200", "weights": "fp4"}))
     assert mxfp4_moe_backend(b200.gpu, "0.21") == "flashinfer"  # I and H both to 3,072
-    assert weights_gib_per_gpu(b200, "0.21") == pytest.approx((4608 * 3 * 3072 * 3072 * 0.53125 + other) / 2**30,
-                                                              rel=1e-9)
+    assert weights_gib_per_gpu(b200, "0.21") == pytest.approx(
+        (4608 * 3 * 3072 * 3072 * 0.53125 + other) / 2**30, rel=1e-9
+    )
 
 
 def test_allocator_rounding_of_the_weight_tensors():
@@ -391,9 +421,12 @@ def test_allocator_rounding_of_the_weight_tensors():
     kSmallSize 1 MiB, kMinLargeAlloc 10 MiB; `should_split` keeps a large block whole unless more than 1 MiB
     would be left) charges a 231 MiB tensor (Qwen2.5-72B's down_proj shard at TP 2, 8,192 x 14,784 x 2 B =
     242,221,056 B) its whole 232 MiB segment, but a 64.75 MiB one (Qwen2.5-7B's at TP 2) only its bytes (1.25
-    MiB would be left) and an 8 MiB one (below 10 MiB, packed in a shared 20 MiB segment) its bytes. Qwen2.5-72B
-    at TP 2: embedding 1,188 MiB, qkv 80, o 64, gate_up 462 MiB per rank, all whole multiples of 2 MiB; only the
-    80 down_proj shards round, 80 MiB = 0.078125 GiB. With the 72,705,384,448 bf16 parameters halved (67.712166
+    MiB would be left) and an 8 MiB one (below 10 MiB, packed in a shared 20 MiB segment) its bytes.
+    Qwen2.5-72B
+    at TP 2: embedding 1,188 MiB, qkv 80, o 64, gate_up 462 MiB per rank, all whole multiples of 2 MiB; only
+    the
+    80 down_proj shards round, 80 MiB = 0.078125 GiB. With the 72,705,384,448 bf16 parameters halved
+    (67.712166
     GiB) and the 32,768 x 128 x 2 B rotary table (0.0078125) that is 67.798 GiB, against the 67.8 GiB
     "Model loading took" of the 0.19.0 log (without the rounding 67.72). Llama-3.1-8B's tensors (48, 32, 224,
     112 and 1,002 MiB) round to nothing."""
@@ -408,16 +441,20 @@ def test_allocator_rounding_of_the_weight_tensors():
     qwen = resolve(parse_scenario({"model": "qwen2.5-72b", "gpu": "h100-sxm", "tp": 2, "weights": "bf16",
                                    "kv_cache": "bf16"}))
     assert allocator_rounding_gib_per_gpu(qwen) == pytest.approx(0.078125, rel=1e-9)
-    llama = resolve(parse_scenario({"model": "llama-3.1-8b", "gpu": "h100-sxm", "weights": "bf16", "kv_cache": "bf16"}))
+    llama = resolve(
+        parse_scenario({"model": "llama-3.1-8b", "gpu": "h100-sxm", "weights": "bf16", "kv_cache": "bf16"})
+    )
     assert allocator_rounding_gib_per_gpu(llama) == 0.0
     row = next(r for r in ROWS if r["id"] == "v1-019-qwen25-72b-h100-tp2")
     assert evaluate_row(row).weights_model_gib == pytest.approx(67.798, abs=0.002)
 
 
 def test_fp32_model_widens_the_activations_logits_and_rotary_table():
-    """Source: hand: `--dtype float32` Llama-3.1-8B on one H100 under vLLM 0.19.0 (Triton sampler, 1,024 rows of
+    """Source: hand: `--dtype float32` Llama-3.1-8B on one H100 under vLLM 0.19.0 (Triton sampler, 1,024 rows
+    of
     a 128,256 vocabulary): the logits reach the sampler in fp32, 2 B more per logit than the 15 B of the bf16
-    path, and the 8,192 x 4,096 hidden states take 4 B: 1,024 x 128,256 x 17 + 8,192 x 4,096 x 4 = 2,366,898,176 B
+    path, and the 8,192 x 4,096 hidden states take 4 B: 1,024 x 128,256 x 17 + 8,192 x 4,096 x 4 =
+    2,366,898,176 B
     = 2.204 GiB, against the 2.21 GiB its log prints (1.89 in bf16); the rotary table 131,072 x 128 x 4 B =
     0.0625 GiB, so "Model loading took" 29.915 + 0.0625 = 29.98 GiB, as logged."""
     from planner.engines.vllm import activation_peak_gib, model_dtype_bytes, rotary_cache_gib
@@ -425,18 +462,23 @@ def test_fp32_model_widens_the_activations_logits_and_rotary_table():
 
     m = load_presets()["llama-3.1-8b"]
     assert model_dtype_bytes("fp32") == 4.0 and model_dtype_bytes("fp8") == 2.0
-    assert activation_peak_gib(m, 1, 8192, 1024, "triton", dtype_bytes=4.0) == pytest.approx(2_366_898_176 / 2**30,
-                                                                                             rel=1e-9)
+    assert activation_peak_gib(m, 1, 8192, 1024, "triton", dtype_bytes=4.0) == pytest.approx(
+        2_366_898_176 / 2**30, rel=1e-9
+    )
     assert rotary_cache_gib(m, "fp32") == pytest.approx(0.0625, rel=1e-12)
     row = next(r for r in ROWS if r["id"] == "v1-019-llama31-8b-h100-fp32")
     assert evaluate_row(row).weights_model_gib == pytest.approx(29.98, abs=0.005)
 
 
 def test_nvls_buffers_before_0_19_only_above_two_gpus_of_an_nvswitch_hopper():
-    """Source: published: vLLM PR #21429's DEBUG log (Qwen3-235B-A22B-FP8, TP 4, H200, July 2025) prints 2.04 GiB
-    of non-torch memory, where TP 2 and PCIe logs of the same era print 0.21-0.55; NCCL enables NVLink SHARP only
-    for more than 2 GPUs of a Hopper-or-later NVSwitch domain (vllm#9699), and A100's NVSwitch has none. From 0.19
-    every TP > 1 plan takes the 2.07 GiB of that release's all-reduce workspaces. With it the vllm#21348 budget
+    """Source: published: vLLM PR #21429's DEBUG log (Qwen3-235B-A22B-FP8, TP 4, H200, July 2025) prints 2.04
+    GiB
+    of non-torch memory, where TP 2 and PCIe logs of the same era print 0.21-0.55; NCCL enables NVLink SHARP
+    only
+    for more than 2 GPUs of a Hopper-or-later NVSwitch domain (vllm#9699), and A100's NVSwitch has none. From
+    0.19
+    every TP > 1 plan takes the 2.07 GiB of that release's all-reduce workspaces. With it the vllm#21348
+    budget
     (same model, TP 4, H100, 0.9.2) is 8.63 GiB planned against 8.11 logged (10.38 with 0.30)."""
     from gpu_catalog import load_catalog
     from planner.engines.vllm import non_torch_gib
@@ -444,7 +486,10 @@ def test_nvls_buffers_before_0_19_only_above_two_gpus_of_an_nvswitch_hopper():
     c = load_catalog()
     assert non_torch_gib(4, "0.9.2", c["h100-sxm"]) == 2.04 and non_torch_gib(8, "0.10.2", c["h200"]) == 2.04
     assert non_torch_gib(2, "0.9.2", c["h100-sxm"]) == 0.30
-    assert non_torch_gib(8, "0.10.2", c["l40s"]) == 0.30 and non_torch_gib(8, "0.10.2", c["a100-sxm-80gb"]) == 0.30
+    assert (
+        non_torch_gib(8, "0.10.2", c["l40s"]) == 0.30
+        and non_torch_gib(8, "0.10.2", c["a100-sxm-80gb"]) == 0.30
+    )
     assert non_torch_gib(2, "0.19.0", c["l40s"]) == 2.07 and non_torch_gib(1, "0.9.2", c["h100-sxm"]) == 0.15
     row = next(r for r in ROWS if r["id"] == "v1-qwen3-235b-fp8-h100-tp4")
     assert evaluate_row(row).budget_model_gib == pytest.approx(8.11, abs=0.75)
@@ -467,14 +512,27 @@ def test_allocator_rounding_matches_the_allocator_measured_on_an_h100():
     from planner.engines.vllm import allocator_rounding_gib_per_gpu, rotary_cache_gib, weights_gib_per_gpu
     from planner.scenario.scenario import parse_scenario, resolve
 
-    path = Path(__file__).resolve().parents[1] / "data" / "measurements" / "h100_allocator_rounding_2026-11-26.json"
+    path = (
+        Path(__file__).resolve().parents[1]
+        / "data"
+        / "measurements"
+        / "h100_allocator_rounding_2026-11-26.json"
+    )
     measured = {m["model"]: m for m in json.loads(path.read_text())["weight_replays"]}
-    cases = {"Qwen2.5-72B-Instruct TP2": ("qwen2.5-72b", 2, 32768), "Kimi-Dev-72B TP4": ("qwen2.5-72b", 4, 131072),
-             "Qwen2.5-32B-Instruct TP2": ("qwen2.5-32b", 2, 32768), "Qwen2.5-7B-Instruct TP1": ("qwen2.5-7b", 1, 32768),
-             "Llama-3.1-8B TP1": ("llama-3.1-8b", 1, 131072)}
+    cases = {
+        "Qwen2.5-72B-Instruct TP2": ("qwen2.5-72b", 2, 32768), "Kimi-Dev-72B TP4": ("qwen2.5-72b", 4, 131072),
+        "Qwen2.5-32B-Instruct TP2": ("qwen2.5-32b", 2, 32768),
+        "Qwen2.5-7B-Instruct TP1": ("qwen2.5-7b", 1, 32768), "Llama-3.1-8B TP1": ("llama-3.1-8b", 1, 131072),
+    }
     for name, (preset, tp, positions) in cases.items():
-        d = resolve(parse_scenario({"model": preset, "gpu": "h100-sxm", "tp": tp, "weights": "bf16", "kv_cache": "bf16"}))
+        d = resolve(
+            parse_scenario(
+                {"model": preset, "gpu": "h100-sxm", "tp": tp, "weights": "bf16", "kv_cache": "bf16"}
+            )
+        )
         d = replace(d, model=d.model.model_copy(update={"max_position_embeddings": positions}))
-        assert allocator_rounding_gib_per_gpu(d) == pytest.approx(measured[name]["rounding_gib"], abs=1e-9), name
+        assert allocator_rounding_gib_per_gpu(d) == pytest.approx(measured[name]["rounding_gib"], abs=1e-9), (
+            name
+        )
         loaded = weights_gib_per_gpu(d) + rotary_cache_gib(d.model) + allocator_rounding_gib_per_gpu(d)
         assert loaded == pytest.approx(measured[name]["charged_gib"], abs=0.001), name

@@ -36,7 +36,8 @@ def test_at_least_15_presets_each_with_a_source():
     ("deepseek-v3", 37.0, 0.015),
 ])
 def test_moe_active_params(model_id, active_b, rel):
-    """Source: model-card: active parameters as published (Mixtral 12.9B/39.1B, Qwen3 22B, DeepSeek-V3 37B)."""
+    """Source: model-card: active parameters as published (Mixtral 12.9B/39.1B, Qwen3 22B, DeepSeek-V3
+    37B)."""
     assert active_params(PRESETS[model_id]) / 1e9 == pytest.approx(active_b, rel=rel)
 
 
@@ -82,7 +83,8 @@ def test_gqa_attention_params_by_hand():
 
 
 def test_experts_touched_rises_toward_all_experts():
-    """Source: hand: E[experts touched] = E (1 - (1 - k/E)^b): k at batch 1, about all 8 of Mixtral's at 64."""
+    """Source: hand: E[experts touched] = E (1 - (1 - k/E)^b): k at batch 1, about all 8 of Mixtral's at
+    64."""
     assert expected_experts_touched(8, 2, 1) == pytest.approx(2.0)
     assert expected_experts_touched(256, 8, 1) == pytest.approx(8.0)
     assert expected_experts_touched(8, 2, 64) == pytest.approx(8.0, rel=1e-6)

@@ -33,8 +33,12 @@ def test_goodput_at_the_objective_is_the_highest_rate_that_meets_it(gpu):
     assert sv.at_goodput and sv.stable and sv.request_rate == pytest.approx(sv.goodput_request_rate, rel=1e-9)
     assert judge(sv.ttft_ms, sv.itl_ms, DEFAULT_OBJECTIVE).met
     step = 0.002 * sv.max_request_rate
-    below = plan(at_rate(at_objective({**BASE, "gpu": gpu}, DEFAULT_OBJECTIVE), sv.request_rate - step)).serving
-    above = plan(at_rate(at_objective({**BASE, "gpu": gpu}, DEFAULT_OBJECTIVE), sv.request_rate + step)).serving
+    below = plan(
+        at_rate(at_objective({**BASE, "gpu": gpu}, DEFAULT_OBJECTIVE), sv.request_rate - step)
+    ).serving
+    above = plan(
+        at_rate(at_objective({**BASE, "gpu": gpu}, DEFAULT_OBJECTIVE), sv.request_rate + step)
+    ).serving
     assert judge(below.ttft_ms, below.itl_ms, DEFAULT_OBJECTIVE).met
     assert judge(above.ttft_ms, above.itl_ms, DEFAULT_OBJECTIVE).met is False
 
@@ -95,10 +99,14 @@ def test_fleet_for_one_configuration_is_the_sizing_pages_option(traffic):
     Source: invariant: one function sizes a configuration (planner.serving.sizing.evaluate_family)."""
     cheapest = {}
     for gpu in GPUS:
-        result = size({"model": "llama-3.1-70b", "gpus": [gpu], "tp": [4], "weights": ["fp8"], "kv_cache": ["fp8"],
-                       "context_len": 8192, "traffic": {"requests_per_s": traffic, "prompt_len": 2000,
-                                                        "output_len": 400},
-                       "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90}})
+        result = size(
+            {
+                "model": "llama-3.1-70b", "gpus": [gpu], "tp": [4], "weights": ["fp8"], "kv_cache": ["fp8"],
+                "context_len": 8192,
+                "traffic": {"requests_per_s": traffic, "prompt_len": 2000, "output_len": 400},
+                "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90},
+            }
+        )
         cheapest[gpu] = result["options"][0]
         fleet = fleet_for({**BASE, "gpu": gpu}, traffic, DEFAULT_OBJECTIVE)
         assert (fleet.replicas, fleet.gpus) == (cheapest[gpu]["replicas"], cheapest[gpu]["gpus_total"])

@@ -91,7 +91,10 @@ def test_tp16_across_nodes_is_slower_and_warned_while_gb200_keeps_nvlink():
     hgx8 = plan({**base, "gpu": "h100-sxm", "tp": 8})
     nvl16 = plan({**base, "gpu": "gb200", "tp": 16})
     assert hgx16.parallelism.links["tp"] == "network" and nvl16.parallelism.links["tp"] == "scale-up"
-    assert hgx16.latency.decode_breakdown_ms["communication_ms"] > hgx8.latency.decode_breakdown_ms["communication_ms"]
+    assert (
+        hgx16.latency.decode_breakdown_ms["communication_ms"]
+        > hgx8.latency.decode_breakdown_ms["communication_ms"]
+    )
     assert any("tp 16 spans 2 nodes" in w for w in hgx16.warnings)
     assert not any("spans" in w for w in nvl16.warnings)
     assert hgx16.parallelism.nodes_per_replica == 2 and hgx16.parallelism.gpus_per_replica == 16
@@ -112,7 +115,9 @@ def test_pp_splits_layers_and_multiplies_capacity():
     body += p.norms * 2.0 * (1 - 1 / 8) * 63 / 126  # vLLM replicates the RMSNorm weights on every TP rank
     mem = plan_memory(d, 4096)
     assert mem.weights_gb_per_gpu == pytest.approx((body + ends) / 1e9, rel=1e-9)
-    one_stage = plan_memory(deployment(model="llama-3.1-405b", gpu="h100-sxm", tp=8, weights="fp8", kv_cache="fp8"), 4096)
+    one_stage = plan_memory(
+        deployment(model="llama-3.1-405b", gpu="h100-sxm", tp=8, weights="fp8", kv_cache="fp8"), 4096
+    )
     per_seq_ratio = one_stage.kv_bytes_per_sequence_per_gpu / mem.kv_bytes_per_sequence_per_gpu
     assert per_seq_ratio == pytest.approx(2.0)
 
@@ -146,7 +151,9 @@ def test_pp_point_to_point_is_small_and_counted():
 
 # --- expert parallelism ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("ep, dispatch_us, combine_us", [(16, 118, 195), (32, 155, 273), (64, 173, 314), (128, 192, 369)])
+@pytest.mark.parametrize(
+    "ep, dispatch_us, combine_us", [(16, 118, 195), (32, 155, 273), (64, 173, 314), (128, 192, 369)]
+)
 def test_ep_all_to_all_matches_deepep_low_latency_table(monkeypatch, ep, dispatch_us, combine_us):
     """DeepEP (github.com/deepseek-ai/DeepEP, docs/legacy.md): low-latency kernels on H800 with one CX7
     400 Gb/s NIC per GPU, 128 tokens per GPU, hidden 7168, top-8, FP8 dispatch and BF16 combine.
@@ -167,7 +174,9 @@ def test_ep_shards_experts_and_runs_attention_data_parallel():
     Source: hand: the derivation above."""
     d = deployment(model="deepseek-v3", gpu="h200", tp=1, ep=32, weights="fp8", kv_cache="fp8")
     s = sharding(d)
-    assert (s.attention_dp, s.expert_weight_fraction, s.gpus_per_replica, s.nodes_per_replica) == (32, 1 / 32, 32, 4)
+    assert (s.attention_dp, s.expert_weight_fraction, s.gpus_per_replica, s.nodes_per_replica) == (
+        32, 1 / 32, 32, 4,
+    )
     p = param_counts(d.model)
     expected = ((p.body_matmul - p.expert_params) * 1.0 + p.norms * 2.0 + p.expert_params / 32
                 + (p.embedding + p.lm_head) * 2.0) / 1e9
@@ -185,20 +194,28 @@ def test_ep_72_uses_redundant_slots_like_sglang():
 
 
 def test_moe_plans_with_ep_across_nodes_and_shows_the_all_to_all():
-    """DeepSeek-V3 at EP 32 with TP 1 on H100 SXM: 256 routed experts (config.json n_routed_experts) over 32 GPUs
-    are 8 per GPU, 8 / 256 = 1/32 of the expert weights each; attention runs data-parallel on all 32; 32 GPUs at 8
+    """DeepSeek-V3 at EP 32 with TP 1 on H100 SXM: 256 routed experts (config.json n_routed_experts) over 32
+    GPUs
+    are 8 per GPU, 8 / 256 = 1/32 of the expert weights each; attention runs data-parallel on all 32; 32 GPUs
+    at 8
     per HGX H100 node (datasheet) are 4 nodes, so the all-to-all crosses the 50 GB/s network (one 400 Gb/s NIC
     per GPU); the replica pays for 32 GPUs. The breakdown sums to the step.
 
     Source: hand: the layout arithmetic above."""
-    p = plan({"model": "deepseek-v3", "gpu": "h100-sxm", "tp": 1, "ep": 32, "weights": "fp8", "kv_cache": "fp8",
-              "prompt_len": 2000, "output_len": 100, "batch": 32 * 256})
+    p = plan(
+        {
+            "model": "deepseek-v3", "gpu": "h100-sxm", "tp": 1, "ep": 32, "weights": "fp8", "kv_cache": "fp8",
+            "prompt_len": 2000, "output_len": 100, "batch": 32 * 256,
+        }
+    )
     assert p.parallelism.links["ep"] == "network" and p.parallelism.expert_imbalance == 1.2
     assert p.latency.decode_breakdown_ms["ep_ms"] > 0
     assert any("ep 32 spans nodes" in w for w in p.warnings)
     assert sum(p.latency.decode_breakdown_ms.values()) == pytest.approx(p.latency.itl_ms, rel=1e-9)
     assert p.cost.usd_per_replica_hour == pytest.approx(32 * p.cost.usd_per_gpu_hour)
-    assert (p.parallelism.gpus_per_replica, p.parallelism.nodes_per_replica, p.parallelism.attention_dp) == (32, 4, 32)
+    assert (p.parallelism.gpus_per_replica, p.parallelism.nodes_per_replica, p.parallelism.attention_dp) == (
+        32, 4, 32,
+    )
     assert p.parallelism.link_gb_s["ep"] == 50.0
     d = deployment(model="deepseek-v3", gpu="h100-sxm", tp=1, ep=32, weights="fp8")
     assert sharding(d).expert_weight_fraction == pytest.approx(8 / 256)
@@ -209,21 +226,36 @@ def test_moe_plans_with_ep_across_nodes_and_shows_the_all_to_all():
 CUSTOM_GPU = {"name": "x", "memory_gb": 80.0, "hbm_tb_s": 3.0, "tflops": {"bf16": 900.0}}
 
 
-@pytest.mark.parametrize("extra, field, words", [
-    ({"model": "deepseek-v3", "ep": 512}, "ep", "256 routed experts"),
-    ({"model": "deepseek-v3", "tp": 8, "ep": 4}, "ep", "multiple of tp"),
-    ({"model": "llama-3.1-8b", "pp": 64}, "pp", "32 layers"),
-    ({"model": "llama-3.1-8b", "tp": 64}, "tp", "32 attention heads"),
-    # a custom GPU's topology outside physical ranges
-    ({"model": "llama-3.1-8b", "gpu": {**CUSTOM_GPU, "scale_up_domain": 0}}, "gpu.scale_up_domain", ">= 1"),
-    ({"model": "llama-3.1-8b", "gpu": {**CUSTOM_GPU, "scale_out_gb_s": -1.0}}, "gpu.scale_out_gb_s", ">= 0.1"),
-    ({"model": "llama-3.1-8b", "gpu": {**CUSTOM_GPU, "gpus_per_node": 5000}}, "gpu.gpus_per_node", "<= 1024"),
-])
+@pytest.mark.parametrize(
+    "extra, field, words",
+    [
+        ({"model": "deepseek-v3", "ep": 512}, "ep", "256 routed experts"),
+        ({"model": "deepseek-v3", "tp": 8, "ep": 4}, "ep", "multiple of tp"),
+        ({"model": "llama-3.1-8b", "pp": 64}, "pp", "32 layers"),
+        ({"model": "llama-3.1-8b", "tp": 64}, "tp", "32 attention heads"),
+        # a custom GPU's topology outside physical ranges
+        (
+            {"model": "llama-3.1-8b", "gpu": {**CUSTOM_GPU, "scale_up_domain": 0}}, "gpu.scale_up_domain",
+            ">= 1",
+        ),
+        (
+            {"model": "llama-3.1-8b", "gpu": {**CUSTOM_GPU, "scale_out_gb_s": -1.0}}, "gpu.scale_out_gb_s",
+            ">= 0.1",
+        ),
+        (
+            {"model": "llama-3.1-8b", "gpu": {**CUSTOM_GPU, "gpus_per_node": 5000}}, "gpu.gpus_per_node",
+            "<= 1024",
+        ),
+    ],
+)
 def test_bad_layouts_are_one_line_errors(extra, field, words):
-    """Source: contract: one-line `field: reason` errors (layouts, and custom-GPU topology outside physical ranges)."""
+    """Source: contract: one-line `field: reason` errors (layouts, and custom-GPU topology outside physical
+    ranges)."""
     with pytest.raises(ScenarioError) as err:
         plan({"gpu": "h100-sxm", **extra})
-    reason = err.value.reason.replace("greater than or equal to ", ">= ").replace("less than or equal to ", "<= ")
+    reason = err.value.reason.replace("greater than or equal to ", ">= ").replace(
+        "less than or equal to ", "<= "
+    )
     assert err.value.field == field and words in reason and "\n" not in str(err.value)
 
 
@@ -273,7 +305,10 @@ def test_more_gpus_never_more_weights_per_gpu(tp, pp, ep_exp, model):
     if 2 * max(ep, tp) <= d.model.moe.n_experts:
         more_ep = plan_memory(deployment(model=model, gpu="h200", tp=tp, pp=pp, ep=2 * max(ep, tp)), 4096)
         assert more_ep.weights_gb_per_gpu <= base.weights_gb_per_gpu + 1e-9
-        assert more_ep.usable_gb_per_gpu - more_ep.weights_gb_per_gpu >= base.usable_gb_per_gpu - base.weights_gb_per_gpu - 1e-9
+        assert (
+            more_ep.usable_gb_per_gpu - more_ep.weights_gb_per_gpu
+            >= base.usable_gb_per_gpu - base.weights_gb_per_gpu - 1e-9
+        )
 
 
 @settings(max_examples=25, deadline=None)
@@ -288,10 +323,14 @@ def test_breakdown_sums_to_the_step(tp, pp, batch):
     assert p.parallelism.nodes_per_replica == math.ceil(tp * pp / 8)
 
 
-@pytest.mark.parametrize("row_id, tolerance", [
-    ("lmsys-h100-decode-ep72", 0.45), ("lmsys-h100-prefill-ep32-2k", 0.35), ("lmsys-h100-prefill-ep32-4k", 0.35),
-    ("nvidia-405b-tp8-vs-pp8", 0.25),  # the graph physics' fixed costs per layer give 4.4x (issue 10)
-])
+@pytest.mark.parametrize(
+    "row_id, tolerance",
+    [
+        ("lmsys-h100-decode-ep72", 0.45), ("lmsys-h100-prefill-ep32-2k", 0.35),
+        ("lmsys-h100-prefill-ep32-4k", 0.35),
+        ("nvidia-405b-tp8-vs-pp8", 0.25),  # the graph physics' fixed costs per layer give 4.4x (issue 10)
+    ],
+)
 def test_multinode_accuracy_guard(row_id, tolerance):
     """The planner stays within the errors docs/ACCURACY_MULTINODE.md reports for the public large-scale
     EP and pipeline rows (a regression guard; today's errors are in that file).
@@ -304,9 +343,12 @@ def test_multinode_accuracy_guard(row_id, tolerance):
 
 
 # --- valid layouts (planner.hardware.parallelism.layout_problem) ---------------------------------------
-# Engines' rules, read in their sources: vLLM vllm/config/model.py verify_with_parallel_config (heads divisible
-# by TP) and vllm/model_executor/layers/linear.py QKVParallelLinear (KV heads divided by TP, or TP divided by the
-# KV heads, which replicates each KV head); SGLang python/sglang/srt/layers/linear.py, the same; PP splits may be
+# Engines' rules, read in their sources: vLLM vllm/config/model.py
+# verify_with_parallel_config (heads divisible
+# by TP) and vllm/model_executor/layers/linear.py QKVParallelLinear
+# (KV heads divided by TP, or TP divided by the
+# KV heads, which replicates each KV head); SGLang
+# python/sglang/srt/layers/linear.py, the same; PP splits may be
 # uneven (vLLM/SGLang get_pp_indices, TensorRT-LLM Mapping.pp_layers); TensorRT-LLM Mapping.ep_experts takes
 # num_experts // moe_ep_size experts per rank, so ep must divide the experts there.
 
@@ -339,7 +381,8 @@ def test_tp_3_on_a_64_head_model_names_2_or_4():
 
 def test_kv_heads_replicate_when_tp_is_a_multiple():
     """16 > 8 KV heads, 16 % 8 == 0: each KV head on two ranks, as vLLM's QKVParallelLinear replicates it.
-    Source: docs: vllm/model_executor/layers/linear.py QKVParallelLinear (divide(tp_size, total_num_kv_heads))."""
+    Source: docs: vllm/model_executor/layers/linear.py QKVParallelLinear (divide(tp_size,
+    total_num_kv_heads))."""
     assert parallelism.layout_problem(PRESETS["llama-3.1-70b"], 16, 1, 1) is None
     err = parallelism.layout_problem(PRESETS["qwen2.5-7b"], 8, 1, 1)  # 28 % 8 != 0
     assert err is not None and err.reason.endswith("nearest valid 4 or 28")

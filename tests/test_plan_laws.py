@@ -76,7 +76,9 @@ def test_a_deployment_that_does_not_fit_reports_its_shortfall():
     """
     m = plan_dict({"model": "llama-3.1-405b", "gpu": "l4"})["memory"]
     assert m["kv_budget_gb_per_gpu"] == 0
-    assert m["kv_shortfall_gb_per_gpu"] == pytest.approx(m["weights_gb_per_gpu"] - m["usable_gb_per_gpu"], rel=0.02)
+    assert m["kv_shortfall_gb_per_gpu"] == pytest.approx(
+        m["weights_gb_per_gpu"] - m["usable_gb_per_gpu"], rel=0.02
+    )
     assert m["waterfall_gib"]["kv_cache"] == 0 and m["waterfall_gib"]["kv_shortfall"] > 700
 
 
@@ -102,7 +104,10 @@ def test_prefix_caching_on_a_sliding_window_model():
     where a cached prefix's prefill cost less than the empty step it replaced.
     Source: invariant: physical monotonicity (issue 22).
     """
-    s = {"model": "gemma-3-12b", "gpu": "b200", "tp": 2, "context_len": 600, "prompt_len": 500, "output_len": 100}
+    s = {
+        "model": "gemma-3-12b", "gpu": "b200", "tp": 2, "context_len": 600, "prompt_len": 500,
+        "output_len": 100,
+    }
     rates = [_capacity(s, h) for h in (0.0, 0.25, 0.5, 0.95)]
     assert rates == sorted(rates)
 

@@ -81,7 +81,9 @@ def test_power_model_reproduces_the_h100_power_vs_load_measurement():
     phases = {p["phase"]: p for p in data["phases"]}
     spec = PowerSpec(tdp_w=data["enforced_power_limit_w"], idle_power_w=phases["idle"]["median_w"],
                      provisioned_kw_all_in=1.73, origin={})
-    achieved = {"gemm": data["gemm_tflop_s"] / 989.4, "gemv": data["gemv_tb_s"] / 3.35}  # H100 SXM datasheet peaks
+    achieved = {
+        "gemm": data["gemm_tflop_s"] / 989.4, "gemv": data["gemv_tb_s"] / 3.35,
+    }  # H100 SXM datasheet peaks
     checked = 0
     for name, p in phases.items():
         if name == "idle":
@@ -92,7 +94,9 @@ def test_power_model_reproduces_the_h100_power_vs_load_measurement():
         assert predicted == pytest.approx(p["median_w"], rel=0.06), name
         checked += 1
     assert checked == 8
-    assert phases["gemv_100"]["median_w"] < 0.8 * data["enforced_power_limit_w"]  # decode-like: well under TDP
+    assert (
+        phases["gemv_100"]["median_w"] < 0.8 * data["enforced_power_limit_w"]
+    )  # decode-like: well under TDP
 
 
 def test_utilization_is_bound_over_step_time_weighted_by_phase_time():
@@ -166,14 +170,18 @@ def test_plan_economics_follows_from_its_serving_point():
     decode_w = spec.idle_power_w + span * 0.75 * e["decode_utilization"]
     share = s["prefill_share"]
     assert e["gpu_watts_per_replica"] == pytest.approx(4 * (share * prefill_w + (1 - share) * decode_w))
-    assert e["watts_per_replica"] == pytest.approx(e["gpu_watts_per_replica"] * spec.provisioned_kw_all_in * 1000 / spec.tdp_w)
+    assert e["watts_per_replica"] == pytest.approx(
+        e["gpu_watts_per_replica"] * spec.provisioned_kw_all_in * 1000 / spec.tdp_w
+    )
     assert e["joules_per_output_token"] == pytest.approx(e["watts_per_replica"] / s["output_tokens_per_s"])
     assert e["output_tokens_per_s_per_provisioned_mw"] == pytest.approx(
         s["output_tokens_per_s"] / (4 * spec.provisioned_kw_all_in / 1000))
     assert e["energy_usd_per_million_output_tokens"] == pytest.approx(
         e["watts_per_replica"] / 1000 * 1e6 / s["output_tokens_per_s"] / 3600 * 0.10)
     # prefill utilization is the latency section's bound over its estimate (the same step, another path)
-    assert e["prefill_utilization"] == pytest.approx(p["latency"]["prefill_ms_bound"] / p["latency"]["prefill_ms"])
+    assert e["prefill_utilization"] == pytest.approx(
+        p["latency"]["prefill_ms_bound"] / p["latency"]["prefill_ms"]
+    )
 
 
 def test_plan_energy_cost_scales_with_the_electricity_price_and_refuses_a_bad_one():
@@ -195,15 +203,20 @@ def test_plan_without_a_stable_point_gives_no_power_figure():
 # --- sizing under power, with cost tiers ---------------------------------------------------------
 
 def _gpt_oss_sizing(**power):
-    return {"sizing": {"model": "gpt-oss-120b", "traffic": {"requests_per_s": 2, "prompt_len": 1024, "output_len": 8192},
-                       "slo": {"ttft_ms": 5000, "itl_ms": 11.1, "percentile": 50}, "gpus": ["b200"],
-                       "tp": [1, 2], "weights": ["fp4"], "kv_cache": ["fp8"]},
-            "power": power}
+    return {
+        "sizing": {
+            "model": "gpt-oss-120b", "traffic": {"requests_per_s": 2, "prompt_len": 1024, "output_len": 8192},
+            "slo": {"ttft_ms": 5000, "itl_ms": 11.1, "percentile": 50}, "gpus": ["b200"], "tp": [1, 2],
+            "weights": ["fp4"], "kv_cache": ["fp8"],
+        },
+        "power": power,
+    }
 
 
 def test_most_goodput_for_a_budget_fits_floor_of_budget_over_replica_kw():
     """Source: hand: InferenceX constants (B200 2.17 kW, neocloud $2.34/GPU-hour): 1 MW holds
-    floor(1000 / 2.17) = 460 one-GPU replicas or floor(1000 / 4.34) = 230 two-GPU ones; $/hour = GPUs x 2.34."""
+    floor(1000 / 2.17) = 460 one-GPU replicas or floor(1000 / 4.34) = 230 two-GPU ones; $/hour = GPUs x
+    2.34."""
     r = size_power(_gpt_oss_sizing(objective="max_goodput", budget_mw=1, cost_tier="neocloud",
                                    power_source="inferencex"))
     by_tp = {row["tp"]: row for row in r["results"]}
@@ -212,7 +225,9 @@ def test_most_goodput_for_a_budget_fits_floor_of_budget_over_replica_kw():
     assert by_tp[1]["provisioned_mw"] == pytest.approx(460 * 2.17 / 1000)
     for row in r["results"]:
         assert row["provisioned_mw"] <= 1.0 + 1e-9
-        assert row["goodput_request_rate"] == pytest.approx(row["replicas"] * row["goodput_request_rate_per_replica"])
+        assert row["goodput_request_rate"] == pytest.approx(
+            row["replicas"] * row["goodput_request_rate_per_replica"]
+        )
         assert row["output_tokens_per_s"] == pytest.approx(row["goodput_request_rate"] * 8192)
     rates = [row["goodput_request_rate"] for row in r["results"]]
     assert rates == sorted(rates, reverse=True)
@@ -245,7 +260,8 @@ def test_power_sizing_bad_inputs_name_their_field():
 
 
 def test_inferencex_tiers_are_the_published_constants():
-    """Source: published: SemiAnalysisAI/InferenceX-app packages/app/src/lib/constants.ts @ 77ca49a (GPU_SPECS)."""
+    """Source: published: SemiAnalysisAI/InferenceX-app packages/app/src/lib/constants.ts @ 77ca49a
+    (GPU_SPECS)."""
     gpus = power_constants()["inferencex"]["gpus"]
     assert gpus["h100-sxm"] == {"power_kw": 1.73, "hyperscaler": 1.30, "neocloud": 1.69, "rental_3yr": 1.30}
     assert gpus["b200"]["power_kw"] == 2.17 and gpus["mi355x"]["power_kw"] == 2.65
@@ -279,9 +295,13 @@ def test_lognormal_classes_by_hand():
     """Source: hand: one bin sits at the median prompt; the output carries its mean
     median x exp(sigma^2 / 2) = 200 x exp(0.5) = 329.7 -> 330; two bins sit at the 25% and 75%
     quantiles: 1000 x exp(+-0.6745) = 509 and 1963."""
-    one = lognormal_classes(Lognormal(prompt_median=1000, prompt_sigma=1.0, output_median=200, output_sigma=1.0, bins=1))
+    one = lognormal_classes(
+        Lognormal(prompt_median=1000, prompt_sigma=1.0, output_median=200, output_sigma=1.0, bins=1)
+    )
     assert (one[0].prompt_len, one[0].output_len, one[0].share) == (1000, 330, 1.0)
-    two = lognormal_classes(Lognormal(prompt_median=1000, prompt_sigma=1.0, output_median=200, output_sigma=0, bins=2))
+    two = lognormal_classes(
+        Lognormal(prompt_median=1000, prompt_sigma=1.0, output_median=200, output_sigma=0, bins=2)
+    )
     assert [c.prompt_len for c in two] == [509, 1963]
 
 
@@ -324,7 +344,9 @@ def test_context_tiers_kv_per_sequence_and_cost_grow_with_the_tier():
     tiers = r["tiers"]
     assert [t["context_len"] for t in tiers] == [32768, 131072, 1000000]
     for t in tiers:
-        assert t["kv_gb_per_sequence_per_gpu"] * t["option"]["tp"] == pytest.approx(65536 * t["context_len"] / 1e9)
+        assert t["kv_gb_per_sequence_per_gpu"] * t["option"]["tp"] == pytest.approx(
+            65536 * t["context_len"] / 1e9
+        )
     costs = [t["usd_per_hour"] for t in tiers]
     assert costs == sorted(costs) and costs[-1] > costs[0]
     assert tiers[0]["usd_vs_shortest"] == 1.0
@@ -344,19 +366,26 @@ def test_context_tiers_refuse_a_bad_tier():
                                              ("mixed-fleet", "mixed_fleet_bimodal.json"),
                                              ("context-tiers", "context_tiers_llama8b.json")])
 def test_cli_runs_each_issue24_command_from_its_example(command, example):
-    """Source: invariant: each command prints JSON and exits 0 on its example; a bad file is one line, exit 2."""
+    """Source: invariant: each command prints JSON and exits 0 on its example; a bad file is one line, exit
+    2."""
     out, err = io.StringIO(), io.StringIO()
     assert main([command, str(EXAMPLES / example)], stdout=out, stderr=err) == 0, err.getvalue()
     assert json.loads(out.getvalue())
     out, err = io.StringIO(), io.StringIO()
     assert main([command, "-"], stdin=io.StringIO("[]"), stdout=out, stderr=err) == 2
-    assert out.getvalue() == "" and err.getvalue().count("\n") == 1 and err.getvalue().startswith("error: request")
+    assert (
+        out.getvalue() == ""
+        and err.getvalue().count("\n") == 1
+        and err.getvalue().startswith("error: request")
+    )
 
 
 # --- done when: InferenceX's tokens/s per provisioned MW for gpt-oss-120b ------------------------
 
 ITL_90_TPS_MS = 1000.0 / 90.0  # 90 tok/s per user
-GPT_OSS = {"model": "gpt-oss-120b", "weights": "fp4", "kv_cache": "fp8", "prompt_len": 1024, "output_len": 8192}
+GPT_OSS = {
+    "model": "gpt-oss-120b", "weights": "fp4", "kv_cache": "fp8", "prompt_len": 1024, "output_len": 8192,
+}
 # MXFP4 on Hopper and CDNA3 runs as weight-only (vLLM's Marlin/Triton MoE kernels dequantize to bf16);
 # Blackwell and CDNA4 have fp4 tensor cores.
 DONE_WHEN = {"h100-sxm": "bf16", "b200": None, "mi300x": "bf16", "mi355x": None}
@@ -377,16 +406,22 @@ def test_operating_point_is_the_last_concurrency_within_the_interactivity_target
     """Source: invariant: at the chosen concurrency median ITL <= 11.1 ms, one more sequence exceeds it."""
     best = _per_mw("b200")
     assert best["itl_ms_p50"] <= ITL_90_TPS_MS
-    nxt = plan_dict({**GPT_OSS, "gpu": "b200", "tp": best["tp"], "load": {"concurrency": best["concurrency"] + 1}})
+    nxt = plan_dict(
+        {**GPT_OSS, "gpu": "b200", "tp": best["tp"], "load": {"concurrency": best["concurrency"] + 1}}
+    )
     assert nxt["serving"]["itl_ms"]["p50"] is None or nxt["serving"]["itl_ms"]["p50"] > ITL_90_TPS_MS
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "measured 2026-11-26 with the production-engine profiles (issue 20; total tokens/s per provisioned MW at the "
+    "measured 2026-11-26 with the production-engine profiles (issue 20; total tokens/s per provisioned MW "
+    "at the "
     "last concurrency with median ITL <= 11.1 ms): H100 0.53 M vs InferenceX's 0.9 M (ratio 0.59; TP 8, 73 "
-    "sequences, MXFP4 as w4a16: the weight-only 4-bit MoE path has no public runs behind it, so it keeps our torch "
-    "rig's dequantizing GEMV); B200 6.09 M vs 2.8 M (ratio 2.17; TP 8, 1,150 sequences, fp4: vLLM's Blackwell "
-    "profile is fitted on Llama-3.3-70B alone, and no public gpt-oss run constrains its MoE, sink-attention and "
+    "sequences, MXFP4 as w4a16: the weight-only 4-bit MoE path has no public runs behind it, so it keeps "
+    "our torch "
+    "rig's dequantizing GEMV); B200 6.09 M vs 2.8 M (ratio 2.17; TP 8, 1,150 sequences, fp4: vLLM's "
+    "Blackwell "
+    "profile is fitted on Llama-3.3-70B alone, and no public gpt-oss run constrains its MoE, "
+    "sink-attention and "
     "large-batch decode)"))
 @pytest.mark.parametrize("gpu", ["h100-sxm", "b200"])
 def test_gpt_oss_tokens_per_mw_within_25_percent_of_inferencex(gpu):
@@ -411,17 +446,41 @@ def test_gpt_oss_tokens_per_mw_mi300x_within_25_percent():
 # --- bad input, fuzzed: one line, exit 2, never a traceback --------------------------------------
 
 def _fuzz_requests(rng) -> list[tuple[str, dict]]:
-    sizing = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": rng.uniform(0.01, 50), "prompt_len": rng.randint(1, 4000),
-                                                  "output_len": rng.randint(1, 1000)},
-              "slo": {"ttft_ms": rng.uniform(10, 10_000), "itl_ms": rng.uniform(5, 200)}, "gpus": ["h100-sxm"],
-              "tp": [1], "weights": ["fp8"], "kv_cache": ["fp8"]}
+    sizing = {
+        "model": "llama-3.1-8b",
+        "traffic": {
+            "requests_per_s": rng.uniform(0.01, 50), "prompt_len": rng.randint(1, 4000),
+            "output_len": rng.randint(1, 1000),
+        },
+        "slo": {"ttft_ms": rng.uniform(10, 10_000), "itl_ms": rng.uniform(5, 200)}, "gpus": ["h100-sxm"],
+        "tp": [1], "weights": ["fp8"], "kv_cache": ["fp8"],
+    }
     return [
-        ("size-power", {"sizing": sizing, "power": {"objective": rng.choice(["min_mw", "max_goodput"]),
-                                                    "budget_mw": rng.uniform(0.01, 5), "cost_tier": "neocloud"}}),
-        ("mixed-fleet", {"model": "llama-3.1-8b", "requests_per_s": rng.uniform(0.1, 100), "slo": sizing["slo"],
-                         "gpus": ["h100-sxm"], "tp": [1], "weights": ["fp8"], "kv_cache": ["fp8"],
-                         "lengths": {"histogram": [{"prompt_len": rng.randint(1, 4000), "output_len": rng.randint(1, 500),
-                                                    "weight": rng.uniform(0.1, 1)}]}}),
+        (
+            "size-power",
+            {
+                "sizing": sizing,
+                "power": {
+                    "objective": rng.choice(["min_mw", "max_goodput"]), "budget_mw": rng.uniform(0.01, 5),
+                    "cost_tier": "neocloud",
+                },
+            },
+        ),
+        (
+            "mixed-fleet",
+            {
+                "model": "llama-3.1-8b", "requests_per_s": rng.uniform(0.1, 100), "slo": sizing["slo"],
+                "gpus": ["h100-sxm"], "tp": [1], "weights": ["fp8"], "kv_cache": ["fp8"],
+                "lengths": {
+                    "histogram": [
+                        {
+                            "prompt_len": rng.randint(1, 4000), "output_len": rng.randint(1, 500),
+                            "weight": rng.uniform(0.1, 1),
+                        }
+                    ]
+                },
+            },
+        ),
         ("context-tiers", {"sizing": sizing, "context_lens": [rng.randint(4000, 200_000)]}),
     ]
 

@@ -51,7 +51,8 @@ def test_every_fitted_term_stays_inside_the_hardware():
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trt-llm"])
 def test_no_engine_is_planned_faster_than_the_roofline(engine):
-    """Source: datasheet: the roofline. On every catalog GPU of a fitted generation, a decode step at batch 1-512 and a
+    """Source: datasheet: the roofline. On every catalog GPU of a fitted generation, a decode step at batch
+    1-512 and a
     prefill of 64-8,192 tokens take at least the pure roofline of the same work (max of FLOPs / dense
     peak and bytes / datasheet bandwidth)."""
     catalog = load_catalog()
@@ -69,7 +70,8 @@ def test_no_engine_is_planned_faster_than_the_roofline(engine):
 
 
 def test_the_residuals_are_those_of_the_current_profiles():
-    """Source: published: data/reference/serving_runs_published.csv. The published residuals (docs/ACCURACY.md is
+    """Source: published: data/reference/serving_runs_published.csv. The published residuals
+    (docs/ACCURACY.md is
     generated from them) must come from the profiles the planner ships: a sample of fitted rows is
     predicted again through the planner and agrees with the file."""
     runs = pd.read_csv(RUNS_CSV, low_memory=False).set_index("run_id")
@@ -85,7 +87,8 @@ def test_the_residuals_are_those_of_the_current_profiles():
 @pytest.mark.parametrize("engine,gpu", [("vllm", "h100-sxm"), ("vllm", "h200"), ("vllm", "b200"),
                                         ("sglang", "h200"), ("sglang", "b200"), ("trt-llm", "h200")])
 def test_mean_tpot_within_target_on_the_runs_fitted(engine, gpu):
-    """Source: published: InferenceX / InferenceMAX runs. Issue 20's target, mean TPOT within 10% at the median
+    """Source: published: InferenceX / InferenceMAX runs. Issue 20's target, mean TPOT within 10% at the
+    median
     and 25% at p90 per engine and GPU, on the runs the profile was fitted on (in-sample)."""
     e = _errors("fitted", engine, gpu)
     assert len(e) >= 40
@@ -103,10 +106,16 @@ def test_vllm_predicts_a_hopper_gpu_it_was_not_fitted_on(gpu):
     assert np.percentile(e, 90) <= 0.25
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "TensorRT-LLM's runs hold two models, Llama-3.3-70B (dense) and DeepSeek-R1 (MLA + 256 experts): leaving "
-    "one out fits the MoE layer cost and the per-layer cost on the other architecture alone, and the held-out "
-    "median TPOT error is ~30% (docs/ACCURACY.md); more public models per engine are needed"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "TensorRT-LLM's runs hold two models, Llama-3.3-70B (dense) and DeepSeek-R1 (MLA + 256 experts): "
+        "leaving "
+        "one out fits the MoE layer cost and the per-layer cost on the other architecture alone, and the "
+        "held-out "
+        "median TPOT error is ~30% (docs/ACCURACY.md); more public models per engine are needed"
+    ),
+)
 def test_trtllm_predicts_a_model_it_was_not_fitted_on():
     """Source: published: InferenceX / InferenceMAX runs of TensorRT-LLM, one model held out at a time."""
     e = _errors("model_out", "trt-llm")
@@ -114,7 +123,8 @@ def test_trtllm_predicts_a_model_it_was_not_fitted_on():
 
 
 def test_the_residuals_file_names_its_columns():
-    """Source: contract: the columns of tools/fit_production_engines.py's output: every row names its split and run."""
+    """Source: contract: the columns of tools/fit_production_engines.py's output: every row names its split
+    and run."""
     with RESIDUALS.open() as fh:
         header = next(csv.reader(fh))
     for column in ("split", "engine", "gpu", "model", "run_id", "tpot_ms", "pred_tpot_ms", "ttft_median_ms",

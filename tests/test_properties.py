@@ -96,7 +96,10 @@ def test_lower_weight_precision_never_adds_weight_bytes(s, w1, w2):
     """Source: invariant: fewer bits per weight never add weight bytes."""
     hi, lo = sorted((w1, w2), key=bits_per_value, reverse=True)
     s = {**s, "compute": "bf16"}
-    assert plan({**s, "weights": lo}).memory.weights_gb_per_gpu <= plan({**s, "weights": hi}).memory.weights_gb_per_gpu
+    assert (
+        plan({**s, "weights": lo}).memory.weights_gb_per_gpu
+        <= plan({**s, "weights": hi}).memory.weights_gb_per_gpu
+    )
 
 
 @SETTINGS
@@ -134,7 +137,8 @@ def test_ridge_crossing_is_where_the_regime_flips(s):
        st.floats(0.1, 50.0), st.integers(50, 8000), st.integers(10, 2000),
        st.floats(100.0, 5000.0), st.floats(10.0, 200.0))
 def test_sizing_options_always_meet_objectives_and_replan_consistently(model, rps, prompt, output, ttft, itl):
-    """Source: invariant: sizing options meet the objectives, cover the traffic and re-plan to the same ITL."""
+    """Source: invariant: sizing options meet the objectives, cover the traffic and re-plan to the same
+    ITL."""
     from planner.serving.sizing import size
 
     request = {"model": model, "traffic": {"requests_per_s": rps, "prompt_len": prompt, "output_len": output},
@@ -147,7 +151,8 @@ def test_sizing_options_always_meet_objectives_and_replan_consistently(model, rp
         assert o["replicas"] * o["output_tokens_per_s"] >= rps * output * (1 - 1e-9)
         replanned = plan(o["scenario"])  # issue 9: the option's operating point, same serving model
         assert replanned.serving.itl_ms.p90 == pytest.approx(o["itl_ms"], rel=1e-9)
-        assert replanned.cost.usd_per_million_output_tokens == pytest.approx(o["usd_per_million_output_tokens"],
-                                                                             rel=1e-9)
+        assert replanned.cost.usd_per_million_output_tokens == pytest.approx(
+            o["usd_per_million_output_tokens"], rel=1e-9
+        )
     if not result["options"]:
         assert result["infeasible"]

@@ -22,7 +22,9 @@ KV_BYTES_PER_TOKEN = 131_072
 
 
 def _ideal(**overrides):
-    return resolve(parse_scenario({"model": "llama-3.1-8b", "gpu": "h100-sxm", "efficiency": "ideal", **overrides}))
+    return resolve(
+        parse_scenario({"model": "llama-3.1-8b", "gpu": "h100-sxm", "efficiency": "ideal", **overrides})
+    )
 
 
 def test_decode_gemm_flops_and_weight_bytes():
@@ -32,7 +34,9 @@ def test_decode_gemm_flops_and_weight_bytes():
     one, sixteen = decode_work(d, 1, 4096), decode_work(d, 16, 4096)
     assert float(one.gemm_flops) == pytest.approx(2 * MATMUL_PARAMS, rel=1e-9)
     assert float(sixteen.gemm_flops) == pytest.approx(16 * 2 * MATMUL_PARAMS, rel=1e-9)
-    assert float(one.weight_bytes) == float(sixteen.weight_bytes) == pytest.approx(2 * MATMUL_PARAMS, rel=1e-9)
+    assert (
+        float(one.weight_bytes) == float(sixteen.weight_bytes) == pytest.approx(2 * MATMUL_PARAMS, rel=1e-9)
+    )
 
 
 def test_decode_attention_flops_and_kv_bytes():
@@ -61,7 +65,8 @@ def test_prefill_flops_and_bytes():
 
 
 def test_prefill_activation_bytes_follow_the_stated_convention():
-    """Source: hand: planner/physics/roofline.py's convention, each GEMM's input and output pass through HBM in
+    """Source: hand: planner/physics/roofline.py's convention, each GEMM's input and output pass through HBM
+    in
     bf16: per token and layer 6 x 4,096 (residual stream, norms) + 2 x (4,096 + 2 x 1,024) (QKV in/out)
     + 2 x 4,096 (attention out) + 3 x 14,336 (MLP) = 88,064 values; 2,048 tokens x 32 layers x 2 B
     = 11,542,724,608 B."""
@@ -97,7 +102,8 @@ def test_tp4_all_reduce_time_with_the_measured_constants():
     """Source: measured: the link efficiency 0.7015 and 9.475 us latency at TP 2 come from our NCCL runs at
     TP 2 and 4 on 4x H200 NVLink (data/measurements/allreduce_*xh200_nvlink_*.json, tools/fit_engines.py).
     By hand for Llama-3.1-70B TP 4 at batch 1: each of 2 x 80 all-reduces moves 1.5 x 8,192 x 2 B over
-    0.7015 x 450 GB/s (0.0000778 ms) and waits 9.475 us x log2(4) = 0.01895 ms: 160 x 0.0190278 = 3.04446 ms."""
+    0.7015 x 450 GB/s (0.0000778 ms) and waits 9.475 us x log2(4) = 0.01895 ms: 160 x 0.0190278 = 3.04446
+    ms."""
     d = resolve(parse_scenario({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "engine": "graph"}))
     assert decode_step(d, 1, 1000).breakdown()["communication_ms"] == pytest.approx(3.04446, rel=1e-5)
 

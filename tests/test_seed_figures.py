@@ -86,7 +86,9 @@ def test_long_context_never_crosses_the_ridge(seed_scenario):
     = 10.16e9, KV bytes 40,960 x 31,000 = 1.270e9: AI saturates at 27.4e9 / 1.270e9 = 21.6 < 295.2."""
     p = plan({**seed_scenario, "context_len": 32768, "prompt_len": 30000, "output_len": 2000})
     assert p.roofline.ridge_crossing_batch is None
-    huge = plan({**seed_scenario, "context_len": 32768, "prompt_len": 30000, "output_len": 2000, "batch": 100_000})
+    huge = plan(
+        {**seed_scenario, "context_len": 32768, "prompt_len": 30000, "output_len": 2000, "batch": 100_000}
+    )
     assert huge.roofline.decode_ai == pytest.approx(21.6, rel=0.01)
 
 
@@ -107,7 +109,8 @@ def test_speculative_tokens_per_round():
 
 
 def test_low_acceptance_still_reads_fewer_target_weights_per_token():
-    """Source: seed: item 21, at p = 0.25, k = 4 target reads per token are 1/1.33 = 0.75 of plain decoding."""
+    """Source: seed: item 21, at p = 0.25, k = 4 target reads per token are 1/1.33 = 0.75 of plain
+    decoding."""
     assert 1 / tokens_per_round(4, 0.25) == pytest.approx(0.75, abs=0.005)
 
 

@@ -15,13 +15,8 @@ from hypothesis import strategies as st
 from planner import plan
 from planner.physics.memory import plan_memory
 from planner.scenario.scenario import parse_scenario, resolve
-from planner.serving.serving import (
-    goodput_per_ms,
-    load_point,
-    meets_objective,
-    replica_model,
-    serve_at_concurrency,
-)
+from planner.serving.replica import load_point, replica_model
+from planner.serving.serving import goodput_per_ms, meets_objective, serve_at_concurrency
 from planner.serving.workload import workload_for
 
 # The seed's default scenario (issue 9's worked example).
@@ -31,13 +26,15 @@ DEFAULT = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8
 
 # A replica that only prefills: Llama-3.1-8B bf16 on one H100, ideal engine, 8,192-token prompts (exactly one
 # iteration's 8,192-token budget) and one output token, so no decode. Each request holds the engine for one
-# iteration of S = 147.1406 ms, the prefill alone (tests/test_roofline.py::test_ideal_prefill_time_of_a_long_prompt,
+# iteration of S = 147.1406 ms, the prefill alone
+# (tests/test_roofline.py::test_ideal_prefill_time_of_a_long_prompt,
 # by hand), one at a time: an M/D/1 queue under Poisson arrivals, whose textbook results the tests below use.
 MD1 = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "efficiency": "ideal", "prompt_len": 8192, "output_len": 1}
 MD1_SERVICE_MS = 147.1406
 MD1_CAPACITY_PER_S = 1000.0 / MD1_SERVICE_MS  # 6.79621 requests/s
 
-# Serving figures of an unstable point used to warn (0 x log(inf)); every test here runs with warnings as errors.
+# Serving figures of an unstable point used to warn (0 x log(inf));
+# every test here runs with warnings as errors.
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
 
@@ -51,8 +48,9 @@ def test_worked_example_is_no_longer_claimed_sustainable(default_plan):
     per second, each needing 101 ms of prefill: 1.6 s of prefill work per second. No replica does more
     than 1000 / 101 = 9.9 prefills per second, so 15.9 req/s must be unstable and the operating point
     of 155 concurrent users must serve far fewer than the decode-only bound. (Step and prefill times are
-    issue 10's graph physics, the plan's floor figures (prefill refitted from 64 tokens up in issue 20: 103.6 ms,
-    was 101.2); the claim is then checked on the vLLM profile's own; issue 9 wrote 22.6 ms and 96.6 ms with round 1's
+    issue 10's graph physics, the plan's floor figures (prefill refitted from 64 tokens up in issue 20:
+    103.6 ms, was 101.2); the claim is then checked on the vLLM profile's own; issue 9 wrote 22.6 ms and
+    96.6 ms with round 1's
     constants, and 161 sequences before the rotary table and 0.19's all-reduce workspaces. 155 = vLLM
     0.21's KV budget per GPU (issue 11's rules, waterfall in the plan): 71.277 GiB cap - 16.918 weights -
     0.031 rotary table - 1.837 activation - 2.07 non-torch at TP 4 - 1.790 graphs = 48.63 GiB, over 512
@@ -61,7 +59,8 @@ def test_worked_example_is_no_longer_claimed_sustainable(default_plan):
 
     Source: hand: issue 9's worked example, the bound 1000 / prefill_ms prefills per second derived above."""
     p = default_plan
-    # issue 10's graph physics (the plan's floor figures); the vLLM profile's own step fits public runs (issue 20)
+    # issue 10's graph physics (the plan's floor figures); the vLLM
+    # profile's own step fits public runs (issue 20)
     assert p.latency.itl_ms_floor == pytest.approx(24.4, rel=0.02) and p.memory.max_batch == 155
     assert p.latency.prefill_ms_floor == pytest.approx(103.6, rel=0.02)
     assert p.serving.max_request_rate < 1000.0 / p.latency.prefill_ms
@@ -99,7 +98,8 @@ def test_below_capacity_is_stable_with_ordered_percentiles(default_plan, fractio
     """Below capacity the replica is stable, p50 <= p90 <= p99, and it serves rate x output_len tokens/s.
     The prefill-only replica (MD1 above) at utilization rho = fraction is M/D/1: Pollaczek-Khinchine's mean
     wait rho S / (2 (1 - rho)) plus the service S, times the rate rho / S (Little's law), puts
-    L = rho + rho^2 / (2 (1 - rho)) requests in the system: 0.10556, 0.75, 4.95 and 49.995 at rho 0.1, 0.5, 0.9
+    L = rho + rho^2 / (2 (1 - rho)) requests in the system: 0.10556, 0.75, 4.95 and 49.995 at rho 0.1, 0.5,
+    0.9
     and 0.99 (the plan's open-loop `concurrency`).
 
     Source: hand: Pollaczek-Khinchine and Little's law for M/D/1, numbers above."""
@@ -135,9 +135,11 @@ def test_at_or_above_capacity_is_unstable_without_percentiles(default_plan, frac
 def test_latency_grows_with_load(default_plan):
     """More load never lowers p99 TTFT or median ITL; on the prefill-only replica (MD1 above, an M/D/1 queue)
     it grows as the exact M/D/1 waiting time says. Erlang's M/D/1 waiting-time distribution (service 1,
-    utilization rho; Erlang 1909, as in queueing textbooks, e.g. Gross & Harris, Fundamentals of Queueing Theory):
+    utilization rho; Erlang 1909, as in queueing textbooks, e.g. Gross & Harris, Fundamentals of Queueing
+    Theory):
     P(Wq <= t) = (1 - rho) sum_{k=0}^{floor t} [rho (k - t)]^k / k! e^{-rho (k - t)}. Its 90th percentile is
-    t = 1.0419, 2.0984, 5.0115 and 10.7825 at rho 0.4, 0.6, 0.8, 0.9 (check at 0.4: 0.6 [e^0.41676 - 0.4 x 0.0419
+    t = 1.0419, 2.0984, 5.0115 and 10.7825 at rho 0.4, 0.6, 0.8, 0.9 (check at 0.4: 0.6 [e^0.41676 - 0.4 x
+    0.0419
     x e^0.01676] = 0.6 x 1.5000 = 0.9000), so the p90 TTFT (wait + S, S = 147.1406 ms) is 300.45, 455.90,
     884.54 and 1733.68 ms. The planner approximates the wait (exponential tail); within 7%.
 
@@ -153,7 +155,8 @@ def test_latency_grows_with_load(default_plan):
 
 def test_closed_and_open_loop_agree_at_the_same_rate():
     """Little's law ties the closed loop's concurrency to the open loop at the same rate. And a closed loop of
-    one client on the prefill-only replica (MD1 above) sends its next request when the last ends: the replica is
+    one client on the prefill-only replica (MD1 above) sends its next request when the last ends: the replica
+    is
     never idle and never queues, so it serves 1000 / 147.1406 = 6.79621 requests/s, each with TTFT S.
     (With two clients the exact answer is the same rate, every TTFT 2 S; the planner's arrival-theorem
     approximation gives 15% less and a spread, so that case is not asserted.)
@@ -205,7 +208,8 @@ def test_prefix_cache_hit_lowers_ttft_raises_capacity_and_lowers_cost():
 
 
 def test_cost_per_total_tokens_counts_prompt_and_output(default_plan):
-    """Source: hand: total tokens per request = 2000 in + 400 out = 2400, so $/M total = $/M output x 400 / 2400."""
+    """Source: hand: total tokens per request = 2000 in + 400 out = 2400, so $/M total = $/M output x 400 /
+    2400."""
     c, s = default_plan.cost, default_plan.serving
     assert c.usd_per_million_total_tokens == pytest.approx(c.usd_per_million_output_tokens * 400 / 2400)
     assert s.total_tokens_per_s_per_gpu == pytest.approx(s.output_tokens_per_s_per_gpu * 2400 / 400)
@@ -213,7 +217,8 @@ def test_cost_per_total_tokens_counts_prompt_and_output(default_plan):
 
 def test_bursty_arrivals_wait_longer():
     """A burstier arrival process (CV 3 vs Poisson) waits longer in the prefill queue. At the other end,
-    evenly spaced arrivals (CV 0) to the prefill-only replica (MD1 above, a fixed service of S = 147.1406 ms) at
+    evenly spaced arrivals (CV 0) to the prefill-only replica (MD1 above, a fixed service of S = 147.1406 ms)
+    at
     utilization 0.9 are a D/D/1 queue: each request arrives 163.5 ms after the last, after it has left, so no
     request ever waits and every TTFT percentile is S.
 
@@ -228,11 +233,14 @@ def test_bursty_arrivals_wait_longer():
 
 def test_goodput_in_the_plan_meets_its_objective():
     """The goodput rate meets the SLO at its percentile and 2% more does not. On the prefill-only replica
-    (MD1 above) a p90 TTFT objective of 884.54 ms is the exact M/D/1 p90 at rho 0.8 (test_latency_grows_with_load),
+    (MD1 above) a p90 TTFT objective of 884.54 ms is the exact M/D/1 p90 at rho 0.8
+    (test_latency_grows_with_load),
     so its goodput is 0.8 x 6.79621 = 5.43697 requests/s (within 3%: the planner's wait is an approximation).
 
     Source: hand: the exact M/D/1 percentile solved for the rate, numbers above."""
-    p = plan({**DEFAULT, "load": {"request_rate": 1.0, "slo": {"ttft_ms": 400, "itl_ms": 40, "percentile": 90}}})
+    p = plan(
+        {**DEFAULT, "load": {"request_rate": 1.0, "slo": {"ttft_ms": 400, "itl_ms": 40, "percentile": 90}}}
+    )
     g = p.serving.goodput_request_rate
     assert 0 < g < p.serving.max_request_rate
     at = plan({**DEFAULT, "load": {"request_rate": g * 0.999}}).serving
@@ -269,7 +277,9 @@ def test_goodput_never_falls_when_the_objective_loosens(ttft, itl, more_ttft, mo
 def test_a_higher_percentile_never_raises_goodput(percentile, ttft, itl):
     """Source: invariant: p99 is at least p50/p90, so its goodput is at most theirs (hypothesis)."""
     m = _default_model()
-    assert float(goodput_per_ms(m, 99, ttft, itl)) <= float(goodput_per_ms(m, percentile, ttft, itl)) * (1 + 1e-6)
+    assert float(goodput_per_ms(m, 99, ttft, itl)) <= float(goodput_per_ms(m, percentile, ttft, itl)) * (
+        1 + 1e-6
+    )
 
 
 def test_does_not_fit_gives_no_serving_figures_and_what_would_fit():
@@ -312,7 +322,7 @@ def test_waiting_probability_matches_gi_m_1_roots():
     Gamma arrivals of CV 2 at rho 0.1: sigma = (1 + 40 (1 - sigma))^-0.25 -> 0.4583 (check: 1 + 40 x 0.5417
     = 22.668, ln 3.1209, x 0.25 = 0.7802, e^-0.7802 = 0.4583)
     (a fixed rho would say 0.1: clumped arrivals wait far more often)."""
-    from planner.serving.serving import waiting_probability
+    from planner.serving.arrivals import waiting_probability
 
     assert waiting_probability(np.array([0.1, 0.5, 0.9]), 1.0) == pytest.approx([0.1, 0.5, 0.9], rel=1e-9)
     assert float(waiting_probability(np.array(0.5), 0.0)) == pytest.approx(0.2032, abs=2e-4)
@@ -321,8 +331,9 @@ def test_waiting_probability_matches_gi_m_1_roots():
 
 def test_gap_cdf_matches_closed_forms():
     """Source: hand: Poisson gaps: P(gap <= t) = 1 - e^(-lambda t) (lambda t = 1: 0.632121). Gamma gaps of
-    CV^2 0.5 (Erlang-2, rate 2 lambda): 1 - e^-x (1 + x) with x = 2 lambda t; lambda t = 1: 1 - 3 e^-2 = 0.593994."""
-    from planner.serving.serving import gap_cdf
+    CV^2 0.5 (Erlang-2, rate 2 lambda): 1 - e^-x (1 + x) with x = 2 lambda t; lambda t = 1: 1 - 3 e^-2 =
+    0.593994."""
+    from planner.serving.arrivals import gap_cdf
 
     assert float(gap_cdf(np.array(0.5), np.array(2.0), 1.0)) == pytest.approx(0.632121, abs=1e-6)
     assert float(gap_cdf(np.array(0.5), np.array(2.0), math.sqrt(0.5))) == pytest.approx(0.593994, abs=1e-6)
@@ -335,7 +346,7 @@ def test_window_counts_of_clumped_arrivals_match_a_renewal_simulation():
     window_counts' P(0); and the counts keep the mean lambda x window.
 
     Source: hand: the Poisson probabilities above, and a renewal simulation written in the test."""
-    from planner.serving.serving import window_counts
+    from planner.serving.arrivals import window_counts
 
     poisson = window_counts(np.array(1.0), np.array(0.2), 1.0, 48)
     assert float(poisson[0]) == pytest.approx(0.818731, abs=1e-6)

@@ -60,7 +60,8 @@ def test_every_row_names_its_source_engine_gpu_lengths_and_concurrency(every_row
 
 
 def test_gpu_and_model_ids_are_ours(every_row: pd.DataFrame) -> None:
-    """Source: contract: GPU ids are gpu_catalog/gpus.toml's (or listed as not yet there), presets models.toml's."""
+    """Source: contract: GPU ids are gpu_catalog/gpus.toml's (or listed as not yet there), presets
+    models.toml's."""
     known = catalog_gpu_ids() | GPUS_NOT_IN_CATALOG
     assert set(every_row["gpu"]) <= known, set(every_row["gpu"]) - known
     assert not GPUS_NOT_IN_CATALOG & catalog_gpu_ids(), "an id listed as missing is in the catalog now"

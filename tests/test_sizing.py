@@ -1,5 +1,6 @@
 """Sizing: options meet the objectives and cover the traffic, re-plan to the same ITL, the frontier is
-non-dominated, costs follow the formula, rent vs buy agrees with a hand calculation, infeasible inputs answer."""
+non-dominated, costs follow the formula, rent vs buy agrees with a hand calculation, infeasible inputs
+answer."""
 
 from __future__ import annotations
 
@@ -18,21 +19,27 @@ from planner.economics.ownership import OwnershipCosts, break_even_utilization, 
 from planner.serving.sizing import pareto_mask, size
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUEST = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 5.0, "prompt_len": 2000, "output_len": 400},
-           "slo": {"ttft_ms": 3000.0, "itl_ms": 60.0}, "gpus": ["h100-sxm", "h200", "a100-sxm-80gb", "l40s"]}
+REQUEST = {
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 5.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 3000.0, "itl_ms": 60.0}, "gpus": ["h100-sxm", "h200", "a100-sxm-80gb", "l40s"],
+}
 
 
 # the serving model used to warn at unstable points (0 x log(inf)); these tests run with warnings as errors
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
 
-# A prefill-only replica (tests/test_serving.py's MD1): Llama-3.1-8B bf16 on one H100, ideal engine, 8,192-token
+# A prefill-only replica (tests/test_serving.py's MD1): Llama-3.1-8B
+# bf16 on one H100, ideal engine, 8,192-token
 # prompts that fill one iteration's budget and one output token. Each request holds the replica for
-# S = 147.1406 ms (the ideal prefill, by hand in tests/test_roofline.py), one at a time: an M/D/1 queue, capacity
+# S = 147.1406 ms (the ideal prefill, by hand in
+# tests/test_roofline.py), one at a time: an M/D/1 queue, capacity
 # 1000 / 147.1406 = 6.79621 requests/s. The ITL objective is moot (nothing decodes).
-MD1_REQUEST = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 40.0, "prompt_len": 8192, "output_len": 1},
-               "slo": {"ttft_ms": 884.54, "itl_ms": 1000.0}, "gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"],
-               "kv_cache": ["bf16"], "efficiency": "ideal"}
+MD1_REQUEST = {
+    "model": "llama-3.1-8b", "traffic": {"requests_per_s": 40.0, "prompt_len": 8192, "output_len": 1},
+    "slo": {"ttft_ms": 884.54, "itl_ms": 1000.0}, "gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"],
+    "kv_cache": ["bf16"], "efficiency": "ideal",
+}
 MD1_CAPACITY_PER_S = 1000.0 / 147.1406
 
 
@@ -44,7 +51,8 @@ def result():
 def test_options_meet_objectives_and_cover_traffic(result):
     """Every option meets both objectives and serves the 2,000 tok/s asked, with replicas = ceil(traffic /
     goodput). By hand on the prefill-only replica (MD1_REQUEST): a p90 TTFT of 884.54 ms is the exact M/D/1
-    p90 at utilization 0.8 (Erlang's waiting-time distribution, tests/test_serving.py::test_latency_grows_with_load),
+    p90 at utilization 0.8 (Erlang's waiting-time distribution,
+    tests/test_serving.py::test_latency_grows_with_load),
     so a replica's goodput is 0.8 x 6.79621 = 5.43697 requests/s and 40 requests/s need ceil(40 / 5.43697) =
     ceil(7.357) = 8 replicas, 8 GPUs.
 
@@ -96,7 +104,9 @@ def test_each_option_replanned_alone_gives_the_same_figures(result, index):
     assert p.serving.ttft_ms.p90 == pytest.approx(o["ttft_ms"], rel=1e-9)
     # same objective, same model; the two bisections stop within 1/48 x 2^-10 of capacity of each other
     assert p.serving.goodput_request_rate == pytest.approx(o["goodput_request_rate"], rel=1e-4)
-    assert p.cost.usd_per_million_output_tokens == pytest.approx(o["usd_per_million_output_tokens"], rel=1e-12)
+    assert p.cost.usd_per_million_output_tokens == pytest.approx(
+        o["usd_per_million_output_tokens"], rel=1e-12
+    )
     assert p.serving.output_tokens_per_s == pytest.approx(o["output_tokens_per_s"], rel=1e-12)
 
 
@@ -119,7 +129,8 @@ def test_fleet_cost_by_hand():
 
 def test_frontier_is_truly_non_dominated(result):
     """No option dominates a frontier point; every other point is dominated. By hand, the two fleets of
-    test_options_sorted_cheapest_first (prefill-only replicas at 41 requests/s): 6 H200s at $18.00 an hour whose
+    test_options_sorted_cheapest_first (prefill-only replicas at 41 requests/s): 6 H200s at $18.00 an hour
+    whose
     iteration lasts 142.9771 ms, and 7 H100s at $18.90 whose iteration lasts 147.1406 ms (the ITL figure of a
     replica that only prefills is its iteration). The H200 fleet is cheaper and faster, so it alone is on the
     frontier.
@@ -135,7 +146,9 @@ def test_frontier_is_truly_non_dominated(result):
             assert not dominates
     for o in opts:  # every point off the frontier is dominated by one on it
         if not o["pareto"]:
-            assert any(f["usd_per_hour"] <= o["usd_per_hour"] and f["itl_ms"] <= o["itl_ms"] for f in frontier)
+            assert any(
+                f["usd_per_hour"] <= o["usd_per_hour"] and f["itl_ms"] <= o["itl_ms"] for f in frontier
+            )
     two = size({**MD1_REQUEST, "traffic": {**MD1_REQUEST["traffic"], "requests_per_s": 41.0},
                 "slo": {"ttft_ms": 100_000.0, "itl_ms": 1000.0}, "gpus": ["h100-sxm", "h200"],
                 "usd_per_gpu_hour": {"h100-sxm": 2.70, "h200": 3.00}})["options"]
@@ -169,8 +182,13 @@ def test_objectives_no_gpu_can_meet_give_a_clear_answer():
 def test_model_that_fits_nowhere():
     """Source: hand: Llama-3.1-405B in bf16 is 811.7 GB; two 24 GB L4s hold 48 GB. With `pp` given as [1]
     the search adds no pipeline layout of its own."""
-    r = size({**REQUEST, "model": "llama-3.1-405b", "gpus": ["l4"], "tp": [1, 2], "pp": [1], "weights": ["bf16"],
-              "kv_cache": ["bf16"]})
+    r = size(
+        {
+            **REQUEST,
+            "model": "llama-3.1-405b", "gpus": ["l4"], "tp": [1, 2], "pp": [1], "weights": ["bf16"],
+            "kv_cache": ["bf16"],
+        }
+    )
     assert r["options"] == [] and all("do not fit" in i["reason"] for i in r["infeasible"])
 
 
@@ -246,11 +264,8 @@ def test_own_mode_prices_the_fleet_with_owned_cost():
 
 @pytest.mark.parametrize("bad, field", [
     ({"traffic": {"requests_per_s": -1, "prompt_len": 10, "output_len": 10}}, "traffic.requests_per_s"),
-    ({"slo": {"ttft_ms": 100}}, "slo.itl_ms"),
-    ({"gpus": ["h900"]}, "gpus.0"),
-    ({"model": "gpt-9"}, "model"),
-    ({"weights": ["int3"]}, "weights.0"),
-    ({"tp": [0]}, "tp.0"),
+    ({"slo": {"ttft_ms": 100}}, "slo.itl_ms"), ({"gpus": ["h900"]}, "gpus.0"), ({"model": "gpt-9"}, "model"),
+    ({"weights": ["int3"]}, "weights.0"), ({"tp": [0]}, "tp.0"),
 ])
 def test_bad_sizing_inputs_name_the_field(bad, field):
     """Source: contract: a bad sizing input names its field."""
@@ -266,13 +281,18 @@ def test_size_cli():
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["options"] and out["searched"] > 0
-    bad = subprocess.run([sys.executable, "-m", "planner", "size", "-"], input='{"model": "llama-3.1-8b"}', text=True,
-                         capture_output=True, cwd=ROOT, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "planner", "size", "-"], input='{"model": "llama-3.1-8b"}', text=True,
+        capture_output=True, cwd=ROOT, timeout=60,
+    )
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.startswith("error: traffic: ")
 
 
-PLAN_405B = {"model": "llama-3.1-405b", "traffic": {"requests_per_s": 2.0, "prompt_len": 2000, "output_len": 400},
-             "slo": {"ttft_ms": 5000.0, "itl_ms": 100.0}, "gpus": ["h100-sxm"], "weights": ["bf16"], "kv_cache": ["bf16"]}
+PLAN_405B = {
+    "model": "llama-3.1-405b", "traffic": {"requests_per_s": 2.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 5000.0, "itl_ms": 100.0}, "gpus": ["h100-sxm"], "weights": ["bf16"],
+    "kv_cache": ["bf16"],
+}
 
 
 def test_405b_bf16_on_h100_sizes_across_nodes():
@@ -324,12 +344,17 @@ def test_moe_options_with_expert_parallelism_appear_and_count_their_gpus():
 
 def test_traffic_shape_reaches_the_serving_model():
     """A 90% prefix-cache hit skips that share of each prompt's prefill, so the p50 TTFT drops and the goodput
-    per replica does not fall; the arrival CV reaches the serving model (the goodput moves with it; which way is
-    the serving model's to say: clumped arrivals wait longer but put prompt chunks in fewer iterations) and the
-    option's scenario carries it in `load` and re-plans to the same p90 TTFT. By hand on the prefill-only replica
-    (MD1_REQUEST) at 40 requests/s, objective met up to capacity: with a 75% hit four 2,048-token remainders share
+    per replica does not fall; the arrival CV reaches the serving model (the goodput moves with it; which way
+    is
+    the serving model's to say: clumped arrivals wait longer but put prompt chunks in fewer iterations) and
+    the
+    option's scenario carries it in `load` and re-plans to the same p90 TTFT. By hand on the prefill-only
+    replica
+    (MD1_REQUEST) at 40 requests/s, objective met up to capacity: with a 75% hit four 2,048-token remainders
+    share
     one 8,192-token iteration, 4 / (4.4804 + 4 x 40.1188 ms) = 24.249 requests/s per replica
-    (tests/test_serving.py::test_prefix_cache_hit_lowers_ttft_raises_capacity_and_lowers_cost), so ceil(40 / 24.249)
+    (tests/test_serving.py::test_prefix_cache_hit_lowers_ttft_raises_capacity_and_lowers_cost), so ceil(40 /
+    24.249)
     = 2 replicas instead of ceil(40 / 6.79621) = 6.
 
     Source: hand: the prefix-cached capacity and replica counts above."""
@@ -364,7 +389,9 @@ def test_pruning_by_cost_floor_returns_the_same_options():
 
     def top(found):
         found.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
-        mask = pareto_mask(np.array([r["usd_per_hour"] for r in found]), np.array([r["itl_ms"] for r in found]))
+        mask = pareto_mask(
+            np.array([r["usd_per_hour"] for r in found]), np.array([r["itl_ms"] for r in found])
+        )
         out = []
         for r, on in list(zip(found, mask, strict=True))[:12]:
             _finish(r)
@@ -379,7 +406,9 @@ def test_a_denormal_traffic_still_needs_one_replica():
     zero: the replica count rounded to 0; found by tests/test_fuzz.py); the smallest traffic accepted, one
     request in 11.6 days (1e-6 req/s), gets one; a denormal one is refused on one line naming its field (its
     price per million tokens overflowed to infinity, found by tests/test_fuzz.py)."""
-    r = size({**REQUEST, "traffic": {**REQUEST["traffic"], "requests_per_s": 1e-6}, "gpus": ["b200"], "tp": [8]})
+    r = size(
+        {**REQUEST, "traffic": {**REQUEST["traffic"], "requests_per_s": 1e-6}, "gpus": ["b200"], "tp": [8]}
+    )
     assert r["options"] and all(o["replicas"] == 1 for o in r["options"])
     assert all(math.isfinite(o["usd_per_million_output_tokens"]) for o in r["options"])
     with pytest.raises(ScenarioError) as err:
@@ -395,13 +424,20 @@ def test_repeated_candidates_are_dropped_and_the_work_is_bounded():
     from planner.serving.request_bounds import MAX_FAMILY_PLANS
     from planner.serving.serving_modes import size_with_modes
 
-    base = {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 5.0, "prompt_len": 1000, "output_len": 200},
-            "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h100-sxm"], "tp": [1, 1, 2]}
-    once = size_with_modes({**base, "gpus": ["h100-sxm"], "tp": [1, 2], "weights": ["fp8"], "kv_cache": ["fp8", "bf16"]})
+    base = {
+        "model": "llama-3.1-8b", "traffic": {"requests_per_s": 5.0, "prompt_len": 1000, "output_len": 200},
+        "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h100-sxm"], "tp": [1, 1, 2],
+    }
+    once = size_with_modes(
+        {**base, "gpus": ["h100-sxm"], "tp": [1, 2], "weights": ["fp8"], "kv_cache": ["fp8", "bf16"]}
+    )
     repeated = size_with_modes({**base, "weights": ["fp8"] * 2000, "kv_cache": ["fp8", "bf16"] * 10})
     assert once["options"] == repeated["options"]
     assert len({json.dumps(o, sort_keys=True) for o in repeated["options"]}) == len(repeated["options"])
-    whole = {**base, "tp": [1, 2, 4, 8, 16], "pp": [1, 2, 4, 8], "ep": [1, 2, 4, 8, 16], "disaggregation": True}
+    whole = {
+        **base,
+        "tp": [1, 2, 4, 8, 16], "pp": [1, 2, 4, 8], "ep": [1, 2, 4, 8, 16], "disaggregation": True,
+    }
     whole.pop("gpus")
     with pytest.raises(ScenarioError, match=f"over the limit of {MAX_FAMILY_PLANS:,}") as err:
         size_with_modes(whole)

@@ -1,4 +1,5 @@
-"""Structure of planner/ (issue 13 item 10): no import cycles, and a model's parameters counted once per plan."""
+"""Structure of planner/ (issue 13 item 10): no import cycles, and a model's parameters counted once per
+plan."""
 
 from __future__ import annotations
 
@@ -90,7 +91,10 @@ def test_parameter_counts_are_computed_once_per_plan(monkeypatch):
         return original(m)
 
     for module in list(sys.modules.values()):
-        if getattr(module, "__name__", "").startswith("planner") and getattr(module, "param_counts", None) is original:
+        if (
+            getattr(module, "__name__", "").startswith("planner")
+            and getattr(module, "param_counts", None) is original
+        ):
             monkeypatch.setattr(module, "param_counts", counting)
     published = {"llama-3.1-70b": (70.55, 70.55, 0.01), "mixtral-8x7b": (46.7, 12.9, 0.01),
                  "deepseek-v3": (671.0, 37.0, 0.015)}

@@ -20,6 +20,8 @@ def test_the_counter_reads_the_convention(tmp_path):
     f.write_text('def test_a():\n    """What.\n\n    Source: seed: item 1."""\n\n\n'
                  'def test_b():\n    """Source: invariant"""\n\n\ndef helper():\n    pass\n')
     sources = collect([f])
-    assert [(s.name, s.kind, s.detail) for s in sources] == [("test_a", "seed", "item 1."), ("test_b", "invariant", "")]
+    assert [(s.name, s.kind, s.detail) for s in sources] == [
+        ("test_a", "seed", "item 1."), ("test_b", "invariant", ""),
+    ]
     assert independent_share(sources) == 0.5
     assert "seed" in INDEPENDENT and "invariant" not in INDEPENDENT

@@ -30,8 +30,13 @@ def test_team_serves_health_and_a_session_then_stops(tmp_path):
     from load_team import User, _free_port, _query
 
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "team.py"), "--workers", "1", "--port", str(port),
-                             "--address", "127.0.0.1", "--run-dir", str(tmp_path / "run")], cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable, str(ROOT / "tools" / "team.py"), "--workers", "1", "--port", str(port),
+            "--address", "127.0.0.1", "--run-dir", str(tmp_path / "run"),
+        ],
+        cwd=ROOT,
+    )
     try:
         deadline = time.time() + 180
         while True:

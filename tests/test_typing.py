@@ -10,6 +10,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_planner_type_checks():
-    """Source: contract: `mypy planner` reports no issue (typed numpy arguments, no untyped bodies skipped)."""
-    r = subprocess.run([sys.executable, "-m", "mypy", "planner"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    """Source: contract: `mypy planner` reports no issue (typed numpy arguments, no untyped bodies
+    skipped)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy", "planner"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]

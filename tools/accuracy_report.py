@@ -30,7 +30,10 @@ PRODUCTION_TARGETS = {"tpot_median": 0.10, "tpot_p90": 0.25, "ttft_median": 0.25
 RESIDUALS = ROOT / "data" / "accuracy_residuals.json"
 MEASUREMENTS = ROOT / "data" / "measurements"
 TARGETS = {"itl": (0.05, 0.12), "prefill": (0.08, 0.15)}
-SHORT_TARGET = (0.10, None)  # issue 20: prompts from 64 tokens up, and mixed iterations, within 10% at the median
+SHORT_TARGET = (
+    0.10,
+    None,
+)  # issue 20: prompts from 64 tokens up, and mixed iterations, within 10% at the median
 
 
 def load() -> dict:
@@ -40,15 +43,29 @@ def load() -> dict:
 def graph_errors(res: dict) -> list[dict]:
     out = []
     for r in res["rows"]:
-        out.append({**r, "fitted": r["fitted_ms"] / r["measured_ms"] - 1, "heldout": r["heldout_ms"] / r["measured_ms"] - 1})
+        out.append(
+            {
+                **r,
+                "fitted": r["fitted_ms"] / r["measured_ms"] - 1,
+                "heldout": r["heldout_ms"] / r["measured_ms"] - 1,
+            }
+        )
     return out
 
 
 def iteration_errors(res: dict) -> list[dict]:
     """Mixed iterations and multi-prompt passes (validation only): fitted, held-out, and `separate` (each
     chunk's work as if it rode an empty iteration)."""
-    return [{**r, **{k: r[f"{k}_ms" if k == "measured" else k] / r["measured_ms"] - 1
-                     for k in ("fitted", "heldout", "separate")}} for r in res.get("iterations", [])]
+    return [
+        {
+            **r,
+            **{
+                k: r[f"{k}_ms" if k == "measured" else k] / r["measured_ms"] - 1
+                for k in ("fitted", "heldout", "separate")
+            },
+        }
+        for r in res.get("iterations", [])
+    ]
 
 
 def stats(values) -> tuple[int, float, float]:
@@ -63,13 +80,16 @@ def summary(res: dict) -> dict:
     pre = [r for r in rows if r["kind"] == "prefill" and r["prompt_len"] >= 1024]
     every = [r for r in rows if r["kind"] == "prefill"]
     short = [r for r in every if r["prompt_len"] < 1024]
-    out = {"graph.itl": stats([r["heldout"] for r in dec]), "graph.prefill": stats([r["heldout"] for r in pre]),
-           "graph.itl.fitted": stats([r["fitted"] for r in dec]),
-           "graph.prefill.fitted": stats([r["fitted"] for r in pre]),
-           "graph.prefill64": stats([r["heldout"] for r in every]),
-           "graph.prefill64.fitted": stats([r["fitted"] for r in every]),
-           "graph.prefill_short": stats([r["heldout"] for r in short]),
-           "graph.prefill_short.fitted": stats([r["fitted"] for r in short])}
+    out = {
+        "graph.itl": stats([r["heldout"] for r in dec]),
+        "graph.prefill": stats([r["heldout"] for r in pre]),
+        "graph.itl.fitted": stats([r["fitted"] for r in dec]),
+        "graph.prefill.fitted": stats([r["fitted"] for r in pre]),
+        "graph.prefill64": stats([r["heldout"] for r in every]),
+        "graph.prefill64.fitted": stats([r["fitted"] for r in every]),
+        "graph.prefill_short": stats([r["heldout"] for r in short]),
+        "graph.prefill_short.fitted": stats([r["fitted"] for r in short]),
+    }
     for kind in ("mixed", "multi"):
         its = [r for r in iteration_errors(res) if r["kind"] == kind]
         out[f"graph.{kind}"] = stats([r["heldout"] for r in its])
@@ -92,13 +112,22 @@ def _line(label: str, s: tuple[int, float, float], target=None) -> str:
         t, ok = f"{target[0]:.0%} / -", ("met" if med <= target[0] else "missed")
     else:
         t = f"{target[0]:.0%} / {target[1]:.0%}"
-        ok = "met" if med <= target[0] and worst <= target[1] else ("median met" if med <= target[0] else "missed")
+        ok = (
+            "met"
+            if med <= target[0] and worst <= target[1]
+            else ("median met" if med <= target[0] else "missed")
+        )
     return f"| {label} | {n} | {med:.1%} | {worst:.1%} | {t} | {ok} |"
 
 
 def _split_table(title: str, rows: list[dict], key) -> list[str]:
-    lines = ["", f"### {title}", "", "| group | rows | fitted median | fitted worst | held-out median | held-out worst |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "",
+        f"### {title}",
+        "",
+        "| group | rows | fitted median | fitted worst | held-out median | held-out worst |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     groups: dict[str, list[dict]] = {}
     for r in rows:
         groups.setdefault(key(r), []).append(r)
@@ -114,8 +143,17 @@ def repeat_spread() -> str:
     b = json.loads((MEASUREMENTS / "h100_physics_repeat_2026-11-26.json").read_text())
     out = []
     for kind, keys in (("decode", ("batch", "context")), ("prefill", ("prompt_len",))):
+
         def k(r, keys=keys):
-            return (r["shape"], r["tp_shard"], r["precision"], r["kv"], r["layers_timed"], *(r[x] for x in keys))
+            return (
+                r["shape"],
+                r["tp_shard"],
+                r["precision"],
+                r["kv"],
+                r["layers_timed"],
+                *(r[x] for x in keys),
+            )
+
         first = {k(r): r["ms"] for r in a[kind]}
         diffs = [abs(r["ms"] / first[k(r)] - 1) for r in b[kind] if k(r) in first]
         out.append(f"{kind}: median {np.median(diffs):.2%}, worst {np.max(diffs):.1%} over {len(diffs)} rows")
@@ -131,18 +169,30 @@ def scaling_check() -> list[str]:
         for r in data["decode"]:
             if not r.get("check"):
                 continue
-            scaled = [x for x in data["decode"] if x["shape"] == r["shape"] and x["precision"] == r["precision"] and
-                      x["kv"] == r["kv"] and x["layers_timed"] == 8 and x["batch"] == r["batch"] and
-                      x["context"] == r["context"]]
+            scaled = [
+                x
+                for x in data["decode"]
+                if x["shape"] == r["shape"]
+                and x["precision"] == r["precision"]
+                and x["kv"] == r["kv"]
+                and x["layers_timed"] == 8
+                and x["batch"] == r["batch"]
+                and x["context"] == r["context"]
+            ]
             if scaled:
-                lines.append(f"| {data['meta']['gpu']} | batch {r['batch']}, context {r['context']} | {r['ms']:.3f} | "
-                             f"{scaled[0]['ms']:.3f} | {scaled[0]['ms'] / r['ms'] - 1:+.1%} |")
+                lines.append(
+                    f"| {data['meta']['gpu']} | batch {r['batch']}, context {r['context']} | {r['ms']:.3f} | "
+                    f"{scaled[0]['ms']:.3f} | {scaled[0]['ms'] / r['ms'] - 1:+.1%} |"
+                )
     return lines
 
 
 def _bucket(n: int) -> str:
-    return next(f"{lo:>5}-{hi}" for lo, hi in ((64, 128), (256, 384), (512, 768), (1024, 2048), (4096, 32768))
-                if n <= hi)
+    return next(
+        f"{lo:>5}-{hi}"
+        for lo, hi in ((64, 128), (256, 384), (512, 768), (1024, 2048), (4096, 32768))
+        if n <= hi
+    )
 
 
 def short_prompt_section(res: dict, rows: list[dict]) -> list[str]:
@@ -151,51 +201,88 @@ def short_prompt_section(res: dict, rows: list[dict]) -> list[str]:
     every = [r for r in rows if r["kind"] == "prefill"]
     its = iteration_errors(res)
     phys = profiles()["physics"]["efficiency"]
-    lines = ["", "### Short prompts and mixed iterations (issue 20)", "",
-             "Measured on an H100 80GB HBM3 (2026-11-26, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0; "
-             "`tools/measure_short_prefill.py`, data/measurements/h100_short_prefill_2026-11-26.json): one prompt of "
-             "64-2,048 tokens through 4 layers replayed from a CUDA graph and scaled, for 12 dense shapes (Llama-3.1-8B "
-             "and Llama-3.1-70B as one rank of TP 4 in bf16 and fp8 weights; the other dense shapes of the physics set "
-             "in bf16, two in fp8); several prompts in one pass; and one forward pass carrying N decodes (context "
-             "1,024 or 2,048) with a fresh 64/256/512-token prompt chunk. The one-prompt prefills join the fit; the "
-             "multi-prompt passes and mixed iterations only validate. Run-to-run spread (a second run of the 8B/70B "
-             f"set): {short_repeat_spread()}.", "",
-             "A short prompt's GEMMs cost about one weight read: their compute hides under it up to the knee "
-             "(`prefill_smoothing`, the p of the p-norm joining a prefill's compute and weight read, now fitted "
-             "with these rows and a robust loss). An iteration is planned as the serving model composes it: the "
-             "decode step plus each chunk's work (its prefill less the empty iteration's weight read and fixed "
-             "costs, so the weights are read once), plus what the chunk's GEMM compute costs once the tokens that "
-             "ride with it have filled the read's shadow (`shared_pass_gemm_ms`), plus, with decodes aboard, "
-             "the chunk's own attention kernels beside theirs (`chunk_layer_overhead_us`, fitted on the mixed "
-             "passes). *Separate* plans each chunk as if it rode an empty iteration, as the serving model's "
-             "queue still does (planner/serving/serving.py tabulates a chunk's work once, not per decode batch).",
-             "", f"Constants: `prefill_smoothing` {phys['prefill_smoothing']:g} (was 1.158 when fitted on 512+ tokens "
-             "under a squared loss: near 1 it added a whole weight read to every prefill, the 21-41% "
-             f"over-prediction at 256-512 tokens), `prefill_layer_overhead_us` {phys['prefill_layer_overhead_us']:g}, "
-             f"`chunk_layer_overhead_us` {phys.get('chunk_layer_overhead_us', 0):g}."]
-    lines += _split_table("Prefill by prompt length (all shapes, both GPUs)", every,
-                          lambda r: _bucket(r["prompt_len"]))
-    lines += _split_table("Prefill of 64-768 tokens by shape and precision",
-                          [r for r in every if r["prompt_len"] < 1024], lambda r: f"{r['shape']} TP{r['tp']} {r['weights']}")
-    lines += ["", "#### Mixed iterations and multi-prompt passes", "",
-              "| group | rows | fitted median | fitted worst | held-out median | held-out worst | separate median |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "",
+        "### Short prompts and mixed iterations (issue 20)",
+        "",
+        "Measured on an H100 80GB HBM3 (2026-11-26, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0; "
+        "`tools/measure_short_prefill.py`, data/measurements/h100_short_prefill_2026-11-26.json): one "
+        "prompt of "
+        "64-2,048 tokens through 4 layers replayed from a CUDA graph and scaled, for 12 dense shapes "
+        "(Llama-3.1-8B "
+        "and Llama-3.1-70B as one rank of TP 4 in bf16 and fp8 weights; the other dense shapes of the "
+        "physics set "
+        "in bf16, two in fp8); several prompts in one pass; and one forward pass carrying N decodes (context "
+        "1,024 or 2,048) with a fresh 64/256/512-token prompt chunk. The one-prompt prefills join the fit; "
+        "the "
+        "multi-prompt passes and mixed iterations only validate. Run-to-run spread (a second run of the "
+        "8B/70B "
+        f"set): {short_repeat_spread()}.",
+        "",
+        "A short prompt's GEMMs cost about one weight read: their compute hides under it up to the knee "
+        "(`prefill_smoothing`, the p of the p-norm joining a prefill's compute and weight read, now fitted "
+        "with these rows and a robust loss). An iteration is planned as the serving model composes it: the "
+        "decode step plus each chunk's work (its prefill less the empty iteration's weight read and fixed "
+        "costs, so the weights are read once), plus what the chunk's GEMM compute costs once the tokens that "
+        "ride with it have filled the read's shadow (`shared_pass_gemm_ms`), plus, with decodes aboard, "
+        "the chunk's own attention kernels beside theirs (`chunk_layer_overhead_us`, fitted on the mixed "
+        "passes). *Separate* plans each chunk as if it rode an empty iteration, as the serving model's "
+        "queue still does (planner/serving/serving.py tabulates a chunk's work once, not per decode batch).",
+        "",
+        f"Constants: `prefill_smoothing` {phys['prefill_smoothing']:g} (was 1.158 when fitted on 512+ tokens "
+        "under a squared loss: near 1 it added a whole weight read to every prefill, the 21-41% "
+        "over-prediction at 256-512 tokens), `prefill_layer_overhead_us` "
+        f"{phys['prefill_layer_overhead_us']:g}, "
+        f"`chunk_layer_overhead_us` {phys.get('chunk_layer_overhead_us', 0):g}.",
+    ]
+    lines += _split_table(
+        "Prefill by prompt length (all shapes, both GPUs)", every, lambda r: _bucket(r["prompt_len"])
+    )
+    lines += _split_table(
+        "Prefill of 64-768 tokens by shape and precision",
+        [r for r in every if r["prompt_len"] < 1024],
+        lambda r: f"{r['shape']} TP{r['tp']} {r['weights']}",
+    )
+    lines += [
+        "",
+        "#### Mixed iterations and multi-prompt passes",
+        "",
+        "| group | rows | fitted median | fitted worst | held-out median | held-out worst | separate "
+        "median |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     groups: dict[str, list[dict]] = {}
     for r in its:
-        key = (f"mixed: {r['batch']:>2} decodes + {r['chunk_tokens']:>3}-token chunk" if r["kind"] == "mixed"
-               else f"multi: {r['chunks']:>2} prompts x {r['chunk_tokens']:>3} tokens")
+        key = (
+            f"mixed: {r['batch']:>2} decodes + {r['chunk_tokens']:>3}-token chunk"
+            if r["kind"] == "mixed"
+            else f"multi: {r['chunks']:>2} prompts x {r['chunk_tokens']:>3} tokens"
+        )
         groups.setdefault(key, []).append(r)
     for g in sorted(groups):
         f, h, sep = (stats([r[k] for r in groups[g]]) for k in ("fitted", "heldout", "separate"))
         lines.append(f"| {g} | {f[0]} | {f[1]:.1%} | {f[2]:.1%} | {h[1]:.1%} | {h[2]:.1%} | {sep[1]:.1%} |")
-    lines += ["", "#### Llama-3.1-8B and 70B (TP 4 rank), one prompt: measured and planned", "",
-              "| shape | weights | tokens | measured ms | fitted ms | held-out ms | held-out error |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
-    for r in sorted((r for r in every if "short_prefill" in r.get("source", "") and r["tp"] in (1, 4)
-                     and r["shape"] in ("llama-3.1-8b", "llama-3.1-70b")),
-                    key=lambda r: (r["shape"], r["weights"], r["prompt_len"])):
-        lines.append(f"| {r['shape']} | {r['weights']} | {r['prompt_len']} | {r['measured_ms']:.2f} | "
-                     f"{r['fitted_ms']:.2f} | {r['heldout_ms']:.2f} | {r['heldout']:+.1%} |")
+    lines += [
+        "",
+        "#### Llama-3.1-8B and 70B (TP 4 rank), one prompt: measured and planned",
+        "",
+        "| shape | weights | tokens | measured ms | fitted ms | held-out ms | held-out error |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in sorted(
+        (
+            r
+            for r in every
+            if "short_prefill" in r.get("source", "")
+            and r["tp"] in (1, 4)
+            and r["shape"] in ("llama-3.1-8b", "llama-3.1-70b")
+        ),
+        key=lambda r: (r["shape"], r["weights"], r["prompt_len"]),
+    ):
+        lines.append(
+            f"| {r['shape']} | {r['weights']} | {r['prompt_len']} | {r['measured_ms']:.2f} | "
+            f"{r['fitted_ms']:.2f} | {r['heldout_ms']:.2f} | {r['heldout']:+.1%} |"
+        )
     return lines
 
 
@@ -203,9 +290,14 @@ def short_repeat_spread() -> str:
     a = json.loads((MEASUREMENTS / "h100_short_prefill_2026-11-26.json").read_text())
     b = json.loads((MEASUREMENTS / "h100_short_prefill_repeat_2026-11-26.json").read_text())
     out = []
-    for kind, keys in (("prefill", ("prompts", "prompt_len")), ("mixed", ("batch", "context", "chunk_tokens"))):
+    for kind, keys in (
+        ("prefill", ("prompts", "prompt_len")),
+        ("mixed", ("batch", "context", "chunk_tokens")),
+    ):
+
         def k(r, keys=keys):
             return (r["shape"], r["tp_shard"], r["precision"], *(r[x] for x in keys))
+
         first = {k(r): r["ms"] for r in a[kind]}
         diffs = [abs(r["ms"] / first[k(r)] - 1) for r in b[kind] if k(r) in first]
         out.append(f"{kind}: median {np.median(diffs):.2%}, worst {np.max(diffs):.1%} over {len(diffs)} rows")
@@ -215,36 +307,53 @@ def short_repeat_spread() -> str:
 def constants_table(res: dict) -> list[str]:
     data = profiles()["physics"]
     folds = res.get("folds", {})
-    lines = ["", "## Constants (planner/data/engine_profiles.json)", "",
-             "Every constant of the time model, its value, what it means and what measured it. *Range* is the spread "
-             "of the value over the leave-one-shape-out folds (how much it moves when a whole model shape is "
-             "removed); the all-reduce constants come from their own fit.", "",
-             "| constant | value | range over folds | evidence |", "| --- | --- | --- | --- |"]
+    lines = [
+        "",
+        "## Constants (planner/data/engine_profiles.json)",
+        "",
+        "Every constant of the time model, its value, what it means and what measured it. *Range* is the "
+        "spread "
+        "of the value over the leave-one-shape-out folds (how much it moves when a whole model shape is "
+        "removed); the all-reduce constants come from their own fit.",
+        "",
+        "| constant | value | range over folds | evidence |",
+        "| --- | --- | --- | --- |",
+    ]
     for key, value in data["efficiency"].items():
         vals = [f[key] for f in folds.values() if key in f]
         rng = f"{min(vals):g} - {max(vals):g}" if vals else "-"
         lines.append(f"| `{key}` | {value:g} | {rng} | {data['evidence'].get(key, '')} |")
-    lines += ["", "Engine profiles add only serving terms on top (fitted on that engine's public rows):", "",
-              "| engine | step_overhead_us | prefill_overhead_ms | ttft_overhead_ms | public rows |",
-              "| --- | --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "Engine profiles add only serving terms on top (fitted on that engine's public rows):",
+        "",
+        "| engine | step_overhead_us | prefill_overhead_ms | ttft_overhead_ms | public rows |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for name in ENGINES:
         e = profiles()["engines"][name]
         o = e.get("overheads", {})
-        lines.append(f"| {name} | {o.get('step_overhead_us', 0):g} | {o.get('prefill_overhead_ms', 0):g} | "
-                     f"{o.get('ttft_overhead_ms', 0):g} | {len(e.get('public_rows', []))} ({e.get('public_rows_role', '')}) |")
+        lines.append(
+            f"| {name} | {o.get('step_overhead_us', 0):g} | {o.get('prefill_overhead_ms', 0):g} | "
+            f"{o.get('ttft_overhead_ms', 0):g} | {len(e.get('public_rows', []))} "
+            f"({e.get('public_rows_role', '')}) |"
+        )
     return lines
 
 
 def _describe(s: dict) -> str:
     m = s["model"] if isinstance(s["model"], str) else s["model"]["name"]
     g = s["gpu"] if isinstance(s["gpu"], str) else s["gpu"]["name"].split(" (")[0]
-    return (f"{m}, {g}, TP{s['tp']}, {s['weights']}/{s['kv_cache']}, batch {s.get('batch', '-')}, "
-            f"{s['prompt_len']}->{s['output_len']}")
+    return (
+        f"{m}, {g}, TP{s['tp']}, {s['weights']}/{s['kv_cache']}, batch {s.get('batch', '-')}, "
+        f"{s['prompt_len']}->{s['output_len']}"
+    )
 
 
 def production_errors() -> list[dict]:
     """Every fitted and held-out prediction of the public serving runs (tools/fit_production_engines.py)."""
     import csv
+
     if not PRODUCTION_RESIDUALS.exists():
         return []
     with PRODUCTION_RESIDUALS.open() as fh:
@@ -257,17 +366,23 @@ def production_errors() -> list[dict]:
 
 
 def production_summary(rows: list[dict]) -> dict[tuple[str, str, str], dict[str, float]]:
-    """(split, engine, gpu or 'all') -> rows, TPOT median and p90 absolute error, TTFT median absolute error."""
+    """(split, engine, gpu or 'all') -> rows, TPOT median and p90 absolute error, TTFT median absolute "
+    "error."""
     out: dict[tuple[str, str, str], dict[str, float]] = {}
-    keys = {(r["split"], r["engine"], r["gpu"]) for r in rows} | {(r["split"], r["engine"], "all") for r in rows}
+    keys = {(r["split"], r["engine"], r["gpu"]) for r in rows} | {
+        (r["split"], r["engine"], "all") for r in rows
+    }
     for split, engine, gpu in keys:
         sel = [r for r in rows if r["split"] == split and r["engine"] == engine and gpu in ("all", r["gpu"])]
         tpot = np.abs([r["tpot_err"] for r in sel])
         ttft = np.abs([r["ttft_err"] for r in sel if r["ttft_err"] == r["ttft_err"]])
         out[(split, engine, gpu)] = {
-            "rows": len(sel), "tpot_median": float(np.median(tpot)), "tpot_p90": float(np.percentile(tpot, 90)),
+            "rows": len(sel),
+            "tpot_median": float(np.median(tpot)),
+            "tpot_p90": float(np.percentile(tpot, 90)),
             "tpot_within_20": float(np.mean(tpot <= 0.2)),
-            "ttft_median": float(np.median(ttft)) if len(ttft) else float("nan")}
+            "ttft_median": float(np.median(ttft)) if len(ttft) else float("nan"),
+        }
     return out
 
 
@@ -276,36 +391,51 @@ def production_section() -> list[str]:
     if not rows:
         return []
     s = production_summary(rows)
-    names = {"fitted": "fitted (in-sample)", "model_out": "leave one model out", "gpu_out": "leave one GPU out"}
+    names = {
+        "fitted": "fitted (in-sample)",
+        "model_out": "leave one model out",
+        "gpu_out": "leave one GPU out",
+    }
 
     def mark(value: float, target: float) -> str:
         return "" if value != value else ("met" if value <= target else "missed")
 
-    lines = ["## Production engines on public serving runs (issue 20)", "",
-             "Each public closed-loop run of data/reference/serving_runs_published.csv (InferenceX / InferenceMAX "
-             "`bench serve`-style runs: fixed concurrency, request rate inf, lengths uniform in [0.8 L, L]) planned "
-             "with its engine, GPU, layout, precision, lengths and concurrency, and predicted by the closed-loop "
-             "benchmark client (`planner/serving/benchmark_client.py`). Mean TPOT where the run published it, else "
-             "the median; TTFT is the median. Profiles fitted per engine x GPU generation by "
-             "`python -m tools.fit_production_engines` (residuals in data/production_residuals.csv). "
-             "**Leave one model out** refits an engine's generation without one model and predicts it; **leave "
-             "one GPU out** without one GPU of the generation. Targets: TPOT "
-             f"{PRODUCTION_TARGETS['tpot_median']:.0%} median and {PRODUCTION_TARGETS['tpot_p90']:.0%} p90, TTFT "
-             f"{PRODUCTION_TARGETS['ttft_median']:.0%} median.", "",
-             "| engine, GPU: split | runs | TPOT median | TPOT p90 | within 20% | TTFT median |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "## Production engines on public serving runs (issue 20)",
+        "",
+        "Each public closed-loop run of data/reference/serving_runs_published.csv (InferenceX / InferenceMAX "
+        "`bench serve`-style runs: fixed concurrency, request rate inf, lengths uniform in [0.8 L, L]) "
+        "planned "
+        "with its engine, GPU, layout, precision, lengths and concurrency, and predicted by the closed-loop "
+        "benchmark client (`planner/serving/benchmark_client.py`). Mean TPOT where the run published it, "
+        "else "
+        "the median; TTFT is the median. Profiles fitted per engine x GPU generation by "
+        "`python -m tools.fit_production_engines` (residuals in data/production_residuals.csv). "
+        "**Leave one model out** refits an engine's generation without one model and predicts it; **leave "
+        "one GPU out** without one GPU of the generation. Targets: TPOT "
+        f"{PRODUCTION_TARGETS['tpot_median']:.0%} median and {PRODUCTION_TARGETS['tpot_p90']:.0%} p90, TTFT "
+        f"{PRODUCTION_TARGETS['ttft_median']:.0%} median.",
+        "",
+        "| engine, GPU: split | runs | TPOT median | TPOT p90 | within 20% | TTFT median |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for split in ("fitted", "model_out", "gpu_out"):
         for (sp, engine, gpu), v in sorted(s.items()):
             if sp != split:
                 continue
             lines.append(
-                f"| {engine}, {'all GPUs' if gpu == 'all' else gpu}: {names[split]} | {v['rows']} | {v['tpot_median']:.1%} "
+                f"| {engine}, {'all GPUs' if gpu == 'all' else gpu}: {names[split]} | {v['rows']} | "
+                f"{v['tpot_median']:.1%} "
                 f"{mark(v['tpot_median'], PRODUCTION_TARGETS['tpot_median'])} | {v['tpot_p90']:.1%} "
                 f"{mark(v['tpot_p90'], PRODUCTION_TARGETS['tpot_p90'])} | {v['tpot_within_20']:.0%} | "
-                f"{v['ttft_median']:.1%} {mark(v['ttft_median'], PRODUCTION_TARGETS['ttft_median'])} |")
-    lines += ["", "A split is shown only where it can be made: an engine x generation with one model (vLLM: "
-              "Llama-3.3-70B; SGLang: DeepSeek-R1) has no model to leave out, one with one GPU no GPU to leave "
-              "out. Fitted figures are in-sample."]
+                f"{v['ttft_median']:.1%} {mark(v['ttft_median'], PRODUCTION_TARGETS['ttft_median'])} |"
+            )
+    lines += [
+        "",
+        "A split is shown only where it can be made: an engine x generation with one model (vLLM: "
+        "Llama-3.3-70B; SGLang: DeepSeek-R1) has no model to leave out, one with one GPU no GPU to leave "
+        "out. Fitted figures are in-sample.",
+    ]
     return lines
 
 
@@ -315,18 +445,29 @@ def write_report(res: dict) -> str:
     dec = [r for r in rows if r["kind"] == "decode"]
     pre = [r for r in rows if r["kind"] == "prefill" and r["prompt_len"] >= 1024]
     lines = [
-        "# Accuracy report", "",
-        "Generated by `python3 tools/fit_engines.py && python3 tools/accuracy_report.py`. Error = predicted / measured "
-        "- 1. **Held-out** figures predict rows that were not in the fit: the graph engine leaves one whole model shape "
-        "out at a time (all its TP slices, precisions, batches, contexts and both GPUs) and refits; each serving engine "
-        "leaves one public row out. **Fitted** figures use every row (in-sample).", "",
-        "Measured on an H100 80GB HBM3 and an H200 (2026-11-26, driver 580.159.04, torch 2.11.0+cu130, CUDA 13.0): "
+        "# Accuracy report",
+        "",
+        "Generated by `python3 tools/fit_engines.py && python3 tools/accuracy_report.py`. Error = "
+        "predicted / measured "
+        "- 1. **Held-out** figures predict rows that were not in the fit: the graph engine leaves one "
+        "whole model shape "
+        "out at a time (all its TP slices, precisions, batches, contexts and both GPUs) and refits; each "
+        "serving engine "
+        "leaves one public row out. **Fitted** figures use every row (in-sample).",
+        "",
+        "Measured on an H100 80GB HBM3 and an H200 (2026-11-26, driver 580.159.04, torch 2.11.0+cu130, "
+        "CUDA 13.0): "
         "decode steps and prefills of compiled layers replayed from CUDA graphs, random weights "
-        "(`tools/measure_physics.py`, data/measurements/*physics*.json). Run-to-run spread (a second H100 run of the same "
-        f"set): {repeat_spread()}.", "",
-        *production_section(), "",
-        "## Targets (issues 10 and 20)", "",
-        "| metric | rows | median | worst | target median / worst | |", "| --- | --- | --- | --- | --- | --- |",
+        "(`tools/measure_physics.py`, data/measurements/*physics*.json). Run-to-run spread (a second H100 "
+        "run of the same "
+        f"set): {repeat_spread()}.",
+        "",
+        *production_section(),
+        "",
+        "## Targets (issues 10 and 20)",
+        "",
+        "| metric | rows | median | worst | target median / worst | |",
+        "| --- | --- | --- | --- | --- | --- |",
         _line("graph: decode ITL, held-out shape", s["graph.itl"], TARGETS["itl"]),
         _line("graph: prefill 1,024+ tokens, held-out shape", s["graph.prefill"], TARGETS["prefill"]),
         _line("graph: decode ITL, fitted", s["graph.itl.fitted"]),
@@ -344,66 +485,121 @@ def write_report(res: dict) -> str:
             if key in s:
                 target = (0.07, None) if group == "itl" and name != "graph" else None
                 lines.append(_line(f"{name}: public {group}, held-out row", s[key], target))
-    lines += ["", "Where a target is missed the shapes below say which and why; a band with fewer than 5 held-out rows "
-              "is not drawn (the plan says `unvalidated`)."]
+    lines += [
+        "",
+        "Where a target is missed the shapes below say which and why; a band with fewer than 5 held-out rows "
+        "is not drawn (the plan says `unvalidated`).",
+    ]
     ab = res.get("ablation", {}).get("smoothing")
     if ab:
-        lines += ["", "**Terms that earn their place.** The p-norm joining a decode step's compute and memory time "
-                  f"(`smoothing`): leave-one-shape-out decode error {ab['with']['median']:.1%} median / "
-                  f"{ab['with']['worst']:.1%} worst with it, {ab['without (max)']['median']:.1%} / "
-                  f"{ab['without (max)']['worst']:.1%} with max() instead, so it stays. The round-1 step overhead "
-                  "(1.27 ms per step) is gone from the physics: a compiled step has none. The serving engines' public "
-                  "rows sit at or below our floor, so their step overhead fits at 0: their kernels may stream weights "
-                  "faster than the floor's cuBLAS GEMVs and hide their scheduling cost; these rows cannot separate "
-                  "the two."]
-    lines += ["", "**Where the worst-row targets fail, and why.** Mixture-of-experts (mixtral-8x7b, qwen3-30b-a3b): only "
-              "two MoE shapes were measured, so leaving one out fits the MoE layer cost on the other, whose experts "
-              "differ (8 large vs 128 small grouped GEMMs). fp8 KV: only Llama-3.1-8B and 70B TP4 ran it, through our "
-              "own Triton kernel; leaving 8B out fits `kv_quantized_bandwidth` on 70B alone. int4 weight-only: "
-              "tinygemm at batch 64+ runs at a flat ~30 TFLOP/s; two shapes. Wide-and-shallow d8192 x 8 layers and "
-              "the 1B model: the per-layer cost is one constant, while the measured one grows from about 40 us "
-              "(d 2048) to about 58 us (d 8192). Prefill worst rows: 1,024-token prompts of small shapes and 32k "
-              "prompts (flash attention's efficiency rises with length; one constant)."]
+        lines += [
+            "",
+            "**Terms that earn their place.** The p-norm joining a decode step's compute and memory time "
+            f"(`smoothing`): leave-one-shape-out decode error {ab['with']['median']:.1%} median / "
+            f"{ab['with']['worst']:.1%} worst with it, {ab['without (max)']['median']:.1%} / "
+            f"{ab['without (max)']['worst']:.1%} with max() instead, so it stays. The round-1 step overhead "
+            "(1.27 ms per step) is gone from the physics: a compiled step has none. The serving engines' "
+            "public "
+            "rows sit at or below our floor, so their step overhead fits at 0: their kernels may stream "
+            "weights "
+            "faster than the floor's cuBLAS GEMVs and hide their scheduling cost; these rows cannot separate "
+            "the two.",
+        ]
+    lines += [
+        "",
+        "**Where the worst-row targets fail, and why.** Mixture-of-experts (mixtral-8x7b, qwen3-30b-a3b): "
+        "only "
+        "two MoE shapes were measured, so leaving one out fits the MoE layer cost on the other, whose "
+        "experts "
+        "differ (8 large vs 128 small grouped GEMMs). fp8 KV: only Llama-3.1-8B and 70B TP4 ran it, "
+        "through our "
+        "own Triton kernel; leaving 8B out fits `kv_quantized_bandwidth` on 70B alone. int4 weight-only: "
+        "tinygemm at batch 64+ runs at a flat ~30 TFLOP/s; two shapes. Wide-and-shallow d8192 x 8 layers and "
+        "the 1B model: the per-layer cost is one constant, while the measured one grows from about 40 us "
+        "(d 2048) to about 58 us (d 8192). Prefill worst rows: 1,024-token prompts of small shapes and 32k "
+        "prompts (flash attention's efficiency rises with length; one constant).",
+    ]
     lines += ["", "## Graph engine (our compiled steps)"]
     lines += _split_table("Decode by model shape", dec, lambda r: f"{r['shape']}")
     lines += _split_table("Decode by GPU", dec, lambda r: r["gpu"])
-    lines += _split_table("Decode by weight / KV precision", dec, lambda r: f"{r['weights']} weights, {r['kv']} KV")
+    lines += _split_table(
+        "Decode by weight / KV precision", dec, lambda r: f"{r['weights']} weights, {r['kv']} KV"
+    )
     lines += _split_table("Decode by batch", dec, lambda r: f"batch {r['batch']:>3}")
     lines += _split_table("Prefill (1,024+ tokens) by model shape", pre, lambda r: r["shape"])
-    lines += _split_table("Prefill (1,024+ tokens) by GPU and precision", pre, lambda r: f"{r['gpu']}, {r['weights']}")
+    lines += _split_table(
+        "Prefill (1,024+ tokens) by GPU and precision", pre, lambda r: f"{r['gpu']}, {r['weights']}"
+    )
     lines += short_prompt_section(res, rows)
-    lines += ["", "### Scaling check", "",
-              "Most rows time a few of a model's layers and scale (`layers_timed`); one Llama-3.1-8B with all 32 layers "
-              "in one graph checks that:", "", "| GPU | point | all 32 layers (ms) | 8 layers x 4 (ms) | difference |",
-              "| --- | --- | --- | --- | --- |", *scaling_check()]
+    lines += [
+        "",
+        "### Scaling check",
+        "",
+        "Most rows time a few of a model's layers and scale (`layers_timed`); one Llama-3.1-8B with all 32 "
+        "layers "
+        "in one graph checks that:",
+        "",
+        "| GPU | point | all 32 layers (ms) | 8 layers x 4 (ms) | difference |",
+        "| --- | --- | --- | --- | --- |",
+        *scaling_check(),
+    ]
     worst = sorted(rows, key=lambda r: -abs(r["heldout"]))[:15]
-    lines += ["", "### Worst held-out rows", "", "| GPU | shape | TP | weights/KV | batch | context / prompt | measured ms | "
-              "held-out | fitted |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "### Worst held-out rows",
+        "",
+        "| GPU | shape | TP | weights/KV | batch | context / prompt | measured ms | held-out | fitted |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in worst:
-        lines.append(f"| {r['gpu']} | {r['shape']} | {r['tp']} | {r['weights']}/{r['kv']} | {r['batch'] or '-'} | "
-                     f"{r['context'] or r['prompt_len']} | {r['measured_ms']:.3f} | {r['heldout']:+.1%} | {r['fitted']:+.1%} |")
+        lines.append(
+            f"| {r['gpu']} | {r['shape']} | {r['tp']} | {r['weights']}/{r['kv']} | {r['batch'] or '-'} | "
+            f"{r['context'] or r['prompt_len']} | {r['measured_ms']:.3f} | {r['heldout']:+.1%} | "
+            f"{r['fitted']:+.1%} |"
+        )
     lines += constants_table(res)
-    lines += ["", "## All-reduce (NCCL in a CUDA graph, 4x H200 NVLink)", "", "| TP | bytes | measured us | predicted us | error |",
-              "| --- | --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "## All-reduce (NCCL in a CUDA graph, 4x H200 NVLink)",
+        "",
+        "| TP | bytes | measured us | predicted us | error |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for p in res["allreduce"]:
-        lines.append(f"| {p['tp']} | {p['bytes']:,} | {p['us']:.1f} | {p['predicted_us']:.1f} | {p['predicted_us'] / p['us'] - 1:+.1%} |")
+        lines.append(
+            f"| {p['tp']} | {p['bytes']:,} | {p['us']:.1f} | {p['predicted_us']:.1f} | "
+            f"{p['predicted_us'] / p['us'] - 1:+.1%} |"
+        )
     for name in ENGINES:
-        lines += ["", f"## Engine `{name}`: public rows", "", profiles()["engines"][name]["description"], "",
-                  "| id | engine | scenario | metric | measured | fitted | held-out | error (held-out) |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            "",
+            f"## Engine `{name}`: public rows",
+            "",
+            profiles()["engines"][name]["description"],
+            "",
+            "| id | engine | scenario | metric | measured | fitted | held-out | error (held-out) |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
         for r in res["engines"][name]:
-            lines.append(f"| {r['id']} | {r['engine_label']} | {_describe(r['scenario'])} | {r['metric']} | "
-                         f"{r['measured']:,.2f} | {r['fitted']:,.2f} | {r['heldout']:,.2f} | {r['heldout'] / r['measured'] - 1:+.1%} |")
+            lines.append(
+                f"| {r['id']} | {r['engine_label']} | {_describe(r['scenario'])} | {r['metric']} | "
+                f"{r['measured']:,.2f} | {r['fitted']:,.2f} | {r['heldout']:,.2f} | "
+                f"{r['heldout'] / r['measured'] - 1:+.1%} |"
+            )
     lines += ["", *MULTINODE_SECTION]
     return "\n".join(lines) + "\n"
 
 
 # Kept in its own file (regenerated by tools/multinode_accuracy.py); this report only links it.
 MULTINODE_SECTION = [
-    "## Multi-node and disaggregated", "",
-    "Multi-node TP, pipeline and expert parallelism and disaggregated serving are scored against public results "
-    "(DeepEP's all-to-all table, NVIDIA's Llama-3.1-405B TP-vs-PP post, SGLang/LMSYS large-scale EP on H100 and "
-    "GB200) in [ACCURACY_MULTINODE.md](ACCURACY_MULTINODE.md), with what is and is not modelled."]
+    "## Multi-node and disaggregated",
+    "",
+    "Multi-node TP, pipeline and expert parallelism and disaggregated serving are scored against public "
+    "results "
+    "(DeepEP's all-to-all table, NVIDIA's Llama-3.1-405B TP-vs-PP post, SGLang/LMSYS large-scale EP on "
+    "H100 and "
+    "GB200) in [ACCURACY_MULTINODE.md](ACCURACY_MULTINODE.md), with what is and is not modelled.",
+]
 
 
 def main() -> int:

@@ -45,13 +45,17 @@ def app_unchanged_rerun_ms(runs: int = 15) -> float:
 
 
 def cli_size_s(runs: int = 5) -> tuple[float, int]:
-    request = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
-               "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}}
+    request = {
+        "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
+        "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
+    }
     times, searched = [], 0
     for _ in range(runs):
         t = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "planner", "size", "-"], input=json.dumps(request), text=True,
-                             capture_output=True, cwd=ROOT, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-m", "planner", "size", "-"], input=json.dumps(request), text=True,
+            capture_output=True, cwd=ROOT, check=True,
+        ).stdout
         times.append(time.perf_counter() - t)
         searched = json.loads(out)["searched"]
     return statistics.median(times), searched
@@ -59,8 +63,13 @@ def cli_size_s(runs: int = 5) -> tuple[float, int]:
 
 if __name__ == "__main__":
     median, best = app_rerun_ms()
-    print(f"app rerun after an input change (AppTest, server side): median {median:.0f} ms, best {best:.0f} ms"
-          "  (target < 150 ms)")
+    print(
+        f"app rerun after an input change (AppTest, server side): median {median:.0f} ms, best {best:.0f} ms"
+        "  (target < 150 ms)"
+    )
     print(f"app rerun with the scenario unchanged: median {app_unchanged_rerun_ms():.0f} ms")
     secs, searched = cli_size_s()
-    print(f"python -m planner size, whole catalog: median {secs:.2f} s for {searched:,} configurations  (target < 2 s)")
+    print(
+        f"python -m planner size, whole catalog: median {secs:.2f} s for {searched:,} configurations  "
+        "(target < 2 s)"
+    )

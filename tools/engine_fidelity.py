@@ -127,10 +127,14 @@ def evaluate(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
         if reason is not None:
             skipped[reason] = skipped.get(reason, 0) + 1
             continue
-        out.append({**row.to_dict(), "pred_tpot_mean_ms": p.run.tpot_ms.mean, "pred_tpot_median_ms": p.run.tpot_ms.p50,
-                    "pred_ttft_mean_ms": p.run.ttft_ms.mean,
-                    "pred_ttft_median_ms": p.run.ttft_ms.p50, "pred_output_throughput": p.run.output_throughput,
-                    "pred_max_running": p.max_running})
+        out.append(
+            {
+                **row.to_dict(),
+                "pred_tpot_mean_ms": p.run.tpot_ms.mean, "pred_tpot_median_ms": p.run.tpot_ms.p50,
+                "pred_ttft_mean_ms": p.run.ttft_ms.mean, "pred_ttft_median_ms": p.run.ttft_ms.p50,
+                "pred_output_throughput": p.run.output_throughput, "pred_max_running": p.max_running,
+            }
+        )
     return pd.DataFrame(out), skipped
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpu_catalog import get_gpu
 from planner import plan
-from planner.physics.latency import decode_step, prefill
+from planner.physics.latency import static_batch_e2e_ms, static_batch_tokens_per_s
 from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.load import itl_under_concurrency
 
@@ -25,21 +25,27 @@ PUBLISHED_CSV = ROOT / "data" / "reference" / "measured_published.csv"
 ENGINE_ROWS_CSV = ROOT / "data" / "reference" / "engine_rows_published.csv"
 MEASUREMENTS = ROOT / "data" / "measurements"
 
-LLAMA2_7B = {"name": "Llama-2-7B", "n_layers": 32, "d_model": 4096, "n_heads": 32, "n_kv_heads": 32, "d_ff": 11008,
-             "vocab_size": 32000}
+LLAMA2_7B = {
+    "name": "Llama-2-7B", "n_layers": 32, "d_model": 4096, "n_heads": 32, "n_kv_heads": 32, "d_ff": 11008,
+    "vocab_size": 32000,
+}
 LLAMA2_13B = {"name": "Llama-2-13B", "n_layers": 40, "d_model": 5120, "n_heads": 40, "n_kv_heads": 40,
               "d_ff": 13824, "vocab_size": 32000}
-LLAMA2_70B = {"name": "Llama-2-70B", "n_layers": 80, "d_model": 8192, "n_heads": 64, "n_kv_heads": 8, "d_ff": 28672,
-              "vocab_size": 32000}
+LLAMA2_70B = {
+    "name": "Llama-2-70B", "n_layers": 80, "d_model": 8192, "n_heads": 64, "n_kv_heads": 8, "d_ff": 28672,
+    "vocab_size": 32000,
+}
 # GPT-J's MLP has two matrices, not three: the override keeps its 6.05B parameters.
-GPTJ_6B = {"name": "GPT-J-6B", "n_layers": 28, "d_model": 4096, "n_heads": 16, "n_kv_heads": 16, "head_dim": 256,
-           "d_ff": 10923, "vocab_size": 50400, "n_params": 6.053e9}
+GPTJ_6B = {
+    "name": "GPT-J-6B", "n_layers": 28, "d_model": 4096, "n_heads": 16, "n_kv_heads": 16, "head_dim": 256,
+    "d_ff": 10923, "vocab_size": 50400, "n_params": 6.053e9,
+}
 
 SERVED_ENGINES = ("NIM", "vLLM v0.11", "SGLang", "trtllm-serve")
 # Engines of 2024-2025 (what "an optimized engine" means today); the fit weighs their rows double.
 CURRENT_ENGINES = ("NIM", "vLLM", "SGLang", "TensorRT-LLM v1")  # client-side TTFT includes serving
-HOLDOUT_EVERY = 3
-FIT_GPU = "h200"  # device profiles are fitted on H200 rows; every H100 row validates the transfer  # every third scored public row (by CSV order) is held out of the fit
+HOLDOUT_EVERY = 3  # every third scored public row (by CSV order) is held out of the fit
+FIT_GPU = "h200"  # device profiles are fitted on H200 rows; every H100 row validates the transfer
 
 
 @dataclass
@@ -136,7 +142,9 @@ def published_cases() -> list[Case]:
         else:
             scenario["batch"] = _length(batch_text, 1)
         if "power-limited" in r["gpu"]:
-            scored, note = False, "A100 power-limited to 330 W (gpt-fast README): below datasheet bandwidth, not scored"
+            scored, note = (
+                False, "A100 power-limited to 330 W (gpt-fast README): below datasheet bandwidth, not scored",
+            )
         if metric == "output_tok_per_s_per_user":
             metric, value = "itl_ms", 1000.0 / value
         elif metric == "tpot_ms":
@@ -168,34 +176,56 @@ def device_cases() -> list[Case]:
             continue
         gpu_name = data["meta"]["gpu"]
         gpu_id = "h200" if "H200" in gpu_name else "h100-sxm"
-        g = get_gpu(gpu_id).model_dump(exclude_none=True, exclude={"id", "sources", "tflops_sparse", "vendor"})
+        g = get_gpu(gpu_id).model_dump(
+            exclude_none=True, exclude={"id", "sources", "tflops_sparse", "vendor"}
+        )
         g["interconnect_gb_s"] = 1e5
         g["name"] = f"{gpu_name} (TP emulated, no all-reduce)"
         tag = path.stem
         fused_run = any(r.get("variant") == "fused" for r in data["decode"])
         for j, r in enumerate(data["decode"]):
             # ITL at exactly `context` cached tokens: mean context = prompt + output / 2
-            s = {"model": r["model"], "gpu": g, "tp": r["tp_shard"], "weights": r["precision"], "kv_cache": "bf16",
-                 "batch": r["batch"], "prompt_len": r["context"] - 1, "output_len": 2, "context_len": r["context"] + 1}
+            s = {
+                "model": r["model"], "gpu": g, "tp": r["tp_shard"], "weights": r["precision"],
+                "kv_cache": "bf16", "batch": r["batch"], "prompt_len": r["context"] - 1, "output_len": 2,
+                "context_len": r["context"] + 1,
+            }
             if fused_run:
-                # engine-class steps of our own: part of the default engine's fit (weight 1 each, like a public
+                # engine-class steps of our own: part of the default engine's
+                # fit (weight 1 each, like a public
                 # row); Llama-3.1-70B TP8 and the batch 8 and 128 rows are held out
                 heldout = (r["model"] == "llama-3.1-70b" and r["tp_shard"] == 8) or r["batch"] in (8, 128)
-                cases.append(Case(f"{tag}:d{j}", str(path.name), "torch.compile+CUDA graphs", s, "itl_ms", r["ms"],
-                                  heldout=heldout, extra={"gpu_id": gpu_id, "default_engine": True,
-                                                          "no_allreduce": True}))
+                cases.append(
+                    Case(
+                        f"{tag}:d{j}", str(path.name), "torch.compile+CUDA graphs", s, "itl_ms", r["ms"],
+                        heldout=heldout,
+                        extra={"gpu_id": gpu_id, "default_engine": True, "no_allreduce": True},
+                    )
+                )
                 continue
             heldout = gpu_id != FIT_GPU or r["model"] == "qwen3-8b" or r["batch"] in (16, 128)
-            cases.append(Case(f"{tag}:d{j}", str(path.name), "torch+CUDA graphs", s, "itl_ms", r["ms"], heldout=heldout,
-                              extra={"gpu_id": gpu_id}))
+            cases.append(
+                Case(
+                    f"{tag}:d{j}", str(path.name), "torch+CUDA graphs", s, "itl_ms", r["ms"], heldout=heldout,
+                    extra={"gpu_id": gpu_id},
+                )
+            )
         for j, r in enumerate(data["prefill"]):
-            s = {"model": r["model"], "gpu": g, "tp": r["tp_shard"], "weights": r["precision"], "kv_cache": "bf16",
-                 "prompt_len": r["prompt_len"], "output_len": 1}
-            if fused_run:  # engine-class prefill (fused, CUDA graph): default-engine evidence like the decode rows
+            s = {
+                "model": r["model"], "gpu": g, "tp": r["tp_shard"], "weights": r["precision"],
+                "kv_cache": "bf16", "prompt_len": r["prompt_len"], "output_len": 1,
+            }
+            if (
+                fused_run
+            ):  # engine-class prefill (fused, CUDA graph): default-engine evidence like the decode rows
                 heldout = (r["model"] == "llama-3.1-70b" and r["tp_shard"] == 8) or r["prompt_len"] == 512
-                cases.append(Case(f"{tag}:p{j}", str(path.name), "torch.compile+CUDA graphs", s, "prefill_ms", r["ms"],
-                                  heldout=heldout, extra={"gpu_id": gpu_id, "default_engine": True,
-                                                          "no_allreduce": True}))
+                cases.append(
+                    Case(
+                        f"{tag}:p{j}", str(path.name), "torch.compile+CUDA graphs", s, "prefill_ms", r["ms"],
+                        heldout=heldout,
+                        extra={"gpu_id": gpu_id, "default_engine": True, "no_allreduce": True},
+                    )
+                )
                 continue
             heldout = gpu_id != FIT_GPU or r["model"] == "qwen3-8b" or r["prompt_len"] == 512
             cases.append(Case(f"{tag}:p{j}", str(path.name), "torch eager prefill", s, "prefill_ms", r["ms"],
@@ -207,24 +237,28 @@ def predict(case: Case, efficiency: dict[str, Any] | str | None = None) -> float
     """The planner's figure for this case's metric, under the given efficiency (default engine if None)."""
     s = dict(case.scenario)
     if case.extra.get("no_allreduce"):  # TP shards measured without all-reduces
-        base = {} if efficiency is None else ({"name": efficiency} if isinstance(efficiency, str) else efficiency)
+        base = (
+            {}
+            if efficiency is None
+            else ({"name": efficiency} if isinstance(efficiency, str) else efficiency)
+        )
         efficiency = {**base, "allreduce_latency_us": 0.0} if base.get("name") != "ideal" else "ideal"
     if efficiency is not None:
         s["efficiency"] = efficiency
     if case.metric in ("itl_ms", "prefill_ms", "ttft_ms") and not case.extra.get("concurrent"):
         p = plan(s)
-        return {"itl_ms": p.latency.itl_ms, "prefill_ms": p.latency.prefill_ms, "ttft_ms": p.latency.ttft_ms}[case.metric]
+        return {"itl_ms": p.latency.itl_ms, "prefill_ms": p.latency.prefill_ms, "ttft_ms": p.latency.ttft_ms}[
+            case.metric
+        ]
     sc = parse_scenario(s)
     d = resolve(sc)
     if case.metric == "itl_ms":  # continuous batching at a concurrency: prefills interleave with decode
         return float(itl_under_concurrency(d, s["batch"], sc.prompt_len, sc.output_len, sc.load))
     batch = s.get("batch") or 1
-    batch_prefill = float(prefill(d, batch * sc.prompt_len).total_ms)
-    decode_total = float(decode_step(d, batch, sc.prompt_len + sc.output_len / 2).total_ms) * sc.output_len
     if case.metric == "e2e_ms":
-        return batch_prefill + decode_total
+        return static_batch_e2e_ms(d, batch, sc.prompt_len, sc.output_len)
     if case.metric == "tokens_per_s_total":
         if not case.scored and "max-load" in case.note:
             return plan(s).throughput.output_tokens_per_s
-        return batch * sc.output_len * 1000.0 / (batch_prefill + decode_total)
+        return static_batch_tokens_per_s(d, batch, sc.prompt_len, sc.output_len)
     raise ValueError(case.metric)

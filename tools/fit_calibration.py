@@ -29,19 +29,17 @@ FIXED = {
     "compute": 0.75,
     # NCCL all-reduce on 2x H200 over NVLink inside a CUDA graph (data/measurements/allreduce_2xh200_*.json):
     # 8.7 us at 8 KB (the latency at TP 2), 303 GB/s bus bandwidth at 256 MB = 0.67 of 450 GB/s per direction.
-    "link": 0.67,
-    "allreduce_latency_us": 8.7,
-    "attention_compute": 0.5,
+    "link": 0.67, "allreduce_latency_us": 8.7, "attention_compute": 0.5,
 }
 # No kernel streams faster than a plain read: a 4 GiB read reached 0.91 (H100) and 0.89 (H200) of the
 # datasheet bandwidth (data/measurements), so every bandwidth efficiency is bounded by 0.91.
 READ_CEILING = 0.91
 FREE = {  # name: (start, low, high)
     "bandwidth": (0.8, 0.3, READ_CEILING), "quantized_bandwidth": (0.7, 0.2, READ_CEILING),
-    "kv_bandwidth": (0.7, 0.2, READ_CEILING),
-    "layer_overhead_us": (20.0, 0.0, 300.0), "step_overhead_us": (300.0, 0.0, 20000.0),
-    "prefill_compute": (0.6, 0.1, 1.0),
-    "prefill_overhead_ms": (3.0, 0.0, 100.0), "ttft_overhead_ms": (10.0, 0.0, 500.0), "smoothing": (3.0, 1.0, 16.0),
+    "kv_bandwidth": (0.7, 0.2, READ_CEILING), "layer_overhead_us": (20.0, 0.0, 300.0),
+    "step_overhead_us": (300.0, 0.0, 20000.0), "prefill_compute": (0.6, 0.1, 1.0),
+    "prefill_overhead_ms": (3.0, 0.0, 100.0), "ttft_overhead_ms": (10.0, 0.0, 500.0),
+    "smoothing": (3.0, 1.0, 16.0),
 }
 
 
@@ -81,16 +79,26 @@ def main() -> int:
     cases = [c for c in device_cases() if c.source == path.name] or _cases_from(path)
     free = dict(FREE)
     free.pop("ttft_overhead_ms")
-    fixed = {**FIXED, "ttft_overhead_ms": 0.0, "allreduce_latency_us": 0.0}  # TP shards ran without all-reduce
+    fixed = {
+        **FIXED,
+        "ttft_overhead_ms": 0.0, "allreduce_latency_us": 0.0,
+    }  # TP shards ran without all-reduce
     values, loss = fit(cases, free, fixed, args.iters)
     # The runs had no all-reduce and no server: the profile carries only what they measured, and plans
     # take communication and serving overhead from the default engine.
     unmeasured = {"link", "allreduce_latency_us", "ttft_overhead_ms"}
-    measured = {k: v for k, v in {**fixed, **{k: round(v, 4) for k, v in values.items()}}.items() if k not in unmeasured}
-    profile = {"name": args.name or path.stem, "gpu": "h200" if "H200" in data["meta"]["gpu"] else "h100-sxm",
-               "efficiency": measured,
-               "source": f"tools/fit_calibration.py on {path.name} ({data['meta']['gpu']}, torch {data['meta']['torch']}, "
-                         f"{data['meta']['date']}); train rms log error {loss ** 0.5:.3f}"}
+    measured = {
+        k: v
+        for k, v in {**fixed, **{k: round(v, 4) for k, v in values.items()}}.items()
+        if k not in unmeasured
+    }
+    profile = {
+        "name": args.name or path.stem, "gpu": "h200" if "H200" in data["meta"]["gpu"] else "h100-sxm",
+        "efficiency": measured,
+        "source": f"tools/fit_calibration.py on {path.name} ({data['meta']['gpu']}, torch "
+        f"{data['meta']['torch']}, "
+        f"{data['meta']['date']}); train rms log error {loss**0.5:.3f}",
+    }
     EngineEfficiency.model_validate(profile["efficiency"])
     text = json.dumps(profile, indent=2) + "\n"
     if args.out:

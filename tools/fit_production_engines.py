@@ -50,7 +50,7 @@ from planner.physics.latency import decode_step  # noqa: E402
 from planner.physics.memory import plan_memory  # noqa: E402
 from planner.scenario.scenario import parse_scenario, resolve  # noqa: E402
 from planner.serving.benchmark_client import BenchmarkClient, run_benchmark  # noqa: E402
-from planner.serving.serving import Workload  # noqa: E402
+from planner.serving.replica import Workload  # noqa: E402
 from planner.serving.workload import workload_for  # noqa: E402
 from tools.engine_fidelity import RUNS_CSV, client_for, scenario_for, skip_reason  # noqa: E402
 from tools.optimize import nelder_mead  # noqa: E402
@@ -60,12 +60,16 @@ BANDWIDTH_CEILING = 0.95
 # Bounds are physical: production GEMMs past the ridge reach 50-100% of the dense peak, a kernel launch
 # inside a CUDA graph costs microseconds, an NVLink all-reduce's latency is a few to tens of microseconds,
 # and an engine's per-step CPU work (scheduling, sampling, detokenizing) stays under ~2.5 ms.
-DECODE_TERMS = (("compute", 0.5, 1.0), ("layer_overhead_us", 0.0, 150.0), ("moe_layer_overhead_us", 0.0, 400.0),
-                ("allreduce_latency_us", 0.0, 50.0), ("step_overhead_us", 0.0, 2_500.0))
+DECODE_TERMS = (
+    ("compute", 0.5, 1.0), ("layer_overhead_us", 0.0, 150.0), ("moe_layer_overhead_us", 0.0, 400.0),
+    ("allreduce_latency_us", 0.0, 50.0), ("step_overhead_us", 0.0, 2_500.0),
+)
 WEIGHT_BOUNDS = (0.2, BANDWIDTH_CEILING)
 # the efficiency term that streams each weight precision (planner.physics.latency.weight_bandwidth_efficiency)
-WEIGHT_TERMS = {"bf16": "bandwidth", "fp16": "bandwidth", "fp8": "quantized_bandwidth", "int8": "quantized_bandwidth",
-                "fp4": "quantized_bandwidth", "int4": "int4_bandwidth"}
+WEIGHT_TERMS = {
+    "bf16": "bandwidth", "fp16": "bandwidth", "fp8": "quantized_bandwidth", "int8": "quantized_bandwidth",
+    "fp4": "quantized_bandwidth", "int4": "int4_bandwidth",
+}
 SIM_PASSES = 3
 RESIDUALS = ROOT / "data" / "production_residuals.csv"
 MIN_GROUP_ROWS = 12
@@ -121,9 +125,16 @@ def load_runs(path: Path = RUNS_CSV) -> list[Run]:
         except ScenarioError:
             continue
         # the fit starts from the graph physics and the engine's serving overheads, never from an earlier fit
-        d = with_efficiency(d, EngineEfficiency(**{**physics_values(str(row["gpu"])),
-                                                   **profiles()["engines"][scenario.engine].get("overheads", {}),
-                                                   "name": scenario.engine}))
+        d = with_efficiency(
+            d,
+            EngineEfficiency(
+                **{
+                    **physics_values(str(row["gpu"])),
+                    **profiles()["engines"][scenario.engine].get("overheads", {}),
+                    "name": scenario.engine,
+                }
+            ),
+        )
         generation = gpu_generation(str(row["gpu"]))
         if generation is None:
             continue
@@ -157,12 +168,16 @@ def simulate(run: Run, fit: GroupFit | None) -> None:
 
 
 def _with_overhead(w: Workload, efficiency: EngineEfficiency) -> Workload:
-    return replace(w, ttft_overhead_ms=efficiency.ttft_overhead_ms, ttft_per_running_ms=efficiency.ttft_per_running_ms)
+    return replace(
+        w, ttft_overhead_ms=efficiency.ttft_overhead_ms, ttft_per_running_ms=efficiency.ttft_per_running_ms
+    )
 
 
 def _unpack(x: np.ndarray, precisions: list[str], moe: bool) -> GroupFit:
     fit = GroupFit("", "")
-    values = 1.0 / (1.0 + np.exp(-np.clip(np.asarray(x, dtype=float), -50.0, 50.0)))  # place inside its bounds
+    values = 1.0 / (
+        1.0 + np.exp(-np.clip(np.asarray(x, dtype=float), -50.0, 50.0))
+    )  # place inside its bounds
     for (name, lo, hi), v in zip(DECODE_TERMS, values, strict=False):
         if name == "moe_layer_overhead_us" and not moe:
             continue
@@ -275,13 +290,16 @@ def summary(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     f = frame.assign(tpot_err=frame.pred_tpot_ms / frame.tpot_ms - 1.0,
                      ttft_err=frame.pred_ttft_median_ms / frame.ttft_median_ms - 1.0)
     g = f.groupby(by)
-    return pd.DataFrame({
-        "rows": g.size(),
-        "tpot_median_abs": g.tpot_err.apply(lambda e: float(np.median(np.abs(e)))),
-        "tpot_p90_abs": g.tpot_err.apply(lambda e: float(np.percentile(np.abs(e), 90))),
-        "tpot_within_20pct": g.tpot_err.apply(lambda e: int(np.sum(np.abs(e) <= 0.2))),
-        "ttft_median_abs": g.ttft_err.apply(lambda e: float(np.median(np.abs(e.dropna()))) if e.notna().any() else np.nan),
-    })
+    return pd.DataFrame(
+        {
+            "rows": g.size(), "tpot_median_abs": g.tpot_err.apply(lambda e: float(np.median(np.abs(e)))),
+            "tpot_p90_abs": g.tpot_err.apply(lambda e: float(np.percentile(np.abs(e), 90))),
+            "tpot_within_20pct": g.tpot_err.apply(lambda e: int(np.sum(np.abs(e) <= 0.2))),
+            "ttft_median_abs": g.ttft_err.apply(
+                lambda e: float(np.median(np.abs(e.dropna()))) if e.notna().any() else np.nan
+            ),
+        }
+    )
 
 
 def write_profiles(fits: list[GroupFit], validation: dict[str, Any]) -> None:
@@ -289,10 +307,14 @@ def write_profiles(fits: list[GroupFit], validation: dict[str, Any]) -> None:
     for engine in {f.engine for f in fits}:
         entry = data["engines"][engine]
         entry["production"] = {
-            f.generation: {"terms": {k: round(v, 4) for k, v in f.terms.items()},
-                           "weights": {p: {k: round(v, 4) for k, v in t.items()} for p, t in f.weights.items()},
-                           "rows": f.rows}
-            for f in fits if f.engine == engine}
+            f.generation: {
+                "terms": {k: round(v, 4) for k, v in f.terms.items()},
+                "weights": {p: {k: round(v, 4) for k, v in t.items()} for p, t in f.weights.items()},
+                "rows": f.rows,
+            }
+            for f in fits
+            if f.engine == engine
+        }
         entry["production_validation"] = validation.get(engine, {})
     data["production_sources"] = ("data/reference/serving_runs_published.csv (public closed-loop runs; "
                                   "tools/fit_production_engines.py)")
@@ -303,8 +325,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--runs", type=Path, default=RUNS_CSV)
-    parser.add_argument("--residuals", type=Path, default=RESIDUALS,
-                        help="every fitted and held-out prediction (CSV; docs/ACCURACY.md is generated from it)")
+    parser.add_argument(
+        "--residuals", type=Path, default=RESIDUALS,
+        help="every fitted and held-out prediction (CSV; docs/ACCURACY.md is generated from it)",
+    )
     args = parser.parse_args(argv)
     runs = load_runs(args.runs)
     fits = [fit_group(members, e, g) for (e, g), members in sorted(groups(runs).items())
@@ -314,7 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     model_out = cross_validate(runs, "model")
     gpu_out = cross_validate(runs, "gpu")
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
-        for title, frame in (("fitted", fitted), ("leave one model out", model_out), ("leave one GPU out", gpu_out)):
+        for title, frame in (
+            ("fitted", fitted), ("leave one model out", model_out), ("leave one GPU out", gpu_out),
+        ):
             if len(frame):
                 print(f"== {title}")
                 print(summary(frame, ["engine", "gpu"]).to_string())
@@ -323,7 +349,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f.engine, f.generation, f.rows, {k: round(v, 3) for k, v in f.terms.items()}, f.weights)
     if args.residuals and not args.dry_run:
         frames = [fitted.assign(split="fitted", held_out="")]
-        frames += [f.assign(split=name) for name, f in (("model_out", model_out), ("gpu_out", gpu_out)) if len(f)]
+        frames += [
+            f.assign(split=name) for name, f in (("model_out", model_out), ("gpu_out", gpu_out)) if len(f)
+        ]
         pd.concat(frames, ignore_index=True).round(4).to_csv(args.residuals, index=False)
     if not args.dry_run:
         validation = {}

@@ -36,7 +36,9 @@ def main(argv: list[str] | None = None) -> int:
         if check_named:  # one refused value, in a parameter or an uploader
             if rng.random() < 0.5:
                 name = rng.choice(LINK_PARAMS)
-                params, ups, view = {name: invalid_text(rng)}, {}, "Size a fleet" if name == "size" else "Plan"
+                params, ups, view = (
+                    {name: invalid_text(rng)}, {}, "Size a fleet" if name == "size" else "Plan",
+                )
             else:
                 key = rng.choice(list(UPLOADS))
                 params, ups, view = {}, {key: invalid_text(rng).encode()}, "Plan"
@@ -47,17 +49,24 @@ def main(argv: list[str] | None = None) -> int:
             if check_named:
                 text = " ".join(e.value for e in (*at.warning, *at.error)).replace("`", "").replace("*", "")
                 wanted = [*params, *(UPLOADS[k] for k in ups)]
-                ok = all(w in text for w in wanted) or ("Link parameter link" in text and "over the limit" in text)
+                ok = all(w in text for w in wanted) or (
+                    "Link parameter link" in text and "over the limit" in text
+                )
                 assert ok, f"not named: {wanted} in {text[:200]!r}"
                 named += 1
         except Exception as err:  # noqa: BLE001 - a fuzz failure of any kind is reported, then the run goes on
             failures += 1
-            print(f"case {i}: {type(err).__name__}: {str(err)[:300]} params={ {k: v[:60] for k, v in params.items()} } "
-                  f"uploads={ {k: v[:60] for k, v in ups.items()} } view={view}", flush=True)
+            print(
+                f"case {i}: {type(err).__name__}: {str(err)[:300]} "
+                f"params={ {k: v[:60] for k, v in params.items()} } "
+                f"uploads={ {k: v[:60] for k, v in ups.items()} } view={view}", flush=True,
+            )
         if (i + 1) % 100 == 0:
             print(f"{i + 1} cases, {failures} failures, {time.monotonic() - start:.0f} s", flush=True)
-    print(f"{args.cases} cases ({links} with link parameters, {uploads} with uploads, {named} refusals checked "
-          f"for a named line): {failures} failures in {time.monotonic() - start:.0f} s")
+    print(
+        f"{args.cases} cases ({links} with link parameters, {uploads} with uploads, {named} refusals checked "
+        f"for a named line): {failures} failures in {time.monotonic() - start:.0f} s"
+    )
     return 1 if failures else 0
 
 

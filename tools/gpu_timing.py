@@ -1,7 +1,8 @@
 """CUDA timing shared by the measurement scripts (tools/measure_gpu.py, tools/measure_physics.py,
 tools/measure_allreduce.py): kernels timed one by one with CUDA events, CUDA-graph replays, the HBM
 bandwidth ceiling, and the device metadata every measurement file names (also measure_sampler_peak.py and
-measure_allocator_rounding.py). Needs a CUDA machine with PyTorch; the scripts import it from their own folder."""
+measure_allocator_rounding.py). Needs a CUDA machine with PyTorch; the scripts import it from their own
+folder."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ def device_meta(what: str) -> dict:
     """What a measurement names: the GPU, driver, torch, CUDA, the UTC date, and what was measured."""
     driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                             capture_output=True, text=True).stdout.strip().splitlines()
-    return {"gpu": torch.cuda.get_device_name(0), "driver": driver[0] if driver else None, "torch": torch.__version__,
-            "cuda": torch.version.cuda, "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "what": what}
+    return {
+        "gpu": torch.cuda.get_device_name(0), "driver": driver[0] if driver else None,
+        "torch": torch.__version__, "cuda": torch.version.cuda,
+        "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "what": what,
+    }
 
 
 def log(*args):

@@ -69,8 +69,12 @@ def _tree_cpu_s(pid: int) -> float:
 
 
 def _query(output_len: int) -> str:
-    return urlencode({"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
-                      "context_len": 8192, "prompt_len": 2000, "output_len": output_len})
+    return urlencode(
+        {
+            "model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
+            "context_len": 8192, "prompt_len": 2000, "output_len": output_len,
+        }
+    )
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -146,9 +150,13 @@ class User:
 
 def start_team(workers: int) -> tuple[subprocess.Popen, str]:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tools" / "team.py"), "--workers", str(workers), "--port",
-                             str(port), "--address", "127.0.0.1", "--run-dir", str(ROOT / ".run" / f"load-{port}")],
-                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable, str(ROOT / "tools" / "team.py"), "--workers", str(workers), "--port", str(port),
+            "--address", "127.0.0.1", "--run-dir", str(ROOT / ".run" / f"load-{port}"),
+        ],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )
     deadline = time.time() + 240
     while time.time() < deadline:
         try:
@@ -177,9 +185,11 @@ async def first_pages(base: str, pid: int, n: int) -> None:
         await u.close()
         await asyncio.sleep(0.2)  # let the session's teardown be counted with it
         cpus.append(_tree_cpu_s(pid) - cpu0)
-    print(f"first page (new session, the shared link): median {statistics.median(cpus):.3f} s server CPU, "
-          f"p95 {_pct(cpus, 0.95):.3f} s; wall median {statistics.median(walls):.2f} s  (target <= 0.1 s CPU)",
-          flush=True)
+    print(
+        f"first page (new session, the shared link): median {statistics.median(cpus):.3f} s server CPU, "
+        f"p95 {_pct(cpus, 0.95):.3f} s; wall median {statistics.median(walls):.2f} s  (target <= 0.1 s CPU)",
+        flush=True,
+    )
 
 
 async def burst(base: str, users: int) -> None:
@@ -189,8 +199,11 @@ async def burst(base: str, users: int) -> None:
     walls = await asyncio.gather(*(u.open(_query(600 + i)) for i, u in enumerate(group)))
     total = time.perf_counter() - t0
     await asyncio.gather(*(u.close() for u in group))
-    print(f"{users} sessions opening a link at once: p50 {_pct(walls, 0.5):.2f} s, p95 {_pct(walls, 0.95):.2f} s, "
-          f"all done after {total:.2f} s  (target p95 <= 3 s)", flush=True)
+    print(
+        f"{users} sessions opening a link at once: p50 {_pct(walls, 0.5):.2f} s, p95 "
+        f"{_pct(walls, 0.95):.2f} s, "
+        f"all done after {total:.2f} s  (target p95 <= 3 s)", flush=True,
+    )
 
 
 async def steady(base: str, users: int, duration_s: float, seed: int) -> None:
@@ -212,9 +225,11 @@ async def steady(base: str, users: int, duration_s: float, seed: int) -> None:
             await u.close()
 
     await asyncio.gather(*(one(i) for i in range(users)))
-    print(f"{users} users changing an input every 2-4 s for {duration_s:.0f} s: {len(times)} responses, "
-          f"p50 {_pct(times, 0.5):.2f} s, p95 {_pct(times, 0.95):.2f} s, max {max(times):.2f} s  (target p95 <= 1 s)",
-          flush=True)
+    print(
+        f"{users} users changing an input every 2-4 s for {duration_s:.0f} s: {len(times)} responses, "
+        f"p50 {_pct(times, 0.5):.2f} s, p95 {_pct(times, 0.95):.2f} s, max {max(times):.2f} s  (target p95 "
+        "<= 1 s)", flush=True,
+    )
 
 
 async def run(args: argparse.Namespace) -> None:

@@ -20,7 +20,9 @@ import os
 
 import torch
 
-try:  # python3 tools/measure_allocator_rounding.py has tools/ on the path; python -m tools.measure_allocator_rounding the repository root
+# python3 tools/measure_allocator_rounding.py has tools/ on the path; python -m
+# tools.measure_allocator_rounding the repository root
+try:
     from gpu_timing import device_meta
 except ImportError:
     from tools.gpu_timing import device_meta
@@ -47,17 +49,43 @@ def qwen_like(hidden: int, layers: int, heads: int, kv_heads: int, head_dim: int
 
 
 MODELS = {
-    # config.json of each checkpoint; "logged": its "Model loading took" in data/reference/vllm_startup_logs.csv
-    "Qwen2.5-72B-Instruct TP2": (dict(hidden=8192, layers=80, heads=64, kv_heads=8, head_dim=128, inter=29568,
-                                      vocab=152064, positions=32768, tp=2, qkv_bias=True), 67.80),
-    "Kimi-Dev-72B TP4": (dict(hidden=8192, layers=80, heads=64, kv_heads=8, head_dim=128, inter=29568,
-                              vocab=152064, positions=131072, tp=4, qkv_bias=True), 34.01),
-    "Qwen2.5-32B-Instruct TP2": (dict(hidden=5120, layers=64, heads=40, kv_heads=8, head_dim=128, inter=27648,
-                                      vocab=152064, positions=32768, tp=2, qkv_bias=True), 30.7098),
-    "Qwen2.5-7B-Instruct TP1": (dict(hidden=3584, layers=28, heads=28, kv_heads=4, head_dim=128, inter=18944,
-                                     vocab=152064, positions=32768, tp=1, qkv_bias=True), 14.25),
-    "Llama-3.1-8B TP1": (dict(hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128, inter=14336,
-                              vocab=128256, positions=131072, tp=1, qkv_bias=False), 14.9888),
+    # config.json of each checkpoint; "logged": its "Model loading
+    # took" in data/reference/vllm_startup_logs.csv
+    "Qwen2.5-72B-Instruct TP2": (
+        dict(
+            hidden=8192, layers=80, heads=64, kv_heads=8, head_dim=128, inter=29568, vocab=152064,
+            positions=32768, tp=2, qkv_bias=True,
+        ),
+        67.80,
+    ),
+    "Kimi-Dev-72B TP4": (
+        dict(
+            hidden=8192, layers=80, heads=64, kv_heads=8, head_dim=128, inter=29568, vocab=152064,
+            positions=131072, tp=4, qkv_bias=True,
+        ),
+        34.01,
+    ),
+    "Qwen2.5-32B-Instruct TP2": (
+        dict(
+            hidden=5120, layers=64, heads=40, kv_heads=8, head_dim=128, inter=27648, vocab=152064,
+            positions=32768, tp=2, qkv_bias=True,
+        ),
+        30.7098,
+    ),
+    "Qwen2.5-7B-Instruct TP1": (
+        dict(
+            hidden=3584, layers=28, heads=28, kv_heads=4, head_dim=128, inter=18944, vocab=152064,
+            positions=32768, tp=1, qkv_bias=True,
+        ),
+        14.25,
+    ),
+    "Llama-3.1-8B TP1": (
+        dict(
+            hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128, inter=14336, vocab=128256,
+            positions=131072, tp=1, qkv_bias=False,
+        ),
+        14.9888,
+    ),
 }
 SINGLE_SIZES_MIB = [8.0, 12.25, 24.5, 31.5, 64.75, 129.5, 231.0, 232.0, 259.0, 519.75]
 
@@ -89,7 +117,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    meta = device_meta("bytes PyTorch's CUDA caching allocator charges (memory_allocated / max_memory_allocated deltas)")
+    meta = device_meta(
+        "bytes PyTorch's CUDA caching allocator charges (memory_allocated / max_memory_allocated deltas)"
+    )
     meta["alloc_conf"] = os.environ.get("PYTORCH_CUDA_ALLOC_CONF")
     singles = []
     for mib in SINGLE_SIZES_MIB:

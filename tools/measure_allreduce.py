@@ -21,7 +21,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-try:  # python3 tools/measure_allreduce.py has tools/ on the path; python -m tools.measure_allreduce the repository root
+# python3 tools/measure_allreduce.py has tools/ on the path; python -m
+# tools.measure_allreduce the repository root
+try:
     from gpu_timing import event_times_ms
 except ImportError:
     from tools.gpu_timing import event_times_ms
@@ -65,17 +67,23 @@ def worker(rank, world, out, port):
         rows.append({"bytes": size, "eager_us": eager_us, "graph_us": graph_us,
                      "bus_gb_s_eager": factor * size / (eager_us * 1e-6) / 1e9})
         if rank == 0:
-            print(f"{size:>11,d} B  eager {eager_us:8.1f} us  graph {graph_us if isinstance(graph_us, str) else f'{graph_us:8.1f}'} us"
-                  f"  bus {rows[-1]['bus_gb_s_eager']:7.1f} GB/s", flush=True)
+            print(
+                f"{size:>11,d} B  eager {eager_us:8.1f} us  graph "
+                f"{graph_us if isinstance(graph_us, str) else f'{graph_us:8.1f}'} us"
+                f"  bus {rows[-1]['bus_gb_s_eager']:7.1f} GB/s", flush=True,
+            )
     if rank == 0:
-        meta = {"gpus": [torch.cuda.get_device_name(i) for i in range(world)], "world_size": world,
-                "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-                "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                "env": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM"))}}
+        meta = {
+            "gpus": [torch.cuda.get_device_name(i) for i in range(world)], "world_size": world,
+            "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "env": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM"))},
+        }
         with open(out, "w") as f:
             json.dump({"meta": meta, "allreduce": rows}, f, indent=1)
     dist.barrier()
-    # destroy_process_group() hung after CUDA-graph-captured collectives on 2x H200 (2026-11-26, driver 580.159.04, torch 2.11.0+cu130);
+    # destroy_process_group() hung after CUDA-graph-captured collectives on 2x H200
+    # (2026-11-26, driver 580.159.04, torch 2.11.0+cu130);
     # the results are written, so leave without tearing NCCL down.
     os._exit(0)
 

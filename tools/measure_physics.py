@@ -41,7 +41,8 @@ import traceback
 import torch
 import torch.nn.functional as F
 
-try:  # python3 tools/measure_physics.py has tools/ on the path; python -m tools.measure_physics the repository root
+# python3 tools/measure_physics.py has tools/ on the path; python -m tools.measure_physics the repository root
+try:
     from gpu_timing import graph_median_ms as graph_ms
     from gpu_timing import log, measure_bandwidth, time_cuda
 except ImportError:
@@ -126,7 +127,10 @@ def measure_gemm(precisions, subset=False):
         for n, k, label in shapes:
             try:
                 first = Linear(n, k, precision)
-                copies = [first] + [Linear(n, k, precision) for _ in range(max(0, math.ceil(L2_ROTATE_BYTES / first.bytes) - 1))]
+                copies = [first] + [
+                    Linear(n, k, precision)
+                    for _ in range(max(0, math.ceil(L2_ROTATE_BYTES / first.bytes) - 1))
+                ]
                 for m in GEMM_M:
                     if precision == "int4" and m > 256:
                         continue  # tinygemm is a decode kernel; engines dequantize for prefill
@@ -162,8 +166,7 @@ def measure_gemm(precisions, subset=False):
 if triton is not None:
     @triton.jit
     def _split_kv_attention(Q, K, V, O, L,  # noqa: E741
-                            ctx, chunk, scale,
-                            stride_qb, stride_kb, stride_ob, stride_lb,
+                            ctx, chunk, scale, stride_qb, stride_kb, stride_ob, stride_lb,
                             G: tl.constexpr, GP: tl.constexpr, D: tl.constexpr, BN: tl.constexpr):
         bh = tl.program_id(0)
         s = tl.program_id(1)
@@ -243,8 +246,10 @@ def bmm_attention(q, kc, vc, b, hkv, g, hd):
 def check_split_kernel(results):
     """The Triton kernel against an fp32 reference, for each (group, head_dim, kv dtype) it will run."""
     ok = True
-    for g, hd, kv_dtype, ctx in ((1, 128, BF16, 1000), (4, 64, BF16, 3000), (8, 128, BF16, 5000), (16, 128, BF16, 700),
-                                 (2, 256, BF16, 2500), (4, 128, FP8, 4000)):
+    for g, hd, kv_dtype, ctx in (
+        (1, 128, BF16, 1000), (4, 64, BF16, 3000), (8, 128, BF16, 5000), (16, 128, BF16, 700),
+        (2, 256, BF16, 2500), (4, 128, FP8, 4000),
+    ):
         b, hkv = 2, 2
         q = torch.randn(b, hkv, g, hd, device=DEV, dtype=BF16)
         k = torch.randn(b, hkv, ctx, hd, device=DEV, dtype=BF16)
@@ -281,9 +286,11 @@ class RankModel:
         self.layers_timed = layers_timed
         self.layers = []
         for _ in range(layers_timed):
-            layer = {"qkv": Linear(self.q_dim + 2 * self.kv_dim, d, precision), "o": Linear(d, self.q_dim, precision),
-                     "norm1": torch.rand(d, device=DEV, dtype=BF16) + 0.5,
-                     "norm2": torch.rand(d, device=DEV, dtype=BF16) + 0.5}
+            layer = {
+                "qkv": Linear(self.q_dim + 2 * self.kv_dim, d, precision),
+                "o": Linear(d, self.q_dim, precision), "norm1": torch.rand(d, device=DEV, dtype=BF16) + 0.5,
+                "norm2": torch.rand(d, device=DEV, dtype=BF16) + 0.5,
+            }
             if self.moe:
                 e = self.moe["n_experts"]
                 layer["router"] = Linear(e, d, "bf16")
@@ -294,14 +301,17 @@ class RankModel:
                 layer["down"] = Linear(d, self.d_ff, precision)
             self.layers.append(layer)
         vocab = spec["vocab_size"] // tp
-        self.lm_head = torch.randn(vocab, d, device=DEV, dtype=BF16) * 0.02  # bf16 in quantized checkpoints too
+        self.lm_head = (
+            torch.randn(vocab, d, device=DEV, dtype=BF16) * 0.02
+        )  # bf16 in quantized checkpoints too
         self.final_norm = torch.rand(d, device=DEV, dtype=BF16) + 0.5
         self.grouped = None
 
     def _norm(self, x, w):
         return F.rms_norm(x, (x.shape[-1],), w, 1e-5)
 
-    # MoE: a fixed random top-k routing (the router GEMM runs; its choice is drawn once so the graph is static)
+    # MoE: a fixed random top-k routing (the router GEMM runs; its
+    # choice is drawn once so the graph is static)
     def moe_plan(self, tokens):
         e, k = self.moe["n_experts"], self.moe["top_k"]
         choice = torch.rand(tokens, e, device=DEV).topk(k, dim=-1).indices.reshape(-1)
@@ -317,8 +327,10 @@ class RankModel:
         xs = h.index_select(0, plan["token_of"])
         if self.grouped is None:
             try:
-                torch._grouped_mm(torch.randn(16, self.d, device=DEV, dtype=BF16), layer["w13"][:1].transpose(-2, -1),
-                                  offs=torch.tensor([16], device=DEV, dtype=torch.int32))
+                torch._grouped_mm(
+                    torch.randn(16, self.d, device=DEV, dtype=BF16), layer["w13"][:1].transpose(-2, -1),
+                    offs=torch.tensor([16], device=DEV, dtype=torch.int32),
+                )
                 self.grouped = True
             except Exception as err:  # noqa: BLE001
                 log(f"torch._grouped_mm unavailable ({type(err).__name__}); experts run one GEMM each")
@@ -372,8 +384,10 @@ class RankModel:
         x0 = torch.randn(s, self.d, device=DEV, dtype=BF16)
         plan = self.moe_plan(s) if self.moe else None
         q_dim, kv_dim, h, hkv, hd = self.q_dim, self.kv_dim, self.h, self.hkv, self.hd
-        caches = [(torch.empty(s, kv_dim, device=DEV, dtype=BF16), torch.empty(s, kv_dim, device=DEV, dtype=BF16))
-                  for _ in range(n_layers)]
+        caches = [
+            (torch.empty(s, kv_dim, device=DEV, dtype=BF16), torch.empty(s, kv_dim, device=DEV, dtype=BF16))
+            for _ in range(n_layers)
+        ]
 
         def run():
             x = x0
@@ -404,7 +418,9 @@ def layer_weight_bytes(spec, tp, precision):
 
 
 def run_shape(entry, kv_budget_gb, attention_ok, out_decode, out_prefill, deadline):
-    name, spec, tp, precision, kv = entry["name"], entry["spec"], entry["tp"], entry["precision"], entry.get("kv", "bf16")
+    name, spec, tp, precision, kv = (
+        entry["name"], entry["spec"], entry["tp"], entry["precision"], entry.get("kv", "bf16"),
+    )
     wbytes = layer_weight_bytes(spec, tp, precision)
     timed = entry.get("layers_timed") or max(2, min(spec["n_layers"], 8, int(16e9 // wbytes)))
     timed = min(timed, spec["n_layers"])
@@ -433,8 +449,12 @@ def run_shape(entry, kv_budget_gb, attention_ok, out_decode, out_prefill, deadli
                 split = SplitAttention(batch, model.hkv, model.g, model.hd, ctx)
                 candidates["split"] = split
             if kv == "bf16":
-                candidates["sdpa"] = lambda q, kc, vc, b=batch: sdpa_attention(q, kc, vc, b, model.h, model.hd)
-                candidates["bmm"] = lambda q, kc, vc, b=batch: bmm_attention(q, kc, vc, b, model.hkv, model.g, model.hd)
+                candidates["sdpa"] = lambda q, kc, vc, b=batch: sdpa_attention(
+                    q, kc, vc, b, model.h, model.hd
+                )
+                candidates["bmm"] = lambda q, kc, vc, b=batch: bmm_attention(
+                    q, kc, vc, b, model.hkv, model.g, model.hd
+                )
             qs = [torch.randn(batch, model.q_dim, device=DEV, dtype=BF16) for _ in range(timed)]
             attn_ms = {}
             for cname, fn in candidates.items():
@@ -481,8 +501,13 @@ def run_shape(entry, kv_budget_gb, attention_ok, out_decode, out_prefill, deadli
                     x1 = torch.randn(1, model.d, device=DEV, dtype=BF16)
                     head_cache[1] = graph_ms(lambda x1=x1: model.head(x1))
                 ms = layers_ms * spec["n_layers"] / n_pre + head_cache[1]  # logits of the last token only
-                out_prefill.append({**meta, "layers_timed": n_pre, "scaled": n_pre < spec["n_layers"],
-                                    "prompt_len": s, "ms": ms, "layers_ms": layers_ms, "head_ms": head_cache[1]})
+                out_prefill.append(
+                    {
+                        **meta,
+                        "layers_timed": n_pre, "scaled": n_pre < spec["n_layers"], "prompt_len": s, "ms": ms,
+                        "layers_ms": layers_ms, "head_ms": head_cache[1],
+                    }
+                )
                 log(f"   prefill s={s:6d} {ms:9.2f} ms")
                 run = None
             except torch.cuda.OutOfMemoryError:
@@ -514,19 +539,26 @@ MODELS = {
     "llama-3.2-3b": _m(28, 3072, 24, 8, 128, 8192, 128256, tied=True),
     "llama-3.1-8b": _m(32, 4096, 32, 8, 128, 14336, 128256),
     "qwen3-8b": _m(36, 4096, 32, 8, 128, 12288, 151936),
-    "llama-2-7b": _m(32, 4096, 32, 32, 128, 11008, 32000),          # GQA 1 (MHA)
-    "d4096-gqa16": _m(32, 4096, 32, 2, 128, 13696, 65024),          # GQA 16 (ChatGLM-like)
-    "d3584-hd256": _m(42, 3584, 16, 8, 256, 14336, 256000, tied=True),  # head_dim 256 (Gemma-2-9B-like, no window)
-    "d8192-8layers": _m(8, 8192, 64, 8, 128, 28672, 128256),       # wide and shallow
+    "llama-2-7b": _m(32, 4096, 32, 32, 128, 11008, 32000),  # GQA 1 (MHA)
+    "d4096-gqa16": _m(32, 4096, 32, 2, 128, 13696, 65024),  # GQA 16 (ChatGLM-like)
+    "d3584-hd256": _m(
+        42, 3584, 16, 8, 256, 14336, 256000, tied=True
+    ),  # head_dim 256 (Gemma-2-9B-like, no window)
+    "d8192-8layers": _m(8, 8192, 64, 8, 128, 28672, 128256),  # wide and shallow
     "llama-3.1-70b": _m(80, 8192, 64, 8, 128, 28672, 128256),
     "llama-3.1-405b": _m(126, 16384, 128, 8, 128, 53248, 128256),
-    "mixtral-8x7b": _m(32, 4096, 32, 8, 128, 14336, 32000, moe={"n_experts": 8, "top_k": 2, "d_ff_expert": 14336}),
-    "qwen3-30b-a3b": _m(48, 2048, 32, 4, 128, 6144, 151936,
-                        moe={"n_experts": 128, "top_k": 8, "d_ff_expert": 768}),
+    "mixtral-8x7b": _m(
+        32, 4096, 32, 8, 128, 14336, 32000, moe={"n_experts": 8, "top_k": 2, "d_ff_expert": 14336}
+    ),
+    "qwen3-30b-a3b": _m(
+        48, 2048, 32, 4, 128, 6144, 151936, moe={"n_experts": 128, "top_k": 8, "d_ff_expert": 768}
+    ),
 }
 
-GRID = [(1, 512), (1, 4096), (1, 16384), (1, 32768), (8, 2048), (16, 8192), (32, 1024), (64, 4096), (128, 512),
-        (128, 2048), (256, 1024), (512, 512)]
+GRID = [
+    (1, 512), (1, 4096), (1, 16384), (1, 32768), (8, 2048), (16, 8192), (32, 1024), (64, 4096), (128, 512),
+    (128, 2048), (256, 1024), (512, 512),
+]
 SMALL_GRID = [(1, 512), (1, 16384), (16, 2048), (64, 1024), (256, 512)]
 PROMPTS = [512, 1024, 2048, 4096, 8192, 16384, 32768]
 SMALL_PROMPTS = [1024, 4096, 16384]
@@ -545,20 +577,10 @@ def plan_runs(precisions, subset):
             runs.append(e("llama-3.1-8b", precision="fp8", grid=SMALL_GRID, prompts=SMALL_PROMPTS))
         return runs
     runs = [
-        e("llama-3.1-8b"),
-        e("llama-3.1-70b", tp=4),
-        e("d8192-8layers"),
-        e("llama-3.2-1b"),
-        e("llama-2-7b"),
-        e("d4096-gqa16"),
-        e("d3584-hd256"),
-        e("llama-3.1-405b", tp=8, layers_timed=4),
-        e("qwen3-30b-a3b", layers_timed=4),
-        e("mixtral-8x7b", layers_timed=4),
-        e("llama-3.2-3b"),
-        e("qwen3-8b"),
-        e("llama-3.1-70b", tp=2, layers_timed=4),
-        e("llama-3.1-70b", tp=8),
+        e("llama-3.1-8b"), e("llama-3.1-70b", tp=4), e("d8192-8layers"), e("llama-3.2-1b"), e("llama-2-7b"),
+        e("d4096-gqa16"), e("d3584-hd256"), e("llama-3.1-405b", tp=8, layers_timed=4),
+        e("qwen3-30b-a3b", layers_timed=4), e("mixtral-8x7b", layers_timed=4), e("llama-3.2-3b"),
+        e("qwen3-8b"), e("llama-3.1-70b", tp=2, layers_timed=4), e("llama-3.1-70b", tp=8),
         e("mixtral-8x7b", tp=2, layers_timed=4),
     ]
     if "fp8" in precisions:
@@ -583,7 +605,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="physics.json")
     ap.add_argument("--subset", action="store_true", help="a smaller set (a second GPU)")
-    ap.add_argument("--budget-s", type=float, default=540.0, help="stop starting new shapes after this many seconds")
+    ap.add_argument(
+        "--budget-s", type=float, default=540.0, help="stop starting new shapes after this many seconds"
+    )
     ap.add_argument("--kv-gb", type=float, default=24.0)
     ap.add_argument("--skip-gemm", action="store_true")
     args = ap.parse_args()
@@ -595,15 +619,22 @@ def main():
     props = torch.cuda.get_device_properties(0)
     N_SM = props.multi_processor_count
     try:
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,memory.total,clocks.max.sm,power.limit",
-                                 "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
+        driver = subprocess.run(
+            [
+                "nvidia-smi", "--query-gpu=driver_version,memory.total,clocks.max.sm,power.limit",
+                "--format=csv,noheader",
+            ],
+            capture_output=True, text=True, timeout=20,
+        ).stdout.strip()
     except Exception:  # noqa: BLE001
         driver = "unknown"
-    meta = {"gpu": props.name, "sm_count": props.multi_processor_count, "memory_bytes": props.total_memory,
-            "driver_memory_maxclock_powerlimit": driver, "torch": torch.__version__, "cuda": torch.version.cuda,
-            "triton": getattr(triton, "__version__", None),
-            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            "method": __doc__.split("\n\n")[2].strip() if __doc__ else ""}
+    meta = {
+        "gpu": props.name, "sm_count": props.multi_processor_count, "memory_bytes": props.total_memory,
+        "driver_memory_maxclock_powerlimit": driver, "torch": torch.__version__, "cuda": torch.version.cuda,
+        "triton": getattr(triton, "__version__", None),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "method": __doc__.split("\n\n")[2].strip() if __doc__ else "",
+    }
     log(json.dumps(meta))
     result = {"meta": meta, "attention_check": [], "bandwidth": {}, "gemm": [], "decode": [], "prefill": []}
 
@@ -627,7 +658,9 @@ def main():
     for entry in plan_runs(precisions, args.subset):
         if time.time() > deadline:
             log(f"time budget reached before {entry['name']} {entry['precision']}")
-            result.setdefault("not_run", []).append(f"{entry['name']} tp{entry['tp']} {entry['precision']} kv {entry['kv']}")
+            result.setdefault("not_run", []).append(
+                f"{entry['name']} tp{entry['tp']} {entry['precision']} kv {entry['kv']}"
+            )
             continue
         before = len(result["decode"])
         try:

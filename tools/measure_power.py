@@ -23,7 +23,8 @@ import time
 
 import torch
 
-try:  # python3 tools/measure_power.py has tools/ on the path; python -m tools.measure_power the repository root
+# python3 tools/measure_power.py has tools/ on the path; python -m tools.measure_power the repository root
+try:
     from gpu_timing import device_meta
 except ImportError:
     from tools.gpu_timing import device_meta
@@ -79,7 +80,10 @@ def run_phase(sampler: Sampler, name: str, kernel, kernel_s: float, duty: float)
         torch.cuda.synchronize()
         if duty < 1:
             time.sleep(max(PERIOD_S - (time.monotonic() - t0), 0.0))
-    return {"phase": name, "duty": duty, "kernels_per_burst": burst, "median_w": sampler.median(name, start + SETTLE_S)}
+    return {
+        "phase": name, "duty": duty, "kernels_per_burst": burst,
+        "median_w": sampler.median(name, start + SETTLE_S),
+    }
 
 
 def timed_s(kernel, iters: int = 50) -> float:
@@ -93,7 +97,9 @@ def timed_s(kernel, iters: int = 50) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     dev = torch.device("cuda")
@@ -112,17 +118,24 @@ def main() -> None:
         torch.mm(x, w, out=y)
 
     gemm_s, gemv_s = timed_s(gemm), timed_s(gemv)
-    result = {**device_meta("board power (nvidia-smi power.draw, 100 ms polling, phase median after 2 s) idle, "
-                            "bf16 GEMM 8192^3 and bf16 GEMV 1x8192 @ 8192x131072 at duty cycles"),
-              "power_limit_w": float(smi("power.limit")), "enforced_power_limit_w": float(smi("enforced.power.limit")),
-              "gemm_tflop_s": 2 * n ** 3 / gemm_s / 1e12, "gemv_tb_s": w.numel() * 2 / gemv_s / 1e12,
-              "gemm_ms": gemm_s * 1e3, "gemv_ms": gemv_s * 1e3, "phases": []}
+    result = {
+        **device_meta(
+            "board power (nvidia-smi power.draw, 100 ms polling, phase median after 2 s) idle, "
+            "bf16 GEMM 8192^3 and bf16 GEMV 1x8192 @ 8192x131072 at duty cycles"
+        ),
+        "power_limit_w": float(smi("power.limit")),
+        "enforced_power_limit_w": float(smi("enforced.power.limit")),
+        "gemm_tflop_s": 2 * n**3 / gemm_s / 1e12, "gemv_tb_s": w.numel() * 2 / gemv_s / 1e12,
+        "gemm_ms": gemm_s * 1e3, "gemv_ms": gemv_s * 1e3, "phases": [],
+    }
     print(json.dumps({k: v for k, v in result.items() if k != "phases"}), flush=True)
     with Sampler() as sampler:
         sampler.phase = "idle"
         start = time.monotonic()
         time.sleep(PHASE_S + 2)
-        result["phases"].append({"phase": "idle", "duty": 0.0, "median_w": sampler.median("idle", start + SETTLE_S + 2)})
+        result["phases"].append(
+            {"phase": "idle", "duty": 0.0, "median_w": sampler.median("idle", start + SETTLE_S + 2)}
+        )
         for name, kernel, kernel_s in (("gemm", gemm, gemm_s), ("gemv", gemv, gemv_s)):
             for duty in (1.0, 0.75, 0.5, 0.25):
                 row = run_phase(sampler, f"{name}_{int(duty * 100)}", kernel, kernel_s, duty)

@@ -20,7 +20,9 @@ import json
 
 import torch
 
-try:  # python3 tools/measure_sampler_peak.py has tools/ on the path; python -m tools.measure_sampler_peak the repository root
+# python3 tools/measure_sampler_peak.py has tools/ on the path; python -m
+# tools.measure_sampler_peak the repository root
+try:
     from gpu_timing import device_meta
 except ImportError:
     from tools.gpu_timing import device_meta
@@ -54,14 +56,18 @@ def forward_native(logits: torch.Tensor, k: torch.Tensor, p: torch.Tensor, inpla
     return random_sample(probs)
 
 
-def sample(logits: torch.Tensor, temperature: torch.Tensor, k: torch.Tensor, p: torch.Tensor, inplace: bool) -> torch.Tensor:
+def sample(
+    logits: torch.Tensor, temperature: torch.Tensor, k: torch.Tensor, p: torch.Tensor, inplace: bool
+) -> torch.Tensor:
     greedy_sampled = logits.argmax(dim=-1).view(-1)
     logits = logits.div_(temperature.unsqueeze(dim=1))
     random_sampled = forward_native(logits, k, p, inplace)
     return torch.where(temperature < 1e-5, greedy_sampled, random_sampled, out=greedy_sampled)
 
 
-def sampler_forward(logits_bf16: torch.Tensor, temperature: torch.Tensor, k: torch.Tensor, p: torch.Tensor, inplace: bool) -> torch.Tensor:
+def sampler_forward(
+    logits_bf16: torch.Tensor, temperature: torch.Tensor, k: torch.Tensor, p: torch.Tensor, inplace: bool
+) -> torch.Tensor:
     logits = logits_bf16.to(torch.float32)
     return sample(logits, temperature, k, p, inplace)
 
@@ -84,7 +90,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    meta = device_meta("peak torch-allocated bytes of vLLM V1's PyTorch-native dummy sampler run, bf16 logits included")
+    meta = device_meta(
+        "peak torch-allocated bytes of vLLM V1's PyTorch-native dummy sampler run, bf16 logits included"
+    )
     rows_out = []
     for vocab in (50272, 128256, 151936, 201088):
         for rows in (256, 1024):

@@ -26,41 +26,86 @@ ROOT = Path(__file__).resolve().parents[1]
 # (label, what it stands for, module:function). Each function is the one place its formula lives.
 MUTATIONS: list[tuple[str, str, str]] = [
     ("weights", "memory: weight bytes of a checkpoint", "planner.physics.memory:weight_bytes_total"),
-    ("kv_bytes", "KV bytes per token per layer (memory, KV reads)", "planner.physics.memory:kv_values_per_token_per_layer"),
-    ("kv_bytes_per_gpu", "KV bytes per token per layer on one GPU", "planner.physics.memory:kv_values_per_token_per_layer_per_gpu"),
+    (
+        "kv_bytes", "KV bytes per token per layer (memory, KV reads)",
+        "planner.physics.memory:kv_values_per_token_per_layer",
+    ),
+    (
+        "kv_bytes_per_gpu", "KV bytes per token per layer on one GPU",
+        "planner.physics.memory:kv_values_per_token_per_layer_per_gpu",
+    ),
     ("bits_per_value", "storage bits of a precision", "planner.core.precision:bits_per_value"),
     ("gemm_flops", "GEMM FLOPs of a step", "planner.physics.roofline:_gemm_flops"),
     ("gemm_bytes", "GEMM bytes (weights streamed per step)", "planner.physics.roofline:_weights_read_bytes"),
-    ("decode_attention_flops", "decode attention FLOPs", "planner.physics.roofline:_attention_flops_per_cached_token_layer"),
-    ("prefill_attention_flops", "prefill attention FLOPs", "planner.physics.roofline:_prefill_attention_flops_per_pair"),
-    ("attention_bytes", "attention bytes (KV read per sequence)", "planner.physics.memory:kv_bytes_per_sequence_per_gpu"),
+    (
+        "decode_attention_flops", "decode attention FLOPs",
+        "planner.physics.roofline:_attention_flops_per_cached_token_layer",
+    ),
+    (
+        "prefill_attention_flops", "prefill attention FLOPs",
+        "planner.physics.roofline:_prefill_attention_flops_per_pair",
+    ),
+    (
+        "attention_bytes", "attention bytes (KV read per sequence)",
+        "planner.physics.memory:kv_bytes_per_sequence_per_gpu",
+    ),
     ("causal_pairs", "prefill (query, key) pairs", "planner.physics.roofline:causal_pairs"),
-    ("prefill_activations", "prefill activation traffic", "planner.physics.roofline:_prefill_activation_values_per_token_layer"),
+    (
+        "prefill_activations", "prefill activation traffic",
+        "planner.physics.roofline:_prefill_activation_values_per_token_layer",
+    ),
     ("moe_experts", "MoE experts touched per step", "planner.core.model_shapes:expected_experts_touched"),
     ("ridge", "the ridge point", "planner.physics.roofline:ridge_flop_per_byte"),
     ("itl", "ITL: the decode step time", "planner.physics.latency:decode_step"),
     ("prefill", "prefill time", "planner.physics.latency:prefill"),
     ("ttft", "TTFT from prefill", "planner.physics.latency:ttft_ms"),
     ("allreduce", "communication: one all-reduce", "planner.hardware.communication:allreduce_ms"),
-    ("ring_factor", "communication: ring volume factor", "planner.hardware.communication:ring_allreduce_volume_factor"),
+    (
+        "ring_factor", "communication: ring volume factor",
+        "planner.hardware.communication:ring_allreduce_volume_factor",
+    ),
     ("cost", "cost per million output tokens", "planner.economics.cost:usd_per_million_output_tokens"),
     ("owned_cost", "owned $/GPU-hour", "planner.economics.ownership:owned_usd_per_gpu_hour"),
     ("speculative", "speculative tokens per round", "planner.physics.speculative:tokens_per_round"),
     ("draft_step", "speculative draft step", "planner.physics.speculative:draft_step_ms"),
-    ("serving_percentiles", "serving: TTFT/ITL/E2E percentiles under load", "planner.serving.serving:quantile"),
-    ("serving_mean_ttft", "serving: mean TTFT under load", "planner.serving.serving:mean_ttft_ms"),
+    (
+        "serving_percentiles", "serving: TTFT/ITL/E2E percentiles under load",
+        "planner.serving.distributions:quantile",
+    ),
+    ("serving_mean_ttft", "serving: mean TTFT under load", "planner.serving.distributions:mean_ttft_ms"),
     ("serving_goodput", "serving: goodput under a percentile SLO", "planner.serving.serving:goodput_per_ms"),
-    ("serving_chunk", "serving: extra time of a prompt chunk in an iteration", "planner.physics.latency:prefill_chunk_work_ms"),
-    ("serving_closed_loop_itl", "serving: ITL at a concurrency (calibration)", "planner.serving.load:itl_under_concurrency"),
-    ("pp_comm", "communication: pipeline point-to-point", "planner.hardware.communication:pp_communication_ms"),
-    ("ep_alltoall", "communication: expert-parallel all-to-all", "planner.hardware.communication:ep_alltoall_ms"),
-    ("tp_allreduce_hier", "communication: TP all-reduce over tiers", "planner.hardware.communication:tp_allreduce_ms"),
-    ("kv_transfer", "disaggregation: KV transfer prefill -> decode", "planner.serving.disaggregation:kv_transfer_ms"),
+    (
+        "serving_chunk", "serving: extra time of a prompt chunk in an iteration",
+        "planner.physics.latency:prefill_chunk_work_ms",
+    ),
+    (
+        "serving_closed_loop_itl", "serving: ITL at a concurrency (calibration)",
+        "planner.serving.load:itl_under_concurrency",
+    ),
+    (
+        "pp_comm", "communication: pipeline point-to-point",
+        "planner.hardware.communication:pp_communication_ms",
+    ),
+    (
+        "ep_alltoall", "communication: expert-parallel all-to-all",
+        "planner.hardware.communication:ep_alltoall_ms",
+    ),
+    (
+        "tp_allreduce_hier", "communication: TP all-reduce over tiers",
+        "planner.hardware.communication:tp_allreduce_ms",
+    ),
+    (
+        "kv_transfer", "disaggregation: KV transfer prefill -> decode",
+        "planner.serving.disaggregation:kv_transfer_ms",
+    ),
     ("vllm_weights", "vLLM memory: weights GiB per GPU", "planner.engines.vllm:weights_gib_per_gpu"),
     ("vllm_activation", "vLLM memory: activation peak", "planner.engines.vllm:activation_peak_gib"),
     ("vllm_non_torch", "vLLM memory: non-torch memory", "planner.engines.vllm:non_torch_gib"),
     ("vllm_cuda_graph", "vLLM memory: CUDA graph pool", "planner.engines.vllm:cuda_graph_gib"),
-    ("vllm_sampler", "vLLM memory: the profiling run's sampler peak", "planner.engines.vllm:sampler_peak_gib"),
+    (
+        "vllm_sampler", "vLLM memory: the profiling run's sampler peak",
+        "planner.engines.vllm:sampler_peak_gib",
+    ),
     ("vllm_moe_workspace", "vLLM memory: fused-MoE workspace held", "planner.engines.vllm:moe_workspace_gib"),
     ("vllm_graph_pool", "vLLM memory: CUDA graph pool size", "planner.engines.vllm:cuda_graph_pool_gib"),
     ("vllm_kv_page", "vLLM memory: KV page bytes per layer", "planner.engines.base:kv_page_bytes_per_layer"),
@@ -68,15 +113,19 @@ MUTATIONS: list[tuple[str, str, str]] = [
 ]
 
 # The physics tests (not the app, browser, typing or suite-convention ones), quickest first.
-EXCLUDED = {"test_app.py", "test_browser.py", "test_typing.py", "test_suite_sources.py", "test_commands_ui.py",
-            "test_fuzz.py", "test_structure.py"}
+EXCLUDED = {
+    "test_app.py", "test_browser.py", "test_typing.py", "test_suite_sources.py", "test_commands_ui.py",
+    "test_fuzz.py", "test_structure.py",
+}
 
 
 # Tests that compare a subprocess (not mutated) with the library in-process (mutated): a mismatch there
 # is the harness, not a catch.
 DESELECTED = ("test_plan_matches_library", "test_cli_commands_formats")
-FIRST = ("test_seed_figures.py", "test_roofline.py", "test_memory.py", "test_memory_vllm.py", "test_latency.py",
-         "test_model_shapes.py", "test_parallelism.py")
+FIRST = (
+    "test_seed_figures.py", "test_roofline.py", "test_memory.py", "test_memory_vllm.py", "test_latency.py",
+    "test_model_shapes.py", "test_parallelism.py",
+)
 LAST = ("test_cli.py", "test_commands.py", "test_commands_bench.py", "test_fidelity.py", "test_sizing.py",
         "test_properties.py")
 
@@ -91,10 +140,15 @@ def test_files() -> list[str]:
 def run(target: str, maxfail: int) -> tuple[list[str], float, str]:
     env = {**os.environ, "RIDGELINE_MUTATION": target}
     start = time.time()
-    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "tools.mutation_plugin", "-p", "no:cacheprovider",
-                        "-q", "-o", "addopts=", f"--maxfail={maxfail}", "-rf", "--hypothesis-seed=0",
-                        "-k", " and ".join(f"not {name}" for name in DESELECTED), *test_files()],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    r = subprocess.run(
+        [
+            sys.executable, "-m", "pytest", "-p", "tools.mutation_plugin", "-p", "no:cacheprovider", "-q",
+            "-o", "addopts=", f"--maxfail={maxfail}", "-rf", "--hypothesis-seed=0", "-k",
+            " and ".join(f"not {name}" for name in DESELECTED),
+            *test_files(),
+        ],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
+    )
     failed = re.findall(r"^FAILED (\S+)", r.stdout, re.M)
     errors = re.findall(r"^ERROR (\S+)", r.stdout, re.M)
     note = "" if r.returncode in (0, 1) else f"pytest exit {r.returncode}: {r.stdout[-300:]}{r.stderr[-300:]}"

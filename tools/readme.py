@@ -26,15 +26,18 @@ PYTHON_SHOWN = ".venv/bin/python"  # what the README tells a reader to type (mak
 PLAN_ARGS = ["plan", "data/examples/llama70b_h100_fp8_at_objective.json"]
 SIZE_ARGS = ["size", "data/examples/llama70b_sizing.json"]
 
-# The figures a buyer reads first, by section of the plan's JSON (docs/CONTRACT.md); the rest is in the output.
+# The figures a buyer reads first, by section of the plan's JSON
+# (docs/CONTRACT.md); the rest is in the output.
 PLAN_EXCERPT: dict[str, tuple[str, ...]] = {
     "memory": ("weights_gb_per_gpu", "kv_budget_gb_per_gpu", "max_batch"),
     "serving": ("at_goodput", "request_rate", "max_request_rate", "output_tokens_per_s", "ttft_ms", "itl_ms",
                 "tpot_ms"),
     "cost": ("usd_per_replica_hour", "usd_per_million_output_tokens"),
 }
-SIZE_OPTION_KEYS = ("gpu", "tp", "weights", "kv_cache", "replicas", "gpus_total", "percentile", "ttft_ms", "itl_ms",
-                    "usd_per_hour", "usd_per_million_output_tokens")
+SIZE_OPTION_KEYS = (
+    "gpu", "tp", "weights", "kv_cache", "replicas", "gpus_total", "percentile", "ttft_ms", "itl_ms",
+    "usd_per_hour", "usd_per_million_output_tokens",
+)
 SIZE_OPTIONS_SHOWN = 1
 
 # Rows of docs/ACCURACY.md's production table the README quotes (public closed-loop runs, issue 20).
@@ -47,10 +50,8 @@ PRODUCTION_ROWS = (
 )
 # Rows of docs/ACCURACY.md's tables the README quotes, by their first cell.
 ACCURACY_ROWS = (
-    "graph: decode ITL, held-out shape",
-    "graph: prefill 1,024+ tokens, held-out shape",
-    "vllm: public itl, held-out row",
-    "vllm: public ttft, held-out row",
+    "graph: decode ITL, held-out shape", "graph: prefill 1,024+ tokens, held-out shape",
+    "vllm: public itl, held-out row", "vllm: public ttft, held-out row",
 )
 
 
@@ -69,8 +70,12 @@ def plan_excerpt(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def size_excerpt(result: dict[str, Any]) -> dict[str, Any]:
-    return {"searched": result["searched"], "feasible": result["feasible"],
-            "options": [{k: o[k] for k in SIZE_OPTION_KEYS if k in o} for o in result["options"][:SIZE_OPTIONS_SHOWN]]}
+    return {
+        "searched": result["searched"], "feasible": result["feasible"],
+        "options": [
+            {k: o[k] for k in SIZE_OPTION_KEYS if k in o} for o in result["options"][:SIZE_OPTIONS_SHOWN]
+        ],
+    }
 
 
 def _example(args: list[str], excerpt: dict[str, Any], what: str) -> str:
@@ -110,8 +115,10 @@ def production_block(text: str) -> str:
     rows = accuracy_rows(text)
     missing = [r for r in PRODUCTION_ROWS if r not in rows]
     if missing:
-        raise RuntimeError(f"docs/ACCURACY.md has no row {missing[0]!r}: update tools/readme.py PRODUCTION_ROWS")
-    lines = ["| engine on public serving runs (docs/ACCURACY.md row) | runs | mean TPOT median | TPOT p90 | TTFT median |",
+        raise RuntimeError(f"docs/ACCURACY.md has no row {missing[0]!r}: "
+                           "update tools/readme.py PRODUCTION_ROWS")
+    lines = ["| engine on public serving runs (docs/ACCURACY.md row) | runs | mean TPOT median | TPOT p90 "
+             "| TTFT median |",
              "| --- | --- | --- | --- | --- |"]
     for label in PRODUCTION_ROWS:
         r = rows[label]
@@ -124,11 +131,15 @@ def accuracy_block(text: str) -> str:
     rows = accuracy_rows(text)
     missing = [r for r in ACCURACY_ROWS if r not in rows]
     if missing:
-        raise RuntimeError(f"docs/ACCURACY.md has no row {missing[0]!r}: update tools/readme.py ACCURACY_ROWS")
+        raise RuntimeError(
+            f"docs/ACCURACY.md has no row {missing[0]!r}: update tools/readme.py ACCURACY_ROWS"
+        )
     lines = ["| figure (docs/ACCURACY.md row) | rows | median error | worst |", "| --- | --- | --- | --- |"]
     for label in ACCURACY_ROWS:
         r = rows[label]
-        lines.append(f"| [{label}](docs/ACCURACY.md#{r['anchor']}) | {r['rows']} | {r['median']} | {r['worst']} |")
+        lines.append(
+            f"| [{label}](docs/ACCURACY.md#{r['anchor']}) | {r['rows']} | {r['median']} | {r['worst']} |"
+        )
     return "\n".join(lines)
 
 
@@ -136,8 +147,10 @@ def blocks() -> dict[str, str]:
     """Every generated block's text, from the code and docs/ACCURACY.md as they are now."""
     return {
         "plan": _example(PLAN_ARGS, plan_excerpt(run_cli(PLAN_ARGS)),
-                         "prints the whole plan as JSON (docs/CONTRACT.md); among its figures, the replica at the "
-                         "highest request\nrate that meets an interactive-chat objective (p90 TTFT <= 1 s, p90 ITL "
+                         "prints the whole plan as JSON (docs/CONTRACT.md); among its figures, the replica "
+                         "at the "
+                         "highest request\nrate that meets an interactive-chat objective (p90 TTFT <= 1 s, "
+                         "p90 ITL "
                          "<= 50 ms):"),
         "size": _example(SIZE_ARGS, size_excerpt(run_cli(SIZE_ARGS)),
                          "prints every option, cheapest first; the first:"),
@@ -179,8 +192,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     stale = [name for name, body in fresh.items() if readme_blocks(text).get(name) != body]
     for name in stale:
-        print(f"README.md: block '{name}' differs from the code; run: .venv/bin/python -m tools.readme --write",
-              file=sys.stderr)
+        print(
+            f"README.md: block '{name}' differs from the code; run: .venv/bin/python -m tools.readme --write",
+            file=sys.stderr,
+        )
     return 1 if stale else 0
 
 

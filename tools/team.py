@@ -164,8 +164,10 @@ def main(argv: list[str] | None = None) -> int:
             dead = [p for p in waiting if workers[p].poll() is not None]
             if dead:  # fail at once, with the worker's own words, rather than after the deadline
                 tail = (run / f"worker-{dead[0]}.log").read_text(errors="replace").strip().splitlines()[-1:]
-                raise SystemExit(f"error: the worker on port {dead[0]} exited ({workers[dead[0]].returncode}): "
-                                 f"{tail[0][:200] if tail else 'no output'}; see {run}/worker-{dead[0]}.log")
+                raise SystemExit(
+                    f"error: the worker on port {dead[0]} exited ({workers[dead[0]].returncode}): "
+                    f"{tail[0][:200] if tail else 'no output'}; see {run}/worker-{dead[0]}.log"
+                )
             waiting = {p for p in waiting if not healthy(p)}
             time.sleep(0.5)
         if stopping:
@@ -174,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
                                capture_output=True, text=True)
         if check.returncode != 0:
             raise SystemExit(f"error: nginx refused {run}/nginx.conf: {check.stderr.strip()[:300]}")
-        proxy = subprocess.Popen([nginx, "-p", str(run), "-c", str(run / "nginx.conf")], start_new_session=True)
+        proxy = subprocess.Popen(
+            [nginx, "-p", str(run), "-c", str(run / "nginx.conf")], start_new_session=True
+        )
         shown = "localhost" if args.address in ("0.0.0.0", "127.0.0.1") else args.address
         print(f"Ridgeline for your team: http://{shown}:{args.port} ({args.workers} workers behind nginx, "
               f"config and logs in {run}); Ctrl-C stops it.", flush=True)
@@ -183,8 +187,13 @@ def main(argv: list[str] | None = None) -> int:
             if proxy.poll() is not None:
                 raise SystemExit(f"error: nginx exited ({proxy.returncode}); see {run}/error.log")
             for p, proc in list(workers.items()):
-                if proc.poll() is not None and not stopping:  # a crashed worker comes back; nginx skips it meanwhile
-                    print(f"worker on port {p} exited ({proc.returncode}); restarting it", file=sys.stderr, flush=True)
+                if (
+                    proc.poll() is not None and not stopping
+                ):  # a crashed worker comes back; nginx skips it meanwhile
+                    print(
+                        f"worker on port {p} exited ({proc.returncode}); restarting it", file=sys.stderr,
+                        flush=True,
+                    )
                     workers[p] = start_worker(p, run / f"worker-{p}.log")
         return 0
     finally:

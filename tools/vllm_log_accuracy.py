@@ -91,7 +91,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "hf_conf
 
 
 def model_for(ref: str) -> ModelSpec:
-    """A preset id, or "hf:<file>" for a checkpoint planned from its config.json fixture (tests/fixtures/hf_configs)."""
+    """A preset id, or "hf:<file>" for a checkpoint planned from its config.json fixture
+    (tests/fixtures/hf_configs)."""
     if ref.startswith("hf:"):
         return model_from_hf_config(json.loads((FIXTURES / f"{ref[3:]}.json").read_text()))
     return load_presets()[ref]
@@ -119,7 +120,9 @@ NON_BINDING_RANKS = ("non-driver", "first-stage")
 
 def evaluate_row(row: dict[str, str]) -> RowResult:
     model = model_for(row["model"])
-    if row.get("max_position_embeddings", "").strip():  # the logged checkpoint's config differs from the preset's
+    if row.get(
+        "max_position_embeddings", ""
+    ).strip():  # the logged checkpoint's config differs from the preset's
         model = model.model_copy(update={"max_position_embeddings": int(row["max_position_embeddings"])})
     tp, pp = int(row["tp"]), int(row.get("pp") or 1)
     budget_logged = _num(row["logged_kv_gib"])
@@ -139,7 +142,9 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
                        compute="bf16", efficiency=ideal(), memory_utilization=float(row["utilization"]),
                        reserve_gb=None, pp=pp, engine="vllm", block_size=DEFAULT_BLOCK_SIZE,
                        max_num_batched_tokens=mnbt)
-        e = plan_engine_memory(d, mml or 4096, mnbt, DEFAULT_BLOCK_SIZE, max_num_seqs=seqs, vllm_version=version)
+        e = plan_engine_memory(
+            d, mml or 4096, mnbt, DEFAULT_BLOCK_SIZE, max_num_seqs=seqs, vllm_version=version
+        )
         budget_model, weights_model = e.kv_budget_gib, e.model_loading_gib
         tokens_predicted, concurrency_predicted = e.kv_cache_tokens, e.max_concurrency
         activation_model = e.activation_peak_gib
@@ -148,20 +153,25 @@ def evaluate_row(row: dict[str, str]) -> RowResult:
                        kv_cache=row["kv_cache"], compute="bf16", efficiency=ideal(), memory_utilization=0.9,
                        reserve_gb=None, pp=pp, engine="vllm", block_size=DEFAULT_BLOCK_SIZE,
                        max_num_batched_tokens=mnbt)
-        weights_model = plan_engine_memory(d, mml or 4096, mnbt, DEFAULT_BLOCK_SIZE, vllm_version=version).model_loading_gib
+        weights_model = plan_engine_memory(
+            d, mml or 4096, mnbt, DEFAULT_BLOCK_SIZE, vllm_version=version
+        ).model_loading_gib
     tokens_from_logged = None
     if row["tokens_checkable"] == "yes" and budget_logged is not None and mml:
-        _, tokens_from_logged, _, _, _ = kv_tokens_and_concurrency(model, tp, row["kv_cache"], budget_logged, DEFAULT_BLOCK_SIZE, mml,
-                                                                   mnbt)
-    return RowResult(id=row["id"], split=row["split"], known_gap=row["known_gap"],
-                     budget_logged_gib=budget_logged if row["utilization"] and gpu is not None and binding else None,
-                     budget_model_gib=budget_model, weights_logged_gib=_num(row["logged_weights_gib"]) if binding else None,
-                     weights_model_gib=weights_model, tokens_logged=tokens_logged,
-                     tokens_model=tokens_from_logged if row["tokens_checkable"] == "yes" else None,
-                     tokens_predicted=tokens_predicted if mml else None,
-                     concurrency_logged=_num(row["logged_concurrency"]) if mml else None,
-                     concurrency_predicted=concurrency_predicted if mml else None,
-                     activation_model_gib=activation_model)
+        _, tokens_from_logged, _, _, _ = kv_tokens_and_concurrency(
+            model, tp, row["kv_cache"], budget_logged, DEFAULT_BLOCK_SIZE, mml, mnbt
+        )
+    return RowResult(
+        id=row["id"], split=row["split"], known_gap=row["known_gap"],
+        budget_logged_gib=budget_logged if row["utilization"] and gpu is not None and binding else None,
+        budget_model_gib=budget_model,
+        weights_logged_gib=_num(row["logged_weights_gib"]) if binding else None,
+        weights_model_gib=weights_model, tokens_logged=tokens_logged,
+        tokens_model=tokens_from_logged if row["tokens_checkable"] == "yes" else None,
+        tokens_predicted=tokens_predicted if mml else None,
+        concurrency_logged=_num(row["logged_concurrency"]) if mml else None,
+        concurrency_predicted=concurrency_predicted if mml else None, activation_model_gib=activation_model,
+    )
 
 
 def default_max_num_batched_tokens(gpu: GpuSpec | None) -> int:
@@ -185,16 +195,13 @@ def summary(results: list[RowResult], split: str) -> dict[str, float | int | Non
     predicted = [abs(r.tokens_predicted_error) for r in rows if r.tokens_predicted_error is not None]
     concurrency = [abs(r.concurrency_error) for r in rows if r.concurrency_error is not None]
     return {
-        "rows": len(rows),
-        "budget_rows": len(budget),
+        "rows": len(rows), "budget_rows": len(budget),
         "budget_within_target": sum(1 for r in rows if r.budget_ok),
         "budget_median_abs_gib": statistics.median(budget) if budget else None,
         "budget_max_abs_gib": max(budget) if budget else None,
-        "budget_median_rel": statistics.median(budget_rel) if budget_rel else None,
-        "token_rows": len(tokens),
+        "budget_median_rel": statistics.median(budget_rel) if budget_rel else None, "token_rows": len(tokens),
         "tokens_median_rel": statistics.median(tokens) if tokens else None,
-        "tokens_max_rel": max(tokens) if tokens else None,
-        "predicted_token_rows": len(predicted),
+        "tokens_max_rel": max(tokens) if tokens else None, "predicted_token_rows": len(predicted),
         "predicted_tokens_within_target": sum(1 for x in predicted if x <= TOKENS_REL),
         "predicted_tokens_median_rel": statistics.median(predicted) if predicted else None,
         "predicted_tokens_max_rel": max(predicted) if predicted else None,
@@ -208,10 +215,14 @@ def main() -> None:
     results = evaluate()
     for r in results:
         err = r.budget_error_gib
-        print(f"{r.id:36s} {r.split:8s} budget {r.budget_model_gib if r.budget_model_gib is None else round(r.budget_model_gib, 2)}"
-              f" vs {r.budget_logged_gib} (err {None if err is None else round(err, 2)} GiB, ok={r.budget_ok})"
-              f" weights {None if r.weights_model_gib is None else round(r.weights_model_gib, 2)} vs {r.weights_logged_gib}"
-              f" tokens {r.tokens_model} (predicted {r.tokens_predicted}) vs {r.tokens_logged} {r.known_gap}")
+        print(
+            f"{r.id:36s} {r.split:8s} budget "
+            f"{r.budget_model_gib if r.budget_model_gib is None else round(r.budget_model_gib, 2)}"
+            f" vs {r.budget_logged_gib} (err {None if err is None else round(err, 2)} GiB, ok={r.budget_ok})"
+            f" weights {None if r.weights_model_gib is None else round(r.weights_model_gib, 2)} vs "
+            f"{r.weights_logged_gib}"
+            f" tokens {r.tokens_model} (predicted {r.tokens_predicted}) vs {r.tokens_logged} {r.known_gap}"
+        )
     for split in ("tuning", "held-out"):
         print(split, summary(results, split))
         covered = [r for r in results if r.split == split and not r.known_gap]

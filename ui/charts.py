@@ -43,8 +43,11 @@ def _log_axis(field: str, title: str, values: list[float], fmt: str = "~s", **ex
     if high <= low:
         low, high = low / 2, high * 2
     if high / low < 10:  # less than a decade: a linear axis reads better than one or two log ticks
-        return {"field": field, "type": "quantitative", "title": title, "scale": {"zero": False, "nice": True},
-                "axis": {"format": fmt, "grid": True, "tickCount": 6}, **extra}
+        return {
+            "field": field, "type": "quantitative", "title": title, "scale": {"zero": False, "nice": True},
+            "axis": {"format": fmt, "grid": True, "tickCount": 6},
+            **extra,
+        }
     ticks = [t for t in log_ticks(low, high) if low <= t <= high]
     if len(ticks) < 2:
         ticks = [m * t for t in log_ticks(low, high) for m in (1, 2, 5) if low <= m * t <= high]
@@ -53,7 +56,9 @@ def _log_axis(field: str, title: str, values: list[float], fmt: str = "~s", **ex
             "axis": {"values": ticks, "format": fmt, "grid": True}, **extra}
 
 
-def _records(columns: dict[str, list[Any]], names: list[str], where: str | None = None) -> list[dict[str, Any]]:
+def _records(
+    columns: dict[str, list[Any]], names: list[str], where: str | None = None
+) -> list[dict[str, Any]]:
     rows = []
     for i in range(len(columns["batch"])):
         if where is not None and not columns[where][i]:
@@ -78,8 +83,13 @@ def memory_bar(c: ChartData) -> dict[str, Any]:
     rows = [{"gpu": "one GPU", "part": part.name, "gib": round(part.gb * to_gib, 3), "order": i}
             for i, part in enumerate(m.parts)]
     names = [part.name for part in m.parts]
-    lines = [{"gpu": "one GPU", "line": f"{line.name} {line.gb * to_gib:,.1f} GiB", "gib": round(line.gb * to_gib, 3)}
-             for line in m.lines]
+    lines = [
+        {
+            "gpu": "one GPU", "line": f"{line.name} {line.gb * to_gib:,.1f} GiB",
+            "gib": round(line.gb * to_gib, 3),
+        }
+        for line in m.lines
+    ]
     top = max([m.device_gb * to_gib, sum(r["gib"] for r in rows)] + [r["gib"] for r in lines]) * 1.02
     title = ("Per-GPU memory (GiB): what the engine takes, within its utilization cap" if m.unit == "GiB"
              else "Per-GPU memory (GiB): weights, KV cache and reserve within the engine's cap")
@@ -87,21 +97,38 @@ def memory_bar(c: ChartData) -> dict[str, Any]:
     spec["height"] = {"step": 44}
     y = {"field": "gpu", "type": "nominal", "title": None, "axis": {"labels": False, "ticks": False}}
     spec["layer"] = [
-        {"data": {"values": rows}, "mark": {"type": "bar"},
-         "encoding": {"y": y, "x": {"field": "gib", "type": "quantitative", "stack": "zero", "title": "GiB",
-                                    "scale": {"domain": [0, top], "nice": False}},
-                      "color": {"field": "part", "type": "nominal", "sort": names, "title": None,
-                                "scale": palette.scale(names),
-                                "legend": {"orient": "bottom", "direction": "horizontal", "columns": 4}},
-                      "order": {"field": "order", "type": "quantitative"},
-                      "tooltip": [{"field": "part", "title": "part"},
-                                  {"field": "gib", "type": "quantitative", "format": ",.2f", "title": "GiB"}]}},
-        {"data": {"values": lines}, "mark": {"type": "rule", "color": "black", "strokeWidth": 2},
-         "encoding": {"x": {"field": "gib", "type": "quantitative"},
-                      "strokeDash": {"field": "line", "type": "nominal", "title": None,
-                                     "scale": {"range": [[6, 3], [1, 0], [2, 2]]},
-                                     "legend": {"orient": "top", "direction": "horizontal"}},
-                      "tooltip": [{"field": "line", "title": "capacity"}]}},
+        {
+            "data": {"values": rows}, "mark": {"type": "bar"},
+            "encoding": {
+                "y": y,
+                "x": {
+                    "field": "gib", "type": "quantitative", "stack": "zero", "title": "GiB",
+                    "scale": {"domain": [0, top], "nice": False},
+                },
+                "color": {
+                    "field": "part", "type": "nominal", "sort": names, "title": None,
+                    "scale": palette.scale(names),
+                    "legend": {"orient": "bottom", "direction": "horizontal", "columns": 4},
+                },
+                "order": {"field": "order", "type": "quantitative"},
+                "tooltip": [
+                    {"field": "part", "title": "part"},
+                    {"field": "gib", "type": "quantitative", "format": ",.2f", "title": "GiB"},
+                ],
+            },
+        },
+        {
+            "data": {"values": lines}, "mark": {"type": "rule", "color": "black", "strokeWidth": 2},
+            "encoding": {
+                "x": {"field": "gib", "type": "quantitative"},
+                "strokeDash": {
+                    "field": "line", "type": "nominal", "title": None,
+                    "scale": {"range": [[6, 3], [1, 0], [2, 2]]},
+                    "legend": {"orient": "top", "direction": "horizontal"},
+                },
+                "tooltip": [{"field": "line", "title": "capacity"}],
+            },
+        },
     ]
     return spec
 
@@ -109,32 +136,61 @@ def memory_bar(c: ChartData) -> dict[str, Any]:
 def roofline(c: ChartData) -> dict[str, Any]:
     r = c.roofline
     ceiling = [{"ai": ai, "tflops": t} for ai, t in r.ceiling]
-    points = [{"kernel": pt.kernel, "ai": round(pt.ai_flop_per_byte, 3), "tflops": round(pt.tflops_per_gpu, 3)}
-              for pt in r.points]
+    points = [
+        {"kernel": pt.kernel, "ai": round(pt.ai_flop_per_byte, 3), "tflops": round(pt.tflops_per_gpu, 3)}
+        for pt in r.points
+    ]
     ais = [ai for ai, _ in r.ceiling]
     tflops = [t for _, t in r.ceiling] + [pt.tflops_per_gpu for pt in r.points]
     x = _log_axis("ai", "arithmetic intensity (FLOP/byte)", ais)
     y = _log_axis("tflops", "TFLOP/s per GPU", [min(tflops) / 2, max(tflops) * 2])  # room for the ridge label
-    spec = _base(f"Roofline ({r.compute_precision} peak {r.peak_tflops:,.0f} TFLOP/s, HBM {r.hbm_tb_s:g} TB/s)", 340)
+    spec = _base(
+        f"Roofline ({r.compute_precision} peak {r.peak_tflops:,.0f} TFLOP/s, HBM {r.hbm_tb_s:g} TB/s)", 340
+    )
     ridge = [{"ai": round(r.ridge_flop_per_byte, 3), "tflops": r.peak_tflops,
               "label": f"ridge {r.ridge_flop_per_byte:,.0f} FLOP/byte"}]
     spec["layer"] = [
-        {"data": {"values": [{**pt, "line": "attainable: HBM roof, then compute peak"} for pt in ceiling]},
-         "mark": {"type": "line"},
-         "encoding": {"x": x, "y": y, "color": {"field": "line", "type": "nominal", "title": None,
-                                               "scale": {"range": ["grey"]}, "legend": {"orient": "top"}}}},
-        {"data": {"values": ridge}, "mark": {"type": "rule", "strokeDash": [4, 4], "color": "grey"},
-         "encoding": {"x": {"field": "ai", "type": "quantitative"},
-                      "tooltip": [{"field": "label", "title": "ridge"}]}},
-        {"data": {"values": ridge}, "mark": {"type": "text", "align": "left", "dx": 4, "dy": -8, "color": "#555"},
-         "encoding": {"x": {"field": "ai", "type": "quantitative"}, "y": {"field": "tflops", "type": "quantitative"},
-                      "text": {"field": "label"}}},
-        {"data": {"values": points}, "mark": {"type": "point", "filled": True, "size": 120},
-         "encoding": {"x": {"field": "ai", "type": "quantitative"}, "y": {"field": "tflops", "type": "quantitative"},
-                      "color": {"field": "kernel", "type": "nominal", "title": None,
-                                "scale": palette.scale([pt["kernel"] for pt in points]), "legend": {"orient": "bottom"}},
-                      "tooltip": [{"field": "kernel"}, {"field": "ai", "format": ",.1f", "title": "FLOP/byte"},
-                                  {"field": "tflops", "format": ",.1f", "title": "TFLOP/s reached"}]}},
+        {
+            "data": {"values": [{**pt, "line": "attainable: HBM roof, then compute peak"} for pt in ceiling]},
+            "mark": {"type": "line"},
+            "encoding": {
+                "x": x, "y": y,
+                "color": {
+                    "field": "line", "type": "nominal", "title": None, "scale": {"range": ["grey"]},
+                    "legend": {"orient": "top"},
+                },
+            },
+        },
+        {
+            "data": {"values": ridge}, "mark": {"type": "rule", "strokeDash": [4, 4], "color": "grey"},
+            "encoding": {
+                "x": {"field": "ai", "type": "quantitative"},
+                "tooltip": [{"field": "label", "title": "ridge"}],
+            },
+        },
+        {
+            "data": {"values": ridge},
+            "mark": {"type": "text", "align": "left", "dx": 4, "dy": -8, "color": "#555"},
+            "encoding": {
+                "x": {"field": "ai", "type": "quantitative"},
+                "y": {"field": "tflops", "type": "quantitative"}, "text": {"field": "label"},
+            },
+        },
+        {
+            "data": {"values": points}, "mark": {"type": "point", "filled": True, "size": 120},
+            "encoding": {
+                "x": {"field": "ai", "type": "quantitative"},
+                "y": {"field": "tflops", "type": "quantitative"},
+                "color": {
+                    "field": "kernel", "type": "nominal", "title": None,
+                    "scale": palette.scale([pt["kernel"] for pt in points]), "legend": {"orient": "bottom"},
+                },
+                "tooltip": [
+                    {"field": "kernel"}, {"field": "ai", "format": ",.1f", "title": "FLOP/byte"},
+                    {"field": "tflops", "format": ",.1f", "title": "TFLOP/s reached"},
+                ],
+            },
+        },
     ]
     return _independent_colours(spec)
 
@@ -163,9 +219,17 @@ def intensity_vs_batch(c: ChartData) -> dict[str, Any]:
     ]
     crossing = c.plan.roofline.ridge_crossing_batch
     if crossing:
-        layers.append({"data": {"values": [{"batch": crossing, "label": f"crosses the ridge at batch {crossing:,}"}]},
-                       "mark": {"type": "rule", "color": palette.colour("ridge"), "strokeDash": [4, 4]},
-                       "encoding": {"x": {"field": "batch", "type": "quantitative"}, "tooltip": [{"field": "label"}]}})
+        layers.append(
+            {
+                "data": {
+                    "values": [{"batch": crossing, "label": f"crosses the ridge at batch {crossing:,}"}]
+                },
+                "mark": {"type": "rule", "color": palette.colour("ridge"), "strokeDash": [4, 4]},
+                "encoding": {
+                    "x": {"field": "batch", "type": "quantitative"}, "tooltip": [{"field": "label"}],
+                },
+            }
+        )
     spec["layer"] = layers
     return spec
 
@@ -189,7 +253,9 @@ def _independent_colours(spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def _estimate_and_bound(c: ChartData, estimate: str, bound: str, title: str, y_title: str, fmt: str) -> dict[str, Any]:
+def _estimate_and_bound(
+    c: ChartData, estimate: str, bound: str, title: str, y_title: str, fmt: str
+) -> dict[str, Any]:
     rows = []
     for row in _records(c.sweep, ["batch", estimate, bound], where="fits"):
         rows.append({"batch": row["batch"], "series": "estimate", "value": row[estimate]})
@@ -197,13 +263,21 @@ def _estimate_and_bound(c: ChartData, estimate: str, bound: str, title: str, y_t
     x = _log_axis("batch", "batch (concurrent sequences)", [r["batch"] for r in rows] or [1])
     spec = _base(title, 320)
     spec["layer"] = [
-        {"data": {"values": rows}, "mark": {"type": "line", "point": True},
-         "encoding": {"x": x, "y": {"field": "value", "type": "quantitative", "title": y_title},
-                      "color": {"field": "series", "type": "nominal", "title": None,
-                                "scale": palette.scale(["estimate", "roofline bound"]), "legend": {"orient": "bottom"}},
-                      "strokeDash": {"field": "series", "type": "nominal", "legend": None},
-                      "tooltip": [{"field": "batch", "format": ","}, {"field": "series"},
-                                  {"field": "value", "format": fmt, "title": y_title}]}},
+        {
+            "data": {"values": rows}, "mark": {"type": "line", "point": True},
+            "encoding": {
+                "x": x, "y": {"field": "value", "type": "quantitative", "title": y_title},
+                "color": {
+                    "field": "series", "type": "nominal", "title": None,
+                    "scale": palette.scale(["estimate", "roofline bound"]), "legend": {"orient": "bottom"},
+                },
+                "strokeDash": {"field": "series", "type": "nominal", "legend": None},
+                "tooltip": [
+                    {"field": "batch", "format": ","}, {"field": "series"},
+                    {"field": "value", "format": fmt, "title": y_title},
+                ],
+            },
+        },
         _max_batch_rule(c.max_batch),
     ]
     return _independent_colours(spec)
@@ -224,12 +298,19 @@ def cost_vs_batch(c: ChartData) -> dict[str, Any]:
     values = [r["usd_per_million_output_tokens"] for r in rows]
     spec = _base("$ per million output tokens vs batch (decode only)", 260)
     spec["layer"] = [
-        {"data": {"values": rows}, "mark": {"type": "line", "point": True},
-         "encoding": {"x": _log_axis("batch", "batch (concurrent sequences)", [r["batch"] for r in rows] or [1]),
-                      "y": _log_axis("usd_per_million_output_tokens", "$ per M output tokens", values or [1.0],
-                                     fmt="$,.3~g"),
-                      "tooltip": [{"field": "batch", "format": ","},
-                                  {"field": "usd_per_million_output_tokens", "format": "$,.3f", "title": "$/M"}]}},
+        {
+            "data": {"values": rows}, "mark": {"type": "line", "point": True},
+            "encoding": {
+                "x": _log_axis("batch", "batch (concurrent sequences)", [r["batch"] for r in rows] or [1]),
+                "y": _log_axis(
+                    "usd_per_million_output_tokens", "$ per M output tokens", values or [1.0], fmt="$,.3~g"
+                ),
+                "tooltip": [
+                    {"field": "batch", "format": ","},
+                    {"field": "usd_per_million_output_tokens", "format": "$,.3f", "title": "$/M"},
+                ],
+            },
+        },
         _max_batch_rule(c.max_batch),
     ]
     return _independent_colours(spec)
@@ -243,14 +324,23 @@ def frontier(s: ServingSeries) -> dict[str, Any]:
     if not rows:
         return {}
     spec = _base("Throughput per GPU vs speed per user (each point a request rate, up to capacity)", 340)
-    x = {"field": "tokens_per_s_per_user", "type": "quantitative", "title": "output tokens/s per user (1000 / mean ITL)",
-         "scale": {"zero": False, "nice": True}}
+    x = {
+        "field": "tokens_per_s_per_user", "type": "quantitative",
+        "title": "output tokens/s per user (1000 / mean ITL)", "scale": {"zero": False, "nice": True},
+    }
     met = f"p{s.slo_percentile} objective met" if s.slo_percentile is not None else None
     names = ["tokens/s per GPU at each rate", "this plan"] + ([met] if met else [])
-    colour = {"field": "series", "type": "nominal", "title": None, "sort": names,
-              "scale": {"domain": names, "range": [palette.colour("throughput per GPU"), palette.colour("this plan"),
-                                                   palette.colour("objective")][:len(names)]},
-              "legend": {"orient": "bottom", "direction": "horizontal", "symbolOpacity": 1}}
+    colour = {
+        "field": "series", "type": "nominal", "title": None, "sort": names,
+        "scale": {
+            "domain": names,
+            "range": [
+                palette.colour("throughput per GPU"), palette.colour("this plan"),
+                palette.colour("objective"),
+            ][: len(names)],
+        },
+        "legend": {"orient": "bottom", "direction": "horizontal", "symbolOpacity": 1},
+    }
     layers: list[dict[str, Any]] = []
     if met is not None:
         ok = [r["tokens_per_s_per_user"] for r in rows if r["meets_objective"]]
@@ -259,23 +349,42 @@ def frontier(s: ServingSeries) -> dict[str, Any]:
                            "mark": {"type": "rect", "opacity": 0.12},
                            "encoding": {"x": {"field": "x", "type": "quantitative"}, "x2": {"field": "x2"},
                                         "color": colour, "tooltip": [{"field": "series"}]}})
-    layers.append({"data": {"values": [{**r, "series": names[0]} for r in rows]}, "mark": {"type": "line", "point": True},
-                   "encoding": {"x": x, "y": {"field": "output_tokens_per_s_per_gpu", "type": "quantitative",
-                                              "title": "output tokens/s per GPU"}, "color": colour,
-                                "tooltip": [{"field": "request_rate", "format": ",.2f", "title": "req/s per replica"},
-                                            {"field": "decoding_sequences", "format": ",.0f", "title": "decoding sequences"},
-                                            {"field": "tokens_per_s_per_user", "format": ",.1f", "title": "tokens/s per user"},
-                                            {"field": "output_tokens_per_s_per_gpu", "format": ",.0f",
-                                             "title": "tokens/s per GPU"},
-                                            {"field": "objective"}]}})
+    layers.append(
+        {
+            "data": {"values": [{**r, "series": names[0]} for r in rows]},
+            "mark": {"type": "line", "point": True},
+            "encoding": {
+                "x": x,
+                "y": {
+                    "field": "output_tokens_per_s_per_gpu", "type": "quantitative",
+                    "title": "output tokens/s per GPU",
+                },
+                "color": colour,
+                "tooltip": [
+                    {"field": "request_rate", "format": ",.2f", "title": "req/s per replica"},
+                    {"field": "decoding_sequences", "format": ",.0f", "title": "decoding sequences"},
+                    {"field": "tokens_per_s_per_user", "format": ",.1f", "title": "tokens/s per user"},
+                    {"field": "output_tokens_per_s_per_gpu", "format": ",.0f", "title": "tokens/s per GPU"},
+                    {"field": "objective"},
+                ],
+            },
+        }
+    )
     if s.operating_point:
-        layers.append({"data": {"values": [{**s.operating_point, "series": "this plan"}]},
-                       "mark": {"type": "point", "filled": True, "size": 180},
-                       "encoding": {"x": {"field": "tokens_per_s_per_user", "type": "quantitative"},
-                                    "y": {"field": "output_tokens_per_s_per_gpu", "type": "quantitative"},
-                                    "color": colour,
-                                    "tooltip": [{"field": "series"}, {"field": "request_rate", "format": ",.2f",
-                                                                      "title": "req/s per replica"}]}})
+        layers.append(
+            {
+                "data": {"values": [{**s.operating_point, "series": "this plan"}]},
+                "mark": {"type": "point", "filled": True, "size": 180},
+                "encoding": {
+                    "x": {"field": "tokens_per_s_per_user", "type": "quantitative"},
+                    "y": {"field": "output_tokens_per_s_per_gpu", "type": "quantitative"}, "color": colour,
+                    "tooltip": [
+                        {"field": "series"},
+                        {"field": "request_rate", "format": ",.2f", "title": "req/s per replica"},
+                    ],
+                },
+            }
+        )
     spec["layer"] = layers
     return spec
 
@@ -295,20 +404,41 @@ def latency_vs_rate(s: ServingSeries, metric: str) -> dict[str, Any]:
     obj_name = f"p{s.slo_percentile} objective" if objective is not None and s.slo_percentile else None
     if obj_name:
         names.append(obj_name)
-    colour = {"field": "series", "type": "nominal", "title": None, "sort": names, "scale": palette.scale(names),
-              "legend": {"orient": "bottom", "direction": "horizontal"}}
+    colour = {
+        "field": "series", "type": "nominal", "title": None, "sort": names, "scale": palette.scale(names),
+        "legend": {"orient": "bottom", "direction": "horizontal"},
+    }
     x_scale = {"domain": [0, s.capacity_rate * 1.05]}
     layers: list[dict[str, Any]] = [
-        {"data": {"values": rows}, "mark": {"type": "line", "interpolate": "linear"},
-         "encoding": {"x": {"field": "request_rate", "type": "quantitative", "title": "requests/s per replica",
-                            "scale": x_scale},
-                      "y": {"field": "ms", "type": "quantitative", "title": f"{label} (ms)"}, "color": colour,
-                      "tooltip": [{"field": "request_rate", "format": ",.2f", "title": "req/s"}, {"field": "series"},
-                                  {"field": "ms", "format": ",.1f", "title": f"{label} (ms)"}]}},
-        {"data": {"values": [{"rate": s.capacity_rate, "series": "capacity",
-                              "label": f"capacity {s.capacity_rate:,.2f} req/s"}]},
-         "mark": {"type": "rule", "strokeDash": [5, 3]},
-         "encoding": {"x": {"field": "rate", "type": "quantitative"}, "color": colour, "tooltip": [{"field": "label"}]}},
+        {
+            "data": {"values": rows}, "mark": {"type": "line", "interpolate": "linear"},
+            "encoding": {
+                "x": {
+                    "field": "request_rate", "type": "quantitative", "title": "requests/s per replica",
+                    "scale": x_scale,
+                },
+                "y": {"field": "ms", "type": "quantitative", "title": f"{label} (ms)"}, "color": colour,
+                "tooltip": [
+                    {"field": "request_rate", "format": ",.2f", "title": "req/s"}, {"field": "series"},
+                    {"field": "ms", "format": ",.1f", "title": f"{label} (ms)"},
+                ],
+            },
+        },
+        {
+            "data": {
+                "values": [
+                    {
+                        "rate": s.capacity_rate, "series": "capacity",
+                        "label": f"capacity {s.capacity_rate:,.2f} req/s",
+                    }
+                ]
+            },
+            "mark": {"type": "rule", "strokeDash": [5, 3]},
+            "encoding": {
+                "x": {"field": "rate", "type": "quantitative"}, "color": colour,
+                "tooltip": [{"field": "label"}],
+            },
+        },
     ]
     if s.goodput_rate is not None:
         layers.append({"data": {"values": [{"rate": s.goodput_rate, "series": "goodput",
@@ -325,10 +455,20 @@ def latency_vs_rate(s: ServingSeries, metric: str) -> dict[str, Any]:
                                         "y": {"field": "ms", "type": "quantitative"}, "color": colour,
                                         "tooltip": [{"field": "series"}, {"field": "ms", "format": ",.1f"}]}})
     if obj_name:
-        layers.append({"data": {"values": [{"ms": objective, "series": obj_name,
-                                            "label": f"{obj_name} {objective:,.0f} ms"}]}, "mark": {"type": "rule"},
-                       "encoding": {"y": {"field": "ms", "type": "quantitative"}, "color": colour,
-                                    "tooltip": [{"field": "label"}]}})
+        layers.append(
+            {
+                "data": {
+                    "values": [
+                        {"ms": objective, "series": obj_name, "label": f"{obj_name} {objective:,.0f} ms"}
+                    ]
+                },
+                "mark": {"type": "rule"},
+                "encoding": {
+                    "y": {"field": "ms", "type": "quantitative"}, "color": colour,
+                    "tooltip": [{"field": "label"}],
+                },
+            }
+        )
     spec["layer"] = layers
     return spec
 

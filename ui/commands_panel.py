@@ -1,6 +1,7 @@
 """The plan's commands (launch, benchmark, files to download) and a benchmark result set beside the plan.
 
-Layout only: every command, figure and comparison comes from planner.contract.commands / planner.contract.bench_compare.
+Layout only: every command, figure and comparison comes from planner.contract.commands /
+planner.contract.bench_compare.
 The ui helper places these panels in app.py.
 """
 
@@ -31,11 +32,17 @@ MAX_BENCH_BYTES = 2_000_000  # a saved result is a few kB (a --save-detailed one
 
 
 def _expected_frame(cs) -> pd.DataFrame:
-    return pd.DataFrame([{
-        "figure": f"{f.label} ({f.unit})", "result key": f.result_key,
-        "plan": f.predicted,
-        "band": f"{f.band_low:,.2f} .. {f.band_high:,.2f}" if f.band_low is not None and f.band_high is not None else "",
-    } for f in cs.expected])
+    return pd.DataFrame(
+        [
+            {
+                "figure": f"{f.label} ({f.unit})", "result key": f.result_key, "plan": f.predicted,
+                "band": f"{f.band_low:,.2f} .. {f.band_high:,.2f}"
+                if f.band_low is not None and f.band_high is not None
+                else "",
+            }
+            for f in cs.expected
+        ]
+    )
 
 
 def render_commands_panel(scenario: dict[str, Any], plan_json: dict[str, Any] | None = None,
@@ -63,20 +70,33 @@ def render_commands_panel(scenario: dict[str, Any], plan_json: dict[str, Any] | 
     st.dataframe(_expected_frame(cs), hide_index=True, width="stretch",
                  column_config={"plan": st.column_config.NumberColumn(format="%.2f")})
     c1, c2, c3, c4 = st.columns(4)
-    c1.download_button("Launch + bench script", launch_script(cs), f"ridgeline_{engine}.sh", "text/x-shellscript",
-                       key=f"{key}_dl_script")
-    c2.download_button("Kubernetes manifest", k8s_manifest(cs), f"ridgeline_{engine}.yaml", "application/yaml",
-                       key=f"{key}_dl_k8s")
+    c1.download_button(
+        "Launch + bench script", launch_script(cs), f"ridgeline_{engine}.sh", "text/x-shellscript",
+        key=f"{key}_dl_script",
+    )
+    c2.download_button(
+        "Kubernetes manifest", k8s_manifest(cs), f"ridgeline_{engine}.yaml", "application/yaml",
+        key=f"{key}_dl_k8s",
+    )
     c3.download_button("Expected figures", expected_sheet(cs), "ridgeline_expected.txt", "text/plain",
                        key=f"{key}_dl_expected")
-    c4.download_button("Commands JSON", render(cs, "json"), f"ridgeline_{engine}_commands.json", "application/json",
-                       key=f"{key}_dl_json")
+    c4.download_button(
+        "Commands JSON", render(cs, "json"), f"ridgeline_{engine}_commands.json", "application/json",
+        key=f"{key}_dl_json",
+    )
 
 
 def _comparison_frame(c: BenchComparison) -> pd.DataFrame:
-    return pd.DataFrame([{
-        "figure": f"{r.label} ({r.unit})", "predicted": r.predicted, "measured": r.measured, "error %": r.error_pct,
-        "calibrated": r.calibrated, "calibrated error %": r.calibrated_error_pct} for r in c.rows])
+    return pd.DataFrame(
+        [
+            {
+                "figure": f"{r.label} ({r.unit})", "predicted": r.predicted, "measured": r.measured,
+                "error %": r.error_pct, "calibrated": r.calibrated,
+                "calibrated error %": r.calibrated_error_pct,
+            }
+            for r in c.rows
+        ]
+    )
 
 
 def calibrated_link(c: BenchComparison) -> str:
@@ -84,7 +104,9 @@ def calibrated_link(c: BenchComparison) -> str:
     return "?" + urlencode(scenario_to_query(c.calibrated_scenario))
 
 
-def render_bench_comparison(scenario: dict[str, Any], raw: bytes, name: str = "bench", key: str = "bench") -> None:
+def render_bench_comparison(
+    scenario: dict[str, Any], raw: bytes, name: str = "bench", key: str = "bench"
+) -> None:
     """A saved `vllm bench serve` result beside the plan, the fitted calibration and the way to re-plan."""
     if len(raw) > MAX_BENCH_BYTES:
         st.error(f"Benchmark not read: larger than {MAX_BENCH_BYTES:,} bytes")
@@ -104,7 +126,9 @@ def render_bench_comparison(scenario: dict[str, Any], raw: bytes, name: str = "b
                                 for col in ("predicted", "measured", "calibrated")}
                  | {col: st.column_config.NumberColumn(format="%+.1f%%")
                     for col in ("error %", "calibrated error %")})
-    st.caption(f"Fitted calibration {plain(result.calibration.name)}: {plain(result.calibration.source or '', 600)}")
+    st.caption(
+        f"Fitted calibration {plain(result.calibration.name)}: {plain(result.calibration.source or '', 600)}"
+    )
     c1, c2 = st.columns(2)
     c1.link_button("Open the calibrated plan (new link)", calibrated_link(result))
     if c2.button("Re-plan with this calibration", key=f"{key}_apply"):

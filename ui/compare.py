@@ -41,20 +41,29 @@ ROWS: list[tuple[str, Any, Any]] = [
     ("ITL p50", lambda p: p.serving.itl_ms.p50, _ms), ("ITL p99", lambda p: p.serving.itl_ms.p99, _ms),
     ("E2E p99", lambda p: p.serving.e2e_ms.p99, _ms),
     ("Output tokens/s per GPU", lambda p: p.serving.output_tokens_per_s_per_gpu, lambda v: _num(v, ",.0f")),
-    ("$ per M output tokens", lambda p: p.cost.usd_per_million_output_tokens, lambda v: "n/a" if v is None else f"${v:,.3f}"),
+    (
+        "$ per M output tokens", lambda p: p.cost.usd_per_million_output_tokens,
+        lambda v: "n/a" if v is None else f"${v:,.3f}",
+    ),
     ("Weights per GPU", lambda p: p.memory.weights_gb_per_gpu, gib),
     ("KV budget per GPU", lambda p: p.memory.kv_budget_gb_per_gpu, gib),
     ("Max batch", lambda p: p.memory.max_batch, lambda v: f"{v:,}"),
     ("ITL, decode only at the max batch", lambda p: p.latency.itl_ms if p.memory.fits else None, _ms),
-    ("$ per M, decode-only bound", lambda p: p.cost.usd_per_million_output_tokens_bound,
-     lambda v: "n/a" if v is None else f"${v:,.3f}"),
+    (
+        "$ per M, decode-only bound", lambda p: p.cost.usd_per_million_output_tokens_bound,
+        lambda v: "n/a" if v is None else f"${v:,.3f}",
+    ),
 ]
 CAPACITY_PROBE_RATE = 1e-3  # req/s: a replica's capacity does not depend on the rate it is asked at
-MODES = ("At equal service: each pin at its goodput, and the fleet for a traffic target", "At one request rate")
+MODES = (
+    "At equal service: each pin at its goodput, and the fleet for a traffic target", "At one request rate",
+)
 
 
 def _parts(scenario: dict[str, Any]) -> list[str]:
-    model = scenario["model"] if isinstance(scenario["model"], str) else scenario["model"].get("name", "custom")
+    model = (
+        scenario["model"] if isinstance(scenario["model"], str) else scenario["model"].get("name", "custom")
+    )
     gpu = scenario["gpu"] if isinstance(scenario["gpu"], str) else scenario["gpu"].get("name", "custom")
     return [str(model), str(gpu), f"TP{scenario.get('tp', 1)}",
             f"{scenario.get('weights', 'bf16')}/{scenario.get('kv_cache', 'bf16')}",
@@ -70,7 +79,9 @@ def short_labels(pins: list[dict[str, Any]]) -> tuple[list[str], str]:
 
 
 def label(scenario: dict[str, Any]) -> str:
-    model = scenario["model"] if isinstance(scenario["model"], str) else scenario["model"].get("name", "custom")
+    model = (
+        scenario["model"] if isinstance(scenario["model"], str) else scenario["model"].get("name", "custom")
+    )
     gpu = scenario["gpu"] if isinstance(scenario["gpu"], str) else scenario["gpu"].get("name", "custom")
     lengths = f"{scenario.get('prompt_len', 1024)}→{scenario.get('output_len', 256)}"
     return (f"{model} · {gpu} · TP{scenario.get('tp', 1)} · {scenario.get('weights', 'bf16')}/"
@@ -146,15 +157,78 @@ def overlaid_sweeps(pins: list[dict[str, Any]]) -> list[dict[str, Any]]:
         sweep = batch_sweep(s)
         for i in range(len(sweep["batch"])):
             if sweep["fits"][i]:
-                rows.append({"scenario": lab, "batch": int(sweep["batch"][i]), "itl_ms": float(sweep["itl_ms"][i]),
-                             "output_tokens_per_s": float(sweep["output_tokens_per_s"][i]),
-                             "usd_per_million_output_tokens": float(sweep["usd_per_million_output_tokens"][i])})
+                rows.append(
+                    {
+                        "scenario": lab, "batch": int(sweep["batch"][i]), "itl_ms": float(sweep["itl_ms"][i]),
+                        "output_tokens_per_s": float(sweep["output_tokens_per_s"][i]),
+                        "usd_per_million_output_tokens": float(sweep["usd_per_million_output_tokens"][i]),
+                    }
+                )
     return rows
 
 
 def _objective(current: dict[str, Any] | None) -> ServiceObjective:
     slo = (current or {}).get("load", {}).get("slo") if current else None
     return ServiceObjective.model_validate(slo) if slo else DEFAULT_OBJECTIVE
+
+
+def _equal_service(pins: list[dict[str, Any]], current: dict[str, Any] | None) -> bool:
+    """Every pin at its own goodput under one objective, and the fleet each needs for the traffic target;
+    False where a pin no longer validates."""
+    slo = _objective(current)
+    traffic = float(st.session_state.get("traffic_rps", DEFAULT_TRAFFIC_REQUESTS_PER_S))
+    _, shared = short_labels(pins)
+    st.caption(
+        f"Every pin ({plain(shared, 200) if shared else 'as labelled'}) at its own goodput under one "
+        f"objective ({objective_text(slo)}: the current scenario's, else the default), and the fleet each "
+        f"needs for **{traffic:,.4g} req/s** (the traffic target in the sidebar), sized as the sizing page "
+        "sizes one configuration: GPUs = replicas × GPUs per replica, $/h and $/M for that traffic, Δ $/M "
+        "against the cheapest. A fleet rounds up to whole replicas, so at small traffic the ranking can "
+        "differ from $/M at goodput."
+    )
+    try:
+        table = equal_service_table(pins, slo, traffic)
+        ranked = [f"{rank}. {plain(row['pin'], 120)} {row['$/M']}/M"
+                  for rank, row in table.iterrows() if rank != "—"]
+        st.markdown("**Cheapest at equal service:** " + (" · ".join(ranked) if ranked else
+                                                         "no pin meets the objective"))
+        st.dataframe(table, width="stretch")
+    except ScenarioError as err:  # a pin that stopped validating (should not happen: pins are checked)
+        st.error(f"A pinned scenario is no longer valid: {plain(err.field, 80)}: {plain(err.reason)}")
+        return False
+    return True
+
+
+def _same_rate(pins: list[dict[str, Any]]) -> bool:
+    """Every pin at one request rate per replica (by default a share of the lowest capacity); False where
+    a pin no longer validates."""
+    try:
+        # capacities as the table plans the pins, at a request rate: there a pin's `batch` caps the running
+        # sequences (with no load it is the closed loop's client count, and capacity is at the max batch)
+        base = [plan(at_rate(s, CAPACITY_PROBE_RATE)) for s in pins]
+    except ScenarioError as err:
+        st.error(f"A pinned scenario is no longer valid: {plain(err.field, 80)}: {plain(err.reason)}")
+        return False
+    default = common_rate([p.serving.max_request_rate for p in base if p.memory.fits])
+    if default is not None:
+        if "cmp_rate" not in st.session_state or st.session_state.get("cmp_pins_seen") != len(pins):
+            st.session_state["cmp_rate"] = round(default, 3)
+            st.session_state["cmp_pins_seen"] = len(pins)
+        rate = st.number_input(
+            "Compare every pin at this request rate (req/s per replica)", 0.001, 1e6, key="cmp_rate",
+            format="%.3f", help=f"default: {COMMON_RATE_FRACTION:.0%} of the lowest capacity among the pins",
+        )
+        st.caption(
+            f"Every column below is one replica at **{rate:,.3f} req/s**, the same load for all pins "
+            f"(the lowest capacity among them is {default / COMMON_RATE_FRACTION:,.2f} req/s). The same "
+            "rate is not the same service: a faster GPU idles here; compare at equal service for cost."
+        )
+    else:
+        rate = None
+        st.caption("No pin fits in memory: memory figures only.")
+    # st.dataframe shows pin labels (user text) as plain text; st.table would render them as Markdown
+    st.dataframe(comparison_table(pins, rate), width="stretch")
+    return True
 
 
 def render(current: dict[str, Any] | None) -> None:
@@ -172,53 +246,22 @@ def render(current: dict[str, Any] | None) -> None:
         st.info("No pinned scenarios yet.")
         return
     mode = st.radio("Compare", MODES, key="cmp_mode", horizontal=True, label_visibility="collapsed")
-    if mode == MODES[0]:
-        slo = _objective(current)
-        traffic = float(st.session_state.get("traffic_rps", DEFAULT_TRAFFIC_REQUESTS_PER_S))
-        _, shared = short_labels(pins)
-        st.caption(f"Every pin ({plain(shared, 200) if shared else 'as labelled'}) at its own goodput under one "
-                   f"objective ({objective_text(slo)}: the current scenario's, else the default), and the fleet each "
-                   f"needs for **{traffic:,.4g} req/s** (the traffic target in the sidebar), sized as the sizing page "
-                   "sizes one configuration: GPUs = replicas × GPUs per replica, $/h and $/M for that traffic, Δ $/M "
-                   "against the cheapest. A fleet rounds up to whole replicas, so at small traffic the ranking can "
-                   "differ from $/M at goodput.")
-        try:
-            table = equal_service_table(pins, slo, traffic)
-            ranked = [f"{rank}. {plain(row['pin'], 120)} {row['$/M']}/M"
-                      for rank, row in table.iterrows() if rank != "—"]
-            st.markdown("**Cheapest at equal service:** " + (" · ".join(ranked) if ranked else
-                                                             "no pin meets the objective"))
-            st.dataframe(table, width="stretch")
-        except ScenarioError as err:  # a pin that stopped validating (should not happen: pins are checked)
-            st.error(f"A pinned scenario is no longer valid: {plain(err.field, 80)}: {plain(err.reason)}")
-            return
-    else:
-        try:
-            # capacities as the table plans the pins, at a request rate: there a pin's `batch` caps the running
-            # sequences (with no load it is the closed loop's client count, and capacity is at the max batch)
-            base = [plan(at_rate(s, CAPACITY_PROBE_RATE)) for s in pins]
-        except ScenarioError as err:
-            st.error(f"A pinned scenario is no longer valid: {plain(err.field, 80)}: {plain(err.reason)}")
-            return
-        default = common_rate([p.serving.max_request_rate for p in base if p.memory.fits])
-        if default is not None:
-            if "cmp_rate" not in st.session_state or st.session_state.get("cmp_pins_seen") != len(pins):
-                st.session_state["cmp_rate"] = round(default, 3)
-                st.session_state["cmp_pins_seen"] = len(pins)
-            rate = st.number_input("Compare every pin at this request rate (req/s per replica)", 0.001, 1e6,
-                                   key="cmp_rate", format="%.3f",
-                                   help=f"default: {COMMON_RATE_FRACTION:.0%} of the lowest capacity among the pins")
-            st.caption(f"Every column below is one replica at **{rate:,.3f} req/s**, the same load for all pins "
-                       f"(the lowest capacity among them is {default / COMMON_RATE_FRACTION:,.2f} req/s). The same "
-                       "rate is not the same service: a faster GPU idles here; compare at equal service for cost.")
-        else:
-            rate = None
-            st.caption("No pin fits in memory: memory figures only.")
-        # st.dataframe shows pin labels (user text) as plain text; st.table would render them as Markdown
-        st.dataframe(comparison_table(pins, rate), width="stretch")
+    shown = _equal_service(pins, current) if mode == MODES[0] else _same_rate(pins)
+    if not shown:
+        return
     sweeps = overlaid_sweeps(pins)
-    charts.show(charts.overlay(sweeps, "itl_ms", "ITL vs batch, decode only (up to each pin's max batch)", "ITL (ms)"))
-    charts.show(charts.overlay(sweeps, "output_tokens_per_s", "Output tokens/s per replica vs batch, decode only",
-                               "output tokens/s", fmt=",.0f"))
-    charts.show(charts.overlay(sweeps, "usd_per_million_output_tokens", "$ per million output tokens vs batch, decode only",
-                               "$ per M output tokens", log_y=True, fmt="$,.3f"))
+    charts.show(
+        charts.overlay(sweeps, "itl_ms", "ITL vs batch, decode only (up to each pin's max batch)", "ITL (ms)")
+    )
+    charts.show(
+        charts.overlay(
+            sweeps, "output_tokens_per_s", "Output tokens/s per replica vs batch, decode only",
+            "output tokens/s", fmt=",.0f",
+        )
+    )
+    charts.show(
+        charts.overlay(
+            sweeps, "usd_per_million_output_tokens", "$ per million output tokens vs batch, decode only",
+            "$ per M output tokens", log_y=True, fmt="$,.3f",
+        )
+    )

@@ -86,10 +86,15 @@ def render(scenario: dict[str, Any] | None, plan_json: dict[str, Any] | None = N
         frozen = json.loads(json.dumps(scenario))
         c1.download_button("Scenario JSON", lambda: json.dumps(frozen, indent=2), "scenario.json",
                            "application/json", key="dl_scenario", on_click="ignore")
-        c2.download_button("Plan JSON", lambda: json.dumps(plan_json or plan_dict(frozen), indent=2), "plan.json",
-                           "application/json", key="dl_plan", on_click="ignore")
-        c3.download_button("Batch sweep CSV", lambda: (sweep if sweep is not None else pd.DataFrame(batch_sweep(frozen)))
-                           .to_csv(index=False), "batch_sweep.csv", "text/csv", key="dl_sweep", on_click="ignore")
+        c2.download_button(
+            "Plan JSON", lambda: json.dumps(plan_json or plan_dict(frozen), indent=2), "plan.json",
+            "application/json", key="dl_plan", on_click="ignore",
+        )
+        c3.download_button(
+            "Batch sweep CSV",
+            lambda: (sweep if sweep is not None else pd.DataFrame(batch_sweep(frozen))).to_csv(index=False),
+            "batch_sweep.csv", "text/csv", key="dl_sweep", on_click="ignore",
+        )
     u1, u2 = st.columns(2)
     up = u1.file_uploader("Load a scenario JSON", type=["json"], key="up_scenario")
     if _once(up, "up_scenario_seen"):

@@ -36,11 +36,20 @@ def memory_rows(p: Plan) -> list[tuple[str, str, str]]:
     crossing = (f"decode reaches it at batch {r.ridge_crossing_batch:,}" if r.ridge_crossing_batch
                 else "decode never reaches it at this context (KV reads grow with the batch)")
     return [
-        ("Weights per GPU", gib(m.weights_gb_per_gpu), "stored weights on each GPU, quantization scales included"),
-        ("KV budget per GPU", gib(m.kv_budget_gb_per_gpu), "memory left for the KV cache after weights and reserve"),
+        (
+            "Weights per GPU", gib(m.weights_gb_per_gpu),
+            "stored weights on each GPU, quantization scales included",
+        ),
+        (
+            "KV budget per GPU", gib(m.kv_budget_gb_per_gpu),
+            "memory left for the KV cache after weights and reserve",
+        ),
         ("Max batch", f"{m.max_batch:,}", "sequences of the full context that fit in the KV budget"),
         ("Decode FLOP/byte", f"{r.decode_ai:,.1f}", f"FLOPs per HBM byte of one decode step: {r.regime}"),
-        ("Ridge FLOP/byte", f"{r.ridge_flop_per_byte:,.1f}", f"dense {r.compute_precision} peak / HBM bandwidth; {crossing}"),
+        (
+            "Ridge FLOP/byte", f"{r.ridge_flop_per_byte:,.1f}",
+            f"dense {r.compute_precision} peak / HBM bandwidth; {crossing}",
+        ),
     ]
 
 
@@ -59,8 +68,11 @@ def _gpus(n: int) -> str:
 
 def objective_text(slo: ServiceObjective) -> str:
     """The objective as a reader says it: 'p90 TTFT <= 1,000 ms, p90 ITL <= 50 ms'."""
-    parts = [f"p{slo.percentile} {name} ≤ {bound:,.0f} ms" for name, bound in (("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms))
-             if bound is not None]
+    parts = [
+        f"p{slo.percentile} {name} ≤ {bound:,.0f} ms"
+        for name, bound in (("TTFT", slo.ttft_ms), ("ITL", slo.itl_ms))
+        if bound is not None
+    ]
     return ", ".join(parts) or "none"
 
 
@@ -74,7 +86,9 @@ def _gpus_per_replica(p: Plan) -> int:
     return p.parallelism.gpus_per_replica if p.parallelism else p.tp
 
 
-def load_rows(p: Plan, fleet: Fleet | None = None, traffic: float | None = None) -> list[tuple[str, str, str]]:
+def load_rows(
+    p: Plan, fleet: Fleet | None = None, traffic: float | None = None
+) -> list[tuple[str, str, str]]:
     """The operating point: load, throughput and cost under the serving model (plan section `serving`)."""
     sv = p.serving
     n = _gpus_per_replica(p)
@@ -91,22 +105,41 @@ def load_rows(p: Plan, fleet: Fleet | None = None, traffic: float | None = None)
                 f"per replica ({how}); {cap}{goodput}{share}")
     rows = [
         rate,
-        ("Output tokens/s per replica", f"{sv.output_tokens_per_s:,.0f}" if sv.output_tokens_per_s else "n/a",
-         (f"{sv.output_tokens_per_s_per_gpu:,.0f} per GPU, {_gpus(n)} per replica"
-          if sv.output_tokens_per_s_per_gpu else f"{_gpus(n)} per replica")),
-        ("$ per M output tokens", _usd(p.cost.usd_per_million_output_tokens),
-         f"at this load, prefill included; {_usd(p.cost.usd_per_million_total_tokens)} per M input + output tokens"),
+        (
+            "Output tokens/s per replica",
+            f"{sv.output_tokens_per_s:,.0f}" if sv.output_tokens_per_s else "n/a",
+            (
+                f"{sv.output_tokens_per_s_per_gpu:,.0f} per GPU, {_gpus(n)} per replica"
+                if sv.output_tokens_per_s_per_gpu
+                else f"{_gpus(n)} per replica"
+            ),
+        ),
+        (
+            "$ per M output tokens", _usd(p.cost.usd_per_million_output_tokens),
+            f"at this load, prefill included; {_usd(p.cost.usd_per_million_total_tokens)} per M input + "
+            "output tokens",
+        ),
     ]
     if fleet is not None and traffic is not None:
         if fleet.gpus is not None and fleet.usd_per_hour is not None and fleet.replicas is not None:
-            rows.append((f"GPUs for {traffic:,.4g} req/s", f"{fleet.gpus:,}",
-                         f"{fleet.replicas:,} replicas of {_gpus(n)}, each within the objective (traffic target in "
-                         "the sidebar)"))
+            rows.append(
+                (
+                    f"GPUs for {traffic:,.4g} req/s", f"{fleet.gpus:,}",
+                    f"{fleet.replicas:,} replicas of {_gpus(n)}, each within the objective (traffic target "
+                    "in "
+                    "the sidebar)",
+                )
+            )
             rows.append((f"$/hour for {traffic:,.4g} req/s", f"${fleet.usd_per_hour:,.2f}",
                          f"{_usd(fleet.usd_per_million_output_tokens)} per M output tokens at that traffic "
                          "(the sizing page's figure)"))
         else:
-            rows.append((f"GPUs for {traffic:,.4g} req/s", "none", f"no fleet meets the objective: {plain(fleet.reason)}"))
+            rows.append(
+                (
+                    f"GPUs for {traffic:,.4g} req/s", "none",
+                    f"no fleet meets the objective: {plain(fleet.reason)}",
+                )
+            )
     return rows
 
 
@@ -125,15 +158,27 @@ def latency_rows(p: Plan, slo: ServiceObjective | None = None) -> list[tuple[str
         return f"mean {fmt_time(x.mean)}" if x.mean is not None else "mean n/a"
 
     tpot = sv.tpot_ms
-    tpot_row = ("Mean TPOT", fmt_time(tpot.mean) if tpot.mean is not None else "n/a",
-                "time per output token per request, (E2E - TTFT) / (output - 1): `vllm bench serve`'s first figure")
+    tpot_row = (
+        "Mean TPOT", fmt_time(tpot.mean) if tpot.mean is not None else "n/a",
+        "time per output token per request, (E2E - TTFT) / (output - 1): `vllm bench serve`'s first figure",
+    )
     if slo is None:
         def both(x: Any) -> str:
-            return (fmt_time(x.p50) + " / " + fmt_time(x.p99)) if x.p50 is not None and x.p99 is not None else "n/a"
+            return (
+                (fmt_time(x.p50) + " / " + fmt_time(x.p99))
+                if x.p50 is not None and x.p99 is not None
+                else "n/a"
+            )
+
         return [
-            ("TTFT p50 / p99", both(sv.ttft_ms), f"time to first token: queue, prefill chunks; {mean(sv.ttft_ms)}"),
-            ("ITL p50 / p99", both(sv.itl_ms), f"inter-token latency per token, prefill iterations included; "
-                                               f"{mean(sv.itl_ms)}"),
+            (
+                "TTFT p50 / p99", both(sv.ttft_ms),
+                f"time to first token: queue, prefill chunks; {mean(sv.ttft_ms)}",
+            ),
+            (
+                "ITL p50 / p99", both(sv.itl_ms),
+                f"inter-token latency per token, prefill iterations included; {mean(sv.itl_ms)}",
+            ),
             tpot_row,
             ("E2E p50 / p99", both(sv.e2e_ms), f"end-to-end: first token plus the rest; {mean(sv.e2e_ms)}"),
         ]
@@ -146,7 +191,10 @@ def latency_rows(p: Plan, slo: ServiceObjective | None = None) -> list[tuple[str
 
     return [
         (f"TTFT {pct}", _mark(j.ttft_ms, j.ttft_met), f"{bound(slo.ttft_ms)}; {mean(sv.ttft_ms)}"),
-        (f"ITL {pct}", _mark(j.itl_ms, j.itl_met), f"{bound(slo.itl_ms)}; per token, pooled; {mean(sv.itl_ms)}"),
+        (
+            f"ITL {pct}", _mark(j.itl_ms, j.itl_met),
+            f"{bound(slo.itl_ms)}; per token, pooled; {mean(sv.itl_ms)}",
+        ),
         tpot_row,
         (f"E2E {pct}", fmt_time(e2e) if e2e is not None else "n/a", f"no objective; {mean(sv.e2e_ms)}"),
     ]
@@ -170,13 +218,21 @@ def serving_rows(p: Plan) -> list[tuple[str, str, str]]:
     floor = f"; floor {fmt_ms(itl_floor)} (compiled graph, no engine)" if itl_floor else ""
     engine = getattr(lat, "engine", None)
     return [
-        ("TTFT, one request alone", fmt_ms(lat.ttft_ms),
-         f"no queue, no other traffic{_band(lat.ttft_band_ms, status.get('ttft'), 0)}"),
-        ("ITL, decode only", fmt_ms(lat.itl_ms),
-         f"a pure decode step at batch {lat.batch:,}{' on ' + engine if engine else ''}{floor}; roofline bound "
-         f"{fmt_ms(lat.itl_ms_bound)}{_band(lat.itl_band_ms, status.get('itl'), 1)}"),
-        ("Tokens/s, decode only", f"{thr.output_tokens_per_s:,.0f}",
-         f"batch {lat.batch:,} / ITL, prefill ignored: an upper bound; roofline {thr.output_tokens_per_s_bound:,.0f}"),
+        (
+            "TTFT, one request alone", fmt_ms(lat.ttft_ms),
+            f"no queue, no other traffic{_band(lat.ttft_band_ms, status.get('ttft'), 0)}",
+        ),
+        (
+            "ITL, decode only", fmt_ms(lat.itl_ms),
+            f"a pure decode step at batch {lat.batch:,}{' on ' + engine if engine else ''}{floor}; roofline "
+            "bound "
+            f"{fmt_ms(lat.itl_ms_bound)}{_band(lat.itl_band_ms, status.get('itl'), 1)}",
+        ),
+        (
+            "Tokens/s, decode only", f"{thr.output_tokens_per_s:,.0f}",
+            f"batch {lat.batch:,} / ITL, prefill ignored: an upper bound; roofline "
+            f"{thr.output_tokens_per_s_bound:,.0f}",
+        ),
         ("Tokens/s per user, decode only", f"{thr.tokens_per_s_per_user:,.1f}", "1000 / decode-only ITL"),
         _decode_cost_row(p),
     ]
@@ -190,18 +246,27 @@ def _decode_cost_row(p: Plan) -> tuple[str, str, str]:
 
 def regime_advice(p: Plan, kv_cache: str) -> str:
     r = p.roofline
-    smaller_kv = ("a lower-precision KV cache such as fp8, or fewer KV heads" if kv_cache not in ("fp8", "int8", "int4")
-                  else f"fewer KV heads; the cache is already {kv_cache}")
+    smaller_kv = (
+        "a lower-precision KV cache such as fp8, or fewer KV heads"
+        if kv_cache not in ("fp8", "int8", "int4")
+        else f"fewer KV heads; the cache is already {kv_cache}"
+    )
     if r.regime == "memory-bound":
         if r.ridge_crossing_batch is None:
-            return ("Decode is **memory-bound at every batch** at this context: KV reads grow as fast as FLOPs. "
-                    f"A smaller KV ({smaller_kv}) or shorter contexts move it; batching alone cannot.")
+            return (
+                "Decode is **memory-bound at every batch** at this context: KV reads grow as fast as FLOPs. "
+                f"A smaller KV ({smaller_kv}) or shorter contexts move it; batching alone cannot."
+            )
         more = ("" if r.ridge_crossing_batch <= p.memory.max_batch else
                 " — beyond the max batch that fits, so more memory or a smaller KV would be needed first")
-        return (f"Decode is **memory-bound**: batching up to {r.ridge_crossing_batch:,} raises intensity to the "
-                f"ridge{more}. Lower-precision weights and KV cut the bytes per step.")
-    return ("Decode is **compute-bound**: larger batches add latency without more throughput; a faster tensor "
-            "precision or more GPUs help.")
+        return (
+            f"Decode is **memory-bound**: batching up to {r.ridge_crossing_batch:,} raises intensity to the "
+            f"ridge{more}. Lower-precision weights and KV cut the bytes per step."
+        )
+    return (
+        "Decode is **compute-bound**: larger batches add latency without more throughput; a faster tensor "
+        "precision or more GPUs help."
+    )
 
 
 def _tiles(rows: list[tuple[str, str, str]]) -> None:
@@ -211,7 +276,9 @@ def _tiles(rows: list[tuple[str, str, str]]) -> None:
         col.caption(meaning)
 
 
-def render(p: Plan, scenario: dict[str, Any], fleet: Fleet | None = None, traffic: float | None = None) -> None:
+def render(
+    p: Plan, scenario: dict[str, Any], fleet: Fleet | None = None, traffic: float | None = None
+) -> None:
     """The operating point first (load, latency against the objective, cost, the fleet for the traffic),
     then memory and roofline, then the decode-only bounds; serving tiles only for a deployment that fits."""
     sv = p.serving
@@ -227,17 +294,23 @@ def render(p: Plan, scenario: dict[str, Any], fleet: Fleet | None = None, traffi
             _tiles(latency_rows(p, slo))
             if sv.at_goodput and slo is not None and sv.goodput_request_rate is not None and not judge(
                     sv.ttft_ms, sv.itl_ms, slo).met:
-                st.error("Even a trickle of traffic misses the objective on this configuration: the figures above "
-                         "are one request at a time. Loosen the objective, or choose a faster GPU or layout.")
+                st.error(
+                    "Even a trickle of traffic misses the objective on this configuration: the figures above "
+                    "are one request at a time. Loosen the objective, or choose a faster GPU or layout."
+                )
         elif sv.saturated:
-            st.warning(f"Saturated: {sv.concurrency or 0:,.0f} clients keep the replica at its capacity "
-                       f"({sv.max_request_rate or 0:,.2f} req/s); the requests it cannot run wait for admission, so "
-                       "latency grows with the clients and has no estimate here. Choose the operating point "
-                       "'at objective', or fewer clients.")
+            st.warning(
+                f"Saturated: {sv.concurrency or 0:,.0f} clients keep the replica at its capacity "
+                f"({sv.max_request_rate or 0:,.2f} req/s); the requests it cannot run wait for admission, so "
+                "latency grows with the clients and has no estimate here. Choose the operating point "
+                "'at objective', or fewer clients."
+            )
         else:
             cap = f"{sv.max_request_rate:,.2f}" if sv.max_request_rate else "0"
-            st.error(f"Unstable: this rate is above what one replica sustains ({cap} req/s); queues grow without "
-                     "bound, so there are no latency percentiles. Lower the rate, or add replicas.")
+            st.error(
+                f"Unstable: this rate is above what one replica sustains ({cap} req/s); queues grow without "
+                "bound, so there are no latency percentiles. Lower the rate, or add replicas."
+            )
     st.markdown("**Memory and roofline**")
     _tiles(memory_rows(p))
     if not p.memory.fits:
@@ -246,9 +319,12 @@ def render(p: Plan, scenario: dict[str, Any], fleet: Fleet | None = None, traffi
     _tiles(serving_rows(p))
     if p.speculative is not None:
         sp = p.speculative
-        st.info(f"Speculative decoding: {sp.tokens_per_round:.2f} tokens per target pass, a round of "
-                f"{fmt_ms(sp.round_ms)}, so an effective ITL of **{fmt_ms(sp.itl_ms)}** "
-                f"({sp.output_tokens_per_s:,.0f} tokens/s at batch {p.latency.batch:,}) against {fmt_ms(p.latency.itl_ms)} without.")
+        st.info(
+            f"Speculative decoding: {sp.tokens_per_round:.2f} tokens per target pass, a round of "
+            f"{fmt_ms(sp.round_ms)}, so an effective ITL of **{fmt_ms(sp.itl_ms)}** "
+            f"({sp.output_tokens_per_s:,.0f} tokens/s at batch {p.latency.batch:,}) against "
+            f"{fmt_ms(p.latency.itl_ms)} without."
+        )
     st.markdown(regime_advice(p, str(scenario.get("kv_cache", ""))))
     for warning in p.warnings:
         st.warning(plain(warning))  # warnings can echo a custom GPU's vendor or name

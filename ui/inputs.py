@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from gpu_catalog import DEFAULT_INTERCONNECT_GB_S, load_catalog
+from gpu_catalog import DEFAULT_INTERCONNECT_GB_S, custom_gpu_template, load_catalog
 from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
 from planner.core.model_shapes import ModelSpec
 from planner.core.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
@@ -35,27 +35,26 @@ COMPUTE = ["auto", *COMPUTE_PRECISIONS]
 # with long lists of unquantized layers, stay well under this).
 HF_MAX_BYTES = 64_000
 
-# (min, max) of every numeric widget: the planner's own accepted range (planner/scenario/scenario.py), or wider,
+# (min, max) of every numeric widget: the planner's own accepted
+# range (planner/scenario/scenario.py), or wider,
 # so that any value a link or a file can hold is shown as it is and the planner judges it.
 WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
     "m_n_layers": (1, 1_000_000), "m_d_model": (1, 100_000_000), "m_n_heads": (1, 10_000_000),
     "m_n_kv_heads": (1, 10_000_000), "m_head_dim": (1, 100_000_000), "m_d_ff": (1, 1_000_000_000),
-    "m_vocab_size": (1, 1_000_000_000), "m_n_params_b": (0.0, 1e9),
-    "g_memory_gb": (0.0, 1e6), "g_hbm_tb_s": (0.0, 1e6), "g_bf16": (0.0, 1e9), "g_fp8": (0.0, 1e9),
-    "g_fp4": (0.0, 1e9), "g_link": (0.0, 1e9),
-    "context_len": (1, 100_000_000), "prompt_len": (1, 100_000_000), "output_len": (1, 100_000_000),
-    "batch": (1, 10_000_000), "utilization": (0.0, 1.0), "reserve_gb": (0.0, 10_000.0), "pp": (1, 256), "ep": (1, 1024),
-    "load_rate": (0.0, 1e6), "traffic_rps": (1e-6, 1e7), "load_concurrency": (1, 10_000_000), "slo_ttft": (0.0, 1e7), "slo_itl": (0.0, 1e7),
-    "arrival_cv": (0.0, 10.0), "prompt_len_cv": (0.0, 10.0), "output_len_cv": (0.0, 10.0),
-    "prefix_cache_hit": (0.0, 1.0), "max_num_batched_tokens": (16, 10_000_000),
+    "m_vocab_size": (1, 1_000_000_000), "m_n_params_b": (0.0, 1e9), "g_memory_gb": (0.0, 1e6),
+    "g_hbm_tb_s": (0.0, 1e6), "g_bf16": (0.0, 1e9), "g_fp8": (0.0, 1e9), "g_fp4": (0.0, 1e9),
+    "g_link": (0.0, 1e9), "context_len": (1, 100_000_000), "prompt_len": (1, 100_000_000),
+    "output_len": (1, 100_000_000), "batch": (1, 10_000_000), "utilization": (0.0, 1.0),
+    "reserve_gb": (0.0, 10_000.0), "pp": (1, 256), "ep": (1, 1024), "load_rate": (0.0, 1e6),
+    "traffic_rps": (1e-6, 1e7), "load_concurrency": (1, 10_000_000), "slo_ttft": (0.0, 1e7),
+    "slo_itl": (0.0, 1e7), "arrival_cv": (0.0, 10.0), "prompt_len_cv": (0.0, 10.0),
+    "output_len_cv": (0.0, 10.0), "prefix_cache_hit": (0.0, 1.0), "max_num_batched_tokens": (16, 10_000_000),
     "price": (0.0, 100_000.0), "spec_k": (1, 64), "spec_p": (0.0, 1.0), "spec_draft_b": (0.0, 10_000.0),
 }
 
 MODEL_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size")
 CUSTOM_MODEL_DEFAULT = {"name": "my-model", "n_layers": 32, "d_model": 4096, "n_heads": 32, "n_kv_heads": 8,
                         "head_dim": 128, "d_ff": 14336, "vocab_size": 128256, "tied_embeddings": False}
-CUSTOM_GPU_DEFAULT = {"name": "my-gpu", "memory_gb": 80.0, "hbm_tb_s": 3.35,
-                      "tflops": {"bf16": 989.4, "fp8": 1978.9}, "interconnect_gb_s": 450.0, "usd_per_hour": 2.5}
 
 # No source: the price input's starting value for a GPU that has none (a custom GPU given without
 # usd_per_hour). The plan itself never invents a price: without one it warns and leaves costs empty.
@@ -76,15 +75,14 @@ def _within_bounds(ss: Any) -> list[tuple[str, str]]:
         if not low <= value <= high:
             kept = type(value)(min(max(value, low), high))
             ss[key] = kept
-            problems.append((key, f"{value:g} is outside the input's range {low:g} to {high:g}; shown as {kept:g}"))
+            problems.append(
+                (key, f"{value:g} is outside the input's range {low:g} to {high:g}; shown as {kept:g}")
+            )
     return problems
 
 
-def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str, str]]:
-    """Write a (valid) scenario into the widgets' session state (or into `target`, a dict); return
-    (input, reason) for any value an input could not hold as given."""
-    ss = st.session_state if target is None else target
-    model = scenario["model"]
+def _seed_model(ss: Any, model: Any) -> None:
+    """The model inputs: a preset's name, an imported config.json carried whole, or a custom shape."""
     ss["model_extra"] = None
     if isinstance(model, str):
         ss["model_choice"] = model
@@ -95,9 +93,19 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
         if set(model) == {"hf_config"}:
             ss["model_extra"] = model  # imported config travels whole
         else:
-            extra = {k: v for k, v in model.items() if k not in (*MODEL_FIELDS, "name", "tied_embeddings", "n_params")}
+            extra = {
+                k: v
+                for k, v in model.items()
+                if k not in (*MODEL_FIELDS, "name", "tied_embeddings", "n_params")
+            }
             ss["model_extra"] = extra or None
-            custom.update({k: v for k, v in model.items() if k in (*MODEL_FIELDS, "name", "tied_embeddings", "n_params")})
+            custom.update(
+                {
+                    k: v
+                    for k, v in model.items()
+                    if k in (*MODEL_FIELDS, "name", "tied_embeddings", "n_params")
+                }
+            )
             if model.get("head_dim") is None and "d_model" in model and "n_heads" in model:
                 custom["head_dim"] = model["d_model"] // model["n_heads"]
     for field in MODEL_FIELDS:
@@ -106,8 +114,10 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["m_tied"] = bool(custom.get("tied_embeddings", False))
     ss["m_n_params_b"] = float(custom.get("n_params") or 0.0) / 1e9
 
-    gpu = scenario["gpu"]
-    g = dict(CUSTOM_GPU_DEFAULT)
+
+def _seed_gpu(ss: Any, gpu: Any) -> dict[str, Any]:
+    """The GPU inputs: a catalog id, or a custom GPU's figures; returns the custom GPU's figures."""
+    g = custom_gpu_template()  # the catalog's H100 SXM figures
     if isinstance(gpu, str):
         ss["gpu_choice"] = gpu
     else:
@@ -120,7 +130,11 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["g_fp8"] = float(g["tflops"].get("fp8", 0.0))
     ss["g_fp4"] = float(g["tflops"].get("fp4", 0.0))
     ss["g_link"] = float(g.get("interconnect_gb_s") or DEFAULT_INTERCONNECT_GB_S)
+    return g
 
+
+def _seed_deployment(ss: Any, scenario: dict[str, Any]) -> None:
+    """Layout, precisions, lengths, batch, memory and engine inputs."""
     ss["tp"] = int(scenario.get("tp", 1))
     ss["weights"] = scenario.get("weights", "bf16")
     ss["kv_cache"] = scenario.get("kv_cache", "bf16")
@@ -133,7 +147,9 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     memory = scenario.get("memory") or {}
     ss["utilization"] = float(memory.get("utilization", DEFAULT_MEMORY_UTILIZATION))
     ss["reserve_auto"] = memory.get("reserve_gb") is None  # None: the engine's overheads are modelled
-    ss["reserve_gb"] = float(memory.get("reserve_gb") if memory.get("reserve_gb") is not None else DEFAULT_RESERVE_GB)
+    ss["reserve_gb"] = float(
+        memory.get("reserve_gb") if memory.get("reserve_gb") is not None else DEFAULT_RESERVE_GB
+    )
     ss["pp"] = int(scenario.get("pp", 1))
     ss["ep"] = int(scenario.get("ep", 1))
     ss["engine"] = str(scenario.get("engine", "vllm"))
@@ -141,9 +157,19 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["vllm_version"] = str(scenario.get("vllm_version") or "")
     # engine knobs with no sidebar widget (a link or file may set them): carried whole, not dropped
     ss["engine_knobs"] = {k: scenario[k] for k in ENGINE_KNOBS if scenario.get(k) is not None} or None
-    load = scenario.get("load") or {}
-    ss["load_mode"] = (AT_OBJECTIVE if load.get("at_goodput") else "request rate" if load.get("request_rate") is not None
-                       else "concurrency" if load.get("concurrency") is not None else "batch")
+
+
+def _seed_load(ss: Any, load: dict[str, Any]) -> None:
+    """The operating point, the latency objective and the traffic shape."""
+    ss["load_mode"] = (
+        AT_OBJECTIVE
+        if load.get("at_goodput")
+        else "request rate"
+        if load.get("request_rate") is not None
+        else "concurrency"
+        if load.get("concurrency") is not None
+        else "batch"
+    )
     ss["load_rate"] = float(load.get("request_rate") or 1.0)
     ss["load_concurrency"] = int(load.get("concurrency") or 64)
     slo = load.get("slo") or {}
@@ -155,13 +181,31 @@ def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str
     ss["slo_percentile"] = int(slo.get("percentile") or DEFAULT_OBJECTIVE.percentile)
     for key, default in LOAD_SHAPE_DEFAULTS.items():
         ss[key] = type(default)(load.get(key, default))
+
+
+def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str, str]]:
+    """Write a (valid) scenario into the widgets' session state (or into `target`, a dict); return
+    (input, reason) for any value an input could not hold as given."""
+    ss = st.session_state if target is None else target
+    _seed_model(ss, scenario["model"])
+    gpu = scenario["gpu"]
+    g = _seed_gpu(ss, gpu)
+    _seed_deployment(ss, scenario)
+    _seed_load(ss, scenario.get("load") or {})
     eff = scenario.get("efficiency", "default")
     ss["efficiency"] = eff if isinstance(eff, str) else "default"
     ss["efficiency_custom"] = eff if isinstance(eff, dict) else None
     price = scenario.get("usd_per_gpu_hour")
     ss["price_explicit"] = price is not None
-    ss["price"] = float(price if price is not None else (
-        _catalog_price(gpu) if isinstance(gpu, str) else g.get("usd_per_hour") or PLACEHOLDER_USD_PER_GPU_HOUR))
+    ss["price"] = float(
+        price
+        if price is not None
+        else (
+            _catalog_price(gpu)
+            if isinstance(gpu, str)
+            else g.get("usd_per_hour") or PLACEHOLDER_USD_PER_GPU_HOUR
+        )
+    )
     spec = scenario.get("speculative")
     ss["spec_on"] = spec is not None
     ss["spec_k"] = int((spec or {}).get("draft_tokens", 4))
@@ -352,7 +396,8 @@ def _set_tp(tp: int) -> None:
 
 
 def _offer_valid_tp(sb, model: ModelSpec | None, tp: int) -> None:
-    """A TP the engines refuse (planner.hardware.parallelism.layout_problem): one button per nearest valid TP."""
+    """A TP the engines refuse (planner.hardware.parallelism.layout_problem): one button per nearest valid
+    TP."""
     if model is None or valid_tp(model, tp):
         return
     nearest = nearest_valid_tps(model, tp)
@@ -363,13 +408,25 @@ def _offer_valid_tp(sb, model: ModelSpec | None, tp: int) -> None:
         col.button(f"Use TP {t}", key=f"tp_fix_{t}", on_click=_set_tp, args=(t,))
 
 
-def render_sidebar() -> None:
-    ss = st.session_state
-    presets = load_presets()
-    catalog = load_catalog()
-    sb = st.sidebar
-    sb.header("Scenario")
+# (label, widget key) of the custom model's and the custom GPU's number inputs, two to a row
+MODEL_SHAPE_INPUTS = (("Layers", "m_n_layers"), ("d_model", "m_d_model"), ("Heads", "m_n_heads"),
+                      ("KV heads", "m_n_kv_heads"), ("head_dim", "m_head_dim"), ("d_ff", "m_d_ff"),
+                      ("Vocab", "m_vocab_size"))
+GPU_INPUTS = (("Memory (GB)", "g_memory_gb"), ("HBM (TB/s)", "g_hbm_tb_s"), ("Dense bf16 TFLOP/s", "g_bf16"),
+              ("Dense fp8 (0 = none)", "g_fp8"), ("Dense fp4 (0 = none)", "g_fp4"),
+              ("Link GB/s per direction", "g_link"))
 
+
+def _number_grid(fields: tuple[tuple[str, str], ...]) -> Any:
+    """Number inputs two to a row, each within its WIDGET_BOUNDS; returns the two columns."""
+    columns = st.columns(2)
+    for i, (label, key) in enumerate(fields):
+        columns[i % 2].number_input(label, *_bounds(key), key=key)
+    return columns
+
+
+def _model_inputs(sb: Any, ss: Any, presets: dict[str, ModelSpec]) -> None:
+    """A preset, or a custom shape (typed in, or an imported config.json)."""
     sb.selectbox("Model", [*presets, CUSTOM], key="model_choice",
                  format_func=lambda k: presets[k].name if k in presets else "Custom shape…")
     if ss["model_choice"] == CUSTOM:
@@ -381,34 +438,29 @@ def render_sidebar() -> None:
                     st.rerun()
             else:
                 st.text_input("Name", key="m_name", max_chars=120)
-                c1, c2 = st.columns(2)
-                c1.number_input("Layers", *_bounds("m_n_layers"), key="m_n_layers")
-                c2.number_input("d_model", *_bounds("m_d_model"), key="m_d_model")
-                c1.number_input("Heads", *_bounds("m_n_heads"), key="m_n_heads")
-                c2.number_input("KV heads", *_bounds("m_n_kv_heads"), key="m_n_kv_heads")
-                c1.number_input("head_dim", *_bounds("m_head_dim"), key="m_head_dim")
-                c2.number_input("d_ff", *_bounds("m_d_ff"), key="m_d_ff")
-                c1.number_input("Vocab", *_bounds("m_vocab_size"), key="m_vocab_size")
-                c2.number_input("Params (B, 0 = from shape)", *_bounds("m_n_params_b"), key="m_n_params_b", format="%.3f")
+                _, c2 = _number_grid(MODEL_SHAPE_INPUTS)
+                c2.number_input("Params (B, 0 = from shape)", *_bounds("m_n_params_b"), key="m_n_params_b",
+                                format="%.3f")
                 st.checkbox("Tied embeddings", key="m_tied")
                 if ss.get("model_extra"):
                     st.caption("Also keeps: " + plain(", ".join(sorted(ss["model_extra"]))))
         with sb:
             _hf_import_box()
 
+
+def _gpu_inputs(sb: Any, ss: Any) -> None:
+    """A catalog GPU, or a custom one's figures."""
+    catalog = load_catalog()
     sb.selectbox("GPU", [*catalog, CUSTOM], key="gpu_choice", on_change=_on_gpu_change,
                  format_func=lambda k: catalog[k].name if k in catalog else "Custom GPU…")
     if ss["gpu_choice"] == CUSTOM:
         with sb.container(border=True):
             st.text_input("GPU name", key="g_name", max_chars=120)
-            c1, c2 = st.columns(2)
-            c1.number_input("Memory (GB)", *_bounds("g_memory_gb"), key="g_memory_gb")
-            c2.number_input("HBM (TB/s)", *_bounds("g_hbm_tb_s"), key="g_hbm_tb_s")
-            c1.number_input("Dense bf16 TFLOP/s", *_bounds("g_bf16"), key="g_bf16")
-            c2.number_input("Dense fp8 (0 = none)", *_bounds("g_fp8"), key="g_fp8")
-            c1.number_input("Dense fp4 (0 = none)", *_bounds("g_fp4"), key="g_fp4")
-            c2.number_input("Link GB/s per direction", *_bounds("g_link"), key="g_link")
+            _number_grid(GPU_INPUTS)
 
+
+def _layout_inputs(sb: Any, ss: Any, presets: dict[str, ModelSpec]) -> None:
+    """Parallelism, precisions, lengths and batch."""
     c1, c2 = sb.columns(2)
     c1.selectbox("TP degree", with_current(TP_CHOICES, ss.get("tp")), key="tp",
                  help="GPUs per replica (tensor parallel)")
@@ -427,42 +479,74 @@ def render_sidebar() -> None:
     sb.checkbox("Batch = max batch that fits", key="batch_auto")
     if not ss["batch_auto"]:
         sb.number_input("Batch (concurrent sequences)", *_bounds("batch"), key="batch")
+
+
+def _objective_inputs(ss: Any, at_objective: bool) -> None:
+    """The latency objective (SLO): TTFT and ITL bounds at a percentile."""
+    st.checkbox("Latency objective (SLO)", key="slo_on", disabled=at_objective,
+                help="always on at objective: the goodput is the highest load that meets it")
+    if ss["slo_on"] or at_objective:
+        st.caption(f"Default: {DEFAULT_OBJECTIVE_SOURCE}.")
+        c1, c2 = st.columns(2)
+        c1.checkbox("TTFT", key="slo_ttft_on")
+        c2.checkbox("ITL", key="slo_itl_on")
+        c1.number_input("TTFT (ms)", *_bounds("slo_ttft"), key="slo_ttft", disabled=not ss["slo_ttft_on"])
+        c2.number_input("ITL (ms)", *_bounds("slo_itl"), key="slo_itl", disabled=not ss["slo_itl_on"])
+        st.radio(
+            "at percentile", [50, 90, 99], key="slo_percentile", horizontal=True,
+            format_func=lambda p: f"p{p}",
+        )
+
+
+def _operating_point_inputs(sb: Any, ss: Any) -> None:
+    """The operating point (objective, concurrency, rate or batch), its objective and the traffic target."""
     with sb.container(border=True):
-        st.radio("Operating point", [AT_OBJECTIVE, "concurrency", "request rate", "batch"], key="load_mode",
-                 horizontal=True,
-                 help="at objective: the highest request rate whose latency meets the objective (goodput, open "
-                      "loop); concurrency: that many clients (closed loop); request rate: requests per second "
-                      "arriving at one replica (open loop); batch: as many clients as the batch (closed loop)")
+        st.radio(
+            "Operating point", [AT_OBJECTIVE, "concurrency", "request rate", "batch"], key="load_mode",
+            horizontal=True,
+            help="at objective: the highest request rate whose latency meets the objective (goodput, open "
+            "loop); concurrency: that many clients (closed loop); request rate: requests per second "
+            "arriving at one replica (open loop); batch: as many clients as the batch (closed loop)",
+        )
         if ss["load_mode"] == "request rate":
-            st.number_input("Requests/s per replica", *_bounds("load_rate"), step=0.5, format="%.3f", key="load_rate")
+            st.number_input(
+                "Requests/s per replica", *_bounds("load_rate"), step=0.5, format="%.3f", key="load_rate"
+            )
         elif ss["load_mode"] == "concurrency":
             st.number_input("Concurrent clients", *_bounds("load_concurrency"), key="load_concurrency")
-        at_objective = ss["load_mode"] == AT_OBJECTIVE
-        st.checkbox("Latency objective (SLO)", key="slo_on", disabled=at_objective,
-                    help="always on at objective: the goodput is the highest load that meets it")
-        if ss["slo_on"] or at_objective:
-            st.caption(f"Default: {DEFAULT_OBJECTIVE_SOURCE}.")
-            c1, c2 = st.columns(2)
-            c1.checkbox("TTFT", key="slo_ttft_on")
-            c2.checkbox("ITL", key="slo_itl_on")
-            c1.number_input("TTFT (ms)", *_bounds("slo_ttft"), key="slo_ttft", disabled=not ss["slo_ttft_on"])
-            c2.number_input("ITL (ms)", *_bounds("slo_itl"), key="slo_itl", disabled=not ss["slo_itl_on"])
-            st.radio("at percentile", [50, 90, 99], key="slo_percentile", horizontal=True, format_func=lambda p: f"p{p}")
+        _objective_inputs(ss, ss["load_mode"] == AT_OBJECTIVE)
         if "traffic_rps" not in ss:
             ss["traffic_rps"] = DEFAULT_TRAFFIC_REQUESTS_PER_S
-        st.number_input("Traffic target (requests/s, all replicas)", *_bounds("traffic_rps"), format="%.3f",
-                        key="traffic_rps", help="the fleet the Plan and Compare views size for this traffic within "
-                                                "the objective, as the sizing page does")
+        st.number_input(
+            "Traffic target (requests/s, all replicas)",
+            *_bounds("traffic_rps"),
+            format="%.3f", key="traffic_rps",
+            help="the fleet the Plan and Compare views size for this traffic within "
+            "the objective, as the sizing page does",
+        )
+
+
+def _traffic_shape_inputs(sb: Any) -> None:
     with sb.expander("Traffic shape and scheduler"):
         st.number_input("Arrival CV (1 = Poisson)", *_bounds("arrival_cv"), step=0.1, key="arrival_cv")
         st.number_input("Prompt length CV", *_bounds("prompt_len_cv"), step=0.1, key="prompt_len_cv")
         st.number_input("Output length CV", *_bounds("output_len_cv"), step=0.1, key="output_len_cv")
-        st.number_input("Prefix-cache hit fraction", *_bounds("prefix_cache_hit"), step=0.05, key="prefix_cache_hit")
+        st.number_input(
+            "Prefix-cache hit fraction", *_bounds("prefix_cache_hit"), step=0.05, key="prefix_cache_hit"
+        )
         st.number_input("max_num_batched_tokens", *_bounds("max_num_batched_tokens"), step=1024,
                         key="max_num_batched_tokens", help="the chunked-prefill token budget per iteration")
+
+
+def _engine_inputs(sb: Any, ss: Any) -> None:
+    """Memory use, the engine and its release, efficiency and the GPU price."""
     with sb.expander("Memory, engine and price"):
-        st.number_input("Memory utilization", *_bounds("utilization"), step=0.01, format="%.3f", key="utilization",
-                  help="fraction of GPU memory the engine may use (vLLM gpu_memory_utilization)")
+        st.number_input(
+            "Memory utilization",
+            *_bounds("utilization"),
+            step=0.01, format="%.3f", key="utilization",
+            help="fraction of GPU memory the engine may use (vLLM gpu_memory_utilization)",
+        )
         st.checkbox("Model the engine's overheads (activations, NCCL, CUDA graphs)", key="reserve_auto",
                     help="off: one fixed reserve per GPU instead (memory.reserve_gb)")
         if not ss["reserve_auto"]:
@@ -473,16 +557,39 @@ def render_sidebar() -> None:
                      help="whose memory rules and step-time profile the plan follows")
         st.checkbox("Eager mode (no CUDA graphs)", key="enforce_eager", help="vLLM --enforce-eager")
         if ss.get("engine", "vllm") == "vllm":
-            st.selectbox("vLLM release", with_current(VLLM_RELEASES, ss.get("vllm_version")), key="vllm_version",
-                         format_func=lambda v: v or f"latest rules ({VLLM_RULES_VERSION})",
-                         help="whose start-up memory rules to follow: the profiling run's sampler, "
-                              "the CUDA-graph pool (0.21+), non-torch memory")
+            st.selectbox(
+                "vLLM release", with_current(VLLM_RELEASES, ss.get("vllm_version")), key="vllm_version",
+                format_func=lambda v: v or f"latest rules ({VLLM_RULES_VERSION})",
+                help="whose start-up memory rules to follow: the profiling run's sampler, "
+                "the CUDA-graph pool (0.21+), non-torch memory",
+            )
         st.radio("Engine efficiency", ["default", "ideal"], key="efficiency", horizontal=True,
                  help="default: an optimized engine (calibrated); ideal: the pure roofline")
-        st.number_input("$ per GPU-hour", *_bounds("price"), step=0.1, format="%.3f", key="price", on_change=_on_price_change)
+        st.number_input(
+            "$ per GPU-hour",
+            *_bounds("price"),
+            step=0.1, format="%.3f", key="price", on_change=_on_price_change,
+        )
+
+
+def _speculative_inputs(sb: Any, ss: Any) -> None:
     with sb.expander("Speculative decoding"):
         st.checkbox("Enable", key="spec_on")
         if ss["spec_on"]:
             st.number_input("Draft tokens k", *_bounds("spec_k"), key="spec_k")
             st.slider("Acceptance p", *_bounds("spec_p"), step=0.01, key="spec_p")
             st.number_input("Draft params (B)", *_bounds("spec_draft_b"), key="spec_draft_b")
+
+
+def render_sidebar() -> None:
+    ss = st.session_state
+    presets = load_presets()
+    sb = st.sidebar
+    sb.header("Scenario")
+    _model_inputs(sb, ss, presets)
+    _gpu_inputs(sb, ss)
+    _layout_inputs(sb, ss, presets)
+    _operating_point_inputs(sb, ss)
+    _traffic_shape_inputs(sb)
+    _engine_inputs(sb, ss)
+    _speculative_inputs(sb, ss)

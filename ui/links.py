@@ -22,8 +22,10 @@ DEFAULT_SCENARIO: dict[str, Any] = {
     "load": {"at_goodput": True, "slo": DEFAULT_OBJECTIVE.model_dump(exclude_none=True)},
 }
 
-INT_FIELDS = ("tp", "context_len", "prompt_len", "output_len", "batch", "pp", "ep", "max_model_len", "block_size",
-              "max_num_seqs")
+INT_FIELDS = (
+    "tp", "context_len", "prompt_len", "output_len", "batch", "pp", "ep", "max_model_len", "block_size",
+    "max_num_seqs",
+)
 FLOAT_FIELDS = ("usd_per_gpu_hour", "memory.utilization", "memory.reserve_gb")
 STR_FIELDS = ("weights", "kv_cache", "compute", "engine", "vllm_version", "vllm_sampler")
 BOOL_FIELDS = ("enforce_eager",)
@@ -193,7 +195,9 @@ def comparison_from_query(raw: str) -> tuple[list[dict[str, Any]], list[tuple[st
         problems.append((COMPARE_PARAM, f"holds {len(pins)} pins; only the first {MAX_PINS} are loaded"))
     for i, pin in enumerate(pins[:MAX_PINS]):
         if not isinstance(pin, dict):
-            problems.append((f"{COMPARE_PARAM}[{i}]", "must be a JSON object (a scenario); that pin is skipped"))
+            problems.append(
+                (f"{COMPARE_PARAM}[{i}]", "must be a JSON object (a scenario); that pin is skipped")
+            )
             continue
         try:
             _check(pin)

@@ -53,10 +53,14 @@ def _load(changes: dict[str, Any], scenario: dict[str, Any]) -> None:
 def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
     """Does not fit: say why, then what would, each one click away."""
     m = p.memory
-    context = scenario.get("context_len") or int(scenario.get("prompt_len", 1024)) + int(scenario.get("output_len", 256))
-    st.error(f"The weights ({figures.gib(m.weights_gb_per_gpu)} per GPU) and one {context:,}-token "
-             f"sequence do not fit in {figures.gib(m.usable_gb_per_gpu - m.reserve_gb)} usable per GPU, so there is no "
-             "latency, throughput or cost to show.")
+    context = scenario.get("context_len") or int(scenario.get("prompt_len", 1024)) + int(
+        scenario.get("output_len", 256)
+    )
+    st.error(
+        f"The weights ({figures.gib(m.weights_gb_per_gpu)} per GPU) and one {context:,}-token "
+        f"sequence do not fit in {figures.gib(m.usable_after_reserve_gb)} usable per GPU, so there is no "
+        "latency, throughput or cost to show."
+    )
     alt = p.fit_alternatives  # the plan's own answer (planner.contract.planning), laid out here
     catalog = load_catalog()
     st.markdown("**What would fit**")
@@ -76,8 +80,11 @@ def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
         st.caption(f"Precisions that fit at TP {p.tp} (weights/KV):" if precisions
                    else f"No weight/KV precision fits at TP {p.tp}.")
         for choice in precisions[:6]:
-            st.button(f"{choice.weights} weights, {choice.kv_cache} KV", key=f"fit_prec_{choice.weights}_{choice.kv_cache}",
-                      on_click=_load, args=({"weights": choice.weights, "kv_cache": choice.kv_cache}, scenario))
+            st.button(
+                f"{choice.weights} weights, {choice.kv_cache} KV",
+                key=f"fit_prec_{choice.weights}_{choice.kv_cache}", on_click=_load,
+                args=({"weights": choice.weights, "kv_cache": choice.kv_cache}, scenario),
+            )
     gpus = sorted(alt.gpus if alt is not None else [], key=lambda c: c.tp)
     with cols[2]:
         st.caption("Catalog GPUs where it fits:" if gpus else "No catalog GPU holds it at this precision.")
@@ -87,13 +94,16 @@ def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
                       args=({"gpu": choice.gpu, "tp": choice.tp}, scenario))
 
 
-WATERFALL_LABELS = {"device_total": "device total (as the framework sees it)", "framework_total": "framework total",
-                    "utilization_cap": "x gpu_memory_utilization = the engine's cap", "weights": "- weights as loaded",
-                    "rotary_tables": "- rotary cos/sin tables (logged with the weights)",
-                    "allocator_rounding": "- allocator rounding of the weight tensors (logged with the weights)",
-                    "activation_peak": "- activation peak of the profiling run", "non_torch": "- non-torch (NCCL, CUDA context)",
-                    "cuda_graphs": "- CUDA-graph pool", "reserve_override": "- reserve (memory.reserve_gb override)",
-                    "kv_cache": "= KV cache", "kv_shortfall": "shortfall: the terms above exceed the cap by"}
+WATERFALL_LABELS = {
+    "device_total": "device total (as the framework sees it)", "framework_total": "framework total",
+    "utilization_cap": "x gpu_memory_utilization = the engine's cap", "weights": "- weights as loaded",
+    "rotary_tables": "- rotary cos/sin tables (logged with the weights)",
+    "allocator_rounding": "- allocator rounding of the weight tensors (logged with the weights)",
+    "activation_peak": "- activation peak of the profiling run",
+    "non_torch": "- non-torch (NCCL, CUDA context)", "cuda_graphs": "- CUDA-graph pool",
+    "reserve_override": "- reserve (memory.reserve_gb override)", "kv_cache": "= KV cache",
+    "kv_shortfall": "shortfall: the terms above exceed the cap by",
+}
 
 
 def engine_memory(p: Plan) -> None:
@@ -108,17 +118,26 @@ def engine_memory(p: Plan) -> None:
     with st.expander("Memory waterfall, term by term (GiB per GPU)"):
         rows = [(WATERFALL_LABELS.get(k, k), v) for k, v in (m.waterfall_gib or {}).items() if v is not None]
         frame = pd.DataFrame({"GiB": [v for _, v in rows]}, index=[k for k, _ in rows])
-        st.dataframe(frame, width="stretch", column_config={"GiB": st.column_config.NumberColumn(format="%.2f")})
+        st.dataframe(
+            frame, width="stretch", column_config={"GiB": st.column_config.NumberColumn(format="%.2f")}
+        )
         if m.max_concurrency is not None and m.max_model_len:
-            st.caption(f"The KV cache holds {m.kv_cache_tokens or 0:,} tokens: {m.max_concurrency:,.1f} sequences of "
-                       f"the full {m.max_model_len:,} tokens ({rules} rules).")
+            st.caption(
+                f"The KV cache holds {m.kv_cache_tokens or 0:,} tokens: {m.max_concurrency:,.1f} sequences "
+                "of "
+                f"the full {m.max_model_len:,} tokens ({rules} rules)."
+            )
         if m.vllm_sampler:
-            st.caption(f"The activation peak is the profiling run's larger step: the forward of "
-                       f"{m.max_num_batched_tokens:,} tokens, or the sampler over {m.max_num_seqs:,} rows of logits "
-                       f"({m.vllm_sampler} top-k/top-p path); lower max_num_seqs to shrink the latter.")
+            st.caption(
+                f"The activation peak is the profiling run's larger step: the forward of "
+                f"{m.max_num_batched_tokens:,} tokens, or the sampler over {m.max_num_seqs:,} rows of logits "
+                f"({m.vllm_sampler} top-k/top-p path); lower max_num_seqs to shrink the latter."
+            )
 
 
-def deploy_and_benchmark(scenario: dict[str, Any], plan_json: dict[str, Any] | None, key: str = "cmd") -> None:
+def deploy_and_benchmark(
+    scenario: dict[str, Any], plan_json: dict[str, Any] | None, key: str = "cmd"
+) -> None:
     """The commands that deploy and benchmark this plan, and a benchmark result set beside it (issue 15).
     Behind toggles: work a reader does not open is not done."""
     from ui.commands_panel import render_bench_upload, render_commands_panel
@@ -126,16 +145,14 @@ def deploy_and_benchmark(scenario: dict[str, Any], plan_json: dict[str, Any] | N
     if st.toggle("Deploy and benchmark this plan: engine commands, script, manifest, expected figures",
                  key=f"{key}_show"):
         render_commands_panel(scenario, plan_json, key=key)
-    if st.toggle("Compare with a benchmark you ran (`vllm bench serve --save-result` JSON)", key=f"{key}_bench_show"):
+    if st.toggle(
+        "Compare with a benchmark you ran (`vllm bench serve --save-result` JSON)", key=f"{key}_bench_show"
+    ):
         render_bench_upload(scenario, key=f"{key}_bench")
 
 
-def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError | None, query: str,
-           link_refused: str | None) -> None:
-    if error is not None or result is None:
-        st.error(f"**{plain(getattr(error, 'field', 'scenario'), 80)}**: {plain(getattr(error, 'reason', error))}")
-        st.caption("Fix that input; the rest of the scenario is kept.")
-        return
+def _headline(scenario: dict[str, Any], result: Plan) -> None:
+    """What is planned (model, GPUs, precisions, efficiency) and the button that pins it."""
     top = st.columns([3, 1])
     params = f"{result.model.total_params / 1e9:,.1f}B params"
     if result.model.active_params < result.model.total_params:
@@ -143,12 +160,54 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
     # preset and catalog names are ours; a custom model's or GPU's name is user text (a code span)
     model = result.model.name if isinstance(scenario["model"], str) else plain(result.model.name, 120)
     gpu = result.gpu if isinstance(scenario["gpu"], str) else plain(result.gpu, 120)
-    top[0].markdown(f"**{model}** ({params}) on **{result.tp} x {gpu}** · "
-                    f"{scenario['weights']} weights · {scenario['kv_cache']} KV · efficiency {plain(result.efficiency)}"
-                    + (f" · calibration {plain(result.calibration)}" if result.calibration else ""))
+    top[0].markdown(
+        f"**{model}** ({params}) on **{result.tp} x {gpu}** · "
+        f"{scenario['weights']} weights · {scenario['kv_cache']} KV · efficiency {plain(result.efficiency)}"
+        + (f" · calibration {plain(result.calibration)}" if result.calibration else "")
+    )
     if top[1].button("Pin for comparison", key="pin_plan"):
         st.session_state.setdefault("pins", []).append(scenario)
         st.rerun()
+
+
+def _share_box(query: str, link_refused: str | None) -> None:
+    with st.expander("Share this scenario"):
+        if link_refused:
+            st.warning(f"This scenario's link {link_refused}: the address bar keeps the last shorter one. "
+                       "Download the scenario JSON below to share it.")
+        else:
+            st.code("?" + query, language=None)
+            st.caption("Copy this query string after the app's address (the address bar already holds it).")
+
+
+def _time_breakdown(scenario: dict[str, Any], result: Plan) -> None:
+    with st.expander("Where the time goes (ms)"):
+        lat = result.latency
+        keys = list(dict.fromkeys([*lat.decode_breakdown_ms, *lat.prefill_breakdown_ms]))
+        frame = pd.DataFrame(
+            {
+                f"one decode step at batch {lat.batch:,}": [
+                    lat.decode_breakdown_ms.get(k, 0.0) for k in keys
+                ],
+                f"prefill of {scenario.get('prompt_len', '')} tokens": [
+                    lat.prefill_breakdown_ms.get(k, 0.0) for k in keys
+                ],
+            },
+            index=[figures.breakdown_label(k) for k in keys],
+        )
+        st.dataframe(frame, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
+                                                            for c in frame.columns})
+
+
+def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError | None, query: str,
+           link_refused: str | None) -> None:
+    if error is not None or result is None:
+        st.error(
+            f"**{plain(getattr(error, 'field', 'scenario'), 80)}**: {plain(getattr(error, 'reason', error))}"
+        )
+        st.caption("Fix that input; the rest of the scenario is kept.")
+        return
+    _headline(scenario, result)
     fleet, traffic = None, None
     slo = figures.objective_of(scenario)
     if result.memory.fits and slo is not None and (slo.ttft_ms is not None or slo.itl_ms is not None):
@@ -157,13 +216,7 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
     figures.render(result, scenario, fleet, traffic)
     if not result.memory.fits:
         _what_would_fit(result, scenario)
-    with st.expander("Share this scenario"):
-        if link_refused:
-            st.warning(f"This scenario's link {link_refused}: the address bar keeps the last shorter one. "
-                       "Download the scenario JSON below to share it.")
-        else:
-            st.code("?" + query, language=None)
-            st.caption("Copy this query string after the app's address (the address bar already holds it).")
+    _share_box(query, link_refused)
     specs = _chart_specs(json.dumps(scenario, sort_keys=True))
     if specs.get("frontier"):
         charts.show(specs["frontier"])
@@ -184,15 +237,7 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
     charts.show(specs["itl"], c1)
     charts.show(specs["tokens"], c2)
     charts.show(specs["cost"])
-    with st.expander("Where the time goes (ms)"):
-        lat = result.latency
-        keys = list(dict.fromkeys([*lat.decode_breakdown_ms, *lat.prefill_breakdown_ms]))
-        frame = pd.DataFrame({f"one decode step at batch {lat.batch:,}": [lat.decode_breakdown_ms.get(k, 0.0) for k in keys],
-                              f"prefill of {scenario.get('prompt_len', '')} tokens": [
-                                  lat.prefill_breakdown_ms.get(k, 0.0) for k in keys]},
-                             index=[figures.breakdown_label(k) for k in keys])
-        st.dataframe(frame, width="stretch", column_config={c: st.column_config.NumberColumn(format="%.2f")
-                                                            for c in frame.columns})
+    _time_breakdown(scenario, result)
     plan_json = clean_json(result.model_dump())
     deploy_and_benchmark(scenario, plan_json)
     exports.render(scenario, plan_json, None)

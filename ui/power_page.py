@@ -35,8 +35,10 @@ def _power_of_plan(result: Plan | None) -> None:
     cols[2].metric("Joules per output token", f"{e.joules_per_output_token or 0:.3f} J")
     cols[3].metric("Output tokens/s per MW", f"{(e.output_tokens_per_s_per_provisioned_mw or 0) / 1e6:.3f} M")
     cols[4].metric("Energy $ per M output tokens", f"${e.energy_usd_per_million_output_tokens or 0:.4f}")
-    st.caption(f"Utilization {e.utilization or 0:.0%} of peak on the binding resource; {e.power_model}. "
-               f"Electricity ${e.electricity_usd_per_kwh:g}/kWh (scenario `economics.electricity_usd_per_kwh`).")
+    st.caption(
+        f"Utilization {e.utilization or 0:.0%} of peak on the binding resource; {e.power_model}. "
+        f"Electricity ${e.electricity_usd_per_kwh:g}/kWh (scenario `economics.electricity_usd_per_kwh`)."
+    )
 
 
 def _common(prefix: str, catalog: dict[str, Any], gpus: list[str]) -> dict[str, Any]:
@@ -44,8 +46,12 @@ def _common(prefix: str, catalog: dict[str, Any], gpus: list[str]) -> dict[str, 
     c = st.columns(4)
     model = c[0].selectbox("Model", models, index=models.index("llama-3.1-8b"), key=f"{prefix}_model")
     rps = c[1].number_input("Requests/s", min_value=0.001, max_value=1e6, value=20.0, key=f"{prefix}_rps")
-    ttft = c[2].number_input("TTFT objective (ms)", min_value=1.0, max_value=1e6, value=3000.0, key=f"{prefix}_ttft")
-    itl = c[3].number_input("ITL objective (ms)", min_value=0.1, max_value=1e5, value=50.0, key=f"{prefix}_itl")
+    ttft = c[2].number_input(
+        "TTFT objective (ms)", min_value=1.0, max_value=1e6, value=3000.0, key=f"{prefix}_ttft"
+    )
+    itl = c[3].number_input(
+        "ITL objective (ms)", min_value=0.1, max_value=1e5, value=50.0, key=f"{prefix}_itl"
+    )
     chosen = st.multiselect("GPUs", list(catalog), default=gpus, key=f"{prefix}_gpus")
     return {"model": model, "rps": float(rps), "slo": {"ttft_ms": float(ttft), "itl_ms": float(itl)},
             "gpus": chosen or gpus}
@@ -64,7 +70,9 @@ def _run(fn: Any, request: dict[str, Any], key: str) -> None:
 def _power_sizing(catalog: dict[str, Any]) -> None:
     common = _common("pw", catalog, ["h100-sxm", "h200", "b200"])
     c = st.columns(4)
-    prompt = c[0].number_input("Prompt tokens", min_value=1, max_value=10_000_000, value=2000, key="pw_prompt")
+    prompt = c[0].number_input(
+        "Prompt tokens", min_value=1, max_value=10_000_000, value=2000, key="pw_prompt"
+    )
     output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, value=500, key="pw_output")
     objective = c[2].selectbox("Objective", ["min_mw", "max_goodput"], key="pw_objective",
                                format_func=lambda o: {"min_mw": "Fewest MW for this traffic",
@@ -119,11 +127,25 @@ def _mixed_fleet(catalog: dict[str, Any]) -> None:
         return
     for name in ("mixed", "best_single"):
         r = result[name]
-        st.markdown(f"**{'Cheapest mix' if name == 'mixed' else 'Best single type'}**: "
-                    f"${r['usd_per_hour']:,.2f}/hour, ${r['usd_per_million_output_tokens']:.3f} per M output tokens")
-        st.dataframe(pd.DataFrame([{k: p[k] for k in ("gpu", "tp", "weights", "kv_cache", "replicas", "gpus_total",
-                                                       "requests_per_s", "usd_per_hour")} for p in r["pools"]]),
-                     hide_index=True)
+        st.markdown(
+            f"**{'Cheapest mix' if name == 'mixed' else 'Best single type'}**: "
+            f"${r['usd_per_hour']:,.2f}/hour, ${r['usd_per_million_output_tokens']:.3f} per M output tokens"
+        )
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        k: p[k]
+                        for k in (
+                            "gpu", "tp", "weights", "kv_cache", "replicas", "gpus_total", "requests_per_s",
+                            "usd_per_hour",
+                        )
+                    }
+                    for p in r["pools"]
+                ]
+            ),
+            hide_index=True,
+        )
     route = result["mixed"]["route"]
     st.caption(f"Routing: {route['rule'] if route else 'one pool serves every length'}; saving vs the best "
                f"single type {result['saving'] or 0:.1%}.")
@@ -132,7 +154,9 @@ def _mixed_fleet(catalog: dict[str, Any]) -> None:
 def _context_tiers(catalog: dict[str, Any]) -> None:
     common = _common("ct", catalog, ["h100-sxm", "h200"])
     c = st.columns(3)
-    prompt = c[0].number_input("Prompt tokens", min_value=1, max_value=10_000_000, value=2000, key="ct_prompt")
+    prompt = c[0].number_input(
+        "Prompt tokens", min_value=1, max_value=10_000_000, value=2000, key="ct_prompt"
+    )
     output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, value=500, key="ct_output")
     tiers = c[2].multiselect("Maximum contexts", [8192, 32768, 65536, 131072, 262144, 1000000],
                              default=[32768, 131072, 1000000], key="ct_tiers")
@@ -145,13 +169,27 @@ def _context_tiers(catalog: dict[str, Any]) -> None:
     result = st.session_state.get("ct_result")
     if result is None:
         return
-    st.dataframe(pd.DataFrame([{
-        "max context": t["context_len"], "GPUs": t["gpus_total"], "$/hour": t["usd_per_hour"],
-        "$ per M output tokens": t["usd_per_million_output_tokens"], "max batch": t.get("max_batch"),
-        "KV GB per sequence per GPU": t.get("kv_gb_per_sequence_per_gpu"),
-        "option": (f"{t['option']['gpu']} tp{t['option']['tp']} {t['option']['weights']}/{t['option']['kv_cache']}"
-                   if t["option"] else t.get("reason")),
-        "x shortest": t["usd_vs_shortest"]} for t in result["tiers"]]), hide_index=True)
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "max context": t["context_len"], "GPUs": t["gpus_total"], "$/hour": t["usd_per_hour"],
+                    "$ per M output tokens": t["usd_per_million_output_tokens"],
+                    "max batch": t.get("max_batch"),
+                    "KV GB per sequence per GPU": t.get("kv_gb_per_sequence_per_gpu"),
+                    "option": (
+                        f"{t['option']['gpu']} tp{t['option']['tp']} "
+                        f"{t['option']['weights']}/{t['option']['kv_cache']}"
+                        if t["option"]
+                        else t.get("reason")
+                    ),
+                    "x shortest": t["usd_vs_shortest"],
+                }
+                for t in result["tiers"]
+            ]
+        ),
+        hide_index=True,
+    )
 
 
 def render(catalog: dict[str, Any], result: Plan | None) -> None:

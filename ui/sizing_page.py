@@ -37,17 +37,24 @@ def _request_from_widgets(catalog) -> dict[str, Any]:
     req: dict[str, Any] = {k: v for k, v in base.items() if k not in _FORM_KEYS}
     model = base.get("model") if ss["sz_model"] == LINK_MODEL else ss["sz_model"]
     custom_gpus = [g for g in (base.get("gpus") or []) if isinstance(g, dict)]
-    req.update({
-        "model": model,
-        "traffic": {"requests_per_s": float(ss["sz_rps"]), "prompt_len": int(ss["sz_prompt"]),
-                    "output_len": int(ss["sz_output"])},
-        "slo": {"ttft_ms": float(ss["sz_ttft"]), "itl_ms": float(ss["sz_itl"]), "percentile": int(ss["sz_pct"])},
-        "gpus": (list(ss["sz_gpus"]) or ([] if custom_gpus else list(catalog))) + custom_gpus,
-        "tp": list(ss["sz_tp"]) or DEFAULT_TP,
-        "weights": list(ss["sz_weights"]) or DEFAULT_WEIGHTS, "kv_cache": list(ss["sz_kv"]) or DEFAULT_KV,
-        "cost_mode": ss["sz_cost_mode"],
-    })
-    # serving modes (planner.serving.serving_modes): disaggregated prefill/decode fleets, PP and EP for their pools
+    req.update(
+        {
+            "model": model,
+            "traffic": {
+                "requests_per_s": float(ss["sz_rps"]), "prompt_len": int(ss["sz_prompt"]),
+                "output_len": int(ss["sz_output"]),
+            },
+            "slo": {
+                "ttft_ms": float(ss["sz_ttft"]), "itl_ms": float(ss["sz_itl"]),
+                "percentile": int(ss["sz_pct"]),
+            },
+            "gpus": (list(ss["sz_gpus"]) or ([] if custom_gpus else list(catalog))) + custom_gpus,
+            "tp": list(ss["sz_tp"]) or DEFAULT_TP, "weights": list(ss["sz_weights"]) or DEFAULT_WEIGHTS,
+            "kv_cache": list(ss["sz_kv"]) or DEFAULT_KV, "cost_mode": ss["sz_cost_mode"],
+        }
+    )
+    # serving modes (planner.serving.serving_modes): disaggregated
+    # prefill/decode fleets, PP and EP for their pools
     if ss.get("sz_disagg"):
         req["disaggregation"] = True
     if list(ss.get("sz_pp") or [1]) != [1]:
@@ -55,9 +62,11 @@ def _request_from_widgets(catalog) -> dict[str, Any]:
     if list(ss.get("sz_ep") or [1]) != [1]:
         req["ep"] = list(ss["sz_ep"])
     if ss["sz_cost_mode"] == "own":
-        req["ownership"] = {**(base.get("ownership") or {}),
-                            "amortization_years": float(ss["sz_years"]), "power_usd_per_kwh": float(ss["sz_kwh"]),
-                            "pue": float(ss["sz_pue"]), "hosting_usd_per_gpu_month": float(ss["sz_hosting"])}
+        req["ownership"] = {
+            **(base.get("ownership") or {}),
+            "amortization_years": float(ss["sz_years"]), "power_usd_per_kwh": float(ss["sz_kwh"]),
+            "pue": float(ss["sz_pue"]), "hosting_usd_per_gpu_month": float(ss["sz_hosting"]),
+        }
     return req
 
 
@@ -123,17 +132,21 @@ def _cached_size(request_json: str) -> dict[str, Any]:
 # are shown, in this order. The option's `itl_ms` and `itl_ms_under_load` are one figure (ITL at the
 # objective's percentile at the rate each replica runs), so the table shows it once.
 COLUMNS: dict[str, tuple[str, str | None]] = {
-    "mode": ("mode", None), "gpu_name": ("GPU", None), "validated": ("validated GPU", None), "tp": ("TP", "%d"),
-    "weights": ("weights", None), "kv_cache": ("KV cache", None),
+    "mode": ("mode", None), "gpu_name": ("GPU", None), "validated": ("validated GPU", None),
+    "tp": ("TP", "%d"), "weights": ("weights", None), "kv_cache": ("KV cache", None),
     "batch": ("batch", "%d"), "replicas": ("replicas", "%d"), "gpus_total": ("GPUs", "%d"),
-    "usd_per_hour": ("fleet $/hour", "$%.2f"), "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"),
-    "ttft_ms": ("TTFT p{pct} (ms)", "%.0f"), "itl_ms": ("ITL p{pct} (ms)", "%.1f"),
-    "prefill_workers": ("prefill workers", "%d"), "decode_workers": ("decode workers", "%d"),
-    "output_tokens_per_s": ("output tokens/s per replica", "%.0f"),
-    "pareto": ("Pareto", None),
+    "usd_per_hour": ("fleet $/hour", "$%.2f"),
+    "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"), "ttft_ms": ("TTFT p{pct} (ms)", "%.0f"),
+    "itl_ms": ("ITL p{pct} (ms)", "%.1f"), "prefill_workers": ("prefill workers", "%d"),
+    "decode_workers": ("decode workers", "%d"),
+    "output_tokens_per_s": ("output tokens/s per replica", "%.0f"), "pareto": ("Pareto", None),
 }
-ALWAYS_SHOWN = ("gpu_name", "gpus_total", "ttft_ms", "itl_ms", "usd_per_hour", "usd_per_million_output_tokens")
-_PY_FORMATS = {"%d": "{:,.0f}", "%.0f": "{:,.0f}", "%.1f": "{:,.1f}", "$%.2f": "${:,.2f}", "$%.3f": "${:,.3f}"}
+ALWAYS_SHOWN = (
+    "gpu_name", "gpus_total", "ttft_ms", "itl_ms", "usd_per_hour", "usd_per_million_output_tokens",
+)
+_PY_FORMATS = {
+    "%d": "{:,.0f}", "%.0f": "{:,.0f}", "%.1f": "{:,.1f}", "$%.2f": "${:,.2f}", "$%.3f": "${:,.3f}",
+}
 
 
 def _cell(value: Any, fmt: str | None) -> str:
@@ -176,8 +189,10 @@ def options_table(options: list[dict[str, Any]], catalog) -> tuple[pd.DataFrame,
     for k in shown:
         header, fmt = COLUMNS[k][0].format(pct=pct), COLUMNS[k][1]
         col = frame[k]
-        numeric = fmt is not None and col.map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-                                              and v == v).all()
+        numeric = (
+            fmt is not None
+            and col.map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v == v).all()
+        )
         if numeric:
             out[header] = col.to_numpy()
             config[header] = st.column_config.NumberColumn(format=fmt)
@@ -207,34 +222,62 @@ def _gpu_label(o: dict[str, Any], catalog) -> str:
 def scatter(options: list[dict[str, Any]], itl_objective_ms: float, catalog) -> dict[str, Any]:
     """Fleet $/hour against the ITL the objective is checked against (at its percentile, under load)."""
     pct = options[0].get("percentile", 90) if options else 90
-    rows = [{"option": i + 1, "gpu": _gpu_label(o, catalog), "mode": o.get("mode") or "aggregated",
-             "tp": o.get("tp"), "precision": f"{o.get('weights', o.get('decode', {}).get('weights'))}/"
-                                              f"{o.get('kv_cache', o.get('decode', {}).get('kv_cache'))}",
-             "replicas": o.get("replicas"), "usd_per_hour": round(float(o["usd_per_hour"]), 4),
-             "itl_ms": round(float(o["itl_ms"]), 3),
-             "frontier": "Pareto frontier" if o.get("pareto") else "dominated"} for i, o in enumerate(options)]
+    rows = [
+        {
+            "option": i + 1, "gpu": _gpu_label(o, catalog), "mode": o.get("mode") or "aggregated",
+            "tp": o.get("tp"),
+            "precision": f"{o.get('weights', o.get('decode', {}).get('weights'))}/"
+            f"{o.get('kv_cache', o.get('decode', {}).get('kv_cache'))}", "replicas": o.get("replicas"),
+            "usd_per_hour": round(float(o["usd_per_hour"]), 4), "itl_ms": round(float(o["itl_ms"]), 3),
+            "frontier": "Pareto frontier" if o.get("pareto") else "dominated",
+        }
+        for i, o in enumerate(options)
+    ]
     itls = [r["itl_ms"] for r in rows] + [itl_objective_ms]
     costs = [r["usd_per_hour"] for r in rows]
     spec = charts._base(f"Fleet cost vs ITL p{pct} at the traffic each option serves", 320)
     y_top = max(itls) * 1.08
     spec["layer"] = [
-        {"data": {"values": rows}, "mark": {"type": "circle", "size": 70, "opacity": 0.85},
-         "encoding": {"x": charts._log_axis("usd_per_hour", "fleet $ per hour", costs, fmt="$,~s"),
-                      "y": {"field": "itl_ms", "type": "quantitative", "title": f"ITL p{pct} (ms)",
-                            "scale": {"domain": [0, y_top], "nice": False}},
-                      "color": {"field": "frontier", "type": "nominal", "title": None,
-                                "scale": {"domain": ["Pareto frontier", "dominated"], "range": ["#d62728", "#9ecae1"]},
-                                "legend": {"orient": "bottom"}},
-                      "shape": {"field": "mode", "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
-                      "tooltip": [{"field": "option"}, {"field": "mode"}, {"field": "gpu"}, {"field": "tp"}, {"field": "precision"},
-                                  {"field": "replicas"}, {"field": "usd_per_hour", "format": "$,.2f", "title": "$/hour"},
-                                  {"field": "itl_ms", "format": ",.1f", "title": f"ITL p{pct} (ms)"}]}},
-        {"data": {"values": [{"itl": itl_objective_ms, "label": f"ITL p{pct} objective {itl_objective_ms:g} ms"}]},
-         "mark": {"type": "rule", "color": "#d62728", "strokeDash": [6, 3]},
-         "encoding": {"y": {"field": "itl", "type": "quantitative"}, "tooltip": [{"field": "label"}]}},
-        {"data": {"values": [{"itl": itl_objective_ms, "label": f"ITL p{pct} objective {itl_objective_ms:g} ms"}]},
-         "mark": {"type": "text", "align": "left", "x": 4, "dy": -7, "color": "#d62728"},
-         "encoding": {"y": {"field": "itl", "type": "quantitative"}, "text": {"field": "label"}}},
+        {
+            "data": {"values": rows}, "mark": {"type": "circle", "size": 70, "opacity": 0.85},
+            "encoding": {
+                "x": charts._log_axis("usd_per_hour", "fleet $ per hour", costs, fmt="$,~s"),
+                "y": {
+                    "field": "itl_ms", "type": "quantitative", "title": f"ITL p{pct} (ms)",
+                    "scale": {"domain": [0, y_top], "nice": False},
+                },
+                "color": {
+                    "field": "frontier", "type": "nominal", "title": None,
+                    "scale": {"domain": ["Pareto frontier", "dominated"], "range": ["#d62728", "#9ecae1"]},
+                    "legend": {"orient": "bottom"},
+                },
+                "shape": {"field": "mode", "type": "nominal", "title": None, "legend": {"orient": "bottom"}},
+                "tooltip": [
+                    {"field": "option"}, {"field": "mode"}, {"field": "gpu"}, {"field": "tp"},
+                    {"field": "precision"}, {"field": "replicas"},
+                    {"field": "usd_per_hour", "format": "$,.2f", "title": "$/hour"},
+                    {"field": "itl_ms", "format": ",.1f", "title": f"ITL p{pct} (ms)"},
+                ],
+            },
+        },
+        {
+            "data": {
+                "values": [
+                    {"itl": itl_objective_ms, "label": f"ITL p{pct} objective {itl_objective_ms:g} ms"}
+                ]
+            },
+            "mark": {"type": "rule", "color": "#d62728", "strokeDash": [6, 3]},
+            "encoding": {"y": {"field": "itl", "type": "quantitative"}, "tooltip": [{"field": "label"}]},
+        },
+        {
+            "data": {
+                "values": [
+                    {"itl": itl_objective_ms, "label": f"ITL p{pct} objective {itl_objective_ms:g} ms"}
+                ]
+            },
+            "mark": {"type": "text", "align": "left", "x": 4, "dy": -7, "color": "#d62728"},
+            "encoding": {"y": {"field": "itl", "type": "quantitative"}, "text": {"field": "label"}},
+        },
     ]
     return spec
 
@@ -259,7 +302,11 @@ def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog,
     slo = request["slo"]
 
     def gpu(p: dict[str, Any]) -> str:  # a catalog name as is; a custom GPU's name is user text
-        return catalog[p["gpu"]].name if isinstance(p["gpu"], str) and p["gpu"] in catalog else plain(str(p["gpu"]), 80)
+        return (
+            catalog[p["gpu"]].name
+            if isinstance(p["gpu"], str) and p["gpu"] in catalog
+            else plain(str(p["gpu"]), 80)
+        )
 
     def layout(p: dict[str, Any]) -> str:
         parts = [f"TP {p['tp']}"] + [f"{k.upper()} {p[k]}" for k in ("pp", "ep") if p.get(k, 1) > 1]
@@ -269,8 +316,10 @@ def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog,
         return f"{n:,} {one if n == 1 else many}"
 
     with st.container(border=True):
-        st.markdown(f"**Option {number}: disaggregated fleet, {count(int(option['gpus_total']), 'GPU', 'GPUs')}, "
-                    f"\\${option['usd_per_hour']:,.2f}/hour**")
+        st.markdown(
+            f"**Option {number}: disaggregated fleet, {count(int(option['gpus_total']), 'GPU', 'GPUs')}, "
+            f"\\${option['usd_per_hour']:,.2f}/hour**"
+        )
         c1, c2, c3 = st.columns(3)
         with c1:
             st.markdown("**Prefill pool**")
@@ -299,14 +348,8 @@ def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog,
                   _met(option.get("itl_ms"), float(slo["itl_ms"])), delta_color="off", delta_arrow="off")
 
 
-def render(catalog) -> None:
-    _init(catalog)
-    ss = st.session_state
-    presets = load_presets()
-    if ss.get("sz_link_problem"):
-        st.warning(f"Link parameter `size`: {plain(ss['sz_link_problem'])}; using the default search")
-    st.radio("Cost", ["rent", "own"], key="sz_cost_mode", horizontal=True,
-             help="rent: catalog $/GPU-hour; own: capex amortized + power + hosting")
+def _request_form(catalog, ss: Any, presets: dict[str, Any]) -> bool:
+    """The sizing request's inputs; whether the form was submitted."""
     with st.form("sizing"):
         c1, c2, c3 = st.columns(3)
         base_model = (ss.get("sz_base") or {}).get("model")
@@ -318,28 +361,127 @@ def render(catalog) -> None:
         c2.number_input("Output tokens", 1, 10_000_000, key="sz_output")
         c3.number_input("TTFT objective (ms)", 1.0, 1e7, key="sz_ttft")
         c3.number_input("ITL objective (ms)", 0.1, 1e7, key="sz_itl")
-        c3.selectbox("Objectives hold at", [50, 90, 99], key="sz_pct", format_func=lambda p: f"p{p}",
-                     help="the percentile of TTFT and ITL the objectives bound (p90: 9 requests in 10 within them)")
-        f1, f2 = st.columns(2)
-        f1.multiselect("GPUs (empty: whole catalog)", list(catalog), key="sz_gpus",
-                       format_func=lambda k: catalog[k].name if k in catalog else str(k))
-        # a link may name choices beyond the usual ones (TP 3, fp16): they are offered, not dropped
-        f2.multiselect("TP", _options([1, 2, 4, 8, 16], ss["sz_tp"]), key="sz_tp")
-        f1.multiselect("Weights", _options(list(WEIGHT_PRECISIONS), ss["sz_weights"]), key="sz_weights")
-        f2.multiselect("KV cache", _options(list(KV_PRECISIONS), ss["sz_kv"]), key="sz_kv")
-        m1, m2, m3 = st.columns([2, 1, 1])
-        m1.checkbox("Also search disaggregated fleets (separate prefill and decode workers)", key="sz_disagg",
-                    help="each option then says its mode, and the page says which mode wins and why")
-        m2.multiselect("PP (disaggregated pools)", _options([1, 2, 4, 8], ss["sz_pp"]), key="sz_pp")
-        m3.multiselect("EP (MoE, disaggregated pools)", _options([1, 2, 4, 8, 16], ss["sz_ep"]), key="sz_ep")
-        if ss["sz_cost_mode"] == "own":  # ownership inputs only where they count
-            o1, o2, o3, o4 = st.columns(4)
-            o1.number_input("Amortization (years)", 0.5, 30.0, key="sz_years")
-            o2.number_input("$ per kWh", 0.0, 10.0, key="sz_kwh", format="%.3f")
-            o3.number_input("PUE", 1.0, 5.0, key="sz_pue")
-            o4.number_input("Hosting $/GPU-month", 0.0, 1e6, key="sz_hosting")
-        submitted = st.form_submit_button("Find the cheapest fleet")
-    req = _request_from_widgets(catalog)
+        c3.selectbox(
+            "Objectives hold at", [50, 90, 99], key="sz_pct", format_func=lambda p: f"p{p}",
+            help="the percentile of TTFT and ITL the objectives bound (p90: 9 requests in 10 within them)",
+        )
+        _search_space_inputs(catalog, ss)
+        return st.form_submit_button("Find the cheapest fleet")
+
+
+def _search_space_inputs(catalog, ss: Any) -> None:
+    """GPUs, layouts, precisions, modes and (when owned) the ownership inputs the search covers."""
+    f1, f2 = st.columns(2)
+    f1.multiselect("GPUs (empty: whole catalog)", list(catalog), key="sz_gpus",
+                   format_func=lambda k: catalog[k].name if k in catalog else str(k))
+    # a link may name choices beyond the usual ones (TP 3, fp16): they are offered, not dropped
+    f2.multiselect("TP", _options([1, 2, 4, 8, 16], ss["sz_tp"]), key="sz_tp")
+    f1.multiselect("Weights", _options(list(WEIGHT_PRECISIONS), ss["sz_weights"]), key="sz_weights")
+    f2.multiselect("KV cache", _options(list(KV_PRECISIONS), ss["sz_kv"]), key="sz_kv")
+    m1, m2, m3 = st.columns([2, 1, 1])
+    m1.checkbox("Also search disaggregated fleets (separate prefill and decode workers)", key="sz_disagg",
+                help="each option then says its mode, and the page says which mode wins and why")
+    m2.multiselect("PP (disaggregated pools)", _options([1, 2, 4, 8], ss["sz_pp"]), key="sz_pp")
+    m3.multiselect("EP (MoE, disaggregated pools)", _options([1, 2, 4, 8, 16], ss["sz_ep"]), key="sz_ep")
+    if ss["sz_cost_mode"] == "own":  # ownership inputs only where they count
+        o1, o2, o3, o4 = st.columns(4)
+        o1.number_input("Amortization (years)", 0.5, 30.0, key="sz_years")
+        o2.number_input("$ per kWh", 0.0, 10.0, key="sz_kwh", format="%.3f")
+        o3.number_input("PUE", 1.0, 5.0, key="sz_pue")
+        o4.number_input("Hosting $/GPU-month", 0.0, 1e6, key="sz_hosting")
+
+
+def _summary(result: dict[str, Any], request: dict[str, Any]) -> None:
+    """The objectives, how many configurations were searched and met them, and what the prices are."""
+    slo = request["slo"]
+    pct = int(slo.get("percentile") or 90)
+    st.markdown(
+        f"Objectives: **TTFT p{pct} ≤ {slo['ttft_ms']:,.0f} ms** and **ITL p{pct} ≤ {slo['itl_ms']:,.1f} "
+        "ms**, "
+        f"at {request['traffic']['requests_per_s']:,.3g} requests/s. Searched "
+        f"**{result['searched']:,}** configurations; **{result['feasible']:,}** meet both objectives."
+    )
+    st.caption(
+        "Prices are catalog reference prices, several of them estimates. A GPU not marked validated has "
+        "no measurement behind its efficiency (the fit of measured GPUs is applied to its datasheet "
+        "peaks): check it before buying."
+    )
+
+
+def _verdicts(
+    result: dict[str, Any], options: list[dict[str, Any]], request: dict[str, Any], catalog
+) -> None:
+    """Owning against renting, the winning mode, and whether the options run on validated GPUs."""
+    best = result["options"][0]
+    if (
+        request.get("cost_mode") == "own"
+        and best.get("own_usd_per_gpu_hour")
+        and best.get("rent_usd_per_gpu_hour")
+    ):
+        u = break_even_utilization(best["own_usd_per_gpu_hour"], best["rent_usd_per_gpu_hour"])
+        st.info(
+            f"Cheapest option owned: \\${best['own_usd_per_gpu_hour']:.2f}/GPU-hour vs "
+            f"\\${best['rent_usd_per_gpu_hour']:.2f} "
+            f"rented; owning wins above {u:.0%} utilization."
+        )
+    modes = (result.get("assumptions") or {}).get("modes")
+    if modes:
+        winner = modes.get("winner") or "neither mode"
+        st.info(f"**{winner.capitalize()} wins.** {plain(modes.get('why', ''), 600)}")
+    cheapest = result["options"][0]
+    if not any(o.get("validated") for o in options):
+        st.warning("None of these options runs on a GPU marked validated in the catalog: their efficiency "
+                   "is the measured GPUs' fit applied to datasheet peaks.")
+    elif not cheapest.get("validated"):
+        st.info(
+            f"Cheaper on paper: {_gpu_label(cheapest, catalog)} at \\${cheapest['usd_per_hour']:,.2f}/hour, "
+            "on GPUs the catalog does not mark validated (no measurement behind their efficiency)."
+        )
+
+
+def _open_option(options: list[dict[str, Any]], request: dict[str, Any], catalog) -> None:
+    """Pick an option: open it (or its decode worker) in the planner, or show its commands."""
+    ss = st.session_state
+    n = len(options)
+    pick = st.number_input(f"Open option (1 to {n}) in the planner", 1, n, 1, key="sz_pick")
+    chosen = options[int(pick) - 1]
+    scenario = option_scenario(chosen, request)
+    worker = " (its decode worker)" if chosen.get("mode") == "disaggregated" else ""
+    if chosen.get("mode") == "disaggregated":
+        disaggregated_view(chosen, request, catalog, int(pick))
+    if st.button(f"Open in planner{worker}", key="sz_open"):
+        inputs.queue_scenario(scenario)
+        inputs.queue_updates({"view": "Plan"})
+        st.session_state["sz_opened"] = int(pick)
+        st.rerun()
+    if ss.get("sz_opened") is not None:
+        st.success(f"Option {ss['sz_opened']} is loaded into the sidebar and the Plan view.")
+    if st.toggle(f"Commands to deploy and benchmark option {int(pick)}{worker}", key="sz_cmd_show"):
+        from ui.commands_panel import render_commands_panel
+
+        render_commands_panel(scenario, key="sz_cmd")
+
+
+def _options_view(result: dict[str, Any], request: dict[str, Any], catalog) -> None:
+    """The options, cheapest first (validated GPUs first when asked), their chart and the one opened."""
+    ss = st.session_state
+    options = ordered_options(result["options"], ss.get("sz_validated_first", True))
+    frame, config, shared = options_table(options[:50], catalog)
+    _verdicts(result, options, request, catalog)
+    st.checkbox(
+        "Validated GPUs first", value=True, key="sz_validated_first",
+        help="validated: the catalog's flag, the planner's physics checked on this GPU or its generation",
+    )
+    if shared:
+        # headers and the planner's own values (precisions, counts, modes): no user text here
+        st.caption("Every option: " + "; ".join(shared) + ".")
+    st.dataframe(frame, width="stretch", column_config=config)
+    charts.show(scatter(options, float(request["slo"]["itl_ms"]), catalog))
+    _open_option(options, request, catalog)
+
+
+def _run_search(req: dict[str, Any], submitted: bool) -> None:
+    ss = st.session_state
     if submitted or ss.pop("sz_run", False):
         try:
             with st.spinner("Searching configurations…"):
@@ -350,71 +492,35 @@ def render(catalog) -> None:
         ss["sz_request"] = req
     if ss.get("sz_error"):
         st.error(plain(ss["sz_error"]))
+
+
+def render(catalog) -> None:
+    _init(catalog)
+    ss = st.session_state
+    if ss.get("sz_link_problem"):
+        st.warning(f"Link parameter `size`: {plain(ss['sz_link_problem'])}; using the default search")
+    st.radio("Cost", ["rent", "own"], key="sz_cost_mode", horizontal=True,
+             help="rent: catalog $/GPU-hour; own: capex amortized + power + hosting")
+    submitted = _request_form(catalog, ss, load_presets())
+    _run_search(_request_from_widgets(catalog), submitted)
     result = ss.get("sz_result")
     if not result:
-        st.caption("Each option runs as many replicas as the traffic needs at the serving model's goodput: the "
-                   "highest request rate per replica whose TTFT and ITL at the objective's percentile meet the "
-                   "objectives (continuous batching with chunked prefill, Poisson arrivals). See README, "
-                   "'How sizing works'.")
+        st.caption(
+            "Each option runs as many replicas as the traffic needs at the serving model's goodput: the "
+            "highest request rate per replica whose TTFT and ITL at the objective's percentile meet the "
+            "objectives (continuous batching with chunked prefill, Poisson arrivals). See README, "
+            "'How sizing works'."
+        )
         return
-    link = json.dumps(ss["sz_request"], separators=(",", ":"))
+    request = ss["sz_request"]
+    link = json.dumps(request, separators=(",", ":"))
     if st.query_params.get(SIZE_PARAM) != link:
         st.query_params[SIZE_PARAM] = link
-    slo = ss["sz_request"]["slo"]
-    pct = int(slo.get("percentile") or 90)
-    st.markdown(f"Objectives: **TTFT p{pct} ≤ {slo['ttft_ms']:,.0f} ms** and **ITL p{pct} ≤ {slo['itl_ms']:,.1f} ms**, "
-                f"at {ss['sz_request']['traffic']['requests_per_s']:,.3g} requests/s. Searched "
-                f"**{result['searched']:,}** configurations; **{result['feasible']:,}** meet both objectives.")
-    st.caption("Prices are catalog reference prices, several of them estimates. A GPU not marked validated has "
-               "no measurement behind its efficiency (the fit of measured GPUs is applied to its datasheet "
-               "peaks): check it before buying.")
+    _summary(result, request)
     if not result["options"]:
         st.error("No configuration meets both objectives at this traffic. Reasons by candidate are below.")
     else:
-        best = result["options"][0]
-        if ss["sz_request"].get("cost_mode") == "own" and best.get("own_usd_per_gpu_hour") and best.get("rent_usd_per_gpu_hour"):
-            u = break_even_utilization(best["own_usd_per_gpu_hour"], best["rent_usd_per_gpu_hour"])
-            st.info(f"Cheapest option owned: \\${best['own_usd_per_gpu_hour']:.2f}/GPU-hour vs \\${best['rent_usd_per_gpu_hour']:.2f} "
-                    f"rented; owning wins above {u:.0%} utilization.")
-        modes = (result.get("assumptions") or {}).get("modes")
-        if modes:
-            winner = modes.get("winner") or "neither mode"
-            st.info(f"**{winner.capitalize()} wins.** {plain(modes.get('why', ''), 600)}")
-        options = ordered_options(result["options"], ss.get("sz_validated_first", True))
-        shown_options = options[:50]
-        frame, config, shared = options_table(shown_options, catalog)
-        cheapest = result["options"][0]
-        if not any(o.get("validated") for o in options):
-            st.warning("None of these options runs on a GPU marked validated in the catalog: their efficiency "
-                       "is the measured GPUs' fit applied to datasheet peaks.")
-        elif not cheapest.get("validated"):
-            st.info(f"Cheaper on paper: {_gpu_label(cheapest, catalog)} at \\${cheapest['usd_per_hour']:,.2f}/hour, "
-                    "on GPUs the catalog does not mark validated (no measurement behind their efficiency).")
-        st.checkbox("Validated GPUs first", value=True, key="sz_validated_first",
-                    help="validated: the catalog's flag, the planner's physics checked on this GPU or its generation")
-        if shared:
-            # headers and the planner's own values (precisions, counts, modes): no user text here
-            st.caption("Every option: " + "; ".join(shared) + ".")
-        st.dataframe(frame, width="stretch", column_config=config)
-        charts.show(scatter(options, float(ss["sz_request"]["slo"]["itl_ms"]), catalog))
-        n = len(options)
-        pick = st.number_input(f"Open option (1 to {n}) in the planner", 1, n, 1, key="sz_pick")
-        chosen = options[int(pick) - 1]
-        scenario = option_scenario(chosen, ss["sz_request"])
-        worker = " (its decode worker)" if chosen.get("mode") == "disaggregated" else ""
-        if chosen.get("mode") == "disaggregated":
-            disaggregated_view(chosen, ss["sz_request"], catalog, int(pick))
-        if st.button(f"Open in planner{worker}", key="sz_open"):
-            inputs.queue_scenario(scenario)
-            inputs.queue_updates({"view": "Plan"})
-            st.session_state["sz_opened"] = int(pick)
-            st.rerun()
-        if ss.get("sz_opened") is not None:
-            st.success(f"Option {ss['sz_opened']} is loaded into the sidebar and the Plan view.")
-        if st.toggle(f"Commands to deploy and benchmark option {int(pick)}{worker}", key="sz_cmd_show"):
-            from ui.commands_panel import render_commands_panel
-
-            render_commands_panel(scenario, key="sz_cmd")
+        _options_view(result, request, catalog)
     if result["infeasible"]:
         with st.expander(f"Candidates that could not work ({len(result['infeasible'])})"):
             st.dataframe(pd.DataFrame(result["infeasible"]), width="stretch")

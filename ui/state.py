@@ -38,7 +38,8 @@ def init_from_link() -> None:
 
 
 def current_link_problems(scenario: dict[str, Any]) -> list[tuple[str, str]]:
-    """The link's warnings while the scenario is still the one the link gave; none once the user changed it."""
+    """The link's warnings while the scenario is still the one the link gave; none once the user changed
+    it."""
     ss = st.session_state
     if ss.get("link_problems") and scenario != ss.get("link_scenario"):
         ss["link_problems"] = []

@@ -13,13 +13,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from planner.contract.commands import ExpectedFigure, command_set
+from planner.contract.commands import command_set
+from planner.contract.expected_figures import ExpectedFigure
 from planner.core.errors import ScenarioError
 from planner.physics.calibration import CalibrationProfile
 from planner.scenario.scenario import parse_scenario
 from planner.serving.calibration_fit import VllmBenchResult, parse_bench, profile_from_vllm_bench
 
-MAX_BENCH_KEYS = 10_000  # a saved result has ~50 keys (more with --save-detailed lists); refuse absurd objects
+MAX_BENCH_KEYS = (
+    10_000  # a saved result has ~50 keys (more with --save-detailed lists); refuse absurd objects
+)
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,9 @@ def scenario_at_bench_point(bench: Any, scenario: dict[str, Any]) -> dict[str, A
     if b.max_concurrency:
         point["batch"] = b.max_concurrency
         if isinstance(point.get("load"), dict):
-            point["load"] = {k: v for k, v in point["load"].items() if k not in ("request_rate", "concurrency")}
+            point["load"] = {
+                k: v for k, v in point["load"].items() if k not in ("request_rate", "concurrency")
+            }
             point["load"]["concurrency"] = b.max_concurrency
     parse_scenario(point)  # the run's point must itself be a valid scenario
     return point
@@ -98,13 +103,16 @@ def _predicted(scenario: dict[str, Any]) -> dict[str, ExpectedFigure]:
 
 
 def compare_bench(bench: Any, scenario: Any, name: str | None = None) -> BenchComparison:
-    """Predicted vs measured for every figure the run saved, the fitted calibration and the calibrated scenario."""
+    """Predicted vs measured for every figure the run saved, the fitted calibration and the calibrated
+    scenario."""
     bench, parsed = check_bench(bench)
     if not isinstance(scenario, dict):
         raise ScenarioError("scenario", "must be a JSON object")
     parse_scenario(scenario)
     point = scenario_at_bench_point(parsed, scenario)
-    profile = profile_from_vllm_bench(bench, {k: v for k, v in scenario.items() if k != "calibration"}, name=name)
+    profile = profile_from_vllm_bench(
+        bench, {k: v for k, v in scenario.items() if k != "calibration"}, name=name
+    )
     calibration = profile.model_dump(exclude_none=True)
     predicted = _predicted(point)
     calibrated = _predicted({**point, "calibration": calibration})
@@ -125,9 +133,13 @@ def _cell(value: float | None, pct: bool = False) -> str:
 def comparison_text(c: BenchComparison) -> str:
     lines = [f"{'figure':<34}{'predicted':>12}{'measured':>12}{'error':>9}{'calibrated':>12}{'error':>9}"]
     for r in c.rows:
-        lines.append(f"{r.label + ' (' + r.unit + ')':<34}{_cell(r.predicted):>12}{_cell(r.measured):>12}"
-                     f"{_cell(r.error_pct, True):>9}{_cell(r.calibrated):>12}{_cell(r.calibrated_error_pct, True):>9}")
-    lines.append("error = (predicted - measured) / measured; calibrated = predicted with the fitted calibration")
+        lines.append(
+            f"{r.label + ' (' + r.unit + ')':<34}{_cell(r.predicted):>12}{_cell(r.measured):>12}"
+            f"{_cell(r.error_pct, True):>9}{_cell(r.calibrated):>12}{_cell(r.calibrated_error_pct, True):>9}"
+        )
+    lines.append(
+        "error = (predicted - measured) / measured; calibrated = predicted with the fitted calibration"
+    )
     lines.append(f"calibration: {c.calibration.name}  ({c.calibration.source})")
     return "\n".join(lines) + "\n"
 

@@ -101,20 +101,25 @@ def roofline_chart(p: Plan, peak_tflops: float, hbm_tb_s: float) -> RooflineChar
     lo = 10 ** math.floor(math.log10(max(min(points) / 3, 1e-3)))
     hi = 10 ** math.ceil(math.log10(max(points) * 3))
     return RooflineChart(
-        compute_precision=r.compute_precision, peak_tflops=peak_tflops, hbm_tb_s=hbm_tb_s, ridge_flop_per_byte=ridge,
-        ceiling=[(lo, lo * hbm_tb_s), (ridge, peak_tflops), (hi, peak_tflops)],
+        compute_precision=r.compute_precision, peak_tflops=peak_tflops, hbm_tb_s=hbm_tb_s,
+        ridge_flop_per_byte=ridge, ceiling=[(lo, lo * hbm_tb_s), (ridge, peak_tflops), (hi, peak_tflops)],
         points=[
-            OperatingPoint(f"decode step (batch {lat.batch:,})", r.decode_ai,
-                           _achieved_tflops(r.decode_flops_per_gpu, lat.itl_ms)),
-            OperatingPoint("prefill", r.prefill_ai, _achieved_tflops(r.prefill_flops_per_gpu, lat.prefill_ms)),
+            OperatingPoint(
+                f"decode step (batch {lat.batch:,})", r.decode_ai,
+                _achieved_tflops(r.decode_flops_per_gpu, lat.itl_ms),
+            ),
+            OperatingPoint(
+                "prefill", r.prefill_ai, _achieved_tflops(r.prefill_flops_per_gpu, lat.prefill_ms)
+            ),
         ],
     )
 
 
-_WATERFALL_PARTS = (("weights", "weights"), ("rotary_tables", "rotary tables"), ("allocator_rounding", "allocator rounding"),
-                    ("activation_peak", "activation peak (profiling run)"),
-                    ("non_torch", "non-torch (NCCL, CUDA context)"), ("cuda_graphs", "CUDA graphs"),
-                    ("reserve_override", "reserve (override)"))
+_WATERFALL_PARTS = (
+    ("weights", "weights"), ("rotary_tables", "rotary tables"), ("allocator_rounding", "allocator rounding"),
+    ("activation_peak", "activation peak (profiling run)"), ("non_torch", "non-torch (NCCL, CUDA context)"),
+    ("cuda_graphs", "CUDA graphs"), ("reserve_override", "reserve (override)"),
+)
 
 
 def memory_stack(p: Plan, device_gb: float) -> MemoryStack:
@@ -135,10 +140,14 @@ def memory_stack(p: Plan, device_gb: float) -> MemoryStack:
                            fits=m.fits, unit="GiB", lines=lines, full_length_sequences=held)
     kv = min(m.kv_gb_per_gpu_at_batch, max(m.kv_budget_gb_per_gpu, 0.0))
     free = max(m.usable_gb_per_gpu - m.weights_gb_per_gpu - m.reserve_gb - kv, 0.0)
-    parts = [MemoryPart("weights", m.weights_gb_per_gpu), MemoryPart(f"KV cache at batch {p.latency.batch:,}", kv),
-             MemoryPart("reserve", m.reserve_gb), MemoryPart("free", free)]
-    return MemoryStack(parts=parts, device_gb=device_gb, usable_gb=m.usable_gb_per_gpu, fits=m.fits,
-                       lines=[MemoryPart("utilization cap", m.usable_gb_per_gpu), MemoryPart("device", device_gb)])
+    parts = [
+        MemoryPart("weights", m.weights_gb_per_gpu), MemoryPart(f"KV cache at batch {p.latency.batch:,}", kv),
+        MemoryPart("reserve", m.reserve_gb), MemoryPart("free", free),
+    ]
+    return MemoryStack(
+        parts=parts, device_gb=device_gb, usable_gb=m.usable_gb_per_gpu, fits=m.fits,
+        lines=[MemoryPart("utilization cap", m.usable_gb_per_gpu), MemoryPart("device", device_gb)],
+    )
 
 
 def chart_data(scenario: Scenario | dict[str, Any], p: Plan | None = None) -> ChartData:
@@ -162,13 +171,42 @@ PERCENTILE_POINTS = 48  # each point is a percentile search (~4 ms): the curve's
 PERCENTILE_POINTS_NEAR_CAPACITY = 16
 
 
+def _latency_vs_rate(m: Any, capacity: float, goodput_rate: float | None) -> list[dict[str, Any]]:
+    """TTFT and ITL percentiles against the request rate, fine enough that the goodput marker sits on the
+    drawn curve: evenly to 90% of capacity, then denser towards it (latency turns up there), plus the
+    goodput rate itself."""
+    import numpy as np
+
+    from planner.serving.distributions import latency_percentiles
+    from planner.serving.replica import load_point
+
+    vs_rate = []
+    fractions = np.concatenate([np.linspace(0.02, 0.9, PERCENTILE_POINTS - PERCENTILE_POINTS_NEAR_CAPACITY),
+                                1.0 - np.geomspace(0.09, 0.004, PERCENTILE_POINTS_NEAR_CAPACITY)])
+    if goodput_rate and capacity > 0:
+        fractions = np.append(fractions, goodput_rate / capacity)
+    for fraction in np.unique(fractions):
+        point = load_point(m, np.asarray(capacity * fraction / 1000.0))
+        ttft, itl, _ = latency_percentiles(m, point)
+        if ttft.p99 is not None and itl.p99 is not None:
+            vs_rate.append(
+                {
+                    "request_rate": float(capacity * fraction), "ttft_p99_ms": ttft.p99,
+                    "itl_p99_ms": itl.p99, "ttft_p50_ms": ttft.p50, "itl_p50_ms": itl.p50,
+                    "ttft_p90_ms": ttft.p90, "itl_p90_ms": itl.p90,
+                }
+            )
+    return vs_rate
+
+
 def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -> ServingSeries | None:
     """The serving charts' data from the serving model's own functions (planner.serving.serving), vectorized
     over rates where the model allows; None when the deployment does not fit."""
     import numpy as np
 
     from planner.physics.memory import plan_memory
-    from planner.serving.serving import latency_percentiles, load_point, meets_objective, replica_model
+    from planner.serving.replica import load_point, replica_model
+    from planner.serving.serving import meets_objective
     from planner.serving.workload import running_cap, workload_for
 
     if not isinstance(scenario, Scenario):
@@ -180,7 +218,9 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
     p = p if p is not None else plan(scenario)
     gpus = p.parallelism.gpus_per_replica if p.parallelism is not None else d.tp
     running = running_cap(scenario.batch, mem.max_batch)
-    m = replica_model(d, workload_for(scenario, d, running), max_population=mem.max_batch)  # the plan's own grid
+    m = replica_model(
+        d, workload_for(scenario, d, running), max_population=mem.max_batch
+    )  # the plan's own grid
     capacity = float(m.capacity_per_ms()) * 1000.0
     slo = scenario.load.slo if scenario.load is not None else None
     mean_output = float(np.mean(m.output_tokens))
@@ -191,26 +231,18 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
     lp = load_point(m, rates)
     meets = (meets_objective(m, lp, slo.percentile, slo.ttft_ms, slo.itl_ms) if slo is not None
              else np.ones_like(rates, dtype=bool))
-    frontier = [{"request_rate": float(r * 1000.0),
-                 "tokens_per_s_per_user": float(1000.0 / it) if it > 0 else None,
-                 "output_tokens_per_s_per_gpu": float(r * 1000.0 * mean_output / gpus),
-                 "decoding_sequences": float(n), "meets_objective": bool(ok)}
-                for r, it, n, ok, st in zip(rates, lp.iteration_ms, lp.population, meets, lp.stable, strict=True) if st]
+    frontier = [
+        {
+            "request_rate": float(r * 1000.0),
+            "tokens_per_s_per_user": float(1000.0 / it) if it > 0 else None,
+            "output_tokens_per_s_per_gpu": float(r * 1000.0 * mean_output / gpus),
+            "decoding_sequences": float(n), "meets_objective": bool(ok),
+        }
+        for r, it, n, ok, st in zip(rates, lp.iteration_ms, lp.population, meets, lp.stable, strict=True)
+        if st
+    ]
 
-    vs_rate = []
-    # fine enough that the goodput marker sits on the drawn curve: evenly to 90% of capacity, then denser
-    # towards it (latency turns up there), plus the goodput rate itself
-    fractions = np.concatenate([np.linspace(0.02, 0.9, PERCENTILE_POINTS - PERCENTILE_POINTS_NEAR_CAPACITY),
-                                1.0 - np.geomspace(0.09, 0.004, PERCENTILE_POINTS_NEAR_CAPACITY)])
-    if p.serving.goodput_request_rate and capacity > 0:
-        fractions = np.append(fractions, p.serving.goodput_request_rate / capacity)
-    for fraction in np.unique(fractions):
-        point = load_point(m, np.asarray(capacity * fraction / 1000.0))
-        ttft, itl, _ = latency_percentiles(m, point)
-        if ttft.p99 is not None and itl.p99 is not None:
-            vs_rate.append({"request_rate": float(capacity * fraction), "ttft_p99_ms": ttft.p99, "itl_p99_ms": itl.p99,
-                            "ttft_p50_ms": ttft.p50, "itl_p50_ms": itl.p50, "ttft_p90_ms": ttft.p90,
-                            "itl_p90_ms": itl.p90})
+    vs_rate = _latency_vs_rate(m, capacity, p.serving.goodput_request_rate)
     sv = p.serving
     op = None
     if sv.stable and sv.request_rate:
@@ -218,12 +250,16 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
         at = load_point(m, np.asarray(sv.request_rate / 1000.0))
         op = {"request_rate": sv.request_rate, "tokens_per_s_per_user": float(1000.0 / at.iteration_ms),
               "output_tokens_per_s_per_gpu": sv.request_rate * mean_output / gpus}
-    return ServingSeries(gpus_per_replica=int(gpus), capacity_rate=capacity, goodput_rate=sv.goodput_request_rate,
-                         slo_percentile=slo.percentile if slo is not None else None,
-                         slo_ttft_ms=slo.ttft_ms if slo is not None else None,
-                         slo_itl_ms=slo.itl_ms if slo is not None else None,
-                         frontier=frontier, vs_rate=vs_rate, operating_point=op)
+    return ServingSeries(
+        gpus_per_replica=int(gpus), capacity_rate=capacity, goodput_rate=sv.goodput_request_rate,
+        slo_percentile=slo.percentile if slo is not None else None,
+        slo_ttft_ms=slo.ttft_ms if slo is not None else None,
+        slo_itl_ms=slo.itl_ms if slo is not None else None, frontier=frontier, vs_rate=vs_rate,
+        operating_point=op,
+    )
 
 
-__all__ = ["ChartData", "MemoryPart", "MemoryStack", "OperatingPoint", "RooflineChart", "ServingSeries", "chart_data",
-           "memory_stack", "roofline_chart", "serving_series"]
+__all__ = [
+    "ChartData", "MemoryPart", "MemoryStack", "OperatingPoint", "RooflineChart", "ServingSeries",
+    "chart_data", "memory_stack", "roofline_chart", "serving_series",
+]

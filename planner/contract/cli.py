@@ -1,4 +1,6 @@
-"""`python -m planner plan|size|gpus|models|calibrate|schema|commands|compare-bench|size-power|mixed-fleet|context-tiers`: the contract's command line.
+"""The contract's command line:
+`python -m planner plan|size|gpus|models|calibrate|schema|commands|compare-bench|size-power|`
+`mixed-fleet|context-tiers`.
 
 A bad input exits 2 with one line `error: <field path>: <reason>` on stderr and nothing on stdout.
 `run()` does the work and raises ScenarioError; `main()` turns that into the line and the exit code.
@@ -156,7 +158,9 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     raw = argparse.RawDescriptionHelpFormatter
-    p_plan = sub.add_parser("plan", help="plan one scenario (JSON file or '-')", epilog=_PLAN_HELP, formatter_class=raw)
+    p_plan = sub.add_parser(
+        "plan", help="plan one scenario (JSON file or '-')", epilog=_PLAN_HELP, formatter_class=raw
+    )
     p_plan.add_argument("file", help="scenario JSON file, or '-' for standard input")
     full = ("print every float as computed; by default floats are rounded to 4 significant digits "
             "(integers unchanged)")
@@ -174,7 +178,9 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
     p_cal.add_argument("--name", default=None, help="the profile's name (default: vllm-bench-<gpu>)")
     p_schema = sub.add_parser("schema", help="JSON Schema of an input (scenario, sizing, calibration)",
                               epilog=_SCHEMA_HELP, formatter_class=raw)
-    p_schema.add_argument("input", nargs="?", default="scenario", choices=["scenario", "sizing", "calibration"])
+    p_schema.add_argument(
+        "input", nargs="?", default="scenario", choices=["scenario", "sizing", "calibration"]
+    )
     # commands (issue 15): the engine and benchmark commands of a plan, and a benchmark compared with it
     p_cmd = sub.add_parser("commands", help="launch and benchmark commands that reproduce a scenario's plan",
                            epilog=_COMMANDS_HELP, formatter_class=raw)
@@ -183,17 +189,26 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
                        help="default: the scenario's engine (vllm for 'graph')")
     p_cmd.add_argument("--format", choices=["text", "script", "k8s", "json", "expected"], default="text")
     # issue 10 (fidelity): the engine profiles and their evidence
-    sub.add_parser("engines", help="engine profiles (graph floor, vllm, sglang, trt-llm) with their evidence (no input)")
-    p_cmp = sub.add_parser("compare-bench", help="predicted vs measured for a `vllm bench serve --save-result` run",
-                           epilog=_COMPARE_HELP, formatter_class=raw)
+    sub.add_parser(
+        "engines", help="engine profiles (graph floor, vllm, sglang, trt-llm) with their evidence (no input)"
+    )
+    p_cmp = sub.add_parser(
+        "compare-bench", help="predicted vs measured for a `vllm bench serve --save-result` run",
+        epilog=_COMPARE_HELP, formatter_class=raw,
+    )
     p_cmp.add_argument("bench_json")
     p_cmp.add_argument("scenario_json")
     p_cmp.add_argument("--format", choices=["text", "json"], default="text")
-    # issue 24: power-capped sizing, mixed fleets routed by length, context tiers (docs/CONTRACT_EXTENSIONS.md)
-    for name, text in (("size-power", "size under a power budget or for the fewest MW, with a cost tier"),
-                       ("mixed-fleet", "cheapest mix of GPU types for a length distribution, routed by prompt length"),
-                       ("context-tiers", "GPUs and $ of the same traffic at several maximum contexts")):
-        sub.add_parser(name, help=f"{text} (JSON file or '-')").add_argument("file", help="request JSON file, or '-'")
+    # issue 24: power-capped sizing, mixed fleets routed by length,
+    # context tiers (docs/CONTRACT_EXTENSIONS.md)
+    for name, text in (
+        ("size-power", "size under a power budget or for the fewest MW, with a cost tier"),
+        ("mixed-fleet", "cheapest mix of GPU types for a length distribution, routed by prompt length"),
+        ("context-tiers", "GPUs and $ of the same traffic at several maximum contexts"),
+    ):
+        sub.add_parser(name, help=f"{text} (JSON file or '-')").add_argument(
+            "file", help="request JSON file, or '-'"
+        )
     return parser
 
 
@@ -205,7 +220,9 @@ def _issue15_output(args: argparse.Namespace, stdin: TextIO) -> str:
     from planner.contract.bench_compare import compare_bench, comparison_dict, comparison_text
     from planner.contract.planning import clean_json
 
-    result = compare_bench(_read_json(args.bench_json, "bench", stdin), _read_json(args.scenario_json, "scenario", stdin))
+    result = compare_bench(
+        _read_json(args.bench_json, "bench", stdin), _read_json(args.scenario_json, "scenario", stdin)
+    )
     if args.format == "json":
         return json.dumps(clean_json(comparison_dict(result)), indent=2, allow_nan=False) + "\n"
     return comparison_text(result)
@@ -304,12 +321,17 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None, stdout: Tex
             out.flush()  # a full disk shows here, not at exit
         return code
     except InputClosed:
-        stderr.write(ScenarioError("input", "standard input is closed; give a file or pipe JSON in").line() + "\n")
+        stderr.write(
+            ScenarioError("input", "standard input is closed; give a file or pipe JSON in").line() + "\n"
+        )
         return EXIT_NO_INPUT
     except (BrokenPipeError, OSError) as err:
         _silence_stdout(out)
-        reason = "the reader closed the pipe" if isinstance(err, BrokenPipeError) else (
-            f"cannot write ({err.strerror or type(err).__name__})")
+        reason = (
+            "the reader closed the pipe"
+            if isinstance(err, BrokenPipeError)
+            else (f"cannot write ({err.strerror or type(err).__name__})")
+        )
         stderr.write(ScenarioError("output", reason).line() + "\n")
         return EXIT_OUTPUT
     except ScenarioError as err:
@@ -317,6 +339,10 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None, stdout: Tex
         return EXIT_BAD_INPUT
     except SystemExit as exit_:  # --help prints and exits 0
         return int(exit_.code or 0)
-    except Exception as err:  # a bug of ours: still one line, no traceback (the fuzz tests keep this unreachable)
-        stderr.write(ScenarioError("internal", f"{type(err).__name__}; please report the input").line() + "\n")
+    except (
+        Exception
+    ) as err:  # a bug of ours: still one line, no traceback (the fuzz tests keep this unreachable)
+        stderr.write(
+            ScenarioError("internal", f"{type(err).__name__}; please report the input").line() + "\n"
+        )
         return EXIT_INTERNAL

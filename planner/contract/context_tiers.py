@@ -46,24 +46,43 @@ def context_tiers(data: Any) -> dict[str, Any]:
             raise ScenarioError(f"context_lens.{i}" if err.field == "context_len" else f"sizing.{err.field}",
                                 err.reason) from None
         if not result["options"]:
-            tiers.append({"context_len": context, "feasible": False, "gpus_total": None, "usd_per_hour": None,
-                          "usd_per_million_output_tokens": None, "option": None,
-                          "reason": "; ".join(f"{r['candidate']}: {r['reason']}" for r in result["infeasible"][:3])
-                          or "no option meets the objectives"})
+            tiers.append(
+                {
+                    "context_len": context, "feasible": False, "gpus_total": None, "usd_per_hour": None,
+                    "usd_per_million_output_tokens": None, "option": None,
+                    "reason": "; ".join(f"{r['candidate']}: {r['reason']}" for r in result["infeasible"][:3])
+                    or "no option meets the objectives",
+                }
+            )
             continue
         o = result["options"][0]
         mem = plan(o["scenario"]).memory  # the chosen option at this tier: its KV per sequence and max batch
-        tiers.append({"context_len": context, "feasible": True, "gpus_total": o["gpus_total"],
-                      "replicas": o["replicas"], "usd_per_hour": o["usd_per_hour"],
-                      "usd_per_million_output_tokens": o["usd_per_million_output_tokens"],
-                      "max_batch": mem.max_batch, "kv_gb_per_sequence_per_gpu": mem.kv_bytes_per_sequence_per_gpu / 1e9,
-                      "option": {k: o[k] for k in ("gpu", "tp", "pp", "ep", "weights", "kv_cache", "batch",
-                                                   "gpus_per_replica", "goodput_request_rate")}})
+        tiers.append(
+            {
+                "context_len": context, "feasible": True, "gpus_total": o["gpus_total"],
+                "replicas": o["replicas"], "usd_per_hour": o["usd_per_hour"],
+                "usd_per_million_output_tokens": o["usd_per_million_output_tokens"],
+                "max_batch": mem.max_batch,
+                "kv_gb_per_sequence_per_gpu": mem.kv_bytes_per_sequence_per_gpu / 1e9,
+                "option": {
+                    k: o[k]
+                    for k in (
+                        "gpu", "tp", "pp", "ep", "weights", "kv_cache", "batch", "gpus_per_replica",
+                        "goodput_request_rate",
+                    )
+                },
+            }
+        )
     base = next((t for t in tiers if t["feasible"]), None)
     for t in tiers:
         t["usd_vs_shortest"] = (t["usd_per_hour"] / base["usd_per_hour"]
                                 if base is not None and t["feasible"] else None)
-    return {"tiers": tiers, "assumptions": {
-        "kv": "each sequence reserves KV for the tier's whole context (the engine's max_model_len): max batch "
-              "= KV budget / KV per sequence at the tier",
-        "traffic": "the same traffic and objectives at every tier (prompts and outputs as given)"}}
+    return {
+        "tiers": tiers,
+        "assumptions": {
+            "kv": "each sequence reserves KV for the tier's whole context (the engine's max_model_len): max "
+            "batch "
+            "= KV budget / KV per sequence at the tier",
+            "traffic": "the same traffic and objectives at every tier (prompts and outputs as given)",
+        },
+    }

@@ -58,8 +58,15 @@ def fleet_for(scenario: Scenario | dict[str, Any], requests_per_s: float, slo: S
     search's evaluate_family on the scenario's own GPU, layout and precisions (its first option, the
     highest goodput per replica)."""
     s = scenario if isinstance(scenario, Scenario) else parse_scenario(scenario)
-    shape = ({k: getattr(s.load, k) for k in ("arrival_cv", "prompt_len_cv", "output_len_cv", "prefix_cache_hit")
-              if k in s.load.model_fields_set} if s.load is not None else {})
+    shape = (
+        {
+            k: getattr(s.load, k)
+            for k in ("arrival_cv", "prompt_len_cv", "output_len_cv", "prefix_cache_hit")
+            if k in s.load.model_fields_set
+        }
+        if s.load is not None
+        else {}
+    )
     key = gpu_key(s.gpu)
     request: dict[str, Any] = {
         "model": s.model, "gpus": [s.gpu], "tp": [s.tp], "pp": [s.pp], "ep": [s.ep], "weights": [s.weights],
@@ -113,5 +120,7 @@ def compare_at_equal_service(scenarios: list[dict[str, Any]], slo: ServiceObject
     return [AtEqualService(s, p, f, rank.get(i)) for i, (s, p, f) in enumerate(rows)]
 
 
-__all__ = ["COMMON_RATE_FRACTION", "DEFAULT_TRAFFIC_REQUESTS_PER_S", "AtEqualService", "Fleet", "at_objective",
-           "at_rate", "common_rate", "compare_at_equal_service", "fleet_for"]
+__all__ = [
+    "COMMON_RATE_FRACTION", "DEFAULT_TRAFFIC_REQUESTS_PER_S", "AtEqualService", "Fleet", "at_objective",
+    "at_rate", "common_rate", "compare_at_equal_service", "fleet_for",
+]

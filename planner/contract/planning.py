@@ -4,11 +4,27 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
 from gpu_catalog import load_catalog
+from planner.contract.plan_sections import (
+    BenchmarkSection,
+    CostSection,
+    FitAlternatives,
+    GpuChoice,
+    LatencyPercentiles,
+    LatencySection,
+    MemorySection,
+    ModelSummary,
+    PrecisionChoice,
+    RooflineSection,
+    ServingSection,
+    SpeculativeSection,
+    ThroughputSection,
+    TpotSummary,
+)
 from planner.core.deployment import Deployment
 from planner.core.precision import KV_PRECISIONS, WEIGHT_PRECISIONS, default_compute_precision
 from planner.economics.cost import gpu_price, usd_per_million_output_tokens
@@ -35,196 +51,10 @@ from planner.serving.benchmark_client import (
     run_benchmark,
 )
 from planner.serving.operating_point import serve_at_goodput, time_per_output_token
-from planner.serving.serving import (
-    Objective,
-    Percentiles,
-    ServingPoint,
-    serve_at_concurrency,
-    serve_at_rate,
-)
+from planner.serving.serving import Objective, ServingPoint, serve_at_concurrency, serve_at_rate
 from planner.serving.workload import running_cap, workload_for
 
 MAX_TP_SUGGESTION = 64
-
-
-class ModelSummary(BaseModel):
-    name: str
-    total_params: float
-    active_params: float
-    non_embedding_params: float
-
-
-class MemorySection(BaseModel):
-    weights_gb_per_gpu: float
-    kv_bytes_per_token: float
-    kv_bytes_per_token_per_gpu: float
-    kv_budget_gb_per_gpu: float
-    max_batch: int
-    fits: bool
-    # extensions
-    kv_bytes_per_sequence_per_gpu: float
-    usable_gb_per_gpu: float
-    reserve_gb: float
-    kv_gb_per_gpu_at_batch: float
-    weights_fit: bool
-    smallest_tp_that_fits: int | None
-    smallest_layout_that_fits: dict[str, int] | None = None  # {tp, pp, ep, gpus_per_replica, nodes_per_replica}
-    kv_shortfall_gb_per_gpu: float = 0.0  # issue 22: what weights and overheads exceed the cap by; the budget is 0
-    # extensions (engine memory, planner.engines.vllm): waterfall in GiB and vLLM's start-up lines
-    engine_rules: str = "napkin"
-    vllm_version: str | None = None
-    vllm_sampler: str | None = None  # the profiling run's top-k/top-p path under the release's rules
-    waterfall_gib: dict[str, float | None] | None = None
-    kv_cache_tokens: int | None = None
-    max_concurrency: float | None = None
-    num_gpu_blocks: int | None = None
-    engine_log_lines: list[str] = []
-    kv_cache_groups: list[dict[str, Any]] = []
-    block_size: int | None = None
-    max_model_len: int | None = None
-    max_num_batched_tokens: int | None = None
-    max_num_seqs: int | None = None
-
-
-class RooflineSection(BaseModel):
-    ridge_flop_per_byte: float
-    decode_ai: float
-    ridge_crossing_batch: int | None
-    regime: Literal["memory-bound", "compute-bound"]
-    # extensions
-    compute_precision: str
-    prefill_ai: float
-    decode_flops_per_gpu: float
-    decode_bytes_per_gpu: float
-    prefill_flops_per_gpu: float
-
-
-class LatencySection(BaseModel):
-    """One request's prefill and the decode step at `batch`, each alone (no load). The serving
-    section has the figures under load."""
-
-    prefill_ms: float
-    ttft_ms: float
-    itl_ms: float
-    itl_ms_bound: float
-    # extensions
-    prefill_ms_bound: float
-    batch: int
-    mean_context: float
-    decode_breakdown_ms: dict[str, float]
-    prefill_breakdown_ms: dict[str, float]
-    itl_band_ms: Band | None
-    ttft_band_ms: Band | None
-    # fidelity v2 (issue 10): the engine profile, the graph floor beside the estimate, band provenance
-    engine: str = "vllm"
-    itl_ms_floor: float | None = None
-    prefill_ms_floor: float | None = None
-    band_status: dict[str, str] = {}
-
-
-class ThroughputSection(BaseModel):
-    """Decode-only figures at `batch` (prefill ignored): bounds of what serving reaches."""
-
-    output_tokens_per_s: float
-    output_tokens_per_s_bound: float
-    tokens_per_s_per_user: float
-    output_tokens_per_s_band: Band | None
-
-
-class CostSection(BaseModel):
-    usd_per_million_output_tokens: float | None  # at the serving operating point
-    usd_per_gpu_hour: float
-    usd_per_replica_hour: float
-    # extensions
-    usd_per_million_total_tokens: float | None  # input + output tokens at the operating point
-    usd_per_million_output_tokens_bound: float | None  # decode-only at `batch`, prefill ignored: a lower bound
-
-
-class LatencyPercentiles(BaseModel):
-    p50: float | None = None
-    p90: float | None = None
-    p99: float | None = None
-    mean: float | None = None  # extension (issue 21)
-
-    @classmethod
-    def of(cls, p: Percentiles, mean: float | None = None) -> LatencyPercentiles:
-        return cls(p50=p.p50, p90=p.p90, p99=p.p99, mean=mean)
-
-
-class TpotSummary(BaseModel):
-    """Time per output token per request, (E2E - TTFT) / (output - 1): mean (what `vllm bench serve`
-    prints first), p50, p99."""
-
-    mean: float | None = None
-    p50: float | None = None
-    p99: float | None = None
-
-
-class BenchmarkSection(BaseModel):
-    """What a closed-loop `bench serve --max-concurrency N --request-rate inf` run reports (issue 20):
-    clients start together, each sends its next request when its last one ends."""
-
-    num_prompts: int
-    duration_s: float
-    request_throughput: float
-    output_throughput: float
-    total_token_throughput: float
-    ttft_ms: LatencyPercentiles
-    tpot_ms: LatencyPercentiles
-    itl_ms: LatencyPercentiles
-    e2e_ms: LatencyPercentiles
-
-
-class ServingSection(BaseModel):
-    """One replica at its operating point under the serving model (planner.serving.serving)."""
-
-    mode: Literal["concurrency", "request_rate"]
-    request_rate: float | None  # requests/s per replica
-    concurrency: float | None  # mean requests in the replica (given, or lambda x mean E2E)
-    stable: bool
-    max_request_rate: float | None  # capacity: the saturation rate
-    goodput_request_rate: float | None  # highest rate meeting load.slo (null without one)
-    prefill_share: float | None
-    output_tokens_per_s: float | None
-    output_tokens_per_s_per_gpu: float | None
-    ttft_ms: LatencyPercentiles
-    itl_ms: LatencyPercentiles
-    e2e_ms: LatencyPercentiles
-    # extensions
-    total_tokens_per_s_per_gpu: float | None
-    decoding_sequences: float | None
-    max_running: int
-    max_num_batched_tokens: int
-    slo_percentile: int | None
-    tpot_ms: TpotSummary = TpotSummary()
-    at_goodput: bool = False  # the operating point is the goodput under load.slo
-    saturated: bool = False  # a closed loop held at capacity by more clients than it runs (not unstable)
-    benchmark: BenchmarkSection | None = None  # load.concurrency given: the benchmark's own report
-
-
-class PrecisionChoice(BaseModel):
-    weights: str
-    kv_cache: str
-
-
-class GpuChoice(BaseModel):
-    gpu: str
-    tp: int
-
-
-class FitAlternatives(BaseModel):
-    """What would fit when the scenario does not."""
-
-    smallest_tp: int | None
-    precisions: list[PrecisionChoice]
-    gpus: list[GpuChoice]
-
-
-class SpeculativeSection(BaseModel):
-    tokens_per_round: float
-    itl_ms: float
-    round_ms: float
-    output_tokens_per_s: float
 
 
 class Plan(BaseModel):
@@ -283,12 +113,17 @@ def _warnings(scenario: Scenario, d: Deployment, mem: MemoryPlan, batch: int, pr
     gpu_id = scenario.gpu if isinstance(scenario.gpu, str) else None
     if (is_default_engine_name(d) and (d.gpu.vendor or "nvidia") != "nvidia"
             and not production_terms(scenario.engine, gpu_id)):
-        warnings.append(f"the default engine is calibrated on NVIDIA GPUs and no public runs of {d.gpu.vendor}'s "
-                        "generation: its software stacks often reach a lower fraction of peak; calibrate with your own "
-                        "benchmark before buying")
+        warnings.append(
+            f"the default engine is calibrated on NVIDIA GPUs and no public runs of {d.gpu.vendor}'s "
+            "generation: "
+            "its software stacks often reach a lower fraction of peak; calibrate with your own benchmark "
+            "before buying"
+        )
     if not mem.fits:
-        warnings.append("the weights and one sequence do not fit in the KV budget at this TP: no serving figure or "
-                        "cost is given (latency and throughput are the step physics only); see fit_alternatives")
+        warnings.append(
+            "the weights and one sequence do not fit in the KV budget at this TP: no serving figure or "
+            "cost is given (latency and throughput are the step physics only); see fit_alternatives"
+        )
     elif batch > mem.max_batch:
         warnings.append(f"batch {batch} exceeds the max batch {mem.max_batch} that fits at context "
                         f"{scenario.context_len_resolved}")
@@ -336,11 +171,12 @@ def _latency_section(d: Deployment, step: StepTime, pre: StepTime, batch: int, m
     return LatencySection(
         prefill_ms=prefill_ms, ttft_ms=ttft, itl_ms=itl, itl_ms_bound=float(step.bound_ms),
         prefill_ms_bound=float(pre.bound_ms), batch=batch, mean_context=mean_ctx,
-        decode_breakdown_ms=step.breakdown(), prefill_breakdown_ms=pre.breakdown(),
-        itl_band_ms=itl_band, ttft_band_ms=ttft_band, engine=engine,
+        decode_breakdown_ms=step.breakdown(), prefill_breakdown_ms=pre.breakdown(), itl_band_ms=itl_band,
+        ttft_band_ms=ttft_band, engine=engine,
         itl_ms_floor=float(decode_step(floor, batch, mean_ctx).total_ms) if floor is not None else None,
-        prefill_ms_floor=float(prefill(floor, prompt_len).total_ms) if floor is not None and prompt_len else None,
-        band_status={"itl": band_status(itl_band), "ttft": band_status(ttft_band)},
+        prefill_ms_floor=float(prefill(floor, prompt_len).total_ms)
+        if floor is not None and prompt_len
+        else None, band_status={"itl": band_status(itl_band), "ttft": band_status(ttft_band)},
     )
 
 
@@ -351,8 +187,11 @@ def _throughput_section(step: StepTime, batch: int, banded: bool, engine: str = 
     return ThroughputSection(
         output_tokens_per_s=batch * 1000.0 / itl, output_tokens_per_s_bound=batch * 1000.0 / bound,
         tokens_per_s_per_user=1000.0 / itl,
-        output_tokens_per_s_band=(Band(low=batch * 1000.0 / band.high, high=batch * 1000.0 / band.low, rows=band.rows)
-                                  if band else None),
+        output_tokens_per_s_band=(
+            Band(low=batch * 1000.0 / band.high, high=batch * 1000.0 / band.low, rows=band.rows)
+            if band
+            else None
+        ),
     )
 
 
@@ -378,7 +217,8 @@ def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan,
     return serve_at_concurrency(d, workload_for(scenario, d, mem.max_batch), concurrency, None, mem.max_batch)
 
 
-def closed_loop_benchmark(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> tuple[int, BenchmarkRun] | None:
+def closed_loop_benchmark(scenario: Scenario, d: Deployment,
+                          mem: MemoryPlan) -> tuple[int, BenchmarkRun] | None:
     """The closed-loop benchmark at `load.concurrency` (planner.serving.benchmark_client), run once per plan:
     its prompts sent and its report; None without a concurrency or when the deployment does not fit."""
     load = scenario.load
@@ -404,23 +244,29 @@ def benchmark_section(bench: tuple[int, BenchmarkRun] | None) -> BenchmarkSectio
     def summary(s: Summary) -> LatencyPercentiles:
         return LatencyPercentiles(p50=s.p50, p90=s.p90, p99=s.p99, mean=s.mean)
 
-    return BenchmarkSection(num_prompts=prompts, duration_s=run.duration_s,
-                            request_throughput=run.request_throughput, output_throughput=run.output_throughput,
-                            total_token_throughput=run.total_token_throughput, ttft_ms=summary(run.ttft_ms),
-                            tpot_ms=summary(run.tpot_ms), itl_ms=summary(run.itl_ms), e2e_ms=summary(run.e2e_ms))
+    return BenchmarkSection(
+        num_prompts=prompts, duration_s=run.duration_s, request_throughput=run.request_throughput,
+        output_throughput=run.output_throughput, total_token_throughput=run.total_token_throughput,
+        ttft_ms=summary(run.ttft_ms), tpot_ms=summary(run.tpot_ms), itl_ms=summary(run.itl_ms),
+        e2e_ms=summary(run.e2e_ms),
+    )
 
 
 def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) -> ServingSection:
     if point is None:
         return ServingSection(
-            mode="request_rate" if scenario.load is not None and scenario.load.request_rate is not None
+            mode="request_rate"
+            if scenario.load is not None and scenario.load.request_rate is not None
             else "concurrency", request_rate=None, concurrency=None, stable=False, max_request_rate=None,
-            goodput_request_rate=None, prefill_share=None, output_tokens_per_s=None, output_tokens_per_s_per_gpu=None,
-            ttft_ms=LatencyPercentiles(), itl_ms=LatencyPercentiles(), e2e_ms=LatencyPercentiles(),
-            total_tokens_per_s_per_gpu=None, decoding_sequences=None, max_running=0,
-            max_num_batched_tokens=scenario.max_num_batched_tokens, slo_percentile=None)
+            goodput_request_rate=None, prefill_share=None, output_tokens_per_s=None,
+            output_tokens_per_s_per_gpu=None, ttft_ms=LatencyPercentiles(), itl_ms=LatencyPercentiles(),
+            e2e_ms=LatencyPercentiles(), total_tokens_per_s_per_gpu=None, decoding_sequences=None,
+            max_running=0, max_num_batched_tokens=scenario.max_num_batched_tokens, slo_percentile=None,
+        )
     real = point.stable
-    served = point.stable or point.saturated  # a saturated closed loop serves at capacity: throughput is known
+    served = (
+        point.stable or point.saturated
+    )  # a saturated closed loop serves at capacity: throughput is known
     tpot = time_per_output_token(point)
     return ServingSection(
         mode=point.mode, request_rate=point.request_rate, concurrency=point.concurrency, stable=point.stable,
@@ -440,23 +286,32 @@ def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) 
     )
 
 
-def _cost_section(gpus: int, step: StepTime, batch: int, price: float, point: ServingPoint | None) -> CostSection:
+def _cost_section(
+    gpus: int, step: StepTime, batch: int, price: float, point: ServingPoint | None
+) -> CostSection:
     """$/M tokens at the operating point (the replica's whole hour over the tokens it serves), and the
     decode-only figure at `batch` as a bound."""
     bound = (float(usd_per_million_output_tokens(gpus, price, batch * 1000.0 / float(step.total_ms)))
              if point is not None else None)
     at_point = point is not None and (point.stable or point.saturated) and point.output_tokens_per_s > 0
     return CostSection(
-        usd_per_million_output_tokens=(float(usd_per_million_output_tokens(gpus, price, point.output_tokens_per_s))
-                                       if at_point and point is not None else None),
-        usd_per_million_total_tokens=(float(usd_per_million_output_tokens(gpus, price, point.total_tokens_per_s))
-                                      if at_point and point is not None else None),
-        usd_per_million_output_tokens_bound=bound,
-        usd_per_gpu_hour=price, usd_per_replica_hour=price * gpus,
+        usd_per_million_output_tokens=(
+            float(usd_per_million_output_tokens(gpus, price, point.output_tokens_per_s))
+            if at_point and point is not None
+            else None
+        ),
+        usd_per_million_total_tokens=(
+            float(usd_per_million_output_tokens(gpus, price, point.total_tokens_per_s))
+            if at_point and point is not None
+            else None
+        ),
+        usd_per_million_output_tokens_bound=bound, usd_per_gpu_hour=price, usd_per_replica_hour=price * gpus,
     )
 
 
-def _speculative_section(scenario: Scenario, d: Deployment, batch: int, fits: bool) -> SpeculativeSection | None:
+def _speculative_section(
+    scenario: Scenario, d: Deployment, batch: int, fits: bool
+) -> SpeculativeSection | None:
     if scenario.speculative is None or not fits:
         return None
     s = scenario.speculative
@@ -484,7 +339,9 @@ def _fit_alternatives(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> Fit
         tp = smallest_tp_that_fits(dataclasses.replace(d, gpu=gpu), context_len)
         if tp is not None:
             gpus.append(GpuChoice(gpu=gpu_id, tp=tp))
-    return FitAlternatives(smallest_tp=smallest_tp_that_fits(d, context_len), precisions=precisions, gpus=gpus)
+    return FitAlternatives(
+        smallest_tp=smallest_tp_that_fits(d, context_len), precisions=precisions, gpus=gpus
+    )
 
 
 def plan(scenario: Scenario | dict[str, Any]) -> Plan:
@@ -510,7 +367,9 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
     banded = profile and calibration is None
     # The floor is the fastest the GPU runs this step: the graph engine's measured efficiencies, or the
     # plan's own when it asks for the ideal (100% of peak is below any measured floor, issue 22)
-    floor = d if scenario.efficiency == "ideal" else with_efficiency(d, engine_efficiency(FLOOR_ENGINE, gpu_id))
+    floor = (
+        d if scenario.efficiency == "ideal" else with_efficiency(d, engine_efficiency(FLOOR_ENGINE, gpu_id))
+    )
     return Plan(
         memory=_memory_section(d, mem, batch, context_len),
         roofline=_roofline_section(d, step, pre, scenario.mean_context),
@@ -519,7 +378,8 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
         throughput=_throughput_section(step, batch, banded, scenario.engine),
         cost=_cost_section(gpus, step, batch, price, point),
         speculative=_speculative_section(scenario, d, batch, mem.fits),
-        serving=_serving_section(scenario, gpus, point).model_copy(update={"benchmark": benchmark_section(bench)}),
+        serving=_serving_section(scenario, gpus, point).model_copy(
+            update={"benchmark": benchmark_section(bench)}),
         fit_alternatives=_fit_alternatives(scenario, d, mem),
         model=ModelSummary(name=d.model.name, total_params=counts.total, active_params=counts.active,
                            non_embedding_params=counts.non_embedding),
@@ -533,9 +393,11 @@ def _economics(scenario: Scenario, d: Deployment, gpus: int, point: ServingPoint
     stable = point is not None and point.stable
     return economics_section(
         d, scenario.prompt_len, scenario.mean_context, gpus,
-        point.prefill_share if stable and point else None, point.decoding_sequences if stable and point else None,
-        point.output_tokens_per_s if stable and point else None, point.total_tokens_per_s if stable and point else None,
-        scenario.economics)
+        point.prefill_share if stable and point else None,
+        point.decoding_sequences if stable and point else None,
+        point.output_tokens_per_s if stable and point else None,
+        point.total_tokens_per_s if stable and point else None, scenario.economics,
+    )
 
 
 def clean_json(value: Any) -> Any:

@@ -94,14 +94,18 @@ def _gpu_values(req: SizingRequest) -> dict[str, str | dict[str, Any]]:
     return {gpu_key(g): g for g in gpus}
 
 
-def price_in_power(option: dict[str, Any], kw_gpu: float, tier_price: float, output_len: int) -> dict[str, Any]:
+def price_in_power(
+    option: dict[str, Any], kw_gpu: float, tier_price: float, output_len: int
+) -> dict[str, Any]:
     """One sizing option in MW and in the tier's $: provisioned MW of its fleet, tokens/s per MW, $/hour."""
     gpus = int(option["gpus_total"])
     mw = gpus * kw_gpu / 1000.0
     tokens = float(option["request_rate_per_replica"]) * option["replicas"] * output_len
     usd_per_hour = gpus * tier_price
-    return {"provisioned_mw": mw, "output_tokens_per_s_per_mw": tokens / mw,
-            "usd_per_hour": usd_per_hour, "usd_per_million_output_tokens": usd_per_hour / (tokens * 3600.0) * 1e6}
+    return {
+        "provisioned_mw": mw, "output_tokens_per_s_per_mw": tokens / mw, "usd_per_hour": usd_per_hour,
+        "usd_per_million_output_tokens": usd_per_hour / (tokens * 3600.0) * 1e6,
+    }
 
 
 def within_budget(option: dict[str, Any], kw_gpu: float, budget_mw: float, tier_price: float,
@@ -115,10 +119,14 @@ def within_budget(option: dict[str, Any], kw_gpu: float, budget_mw: float, tier_
     gpus = replicas * int(option["gpus_per_replica"])
     usd_per_hour = gpus * tier_price
     tokens = goodput * output_len
-    return {"replicas": replicas, "gpus_total": gpus, "goodput_request_rate_per_replica": float(option["goodput_request_rate"]), "provisioned_mw": gpus * kw_gpu / 1000.0,
-            "goodput_request_rate": goodput, "output_tokens_per_s": tokens,
-            "output_tokens_per_s_per_mw": tokens / (gpus * kw_gpu / 1000.0), "usd_per_hour": usd_per_hour,
-            "usd_per_million_output_tokens": usd_per_hour / (tokens * 3600.0) * 1e6 if tokens > 0 else None}
+    return {
+        "replicas": replicas, "gpus_total": gpus,
+        "goodput_request_rate_per_replica": float(option["goodput_request_rate"]),
+        "provisioned_mw": gpus * kw_gpu / 1000.0, "goodput_request_rate": goodput,
+        "output_tokens_per_s": tokens, "output_tokens_per_s_per_mw": tokens / (gpus * kw_gpu / 1000.0),
+        "usd_per_hour": usd_per_hour,
+        "usd_per_million_output_tokens": usd_per_hour / (tokens * 3600.0) * 1e6 if tokens > 0 else None,
+    }
 
 
 def size_power(data: Any) -> dict[str, Any]:
@@ -147,7 +155,10 @@ def size_power(data: Any) -> dict[str, Any]:
                 rows.append(row)
         else:
             family = (o["gpu"], o["tp"], o["pp"], o["ep"], o["weights"], o["kv_cache"])
-            if family in best_by_family and best_by_family[family]["goodput_request_rate"] >= o["goodput_request_rate"]:
+            if (
+                family in best_by_family
+                and best_by_family[family]["goodput_request_rate"] >= o["goodput_request_rate"]
+            ):
                 continue
             assert power.budget_mw is not None  # parse_power_sizing requires it for this objective
             fit = within_budget(o, kw, power.budget_mw, price, out_len)
@@ -163,11 +174,16 @@ def size_power(data: Any) -> dict[str, Any]:
         "feasible": len(rows), "infeasible": infeasible, "skipped": skipped,
         "assumptions": {
             "search": "planner.serving.sizing's candidates, goodput and latencies (unchanged)",
-            "max_goodput": "replicas = floor(budget kW / (GPUs per replica x kW per GPU)), each at its family's goodput",
-            "kw_per_gpu": ("InferenceX all-in kW per GPU" if power.power_source == "inferencex" else
-                           "catalog provisioned_kw_all_in, or 2.471 x TDP where the catalog has none"),
+            "max_goodput": "replicas = floor(budget kW / (GPUs per replica x kW per GPU)), each at its "
+            "family's goodput",
+            "kw_per_gpu": (
+                "InferenceX all-in kW per GPU"
+                if power.power_source == "inferencex"
+                else "catalog provisioned_kw_all_in, or 2.471 x TDP where the catalog has none"
+            ),
             "cost_tier": power_constants()["inferencex"]["tier_labels"].get(power.cost_tier, power.cost_tier),
-            "source": power_constants()["inferencex"]["source"]},
+            "source": power_constants()["inferencex"]["source"],
+        },
     }
 
 
@@ -189,7 +205,9 @@ def tokens_per_mw_at_interactivity(scenario: dict[str, Any], tps: list[int], itl
         def at(n: int, base: dict[str, Any] = base) -> dict[str, Any] | None:
             p = plan_dict({**base, "load": {"concurrency": n}})
             s = p["serving"]
-            return p if s["stable"] and s["itl_ms"]["p50"] is not None and s["itl_ms"]["p50"] <= itl_ms else None
+            return (
+                p if s["stable"] and s["itl_ms"]["p50"] is not None and s["itl_ms"]["p50"] <= itl_ms else None
+            )
 
         if max_batch < 1 or at(1) is None:
             continue

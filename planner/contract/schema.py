@@ -36,8 +36,7 @@ _MODEL = {"anyOf": [
      "properties": {"hf_config": {"type": "object"}}, "additionalProperties": False},
 ]}
 _GPU = {"anyOf": [
-    {"type": "string", "description": "a catalog id (python -m planner gpus)"},
-    {"$ref": "#/$defs/GpuSpec"},
+    {"type": "string", "description": "a catalog id (python -m planner gpus)"}, {"$ref": "#/$defs/GpuSpec"},
 ]}
 
 

@@ -39,7 +39,8 @@ class Deployment:
     # The model's parameter counts, computed once when the deployment is resolved (not per formula).
     params: ParamCounts = field(init=False, repr=False, compare=False)
     # The replica's layout (planner.hardware.parallelism.sharding), filled on first use: every physics
-    # function asks for it, the sizing search thousands of times. A declared field, so replace() starts it afresh.
+    # function asks for it, the sizing search thousands of times. A
+    # declared field, so replace() starts it afresh.
     layout: object | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -16,42 +16,69 @@ class EngineEfficiency(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     bandwidth: float = Field(default=1.0, ge=0.01, le=1, description="weight streaming, fraction of HBM peak")
-    quantized_bandwidth: float = Field(default=1.0, ge=0.01, le=1,
-                                       description="streaming sub-16-bit weights (dequantizing kernels), fraction of HBM peak")
-    compute: float = Field(default=1.0, ge=0.01, le=1, description="decode GEMMs, fraction of dense tensor peak")
-    kv_bandwidth: float = Field(default=1.0, ge=0.01, le=1, description="attention KV reads, fraction of HBM peak")
+    quantized_bandwidth: float = Field(
+        default=1.0, ge=0.01, le=1,
+        description="streaming sub-16-bit weights (dequantizing kernels), fraction of HBM peak",
+    )
+    compute: float = Field(
+        default=1.0, ge=0.01, le=1, description="decode GEMMs, fraction of dense tensor peak"
+    )
+    kv_bandwidth: float = Field(
+        default=1.0, ge=0.01, le=1, description="attention KV reads, fraction of HBM peak"
+    )
     prefill_compute: float = Field(default=1.0, ge=0.01, le=1, description="prefill GEMMs, fraction of peak")
-    attention_compute: float = Field(default=1.0, ge=0.01, le=1, description="prefill attention, fraction of bf16 peak")
-    link: float = Field(default=1.0, ge=0.01, le=1, description="all-reduce bus bandwidth, fraction of link peak")
-    layer_overhead_us: float = Field(default=0.0, ge=0, le=10_000, description="fixed cost per layer per step")
+    attention_compute: float = Field(
+        default=1.0, ge=0.01, le=1, description="prefill attention, fraction of bf16 peak"
+    )
+    link: float = Field(
+        default=1.0, ge=0.01, le=1, description="all-reduce bus bandwidth, fraction of link peak"
+    )
+    layer_overhead_us: float = Field(
+        default=0.0, ge=0, le=10_000, description="fixed cost per layer per step"
+    )
     step_overhead_us: float = Field(default=0.0, ge=0, le=1_000_000, description="fixed cost per decode step")
     allreduce_latency_us: float = Field(default=0.0, ge=0, le=10_000, description="latency of one all-reduce")
     prefill_overhead_ms: float = Field(default=0.0, ge=0, le=100_000, description="fixed cost per prefill")
-    ttft_overhead_ms: float = Field(default=0.0, ge=0, le=100_000, description="serving cost before the first token")
-    ttft_per_running_ms: float = Field(default=0.0, ge=0, le=10_000,
-                                       description="serving cost before the first token per other request in flight "
-                                                   "(the frontend's tokenize/detokenize and scheduling queue)")
+    ttft_overhead_ms: float = Field(
+        default=0.0, ge=0, le=100_000, description="serving cost before the first token"
+    )
+    ttft_per_running_ms: float = Field(
+        default=0.0, ge=0, le=10_000,
+        description="serving cost before the first token per other request in flight "
+        "(the frontend's tokenize/detokenize and scheduling queue)",
+    )
     smoothing: float = Field(default=0.0, ge=0, le=64,
                              description="p of the p-norm joining compute and memory time; 0 means max()")
     name: str = Field(default="custom", max_length=200)
     # Fidelity v2 (issue 10): terms the graph physics measured; their defaults keep the pure roofline.
-    int4_bandwidth: float = Field(default=1.0, ge=0.01, le=1,
-                                  description="streaming 4-bit weight-only weights (dequantizing GEMV), fraction of HBM peak")
-    int4_compute: float = Field(default=1.0, ge=0.001, le=1,
-                                description="4-bit weight-only GEMMs (dequantize, bf16 math), fraction of bf16 peak")
-    kv_quantized_bandwidth: float = Field(default=1.0, ge=0.01, le=1,
-                                          description="attention over an 8-bit KV cache, fraction of HBM peak")
-    moe_layer_overhead_us: float = Field(default=0.0, ge=0, le=10_000,
-                                         description="extra kernels of an MoE layer (router, permute, grouped GEMMs)")
+    int4_bandwidth: float = Field(
+        default=1.0, ge=0.01, le=1,
+        description="streaming 4-bit weight-only weights (dequantizing GEMV), fraction of HBM peak",
+    )
+    int4_compute: float = Field(
+        default=1.0, ge=0.001, le=1,
+        description="4-bit weight-only GEMMs (dequantize, bf16 math), fraction of bf16 peak",
+    )
+    kv_quantized_bandwidth: float = Field(
+        default=1.0, ge=0.01, le=1, description="attention over an 8-bit KV cache, fraction of HBM peak"
+    )
+    moe_layer_overhead_us: float = Field(
+        default=0.0, ge=0, le=10_000,
+        description="extra kernels of an MoE layer (router, permute, grouped GEMMs)",
+    )
     prefill_layer_overhead_us: float = Field(default=0.0, ge=0, le=10_000,
                                              description="fixed cost per layer of a prefill pass")
-    prefill_quantized_compute: float = Field(default=1.0, ge=0.01, le=1,
-                                             description="prefill GEMMs in fp8/int8, fraction of that precision's peak")
-    prefill_smoothing: float = Field(default=0.0, ge=0, le=64,
-                                     description="p of the p-norm joining a prefill's compute and memory time")
-    chunk_layer_overhead_us: float = Field(default=0.0, ge=0, le=10_000,
-                                           description="kernels a prompt chunk adds to each layer of an iteration "
-                                                       "that carries decodes (its own attention, KV writes)")
+    prefill_quantized_compute: float = Field(
+        default=1.0, ge=0.01, le=1, description="prefill GEMMs in fp8/int8, fraction of that precision's peak"
+    )
+    prefill_smoothing: float = Field(
+        default=0.0, ge=0, le=64, description="p of the p-norm joining a prefill's compute and memory time"
+    )
+    chunk_layer_overhead_us: float = Field(
+        default=0.0, ge=0, le=10_000,
+        description="kernels a prompt chunk adds to each layer of an iteration that carries decodes (its own "
+                    "attention, KV writes)",
+    )
 
 
 def ideal() -> EngineEfficiency:

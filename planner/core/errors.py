@@ -56,7 +56,9 @@ def _clean(msg: str) -> str:
 
 
 # pydantic names each branch of a union in the error path ('capex.dict[str,constrained-float]'): not a field.
-_UNION_TAG = re.compile(r"^(constrained-\w+|(dict|list|tuple|function-\w+|nullable)\[.*\]|str|int|float|bool|none)$")
+_UNION_TAG = re.compile(
+    r"^(constrained-\w+|(dict|list|tuple|function-\w+|nullable)\[.*\]|str|int|float|bool|none)$"
+)
 
 
 def _field_path(loc: tuple) -> tuple:
@@ -105,7 +107,9 @@ def _refuse_long_int(limit: int):
     def parse_int(literal: str) -> int:
         digits = len(literal.lstrip("-"))
         if digits > limit:
-            raise ValueError(f"an integer literal is too long: {digits:,} digits, over the limit of {limit:,}")
+            raise ValueError(
+                f"an integer literal is too long: {digits:,} digits, over the limit of {limit:,}"
+            )
         return int(literal)
     return parse_int
 
@@ -135,7 +139,9 @@ def loads_json(text: str | bytes, field: str = "scenario", max_bytes: int | None
         data = json.loads(text, parse_constant=_refuse_constant, parse_int=_refuse_long_int(max_int_digits),
                           parse_float=_finite_float)
     except json.JSONDecodeError as err:
-        raise ScenarioError(field, f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+        raise ScenarioError(
+            field, f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
+        ) from None
     except RecursionError:
         raise ScenarioError(field, f"not valid JSON (nested deeper than {max_depth} levels)") from None
     except ValueError as err:  # NaN/Infinity, a float overflow, an integer literal over the digit limit

@@ -97,13 +97,16 @@ class ModelSpec(BaseModel):
             raise ValueError("sliding_window_layers cannot exceed n_layers")
         if self.moe is not None and self.moe.first_dense_layers > self.n_layers:
             raise ValueError("moe.first_dense_layers cannot exceed n_layers")
-        if self.rotary_cache_positions is not None and not all(1 <= r <= 1_000_000_000 for r in self.rotary_cache_positions):
+        if self.rotary_cache_positions is not None and not all(
+            1 <= r <= 1_000_000_000 for r in self.rotary_cache_positions
+        ):
             raise ValueError("rotary_cache_positions must each be between 1 and 1,000,000,000")
         return self
 
     @property
     def rotary_dim(self) -> int:
-        """Width of one rotary table row (cos and sin halves): the rope part of the head (MLA: qk_rope_head_dim)."""
+        """Width of one rotary table row (cos and sin halves): the rope part of the head (MLA:
+        qk_rope_head_dim)."""
         return self.mla.qk_rope_head_dim if self.mla is not None else self.head_dim_resolved
 
     @property

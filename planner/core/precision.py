@@ -3,7 +3,8 @@
 Group-scale convention (documented in README): 4-bit integer weights are stored in groups of 128
 with one bf16 scale per group (AWQ/GPTQ default), so int4 costs 4 + 16/128 = 4.125 bits. fp4 is NVFP4:
 groups of 16 with one fp8 scale, 4 + 8/16 = 4.5 bits; a checkpoint in MXFP4 (gpt-oss: `ModelSpec.fp4_format`)
-stores groups of 32 with one 8-bit power-of-two (E8M0) scale, 4 + 8/32 = 4.25 bits. 8-bit formats use per-channel or per-tensor
+stores groups of 32 with one 8-bit power-of-two (E8M0) scale, 4 + 8/32 = 4.25 bits. 8-bit formats use
+per-channel or per-tensor
 scales, negligible next to the data, so they count 8 bits.
 """
 
@@ -30,13 +31,8 @@ MXFP4_GROUP_SIZE = 32  # OCP Microscaling spec v1.0: a shared E8M0 scale per 32 
 MXFP4_SCALE_BITS = 8
 
 _BITS = {
-    "fp32": 32.0,
-    "fp16": 16.0,
-    "bf16": 16.0,
-    "fp8": 8.0,
-    "int8": 8.0,
-    "int4": 4.0 + INT4_SCALE_BITS / INT4_GROUP_SIZE,
-    "fp4": 4.0 + FP4_SCALE_BITS / FP4_GROUP_SIZE,
+    "fp32": 32.0, "fp16": 16.0, "bf16": 16.0, "fp8": 8.0, "int8": 8.0,
+    "int4": 4.0 + INT4_SCALE_BITS / INT4_GROUP_SIZE, "fp4": 4.0 + FP4_SCALE_BITS / FP4_GROUP_SIZE,
 }
 
 

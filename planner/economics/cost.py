@@ -23,7 +23,9 @@ def usd_per_million_tokens(usd_per_hour: float, tokens_per_s: Tokens) -> Tokens:
     return usd_per_hour / (tokens_per_s * 3600.0) * 1e6
 
 
-def usd_per_million_output_tokens(tp: int, usd_per_gpu_hour: float, output_tokens_per_s: npt.ArrayLike) -> npt.NDArray[np.float64]:
+def usd_per_million_output_tokens(
+    tp: int, usd_per_gpu_hour: float, output_tokens_per_s: npt.ArrayLike
+) -> npt.NDArray[np.float64]:
     """tp * usd_per_gpu_hour / (output_tokens_per_s * 3600) * 1e6."""
     tokens_per_s = np.asarray(output_tokens_per_s, dtype=float)
     with np.errstate(divide="ignore"):

@@ -75,17 +75,22 @@ def economics_section(d: Deployment, prompt_len: int, mean_context: float, gpus:
         site_w = site_power_w(spec, gpu_w)
     tokens = output_tokens_per_s or 0.0
     return EconomicsSection(
-        electricity_usd_per_kwh=settings.electricity_usd_per_kwh, tdp_w=spec.tdp_w, idle_power_w=spec.idle_power_w,
-        provisioned_kw_all_in_per_gpu=spec.provisioned_kw_all_in, provisioned_kw_per_replica=kw,
-        utilization=u, prefill_utilization=u_prefill, decode_utilization=u_decode,
-        gpu_watts_per_replica=gpu_w, watts_per_replica=site_w,
+        electricity_usd_per_kwh=settings.electricity_usd_per_kwh, tdp_w=spec.tdp_w,
+        idle_power_w=spec.idle_power_w, provisioned_kw_all_in_per_gpu=spec.provisioned_kw_all_in,
+        provisioned_kw_per_replica=kw, utilization=u, prefill_utilization=u_prefill,
+        decode_utilization=u_decode, gpu_watts_per_replica=gpu_w, watts_per_replica=site_w,
         joules_per_output_token=joules_per_token(site_w, tokens) if site_w is not None else None,
         gpu_joules_per_output_token=joules_per_token(gpu_w, tokens) if gpu_w is not None else None,
-        output_tokens_per_s_per_provisioned_mw=tokens_per_s_per_provisioned_mw(tokens, kw) if served else None,
-        total_tokens_per_s_per_provisioned_mw=(tokens_per_s_per_provisioned_mw(total_tokens_per_s or 0.0, kw)
-                                               if served else None),
-        energy_usd_per_million_output_tokens=(energy_usd_per_million_tokens(site_w, tokens,
-                                                                            settings.electricity_usd_per_kwh)
-                                              if site_w is not None else None),
+        output_tokens_per_s_per_provisioned_mw=tokens_per_s_per_provisioned_mw(tokens, kw)
+        if served
+        else None,
+        total_tokens_per_s_per_provisioned_mw=(
+            tokens_per_s_per_provisioned_mw(total_tokens_per_s or 0.0, kw) if served else None
+        ),
+        energy_usd_per_million_output_tokens=(
+            energy_usd_per_million_tokens(site_w, tokens, settings.electricity_usd_per_kwh)
+            if site_w is not None
+            else None
+        ),
         power_model=POWER_MODEL, power_origin=spec.origin,
     )

@@ -47,10 +47,14 @@ ALL_IN_KW_PER_TDP_KW = SYSTEM_TO_GPU_POWER_RATIO * PROVISIONING_PUE
 IDLE_FRACTION_OF_TDP = float(_C["fallback"]["idle_fraction_of_tdp"])
 COMPUTE_SLOPE = float(_C["model"]["compute_slope"])
 MEMORY_SLOPE = float(_C["model"]["memory_slope"])
-DEFAULT_TDP_W = 700.0  # a GPU with no tdp_w is powered as an H100 SXM (datasheet: up to 700 W), as ownership does
-POWER_MODEL = (f"GPU W = min(TDP, idle + (TDP - idle) x slope x u), u = roofline bound time / step time, slope "
-               f"{MEMORY_SLOPE:g} memory-bound, {COMPUTE_SLOPE:g} compute-bound (measured on an H100); prefill and "
-               "decode weighted by the time each takes; site W = GPU W x provisioned kW / TDP kW")
+DEFAULT_TDP_W = (
+    700.0  # a GPU with no tdp_w is powered as an H100 SXM (datasheet: up to 700 W), as ownership does
+)
+POWER_MODEL = (
+    f"GPU W = min(TDP, idle + (TDP - idle) x slope x u), u = roofline bound time / step time, slope "
+    f"{MEMORY_SLOPE:g} memory-bound, {COMPUTE_SLOPE:g} compute-bound (measured on an H100); prefill and "
+    "decode weighted by the time each takes; site W = GPU W x provisioned kW / TDP kW"
+)
 
 
 class EconomicsSettings(BaseModel):
@@ -79,13 +83,15 @@ def power_spec(gpu: GpuSpec) -> PowerSpec:
     origin = {
         "tdp_w": "catalog" if gpu.tdp_w is not None else "default: H100 SXM 700 W",
         "idle_power_w": "catalog" if idle is not None else f"fallback: {IDLE_FRACTION_OF_TDP:g} x TDP",
-        "provisioned_kw_all_in": ("catalog" if all_in is not None
-                                  else f"fallback: {ALL_IN_KW_PER_TDP_KW:.3f} x TDP (the catalog's system-to-GPU "
-                                       f"ratio x PUE {PROVISIONING_PUE:g})"),
+        "provisioned_kw_all_in": (
+            "catalog"
+            if all_in is not None
+            else f"fallback: {ALL_IN_KW_PER_TDP_KW:.3f} x TDP (the catalog's system-to-GPU "
+            f"ratio x PUE {PROVISIONING_PUE:g})"
+        ),
     }
     return PowerSpec(
-        tdp_w=tdp,
-        idle_power_w=min(float(idle), tdp) if idle is not None else IDLE_FRACTION_OF_TDP * tdp,
+        tdp_w=tdp, idle_power_w=min(float(idle), tdp) if idle is not None else IDLE_FRACTION_OF_TDP * tdp,
         provisioned_kw_all_in=float(all_in) if all_in is not None else ALL_IN_KW_PER_TDP_KW * tdp / 1000.0,
         origin=origin,
     )
@@ -98,7 +104,9 @@ def step_utilization(bound_ms: float, step_ms: float) -> float:
     return min(max(bound_ms / step_ms, 0.0), 1.0)
 
 
-def operating_utilization(prefill_share: float, prefill_utilization: float, decode_utilization: float) -> float:
+def operating_utilization(
+    prefill_share: float, prefill_utilization: float, decode_utilization: float
+) -> float:
     """The replica's utilization over time: prefill and decode weighted by the share of time each takes."""
     share = min(max(prefill_share, 0.0), 1.0)
     return share * prefill_utilization + (1.0 - share) * decode_utilization
@@ -154,7 +162,9 @@ def energy_usd_per_million_tokens(watts: float, tokens_per_s: float, usd_per_kwh
     return watts / 1000.0 * (1e6 / tokens_per_s) / SECONDS_PER_HOUR * usd_per_kwh
 
 
-__all__ = ["DEFAULT_ELECTRICITY_USD_PER_KWH", "POWER_MODEL", "EconomicsSettings", "PowerSpec", "busy_slope",
-           "energy_usd_per_million_tokens", "gpu_power_w", "operating_power_w", "joules_per_token", "operating_utilization", "power_constants", "power_spec",
-           "provisioned_kw", "replica_power_w", "site_power_w", "step_utilization",
-           "tokens_per_s_per_provisioned_mw"]
+__all__ = [
+    "DEFAULT_ELECTRICITY_USD_PER_KWH", "POWER_MODEL", "EconomicsSettings", "PowerSpec", "busy_slope",
+    "energy_usd_per_million_tokens", "gpu_power_w", "operating_power_w", "joules_per_token",
+    "operating_utilization", "power_constants", "power_spec", "provisioned_kw", "replica_power_w",
+    "site_power_w", "step_utilization", "tokens_per_s_per_provisioned_mw",
+]

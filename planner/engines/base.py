@@ -118,9 +118,13 @@ class EngineMemory:
     kv_cache_tokens: int
     max_concurrency: float
     log_lines: tuple[str, ...] = field(default=())
-    sampler: str | None = None  # vLLM: the profiling run's top-k/top-p path ("native", "triton", "flashinfer")
+    sampler: str | None = (
+        None  # vLLM: the profiling run's top-k/top-p path ("native", "triton", "flashinfer")
+    )
     rotary_cache_gib: float = 0.0  # the precomputed rotary tables, loaded with the model (every rank)
-    allocator_rounding_gib: float = 0.0  # PyTorch's caching allocator's segments beyond the weight tensors' bytes
+    allocator_rounding_gib: float = (
+        0.0  # PyTorch's caching allocator's segments beyond the weight tensors' bytes
+    )
 
     @property
     def model_loading_gib(self) -> float:
@@ -130,8 +134,14 @@ class EngineMemory:
 
     @property
     def overheads_gib(self) -> float:
-        """Everything between the utilization cap and the weights+KV: rotary tables, activations, non-torch, graphs."""
+        """Everything between the utilization cap and the weights+KV: rotary tables, activations, non-torch,
+        graphs."""
         if self.reserve_override_gib is not None:
             return self.reserve_override_gib
-        return (self.rotary_cache_gib + self.allocator_rounding_gib + self.activation_peak_gib + self.non_torch_gib
-                + self.cuda_graph_gib)
+        return (
+            self.rotary_cache_gib
+            + self.allocator_rounding_gib
+            + self.activation_peak_gib
+            + self.non_torch_gib
+            + self.cuda_graph_gib
+        )

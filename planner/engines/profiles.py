@@ -69,8 +69,9 @@ def engine_efficiency(engine: str, gpu_id: str | None = None, weights: str | Non
     if engine not in ENGINES:
         raise ValueError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
     overheads = profiles()["engines"][engine].get("overheads", {})
-    return EngineEfficiency(**{**physics_values(gpu_id), **overheads, **production_terms(engine, gpu_id, weights),
-                               "name": engine})
+    return EngineEfficiency(
+        **{**physics_values(gpu_id), **overheads, **production_terms(engine, gpu_id, weights), "name": engine}
+    )
 
 
 def default_engine(gpu_id: str | None = None) -> EngineEfficiency:
@@ -97,13 +98,9 @@ def engines_listing() -> list[dict[str, Any]]:
     for name in ENGINES:
         entry = data["engines"][name]
         out.append({
-            "engine": name,
-            "default": name == DEFAULT_ENGINE,
-            "description": entry["description"],
-            "overheads": entry.get("overheads", {}),
-            "public_rows": entry.get("public_rows", []),
-            "public_rows_role": entry.get("public_rows_role", ""),
-            "validation": entry.get("validation", {}),
+            "engine": name, "default": name == DEFAULT_ENGINE, "description": entry["description"],
+            "overheads": entry.get("overheads", {}), "public_rows": entry.get("public_rows", []),
+            "public_rows_role": entry.get("public_rows_role", ""), "validation": entry.get("validation", {}),
             "physics": physics_values(),
         })
     return out
@@ -111,4 +108,7 @@ def engines_listing() -> list[dict[str, Any]]:
 
 def physics_evidence() -> dict[str, Any]:
     data = profiles()["physics"]
-    return {"measurements": data["measurements"], "evidence": data["evidence"], "validation": data.get("validation", {})}
+    return {
+        "measurements": data["measurements"], "evidence": data["evidence"],
+        "validation": data.get("validation", {}),
+    }

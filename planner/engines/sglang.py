@@ -58,22 +58,27 @@ def plan_sglang_memory(d: Deployment, max_model_len: int) -> EngineMemory:
     mfs = d.memory_utilization
     startup = sglang_startup_gib(d.tp)
     weights = weights_gib_per_gpu(d)
-    rotary = rotary_cache_gib(m, d.weights)  # SGLang builds the same tables (its rotary code is vLLM's), loaded with the model
-    rounding = allocator_rounding_gib_per_gpu(d)  # and allocates its weights through the same PyTorch allocator
+    rotary = rotary_cache_gib(
+        m, d.weights
+    )  # SGLang builds the same tables (its rotary code is vLLM's), loaded with the model
+    rounding = allocator_rounding_gib_per_gpu(
+        d
+    )  # and allocates its weights through the same PyTorch allocator
     budget = (visible - startup) * mfs - weights - rotary - rounding
     cell = sglang_cell_bytes(m, d.tp, d.kv_cache, fraction)
     tokens = max(0, int(budget * GIB // cell)) if budget > 0 else 0
     half = tokens * cell / GIB / (1 if m.mla is not None else 2)
     line = format_sglang_log_line(tokens, half, 0.0 if m.mla is not None else half)
     return EngineMemory(
-        engine="sglang", vllm_version="", device_total_gib=d.gpu.memory_gb * 1e9 / GIB, visible_total_gib=visible,
-        utilization=mfs, requested_gib=visible * mfs, weights_gib=weights, activation_peak_gib=0.0,
-        non_torch_gib=startup * mfs, cuda_graph_gib=0.0, reserve_override_gib=None, kv_budget_gib=budget,
-        block_size=1, max_model_len=max_model_len, max_num_batched_tokens=d.max_num_batched_tokens, max_num_seqs=0,
+        engine="sglang", vllm_version="", device_total_gib=d.gpu.memory_gb * 1e9 / GIB,
+        visible_total_gib=visible, utilization=mfs, requested_gib=visible * mfs, weights_gib=weights,
+        activation_peak_gib=0.0, non_torch_gib=startup * mfs, cuda_graph_gib=0.0, reserve_override_gib=None,
+        kv_budget_gib=budget, block_size=1, max_model_len=max_model_len,
+        max_num_batched_tokens=d.max_num_batched_tokens, max_num_seqs=0,
         kv_groups=(KvCacheGroup("full_attention", math.ceil(m.n_layers * fraction)),), group_size_layers=1,
         page_bytes_per_layer=kv_page_bytes_per_layer(m, d.tp, d.kv_cache, 1), num_gpu_blocks=tokens,
-        kv_cache_tokens=tokens, max_concurrency=tokens / max_model_len if max_model_len else 0.0, log_lines=(line,),
-        rotary_cache_gib=rotary, allocator_rounding_gib=rounding,
+        kv_cache_tokens=tokens, max_concurrency=tokens / max_model_len if max_model_len else 0.0,
+        log_lines=(line,), rotary_cache_gib=rotary, allocator_rounding_gib=rounding,
     )
 
 

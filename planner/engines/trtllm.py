@@ -20,13 +20,16 @@ NAME = "trt-llm"
 efficiency_profile = partial(engine_efficiency, NAME)
 
 
-# --- TensorRT-LLM (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp `getMaxNumTokens` / pyexecutor) ----------
+# --- TensorRT-LLM (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp
+# `getMaxNumTokens` / pyexecutor) ----------
 #   maxTokens = freeGpuMemoryFraction x (free memory + pool free) / cache bytes per token
 # measured after the engine (weights) and the runtime buffers (activations, decoder) are allocated, and
 # logged as "Memory usage when calculating max tokens in paged kv cache: total: T GiB, available: A GiB" and
 # "[MemUsageChange] Allocated K GiB for max tokens in paged KV cache (N)". The scenario's
 # `memory.utilization` is read as `free_gpu_memory_fraction`; blocks hold `block_size` tokens.
-def format_trtllm_log_lines(total_gib: float, available_gib: float, kv_gib: float, tokens: int) -> tuple[str, str]:
+def format_trtllm_log_lines(
+    total_gib: float, available_gib: float, kv_gib: float, tokens: int
+) -> tuple[str, str]:
     return (f"Memory usage when calculating max tokens in paged kv cache: total: {total_gib:.2f} GiB, "
             f"available: {available_gib:.2f} GiB",
             f"[MemUsageChange] Allocated {kv_gib:.2f} GiB for max tokens in paged KV cache ({tokens}).")
@@ -38,7 +41,9 @@ def plan_trtllm_memory(d: Deployment, max_model_len: int, max_num_seqs: int | No
     visible = visible_total_gib(d.gpu.memory_gb)
     seqs = max_num_seqs if max_num_seqs is not None else default_max_num_seqs(visible, d.gpu.name)
     weights = weights_gib_per_gpu(d)
-    activation = activation_peak_gib(m, d.tp, d.max_num_batched_tokens, seqs, "flashinfer")  # sorts no vocabulary
+    activation = activation_peak_gib(
+        m, d.tp, d.max_num_batched_tokens, seqs, "flashinfer"
+    )  # sorts no vocabulary
     non_torch = non_torch_gib(d.tp)
     available = max(visible - weights - activation - non_torch, 0.0)
     budget = available * d.memory_utilization
@@ -46,15 +51,17 @@ def plan_trtllm_memory(d: Deployment, max_model_len: int, max_num_seqs: int | No
     blocks = int(budget * GIB // page) if budget > 0 else 0
     tokens = blocks * d.block_size
     return EngineMemory(
-        engine="trt-llm", vllm_version="", device_total_gib=d.gpu.memory_gb * 1e9 / GIB, visible_total_gib=visible,
-        utilization=d.memory_utilization, requested_gib=visible - (1 - d.memory_utilization) * available,
-        weights_gib=weights, activation_peak_gib=activation, non_torch_gib=non_torch, cuda_graph_gib=0.0,
+        engine="trt-llm", vllm_version="", device_total_gib=d.gpu.memory_gb * 1e9 / GIB,
+        visible_total_gib=visible, utilization=d.memory_utilization,
+        requested_gib=visible - (1 - d.memory_utilization) * available, weights_gib=weights,
+        activation_peak_gib=activation, non_torch_gib=non_torch, cuda_graph_gib=0.0,
         reserve_override_gib=None, kv_budget_gib=budget, block_size=d.block_size, max_model_len=max_model_len,
         max_num_batched_tokens=d.max_num_batched_tokens, max_num_seqs=seqs,
         kv_groups=(KvCacheGroup("full_attention", math.ceil(m.n_layers * fraction)),),
         group_size_layers=math.ceil(m.n_layers * fraction),
-        page_bytes_per_layer=kv_page_bytes_per_layer(m, d.tp, d.kv_cache, d.block_size), num_gpu_blocks=blocks,
-        kv_cache_tokens=tokens, max_concurrency=tokens / max_model_len if max_model_len else 0.0,
+        page_bytes_per_layer=kv_page_bytes_per_layer(m, d.tp, d.kv_cache, d.block_size),
+        num_gpu_blocks=blocks, kv_cache_tokens=tokens,
+        max_concurrency=tokens / max_model_len if max_model_len else 0.0,
         log_lines=format_trtllm_log_lines(visible, available, blocks * page / GIB, tokens),
     )
 

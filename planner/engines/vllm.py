@@ -129,8 +129,12 @@ SAMPLER_BYTES_PER_LOGIT = {"native": 38.0, "triton": 15.0, "flashinfer": 14.0, "
 # profile peak fell from 5.64 to 2.23 GiB between 0.16.0 and 0.17.0); FlashInfer's again by default from
 # 0.20, the first release after PR #40376 (0.19.0 logs still print it disabled).
 DEFAULT_SAMPLER = (
-    Release((0, 0, 0), "native", "public 0.9-0.11 logs show the sort's peak; FlashInfer off (#14815, #26859)"),
-    Release((0, 17, 0), "triton", "vLLM PR #33538: Triton top-k/top-p (Qwen3-14B H100 peak 5.64 -> 2.23 GiB)"),
+    Release(
+        (0, 0, 0), "native", "public 0.9-0.11 logs show the sort's peak; FlashInfer off (#14815, #26859)"
+    ),
+    Release(
+        (0, 17, 0), "triton", "vLLM PR #33538: Triton top-k/top-p (Qwen3-14B H100 peak 5.64 -> 2.23 GiB)"
+    ),
     Release((0, 20, 0), "flashinfer", "vLLM PR #40376: FlashInfer's sampler on by default (0.19.0: off)"),
 )
 # CUDA-graph pool: vLLM captures one graph per batch size (1-512) per piece of the compiled model, so the
@@ -145,7 +149,9 @@ GRAPH_POOL_PER_LAYER_GIB = 0.018333
 # against 2.20 and 1.50 without them; a 0.10.2 log shows none). From 0.11, an assumption between the two.
 MOE_WORKSPACE_HELD = (
     Release((0, 0, 0), False, "a 0.10.2 MoE log shows no held workspace"),
-    Release((0, 11, 0), True, "0.19.0 MoE logs (Qwen3-30B-A3B 2.68, DeepSeek-V2-Lite 1.93 GiB); 0.11 assumed"),
+    Release(
+        (0, 11, 0), True, "0.19.0 MoE logs (Qwen3-30B-A3B 2.68, DeepSeek-V2-Lite 1.93 GiB); 0.11 assumed"
+    ),
 )
 # MXFP4 experts on Hopper: OpenAI's Triton kernels once vLLM ships them (0.11.1, PR #27370), Marlin before
 MXFP4_HOPPER_BACKEND = (
@@ -159,7 +165,8 @@ MAX_NUM_SEQS_DEFAULT = 256
 
 
 def default_sampler(version: str) -> str:
-    """The top-k/top-p path a vLLM release takes on CUDA by default: "native" (sorts), "triton" or "flashinfer"."""
+    """The top-k/top-p path a vLLM release takes on CUDA by default: "native" (sorts), "triton" or
+    "flashinfer"."""
     return value_at(DEFAULT_SAMPLER, version)
 
 
@@ -279,11 +286,13 @@ def allocator_rounding_gib_per_gpu(d: Deployment) -> float:
 
 
 def weights_gib_per_gpu(d: Deployment, vllm_version: str = VLLM_RULES_VERSION) -> float:
-    """Weights as loaded on the busiest GPU (planner/hardware/parallelism.py's layout): the stage's layers with the
+    """Weights as loaded on the busiest GPU (planner/hardware/parallelism.py's layout): the stage's layers
+    with the
     quantized body over TP and routed experts over the expert shards (MXFP4 experts as vLLM's kernels pad
     them), RMSNorm weights replicated on every rank, embedding and LM head in 16 bits over vocabulary rows
     padded to 64 and split over TP (first and last stage). vLLM's "Model loading took" adds the rotary tables
-    (`rotary_cache_gib`) and what PyTorch's allocator charges beyond the tensors' bytes (`allocator_rounding_gib_per_gpu`),
+    (`rotary_cache_gib`) and what PyTorch's allocator charges beyond the tensors' bytes
+    (`allocator_rounding_gib_per_gpu`),
     each kept as its own term."""
     m = d.model
     p = d.params
@@ -316,7 +325,9 @@ def forward_activation_elems_per_token(m: ModelSpec, tp: int) -> float:
     return hidden + max(widths)
 
 
-def forward_peak_gib(m: ModelSpec, tp: int, max_num_batched_tokens: int, dtype_bytes: float = ACTIVATION_BYTES) -> float:
+def forward_peak_gib(
+    m: ModelSpec, tp: int, max_num_batched_tokens: int, dtype_bytes: float = ACTIVATION_BYTES
+) -> float:
     return max_num_batched_tokens * forward_activation_elems_per_token(m, tp) * dtype_bytes / GIB
 
 
@@ -335,7 +346,9 @@ def sampler_peak_gib(m: ModelSpec, max_num_batched_tokens: int, max_num_seqs: in
     return (logits + hidden_states) / GIB
 
 
-def moe_workspace_gib(m: ModelSpec, tp: int, max_num_batched_tokens: int, dtype_bytes: float = ACTIVATION_BYTES) -> float:
+def moe_workspace_gib(
+    m: ModelSpec, tp: int, max_num_batched_tokens: int, dtype_bytes: float = ACTIVATION_BYTES
+) -> float:
     """Fused MoE's intermediate caches for the profiling batch: [T, k, 2N] + [T, k, N] + [T, k, hidden]."""
     if m.moe is None:
         return 0.0
@@ -368,7 +381,11 @@ def holds_moe_workspace(m: ModelSpec, weights: str, version: str) -> bool:
 def nvls_capable(gpu: GpuSpec) -> bool:
     """An NVSwitch domain of more than 2 Hopper-or-later GPUs (A100's NVSwitch has no NVLink SHARP)."""
     newer_than_ampere = is_hopper(gpu) or "fp4" in gpu.tflops
-    return newer_than_ampere and not (gpu.vendor or "").lower().startswith("amd") and (gpu.scale_up_domain or 0) > 2
+    return (
+        newer_than_ampere
+        and not (gpu.vendor or "").lower().startswith("amd")
+        and (gpu.scale_up_domain or 0) > 2
+    )
 
 
 def non_torch_gib(tp: int, version: str = VLLM_RULES_VERSION, gpu: GpuSpec | None = None) -> float:
@@ -386,7 +403,9 @@ def cuda_graph_pool_gib(m: ModelSpec, stage_layer_fraction: float = 1.0) -> floa
     return GRAPH_POOL_BASE_GIB + GRAPH_POOL_PER_LAYER_GIB * math.ceil(m.n_layers * stage_layer_fraction)
 
 
-def cuda_graph_gib(m: ModelSpec, version: str, enforce_eager: bool, stage_layer_fraction: float = 1.0) -> float:
+def cuda_graph_gib(
+    m: ModelSpec, version: str, enforce_eager: bool, stage_layer_fraction: float = 1.0
+) -> float:
     """The graph pool as it comes out of the KV budget: from 0.21, unless eager."""
     if enforce_eager or not value_at(GRAPH_POOL_IN_KV_BUDGET, version):
         return 0.0
@@ -405,7 +424,9 @@ def kv_cache_groups(m: ModelSpec, stage_layer_fraction: float = 1.0) -> tuple[Kv
     return tuple(groups)
 
 
-def blocks_per_request(group: KvCacheGroup, max_model_len: int, block_size: int, max_num_batched_tokens: int) -> int:
+def blocks_per_request(
+    group: KvCacheGroup, max_model_len: int, block_size: int, max_num_batched_tokens: int
+) -> int:
     """`max_memory_usage_bytes` / page size of a group's spec (FullAttentionSpec, SlidingWindowSpec)."""
     if group.kind == "sliding_window" and group.window is not None:
         tokens = min(group.window - 1 + max_num_batched_tokens, max_model_len)
@@ -433,7 +454,9 @@ def kv_tokens_and_concurrency(m: ModelSpec, tp: int, kv_cache: str, kv_budget_gi
     num_blocks = int(budget_bytes // page // size)
     n_groups = sum(n for _, n in layout)
     tokens = num_blocks // n_groups * block_size
-    per_request = sum(n * blocks_per_request(g, max_model_len, block_size, max_num_batched_tokens) for g, n in layout)
+    per_request = sum(
+        n * blocks_per_request(g, max_model_len, block_size, max_num_batched_tokens) for g, n in layout
+    )
     concurrency = num_blocks / per_request if per_request else 0.0
     return num_blocks, tokens, concurrency, size, page
 
@@ -454,8 +477,10 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
     requested = visible * d.memory_utilization
     weights = weights_gib_per_gpu(d, vllm_version)
     sampler_path = sampler or default_sampler(vllm_version)
-    activation = activation_peak_gib(m, d.tp, max_num_batched_tokens, seqs, sampler_path,
-                                     holds_moe_workspace(m, d.weights, vllm_version), model_dtype_bytes(d.weights))
+    activation = activation_peak_gib(
+        m, d.tp, max_num_batched_tokens, seqs, sampler_path, holds_moe_workspace(m, d.weights, vllm_version),
+        model_dtype_bytes(d.weights),
+    )
     non_torch = non_torch_gib(d.tp, vllm_version, d.gpu)
     graphs = cuda_graph_gib(m, vllm_version, enforce_eager, sharding(d).stage_layer_fraction)
     rotary, rounding = rotary_cache_gib(m, d.weights), allocator_rounding_gib_per_gpu(d)
@@ -469,11 +494,12 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
         engine="vllm", vllm_version=vllm_version, device_total_gib=d.gpu.memory_gb * 1e9 / GIB,
         visible_total_gib=visible, utilization=d.memory_utilization, requested_gib=requested,
         weights_gib=weights, activation_peak_gib=activation, non_torch_gib=non_torch, cuda_graph_gib=graphs,
-        reserve_override_gib=override, kv_budget_gib=budget, block_size=block_size, max_model_len=max_model_len,
-        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=seqs, kv_groups=kv_cache_groups(m, fraction),
-        group_size_layers=size, page_bytes_per_layer=page, num_gpu_blocks=num_blocks, kv_cache_tokens=tokens,
-        max_concurrency=concurrency, log_lines=format_log_lines(tokens, max_model_len, concurrency),
-        sampler=sampler_path, rotary_cache_gib=rotary if override is None else 0.0,
+        reserve_override_gib=override, kv_budget_gib=budget, block_size=block_size,
+        max_model_len=max_model_len, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=seqs,
+        kv_groups=kv_cache_groups(m, fraction), group_size_layers=size, page_bytes_per_layer=page,
+        num_gpu_blocks=num_blocks, kv_cache_tokens=tokens, max_concurrency=concurrency,
+        log_lines=format_log_lines(tokens, max_model_len, concurrency), sampler=sampler_path,
+        rotary_cache_gib=rotary if override is None else 0.0,
         allocator_rounding_gib=rounding if override is None else 0.0,
     )
 
@@ -488,5 +514,7 @@ def startup_memory(d: Deployment, context_len: int) -> EngineMemory:
 def max_batch_for_context(e: EngineMemory, context_len: int) -> int:
     """Sequences of `context_len` tokens the block pool holds at once (blocks are whole)."""
     size, layout = kv_cache_layout(e.kv_groups)
-    per_seq = sum(n * blocks_per_request(g, context_len, e.block_size, e.max_num_batched_tokens) for g, n in layout)
+    per_seq = sum(
+        n * blocks_per_request(g, context_len, e.block_size, e.max_num_batched_tokens) for g, n in layout
+    )
     return e.num_gpu_blocks // per_seq if per_seq else 0

@@ -75,7 +75,9 @@ def tp_allreduce_ms(d: Deployment, message_bytes: npt.ArrayLike) -> npt.NDArray[
     inner_ms = allreduce_ms(message_bytes, inner, inner_link, e.link, e.allreduce_latency_us)
     shard = np.asarray(message_bytes, dtype=float) / inner
     if s.tp_link.crosses_nodes:
-        outer_ms = allreduce_ms(shard, outer, d.gpu.network_gb_s, NETWORK_EFFICIENCY, 2.0 * d.gpu.network_latency_us)
+        outer_ms = allreduce_ms(
+            shard, outer, d.gpu.network_gb_s, NETWORK_EFFICIENCY, 2.0 * d.gpu.network_latency_us
+        )
     else:  # e.g. NVLink-bridged pairs joined over PCIe inside one server
         outer_ms = allreduce_ms(shard, outer, d.gpu.host_link_gb_s, e.link, e.allreduce_latency_us)
     return inner_ms + outer_ms
@@ -115,19 +117,33 @@ def pp_communication_ms(d: Deployment, tokens: npt.ArrayLike) -> npt.NDArray[np.
     return (d.pp - 1) * _p2p_ms(message, s.pp_link, d)
 
 
-def ep_alltoall_ms(d: Deployment, tokens_per_gpu: npt.ArrayLike, bytes_per_value: float) -> npt.NDArray[np.float64]:
+def ep_alltoall_ms(
+    d: Deployment, tokens_per_gpu: npt.ArrayLike, bytes_per_value: float
+) -> npt.NDArray[np.float64]:
     """One all-to-all in which each GPU sends `tokens_per_gpu` x top_k hidden vectors to the experts' GPUs;
     the busiest GPU receives `expert_imbalance` times the mean."""
     s = sharding(d)
     m = d.model
     assert m.moe is not None  # expert parallelism applies to MoE models only
-    volume = np.asarray(tokens_per_gpu, dtype=float) * m.moe.top_k * m.d_model * bytes_per_value * s.expert_imbalance
+    volume = (
+        np.asarray(tokens_per_gpu, dtype=float)
+        * m.moe.top_k
+        * m.d_model
+        * bytes_per_value
+        * s.expert_imbalance
+    )
     if s.ep_link.crosses_nodes:
         remote = (d.ep - d.gpu.node_gpus) / d.ep
-        return volume * remote / (NETWORK_EFFICIENCY * d.gpu.network_gb_s * 1e9) * 1e3 + NETWORK_ALLTOALL_LATENCY_US / 1e3
+        return (
+            volume * remote / (NETWORK_EFFICIENCY * d.gpu.network_gb_s * 1e9) * 1e3
+            + NETWORK_ALLTOALL_LATENCY_US / 1e3
+        )
     remote = (d.ep - 1) / d.ep
     e = d.efficiency
-    return volume * remote / (e.link * s.ep_link.gb_s * 1e9) * 1e3 + e.allreduce_latency_us * math.log2(d.ep) / 1e3
+    return (
+        volume * remote / (e.link * s.ep_link.gb_s * 1e9) * 1e3
+        + e.allreduce_latency_us * math.log2(d.ep) / 1e3
+    )
 
 
 def ep_communication_ms(d: Deployment, tokens_per_gpu) -> np.ndarray:
@@ -139,4 +155,6 @@ def ep_communication_ms(d: Deployment, tokens_per_gpu) -> np.ndarray:
     per_gpu = np.asarray(tokens_per_gpu, dtype=float)
     dispatch_bytes = DISPATCH_BYTES_FP8 if d.compute == "fp8" else ACTIVATION_BYTES
     moe_layers = m.n_layers - m.moe.first_dense_layers
-    return moe_layers * (ep_alltoall_ms(d, per_gpu, dispatch_bytes) + ep_alltoall_ms(d, per_gpu, ACTIVATION_BYTES))
+    return moe_layers * (
+        ep_alltoall_ms(d, per_gpu, dispatch_bytes) + ep_alltoall_ms(d, per_gpu, ACTIVATION_BYTES)
+    )

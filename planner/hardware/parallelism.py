@@ -8,7 +8,8 @@ then pipeline stages outermost. One replica is `pp` stages of `max(tp, ep)` GPUs
     and throughput (pp micro-batches in flight), never lower latency.
   * EP (MoE only) places n_experts / ep routed experts on each GPU; when ep does not divide n_experts
     each GPU gets ceil(n_experts / ep) slots, the spare ones holding redundant copies of hot experts
-    (SGLang runs DeepSeek's 256 experts on EP 72 as 288 = 256 + 32 redundant). Attention is data-parallel across the
+    (SGLang runs DeepSeek's 256 experts on EP 72 as 288 = 256 + 32 redundant). Attention is data-parallel
+    across the
     EP group in ep / tp groups of tp GPUs each (SGLang `--enable-dp-attention`, vLLM DP + EP), so each
     attention group keeps its own sequences and KV cache. Without EP, experts are TP-sharded.
   * Expert load is never perfectly even: the busiest GPU gets EXPERT_IMBALANCE x the mean routed tokens
@@ -101,14 +102,11 @@ def _sharding(d: Deployment) -> Sharding:
     per_stage = max(tp, ep)
     gpus = per_stage * pp
     return Sharding(
-        tp=tp, pp=pp, ep=ep, n_layers=d.model.n_layers,
-        layers_per_stage=math.ceil(d.model.n_layers / pp),
-        attention_dp=ep // tp if ep > 1 else 1,
-        expert_shards=ep if ep > 1 else tp,
+        tp=tp, pp=pp, ep=ep, n_layers=d.model.n_layers, layers_per_stage=math.ceil(d.model.n_layers / pp),
+        attention_dp=ep // tp if ep > 1 else 1, expert_shards=ep if ep > 1 else tp,
         expert_weight_fraction=(math.ceil(d.model.moe.n_experts / ep) / d.model.moe.n_experts
                                 if ep > 1 and d.model.moe is not None else 1.0 / tp),
-        expert_imbalance=EXPERT_IMBALANCE if ep > 1 else 1.0,
-        gpus_per_stage=per_stage, gpus_per_replica=gpus,
+        expert_imbalance=EXPERT_IMBALANCE if ep > 1 else 1.0, gpus_per_stage=per_stage, gpus_per_replica=gpus,
         nodes_per_replica=math.ceil(gpus / d.gpu.node_gpus),
         tp_link=link_for_group(d.gpu, tp), ep_link=link_for_group(d.gpu, ep if ep > 1 else 1),
         # the slowest stage boundary sets the pipeline: the whole replica's span decides it
@@ -161,8 +159,11 @@ def _or_list(values: list[int]) -> str:
 def layout_problem(model: ModelSpec, tp: int, pp: int, ep: int, engine: str = "vllm") -> ScenarioError | None:
     """Why no engine (or `engine`) loads this layout, naming the nearest valid values; None when it loads."""
     if tp > model.n_heads:
-        return ScenarioError("tp", f"{tp} cannot exceed the model's {model.n_heads} attention heads: nearest valid "
-                                   f"{valid_tps(model)[-1]}")
+        return ScenarioError(
+            "tp",
+            f"{tp} cannot exceed the model's {model.n_heads} attention heads: nearest valid "
+            f"{valid_tps(model)[-1]}",
+        )
     if not valid_tp(model, tp):
         heads = f"{model.n_heads} attention heads"
         if model.n_kv_heads < model.n_heads:
@@ -182,8 +183,12 @@ def layout_problem(model: ModelSpec, tp: int, pp: int, ep: int, engine: str = "v
         if ep % tp != 0 or (engine in _EP_MUST_DIVIDE_EXPERTS and n % ep != 0):
             below = [e for e in multiples if e < ep][-1:]
             above = [e for e in multiples if e > ep][:1]
-            why = (f"must be a multiple of tp ({tp}): attention runs data-parallel over ep / tp groups of tp GPUs"
-                   if ep % tp != 0 else f"must divide the model's {n} routed experts on TensorRT-LLM")
+            why = (
+                f"must be a multiple of tp ({tp}): attention runs data-parallel over ep / tp groups of tp "
+                "GPUs"
+                if ep % tp != 0
+                else f"must divide the model's {n} routed experts on TensorRT-LLM"
+            )
             near = f": nearest valid {_or_list(below + above)}" if below + above else ""
             return ScenarioError("ep", f"{ep} {why}{near}")
     return None
@@ -205,12 +210,17 @@ def parallelism_warnings(d: Deployment, requested_ep: int = 1) -> list[str]:
     s = sharding(d)
     notes = []
     if requested_ep > 1 and d.model.moe is None:
-        notes.append(f"ep {requested_ep} ignored: {d.model.name} is dense (no experts to spread); the plan uses ep 1")
+        notes.append(
+            f"ep {requested_ep} ignored: {d.model.name} is dense (no experts to spread); the plan uses ep 1"
+        )
     if s.tp_link.crosses_nodes:
         notes.append(
-            f"tp {s.tp} spans {math.ceil(s.tp / d.gpu.node_gpus)} nodes of {d.gpu.node_gpus} GPUs: every all-reduce "
-            f"crosses the network ({d.gpu.network_gb_s:g} GB/s per GPU against {d.gpu.link_gb_s:g} GB/s inside the "
-            "node); keep tp inside a node and put pp (or ep) across nodes")
+            f"tp {s.tp} spans {math.ceil(s.tp / d.gpu.node_gpus)} nodes of {d.gpu.node_gpus} GPUs: every "
+            "all-reduce "
+            f"crosses the network ({d.gpu.network_gb_s:g} GB/s per GPU against {d.gpu.link_gb_s:g} GB/s "
+            "inside the "
+            "node); keep tp inside a node and put pp (or ep) across nodes"
+        )
     if s.ep_link.crosses_nodes:
         notes.append(f"ep {s.ep} spans nodes: expert dispatch/combine all-to-alls cross the network "
                      f"({d.gpu.network_gb_s:g} GB/s per GPU)")
@@ -278,6 +288,8 @@ def cheapest_layout_that_fits(d: Deployment, fits: Callable[[Deployment], bool])
     return None
 
 
-__all__ = ["ParallelismSection", "candidate_layouts", "cheapest_layout_that_fits", "effective_ep", "parallelism_section",
-           "EXPERT_IMBALANCE", "Link", "Sharding", "layout_problem", "link_for_group", "nearest_valid_tps",
-           "parallelism_warnings", "sharding", "valid_tp", "valid_tps", "validate_parallelism"]
+__all__ = [
+    "ParallelismSection", "candidate_layouts", "cheapest_layout_that_fits", "effective_ep",
+    "parallelism_section", "EXPERT_IMBALANCE", "Link", "Sharding", "layout_problem", "link_for_group",
+    "nearest_valid_tps", "parallelism_warnings", "sharding", "valid_tp", "valid_tps", "validate_parallelism",
+]

@@ -86,7 +86,9 @@ def _windowed_from_layer_types(config: dict[str, Any], n_layers: int, field: str
     if layer_types is None:
         return None
     if len(layer_types) != n_layers or not all(isinstance(t, str) for t in layer_types):
-        raise ScenarioError(f"{field}.layer_types", f"must list one attention type (a string) per layer ({n_layers})")
+        raise ScenarioError(
+            f"{field}.layer_types", f"must list one attention type (a string) per layer ({n_layers})"
+        )
     return sum(1 for t in layer_types if t in WINDOWED_LAYER_TYPES)
 
 
@@ -95,7 +97,9 @@ def _pattern_windowed(n_layers: int, pattern: int) -> int:
     return n_layers - n_layers // pattern if pattern > 1 else 0
 
 
-def _windowing(model_type: str, config: dict[str, Any], n_layers: int, field: str) -> tuple[int | None, int | None]:
+def _windowing(
+    model_type: str, config: dict[str, Any], n_layers: int, field: str
+) -> tuple[int | None, int | None]:
     """(window tokens, windowed layers) for the family, or (None, None) for full attention everywhere."""
     if model_type in ("llama4", "llama4_text"):
         chunk = _optional_int(config, "attention_chunk_size", field)
@@ -105,8 +109,12 @@ def _windowing(model_type: str, config: dict[str, Any], n_layers: int, field: st
         if windowed is None:
             no_rope = _optional_list(config, "no_rope_layers", field)
             if no_rope:  # 1: a RoPE layer with chunked local attention, 0: a global NoPE layer
-                if len(no_rope) != n_layers or not all(v in (0, 1) and not isinstance(v, bool) for v in no_rope):
-                    raise ScenarioError(f"{field}.no_rope_layers", f"must list 0 or 1 for each of the {n_layers} layers")
+                if len(no_rope) != n_layers or not all(
+                    v in (0, 1) and not isinstance(v, bool) for v in no_rope
+                ):
+                    raise ScenarioError(
+                        f"{field}.no_rope_layers", f"must list 0 or 1 for each of the {n_layers} layers"
+                    )
                 windowed = sum(no_rope)
             else:
                 interval = _optional_int(config, "no_rope_layer_interval", field, 4) or 4
@@ -123,7 +131,9 @@ def _windowing(model_type: str, config: dict[str, Any], n_layers: int, field: st
             return window, from_types
         max_window_layers = _optional_int(config, "max_window_layers", field, n_layers)
         return window, max(0, n_layers - max_window_layers)
-    if model_type in ("qwen3", "qwen3_moe", "olmo2", "granite", "llama", "deepseek_v2", "deepseek_v3", "glm4_moe"):
+    if model_type in (
+        "qwen3", "qwen3_moe", "olmo2", "granite", "llama", "deepseek_v2", "deepseek_v3", "glm4_moe",
+    ):
         # these families ignore `sliding_window` unless they say so (use_sliding_window)
         if not _optional_bool(config, "use_sliding_window", field, False):
             return None, None
@@ -185,10 +195,15 @@ def _quantization(config: dict[str, Any], field: str) -> tuple[str | None, list[
                 kind = weights.get("type")
                 if kind not in ("int", "float"):
                     raise ScenarioError(f"{qf}.config_groups.weights.type", "must be \"int\" or \"float\"")
-                return _bits_precision(weights.get("num_bits"), kind, f"{qf}.config_groups.weights.num_bits"), ignored, []
+                return (
+                    _bits_precision(weights.get("num_bits"), kind, f"{qf}.config_groups.weights.num_bits"),
+                    ignored, [],
+                )
         raise ScenarioError(f"{qf}.config_groups", "needs a group with a weights scheme")
-    return None, [], [f"quantization method {quote(method)} is not modelled: the weights follow the scenario's "
-                      "`weights`"]
+    return (
+        None, [],
+        [f"quantization method {quote(method)} is not modelled: the weights follow the scenario's `weights`"],
+    )
 
 
 # transformers' config defaults where published config.json files leave the key out (Gemma3TextConfig)
@@ -255,118 +270,156 @@ def _text_config(config: dict[str, Any], field: str) -> tuple[dict[str, Any], st
     return config, model_type, field
 
 
-def model_from_hf_config(config: Any, field: str = "model.hf_config") -> ModelSpec:
-    if not isinstance(config, dict):
-        raise ScenarioError(field, "must be a JSON object (the contents of config.json)")
+def _family(config: dict[str, Any], field: str) -> tuple[bool, list[str]]:
+    """Whether config.json's model_type is a family Ridgeline knows; an unknown decoder that gives the
+    standard keys imports as a dense one, with a note."""
     outer_type = config.get("model_type")
-    known = outer_type in SUPPORTED_MODEL_TYPES
-    notes: list[str] = []
-    if not known:
-        if not isinstance(outer_type, str) or any(k not in config for k in STANDARD_KEYS):
-            raise ScenarioError(f"{field}.model_type",
-                                f"{quote(outer_type)} is not supported (supported: {', '.join(SUPPORTED_MODEL_TYPES)}; "
-                                f"other decoders import when they give {', '.join(STANDARD_KEYS)})")
-        notes.append(f"model_type {quote(outer_type)} is not a family Ridgeline knows: imported as a dense decoder "
-                     "from its standard keys (no MoE, MLA or sliding window); check the parameter count")
-    text, model_type, tf = _text_config(config, field)
-    if model_type in _FAMILY_DEFAULTS:
-        text = {**_FAMILY_DEFAULTS[model_type], **{k: v for k, v in text.items() if v is not None}}
+    if outer_type in SUPPORTED_MODEL_TYPES:
+        return True, []
+    if not isinstance(outer_type, str) or any(k not in config for k in STANDARD_KEYS):
+        raise ScenarioError(
+            f"{field}.model_type",
+            f"{quote(outer_type)} is not supported (supported: {', '.join(SUPPORTED_MODEL_TYPES)}; "
+            f"other decoders import when they give {', '.join(STANDARD_KEYS)})",
+        )
+    return False, [
+        f"model_type {quote(outer_type)} is not a family Ridgeline knows: imported as a dense decoder "
+        "from its standard keys (no MoE, MLA or sliding window); check the parameter count"
+    ]
+
+
+def _shape_spec(config: dict[str, Any], text: dict[str, Any], model_type: str, field: str,
+                tf: str) -> dict[str, Any]:
+    """The dense decoder's shape: layers, width, heads, vocabulary, tied embeddings, head size."""
+    outer_type = config.get("model_type")
     n_layers = _require(text, "num_hidden_layers", tf)
     d_model = _require(text, "hidden_size", tf)
     n_heads = _require(text, "num_attention_heads", tf)
     tied_default = _TIED_DEFAULT.get(model_type, _TIED_DEFAULT.get(str(outer_type), False))
-    tied = _optional_bool(text, "tie_word_embeddings", tf, _optional_bool(config, "tie_word_embeddings", field,
-                                                                          tied_default))
+    tied = _optional_bool(
+        text, "tie_word_embeddings", tf, _optional_bool(config, "tie_word_embeddings", field, tied_default)
+    )
     name = config.get("_name_or_path") or config.get("name") or outer_type
     spec: dict[str, Any] = {
-        "name": str(name)[:120],
-        "n_layers": n_layers,
-        "d_model": d_model,
-        "n_heads": n_heads,
+        "name": str(name)[:120], "n_layers": n_layers, "d_model": d_model, "n_heads": n_heads,
         "n_kv_heads": _optional_int(text, "num_key_value_heads", tf) or n_heads,
-        "vocab_size": _require(text, "vocab_size", tf),
-        "tied_embeddings": tied,
+        "vocab_size": _require(text, "vocab_size", tf), "tied_embeddings": tied,
         "source": "Hugging Face config.json (imported)",
     }
     if _optional_int(text, "head_dim", tf):
         spec["head_dim"] = text["head_dim"]
     elif d_model % n_heads:
-        raise ScenarioError(f"{tf}.head_dim", "required when hidden_size is not a multiple of num_attention_heads")
+        raise ScenarioError(
+            f"{tf}.head_dim", "required when hidden_size is not a multiple of num_attention_heads"
+        )
+    return spec
 
-    if known:
-        window, windowed = _windowing(model_type, text, n_layers, tf)
-        if window:
-            spec["sliding_window"] = window
-            spec["sliding_window_layers"] = windowed
 
-    moe_type = model_type if known else None
+def _qwen_moe(moe_type: str, text: dict[str, Any], n_layers: int, tf: str) -> dict[str, Any]:
+    """Qwen MoE: routed experts of moe_intermediate_size; Qwen2-MoE adds a shared expert of a multiple of
+    it."""
+    d_ff_expert = _require(text, "moe_intermediate_size", tf)
+    shared = 0
+    if moe_type == "qwen2_moe":
+        shared_width = _optional_int(text, "shared_expert_intermediate_size", tf, 0)
+        if shared_width % d_ff_expert:
+            raise ScenarioError(f"{tf}.shared_expert_intermediate_size",
+                                f"must be a multiple of moe_intermediate_size ({d_ff_expert})")
+        shared = shared_width // d_ff_expert
+    return {
+        "n_experts": _require(text, "num_experts", tf), "top_k": _require(text, "num_experts_per_tok", tf),
+        "d_ff_expert": d_ff_expert, "n_shared_experts": shared,
+        "first_dense_layers": n_layers - _moe_layers(moe_type, text, n_layers, tf),
+    }
+
+
+def _deepseek_moe(moe_type: str, text: dict[str, Any], spec: dict[str, Any], tf: str) -> None:
+    """DeepSeek V2/V3 and GLM-4 MoE experts; DeepSeek's multi-head latent attention (MLA)."""
+    n_layers, n_heads = spec["n_layers"], spec["n_heads"]
+    spec["moe"] = {"n_experts": _require(text, "n_routed_experts", tf),
+                   "top_k": _require(text, "num_experts_per_tok", tf),
+                   "d_ff_expert": _require(text, "moe_intermediate_size", tf),
+                   "n_shared_experts": _optional_int(text, "n_shared_experts", tf, 0),
+                   "first_dense_layers": n_layers - _moe_layers(moe_type, text, n_layers, tf)}
+    if moe_type != "glm4_moe":  # multi-head latent attention
+        nope = _require(text, "qk_nope_head_dim", tf)
+        rope = _require(text, "qk_rope_head_dim", tf)
+        spec["head_dim"] = nope + rope
+        spec["n_kv_heads"] = n_heads  # MLA: every head has its own K/V after up-projection
+        spec["mla"] = {"kv_lora_rank": _require(text, "kv_lora_rank", tf), "qk_rope_head_dim": rope,
+                       "qk_nope_head_dim": nope, "v_head_dim": _require(text, "v_head_dim", tf),
+                       "q_lora_rank": _optional_int(text, "q_lora_rank", tf) or None}
+
+
+def _mlp_spec(moe_type: str | None, text: dict[str, Any], spec: dict[str, Any], tf: str) -> None:
+    """The MLP: d_ff, and for a mixture of experts its experts (per family's config keys)."""
+    n_layers = spec["n_layers"]
     if moe_type in ("llama4", "llama4_text"):
         n_moe = _moe_layers(moe_type, text, n_layers, tf)
-        spec["d_ff"] = _optional_int(text, "intermediate_size_mlp", tf) or _require(text, "intermediate_size", tf)
+        spec["d_ff"] = _optional_int(text, "intermediate_size_mlp", tf) or _require(
+            text, "intermediate_size", tf
+        )
         spec["moe"] = {"n_experts": _require(text, "num_local_experts", tf),
                        "top_k": _require(text, "num_experts_per_tok", tf),
                        "d_ff_expert": _require(text, "intermediate_size", tf), "n_shared_experts": 1,
                        "first_dense_layers": n_layers - n_moe}
-    elif moe_type == "gpt_oss":
-        top_k = text.get("num_experts_per_tok", text.get("experts_per_token"))
-        spec["d_ff"] = _require(text, "intermediate_size", tf)
-        spec["moe"] = {"n_experts": _require(text, "num_local_experts", tf),
-                       "top_k": _require({"num_experts_per_tok": top_k}, "num_experts_per_tok", tf),
-                       "d_ff_expert": spec["d_ff"], "n_shared_experts": 0}
-    elif moe_type == "mixtral":
-        spec["d_ff"] = _require(text, "intermediate_size", tf)
-        spec["moe"] = {"n_experts": _require(text, "num_local_experts", tf),
-                       "top_k": _require(text, "num_experts_per_tok", tf),
-                       "d_ff_expert": spec["d_ff"], "n_shared_experts": 0}
+        return
+    spec["d_ff"] = _require(text, "intermediate_size", tf)
+    if moe_type in ("gpt_oss", "mixtral"):
+        n_experts = _require(text, "num_local_experts", tf)
+        if moe_type == "gpt_oss":  # gpt-oss may name it experts_per_token
+            top_k = _require(
+                {"num_experts_per_tok": text.get("num_experts_per_tok", text.get("experts_per_token"))},
+                "num_experts_per_tok", tf,
+            )
+        else:
+            top_k = _require(text, "num_experts_per_tok", tf)
+        spec["moe"] = {
+            "n_experts": n_experts, "top_k": top_k, "d_ff_expert": spec["d_ff"], "n_shared_experts": 0,
+        }
     elif moe_type in ("qwen3_moe", "qwen2_moe"):
-        spec["d_ff"] = _require(text, "intermediate_size", tf)
-        d_ff_expert = _require(text, "moe_intermediate_size", tf)
-        shared = 0
-        if moe_type == "qwen2_moe":
-            shared_width = _optional_int(text, "shared_expert_intermediate_size", tf, 0)
-            if shared_width % d_ff_expert:
-                raise ScenarioError(f"{tf}.shared_expert_intermediate_size",
-                                    f"must be a multiple of moe_intermediate_size ({d_ff_expert})")
-            shared = shared_width // d_ff_expert
-        spec["moe"] = {"n_experts": _require(text, "num_experts", tf),
-                       "top_k": _require(text, "num_experts_per_tok", tf),
-                       "d_ff_expert": d_ff_expert, "n_shared_experts": shared,
-                       "first_dense_layers": n_layers - _moe_layers(moe_type, text, n_layers, tf)}
+        spec["moe"] = _qwen_moe(moe_type, text, n_layers, tf)
     elif moe_type in ("deepseek_v2", "deepseek_v3", "glm4_moe"):
-        spec["d_ff"] = _require(text, "intermediate_size", tf)
-        spec["moe"] = {"n_experts": _require(text, "n_routed_experts", tf),
-                       "top_k": _require(text, "num_experts_per_tok", tf),
-                       "d_ff_expert": _require(text, "moe_intermediate_size", tf),
-                       "n_shared_experts": _optional_int(text, "n_shared_experts", tf, 0),
-                       "first_dense_layers": n_layers - _moe_layers(moe_type, text, n_layers, tf)}
-        if moe_type != "glm4_moe":  # multi-head latent attention
-            nope = _require(text, "qk_nope_head_dim", tf)
-            rope = _require(text, "qk_rope_head_dim", tf)
-            spec["head_dim"] = nope + rope
-            spec["n_kv_heads"] = n_heads  # MLA: every head has its own K/V after up-projection
-            spec["mla"] = {"kv_lora_rank": _require(text, "kv_lora_rank", tf), "qk_rope_head_dim": rope,
-                           "qk_nope_head_dim": nope, "v_head_dim": _require(text, "v_head_dim", tf),
-                           "q_lora_rank": _optional_int(text, "q_lora_rank", tf) or None}
-    else:
-        spec["d_ff"] = _require(text, "intermediate_size", tf)
+        _deepseek_moe(moe_type, text, spec, tf)
 
-    positions = _optional_int(text, "max_position_embeddings", tf) or _POSITIONS_DEFAULT.get(model_type)
-    if positions:
-        spec["max_position_embeddings"] = positions
-        rows = _rotary_table_rows(model_type, text, positions, tf)
-        if rows != [positions]:
-            spec["rotary_cache_positions"] = rows
 
-    weights, ignored, q_notes = _quantization(config, field)
+def _checkpoint_spec(config: dict[str, Any], text: dict[str, Any], field: str, tf: str,
+                     spec: dict[str, Any]) -> list[str]:
+    """The checkpoint's quantization (weights, FP4 format, which layers it covers); returns its notes."""
+    weights, ignored, notes = _quantization(config, field)
     if weights is None and text is not config:
-        weights, ignored, q_notes = _quantization(text, tf)
-    notes += q_notes
+        weights, ignored, notes = _quantization(text, tf)
     if weights == "fp4":
         spec["fp4_format"] = _fp4_format(config if _dict(config, "quantization_config", field) else text)
     if weights is not None:
         spec["checkpoint_weights"] = weights
         if spec.get("moe") and _keeps_attention(ignored):
             spec["quantized_scope"] = "routed_experts"
+    return notes
+
+
+def model_from_hf_config(config: Any, field: str = "model.hf_config") -> ModelSpec:
+    if not isinstance(config, dict):
+        raise ScenarioError(field, "must be a JSON object (the contents of config.json)")
+    known, notes = _family(config, field)
+    text, model_type, tf = _text_config(config, field)
+    if model_type in _FAMILY_DEFAULTS:
+        text = {**_FAMILY_DEFAULTS[model_type], **{k: v for k, v in text.items() if v is not None}}
+    spec = _shape_spec(config, text, model_type, field, tf)
+    n_layers = spec["n_layers"]
+    if known:
+        window, windowed = _windowing(model_type, text, n_layers, tf)
+        if window:
+            spec["sliding_window"] = window
+            spec["sliding_window_layers"] = windowed
+    _mlp_spec(model_type if known else None, text, spec, tf)
+    positions = _optional_int(text, "max_position_embeddings", tf) or _POSITIONS_DEFAULT.get(model_type)
+    if positions:
+        spec["max_position_embeddings"] = positions
+        rows = _rotary_table_rows(model_type, text, positions, tf)
+        if rows != [positions]:
+            spec["rotary_cache_positions"] = rows
+    notes += _checkpoint_spec(config, text, field, tf, spec)
     if notes:
         spec["import_notes"] = notes
     try:

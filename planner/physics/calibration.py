@@ -30,7 +30,9 @@ class CalibrationProfile(BaseModel):
         known = set(EngineEfficiency.model_fields) - {"name"}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"unknown efficiency key {quote(unknown[0])} (known: {', '.join(sorted(known))})")
+            raise ValueError(
+                f"unknown efficiency key {quote(unknown[0])} (known: {', '.join(sorted(known))})"
+            )
         try:
             EngineEfficiency.model_validate(values)  # ranges
         except ValidationError as err:

@@ -46,8 +46,15 @@ class StepTime:
 
     @property
     def total_ms(self) -> np.ndarray:
-        return (self.gemm_ms + self.attention_ms + self.activations_ms + self.communication_ms + self.overhead_ms
-                + self.pp_ms + self.ep_ms)
+        return (
+            self.gemm_ms
+            + self.attention_ms
+            + self.activations_ms
+            + self.communication_ms
+            + self.overhead_ms
+            + self.pp_ms
+            + self.ep_ms
+        )
 
     def breakdown(self, index: int | tuple[int, ...] = ()) -> dict[str, float]:
         return {
@@ -83,7 +90,9 @@ def weight_bandwidth_efficiency(d: Deployment) -> float:
 
 
 def _kv_bandwidth_efficiency(d: Deployment) -> float:
-    return d.efficiency.kv_quantized_bandwidth if bits_per_value(d.kv_cache) < 16 else d.efficiency.kv_bandwidth
+    return (
+        d.efficiency.kv_quantized_bandwidth if bits_per_value(d.kv_cache) < 16 else d.efficiency.kv_bandwidth
+    )
 
 
 def _layer_overhead_ms(d: Deployment, per_layer_us: float) -> float:
@@ -118,12 +127,16 @@ def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: f
     overhead = np.full_like(gemm, _layer_overhead_ms(d, per_layer_us) + fixed_ms * d.pp)
     # Expert all-to-alls overlap the other half of a two-micro-batch step (DeepSeek's dual micro-batch
     # overlap, SGLang two-batch overlap, vLLM DBO): only what outlasts the compute is exposed.
-    ep_exposed = np.maximum(ep_communication_ms(d, group_tokens / d.tp) - (gemm + attention + activations), 0.0)
+    ep_exposed = np.maximum(
+        ep_communication_ms(d, group_tokens / d.tp) - (gemm + attention + activations), 0.0
+    )
     return StepTime(gemm, attention, activations, comm, overhead, _bound_ms(d, work), work,
                     pp_communication_ms(d, tokens) * np.ones_like(gemm), ep_exposed)
 
 
-def decode_step(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike, tokens_per_sequence: int = 1) -> StepTime:
+def decode_step(
+    d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike, tokens_per_sequence: int = 1
+) -> StepTime:
     """One decode step: the inter-token latency of every sequence in the batch."""
     e = d.efficiency
     work = decode_work(d, batch, context, tokens_per_sequence)
@@ -210,3 +223,15 @@ def mixed_iteration_ms(d: Deployment, decode_batch: npt.ArrayLike, context: npt.
         total = total + prefill_chunk_work_ms(d, p, 0, n + i * p)
     beside = d.model.n_layers * d.efficiency.chunk_layer_overhead_us / 1e3
     return total + np.where((n > 0) & (chunks > 0), beside, 0.0)
+
+
+def static_batch_e2e_ms(d: Deployment, batch: int, prompt_len: int, output_len: int) -> float:
+    """A static batch, as an offline benchmark runs one: every prompt prefilled at once, then `output_len`
+    decode steps of the whole batch at the mean context (no request joins or leaves)."""
+    batch_prefill = float(prefill(d, batch * prompt_len).total_ms)
+    return batch_prefill + float(decode_step(d, batch, prompt_len + output_len / 2).total_ms) * output_len
+
+
+def static_batch_tokens_per_s(d: Deployment, batch: int, prompt_len: int, output_len: int) -> float:
+    """Output tokens per second of that static batch: its tokens over its end-to-end time."""
+    return batch * output_len * 1000.0 / static_batch_e2e_ms(d, batch, prompt_len, output_len)

@@ -1,6 +1,7 @@
 """Per-GPU memory: weights, KV cache per token and per sequence, the KV budget and the max batch.
 
-Conventions: GB = 10^9 bytes (the engine's own accounting, planner.engines.vllm, works in GiB). Quantized checkpoints keep the embedding and LM head in bf16
+Conventions: GB = 10^9 bytes (the engine's own accounting, planner.engines.vllm, works in GiB). Quantized
+checkpoints keep the embedding and LM head in bf16
 (AWQ, GPTQ, ModelOpt FP8/NVFP4 all do), so only the transformer body takes the weight precision.
 KV heads shard across TP ranks and replicate when n_kv_heads < tp; an MLA latent cache is replicated
 on every rank.
@@ -34,13 +35,16 @@ def weight_bytes_total(model: ModelSpec, weights: str) -> float:
 
 
 def weight_bytes_per_gpu_sharded(d: Deployment) -> float:
-    """Weights on the busiest GPU under tp x pp x ep (planner/hardware/parallelism.py): per-layer weights of one
+    """Weights on the busiest GPU under tp x pp x ep (planner/hardware/parallelism.py): per-layer weights of
+    one
     stage, routed experts over the expert shards, the rest over tp; the embedding sits on the first stage
     and the LM head on the last (both on the one stage when pp is 1)."""
     s, p = sharding(d), d.params
     e = embedding_bytes_per_value(d.weights)
     w_dense, w_expert = dense_bytes_per_value(d.model, d.weights), expert_bytes_per_value(d.model, d.weights)
-    layers = ((p.body_matmul - p.expert_params) * w_dense + (p.norms * e)) / d.tp + p.expert_params * w_expert * s.expert_weight_fraction
+    layers = (
+        (p.body_matmul - p.expert_params) * w_dense + (p.norms * e)
+    ) / d.tp + p.expert_params * w_expert * s.expert_weight_fraction
     ends = (p.embedding + p.lm_head) if s.pp == 1 else max(p.embedding, p.lm_head)
     return layers * s.stage_layer_fraction + ends * e / d.tp
 
@@ -81,14 +85,17 @@ def cached_token_layers(model: ModelSpec, context_len: npt.ArrayLike) -> npt.NDA
     return full * context + windowed * np.minimum(context, float(model.sliding_window or 0))
 
 
-def kv_bytes_per_sequence_per_gpu(model: ModelSpec, kv_cache: str, tp: int, context_len: npt.ArrayLike) -> npt.NDArray[np.float64]:
+def kv_bytes_per_sequence_per_gpu(
+    model: ModelSpec, kv_cache: str, tp: int, context_len: npt.ArrayLike
+) -> npt.NDArray[np.float64]:
     per_token_layer = kv_values_per_token_per_layer_per_gpu(model, tp) * bytes_per_value(kv_cache)
     return cached_token_layers(model, context_len) * per_token_layer
 
 
 # Engines whose start-up accounting we model term by term; the others use the napkin rule
 # (utilization x memory - reserve - weights) with this reserve unless one is given.
-# The napkin rule's reserve per GPU for the profiling peak, non-torch memory and graphs: 2.0 GB, a round figure
+# The napkin rule's reserve per GPU for the profiling peak, non-torch
+# memory and graphs: 2.0 GB, a round figure
 # at the low end of what public start-up logs print at TP 1 for activation + non-torch (2.1-7.5 GiB over 19
 # logs, median 3.05 GiB: data/reference/vllm_startup_logs.csv); the engines' own rules replace it, and an
 # explicit memory.reserve_gb overrides both.
@@ -123,7 +130,9 @@ def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:
     """Per GPU of the busiest pipeline stage; `max_batch` is the replica's concurrent sequences (each
     attention data-parallel group holds its own)."""
     s = sharding(d)
-    per_seq = float(kv_bytes_per_sequence_per_gpu(d.model, d.kv_cache, d.tp, context_len)) * s.stage_layer_fraction
+    per_seq = (
+        float(kv_bytes_per_sequence_per_gpu(d.model, d.kv_cache, d.tp, context_len)) * s.stage_layer_fraction
+    )
     if uses_engine_rules(d):
         e = startup_memory(d, context_len)
         weights_gb = e.weights_gib * GIB / GB
@@ -137,20 +146,16 @@ def plan_memory(d: Deployment, context_len: int) -> MemoryPlan:
         usable_gb = d.gpu.memory_gb * d.memory_utilization
         reserve_gb = d.reserve_gb if d.reserve_gb is not None else NAPKIN_RESERVE_GB
         kv_budget_gb = usable_gb - reserve_gb - weights_gb
-        max_batch = max(0, math.floor(kv_budget_gb * GB / per_seq)) * s.attention_dp if kv_budget_gb > 0 else 0
+        max_batch = (
+            max(0, math.floor(kv_budget_gb * GB / per_seq)) * s.attention_dp if kv_budget_gb > 0 else 0
+        )
     return MemoryPlan(
-        weights_gb_per_gpu=weights_gb,
-        kv_bytes_per_token=kv_bytes_per_token(d.model, d.kv_cache),
-        kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(d.model, d.kv_cache, d.tp) * s.stage_layer_fraction,
-        kv_bytes_per_sequence_per_gpu=per_seq,
-        usable_gb_per_gpu=usable_gb,
-        reserve_gb=reserve_gb,
-        kv_budget_gb_per_gpu=max(kv_budget_gb, 0.0),
-        max_batch=max_batch,
-        fits=max_batch >= 1,
-        weights_fit=kv_budget_gb > 0,
-        engine=e,
-        kv_shortfall_gb_per_gpu=max(-kv_budget_gb, 0.0),
+        weights_gb_per_gpu=weights_gb, kv_bytes_per_token=kv_bytes_per_token(d.model, d.kv_cache),
+        kv_bytes_per_token_per_gpu=kv_bytes_per_token_per_gpu(d.model, d.kv_cache, d.tp)
+        * s.stage_layer_fraction,
+        kv_bytes_per_sequence_per_gpu=per_seq, usable_gb_per_gpu=usable_gb, reserve_gb=reserve_gb,
+        kv_budget_gb_per_gpu=max(kv_budget_gb, 0.0), max_batch=max_batch, fits=max_batch >= 1,
+        weights_fit=kv_budget_gb > 0, engine=e, kv_shortfall_gb_per_gpu=max(-kv_budget_gb, 0.0),
     )
 
 
@@ -159,23 +164,29 @@ def engine_memory_fields(mem: MemoryPlan) -> dict:
     the block pool. Napkin plans say so and leave the engine figures null."""
     e = mem.engine
     if e is None:
-        return {"engine_rules": "napkin", "vllm_version": None, "vllm_sampler": None, "waterfall_gib": None,
-                "kv_cache_tokens": None,
-                "max_concurrency": None, "num_gpu_blocks": None, "engine_log_lines": [], "kv_cache_groups": []}
+        return {
+            "engine_rules": "napkin", "vllm_version": None, "vllm_sampler": None, "waterfall_gib": None,
+            "kv_cache_tokens": None, "max_concurrency": None, "num_gpu_blocks": None, "engine_log_lines": [],
+            "kv_cache_groups": [],
+        }
     waterfall = {
         "device_total": e.device_total_gib, "framework_total": e.visible_total_gib,
         "utilization_cap": e.requested_gib, "weights": e.weights_gib, "rotary_tables": e.rotary_cache_gib,
-        "allocator_rounding": e.allocator_rounding_gib,
-        "activation_peak": e.activation_peak_gib, "non_torch": e.non_torch_gib, "cuda_graphs": e.cuda_graph_gib,
+        "allocator_rounding": e.allocator_rounding_gib, "activation_peak": e.activation_peak_gib,
+        "non_torch": e.non_torch_gib, "cuda_graphs": e.cuda_graph_gib,
         "reserve_override": e.reserve_override_gib, "kv_cache": max(e.kv_budget_gib, 0.0),
-        "kv_shortfall": max(-e.kv_budget_gib, 0.0),  # what the terms above exceed the cap by (0 when they fit)
+        "kv_shortfall": max(
+            -e.kv_budget_gib, 0.0
+        ),  # what the terms above exceed the cap by (0 when they fit)
     }
     return {
         "engine_rules": e.engine, "vllm_version": e.vllm_version or None, "vllm_sampler": e.sampler,
-        "waterfall_gib": waterfall,
-        "kv_cache_tokens": e.kv_cache_tokens, "max_concurrency": e.max_concurrency,
-        "num_gpu_blocks": e.num_gpu_blocks, "engine_log_lines": list(e.log_lines),
-        "kv_cache_groups": [{"kind": g.kind, "n_layers": g.n_layers, "window": g.window} for g in e.kv_groups],
+        "waterfall_gib": waterfall, "kv_cache_tokens": e.kv_cache_tokens,
+        "max_concurrency": e.max_concurrency, "num_gpu_blocks": e.num_gpu_blocks,
+        "engine_log_lines": list(e.log_lines),
+        "kv_cache_groups": [
+            {"kind": g.kind, "n_layers": g.n_layers, "window": g.window} for g in e.kv_groups
+        ],
         "block_size": e.block_size, "max_model_len": e.max_model_len,
         "max_num_batched_tokens": e.max_num_batched_tokens, "max_num_seqs": e.max_num_seqs,
     }
@@ -187,6 +198,9 @@ def engine_memory_warnings(mem: MemoryPlan) -> list[str]:
     e = mem.engine
     if e is None or e.engine != "vllm" or e.kv_budget_gib <= 0 or e.max_concurrency >= 1:
         return []
-    return [f"vLLM would not start: one {e.max_model_len:,}-token request needs more KV cache than the "
-            f"{e.kv_budget_gib:.2f} GiB available (max concurrency {e.max_concurrency:.2f}x); lower max_model_len, "
-            "raise memory.utilization or add GPUs"]
+    return [
+        f"vLLM would not start: one {e.max_model_len:,}-token request needs more KV cache than the "
+        f"{e.kv_budget_gib:.2f} GiB available (max concurrency {e.max_concurrency:.2f}x); lower "
+        "max_model_len, "
+        "raise memory.utilization or add GPUs"
+    ]

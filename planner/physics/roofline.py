@@ -112,7 +112,9 @@ def decode_micro_batch(d: Deployment, batch: npt.ArrayLike) -> npt.NDArray[np.fl
     return np.asarray(batch, dtype=float) / d.pp
 
 
-def decode_work(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike, tokens_per_sequence: int = 1) -> StepWork:
+def decode_work(
+    d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike, tokens_per_sequence: int = 1
+) -> StepWork:
     """One decode round of a replica holding `batch` sequences at `context` cached tokens each, on one GPU
     column (a GPU of every stage; with pp = 1 simply one GPU). Each of the pp micro-batches of batch/pp
     sequences crosses every stage, so a round is the whole model's work at the micro-batch; attention

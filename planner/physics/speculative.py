@@ -26,7 +26,12 @@ def tokens_per_round(draft_tokens: int, acceptance: float) -> float:
 
 def draft_step_ms(d: Deployment, draft_params: float, batch: npt.ArrayLike) -> npt.NDArray[np.float64]:
     e = d.efficiency
-    weight_s = draft_params * bytes_per_value(d.weights) / d.tp / (weight_bandwidth_efficiency(d) * d.gpu.hbm_tb_s * 1e12)
+    weight_s = (
+        draft_params
+        * bytes_per_value(d.weights)
+        / d.tp
+        / (weight_bandwidth_efficiency(d) * d.gpu.hbm_tb_s * 1e12)
+    )
     compute_s = 2.0 * draft_params * np.asarray(batch, dtype=float) / d.tp / (
         e.compute * d.gpu.peak_tflops(d.compute) * 1e12)
     return np.maximum(weight_s, compute_s) * 1e3 + e.step_overhead_us / 1e3

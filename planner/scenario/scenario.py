@@ -26,7 +26,9 @@ from planner.physics.calibration import CalibrationProfile
 from planner.physics.memory import NAPKIN_RESERVE_GB
 
 DEFAULT_MEMORY_UTILIZATION = 0.90  # vLLM's --gpu-memory-utilization default (0.9)
-DEFAULT_RESERVE_GB = NAPKIN_RESERVE_GB  # the reserve field's default when a user turns the modelled overheads off
+DEFAULT_RESERVE_GB = (
+    NAPKIN_RESERVE_GB  # the reserve field's default when a user turns the modelled overheads off
+)
 
 
 class MemorySettings(BaseModel):
@@ -86,13 +88,19 @@ class BenchmarkClientSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    num_prompts: int | None = Field(default=None, ge=1, le=1_000_000,
-                                    description="requests the run sends; default 10 x concurrency (InferenceX)")
-    random_range_ratio: float = Field(default=1.0, gt=0, le=1,
-                                      description="lengths uniform around or below prompt_len / output_len; 1: fixed")
+    num_prompts: int | None = Field(
+        default=None, ge=1, le=1_000_000,
+        description="requests the run sends; default 10 x concurrency (InferenceX)",
+    )
+    random_range_ratio: float = Field(
+        default=1.0, gt=0, le=1,
+        description="lengths uniform around or below prompt_len / output_len; 1: fixed",
+    )
     range: Literal["below", "around"] = Field(
-        default="below", description="below: [r L, L] (benchmark_serving.py, InferenceX); around: [L(1 - r), L(1 + r)] "
-                                     "(vllm bench serve since 0.10)")
+        default="below",
+        description="below: [r L, L] (benchmark_serving.py, InferenceX); around: [L(1 - r), L(1 + r)] "
+        "(vllm bench serve since 0.10)",
+    )
 
 
 class LoadSettings(TrafficShapeFields):
@@ -195,8 +203,15 @@ def parse_scenario(data: Any) -> Scenario:
             for e in err.errors():
                 if e["loc"][:2] == ("efficiency", "EngineEfficiency"):
                     sub = ".".join(str(p) for p in e["loc"][2:])
-                    one = ValidationError.from_exception_data("efficiency", [
-                        {"type": e["type"], "loc": e["loc"][2:], "input": e["input"], "ctx": e.get("ctx", {})}])
+                    one = ValidationError.from_exception_data(
+                        "efficiency",
+                        [
+                            {
+                                "type": e["type"], "loc": e["loc"][2:], "input": e["input"],
+                                "ctx": e.get("ctx", {}),
+                            }
+                        ],
+                    )
                     raise ScenarioError(f"efficiency.{sub}" if sub else "efficiency",
                                         from_validation_error(one).reason) from None
         raise from_validation_error(err) from None
@@ -236,7 +251,8 @@ def resolve_gpu(gpu: str | dict[str, Any], field: str = "gpu") -> tuple[GpuSpec,
 
 
 def resolve_efficiency(scenario: Scenario, gpu_id: str | None) -> EngineEfficiency:
-    """ideal: the pure roofline; else the scenario's engine profile (planner/engines/profiles.py), under an explicit
+    """ideal: the pure roofline; else the scenario's engine profile (planner/engines/profiles.py), under an
+    explicit
     efficiency object or a calibration profile where one is given."""
     if scenario.efficiency == "ideal":
         return ideal()
@@ -259,7 +275,8 @@ def checkpoint_weights(scenario: Scenario, model: ModelSpec) -> str:
 
 
 def resolution_notes(scenario: Scenario, d: Deployment) -> list[str]:
-    """What the plan took from the model rather than the scenario: the checkpoint's precision, import notes."""
+    """What the plan took from the model rather than the scenario: the checkpoint's precision, import
+    notes."""
     notes = list(d.model.import_notes or [])
     if d.weights != scenario.weights:
         notes.append(f"weights {d.weights}: the checkpoint's native precision (set `weights` to plan another)"
@@ -273,11 +290,18 @@ def resolve(scenario: Scenario) -> Deployment:
     weights = checkpoint_weights(scenario, model)
     compute = scenario.compute or default_compute_precision(weights)
     if compute not in gpu.tflops and weights != scenario.weights:
-        compute = "bf16"  # weight-only kernels (Marlin) dequantize a checkpoint the GPU has no tensor cores for
+        compute = (
+            "bf16"  # weight-only kernels (Marlin) dequantize a checkpoint the GPU has no tensor cores for
+        )
     if compute not in gpu.tflops:
         have = ", ".join(sorted(gpu.tflops))
         field = "compute" if scenario.compute else "weights"
-        hint = "" if scenario.compute else f"; {scenario.weights} weights need {compute} tensor cores, or set compute to bf16 for weight-only"
+        hint = (
+            ""
+            if scenario.compute
+            else f"; {scenario.weights} weights need {compute} tensor cores, or set compute to bf16 for "
+                "weight-only"
+        )
         raise ScenarioError(field, f"{gpu.name} has no dense {compute} peak (it has: {have}){hint}")
     validate_parallelism(model, scenario.tp, scenario.pp, scenario.ep, scenario.engine)
     is_ideal = scenario.efficiency == "ideal"

@@ -1,7 +1,7 @@
 """What a closed-loop `bench serve` run reports: `vllm bench serve --max-concurrency N --request-rate inf`,
 SGLang's bench_serving and TensorRT-LLM's serving benchmark all drive the engine the same way.
 
-The steady-state queue of planner.serving.serving answers "what does a replica do at a rate"; a benchmark
+The steady-state queue of planner.serving.replica answers "what does a replica do at a rate"; a benchmark
 is not in steady state. Its clients all start together (request-rate inf), each sends its next request
 the moment its last one ends, lengths are fixed or uniform in a range, and the run is short (InferenceX
 sends 10 x concurrency prompts), so the first wave's prefill pile-up and the lock-step of equal outputs
@@ -34,7 +34,9 @@ import numpy as np
 
 from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
-from planner.serving.serving import Percentiles, ServingPoint, Workload
+from planner.serving.distributions import Percentiles
+from planner.serving.replica import Workload
+from planner.serving.serving import ServingPoint
 
 # InferenceX's runs send 10 x concurrency prompts (`--num-prompts $(( $CONC * 10 ))`); the benchmark
 # commands Ridgeline generates send at least MIN_PROMPTS, enough for a stable median and a meaningful p99.
@@ -127,122 +129,155 @@ def _lengths(rng: np.random.Generator, nominal: float, client: BenchmarkClient, 
     return rng.integers(low, high + 1, size=n)
 
 
+class _ClosedLoop:
+    """The engine's scheduler under a closed loop of clients, one iteration at a time: the requests'
+    lengths and step-time tables, the queue, the decoding sequences, and what the run records."""
+
+    def __init__(self, d: Deployment, w: Workload, client: BenchmarkClient) -> None:
+        n = max(1, min(client.prompts, MAX_SIMULATED_REQUESTS))
+        self.n, self.clients = n, max(1, min(client.concurrency, n))
+        rng = np.random.default_rng(client.seed)
+        self.prompts = _lengths(rng, w.prompt_len, client, n)
+        self.outputs = _lengths(rng, w.output_len, client, n)
+        computed = np.maximum(np.round(self.prompts * (1.0 - w.prefix_cache_hit)), 1).astype(np.int64)
+        self.per_token_ms = (np.asarray(prefill_chunk_work_ms(d, self.prompts.astype(float),
+                                                              (self.prompts - computed).astype(float)),
+                                        dtype=float) / computed).tolist()
+        self.cap = max(int(w.max_running), 1)
+        context = w.context if w.context is not None else w.prompt_len + w.output_len / 2
+        self.decode_ms = np.asarray(decode_step(d, np.arange(self.cap + 1, dtype=float), context).total_ms,
+                                    dtype=float).tolist()
+        self.budget_total = int(w.max_num_batched_tokens)
+        self.computed_l, self.outputs_l = computed.tolist(), self.outputs.tolist()
+        self.arrival = [0.0] * n
+        self.found = [0] * n  # requests in flight that an arrival finds (the frontend serves them before it)
+        self.first_token = [0.0] * n
+        self.end = [0.0] * n
+        self.queue: deque[list[int]] = deque()  # [request, prompt tokens left, admitted (0/1)]
+        self.ends: list[int] = []  # heap of iterations at which decodes finish
+        self.finishing: dict[int, list[int]] = {}
+        self.durations: list[float] = []
+        self.tokens: list[float] = []  # decode tokens each record produced (its duration is each one's gap)
+        self.batches: list[float] = []
+        self.t, self.iteration, self.sent, self.done, self.running, self.prefilling = 0.0, 0, 0, 0, 0, 0
+
+    def send(self, now: float) -> None:
+        if self.sent < self.n:
+            self.arrival[self.sent] = now
+            self.found[self.sent] = self.sent - self.done
+            self.queue.append([self.sent, self.computed_l[self.sent], 0])
+            self.sent += 1
+
+    def complete(self, i: int, now: float) -> None:
+        self.end[i] = now
+        self.done += 1
+        self.send(now)  # the client sends its next request at once
+
+    def prefill_iteration(self, budget: int) -> list[int]:
+        """One iteration with prompt chunks (first come first served up to the budget); the prompts it
+        finishes."""
+        work, finished = 0.0, []
+        per_token_ms, running, prefilling, cap = self.per_token_ms, self.running, self.prefilling, self.cap
+        for item in self.queue:
+            if budget <= 0:
+                break
+            if not item[2]:
+                if running + prefilling >= cap:
+                    break
+                item[2] = 1
+                prefilling += 1
+            chunk = min(item[1], budget)
+            budget -= chunk
+            item[1] -= chunk
+            work += chunk * per_token_ms[item[0]]
+            if item[1] == 0:
+                finished.append(item[0])
+        self.prefilling = prefilling
+        for _ in finished:
+            self.queue.popleft()
+        step = self.decode_ms[running] + work
+        self.durations.append(step)
+        self.tokens.append(float(running))
+        self.batches.append(float(running))
+        self.t += step
+        self.iteration += 1
+        return finished
+
+    def decode_until_next_end(self) -> None:
+        """Nothing to prefill: every iteration until the next completion is the same decode step."""
+        stop = self.ends[0]
+        step = self.decode_ms[self.running]
+        self.durations.append(step)
+        self.tokens.append(float(self.running * (stop - self.iteration)))
+        self.batches.append(float(self.running))
+        self.t += step * (stop - self.iteration)
+        self.iteration = stop
+
+    def retire(self, finished: list[int]) -> None:
+        """Sequences whose last token this iteration made end; prompts it finished start decoding."""
+        while self.ends and self.ends[0] == self.iteration:
+            heapq.heappop(self.ends)
+            for i in self.finishing.pop(self.iteration):
+                self.running -= 1
+                self.complete(i, self.t)
+        for i in finished:
+            self.prefilling -= 1
+            self.first_token[i] = self.t
+            if self.outputs_l[i] > 1:
+                self.running += 1
+                last = self.iteration + self.outputs_l[i] - 1
+                if last not in self.finishing:
+                    self.finishing[last] = []
+                    heapq.heappush(self.ends, last)
+                self.finishing[last].append(i)
+            else:
+                self.complete(i, self.t)
+
+    def run(self) -> None:
+        for _ in range(self.clients):
+            self.send(0.0)
+        while self.done < self.n:
+            budget = self.budget_total - self.running
+            queue = self.queue
+            if queue and budget > 0 and (queue[0][2] == 1 or self.running + self.prefilling < self.cap):
+                finished = self.prefill_iteration(budget)
+            elif self.ends:
+                self.decode_until_next_end()
+                finished = []
+            else:  # unreachable while work remains; guards against an inconsistent workload
+                break
+            self.retire(finished)
+
+    def report(self, w: Workload) -> BenchmarkRun:
+        """The run's statistics, as the benchmark computes them."""
+        n, outputs = self.n, self.outputs
+        arrival_a, first_a, end_a = np.array(self.arrival), np.array(self.first_token), np.array(self.end)
+        overhead = float(w.ttft_overhead_ms) + float(w.ttft_per_running_ms) * np.array(
+            self.found, dtype=float
+        )
+        ttft = first_a - arrival_a + overhead
+        e2e = end_a - arrival_a + overhead
+        many = outputs > 1
+        tpot = (e2e[many] - ttft[many]) / (outputs[many] - 1)
+        duration_s = max(float(end_a.max()), 1e-9) / 1000.0
+        weights = np.array(self.tokens)
+        return BenchmarkRun(
+            requests=n, duration_s=duration_s, request_throughput=n / duration_s,
+            output_throughput=float(outputs.sum()) / duration_s,
+            total_token_throughput=float(outputs.sum() + self.prompts.sum()) / duration_s,
+            ttft_ms=_summary(ttft), tpot_ms=_summary(tpot),
+            itl_ms=_weighted_summary(np.array(self.durations), weights), e2e_ms=_summary(e2e),
+            mean_decode_batch=float(
+                np.sum(weights * np.array(self.batches)) / max(float(np.sum(weights)), 1e-12)
+            ),
+        )
+
+
 def run_benchmark(d: Deployment, w: Workload, client: BenchmarkClient) -> BenchmarkRun:
     """Simulate a closed-loop benchmark of `client.concurrency` clients against one replica."""
-    n = max(1, min(client.prompts, MAX_SIMULATED_REQUESTS))
-    clients = max(1, min(client.concurrency, n))
-    rng = np.random.default_rng(client.seed)
-    prompts = _lengths(rng, w.prompt_len, client, n)
-    outputs = _lengths(rng, w.output_len, client, n)
-    computed = np.maximum(np.round(prompts * (1.0 - w.prefix_cache_hit)), 1).astype(np.int64)
-    per_token_ms = (np.asarray(prefill_chunk_work_ms(d, prompts.astype(float), (prompts - computed).astype(float)),
-                               dtype=float) / computed).tolist()
-    cap = max(int(w.max_running), 1)
-    context = w.context if w.context is not None else w.prompt_len + w.output_len / 2
-    decode_ms = np.asarray(decode_step(d, np.arange(cap + 1, dtype=float), context).total_ms, dtype=float).tolist()
-    budget_total = int(w.max_num_batched_tokens)
-    computed_l, outputs_l = computed.tolist(), outputs.tolist()
-
-    arrival = [0.0] * n
-    found = [0] * n  # requests in flight that an arrival finds (the frontend serves them before it)
-    first_token = [0.0] * n
-    end = [0.0] * n
-    queue: deque[list[int]] = deque()  # [request, prompt tokens left, admitted (0/1)]
-    ends: list[int] = []  # heap of iterations at which decodes finish
-    finishing: dict[int, list[int]] = {}
-    durations: list[float] = []
-    tokens: list[float] = []  # decode tokens each record produced (its duration is each one's gap)
-    batches: list[float] = []
-    t, iteration, sent, done, running, prefilling = 0.0, 0, 0, 0, 0, 0
-
-    def send(now: float) -> None:
-        nonlocal sent
-        if sent < n:
-            arrival[sent] = now
-            found[sent] = sent - done
-            queue.append([sent, computed_l[sent], 0])
-            sent += 1
-
-    def complete(i: int, now: float) -> None:
-        nonlocal done
-        end[i] = now
-        done += 1
-        send(now)  # the client sends its next request at once
-
-    for _ in range(clients):
-        send(0.0)
-    while done < n:
-        budget = budget_total - running
-        admissible = bool(queue) and budget > 0 and (queue[0][2] == 1 or running + prefilling < cap)
-        if admissible:
-            work, finished = 0.0, []
-            for item in queue:
-                if budget <= 0:
-                    break
-                if not item[2]:
-                    if running + prefilling >= cap:
-                        break
-                    item[2] = 1
-                    prefilling += 1
-                chunk = min(item[1], budget)
-                budget -= chunk
-                item[1] -= chunk
-                work += chunk * per_token_ms[item[0]]
-                if item[1] == 0:
-                    finished.append(item[0])
-            for _ in finished:
-                queue.popleft()
-            step = decode_ms[running] + work
-            durations.append(step)
-            tokens.append(float(running))
-            batches.append(float(running))
-            t += step
-            iteration += 1
-        elif ends:
-            # nothing to prefill: every iteration until the next completion is the same decode step
-            stop = ends[0]
-            step = decode_ms[running]
-            durations.append(step)
-            tokens.append(float(running * (stop - iteration)))
-            batches.append(float(running))
-            t += step * (stop - iteration)
-            iteration = stop
-            finished = []
-        else:  # unreachable while work remains; guards against an inconsistent workload
-            break
-        while ends and ends[0] == iteration:
-            heapq.heappop(ends)
-            for i in finishing.pop(iteration):
-                running -= 1
-                complete(i, t)
-        for i in finished:
-            prefilling -= 1
-            first_token[i] = t
-            if outputs_l[i] > 1:
-                running += 1
-                last = iteration + outputs_l[i] - 1
-                if last not in finishing:
-                    finishing[last] = []
-                    heapq.heappush(ends, last)
-                finishing[last].append(i)
-            else:
-                complete(i, t)
-
-    arrival_a, first_a, end_a = np.array(arrival), np.array(first_token), np.array(end)
-    overhead = float(w.ttft_overhead_ms) + float(w.ttft_per_running_ms) * np.array(found, dtype=float)
-    ttft = first_a - arrival_a + overhead
-    e2e = end_a - arrival_a + overhead
-    many = outputs > 1
-    tpot = (e2e[many] - ttft[many]) / (outputs[many] - 1)
-    duration_s = max(float(end_a.max()), 1e-9) / 1000.0
-    weights = np.array(tokens)
-    return BenchmarkRun(
-        requests=n, duration_s=duration_s, request_throughput=n / duration_s,
-        output_throughput=float(outputs.sum()) / duration_s,
-        total_token_throughput=float(outputs.sum() + prompts.sum()) / duration_s,
-        ttft_ms=_summary(ttft), tpot_ms=_summary(tpot), itl_ms=_weighted_summary(np.array(durations), weights),
-        e2e_ms=_summary(e2e),
-        mean_decode_batch=float(np.sum(weights * np.array(batches)) / max(float(np.sum(weights)), 1e-12)))
+    loop = _ClosedLoop(d, w, client)
+    loop.run()
+    return loop.report(w)
 
 
 def at_benchmark(point: ServingPoint, run: BenchmarkRun) -> ServingPoint:
@@ -251,6 +286,7 @@ def at_benchmark(point: ServingPoint, run: BenchmarkRun) -> ServingPoint:
     clients start together and it ends with a drain). Capacity, prefill share and goodput stay the queue's.
     Every client's request completes, so the run is stable; `saturated` still says whether more clients
     were sent than the replica runs at once (they queued inside the engine, in TTFT)."""
+
     def pct(s: Summary) -> Percentiles:
         return Percentiles(s.p50, s.p90, s.p99)
 

@@ -74,7 +74,8 @@ def parse_bench(bench: Any) -> VllmBenchResult:
 
 def profile_from_vllm_bench(bench: Any, scenario: Any, name: str | None = None) -> CalibrationProfile:
     """Fit a profile so the plan reproduces a `vllm bench serve --save-result` run of `scenario`:
-    its median TPOT (decode) and median TTFT (prefill and serving), at its max concurrency and mean lengths."""
+    its median TPOT (decode) and median TTFT (prefill and serving), at its max concurrency and mean
+    lengths."""
     b = parse_bench(bench)
     s = dict(parse_scenario(scenario).model_dump(exclude_none=True))
     s["model"], s["gpu"] = scenario["model"], scenario["gpu"]
@@ -120,14 +121,19 @@ def profile_from_vllm_bench(bench: Any, scenario: Any, name: str | None = None) 
         fitted.pop("name", None)
         gpu = scenario["gpu"] if isinstance(scenario["gpu"], str) else None
         return CalibrationProfile(
-            name=name or f"vllm-bench-{gpu or 'custom'}",
-            gpu=gpu,
+            name=name or f"vllm-bench-{gpu or 'custom'}", gpu=gpu,
             efficiency={k: round(v, 6) for k, v in fitted.items()},
-            source=(f"vllm bench serve: median TPOT {b.median_tpot_ms:.2f} ms, median TTFT "
-                    f"{b.median_ttft_ms:.1f} ms at concurrency {concurrency}, {base_scenario.prompt_len} in / "
-                    f"{base_scenario.output_len} out; decode slowdown x{s_itl:.3f}, prefill x{s_ttft:.3f}, "
-                    f"serving overhead {fitted['ttft_overhead_ms']:.1f} ms vs the default engine"),
+            source=(
+                f"vllm bench serve: median TPOT {b.median_tpot_ms:.2f} ms, median TTFT "
+                f"{b.median_ttft_ms:.1f} ms at concurrency {concurrency}, {base_scenario.prompt_len} in / "
+                f"{base_scenario.output_len} out; decode slowdown x{s_itl:.3f}, prefill x{s_ttft:.3f}, "
+                f"serving overhead {fitted['ttft_overhead_ms']:.1f} ms vs the default engine"
+            ),
         )
-    except ValidationError as err:  # the fitted engine leaves a physical range (e.g. a 100 s serving overhead)
+    except (
+        ValidationError
+    ) as err:  # the fitted engine leaves a physical range (e.g. a 100 s serving overhead)
         e = from_validation_error(err, "calibration.efficiency")
-        raise ScenarioError("bench", f"these timings need an engine outside its ranges ({e.field}: {e.reason})") from None
+        raise ScenarioError(
+            "bench", f"these timings need an engine outside its ranges ({e.field}: {e.reason})"
+        ) from None

@@ -43,13 +43,9 @@ from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
 from planner.physics.memory import kv_bytes_per_token, plan_memory
 from planner.scenario.scenario import Scenario, resolve
-from planner.serving.serving import (
-    ReplicaModel,
-    goodput_per_ms,
-    latency_percentiles,
-    load_point,
-    replica_model,
-)
+from planner.serving.distributions import latency_percentiles
+from planner.serving.replica import ReplicaModel, load_point, replica_model
+from planner.serving.serving import goodput_per_ms
 from planner.serving.sizing import LayoutCandidate, rate_bound_per_s
 from planner.serving.workload import replica_workload
 
@@ -184,24 +180,16 @@ def _deployment(base: dict[str, Any], c: PoolCandidate) -> Deployment | None:
         return None
 
 
-def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
-                          decode_pool: Sequence[PoolCandidate], requests_per_s: float, prompt_len: int,
-                          output_len: int, context_len: int, ttft_slo_ms: float, itl_slo_ms: float,
-                          price_of: Callable[[str, Any], float | None], shape: TrafficShape | None = None,
-                          percentile: int = 90) -> tuple[list[dict[str, Any]], int]:
-    """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts; they
-    share the weight and KV precision so the KV cache transfers as is). Returns (options, searched)."""
-    shape = shape or TrafficShape(prompt_len, output_len)
+Priced = tuple[float, Any, str, float]  # (cost per unit of work, worker, GPU key, $/GPU-hour)
+
+
+def _prefill_candidates(prefill_pool: Sequence[PoolCandidate], deployment_of: Callable[[PoolCandidate], Any],
+                        price_of: Callable[[str, Any], float | None], shape: TrafficShape, prompt_len: int,
+                        ttft_slo_ms: float) -> tuple[dict[tuple[str, str], list[Priced]], int]:
+    """Prefill workers that fit and serve a lone prompt within the TTFT objective, by (weights, KV) and
+    priced per prompt per second; and how many were searched."""
     searched = 0
-    resolved: dict[tuple, Deployment | None] = {}
-
-    def deployment_of(c: PoolCandidate) -> Deployment | None:
-        key = (c.gpu_key, c.tp, c.pp, c.ep, c.weights, c.kv_cache)
-        if key not in resolved:  # the two pools usually share candidates: resolve each once
-            resolved[key] = _deployment(base_scenario, c)
-        return resolved[key]
-
-    prefills: dict[tuple[str, str], list[tuple[float, PrefillWorker, str, float]]] = {}
+    prefills: dict[tuple[str, str], list[Priced]] = {}
     for c in prefill_pool:
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
@@ -211,9 +199,19 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
         w = prefill_worker(d, shape)
         if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
             continue
-        prefills.setdefault((c.weights, c.kv_cache), []).append((price * w.gpus / w.prompts_per_s, w, c.gpu_key, price))
-    # decode candidates: cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found
-    # cost less per request than any bound left (planner.serving.sizing's bound, prompt work 0: it is cached)
+        prefills.setdefault((c.weights, c.kv_cache), []).append(
+            (price * w.gpus / w.prompts_per_s, w, c.gpu_key, price)
+        )
+    return prefills, searched
+
+
+def _decode_candidates(decode_pool: Sequence[PoolCandidate], deployment_of: Callable[[PoolCandidate], Any],
+                       price_of: Callable[[str, Any], float | None], shape: TrafficShape, context_len: int,
+                       itl_slo_ms: float, percentile: int) -> tuple[dict[tuple[str, str], list[Priced]], int]:
+    """Decode workers by (weights, KV), priced per request per second at their goodput; and how many
+    were searched. Cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found cost
+    less per request than any bound left (planner.serving.sizing's bound, prompt work 0: it is cached)."""
+    searched = 0
     bounded: dict[tuple[str, str], list[tuple[float, PoolCandidate, Deployment, float]]] = {}
     for c in decode_pool:
         d = deployment_of(c)
@@ -228,9 +226,9 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
                                  itl_slo_ms, 0.0)
         floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
         bounded.setdefault((c.weights, c.kv_cache), []).append((floor, c, d, price))
-    decodes: dict[tuple[str, str], list[tuple[float, DecodeWorker, str, float]]] = {}
+    decodes: dict[tuple[str, str], list[Priced]] = {}
     for key, candidates in bounded.items():
-        kept: list[tuple[float, DecodeWorker, str, float]] = []
+        kept: list[Priced] = []
         for floor, c, d, price in sorted(candidates, key=lambda x: x[0]):
             if len(kept) >= KEEP_PER_POOL and floor > sorted(k[0] for k in kept)[KEEP_PER_POOL - 1]:
                 break
@@ -238,35 +236,74 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
             if dw is not None:
                 kept.append((price * dw.gpus / dw.goodput_per_s, dw, c.gpu_key, price))
         decodes[key] = kept
+    return decodes, searched
+
+
+def _option(fleet: DisaggregatedFleet, prefill: Priced, decode: Priced, requests_per_s: float,
+            output_len: int, percentile: int) -> dict[str, Any]:
+    """One disaggregated fleet as a sizing option (the contract's option fields)."""
+    _, pw, p_key, p_price = prefill
+    _, dw, d_key, d_price = decode
+    gpus_p, gpus_d = fleet.prefill_workers * pw.gpus, fleet.decode_workers * dw.gpus
+    usd = gpus_p * p_price + gpus_d * d_price
+    return {
+        "mode": "disaggregated", "prefill_workers": fleet.prefill_workers,
+        "decode_workers": fleet.decode_workers,
+        "prefill_decode_ratio": fleet.prefill_workers / fleet.decode_workers,
+        "prefill": {
+            **layout_summary(pw.deployment, p_key),
+            "prefill_ms": pw.prefill_ms, "prompts_per_s_per_worker": pw.prompts_per_s,
+            "utilization": fleet.prefill_utilization, "usd_per_gpu_hour": p_price,
+        },
+        "decode": {
+            **layout_summary(dw.deployment, d_key),
+            "batch": fleet.decode_batch, "itl_ms": fleet.itl_ms, "max_running": dw.max_running,
+            "goodput_request_rate": dw.goodput_per_s,
+            "request_rate_per_worker": requests_per_s / fleet.decode_workers,
+            "output_tokens_per_s_per_worker": dw.output_tokens_per_s, "usd_per_gpu_hour": d_price,
+        },
+        "gpus_total": gpus_p + gpus_d, "ttft_ms": fleet.ttft_ms, "itl_ms": fleet.itl_ms,
+        "percentile": percentile, "kv_transfer_ms": fleet.kv_transfer_ms, "usd_per_hour": usd,
+        "usd_per_million_output_tokens": usd_per_million_tokens(usd, requests_per_s * output_len),
+    }
+
+
+def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
+                          decode_pool: Sequence[PoolCandidate], requests_per_s: float, prompt_len: int,
+                          output_len: int, context_len: int, ttft_slo_ms: float, itl_slo_ms: float,
+                          price_of: Callable[[str, Any], float | None], shape: TrafficShape | None = None,
+                          percentile: int = 90) -> tuple[list[dict[str, Any]], int]:
+    """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts; they
+    share the weight and KV precision so the KV cache transfers as is). Returns (options, searched)."""
+    shape = shape or TrafficShape(prompt_len, output_len)
+    resolved: dict[tuple, Deployment | None] = {}
+
+    def deployment_of(c: PoolCandidate) -> Deployment | None:
+        key = (c.gpu_key, c.tp, c.pp, c.ep, c.weights, c.kv_cache)
+        if key not in resolved:  # the two pools usually share candidates: resolve each once
+            resolved[key] = _deployment(base_scenario, c)
+        return resolved[key]
+
+    prefills, searched_p = _prefill_candidates(
+        prefill_pool, deployment_of, price_of, shape, prompt_len, ttft_slo_ms
+    )
+    decodes, searched_d = _decode_candidates(
+        decode_pool, deployment_of, price_of, shape, context_len, itl_slo_ms, percentile
+    )
     options = []
-    demand_tokens_per_s = requests_per_s * output_len
     for key, pre in prefills.items():
-        for _, pw, p_key, p_price in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
-            for _, dw, d_key, d_price in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
-                fleet = size_fleet(pw, dw, requests_per_s, prompt_len, output_len, ttft_slo_ms, percentile)
-                if fleet is None:
-                    continue
-                gpus_p, gpus_d = fleet.prefill_workers * pw.gpus, fleet.decode_workers * dw.gpus
-                usd = gpus_p * p_price + gpus_d * d_price
-                options.append({
-                    "mode": "disaggregated", "prefill_workers": fleet.prefill_workers,
-                    "decode_workers": fleet.decode_workers,
-                    "prefill_decode_ratio": fleet.prefill_workers / fleet.decode_workers,
-                    "prefill": {**layout_summary(pw.deployment, p_key), "prefill_ms": pw.prefill_ms,
-                                "prompts_per_s_per_worker": pw.prompts_per_s,
-                                "utilization": fleet.prefill_utilization, "usd_per_gpu_hour": p_price},
-                    "decode": {**layout_summary(dw.deployment, d_key), "batch": fleet.decode_batch, "itl_ms": fleet.itl_ms,
-                               "max_running": dw.max_running, "goodput_request_rate": dw.goodput_per_s,
-                               "request_rate_per_worker": requests_per_s / fleet.decode_workers,
-                               "output_tokens_per_s_per_worker": dw.output_tokens_per_s, "usd_per_gpu_hour": d_price},
-                    "gpus_total": gpus_p + gpus_d, "ttft_ms": fleet.ttft_ms, "itl_ms": fleet.itl_ms,
-                    "percentile": percentile,
-                    "kv_transfer_ms": fleet.kv_transfer_ms, "usd_per_hour": usd,
-                    "usd_per_million_output_tokens": usd_per_million_tokens(usd, demand_tokens_per_s),
-                })
+        for p_worker in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
+            for d_worker in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
+                fleet = size_fleet(
+                    p_worker[1], d_worker[1], requests_per_s, prompt_len, output_len, ttft_slo_ms, percentile
+                )
+                if fleet is not None:
+                    options.append(_option(fleet, p_worker, d_worker, requests_per_s, output_len, percentile))
     options.sort(key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
-    return options, searched
+    return options, searched_p + searched_d
 
 
-__all__ = ["PoolCandidate", "disaggregated_options", "DecodeWorker", "DisaggregatedFleet", "PrefillWorker", "decode_worker", "kv_transfer_ms",
-           "TrafficShape", "layout_summary", "prefill_worker", "size_fleet"]
+__all__ = [
+    "PoolCandidate", "disaggregated_options", "DecodeWorker", "DisaggregatedFleet", "PrefillWorker",
+    "decode_worker", "kv_transfer_ms", "TrafficShape", "layout_summary", "prefill_worker", "size_fleet",
+]

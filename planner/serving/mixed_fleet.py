@@ -170,13 +170,69 @@ def parse_mixed_fleet(data: Any) -> MixedFleetRequest:
 
 
 def _sizing_for(req: MixedFleetRequest, c: LengthClass) -> dict[str, Any]:
-    s: dict[str, Any] = {"model": req.model, "slo": req.slo, "cost_mode": req.cost_mode, "max_options": 100_000,
-                         "traffic": {"requests_per_s": max(req.requests_per_s * c.share, 1e-6),
-                                     "prompt_len": c.prompt_len, "output_len": c.output_len}}
+    s: dict[str, Any] = {
+        "model": req.model, "slo": req.slo, "cost_mode": req.cost_mode, "max_options": 100_000,
+        "traffic": {
+            "requests_per_s": max(req.requests_per_s * c.share, 1e-6), "prompt_len": c.prompt_len,
+            "output_len": c.output_len,
+        },
+    }
     for key in ("gpus", "tp", "weights", "kv_cache", "usd_per_gpu_hour"):
         if getattr(req, key) is not None:
             s[key] = getattr(req, key)
     return s
+
+
+Family = tuple[Any, ...]  # a configuration: (gpu, tp, pp, ep, weights, kv_cache)
+
+
+def _goodput_table(req: MixedFleetRequest, classes: list[LengthClass]) -> tuple[dict[Family, dict[str, Any]],
+                                                                              dict[Family, list[float]]]:
+    """Each configuration the sizing search finds at any class's lengths, and its goodput per class (0
+    where it does not meet the objective at that class)."""
+    families: dict[Family, dict[str, Any]] = {}
+    table: dict[Family, list[float]] = {}
+    for k, c in enumerate(classes):
+        try:
+            sizing = parse_sizing(_sizing_for(req, c))
+        except ScenarioError as err:
+            raise ScenarioError(
+                f"lengths (class {k}: prompt {c.prompt_len}, output {c.output_len}): {err.field}", err.reason
+            ) from None
+        options, _, _, _ = search(sizing)
+        for o in options:
+            key = (o["gpu"], o["tp"], o["pp"], o["ep"], o["weights"], o["kv_cache"])
+            if key not in families:
+                families[key] = {
+                    "gpu": o["gpu"], "tp": o["tp"], "pp": o["pp"], "ep": o["ep"], "weights": o["weights"],
+                    "kv_cache": o["kv_cache"], "gpus_per_replica": o["gpus_per_replica"],
+                    "usd_per_replica_hour": o["gpus_per_replica"] * o["usd_per_gpu_hour"],
+                }
+                table[key] = [0.0] * len(classes)
+            table[key][k] = max(table[key][k], float(o["goodput_request_rate"]))
+    return families, table
+
+
+def _describe(s: Split | None, families: list[dict[str, Any]], rates: list[float],
+              classes: list[LengthClass]) -> dict[str, Any] | None:
+    """A split as its pools (replicas, GPUs, $/h, the classes each serves) and its routing rule."""
+    if s is None:
+        return None
+
+    def pool(f: int, n: float, members: list[int]) -> dict[str, Any]:
+        fam = families[f]
+        return {**fam, "replicas": int(n), "gpus_total": int(n) * fam["gpus_per_replica"],
+                "usd_per_hour": n * fam["usd_per_replica_hour"], "classes": members,
+                "requests_per_s": sum(rates[i] for i in members)}
+
+    t = s.threshold_index
+    pools = [pool(s.family_a, s.replicas_a, list(range(t)))]
+    if t < len(classes):
+        pools.append(pool(s.family_b, s.replicas_b, list(range(t, len(classes)))))
+    return {"usd_per_hour": s.usd_per_hour, "pools": pools,
+            "route": (None if t >= len(classes) else
+                      {"prompt_len_threshold": classes[t - 1].prompt_len,
+                       "rule": f"prompt_len <= {classes[t - 1].prompt_len} to pool 0, else pool 1"})}
 
 
 def mixed_fleet(data: Any) -> dict[str, Any]:
@@ -185,60 +241,35 @@ def mixed_fleet(data: Any) -> dict[str, Any]:
     raw = histogram_classes(lengths.histogram) if lengths.histogram is not None else (
         lognormal_classes(lengths.lognormal) if lengths.lognormal is not None else [])
     classes = merge_by_prompt(raw)
-    families: dict[tuple[Any, ...], dict[str, Any]] = {}
-    table: dict[tuple[Any, ...], list[float]] = {}
-    for k, c in enumerate(classes):
-        try:
-            sizing = parse_sizing(_sizing_for(req, c))
-        except ScenarioError as err:
-            raise ScenarioError(f"lengths (class {k}: prompt {c.prompt_len}, output {c.output_len}): {err.field}",
-                                err.reason) from None
-        options, _, _, _ = search(sizing)
-        for o in options:
-            key = (o["gpu"], o["tp"], o["pp"], o["ep"], o["weights"], o["kv_cache"])
-            if key not in families:
-                families[key] = {"gpu": o["gpu"], "tp": o["tp"], "pp": o["pp"], "ep": o["ep"], "weights": o["weights"],
-                                 "kv_cache": o["kv_cache"], "gpus_per_replica": o["gpus_per_replica"],
-                                 "usd_per_replica_hour": o["gpus_per_replica"] * o["usd_per_gpu_hour"]}
-                table[key] = [0.0] * len(classes)
-            table[key][k] = max(table[key][k], float(o["goodput_request_rate"]))
+    families, table = _goodput_table(req, classes)
     keys = list(families)
     rates = [req.requests_per_s * c.share for c in classes]
-    best, single = cheapest_split(rates, [table[f] for f in keys], [families[f]["usd_per_replica_hour"] for f in keys])
-
-    def pool(f: int, n: float, members: list[int]) -> dict[str, Any]:
-        fam = families[keys[f]]
-        return {**fam, "replicas": int(n), "gpus_total": int(n) * fam["gpus_per_replica"],
-                "usd_per_hour": n * fam["usd_per_replica_hour"], "classes": members,
-                "requests_per_s": sum(rates[i] for i in members)}
-
-    def describe(s: Split | None) -> dict[str, Any] | None:
-        if s is None:
-            return None
-        t = s.threshold_index
-        pools = [pool(s.family_a, s.replicas_a, list(range(t)))]
-        if t < len(classes):
-            pools.append(pool(s.family_b, s.replicas_b, list(range(t, len(classes)))))
-        return {"usd_per_hour": s.usd_per_hour, "pools": pools,
-                "route": (None if t >= len(classes) else
-                          {"prompt_len_threshold": classes[t - 1].prompt_len,
-                           "rule": f"prompt_len <= {classes[t - 1].prompt_len} to pool 0, else pool 1"})}
-
+    best, single = cheapest_split(
+        rates, [table[f] for f in keys], [families[f]["usd_per_replica_hour"] for f in keys]
+    )
     total_tokens = sum(r * c.output_len for r, c in zip(rates, classes, strict=True))
-    mix, one = describe(best), describe(single)
+    by_index = [families[f] for f in keys]
+    mix, one = _describe(best, by_index, rates, classes), _describe(single, by_index, rates, classes)
     for d in (mix, one):
         if d is not None:
             d["usd_per_million_output_tokens"] = d["usd_per_hour"] / (total_tokens * 3600.0) * 1e6
     return {
-        "classes": [{"prompt_len": c.prompt_len, "output_len": c.output_len, "share": c.share, "requests_per_s": r}
-                    for c, r in zip(classes, rates, strict=True)],
+        "classes": [
+            {"prompt_len": c.prompt_len, "output_len": c.output_len, "share": c.share, "requests_per_s": r}
+            for c, r in zip(classes, rates, strict=True)
+        ],
         "goodput_table": [{**families[f], "goodput_request_rate_by_class": table[f]} for f in keys],
         "mixed": mix, "best_single": one,
-        "saving": (None if mix is None or one is None or one["usd_per_hour"] <= 0
-                   else 1.0 - mix["usd_per_hour"] / one["usd_per_hour"]),
+        "saving": (
+            None
+            if mix is None or one is None or one["usd_per_hour"] <= 0
+            else 1.0 - mix["usd_per_hour"] / one["usd_per_hour"]
+        ),
         "assumptions": {
             "routing": "by prompt length: classes up to the threshold to pool 0, the rest to pool 1",
-            "pool_replicas": "ceil(sum over its classes of rate / goodput at that class's lengths) (Mélange's "
-                             "fractional assignment; a replica's time shared between classes)",
-            "goodput": "planner.serving.sizing's search at each class's lengths (its SLO and percentile)"},
+            "pool_replicas": "ceil(sum over its classes of rate / goodput at that class's lengths) "
+            "(Mélange's "
+            "fractional assignment; a replica's time shared between classes)",
+            "goodput": "planner.serving.sizing's search at each class's lengths (its SLO and percentile)",
+        },
     }

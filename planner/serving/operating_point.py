@@ -9,19 +9,14 @@ from dataclasses import dataclass
 
 from planner.core.deployment import Deployment
 from planner.scenario.scenario import ServiceObjective
-from planner.serving.serving import (
-    Objective,
-    ServingPoint,
-    Workload,
-    goodput_per_ms,
-    replica_model,
-    serve_at_rate,
-)
+from planner.serving.replica import Workload, replica_model
+from planner.serving.serving import Objective, ServingPoint, goodput_per_ms, serve_at_rate
 
 # The default latency objective: what an interactive chat product accepts, at p90.
 # Public practice it sits between: MLPerf Inference's Llama-2-70B scenarios hold TTFT p99 <= 2 s and
 # TPOT p99 <= 200 ms (server) and TTFT p99 <= 450 ms, TPOT p99 <= 40 ms (interactive)
-# (https://mlcommons.org/2024/03/mlperf-llama2-70b/, docs.mlcommons.org/inference/benchmarks/language/llama2-70b/).
+# (https://mlcommons.org/2024/03/mlperf-llama2-70b/,
+# docs.mlcommons.org/inference/benchmarks/language/llama2-70b/).
 # A first token within 1 s and 50 ms per token (20 tokens/s, faster than people read) for 9 requests in 10
 # is an interactive chat objective, looser than MLPerf's interactive p99 and far tighter than its server one.
 DEFAULT_OBJECTIVE = ServiceObjective(ttft_ms=1000.0, itl_ms=50.0, percentile=90)
@@ -37,7 +32,9 @@ def objective_of(slo: ServiceObjective) -> Objective:
     return Objective(slo.ttft_ms, slo.itl_ms, slo.percentile)
 
 
-def serve_at_goodput(d: Deployment, w: Workload, slo: Objective, max_population: int | None = None) -> ServingPoint:
+def serve_at_goodput(
+    d: Deployment, w: Workload, slo: Objective, max_population: int | None = None
+) -> ServingPoint:
     """Open loop at the replica's goodput: the highest rate whose TTFT and ITL at the objective's
     percentile meet it (serving.goodput_per_ms). Where even a trickle misses it, the replica at a trickle
     (a millionth of its capacity), so that the page can say by how much."""
@@ -101,5 +98,7 @@ def judge(ttft_ms, itl_ms, slo: ServiceObjective) -> Judgement:
     return Judgement(slo.percentile, ttft, itl, meets(ttft, slo.ttft_ms), meets(itl, slo.itl_ms))
 
 
-__all__ = ["DEFAULT_OBJECTIVE", "DEFAULT_OBJECTIVE_SOURCE", "Judgement", "TimePerOutputToken", "judge", "meets",
-           "objective_of", "serve_at_goodput", "time_per_output_token"]
+__all__ = [
+    "DEFAULT_OBJECTIVE", "DEFAULT_OBJECTIVE_SOURCE", "Judgement", "TimePerOutputToken", "judge", "meets",
+    "objective_of", "serve_at_goodput", "time_per_output_token",
+]

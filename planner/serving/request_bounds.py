@@ -49,7 +49,10 @@ def check_work(families_per_search: list[int]) -> int:
     pool); past MAX_FAMILY_PLANS a ScenarioError says how to narrow the request."""
     plans = sum(families_per_search)
     if plans > MAX_FAMILY_PLANS:
-        raise ScenarioError("sizing", f"needs {plans:,} configuration-family plans (GPUs x tp x pp x ep x weights "
-                                      f"x kv_cache, per mode), over the limit of {MAX_FAMILY_PLANS:,}: narrow "
-                                      "the candidate lists")
+        raise ScenarioError(
+            "sizing",
+            f"needs {plans:,} configuration-family plans (GPUs x tp x pp x ep x weights "
+            f"x kv_cache, per mode), over the limit of {MAX_FAMILY_PLANS:,}: narrow "
+            "the candidate lists",
+        )
     return plans

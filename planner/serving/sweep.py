@@ -17,12 +17,16 @@ from planner.scenario.scenario import Scenario, parse_scenario, resolve
 def batch_grid(max_batch: int, chosen: int | None = None, points_per_octave: int = 4) -> np.ndarray:
     """Batches from 1 to past the max batch, log-spaced, with the max and the chosen batch included."""
     top = max(2 * max(max_batch, 1), 16, chosen or 1)
-    grid = np.unique(np.round(np.logspace(0, np.log2(top), int(np.log2(top) * points_per_octave) + 1, base=2)))
+    grid = np.unique(
+        np.round(np.logspace(0, np.log2(top), int(np.log2(top) * points_per_octave) + 1, base=2))
+    )
     extra = [b for b in (max_batch, chosen) if b and b >= 1]
     return np.unique(np.concatenate([grid, np.array(extra, dtype=float)])).astype(int)
 
 
-def batch_sweep(scenario: Scenario | dict[str, Any], batches: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def batch_sweep(
+    scenario: Scenario | dict[str, Any], batches: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Columns: batch, itl_ms, itl_ms_bound, output_tokens_per_s(_bound), tokens_per_s_per_user, decode_ai,
     usd_per_million_output_tokens, fits (batch <= max batch)."""
     if not isinstance(scenario, Scenario):
@@ -38,15 +42,12 @@ def batch_sweep(scenario: Scenario | dict[str, Any], batches: np.ndarray | None 
     price = gpu_price(scenario.usd_per_gpu_hour, d.gpu) or float("nan")
     tps = b * 1000.0 / itl
     return {
-        "batch": b.astype(int),
-        "itl_ms": itl,
-        "itl_ms_bound": bound,
-        "output_tokens_per_s": tps,
-        "output_tokens_per_s_bound": b * 1000.0 / bound,
-        "tokens_per_s_per_user": 1000.0 / itl,
+        "batch": b.astype(int), "itl_ms": itl, "itl_ms_bound": bound, "output_tokens_per_s": tps,
+        "output_tokens_per_s_bound": b * 1000.0 / bound, "tokens_per_s_per_user": 1000.0 / itl,
         "decode_ai": np.asarray(step.work.arithmetic_intensity),
         "ridge_flop_per_byte": np.full_like(b, ridge_flop_per_byte(d)),
-        "usd_per_million_output_tokens": np.asarray(usd_per_million_output_tokens(sharding(d).gpus_per_replica, price,
-                                                                                   tps)),
+        "usd_per_million_output_tokens": np.asarray(
+            usd_per_million_output_tokens(sharding(d).gpus_per_replica, price, tps)
+        ),
         "fits": b <= mem.max_batch,
     }

@@ -9,11 +9,12 @@ from typing import Protocol
 from planner.core.deployment import Deployment
 from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.scenario.scenario import LoadSettings, Scenario
-from planner.serving.serving import Workload
+from planner.serving.replica import Workload
 
 
 class TrafficMix(Protocol):
-    """The traffic's shape, as a scenario's `load`, a sizing request's `traffic` or a TrafficShape gives it."""
+    """The traffic's shape, as a scenario's `load`, a sizing request's `traffic` or a TrafficShape gives
+    it."""
 
     @property
     def arrival_cv(self) -> float: ...

@@ -1,0 +1,200 @@
+"""The sections of a plan (pydantic models): memory, roofline, latency, throughput, cost, serving,
+speculative decoding and fit alternatives. planner.contract.planning fills them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from planner.physics.bands import Band
+from planner.serving.distributions import Percentiles
+
+
+class ModelSummary(BaseModel):
+    name: str
+    total_params: float
+    active_params: float
+    non_embedding_params: float
+
+
+class MemorySection(BaseModel):
+    weights_gb_per_gpu: float
+    kv_bytes_per_token: float
+    kv_bytes_per_token_per_gpu: float
+    kv_budget_gb_per_gpu: float
+    max_batch: int
+    fits: bool
+    # extensions
+    kv_bytes_per_sequence_per_gpu: float
+    usable_gb_per_gpu: float
+    reserve_gb: float
+    kv_gb_per_gpu_at_batch: float
+    weights_fit: bool
+    smallest_tp_that_fits: int | None
+    smallest_layout_that_fits: dict[str, int] | None = None
+    kv_shortfall_gb_per_gpu: float = (
+        0.0  # issue 22: what weights and overheads exceed the cap by; the budget is 0
+    )
+    # extensions (engine memory, planner.engines.vllm): waterfall in GiB and vLLM's start-up lines
+    engine_rules: str = "napkin"
+    vllm_version: str | None = None
+    vllm_sampler: str | None = None  # the profiling run's top-k/top-p path under the release's rules
+    waterfall_gib: dict[str, float | None] | None = None
+    kv_cache_tokens: int | None = None
+    max_concurrency: float | None = None
+    num_gpu_blocks: int | None = None
+    engine_log_lines: list[str] = []
+    kv_cache_groups: list[dict[str, Any]] = []
+    block_size: int | None = None
+    max_model_len: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+
+    @property
+    def usable_after_reserve_gb(self) -> float:
+        """Per GPU: the engine's memory cap less the reserve, what weights and the KV cache share."""
+        return self.usable_gb_per_gpu - self.reserve_gb
+
+
+class RooflineSection(BaseModel):
+    ridge_flop_per_byte: float
+    decode_ai: float
+    ridge_crossing_batch: int | None
+    regime: Literal["memory-bound", "compute-bound"]
+    # extensions
+    compute_precision: str
+    prefill_ai: float
+    decode_flops_per_gpu: float
+    decode_bytes_per_gpu: float
+    prefill_flops_per_gpu: float
+
+
+class LatencySection(BaseModel):
+    """One request's prefill and the decode step at `batch`, each alone (no load). The serving
+    section has the figures under load."""
+
+    prefill_ms: float
+    ttft_ms: float
+    itl_ms: float
+    itl_ms_bound: float
+    # extensions
+    prefill_ms_bound: float
+    batch: int
+    mean_context: float
+    decode_breakdown_ms: dict[str, float]
+    prefill_breakdown_ms: dict[str, float]
+    itl_band_ms: Band | None
+    ttft_band_ms: Band | None
+    # fidelity v2 (issue 10): the engine profile, the graph floor beside the estimate, band provenance
+    engine: str = "vllm"
+    itl_ms_floor: float | None = None
+    prefill_ms_floor: float | None = None
+    band_status: dict[str, str] = {}
+
+
+class ThroughputSection(BaseModel):
+    """Decode-only figures at `batch` (prefill ignored): bounds of what serving reaches."""
+
+    output_tokens_per_s: float
+    output_tokens_per_s_bound: float
+    tokens_per_s_per_user: float
+    output_tokens_per_s_band: Band | None
+
+
+class CostSection(BaseModel):
+    usd_per_million_output_tokens: float | None  # at the serving operating point
+    usd_per_gpu_hour: float
+    usd_per_replica_hour: float
+    # extensions
+    usd_per_million_total_tokens: float | None  # input + output tokens at the operating point
+    usd_per_million_output_tokens_bound: (
+        float | None
+    )  # decode-only at `batch`, prefill ignored: a lower bound
+
+
+class LatencyPercentiles(BaseModel):
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    mean: float | None = None  # extension (issue 21)
+
+    @classmethod
+    def of(cls, p: Percentiles, mean: float | None = None) -> LatencyPercentiles:
+        return cls(p50=p.p50, p90=p.p90, p99=p.p99, mean=mean)
+
+
+class TpotSummary(BaseModel):
+    """Time per output token per request, (E2E - TTFT) / (output - 1): mean (what `vllm bench serve`
+    prints first), p50, p99."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p99: float | None = None
+
+
+class BenchmarkSection(BaseModel):
+    """What a closed-loop `bench serve --max-concurrency N --request-rate inf` run reports (issue 20):
+    clients start together, each sends its next request when its last one ends."""
+
+    num_prompts: int
+    duration_s: float
+    request_throughput: float
+    output_throughput: float
+    total_token_throughput: float
+    ttft_ms: LatencyPercentiles
+    tpot_ms: LatencyPercentiles
+    itl_ms: LatencyPercentiles
+    e2e_ms: LatencyPercentiles
+
+
+class ServingSection(BaseModel):
+    """One replica at its operating point under the serving model (planner.serving.serving)."""
+
+    mode: Literal["concurrency", "request_rate"]
+    request_rate: float | None  # requests/s per replica
+    concurrency: float | None  # mean requests in the replica (given, or lambda x mean E2E)
+    stable: bool
+    max_request_rate: float | None  # capacity: the saturation rate
+    goodput_request_rate: float | None  # highest rate meeting load.slo (null without one)
+    prefill_share: float | None
+    output_tokens_per_s: float | None
+    output_tokens_per_s_per_gpu: float | None
+    ttft_ms: LatencyPercentiles
+    itl_ms: LatencyPercentiles
+    e2e_ms: LatencyPercentiles
+    # extensions
+    total_tokens_per_s_per_gpu: float | None
+    decoding_sequences: float | None
+    max_running: int
+    max_num_batched_tokens: int
+    slo_percentile: int | None
+    tpot_ms: TpotSummary = TpotSummary()
+    at_goodput: bool = False  # the operating point is the goodput under load.slo
+    saturated: bool = False  # a closed loop held at capacity by more clients than it runs (not unstable)
+    benchmark: BenchmarkSection | None = None  # load.concurrency given: the benchmark's own report
+
+
+class PrecisionChoice(BaseModel):
+    weights: str
+    kv_cache: str
+
+
+class GpuChoice(BaseModel):
+    gpu: str
+    tp: int
+
+
+class FitAlternatives(BaseModel):
+    """What would fit when the scenario does not."""
+
+    smallest_tp: int | None
+    precisions: list[PrecisionChoice]
+    gpus: list[GpuChoice]
+
+
+class SpeculativeSection(BaseModel):
+    tokens_per_round: float
+    itl_ms: float
+    round_ms: float
+    output_tokens_per_s: float

@@ -1,0 +1,103 @@
+"""The arrival process a replica sees: gamma inter-arrival times of mean 1 / rate and CV `arrival_cv`
+(1: Poisson; > 1: clumped). The gap's CDF, the count of arrivals in an iteration window, and GI/M/1's
+probability that an arriving prompt waits."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+MAX_WINDOW_ARRIVALS = 48
+_LOG_FACTORIAL = np.array([math.lgamma(k + 1.0) for k in range(MAX_WINDOW_ARRIVALS + 1)])
+
+
+def waiting_probability(utilization: np.ndarray, arrival_cv: float) -> np.ndarray:
+    """P(an arriving prompt waits) in a GI/M/1 queue with gamma inter-arrival times of CV `arrival_cv`:
+    the root sigma in (0, 1) of sigma = A*(mu (1 - sigma)), A*(s) = (1 + theta s)^-k the gamma's Laplace
+    transform (k = 1 / ca^2, theta mu = ca^2 / rho). Poisson gives sigma = rho; clumped arrivals
+    (ca > 1) wait far more often than rho says (ca 2 at rho 0.1: sigma 0.46), since most of a clump's
+    arrivals land while the one before is still in prefill."""
+    rho = np.clip(np.asarray(utilization, dtype=float), 1e-12, 1.0 - 1e-12)
+    ca2 = float(arrival_cv) ** 2
+    if abs(ca2 - 1.0) < 1e-9:
+        return rho
+
+    def transform(sigma):
+        if ca2 < 1e-9:  # deterministic arrivals: e^(-s / lambda)
+            return np.exp(-(1.0 - sigma) / rho)
+        return (1.0 + ca2 * (1.0 - sigma) / rho) ** (-1.0 / ca2)
+
+    lo, hi = np.zeros_like(rho), np.full_like(rho, 1.0 - 1e-9)
+    for _ in range(24):  # sigma - A*(.) is < 0 below the root and > 0 between it and 1 (2^-24: plenty)
+        mid = 0.5 * (lo + hi)
+        below = mid < transform(mid)
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def _lower_gamma_regularized(a: float, x: np.ndarray, terms: int = 80) -> np.ndarray:
+    """P(a, x) by its power series x^a e^-x / Gamma(a + 1) sum_n x^n / ((a + 1)...(a + n)); numpy has no
+    incomplete gamma, and the windows here keep x below a few tens (the series then converges)."""
+    given = np.maximum(np.asarray(x, dtype=float), 0.0)
+    # An unstable point's window is infinite: P(a, inf) = 1 exactly. The series runs on finite x only
+    # (inf - inf in the log front would be NaN, and numpy would warn); a NaN x stays NaN.
+    finite = np.isfinite(given)
+    x = np.where(finite, given, 0.0)
+    term = np.ones_like(x)
+    total = np.ones_like(x)
+    for n in range(1, terms):
+        term = term * x / (a + n)
+        total = total + term
+        if n % 4 == 0 and not np.any(term > 1e-10 * total):  # converged everywhere
+            break
+    log_front = a * np.log(np.maximum(x, 1e-300)) - x - math.lgamma(a + 1.0)
+    series = np.where(x > 0, np.minimum(np.exp(log_front) * total, 1.0), 0.0)
+    return np.where(finite, series, np.where(given == np.inf, 1.0, np.nan))
+
+
+def gap_cdf(rate_per_ms: np.ndarray, t_ms: np.ndarray, arrival_cv: float) -> np.ndarray:
+    """P(inter-arrival time <= t) for gamma gaps of mean 1 / rate and CV `arrival_cv`."""
+    lam_t = np.asarray(rate_per_ms, dtype=float) * np.asarray(t_ms, dtype=float)
+    ca2 = float(arrival_cv) ** 2
+    if ca2 < 1e-6:
+        return (lam_t >= 1.0).astype(float)
+    if abs(ca2 - 1.0) < 1e-9:
+        return -np.expm1(-lam_t)
+    return _lower_gamma_regularized(1.0 / ca2, lam_t / ca2)
+
+
+def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: float, kmax: int) -> np.ndarray:
+    """P(k prompt arrivals in an iteration window), k = 0..kmax, renormalised. Poisson arrivals: Poisson.
+    Gamma inter-arrival times of CV ca > 1 (clumps): P(0) exact for the stationary renewal process,
+    1 - lambda E[min(gap, window)], and the windows that do get arrivals get them in clumps, a geometric
+    count on 1, 2, ... keeping the mean lambda x window."""
+    mu = np.maximum(np.asarray(rate_per_ms * window_ms, dtype=float), 1e-300)[..., None]
+    k = np.arange(kmax + 1, dtype=float)
+    ca2 = float(arrival_cv) ** 2
+    if ca2 <= 1.0 + 1e-9:
+        # an unstable point's window is infinite: no Poisson count there (NaN, as 0 x log(inf) gave), and
+        # log is only ever taken of a finite positive mean
+        finite = np.isfinite(mu)
+        safe = np.where(finite, mu, 1.0)
+        pk = np.where(finite, np.exp(k * np.log(safe) - safe - _LOG_FACTORIAL[: kmax + 1]), np.nan)
+        return pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
+    shape = 1.0 / ca2
+    x = (np.asarray(rate_per_ms, dtype=float) * shape * np.asarray(window_ms, dtype=float))[
+        ..., None
+    ]  # window / theta
+    lower = _lower_gamma_regularized(shape, x)
+    survival = 1.0 - lower
+    # P(a + 1, x) = P(a, x) - x^a e^-x / Gamma(a + 1); the front is 0 at an infinite window (on finite x only)
+    safe_x = np.where(np.isfinite(x), x, 0.0)
+    front = np.where(np.isfinite(x), np.exp(shape * np.log(np.maximum(safe_x, 1e-300)) - safe_x
+                                            - math.lgamma(shape + 1.0)), 0.0)
+    below = np.clip(lower - np.where(x > 0, front, 0.0), 0.0, 1.0)  # E[gap; gap < window] / E[gap]
+    # P(N >= 1) = lambda E[min(gap, window)]; 1 in an infinite window (where inf x 0 would be NaN)
+    finite_mu = np.isfinite(mu)
+    busy = np.where(finite_mu, np.clip(np.where(finite_mu, mu, 0.0) * survival + below, 1e-300, 1.0), 1.0)
+    clump = np.maximum(mu / busy, 1.0)  # mean count of a window that has arrivals
+    ratio = 1.0 - 1.0 / clump
+    pk = np.where(k[1:] >= 1, busy / clump * ratio ** (k[1:] - 1.0), 0.0)
+    pk = np.concatenate([1.0 - busy, pk], axis=-1)
+    return pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)

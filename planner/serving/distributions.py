@@ -1,0 +1,224 @@
+"""Latency distributions of one replica at a load point (planner.serving.replica): TTFT, ITL and E2E as
+mixtures, their CDFs, means and percentiles. The model they follow is stated in replica.py's docstring."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.serving.arrivals import MAX_WINDOW_ARRIVALS, gap_cdf, window_counts
+from planner.serving.replica import LoadPoint, ReplicaModel
+
+RESIDUAL_POINTS = 8  # equal-mass points of the uniform rest of the iteration in progress
+PERCENTILES = (50, 90, 99)
+
+
+def _normal_cdf(x: np.ndarray) -> np.ndarray:
+    """Standard normal CDF (Abramowitz & Stegun 7.1.26 erf, |error| < 1.5e-7); numpy has no erf."""
+    z = np.abs(x) / math.sqrt(2.0)
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    erf = 1.0 - poly * np.exp(-z * z)
+    return 0.5 * (1.0 + np.sign(x) * erf)
+
+
+def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TTFT as a mixture: own iterations plus, for an arrival that does not wait (1 - P(wait)), the rest
+    of the decode-only iteration in progress; for one that waits, an exponential wait (GI/M/1's form;
+    it holds the rest of the prompt iteration in progress). Returns the parts' offsets, weights and
+    exponential means (0: none), shape (..., LENGTH_GRID * (RESIDUAL_POINTS + 2))."""
+    own = np.ceil(m.computed_tokens / p.chunk_tokens[..., None]) * p.decode_ms[..., None] + m.prefill_work_ms
+    waits = np.clip(np.asarray(p.wait_probability) * p.seen, 0.0, 1.0)
+    busy = 1.0 - np.exp(-p.population * p.seen)  # an arrival finds a decode iteration in progress
+    u = (np.arange(RESIDUAL_POINTS) + 0.5) / RESIDUAL_POINTS
+    zero = np.zeros_like(p.iteration_ms)[..., None]
+    # Prompts arriving between this one and the start of its iteration ride it too (up to the budget),
+    # each adding its work: every ms before the iteration starts costs 1 + lambda E[W] (the prefill share).
+    fits = np.maximum(p.chunk_tokens / float(np.mean(m.computed_tokens)) - 1.0, 0.0)
+    stretch = 1.0 + p.prefill_share * np.minimum(fits, 1.0) * p.seen
+    residual = np.concatenate([zero, zero, (p.decode_ms * stretch)[..., None] * u], axis=-1)
+    weight = np.concatenate(
+        [
+            waits[..., None], ((1.0 - busy) * (1.0 - waits))[..., None],
+            np.repeat((busy * (1.0 - waits) / RESIDUAL_POINTS)[..., None], RESIDUAL_POINTS, axis=-1),
+        ],
+        axis=-1,
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        conditional = np.where(waits > 0, p.wait_mean_ms * p.seen / np.maximum(waits, 1e-300), 0.0)
+    means = np.concatenate([conditional[..., None], np.zeros_like(residual[..., 1:])], axis=-1)
+    parts = own[..., :, None] + residual[..., None, :]
+    weights = np.broadcast_to(weight[..., None, :] / len(m.computed_tokens), parts.shape)
+    tails = np.broadcast_to(means[..., None, :], parts.shape)
+    shape = parts.shape[:-2] + (-1,)
+    frontend = m.workload.ttft_overhead_ms + m.workload.ttft_per_running_ms * p.population * p.seen
+    return (parts.reshape(shape) + np.asarray(frontend)[..., None], weights.reshape(shape),
+            tails.reshape(shape))
+
+
+def ttft_distribution(m: ReplicaModel, p: LoadPoint):
+    """t -> P(TTFT <= t) at the load point (its parts computed once); t broadcasts against its shape."""
+    parts, weights, tails = _ttft_parts(m, p)
+    scale = np.maximum(tails, 1e-9)
+
+    def cdf(t_ms) -> np.ndarray:
+        x = np.asarray(t_ms, dtype=float)[..., None] - parts
+        with np.errstate(over="ignore"):
+            inside = np.where(x < 0, 0.0, -np.expm1(-np.maximum(x, 0.0) / scale))
+        return np.sum(weights * np.where(tails > 0, inside, x >= 0), axis=-1)
+    return cdf
+
+
+def ttft_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
+    """P(TTFT <= t); `t_ms` broadcasts against the load point's shape."""
+    return ttft_distribution(m, p)(t_ms)
+
+
+def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
+    """Extra time an iteration's prompt chunks add, and the share of tokens that see it."""
+    n = m.computed_tokens
+    per_token = m.prefill_work_ms / n
+    chunk = p.chunk_tokens[..., None]
+    first = np.minimum(n, chunk)
+    continuations = np.maximum(np.ceil(n / chunk) - 1.0, 0.0)  # full chunks after the first
+    window = p.rate_per_ms * p.iteration_ms
+    full_share = np.minimum(1.0, window * continuations.mean(axis=-1))
+    full_extra = (chunk * per_token).mean(axis=-1)
+    # prompts arriving during the previous iteration: Poisson count, their first chunks together
+    top = float(np.max(window, initial=0.0))
+    dispersion = max(m.workload.arrival_cv ** 2, 1.0)
+    kmax = min(
+        MAX_WINDOW_ARRIVALS, int(math.ceil(top + 8.0 * math.sqrt(top * dispersion) + 8.0 * dispersion))
+    )
+    pk = window_counts(p.rate_per_ms, p.iteration_ms, m.workload.arrival_cv, kmax)
+    k = np.arange(kmax + 1, dtype=float)
+    mean_first_tokens = first.mean(axis=-1, keepdims=True)
+    mean_first_work = (first * per_token).mean(axis=-1, keepdims=True)
+    tokens_k = np.minimum(k * mean_first_tokens, chunk)
+    extra_k = tokens_k * mean_first_work / np.maximum(mean_first_tokens, 1e-12)
+    one = first * per_token  # a single arrival: its own prompt's first chunk
+    # Which iterations carry prompts under clumped arrivals: a two-state chain. After a decode-only
+    # iteration (window D) the next carries prompts with the window's P(N >= 1); after one carrying
+    # prompts (window D + W, W their extra time), with P(next gap < D + W), the inter-arrival CDF: clumps
+    # chain prompt-carrying iterations. The chain's ratio to its Poisson self scales the Poisson window's
+    # share, so Poisson arrivals keep the window count and the model is continuous in `arrival_cv`.
+    if m.workload.arrival_cv > 1.0:
+        rate = np.asarray(p.rate_per_ms, dtype=float)
+        some = np.maximum(pk[..., 1:].sum(axis=-1), 1e-300)
+        after_prompts = p.decode_ms + (pk[..., 1:] * extra_k[..., 1:]).sum(axis=-1) / some
+
+        def chain(cv: float) -> np.ndarray:
+            enter = 1.0 - window_counts(rate, p.decode_ms, cv, 1)[..., 0]
+            return enter / np.maximum(enter + 1.0 - gap_cdf(rate, after_prompts, cv), 1e-300)
+
+        poisson_share = 1.0 - window_counts(rate, p.iteration_ms, 1.0, 1)[..., 0]
+        carrying = np.minimum(
+            poisson_share * chain(m.workload.arrival_cv) / np.maximum(chain(1.0), 1e-300), 1.0
+        )
+        pk = np.concatenate(
+            [(1.0 - carrying)[..., None], pk[..., 1:] * (carrying / some)[..., None]], axis=-1
+        )
+    atoms = np.concatenate([full_extra[..., None], extra_k[..., :1], one, extra_k[..., 2:]], axis=-1)
+    lone = pk[..., 1:2] / one.shape[-1]
+    weights = np.concatenate([full_share[..., None], (1 - full_share[..., None]) * pk[..., :1],
+                              (1 - full_share[..., None]) * np.broadcast_to(lone, one.shape),
+                              (1 - full_share[..., None]) * pk[..., 2:]], axis=-1)
+    return atoms, weights
+
+
+def itl_distribution(m: ReplicaModel, p: LoadPoint):
+    """t -> P(ITL <= t), pooled over tokens, at the load point (its atoms computed once)."""
+    atoms, weights = _itl_atoms(m, p)
+    mean = p.decode_ms[..., None] + atoms
+    spread = np.maximum(p.decode_spread_ms[..., None], 1e-6 * mean)
+
+    def cdf(t_ms) -> np.ndarray:
+        t = np.asarray(t_ms, dtype=float)[..., None]
+        return np.sum(weights * _normal_cdf((t - mean) / spread), axis=-1)
+    return cdf
+
+
+def itl_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
+    return itl_distribution(m, p)(t_ms)
+
+
+def e2e_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
+    """P(E2E <= t): TTFT plus (O - 1) mean iterations, over the output-length grid."""
+    decode = (m.output_tokens - 1.0) * p.iteration_ms[..., None]
+    t = np.asarray(t_ms, dtype=float)[..., None] - decode
+    return np.mean(ttft_cdf(m, _expand_point(p), t), axis=-1)
+
+
+def _expand_point(p: LoadPoint) -> LoadPoint:
+    return LoadPoint(*(np.asarray(v)[..., None] for v in (
+        p.rate_per_ms, p.population, p.decode_ms, p.decode_spread_ms, p.iteration_ms, p.chunk_tokens,
+        p.utilization, p.prefill_share, p.wait_mean_ms, p.stable, p.seen, p.wait_probability)))
+
+
+def quantile(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.ndarray:
+    """The t where the monotone cdf(t) reaches each `probability`: a grid on [0, high] (grown until it
+    covers them), then bisection inside the bracketing cell."""
+    prob = np.atleast_1d(np.asarray(probability, dtype=float))
+    high = float(high_ms)
+    for _ in range(30):
+        ts = np.linspace(0.0, high, grid + 1)
+        values = cdf(ts)
+        if values[-1] >= prob.max():
+            break
+        high *= 4.0
+    cell = np.clip(np.searchsorted(values, prob), 1, grid)
+    lo, hi = ts[cell - 1], ts[cell]
+    for _ in range(refine):
+        mid = 0.5 * (lo + hi)
+        below = cdf(mid) < prob
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    p50: float | None
+    p90: float | None
+    p99: float | None
+
+    def at(self, percentile: int) -> float | None:
+        return {50: self.p50, 90: self.p90, 99: self.p99}[percentile]
+
+
+NO_PERCENTILES = Percentiles(None, None, None)
+
+
+def _percentiles(cdf, high: float) -> Percentiles:
+    q = quantile(cdf, np.array(PERCENTILES) / 100.0, max(high, 1e-3))
+    return Percentiles(*(float(v) for v in q))
+
+
+def latency_percentiles(m: ReplicaModel, p: LoadPoint) -> tuple[Percentiles, Percentiles, Percentiles]:
+    """TTFT, ITL and E2E percentiles at a scalar load point (None where it is not stable)."""
+    if not bool(p.stable):
+        return NO_PERCENTILES, NO_PERCENTILES, NO_PERCENTILES
+    first = float(np.max(m.prefill_work_ms) + p.iteration_ms + p.wait_mean_ms + 1.0)
+    ttft = _percentiles(ttft_distribution(m, p), first)
+    itl = _percentiles(itl_distribution(m, p), float(p.iteration_ms * 2))
+    if np.ptp(m.output_tokens) == 0:  # fixed output length: E2E is TTFT shifted by the decode
+        shift = float((m.output_tokens[0] - 1.0) * p.iteration_ms)
+        e2e = Percentiles(*(v + shift for v in (ttft.p50, ttft.p90, ttft.p99)))  # type: ignore[operator]
+    else:
+        e2e = _percentiles(
+            lambda t: e2e_cdf(m, p, t), first + float(np.max(m.output_tokens) * p.iteration_ms)
+        )
+    return ttft, itl, e2e
+
+
+def mean_ttft_ms(m: ReplicaModel, p: LoadPoint) -> np.ndarray:
+    parts, weights, tails = _ttft_parts(m, p)
+    return np.sum((parts + tails) * weights, axis=-1)
+
+
+def mean_itl_ms(m: ReplicaModel, p: LoadPoint) -> np.ndarray:
+    """Mean ITL pooled over tokens: the mixture itl_distribution draws, each component at D + its atom."""
+    atoms, weights = _itl_atoms(m, p)
+    return p.decode_ms + np.sum(weights * atoms, axis=-1) / np.maximum(np.sum(weights, axis=-1), 1e-300)

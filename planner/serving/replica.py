@@ -1,0 +1,229 @@
+"""Serving under load: one replica of a continuous-batching engine with chunked prefill.
+
+The engine, as vLLM V1's default scheduler runs it: every iteration runs one token of each running
+sequence plus prompt chunks taken first come first served from the waiting queue, up to
+`max_num_batched_tokens` tokens, with at most `max_running` sequences admitted (max_num_seqs, or the
+KV budget). An iteration lasts the decode step of its running sequences (latency.decode_step at the
+mean context) plus the extra time of its prompt chunks (latency.prefill_chunk_work_ms).
+
+This module is the fast model, a queueing approximation; tests/test_serving_oracle.py checks it
+against a discrete-event simulation of that scheduler.
+
+  * Decoding sequences N (Little's law): N = lambda (O - 1) T, with the mean iteration
+    T = D(N) / (1 - rho_w) and rho_w = lambda E[W] the share of time prompt chunks take. Written in N,
+    lambda(N) = N / ((O - 1) D(N) + N E[W]) is explicit, so N(lambda) is an interpolation.
+  * Prefill queue: G/G/1 whose service is a prompt's work plus its share of the full iterations a
+    backlog gets, S = W + n D(N) / C (C = budget - N prompt tokens per iteration). Utilization
+    rho = lambda E[S]; the replica is stable while rho < 1 and N < max_running (the capacity).
+    Wait (mean value): a prompt that fits the budget rides one iteration with those that arrived during
+    the iteration before (`riders`), holding its share of that decode step, S_ride = W + D / riders (at
+    light load the whole step); a backlog drains at the full budget, S. An arrival waits, with
+    probability sigma, the rest of the prompt iteration in progress, then the backlog ahead at the full
+    rate: mean sigma E[S_ride] / (1 - sigma_S) (ca^2 + cs^2) / (ca^2 + 1); sigma is GI/M/1's waiting
+    probability for gamma inter-arrival times of CV ca (`arrival_cv`; rho under Poisson, larger for
+    clumped arrivals); the wait is exponential given that it happens.
+  * TTFT = own prefill iterations (ceil(n / C) D(N) + W) + either the wait or, for an arrival that does
+    not wait, the rest of the decode-only iteration in progress, stretched by the prompts that arrive
+    before its iteration starts and ride it (+ the engine's serving overhead).
+  * ITL, per token and pooled over requests (as `vllm bench serve` reports it): a mixture of
+    pure-decode iterations and iterations carrying prompt chunks (the prompts that arrived during the
+    previous iteration, Poisson; the continuation chunks of prompts longer than C); the decode batch a
+    token sees is 1 + Poisson(N), which spreads D. Clumped arrivals (ca > 1): the window's P(no arrival)
+    is the gamma renewal process's own, the windows that get arrivals get a geometric clump, and a
+    two-state chain (prompt-carrying iterations are longer, so a clump's next arrival lands in the next
+    one) scales the share of iterations that carry prompts.
+  * E2E = TTFT + (O - 1) x mean iteration.
+A closed loop (a concurrency c) runs at the rate whose mean number in the system, lambda E[E2E], is c.
+"""
+
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
+
+import numpy as np
+
+from planner.core.deployment import Deployment
+from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
+from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.serving.arrivals import waiting_probability, window_counts
+
+LENGTH_GRID = 32  # equal-mass quantiles that stand for a length distribution
+POPULATION_GRID = 160  # decoding-population points that tabulate the decode step
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The traffic one replica serves and the engine's scheduling limits."""
+
+    prompt_len: float
+    output_len: float
+    max_running: int
+    prompt_len_cv: float = 0.0
+    output_len_cv: float = 0.0
+    arrival_cv: float = 1.0
+    prefix_cache_hit: float = 0.0
+    max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS
+    context: float | None = None  # mean cached context of a decoding sequence; default prompt + output / 2
+    ttft_overhead_ms: float = 0.0
+    ttft_per_running_ms: float = 0.0  # the frontend's serving cost per other request in flight
+
+
+@lru_cache(maxsize=256)
+def _unit_quantiles(cv: float, n: int) -> tuple[float, ...]:
+    """Equal-mass quantiles of a lognormal with mean 1 and coefficient of variation `cv`."""
+    if cv <= 0:
+        return (1.0,) * n
+    sigma = math.sqrt(math.log1p(cv * cv))
+    z = [NormalDist().inv_cdf((i + 0.5) / n) for i in range(n)]
+    values = np.exp(sigma * np.array(z) - sigma * sigma / 2)
+    return tuple(values / values.mean())  # the grid keeps the mean exactly
+
+
+def length_quantiles(mean: float, cv: float, n: int = LENGTH_GRID) -> np.ndarray:
+    """Token lengths standing for a fixed (cv 0: one point) or lognormal length distribution, at least 1."""
+    if cv <= 0:
+        return np.array([max(round(mean), 1)], dtype=float)
+    return np.maximum(np.round(mean * np.array(_unit_quantiles(float(cv), n))), 1.0)
+
+
+
+@dataclass(frozen=True)
+class ReplicaModel:
+    """Step-time tables of one deployment under one workload; rates are per millisecond inside."""
+
+    workload: Workload
+    prompt_tokens: np.ndarray  # length grid (equal mass)
+    computed_tokens: np.ndarray  # prompt tokens prefill computes (prefix-cache hits skipped)
+    prefill_work_ms: np.ndarray  # extra iteration time of each whole prompt
+    output_tokens: np.ndarray  # length grid (equal mass)
+    population: np.ndarray  # decoding-population grid N
+    decode_ms: np.ndarray  # D(N)
+    rate_per_ms: np.ndarray  # lambda(N)
+    utilization: np.ndarray  # rho(N) of the prefill queue
+
+    @property
+    def decode_steps_per_request(self) -> float:
+        return float(np.mean(self.output_tokens - 1.0))
+
+    @property
+    def mean_prefill_work_ms(self) -> float:
+        return float(np.mean(self.prefill_work_ms))
+
+    def capacity_per_ms(self, max_running: float | np.ndarray | None = None) -> np.ndarray:
+        """Saturation rate: where the prefill queue's utilization reaches 1 or N reaches max_running."""
+        cap = np.asarray(self.workload.max_running if max_running is None else max_running, dtype=float)
+        over = np.nonzero(self.utilization >= 1.0)[0]
+        if self.decode_steps_per_request <= 0:  # no decode: the prefill queue alone
+            budget = self.workload.max_num_batched_tokens
+            service = self.mean_prefill_work_ms + np.mean(self.computed_tokens) * self.decode_ms[0] / budget
+            return np.full_like(cap, 1.0 / service)
+        if len(over):
+            i = over[0]
+            if i == 0:
+                rho_limit = 0.0
+            else:
+                u0, u1 = self.utilization[i - 1], self.utilization[i]
+                f = (1.0 - u0) / (u1 - u0) if np.isfinite(u1) else 0.0
+                rho_limit = float(
+                    self.rate_per_ms[i - 1] + f * (self.rate_per_ms[i] - self.rate_per_ms[i - 1])
+                )
+        else:
+            rho_limit = math.inf
+        slot_limit = np.interp(cap, self.population, self.rate_per_ms)
+        return np.minimum(slot_limit, rho_limit)
+
+
+def replica_model(d: Deployment, w: Workload, max_population: int | None = None) -> ReplicaModel:
+    """Tabulate the step times once; `max_population` (default `w.max_running`) bounds the N grid."""
+    prompts = length_quantiles(w.prompt_len, w.prompt_len_cv)
+    outputs = length_quantiles(w.output_len, w.output_len_cv)
+    computed = np.maximum(np.round(prompts * (1.0 - w.prefix_cache_hit)), 1.0)
+    work = np.asarray(prefill_chunk_work_ms(d, prompts, prompts - computed), dtype=float)
+    top = max(float(max_population or w.max_running), 1.0)
+    population = np.concatenate([[0.0], np.geomspace(1e-3, top, POPULATION_GRID - 1)])
+    context = w.context if w.context is not None else w.prompt_len + w.output_len / 2
+    decode = np.asarray(decode_step(d, population, context).total_ms, dtype=float)
+    steps = float(np.mean(outputs - 1.0))
+    mean_work = float(np.mean(work))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = (
+            population / (steps * decode + population * mean_work) if steps > 0 else np.zeros_like(population)
+        )
+        chunk = w.max_num_batched_tokens - population
+        service = mean_work + float(np.mean(computed)) * decode / chunk
+        util = np.where(chunk >= 1.0, rate * service, np.inf)
+    return ReplicaModel(w, prompts, computed, work, outputs, population, decode, rate, util)
+
+
+def riders(rate_per_ms: np.ndarray, iteration_ms: np.ndarray, arrival_cv: float) -> np.ndarray:
+    """Mean prompts in an iteration that carries prompts: those that arrived during the previous
+    iteration, given at least one did (lambda T / P(N >= 1); Poisson: mu / (1 - e^-mu)). A prompt that
+    fits the budget rides with them and pays its share of that iteration's decode step, not n / C of it:
+    at light load each prompt holds a whole decode step."""
+    window = np.asarray(rate_per_ms * iteration_ms, dtype=float)
+    some = 1.0 - window_counts(np.asarray(rate_per_ms, dtype=float), np.asarray(iteration_ms, dtype=float),
+                               arrival_cv, 1)[..., 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(some > 1e-12, np.maximum(window / some, 1.0), 1.0)
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """The replica's state at a request rate (arrays broadcast over rates)."""
+
+    rate_per_ms: np.ndarray
+    population: np.ndarray  # N, mean decoding sequences
+    decode_ms: np.ndarray  # D(N)
+    decode_spread_ms: np.ndarray  # spread of D over the batch a token sees
+    iteration_ms: np.ndarray  # mean iteration
+    chunk_tokens: np.ndarray  # prompt tokens a full iteration carries
+    utilization: np.ndarray  # rho of the prefill queue
+    prefill_share: np.ndarray  # rho_w, share of GPU time on prompts
+    wait_mean_ms: np.ndarray
+    stable: np.ndarray
+    seen: np.ndarray | float = 1.0  # share of the others an arrival finds ((c - 1) / c in a closed loop of c)
+    wait_probability: np.ndarray | float = 0.0  # P(an arrival waits); rho under Poisson arrivals
+
+def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0) -> LoadPoint:
+    """`seen`: an arrival in a closed loop of c clients finds the other c - 1 (the arrival theorem), so it
+    sees (c - 1) / c of the mean decoding population and queue; an open loop's arrival sees all of it."""
+    lam = np.asarray(rate_per_ms, dtype=float)
+    w = m.workload
+    cap = m.capacity_per_ms(max_running)
+    n = np.interp(lam, m.rate_per_ms, m.population) if m.decode_steps_per_request > 0 else np.zeros_like(lam)
+    d = np.interp(n, m.population, m.decode_ms)
+    slope = np.interp(n + 1.0, m.population, m.decode_ms) - d
+    spread = np.abs(slope) * np.sqrt(n)
+    d_token = d + slope  # a token sees 1 + Poisson(N) sequences in its batch
+    share = lam * m.mean_prefill_work_ms
+    chunk = np.maximum(w.max_num_batched_tokens - n, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iteration = np.where(share < 1.0, d / (1.0 - share), np.inf)
+    # Prompts that fit the budget ride an iteration with the others that arrived during the one before;
+    # each holds its share of that iteration's decode step (S_ride = W + D / riders; at light load the
+    # whole step), while a backlog drains at the full budget (S_full = W + n D / C, which sets capacity).
+    # Mean-value wait: an arrival waits the rest of the prompt iteration in progress (with probability
+    # the time share of those, rho_ride = lambda E[S_ride]; residual E[S_ride] (1 + cs^2) / 2), then the
+    # backlog ahead at the full rate: Wq = rho_ride R / (1 - rho_full). Clumped arrivals: both shares as
+    # GI/M/1 waiting probabilities sigma (gamma arrivals; sigma = rho under Poisson), (ca^2 + cs^2) / 2
+    # for (1 + cs^2) / 2 over (ca^2 + 1) / 2.
+    together = riders(lam, iteration, w.arrival_cv)
+    full = m.prefill_work_ms + m.computed_tokens * (d / chunk)[..., None]
+    ride = m.prefill_work_ms + d[..., None] * np.maximum(
+        m.computed_tokens / chunk[..., None], 1.0 / together[..., None]
+    )
+    rho = lam * full.mean(axis=-1)
+    mean_s = ride.mean(axis=-1)
+    cs2 = ride.var(axis=-1) / np.maximum(mean_s, 1e-12) ** 2
+    # at capacity itself is not below it: a rate given as the capacity may come back a rounding under it
+    stable = (lam < cap * (1.0 - 1e-9)) & (rho < 1.0) & (share < 1.0)
+    ca2 = w.arrival_cv ** 2
+    sigma = waiting_probability(np.minimum(lam * mean_s, 1.0), w.arrival_cv)
+    sigma_full = waiting_probability(np.minimum(rho, 1.0), w.arrival_cv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wait = np.where(rho < 1.0, sigma / (1.0 - sigma_full) * (ca2 + cs2) / (ca2 + 1.0) * mean_s, np.inf)
+    return LoadPoint(lam, n, d_token, spread, iteration, chunk, rho, share, wait, stable, seen, sigma)
