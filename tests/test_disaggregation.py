@@ -304,5 +304,6 @@ def test_a_gpu_the_catalog_does_not_hold_is_not_validated():
     from planner.hardware.validated import is_validated
 
     assert is_validated("my-custom-gpu") is False
-    # the catalog's flags (gpu_catalog/gpus.toml, with their evidence): our H100 SXM runs; no B200 rows yet
-    assert is_validated("h100-sxm") is True and is_validated("b200") is False
+    # the catalog's flags (gpu_catalog/gpus.toml, with their evidence): our H100 SXM runs, B200's public
+    # serving runs (issue 20); no rows of Gaudi 3 or its generation
+    assert is_validated("h100-sxm") is True and is_validated("b200") is True and is_validated("gaudi3") is False
