@@ -306,4 +306,5 @@ def test_a_gpu_the_catalog_does_not_hold_is_not_validated():
     assert is_validated("my-custom-gpu") is False
     # the catalog's flags (gpu_catalog/gpus.toml, with their evidence): our H100 SXM runs, B200's public
     # serving runs (issue 20); no rows of Gaudi 3 or its generation
-    assert is_validated("h100-sxm") is True and is_validated("b200") is True and is_validated("gaudi3") is False
+    assert is_validated("h100-sxm") is True and is_validated("b200") is True
+    assert is_validated("gaudi3") is False
