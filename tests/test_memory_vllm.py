@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from planner import plan
-from planner.engines.vllm import format_log_lines
+from planner.engines.vllm_kv_cache import format_log_lines
 from tools.vllm_log_accuracy import BUDGET_ABS_GIB, BUDGET_REL, TOKENS_REL, evaluate_row, load_rows
 
 ROWS = load_rows()
@@ -191,7 +191,7 @@ def test_qwen3_14b_concurrency_line_from_the_logged_budget():
     """Source: published: LMCache#1739 start-up lines; block arithmetic by hand below."""
     # LMCache#1739: 6.51 GiB -> 42,656 tokens and 1.30x at 32,768. By hand: one 16-token block of one
     # layer is 16 x 2 x 8 heads x 128 x 2 B = 65,536 B; 6.51 GiB // 65,536 // 40 layers = 2,666 blocks.
-    from planner.engines.vllm import kv_tokens_and_concurrency
+    from planner.engines.vllm_kv_cache import kv_tokens_and_concurrency
     from planner.model.presets import load_presets
 
     blocks, tokens, concurrency, _, page = kv_tokens_and_concurrency(
