@@ -412,8 +412,8 @@ def _percentile_lines(rows: list[dict[str, Any]], label: str, capacity_rate: flo
 def _goodput_marks(
     s: ServingSeries, rows: list[dict[str, Any]], colour: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """The goodput: a rule at its rate, and a marker on the objective's percentile curve (the series
-    samples the goodput rate)."""
+    """The goodput: a rule at its rate, and a marker on the objective's percentile curve (the series samples
+    the goodput rate)."""
     assert s.goodput_rate is not None
     goodput = s.goodput_rate
     layers = [_rule([{"rate": goodput, "series": "goodput", "label": f"goodput {goodput:,.2f} req/s"}],

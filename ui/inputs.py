@@ -1,5 +1,5 @@
-"""Sidebar inputs for every scenario field; the widget state they keep, and the scenario it stands for,
-are ui/widget_state.py's."""
+"""Sidebar inputs for every scenario field; the widget state they keep, and the scenario it stands for, are
+ui/widget_state.py's."""
 
 from __future__ import annotations
 

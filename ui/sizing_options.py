@@ -1,5 +1,5 @@
-"""The sizing page's options: the ranked table (columns every option shares said once), the cost vs
-latency scatter with its Pareto frontier, and the order they are shown in."""
+"""The sizing page's options: the ranked table (columns every option shares said once), the cost vs latency
+scatter with its Pareto frontier, and the order they are shown in."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The scenario in the sidebar's widget state: widget state lives in st.session_state under the keys
-below; `seed_widgets` writes a scenario into them and `read_scenario` turns them back into one. Changes
-for widgets already drawn are queued for the next run (`queue_scenario`, `apply_queued`)."""
+"""The scenario in the sidebar's widget state: widget state lives in st.session_state under the keys below;
+`seed_widgets` writes a scenario into them and `read_scenario` turns them back into one. Changes for widgets
+already drawn are queued for the next run (`queue_scenario`, `apply_queued`)."""
 
 from __future__ import annotations
 
@@ -176,8 +176,8 @@ def _seed_load(ss: Any, load: dict[str, Any]) -> None:
 
 
 def seed_widgets(scenario: dict[str, Any], target: Any = None) -> list[tuple[str, str]]:
-    """Write a (valid) scenario into the widgets' session state (or into `target`, a dict); return
-    (input, reason) for any value an input could not hold as given."""
+    """Write a (valid) scenario into the widgets' session state (or into `target`, a dict); return (input,
+    reason) for any value an input could not hold as given."""
     ss = st.session_state if target is None else target
     _seed_model(ss, scenario["model"])
     gpu = scenario["gpu"]

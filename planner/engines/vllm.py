@@ -292,13 +292,11 @@ def allocator_rounding_gib_per_gpu(d: Deployment) -> float:
 
 def weights_gib_per_gpu(d: Deployment, vllm_version: str = VLLM_RULES_VERSION) -> float:
     """Weights as loaded on the busiest GPU (planner/hardware/parallelism.py's layout): the stage's layers
-    with the
-    quantized body over TP and routed experts over the expert shards (MXFP4 experts as vLLM's kernels pad
-    them), RMSNorm weights replicated on every rank, embedding and LM head in 16 bits over vocabulary rows
+    with the quantized body over TP and routed experts over the expert shards (MXFP4 experts as vLLM's kernels
+    pad them), RMSNorm weights replicated on every rank, embedding and LM head in 16 bits over vocabulary rows
     padded to 64 and split over TP (first and last stage). vLLM's "Model loading took" adds the rotary tables
     (`rotary_cache_gib`) and what PyTorch's allocator charges beyond the tensors' bytes
-    (`allocator_rounding_gib_per_gpu`),
-    each kept as its own term."""
+    (`allocator_rounding_gib_per_gpu`), each kept as its own term."""
     m = d.model
     p = d.params
     s = sharding(d)

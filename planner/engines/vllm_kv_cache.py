@@ -1,6 +1,6 @@
-"""vLLM's KV cache manager, as its start-up log reports it: the KV-cache groups of a hybrid model
-(full attention and sliding window), the blocks one request of max_model_len takes in each, and the KV
-cache tokens and maximum concurrency it prints from the KV budget (planner.engines.vllm sizes that budget)."""
+"""vLLM's KV cache manager, as its start-up log reports it: the KV-cache groups of a hybrid model (full
+attention and sliding window), the blocks one request of max_model_len takes in each, and the KV cache tokens
+and maximum concurrency it prints from the KV budget (planner.engines.vllm sizes that budget)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ def blocks_per_request(
 
 
 def kv_cache_layout(groups: tuple[KvCacheGroup, ...]) -> tuple[int, list[tuple[KvCacheGroup, int]]]:
-    """Group size in layers and each layer type's number of groups (uniform-page hybrid allocator:
-    the group size is the smallest layer count among the types; larger types take several groups)."""
+    """Group size in layers and each layer type's number of groups (uniform-page hybrid allocator: the group
+    size is the smallest layer count among the types; larger types take several groups)."""
     if len(groups) == 1:
         return groups[0].n_layers, [(groups[0], 1)]
     size = min(g.n_layers for g in groups)

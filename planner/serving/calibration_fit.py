@@ -90,9 +90,8 @@ def _bench_scenario(b: VllmBenchResult, scenario: Any) -> tuple[Scenario, int]:
 
 
 def profile_from_vllm_bench(bench: Any, scenario: Any, name: str | None = None) -> CalibrationProfile:
-    """Fit a profile so the plan reproduces a `vllm bench serve --save-result` run of `scenario`:
-    its median TPOT (decode) and median TTFT (prefill and serving), at its max concurrency and mean
-    lengths."""
+    """Fit a profile so the plan reproduces a `vllm bench serve --save-result` run of `scenario`: its median
+    TPOT (decode) and median TTFT (prefill and serving), at its max concurrency and mean lengths."""
     b = parse_bench(bench)
     base_scenario, concurrency = _bench_scenario(b, scenario)
     d0 = resolve(base_scenario)
