@@ -12,7 +12,7 @@ import time
 import streamlit as st
 
 from gpu_catalog import load_catalog
-from ui import compare, inputs, plan_page, power_page, sizing_page, state
+from ui import compare, inputs, plan_page, power_page, sizing_page, state, widget_state
 from ui.text import plain
 
 _started = time.perf_counter()  # imports are cached after the first run
@@ -21,14 +21,14 @@ VIEWS = ("Plan", "Compare what-ifs", "Size a fleet", "Power & fleets")
 
 st.set_page_config(page_title="Ridgeline — LLM serving capacity planner", page_icon="⛰️", layout="wide")
 state.init_from_link()
-inputs.apply_queued()
+widget_state.apply_queued()
 inputs.render_sidebar()
 
 st.title("Ridgeline")
 st.caption(
     "Per-GPU memory, max batch, roofline, TTFT/ITL, tokens/s and $ per million tokens for serving an LLM."
 )
-scenario = inputs.read_scenario()
+scenario = widget_state.read_scenario()
 for field, reason in state.current_link_problems(scenario):
     st.warning(f"Link parameter **{plain(field, 60)}**: {plain(reason)}")
 

@@ -179,8 +179,8 @@ CUSTOM_GPU_TEMPLATE_ID = "h100-sxm"  # a custom GPU's inputs start from this cat
 
 
 def custom_gpu_template(gpu_id: str = CUSTOM_GPU_TEMPLATE_ID, name: str = "my-gpu") -> dict[str, Any]:
-    """A catalog GPU's figures in a scenario's custom-GPU form (`gpu` as an object): the starting values
-    of a custom GPU, each with the catalog's source."""
+    """A catalog GPU's figures in a scenario's custom-GPU form (`gpu` as an object): the starting values of a
+    custom GPU, each with the catalog's source."""
     g = get_gpu(gpu_id)
     return {"name": name, "memory_gb": g.memory_gb, "hbm_tb_s": g.hbm_tb_s,
             "tflops": {p: g.tflops[p] for p in ("bf16", "fp8", "fp4") if p in g.tflops},

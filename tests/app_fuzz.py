@@ -137,7 +137,7 @@ def run_case(params: dict[str, str], uploads: dict[str, bytes], view: str) -> Ap
     """Run the app on one case; assert no exception element, and a named line for each refused input."""
     at = AppTest.from_string(SCRIPT, default_timeout=TIMEOUT)
     if "hf_upload" in uploads:  # the config.json import sits under a custom model
-        from ui.inputs import CUSTOM_MODEL_DEFAULT
+        from ui.widget_state import CUSTOM_MODEL_DEFAULT
 
         params = {"model": json.dumps(CUSTOM_MODEL_DEFAULT), **params}
     for k, v in params.items():

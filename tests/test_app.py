@@ -191,8 +191,7 @@ def test_changing_an_input_updates_the_url():
     """TP 8 halves the default's weights per GPU: 68,451,041,280 / 8 + 4,202,692,608 / 8 + 2,637,824 B =
     9.08 GB; a B200 then shows its fp8 ridge, 4,500 dense TFLOP/s over 8 TB/s = 562.5 FLOP/byte.
     Source: datasheet: NVIDIA HGX B200 specifications (72 PF sparse fp8 and 64 TB/s per 8 GPUs); weights by
-    hand
-    from Llama-3.1-70B's config.json.
+    hand from Llama-3.1-70B's config.json.
     """
     at = run_app()
     at.sidebar.selectbox(key="tp").set_value(8).run()
@@ -289,8 +288,8 @@ def test_comparison_link_loads_pins_and_skips_bad_ones():
     """The two good pins reach the comparison: both hold 18.17 GB of 70B fp8 weights per GPU at TP 4, and
     at their common rate the B200's $ per M output tokens is its price ratio above the H100's:
     $4.99 / $2.99 - 1 = +66.9%.
-    Source: hand: weights from Llama-3.1-70B's config.json (W70_FP8_GB above); prices are the catalog's
-    public listings.
+    Source: hand: weights from Llama-3.1-70B's config.json (W70_FP8_GB above); prices are the catalog's public
+    listings.
     """
     pins = [{**DEFAULT_SCENARIO}, {**DEFAULT_SCENARIO, "gpu": "b200"}, {**DEFAULT_SCENARIO, "tp": "x"}]
     at = run_app({**scenario_to_query(DEFAULT_SCENARIO), "compare": json.dumps(pins)})
@@ -918,8 +917,8 @@ def test_pins_are_compared_at_one_common_request_rate():
 def test_sizing_searches_disaggregated_fleets_and_says_which_mode_wins():
     """Long prompts at 10 req/s (the disaggregation test's case): the page tags options with their mode and
     states the winner with the planner's reason (planner.serving.serving_modes), and a disaggregated option
-    opens
-    its decode worker in the planner, which shows the worker's own weights per GPU (70B fp8: 36.33 GB at TP 2,
+    opens its decode worker in the planner, which shows the worker's own weights per GPU (70B fp8: 36.33 GB at
+    TP 2,
     18.17 GB at TP 4, W70_FP8_GB above) and its GPU's fp8 ridge (H100 590.7, H200 412.3: RIDGE above).
     Source: hand: weights from Llama-3.1-70B's config.json; ridges from the NVIDIA H100 and H200 datasheets.
     """

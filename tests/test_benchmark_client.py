@@ -91,9 +91,8 @@ def test_more_clients_than_sequences_queue_for_a_slot():
        spread=st.sampled_from([(1.0, 1.0), (0.8, 1.0), (0.5, 1.5)]))
 def test_a_closed_loop_obeys_littles_law(clients, prompt, output, spread):
     """Source: invariant: Little's law. Over a run, the mean number of requests in flight is the request
-    throughput
-    times the mean E2E. Clients keep C in flight except while the run drains (the last wave), so the
-    product lies between C x (waves - 1) / waves and C."""
+    throughput times the mean E2E. Clients keep C in flight except while the run drains (the last wave), so
+    the product lies between C x (waves - 1) / waves and C."""
     d = _deployment(prompt_len=prompt, output_len=output)
     w = Workload(prompt_len=prompt, output_len=output, max_running=256, max_num_batched_tokens=8192)
     run = run_benchmark(d, w, BenchmarkClient(clients, length_low=spread[0], length_high=spread[1]))

@@ -282,10 +282,9 @@ def test_crafted_compare_link_makes_no_outside_request_no_link_no_image(server, 
 
 
 def test_tp_3_is_refused_and_the_nearest_valid_tp_offered(server, browser):
-    """A link asking for TP 3 on Llama-3.1-70B (64 attention heads, 8 KV heads): vLLM would refuse it
-    ("Total number of attention heads (64) must be divisible by tensor parallel size (3)",
-    vllm/config/model.py),
-    so the page shows the planner's line naming TP 2 or 4, plans a valid TP, and never prints
+    """A link asking for TP 3 on Llama-3.1-70B (64 attention heads, 8 KV heads): vLLM would refuse it ("Total
+    number of attention heads (64) must be divisible by tensor parallel size (3)", vllm/config/model.py), so
+    the page shows the planner's line naming TP 2 or 4, plans a valid TP, and never prints
     `--tensor-parallel-size 3`.
     Source: hand: the TPs that split 64 heads and 8 KV heads around 3 are 2 and 4.
     """

@@ -143,8 +143,7 @@ def test_datasheet_bandwidth_power_and_link(gpu_id, bf16, hbm, tdp_w, link_gb_s)
 
 def test_no_fp8_on_ampere_and_fp4_only_on_blackwell_and_cdna4():
     """Source: datasheet: Ampere has no FP8 tensor cores; FP4 arrives with Blackwell (B200, GB200, B300,
-    GB300,
-    RTX PRO 6000 Blackwell) and AMD CDNA4 (MI350X, MI355X data sheets: MXFP4)."""
+    GB300, RTX PRO 6000 Blackwell) and AMD CDNA4 (MI350X, MI355X data sheets: MXFP4)."""
     for gpu_id in ("a100-sxm-80gb", "a100-sxm-40gb", "a100-pcie-80gb", "a100-pcie-40gb", "a10g"):
         assert "fp8" not in CATALOG[gpu_id].tflops
     assert {g for g, spec in CATALOG.items() if "fp4" in spec.tflops} == {

@@ -39,11 +39,10 @@ def test_roofline_ceiling_corners_are_the_datasheet_peak_and_bandwidth():
 def test_operating_points_never_sit_above_the_roof(scenario):
     """A kernel cannot beat the roofline: its FLOPs over its estimated time are at most min(peak, AI x HBM);
     with efficiency 'ideal' the decode step sits on the roof (Williams, Waterman, Patterson 2009). By hand,
-    the
-    ideal Llama-3.1-8B decode step at batch 16 and 4,096 cached tokens (mean context 4,000 + 192 / 2) on an
-    H100
-    (tests/test_roofline.py::test_ideal_decode_step_of_a_batch): 16 x (15,009,316,864 + 2,147,483,648) =
-    274,508,808,192 FLOPs over 15,009,316,864 + 16 x 537,001,984 = 23,601,348,608 B is 11.6311 FLOP/B, and in
+    the ideal Llama-3.1-8B decode step at batch 16 and 4,096 cached tokens (mean context 4,000 + 192 / 2) on
+    an H100 (tests/test_roofline.py::test_ideal_decode_step_of_a_batch): 16 x (15,009,316,864 + 2,147,483,648)
+    = 274,508,808,192 FLOPs over 15,009,316,864 + 16 x 537,001,984 = 23,601,348,608 B is 11.6311 FLOP/B, and
+    in
     7.045178 ms it runs at 38.964 TFLOP/s, on the bandwidth roof (11.6311 x 3.35 = 38.964).
 
     Source: hand: the decode step's FLOPs, bytes and time above."""
@@ -67,11 +66,10 @@ def test_memory_stack_fills_the_engine_cap_below_the_device_total():
     """The stack (weights, rotary tables, activations, non-torch, graphs, KV, free) adds up to the utilization
     cap, which is 0.9 of what the framework sees and below the device total; every part is non-negative. For
     Llama-3.1-8B bf16 on one H100 the stack draws the plan's own waterfall, term for term (the terms are
-    checked
-    against vLLM's start-up logs in tests/test_memory_vllm.py), and its anchors come from outside the code:
-    the device total is nvidia-smi's 81,559 MiB on an H100 SXM (README) = 79.647 GiB; the weights are the
-    checkpoint's 8,030,261,248 parameters (Hugging Face safetensors metadata) x 2 B = 14.9575 GiB; the rotary
-    table is 131,072 positions (config.json) x 128 x 2 B = 0.03125 GiB.
+    checked against vLLM's start-up logs in tests/test_memory_vllm.py), and its anchors come from outside the
+    code: the device total is nvidia-smi's 81,559 MiB on an H100 SXM (README) = 79.647 GiB; the weights are
+    the checkpoint's 8,030,261,248 parameters (Hugging Face safetensors metadata) x 2 B = 14.9575 GiB; the
+    rotary table is 131,072 positions (config.json) x 128 x 2 B = 0.03125 GiB.
 
     Source: hand: the anchors above (nvidia-smi, the checkpoint's parameter count, config.json)."""
     c = chart_data(H100_70B_FP8)
@@ -112,8 +110,7 @@ def test_what_would_fit_for_405b_bf16_on_h100_tp8():
     """Llama-3.1-405B bf16: 405.9e9 x 2 B = 811.8 GB. H100 (80 GB x 0.9 - 2 GB ~ 70 GB per GPU): TP 8 gives
     101.5 GB per GPU (no), TP 16 50.7 GB (yes). At TP 8: fp8 weights 50.7 GB fit, bf16 none. In bf16 an H200
     (141 x 0.9 - 2 = 124.9 GB), a B200 (180 GB) and an MI300X (192 GB) need TP 8 (TP 4: 203 GB each), an
-    MI325X
-    (256 x 0.9 - 2 = 228 GB) holds TP 4, an A100 80 GB needs TP 16.
+    MI325X (256 x 0.9 - 2 = 228 GB) holds TP 4, an A100 80 GB needs TP 16.
     Source: hand: the arithmetic above (parameter count from the Llama 3.1 405B model card).
     """
     scenario = {"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": 8, "weights": "bf16", "kv_cache": "bf16"}
@@ -131,10 +128,8 @@ def test_serving_charts_use_the_plans_own_replica_model():
     """The serving charts and the plan are one model (issue 9): with `batch` below the max batch, the chart's
     capacity is the plan's, and a point of the p99-vs-rate curve plans (at its rate) to the same p99 TTFT and
     ITL. The capacity it draws for a prefill-only replica (Llama-3.1-8B bf16 on one H100, ideal engine,
-    8,192-token
-    prompts filling one iteration, one output token) is one request per S = 147.1406 ms (the ideal prefill by
-    hand,
-    tests/test_roofline.py): 6.79621 requests/s.
+    8,192-token prompts filling one iteration, one output token) is one request per S = 147.1406 ms (the ideal
+    prefill by hand, tests/test_roofline.py): 6.79621 requests/s.
 
     Source: hand: a single server's capacity 1 / S, S by hand."""
     from planner.contract.chart_data import serving_series

@@ -43,11 +43,10 @@ def test_mla_transfer_is_small():
 
 def test_prefill_worker_capacity_follows_its_slots():
     """The prefill worker is the serving model's prefill queue (planner.serving.serving, no decode): one
-    prompt's
-    service is S = W + n D(0) / C with W = prefill(P) - D(0) (the extra time a whole prompt adds to an empty
-    iteration), n = P = 2,000 prompt tokens and C = 8,192 - 0 the iteration's token budget, so one queue's
-    capacity is 1 / (prefill(P) - D(0) (1 - 2000 / 8192)). A dense tp 8 worker is one such queue; a pp 2
-    worker two (one prompt per stage); an EP 8 worker with tp 1 eight (one per attention group).
+    prompt's service is S = W + n D(0) / C with W = prefill(P) - D(0) (the extra time a whole prompt adds to
+    an empty iteration), n = P = 2,000 prompt tokens and C = 8,192 - 0 the iteration's token budget, so one
+    queue's capacity is 1 / (prefill(P) - D(0) (1 - 2000 / 8192)). A dense tp 8 worker is one such queue; a pp
+    2 worker two (one prompt per stage); an EP 8 worker with tp 1 eight (one per attention group).
 
     Source: hand: the derivation above, from planner.serving.serving's documented prefill queue."""
     from planner.physics.latency import decode_step, prefill
@@ -71,9 +70,8 @@ def test_prefill_worker_capacity_follows_its_slots():
 def test_pools_at_a_trickle_are_the_step_physics():
     """At a trickle the serving model's prefill worker answers in one iteration carrying the whole prompt,
     which lasts exactly prefill(P) (planner.physics.latency.prefill_chunk_work_ms), plus the engine's TTFT
-    overhead;
-    the decode worker holds almost no sequences, so a token sees a batch of 1 + Poisson(~0) = 1 and its ITL
-    is decode_step(1) at the mean context P + O / 2 = 2,200 (its one computed prompt token adds < 1%).
+    overhead; the decode worker holds almost no sequences, so a token sees a batch of 1 + Poisson(~0) = 1 and
+    its ITL is decode_step(1) at the mean context P + O / 2 = 2,200 (its one computed prompt token adds < 1%).
 
     Source: hand: the two limits above."""
     from planner.physics.latency import decode_step, prefill
@@ -121,12 +119,9 @@ def test_fleet_counts_meet_the_objectives():
 def test_bursty_arrivals_need_at_least_as_many_prefill_workers():
     """The serving model's prefill queue: its wait grows with arrival_cv, so bursty arrivals never need fewer
     prefill workers. By hand, a prefill worker of Llama-3.1-8B bf16 on one H100 (ideal engine) takes an
-    8,192-token
-    prompt in one iteration of S = 147.1406 ms (tests/test_roofline.py), one at a time: with a TTFT objective
-    it
-    meets up to capacity (100 s), the pool is sized by capacity alone, ceil(rate x S) workers: ceil(0.736) =
-    1,
-    ceil(2.943) = 3 and ceil(5.886) = 6 at 5, 20 and 40 requests/s.
+    8,192-token prompt in one iteration of S = 147.1406 ms (tests/test_roofline.py), one at a time: with a
+    TTFT objective it meets up to capacity (100 s), the pool is sized by capacity alone, ceil(rate x S)
+    workers: ceil(0.736) = 1, ceil(2.943) = 3 and ceil(5.886) = 6 at 5, 20 and 40 requests/s.
 
     Source: hand: a single server's capacity 1 / S and the counts above."""
     from planner.serving.disaggregation import TrafficShape
@@ -275,8 +270,7 @@ def test_sizing_hints_the_cheapest_layout_across_nodes():
 
 def test_decode_worker_scenario_plans_the_options_decode_pool():
     """A disaggregated option's decode worker, opened as a scenario (planner.serving.serving_modes), plans at
-    the
-    rate each worker runs with the prompt's KV already there: its ITL at the objective's percentile is the
+    the rate each worker runs with the prompt's KV already there: its ITL at the objective's percentile is the
     option's own, so it meets the objective the fleet was sized for (not a single-pool plan missing it).
     Source: contract: the option's decode ITL and the plan's serving ITL come from one serving model."""
     from planner import plan_dict

@@ -27,10 +27,9 @@ def test_mean_ttft_at_a_trickle_is_the_prefill_alone():
     mean TTFT (before the serving overhead) is the prefill of that prompt alone, within 1% (the mean TTFT sets
     the closed-loop rate through Little's law; no other test pinned it). On the ideal engine an 8,192-token
     Llama-3.1-8B prompt on one H100 takes 147.1406 ms by hand: GEMMs 2 x 8,192 x 6,979,321,856 + 2 x
-    525,336,576
-    FLOPs / 989.4 TFLOP/s = 115.5754 ms, attention 8,192 x 8,193 / 2 x 32 x 16,384 / 989.4e12 = 17.7828 ms,
-    activations 8,192 x 32 x 88,064 x 2 B / 3.35 TB/s = 13.7824 ms (tests/test_roofline.py); with one output
-    token nothing decodes, so the prompt has the whole 8,192-token iteration to itself.
+    525,336,576 FLOPs / 989.4 TFLOP/s = 115.5754 ms, attention 8,192 x 8,193 / 2 x 32 x 16,384 / 989.4e12 =
+    17.7828 ms, activations 8,192 x 32 x 88,064 x 2 B / 3.35 TB/s = 13.7824 ms (tests/test_roofline.py); with
+    one output token nothing decodes, so the prompt has the whole 8,192-token iteration to itself.
 
     Source: hand: the ideal prefill arithmetic above."""
     from planner.physics.latency import prefill

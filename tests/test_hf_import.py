@@ -203,12 +203,11 @@ def test_quantization_config_sets_the_checkpoint_precision(name, weights, scope)
 
 
 def test_gpt_oss_plans_with_its_mxfp4_experts_and_bf16_attention():
-    """Source: hand: gpt-oss-120b keeps attention, router, norms, embedding and head in bf16 and stores its
-    36 x 128 x 3 x 2,880 x 2,880 = 114,661,785,600 expert weights in MXFP4, 4 bits + one E8M0 byte per 32
-    values = 4.25 bits: 60,914,073,600 B. The rest, 36 x (2,880 x 64 x 64 x 2 + 2 x 2,880 x 8 x 64) attention
-    + 36 x 2,880 x 128 router + 36 x 2 x 2,880 + 2,880 norms + 2 x 201,088 x 2,880 tables = 2,127,263,040
-    values
-    x 2 B = 4,254,526,080 B. Together 65,168,599,680 B (the checkpoint's files hold 65.2 GB, biases included);
+    """Source: hand: gpt-oss-120b keeps attention, router, norms, embedding and head in bf16 and stores its 36
+    x 128 x 3 x 2,880 x 2,880 = 114,661,785,600 expert weights in MXFP4, 4 bits + one E8M0 byte per 32 values
+    = 4.25 bits: 60,914,073,600 B. The rest, 36 x (2,880 x 64 x 64 x 2 + 2 x 2,880 x 8 x 64) attention + 36 x
+    2,880 x 128 router + 36 x 2 x 2,880 + 2,880 norms + 2 x 201,088 x 2,880 tables = 2,127,263,040 values x 2
+    B = 4,254,526,080 B. Together 65,168,599,680 B (the checkpoint's files hold 65.2 GB, biases included);
     without a `weights` key the plan takes the checkpoint's fp4 and computes in bf16 (H100 has no fp4)."""
     p = plan(
         {

@@ -39,12 +39,11 @@ def test_allreduce_formula():
 # protocol between 0.5 and 16 MB, which one line cannot follow, so those sizes are not asserted.
 def test_allreduce_constants_reproduce_nccl_in_a_cuda_graph():
     """Source: measured: data/measurements/allreduce_{2,4}xh200_nvlink_2026-11-26.json (NCCL 2.28 inside a
-    CUDA
-    graph, 4x H200 NVLink, TP 2 and 4) fit the two constants; the older 2x H200 run on another machine
+    CUDA graph, 4x H200 NVLink, TP 2 and 4) fit the two constants; the older 2x H200 run on another machine
     (allreduce_2xh200_2026-11-26.json) was never fitted. One line (latency x log2 tp + ring volume / bus
-    bandwidth) must land within 25% of decode-sized messages (8-128 KB, the latency regime) and within 15%
-    of 64-256 MB (the bandwidth regime) in all three; NCCL switches protocol in between, which one line
-    cannot follow, so 0.5-16 MB is not asserted. A 30% error in either constant fails."""
+    bandwidth) must land within 25% of decode-sized messages (8-128 KB, the latency regime) and within 15% of
+    64-256 MB (the bandwidth regime) in all three; NCCL switches protocol in between, which one line cannot
+    follow, so 0.5-16 MB is not asserted. A 30% error in either constant fails."""
     import json
     from pathlib import Path
 
@@ -100,9 +99,8 @@ def test_prefill_time_grows_slower_than_the_prompt_as_published():
 
 def test_moe_decode_bytes_rise_with_batch_toward_all_experts():
     """Source: hand: Mixtral-8x7B's config.json: one expert is 3 x 4,096 x 14,336 x 32 layers, 8 experts
-    45,097,156,608 params; attention 1,342,177,280, router 1,048,576, LM head 131,072,000. Batch 1 reads
-    top-2 of 8 experts: (1,342,177,280 + 1,048,576 + 131,072,000 + 45,097,156,608 / 4) x 2 B = 25,497,174,016
-    B
+    45,097,156,608 params; attention 1,342,177,280, router 1,048,576, LM head 131,072,000. Batch 1 reads top-2
+    of 8 experts: (1,342,177,280 + 1,048,576 + 131,072,000 + 45,097,156,608 / 4) x 2 B = 25,497,174,016 B
     (model card: 12.9B active). At batch 64 almost all 8 experts: 1 - (6/8)^64 = 1 - 1e-8 of them,
     46.57e9 params streamed (model card: 46.7B with the input embedding)."""
     d = _deployment(model="mixtral-8x7b", gpu="h200", weights="bf16")
@@ -116,8 +114,7 @@ def test_moe_decode_bytes_rise_with_batch_toward_all_experts():
 def test_moe_itl_grows_faster_with_batch_than_dense():
     """A dense model streams the same weights at any batch; an MoE streams more experts as the batch grows, so
     its ITL rises faster from batch 1 to 8. By hand, Mixtral-8x7B bf16 on one H200 (4.8 TB/s), ideal engine,
-    1,000
-    cached tokens: batch 1 reads 25,497,174,016 B of weights (test above) and 1,001 x 131,072 B of KV
+    1,000 cached tokens: batch 1 reads 25,497,174,016 B of weights (test above) and 1,001 x 131,072 B of KV
     (32 layers x 8 KV heads x 128 x K and V x 2 B per token, 1,000 read + 1 written): 5.339245 ms. Batch 8
     touches 8 (1 - (6/8)^8) = 7.19910 of 8 experts: (1,342,177,280 + 1,048,576 + 131,072,000 + 45,097,156,608
     x 7.19910 / 8) x 2 B = 84,113,293,312 B, plus 8 x 131,203,072 B of KV: 17.742275 ms (its GEMMs, 0.68 ms at
@@ -166,9 +163,8 @@ def test_throughput_and_cost_by_hand(seed_scenario):
 
 def test_custom_price_overrides_catalog(sample_scenario, seed_scenario):
     """Cost is linear in the price, and a given price replaces the catalog's. By hand on the seeds'
-    Llama-3-70B
-    TP8 fp16, ideal engine, batch 1: 193.94 tok/s (test_throughput_and_cost_by_hand), so at a given $5.40 per
-    GPU-hour 8 x 5.40 / (193.94 x 3600) x 1e6 = $61.875 per million output tokens.
+    Llama-3-70B TP8 fp16, ideal engine, batch 1: 193.94 tok/s (test_throughput_and_cost_by_hand), so at a
+    given $5.40 per GPU-hour 8 x 5.40 / (193.94 x 3600) x 1e6 = $61.875 per million output tokens.
 
     Source: hand: the cost per million tokens above."""
     a = plan(sample_scenario).cost.usd_per_million_output_tokens

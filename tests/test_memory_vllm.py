@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from planner import plan
-from planner.engines.vllm import format_log_lines
+from planner.engines.vllm_kv_cache import format_log_lines
 from tools.vllm_log_accuracy import BUDGET_ABS_GIB, BUDGET_REL, TOKENS_REL, evaluate_row, load_rows
 
 ROWS = load_rows()
@@ -89,12 +89,11 @@ def test_held_out_activation_peak_within_0_5_gib(row):
 
 def test_vllm_profiled_activation_peak_of_llama_8b_by_release():
     """Source: hand: vLLM's profiling run for Llama-3.1-8B at 8,192 batched tokens and 1,024 sequences on
-    H100.
-    Forward: the widest layer holds the residual and normed input (2 x 4,096) and the MLP's gate_up and
+    H100. Forward: the widest layer holds the residual and normed input (2 x 4,096) and the MLP's gate_up and
     activation (3 x 14,336): 51,200 bf16 values per token x 8,192 = 838,860,800 B. Sampler run: 1,024 rows x
-    128,256 logits x bytes per logit, plus the forward's 8,192 x 4,096 bf16 hidden states (67,108,864 B):
-    the sort (0.16, 38 B measured on an H200) 5,057,806,336 B = 4.710449 GiB, against 4.76 GiB that a
-    January 2026 log prints; the Triton kernel (0.19, 15 B) 2,037,121,024 B = 1.897217 GiB, against the
+    128,256 logits x bytes per logit, plus the forward's 8,192 x 4,096 bf16 hidden states (67,108,864 B): the
+    sort (0.16, 38 B measured on an H200) 5,057,806,336 B = 4.710449 GiB, against 4.76 GiB that a January 2026
+    log prints; the Triton kernel (0.19, 15 B) 2,037,121,024 B = 1.897217 GiB, against the
     1.89 GiB every 0.19.0 Llama-3.1-8B log prints; FlashInfer (0.21, 14 B) 1,905,786,880 B = 1.774902 GiB.
     Each exceeds the forward, so it is the peak."""
     from planner.engines.vllm import activation_peak_gib, default_sampler
@@ -129,10 +128,9 @@ def test_vllm_kv_budget_of_llama_8b_on_h100_term_by_term():
     75.23, "Model loading took 14.99 GiB", activation 1.89, non-torch 0.25, KV cache 58.11 GiB, 29,751 GPU
     blocks, 476,016 tokens; the CUDA-graph estimate printed but not subtracted (0.19), and "graph capturing
     took 0.91 GiB" after the KV cache was sized, which 0.21 subtracts first (vLLM PR #38284). vllm#10517
-    prints
-    "Model loading took 14.9888 GiB" for this model. The rotary table, by hand from config.json: 131,072
-    positions (max_position_embeddings) x 128 x 2 B = 0.03125 GiB.
-    Tolerances: the log's two decimals (0.005 GiB a figure; 0.01 where a figure sums two terms); the budget
+    prints "Model loading took 14.9888 GiB" for this model. The rotary table, by hand from config.json:
+    131,072 positions (max_position_embeddings) x 128 x 2 B = 0.03125 GiB. Tolerances: the log's two decimals
+    (0.005 GiB a figure; 0.01 where a figure sums two terms); the budget
     0.02 GiB (its four printed terms' rounding), hence 5e-4 of the blocks and tokens."""
     from planner.engines.vllm import cuda_graph_pool_gib, plan_engine_memory
     from planner.scenario.scenario import parse_scenario, resolve
@@ -191,7 +189,7 @@ def test_qwen3_14b_concurrency_line_from_the_logged_budget():
     """Source: published: LMCache#1739 start-up lines; block arithmetic by hand below."""
     # LMCache#1739: 6.51 GiB -> 42,656 tokens and 1.30x at 32,768. By hand: one 16-token block of one
     # layer is 16 x 2 x 8 heads x 128 x 2 B = 65,536 B; 6.51 GiB // 65,536 // 40 layers = 2,666 blocks.
-    from planner.engines.vllm import kv_tokens_and_concurrency
+    from planner.engines.vllm_kv_cache import kv_tokens_and_concurrency
     from planner.model.presets import load_presets
 
     blocks, tokens, concurrency, _, page = kv_tokens_and_concurrency(
@@ -280,8 +278,7 @@ def test_gemma3_hybrid_groups_share_one_pool():
 def test_sglang_pool_tokens_from_its_logged_k_and_v_sizes():
     """Source: published: vllm#21348 SGLang line for Qwen3-235B-A22B-FP8 at TP 4 ("#tokens: 367404, K size:
     8.23 GB, V size: 8.23 GB"). By hand: one token of all 94 layers on one GPU is 1 KV head x 128 x 2 x 2 B x
-    94 =
-    48,128 B; 16.46 GiB / 48,128 B = 367,2xx tokens (the logged sizes are rounded to 0.01)."""
+    94 = 48,128 B; 16.46 GiB / 48,128 B = 367,2xx tokens (the logged sizes are rounded to 0.01)."""
     from planner.engines.sglang import format_sglang_log_line, sglang_cell_bytes
     from planner.model.presets import load_presets
 
@@ -363,13 +360,13 @@ def test_held_out_model_loading_within_1_percent(request, row):
 
 def test_rotary_tables_loaded_with_the_model():
     """Source: hand: vLLM's `RotaryEmbedding` registers a cos/sin cache of [positions, rotary_dim] in the
-    model's
-    16-bit dtype, one per distinct table, on every rank (vllm/model_executor/layers/rotary_embedding/base.py).
-    Llama-4-Scout (config.json text_config: max_position_embeddings 10,485,760, llama3 scaling, head_dim 128):
-    10,485,760 x 128 x 2 B = 2.5 GiB per rank, which is why its TP 4 log prints "Model loading took 53.12 GiB"
-    where its 108.6B parameters give 50.59 per rank. Gemma-3-12B: a local table (131,072 rows) and the
-    linear-x8 global one (1,048,576 rows) of head_dim 256: 1,179,648 x 256 x 2 B = 0.5625 GiB. DeepSeek-V3's
-    YaRN table: original 4,096 x factor 40 = 163,840 rows of qk_rope_head_dim 64: 0.01953125 GiB."""
+    model's 16-bit dtype, one per distinct table, on every rank
+    (vllm/model_executor/layers/rotary_embedding/base.py). Llama-4-Scout (config.json text_config:
+    max_position_embeddings 10,485,760, llama3 scaling, head_dim 128): 10,485,760 x 128 x 2 B = 2.5 GiB per
+    rank, which is why its TP 4 log prints "Model loading took 53.12 GiB" where its 108.6B parameters give
+    50.59 per rank. Gemma-3-12B: a local table (131,072 rows) and the linear-x8 global one (1,048,576 rows) of
+    head_dim 256: 1,179,648 x 256 x 2 B = 0.5625 GiB. DeepSeek-V3's YaRN table: original 4,096 x factor 40 =
+    163,840 rows of qk_rope_head_dim 64: 0.01953125 GiB."""
     from planner.engines.vllm import rotary_cache_gib
     from planner.model.hf_import import model_from_hf_config
     from planner.model.presets import load_presets
@@ -422,14 +419,11 @@ def test_allocator_rounding_of_the_weight_tensors():
     would be left) charges a 231 MiB tensor (Qwen2.5-72B's down_proj shard at TP 2, 8,192 x 14,784 x 2 B =
     242,221,056 B) its whole 232 MiB segment, but a 64.75 MiB one (Qwen2.5-7B's at TP 2) only its bytes (1.25
     MiB would be left) and an 8 MiB one (below 10 MiB, packed in a shared 20 MiB segment) its bytes.
-    Qwen2.5-72B
-    at TP 2: embedding 1,188 MiB, qkv 80, o 64, gate_up 462 MiB per rank, all whole multiples of 2 MiB; only
-    the
-    80 down_proj shards round, 80 MiB = 0.078125 GiB. With the 72,705,384,448 bf16 parameters halved
-    (67.712166
-    GiB) and the 32,768 x 128 x 2 B rotary table (0.0078125) that is 67.798 GiB, against the 67.8 GiB
-    "Model loading took" of the 0.19.0 log (without the rounding 67.72). Llama-3.1-8B's tensors (48, 32, 224,
-    112 and 1,002 MiB) round to nothing."""
+    Qwen2.5-72B at TP 2: embedding 1,188 MiB, qkv 80, o 64, gate_up 462 MiB per rank, all whole multiples of 2
+    MiB; only the 80 down_proj shards round, 80 MiB = 0.078125 GiB. With the 72,705,384,448 bf16 parameters
+    halved (67.712166 GiB) and the 32,768 x 128 x 2 B rotary table (0.0078125) that is 67.798 GiB, against the
+    67.8 GiB "Model loading took" of the 0.19.0 log (without the rounding 67.72). Llama-3.1-8B's tensors (48,
+    32, 224, 112 and 1,002 MiB) round to nothing."""
     from planner.engines.torch_allocator import allocated_bytes
     from planner.engines.vllm import allocator_rounding_gib_per_gpu
     from planner.scenario.scenario import parse_scenario, resolve
@@ -451,11 +445,10 @@ def test_allocator_rounding_of_the_weight_tensors():
 
 def test_fp32_model_widens_the_activations_logits_and_rotary_table():
     """Source: hand: `--dtype float32` Llama-3.1-8B on one H100 under vLLM 0.19.0 (Triton sampler, 1,024 rows
-    of
-    a 128,256 vocabulary): the logits reach the sampler in fp32, 2 B more per logit than the 15 B of the bf16
-    path, and the 8,192 x 4,096 hidden states take 4 B: 1,024 x 128,256 x 17 + 8,192 x 4,096 x 4 =
-    2,366,898,176 B
-    = 2.204 GiB, against the 2.21 GiB its log prints (1.89 in bf16); the rotary table 131,072 x 128 x 4 B =
+    of a 128,256 vocabulary): the logits reach the sampler in fp32, 2 B more per logit than the 15 B of the
+    bf16 path, and the 8,192 x 4,096 hidden states take 4 B: 1,024 x 128,256 x 17 + 8,192 x 4,096 x 4 =
+    2,366,898,176 B = 2.204 GiB, against the 2.21 GiB its log prints (1.89 in bf16); the rotary table 131,072
+    x 128 x 4 B =
     0.0625 GiB, so "Model loading took" 29.915 + 0.0625 = 29.98 GiB, as logged."""
     from planner.engines.vllm import activation_peak_gib, model_dtype_bytes, rotary_cache_gib
     from planner.model.presets import load_presets
@@ -472,14 +465,12 @@ def test_fp32_model_widens_the_activations_logits_and_rotary_table():
 
 def test_nvls_buffers_before_0_19_only_above_two_gpus_of_an_nvswitch_hopper():
     """Source: published: vLLM PR #21429's DEBUG log (Qwen3-235B-A22B-FP8, TP 4, H200, July 2025) prints 2.04
-    GiB
-    of non-torch memory, where TP 2 and PCIe logs of the same era print 0.21-0.55; NCCL enables NVLink SHARP
-    only
-    for more than 2 GPUs of a Hopper-or-later NVSwitch domain (vllm#9699), and A100's NVSwitch has none. From
+    GiB of non-torch memory, where TP 2 and PCIe logs of the same era print 0.21-0.55; NCCL enables NVLink
+    SHARP only for more than 2 GPUs of a Hopper-or-later NVSwitch domain (vllm#9699), and A100's NVSwitch has
+    none. From
     0.19
     every TP > 1 plan takes the 2.07 GiB of that release's all-reduce workspaces. With it the vllm#21348
-    budget
-    (same model, TP 4, H100, 0.9.2) is 8.63 GiB planned against 8.11 logged (10.38 with 0.30)."""
+    budget (same model, TP 4, H100, 0.9.2) is 8.63 GiB planned against 8.11 logged (10.38 with 0.30)."""
     from gpu_catalog import load_catalog
     from planner.engines.vllm import non_torch_gib
 

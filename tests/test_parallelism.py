@@ -195,11 +195,9 @@ def test_ep_72_uses_redundant_slots_like_sglang():
 
 def test_moe_plans_with_ep_across_nodes_and_shows_the_all_to_all():
     """DeepSeek-V3 at EP 32 with TP 1 on H100 SXM: 256 routed experts (config.json n_routed_experts) over 32
-    GPUs
-    are 8 per GPU, 8 / 256 = 1/32 of the expert weights each; attention runs data-parallel on all 32; 32 GPUs
-    at 8
-    per HGX H100 node (datasheet) are 4 nodes, so the all-to-all crosses the 50 GB/s network (one 400 Gb/s NIC
-    per GPU); the replica pays for 32 GPUs. The breakdown sums to the step.
+    GPUs are 8 per GPU, 8 / 256 = 1/32 of the expert weights each; attention runs data-parallel on all 32; 32
+    GPUs at 8 per HGX H100 node (datasheet) are 4 nodes, so the all-to-all crosses the 50 GB/s network (one
+    400 Gb/s NIC per GPU); the replica pays for 32 GPUs. The breakdown sums to the step.
 
     Source: hand: the layout arithmetic above."""
     p = plan(

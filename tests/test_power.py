@@ -214,8 +214,8 @@ def _gpt_oss_sizing(**power):
 
 
 def test_most_goodput_for_a_budget_fits_floor_of_budget_over_replica_kw():
-    """Source: hand: InferenceX constants (B200 2.17 kW, neocloud $2.34/GPU-hour): 1 MW holds
-    floor(1000 / 2.17) = 460 one-GPU replicas or floor(1000 / 4.34) = 230 two-GPU ones; $/hour = GPUs x
+    """Source: hand: InferenceX constants (B200 2.17 kW, neocloud $2.34/GPU-hour): 1 MW holds floor(1000 /
+    2.17) = 460 one-GPU replicas or floor(1000 / 4.34) = 230 two-GPU ones; $/hour = GPUs x
     2.34."""
     r = size_power(_gpt_oss_sizing(objective="max_goodput", budget_mw=1, cost_tier="neocloud",
                                    power_source="inferencex"))

@@ -52,9 +52,8 @@ def test_every_fitted_term_stays_inside_the_hardware():
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trt-llm"])
 def test_no_engine_is_planned_faster_than_the_roofline(engine):
     """Source: datasheet: the roofline. On every catalog GPU of a fitted generation, a decode step at batch
-    1-512 and a
-    prefill of 64-8,192 tokens take at least the pure roofline of the same work (max of FLOPs / dense
-    peak and bytes / datasheet bandwidth)."""
+    1-512 and a prefill of 64-8,192 tokens take at least the pure roofline of the same work (max of FLOPs /
+    dense peak and bytes / datasheet bandwidth)."""
     catalog = load_catalog()
     for gpu, generation in GPU_GENERATIONS.items():
         if gpu not in catalog or generation not in profiles()["engines"][engine].get("production", {}):
@@ -70,9 +69,8 @@ def test_no_engine_is_planned_faster_than_the_roofline(engine):
 
 
 def test_the_residuals_are_those_of_the_current_profiles():
-    """Source: published: data/reference/serving_runs_published.csv. The published residuals
-    (docs/ACCURACY.md is
-    generated from them) must come from the profiles the planner ships: a sample of fitted rows is
+    """Source: published: data/reference/serving_runs_published.csv. The published residuals (docs/ACCURACY.md
+    is generated from them) must come from the profiles the planner ships: a sample of fitted rows is
     predicted again through the planner and agrees with the file."""
     runs = pd.read_csv(RUNS_CSV, low_memory=False).set_index("run_id")
     fitted = _residuals()[_residuals().split == "fitted"]
@@ -88,8 +86,7 @@ def test_the_residuals_are_those_of_the_current_profiles():
                                         ("sglang", "h200"), ("sglang", "b200"), ("trt-llm", "h200")])
 def test_mean_tpot_within_target_on_the_runs_fitted(engine, gpu):
     """Source: published: InferenceX / InferenceMAX runs. Issue 20's target, mean TPOT within 10% at the
-    median
-    and 25% at p90 per engine and GPU, on the runs the profile was fitted on (in-sample)."""
+    median and 25% at p90 per engine and GPU, on the runs the profile was fitted on (in-sample)."""
     e = _errors("fitted", engine, gpu)
     assert len(e) >= 40
     assert np.median(e) <= 0.10

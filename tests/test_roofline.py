@@ -66,10 +66,9 @@ def test_prefill_flops_and_bytes():
 
 def test_prefill_activation_bytes_follow_the_stated_convention():
     """Source: hand: planner/physics/roofline.py's convention, each GEMM's input and output pass through HBM
-    in
-    bf16: per token and layer 6 x 4,096 (residual stream, norms) + 2 x (4,096 + 2 x 1,024) (QKV in/out)
-    + 2 x 4,096 (attention out) + 3 x 14,336 (MLP) = 88,064 values; 2,048 tokens x 32 layers x 2 B
-    = 11,542,724,608 B."""
+    in bf16: per token and layer 6 x 4,096 (residual stream, norms) + 2 x (4,096 + 2 x 1,024) (QKV in/out) + 2
+    x 4,096 (attention out) + 3 x 14,336 (MLP) = 88,064 values; 2,048 tokens x 32 layers x 2 B =
+    11,542,724,608 B."""
     w = prefill_work(_ideal(), 2048)
     assert float(w.activation_bytes) == pytest.approx(11_542_724_608, rel=1e-9)
 

@@ -44,13 +44,12 @@ def default_plan():
 
 
 def test_worked_example_is_no_longer_claimed_sustainable(default_plan):
-    """Issue 9: 155 sequences of 400 tokens at 24.4 ms per step = 155 / 0.0244 / 400 = 15.9 new requests
-    per second, each needing 101 ms of prefill: 1.6 s of prefill work per second. No replica does more
-    than 1000 / 101 = 9.9 prefills per second, so 15.9 req/s must be unstable and the operating point
-    of 155 concurrent users must serve far fewer than the decode-only bound. (Step and prefill times are
-    issue 10's graph physics, the plan's floor figures (prefill refitted from 64 tokens up in issue 20:
-    103.6 ms, was 101.2); the claim is then checked on the vLLM profile's own; issue 9 wrote 22.6 ms and
-    96.6 ms with round 1's
+    """Issue 9: 155 sequences of 400 tokens at 24.4 ms per step = 155 / 0.0244 / 400 = 15.9 new requests per
+    second, each needing 101 ms of prefill: 1.6 s of prefill work per second. No replica does more than 1000 /
+    101 = 9.9 prefills per second, so 15.9 req/s must be unstable and the operating point of 155 concurrent
+    users must serve far fewer than the decode-only bound. (Step and prefill times are issue 10's graph
+    physics, the plan's floor figures (prefill refitted from 64 tokens up in issue 20: 103.6 ms, was 101.2);
+    the claim is then checked on the vLLM profile's own; issue 9 wrote 22.6 ms and 96.6 ms with round 1's
     constants, and 161 sequences before the rotary table and 0.19's all-reduce workspaces. 155 = vLLM
     0.21's KV budget per GPU (issue 11's rules, waterfall in the plan): 71.277 GiB cap - 16.918 weights -
     0.031 rotary table - 1.837 activation - 2.07 non-torch at TP 4 - 1.790 graphs = 48.63 GiB, over 512
@@ -95,10 +94,10 @@ def test_trickle_load_matches_one_request_alone(default_plan):
 
 @pytest.mark.parametrize("fraction", [0.1, 0.5, 0.9, 0.99])
 def test_below_capacity_is_stable_with_ordered_percentiles(default_plan, fraction):
-    """Below capacity the replica is stable, p50 <= p90 <= p99, and it serves rate x output_len tokens/s.
-    The prefill-only replica (MD1 above) at utilization rho = fraction is M/D/1: Pollaczek-Khinchine's mean
-    wait rho S / (2 (1 - rho)) plus the service S, times the rate rho / S (Little's law), puts
-    L = rho + rho^2 / (2 (1 - rho)) requests in the system: 0.10556, 0.75, 4.95 and 49.995 at rho 0.1, 0.5,
+    """Below capacity the replica is stable, p50 <= p90 <= p99, and it serves rate x output_len tokens/s. The
+    prefill-only replica (MD1 above) at utilization rho = fraction is M/D/1: Pollaczek-Khinchine's mean wait
+    rho S / (2 (1 - rho)) plus the service S, times the rate rho / S (Little's law), puts L = rho + rho^2 / (2
+    (1 - rho)) requests in the system: 0.10556, 0.75, 4.95 and 49.995 at rho 0.1, 0.5,
     0.9
     and 0.99 (the plan's open-loop `concurrency`).
 
@@ -136,9 +135,9 @@ def test_latency_grows_with_load(default_plan):
     """More load never lowers p99 TTFT or median ITL; on the prefill-only replica (MD1 above, an M/D/1 queue)
     it grows as the exact M/D/1 waiting time says. Erlang's M/D/1 waiting-time distribution (service 1,
     utilization rho; Erlang 1909, as in queueing textbooks, e.g. Gross & Harris, Fundamentals of Queueing
-    Theory):
-    P(Wq <= t) = (1 - rho) sum_{k=0}^{floor t} [rho (k - t)]^k / k! e^{-rho (k - t)}. Its 90th percentile is
-    t = 1.0419, 2.0984, 5.0115 and 10.7825 at rho 0.4, 0.6, 0.8, 0.9 (check at 0.4: 0.6 [e^0.41676 - 0.4 x
+    Theory): P(Wq <= t) = (1 - rho) sum_{k=0}^{floor t} [rho (k - t)]^k / k! e^{-rho (k - t)}. Its 90th
+    percentile is t = 1.0419, 2.0984, 5.0115 and 10.7825 at rho 0.4, 0.6, 0.8, 0.9 (check at 0.4: 0.6
+    [e^0.41676 - 0.4 x
     0.0419
     x e^0.01676] = 0.6 x 1.5000 = 0.9000), so the p90 TTFT (wait + S, S = 147.1406 ms) is 300.45, 455.90,
     884.54 and 1733.68 ms. The planner approximates the wait (exponential tail); within 7%.
@@ -156,10 +155,9 @@ def test_latency_grows_with_load(default_plan):
 def test_closed_and_open_loop_agree_at_the_same_rate():
     """Little's law ties the closed loop's concurrency to the open loop at the same rate. And a closed loop of
     one client on the prefill-only replica (MD1 above) sends its next request when the last ends: the replica
-    is
-    never idle and never queues, so it serves 1000 / 147.1406 = 6.79621 requests/s, each with TTFT S.
-    (With two clients the exact answer is the same rate, every TTFT 2 S; the planner's arrival-theorem
-    approximation gives 15% less and a spread, so that case is not asserted.)
+    is never idle and never queues, so it serves 1000 / 147.1406 = 6.79621 requests/s, each with TTFT S. (With
+    two clients the exact answer is the same rate, every TTFT 2 S; the planner's arrival-theorem approximation
+    gives 15% less and a spread, so that case is not asserted.)
 
     The steady-state queue is compared here (a plan at `load.concurrency` reports the benchmark's run instead:
     tests/test_benchmark_client.py).
@@ -218,9 +216,8 @@ def test_cost_per_total_tokens_counts_prompt_and_output(default_plan):
 def test_bursty_arrivals_wait_longer():
     """A burstier arrival process (CV 3 vs Poisson) waits longer in the prefill queue. At the other end,
     evenly spaced arrivals (CV 0) to the prefill-only replica (MD1 above, a fixed service of S = 147.1406 ms)
-    at
-    utilization 0.9 are a D/D/1 queue: each request arrives 163.5 ms after the last, after it has left, so no
-    request ever waits and every TTFT percentile is S.
+    at utilization 0.9 are a D/D/1 queue: each request arrives 163.5 ms after the last, after it has left, so
+    no request ever waits and every TTFT percentile is S.
 
     Source: hand: D/D/1 below capacity never queues; S from the ideal prefill arithmetic."""
     poisson = plan({**DEFAULT, "load": {"request_rate": 4.0}}).serving
@@ -232,9 +229,8 @@ def test_bursty_arrivals_wait_longer():
 
 
 def test_goodput_in_the_plan_meets_its_objective():
-    """The goodput rate meets the SLO at its percentile and 2% more does not. On the prefill-only replica
-    (MD1 above) a p90 TTFT objective of 884.54 ms is the exact M/D/1 p90 at rho 0.8
-    (test_latency_grows_with_load),
+    """The goodput rate meets the SLO at its percentile and 2% more does not. On the prefill-only replica (MD1
+    above) a p90 TTFT objective of 884.54 ms is the exact M/D/1 p90 at rho 0.8 (test_latency_grows_with_load),
     so its goodput is 0.8 x 6.79621 = 5.43697 requests/s (within 3%: the planner's wait is an approximation).
 
     Source: hand: the exact M/D/1 percentile solved for the rate, numbers above."""

@@ -1,8 +1,7 @@
 """The fast serving model (planner.serving.serving) against the discrete-event oracle
-(tests/serving_oracle.py):
-the same scheduler and step times, real random arrivals and lengths. Issue 9 asks for agreement within
-10% on p50 and 15% on p99 of TTFT and ITL from 10% to 90% of capacity. Points where the queueing
-approximation does not reach it are listed in KNOWN_GAPS with the reason and run as strict xfails, so
+(tests/serving_oracle.py): the same scheduler and step times, real random arrivals and lengths. Issue 9 asks
+for agreement within 10% on p50 and 15% on p99 of TTFT and ITL from 10% to 90% of capacity. Points where the
+queueing approximation does not reach it are listed in KNOWN_GAPS with the reason and run as strict xfails, so
 the gap stays visible and a fix shows up as an XPASS. Fixed seeds; 6,000 requests per point."""
 
 from __future__ import annotations
@@ -119,10 +118,9 @@ POINTS = [pytest.param(n, f, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_
 
 @pytest.mark.parametrize("name, fraction", POINTS)
 def test_fast_model_agrees_with_the_oracle(name, fraction):
-    """Source: oracle: the queueing approximation against tests/serving_oracle.py, a discrete-event
-    simulation of the
-    same scheduler written separately (issue 9: within 10% on p50 and 15% on p99 of TTFT and ITL, 10%-90% of
-    capacity)."""
+    """Source: oracle: the queueing approximation against tests/serving_oracle.py, a discrete-event simulation
+    of the same scheduler written separately (issue 9: within 10% on p50 and 15% on p99 of TTFT and ITL,
+    10%-90% of capacity)."""
     bad = {k: f"{e:+.1%}" for k, e in errors(name, fraction).items() if abs(e) > TOLERANCE[k[-3:]]}
     assert not bad, bad
 

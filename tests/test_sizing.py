@@ -52,9 +52,8 @@ def test_options_meet_objectives_and_cover_traffic(result):
     """Every option meets both objectives and serves the 2,000 tok/s asked, with replicas = ceil(traffic /
     goodput). By hand on the prefill-only replica (MD1_REQUEST): a p90 TTFT of 884.54 ms is the exact M/D/1
     p90 at utilization 0.8 (Erlang's waiting-time distribution,
-    tests/test_serving.py::test_latency_grows_with_load),
-    so a replica's goodput is 0.8 x 6.79621 = 5.43697 requests/s and 40 requests/s need ceil(40 / 5.43697) =
-    ceil(7.357) = 8 replicas, 8 GPUs.
+    tests/test_serving.py::test_latency_grows_with_load), so a replica's goodput is 0.8 x 6.79621 = 5.43697
+    requests/s and 40 requests/s need ceil(40 / 5.43697) = ceil(7.357) = 8 replicas, 8 GPUs.
 
     Source: hand: the M/D/1 goodput and replica count above."""
     assert result["options"]
@@ -130,10 +129,9 @@ def test_fleet_cost_by_hand():
 def test_frontier_is_truly_non_dominated(result):
     """No option dominates a frontier point; every other point is dominated. By hand, the two fleets of
     test_options_sorted_cheapest_first (prefill-only replicas at 41 requests/s): 6 H200s at $18.00 an hour
-    whose
-    iteration lasts 142.9771 ms, and 7 H100s at $18.90 whose iteration lasts 147.1406 ms (the ITL figure of a
-    replica that only prefills is its iteration). The H200 fleet is cheaper and faster, so it alone is on the
-    frontier.
+    whose iteration lasts 142.9771 ms, and 7 H100s at $18.90 whose iteration lasts 147.1406 ms (the ITL figure
+    of a replica that only prefills is its iteration). The H200 fleet is cheaper and faster, so it alone is on
+    the frontier.
 
     Source: hand: the costs and iteration times above."""
     opts = result["options"]
@@ -345,14 +343,10 @@ def test_moe_options_with_expert_parallelism_appear_and_count_their_gpus():
 def test_traffic_shape_reaches_the_serving_model():
     """A 90% prefix-cache hit skips that share of each prompt's prefill, so the p50 TTFT drops and the goodput
     per replica does not fall; the arrival CV reaches the serving model (the goodput moves with it; which way
-    is
-    the serving model's to say: clumped arrivals wait longer but put prompt chunks in fewer iterations) and
-    the
-    option's scenario carries it in `load` and re-plans to the same p90 TTFT. By hand on the prefill-only
-    replica
-    (MD1_REQUEST) at 40 requests/s, objective met up to capacity: with a 75% hit four 2,048-token remainders
-    share
-    one 8,192-token iteration, 4 / (4.4804 + 4 x 40.1188 ms) = 24.249 requests/s per replica
+    is the serving model's to say: clumped arrivals wait longer but put prompt chunks in fewer iterations) and
+    the option's scenario carries it in `load` and re-plans to the same p90 TTFT. By hand on the prefill-only
+    replica (MD1_REQUEST) at 40 requests/s, objective met up to capacity: with a 75% hit four 2,048-token
+    remainders share one 8,192-token iteration, 4 / (4.4804 + 4 x 40.1188 ms) = 24.249 requests/s per replica
     (tests/test_serving.py::test_prefix_cache_hit_lowers_ttft_raises_capacity_and_lowers_cost), so ceil(40 /
     24.249)
     = 2 replicas instead of ceil(40 / 6.79621) = 6.

@@ -1,6 +1,6 @@
 """CUDA timing shared by the measurement scripts (tools/measure_gpu.py, tools/measure_physics.py,
-tools/measure_allreduce.py): kernels timed one by one with CUDA events, CUDA-graph replays, the HBM
-bandwidth ceiling, and the device metadata every measurement file names (also measure_sampler_peak.py and
+tools/measure_allreduce.py): kernels timed one by one with CUDA events, CUDA-graph replays, the HBM bandwidth
+ceiling, and the device metadata every measurement file names (also measure_sampler_peak.py and
 measure_allocator_rounding.py). Needs a CUDA machine with PyTorch; the scripts import it from their own
 folder."""
 

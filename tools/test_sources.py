@@ -9,8 +9,7 @@ with <kind> one of KINDS. The first eight are independent of the planner (the ex
 produced by the code under test); the last three are not.
 
     python3 tools/test_sources.py              # share of test functions per kind, and the total independent
-    share
-    python3 tools/test_sources.py --markdown   # the per-function table that tests/README.md carries
+    share python3 tools/test_sources.py --markdown   # the per-function table that tests/README.md carries
     python3 tools/test_sources.py --missing    # test functions with no or an unknown kind (exit 1 if any)
     python3 tools/test_sources.py --readme     # rewrite the generated part of tests/README.md
 """

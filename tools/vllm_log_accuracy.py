@@ -21,7 +21,8 @@ from planner.core.deployment import Deployment
 from planner.core.efficiency import ideal
 from planner.core.model_shapes import ModelSpec
 from planner.engines.base import DEFAULT_BLOCK_SIZE, DRIVER_RESERVED_GIB, GIB
-from planner.engines.vllm import VLLM_RULES_VERSION, kv_tokens_and_concurrency, plan_engine_memory
+from planner.engines.vllm import VLLM_RULES_VERSION, plan_engine_memory
+from planner.engines.vllm_kv_cache import kv_tokens_and_concurrency
 from planner.model.hf_import import model_from_hf_config
 from planner.model.presets import load_presets
 

@@ -316,6 +316,45 @@ def cost_vs_batch(c: ChartData) -> dict[str, Any]:
     return _independent_colours(spec)
 
 
+def _rule(values: list[dict[str, Any]], channel: str, field: str, colour: dict[str, Any],
+          dash: list[int] | None = None) -> dict[str, Any]:
+    """A rule in the legend's colour: vertical on x (a rate), horizontal on y (an objective)."""
+    mark: dict[str, Any] = {"type": "rule", **({"strokeDash": dash} if dash else {})}
+    return {"data": {"values": values}, "mark": mark,
+            "encoding": {channel: {"field": field, "type": "quantitative"}, "color": colour,
+                         "tooltip": [{"field": "label"}]}}
+
+
+def _frontier_colour(names: list[str]) -> dict[str, Any]:
+    ranges = [palette.colour("throughput per GPU"), palette.colour("this plan"), palette.colour("objective")]
+    return {"field": "series", "type": "nominal", "title": None, "sort": names,
+            "scale": {"domain": names, "range": ranges[: len(names)]},
+            "legend": {"orient": "bottom", "direction": "horizontal", "symbolOpacity": 1}}
+
+
+def _frontier_line(rows: list[dict[str, Any]], series: str, colour: dict[str, Any]) -> dict[str, Any]:
+    x = {"field": "tokens_per_s_per_user", "type": "quantitative",
+         "title": "output tokens/s per user (1000 / mean ITL)", "scale": {"zero": False, "nice": True}}
+    return {
+        "data": {"values": [{**r, "series": series} for r in rows]}, "mark": {"type": "line", "point": True},
+        "encoding": {
+            "x": x,
+            "y": {
+                "field": "output_tokens_per_s_per_gpu", "type": "quantitative",
+                "title": "output tokens/s per GPU",
+            },
+            "color": colour,
+            "tooltip": [
+                {"field": "request_rate", "format": ",.2f", "title": "req/s per replica"},
+                {"field": "decoding_sequences", "format": ",.0f", "title": "decoding sequences"},
+                {"field": "tokens_per_s_per_user", "format": ",.1f", "title": "tokens/s per user"},
+                {"field": "output_tokens_per_s_per_gpu", "format": ",.0f", "title": "tokens/s per GPU"},
+                {"field": "objective"},
+            ],
+        },
+    }
+
+
 def frontier(s: ServingSeries) -> dict[str, Any]:
     """Output tokens/s per GPU against tokens/s per user, from a trickle to capacity: the curve every
     serving benchmark draws. Shaded: where the latency objective holds; the big point: this plan."""
@@ -324,52 +363,17 @@ def frontier(s: ServingSeries) -> dict[str, Any]:
     if not rows:
         return {}
     spec = _base("Throughput per GPU vs speed per user (each point a request rate, up to capacity)", 340)
-    x = {
-        "field": "tokens_per_s_per_user", "type": "quantitative",
-        "title": "output tokens/s per user (1000 / mean ITL)", "scale": {"zero": False, "nice": True},
-    }
     met = f"p{s.slo_percentile} objective met" if s.slo_percentile is not None else None
     names = ["tokens/s per GPU at each rate", "this plan"] + ([met] if met else [])
-    colour = {
-        "field": "series", "type": "nominal", "title": None, "sort": names,
-        "scale": {
-            "domain": names,
-            "range": [
-                palette.colour("throughput per GPU"), palette.colour("this plan"),
-                palette.colour("objective"),
-            ][: len(names)],
-        },
-        "legend": {"orient": "bottom", "direction": "horizontal", "symbolOpacity": 1},
-    }
+    colour = _frontier_colour(names)
     layers: list[dict[str, Any]] = []
-    if met is not None:
-        ok = [r["tokens_per_s_per_user"] for r in rows if r["meets_objective"]]
-        if ok:
-            layers.append({"data": {"values": [{"x": min(ok), "x2": max(ok), "series": met}]},
-                           "mark": {"type": "rect", "opacity": 0.12},
-                           "encoding": {"x": {"field": "x", "type": "quantitative"}, "x2": {"field": "x2"},
-                                        "color": colour, "tooltip": [{"field": "series"}]}})
-    layers.append(
-        {
-            "data": {"values": [{**r, "series": names[0]} for r in rows]},
-            "mark": {"type": "line", "point": True},
-            "encoding": {
-                "x": x,
-                "y": {
-                    "field": "output_tokens_per_s_per_gpu", "type": "quantitative",
-                    "title": "output tokens/s per GPU",
-                },
-                "color": colour,
-                "tooltip": [
-                    {"field": "request_rate", "format": ",.2f", "title": "req/s per replica"},
-                    {"field": "decoding_sequences", "format": ",.0f", "title": "decoding sequences"},
-                    {"field": "tokens_per_s_per_user", "format": ",.1f", "title": "tokens/s per user"},
-                    {"field": "output_tokens_per_s_per_gpu", "format": ",.0f", "title": "tokens/s per GPU"},
-                    {"field": "objective"},
-                ],
-            },
-        }
-    )
+    ok = [r["tokens_per_s_per_user"] for r in rows if r["meets_objective"]] if met is not None else []
+    if ok:
+        layers.append({"data": {"values": [{"x": min(ok), "x2": max(ok), "series": met}]},
+                       "mark": {"type": "rect", "opacity": 0.12},
+                       "encoding": {"x": {"field": "x", "type": "quantitative"}, "x2": {"field": "x2"},
+                                    "color": colour, "tooltip": [{"field": "series"}]}})
+    layers.append(_frontier_line(rows, names[0], colour))
     if s.operating_point:
         layers.append(
             {
@@ -387,6 +391,42 @@ def frontier(s: ServingSeries) -> dict[str, Any]:
         )
     spec["layer"] = layers
     return spec
+
+
+def _percentile_lines(rows: list[dict[str, Any]], label: str, capacity_rate: float,
+                      colour: dict[str, Any]) -> dict[str, Any]:
+    x = {"field": "request_rate", "type": "quantitative", "title": "requests/s per replica",
+         "scale": {"domain": [0, capacity_rate * 1.05]}}
+    return {
+        "data": {"values": rows}, "mark": {"type": "line", "interpolate": "linear"},
+        "encoding": {
+            "x": x, "y": {"field": "ms", "type": "quantitative", "title": f"{label} (ms)"}, "color": colour,
+            "tooltip": [
+                {"field": "request_rate", "format": ",.2f", "title": "req/s"}, {"field": "series"},
+                {"field": "ms", "format": ",.1f", "title": f"{label} (ms)"},
+            ],
+        },
+    }
+
+
+def _goodput_marks(
+    s: ServingSeries, rows: list[dict[str, Any]], colour: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The goodput: a rule at its rate, and a marker on the objective's percentile curve (the series samples
+    the goodput rate)."""
+    assert s.goodput_rate is not None
+    goodput = s.goodput_rate
+    layers = [_rule([{"rate": goodput, "series": "goodput", "label": f"goodput {goodput:,.2f} req/s"}],
+                    "x", "rate", colour, [2, 2])]
+    on_curve = [r for r in rows if r["series"] == f"p{s.slo_percentile}"
+                and abs(r["request_rate"] - goodput) <= 1e-9 * max(goodput, 1.0)]
+    if on_curve:
+        layers.append({"data": {"values": [{**on_curve[0], "series": "goodput"}]},
+                       "mark": {"type": "point", "filled": True, "size": 90},
+                       "encoding": {"x": {"field": "request_rate", "type": "quantitative"},
+                                    "y": {"field": "ms", "type": "quantitative"}, "color": colour,
+                                    "tooltip": [{"field": "series"}, {"field": "ms", "format": ",.1f"}]}})
+    return layers
 
 
 def latency_vs_rate(s: ServingSeries, metric: str) -> dict[str, Any]:
@@ -408,66 +448,19 @@ def latency_vs_rate(s: ServingSeries, metric: str) -> dict[str, Any]:
         "field": "series", "type": "nominal", "title": None, "sort": names, "scale": palette.scale(names),
         "legend": {"orient": "bottom", "direction": "horizontal"},
     }
-    x_scale = {"domain": [0, s.capacity_rate * 1.05]}
-    layers: list[dict[str, Any]] = [
-        {
-            "data": {"values": rows}, "mark": {"type": "line", "interpolate": "linear"},
-            "encoding": {
-                "x": {
-                    "field": "request_rate", "type": "quantitative", "title": "requests/s per replica",
-                    "scale": x_scale,
-                },
-                "y": {"field": "ms", "type": "quantitative", "title": f"{label} (ms)"}, "color": colour,
-                "tooltip": [
-                    {"field": "request_rate", "format": ",.2f", "title": "req/s"}, {"field": "series"},
-                    {"field": "ms", "format": ",.1f", "title": f"{label} (ms)"},
-                ],
-            },
-        },
-        {
-            "data": {
-                "values": [
-                    {
-                        "rate": s.capacity_rate, "series": "capacity",
-                        "label": f"capacity {s.capacity_rate:,.2f} req/s",
-                    }
-                ]
-            },
-            "mark": {"type": "rule", "strokeDash": [5, 3]},
-            "encoding": {
-                "x": {"field": "rate", "type": "quantitative"}, "color": colour,
-                "tooltip": [{"field": "label"}],
-            },
-        },
-    ]
+    capacity = {
+        "rate": s.capacity_rate, "series": "capacity", "label": f"capacity {s.capacity_rate:,.2f} req/s",
+    }
+    layers = [_percentile_lines(rows, label, s.capacity_rate, colour),
+              _rule([capacity], "x", "rate", colour, [5, 3])]
     if s.goodput_rate is not None:
-        layers.append({"data": {"values": [{"rate": s.goodput_rate, "series": "goodput",
-                                            "label": f"goodput {s.goodput_rate:,.2f} req/s"}]},
-                       "mark": {"type": "rule", "strokeDash": [2, 2]},
-                       "encoding": {"x": {"field": "rate", "type": "quantitative"}, "color": colour,
-                                    "tooltip": [{"field": "label"}]}})
-        on_curve = [r for r in rows if r["series"] == f"p{s.slo_percentile}"
-                    and abs(r["request_rate"] - s.goodput_rate) <= 1e-9 * max(s.goodput_rate, 1.0)]
-        if on_curve:  # the goodput on the objective's percentile curve (the series samples the goodput rate)
-            layers.append({"data": {"values": [{**on_curve[0], "series": "goodput"}]},
-                           "mark": {"type": "point", "filled": True, "size": 90},
-                           "encoding": {"x": {"field": "request_rate", "type": "quantitative"},
-                                        "y": {"field": "ms", "type": "quantitative"}, "color": colour,
-                                        "tooltip": [{"field": "series"}, {"field": "ms", "format": ",.1f"}]}})
+        layers += _goodput_marks(s, rows, colour)
     if obj_name:
         layers.append(
-            {
-                "data": {
-                    "values": [
-                        {"ms": objective, "series": obj_name, "label": f"{obj_name} {objective:,.0f} ms"}
-                    ]
-                },
-                "mark": {"type": "rule"},
-                "encoding": {
-                    "y": {"field": "ms", "type": "quantitative"}, "color": colour,
-                    "tooltip": [{"field": "label"}],
-                },
-            }
+            _rule(
+                [{"ms": objective, "series": obj_name, "label": f"{obj_name} {objective:,.0f} ms"}], "y",
+                "ms", colour,
+            )
         )
     spec["layer"] = layers
     return spec

@@ -1,8 +1,7 @@
 """The plan's commands (launch, benchmark, files to download) and a benchmark result set beside the plan.
 
 Layout only: every command, figure and comparison comes from planner.contract.commands /
-planner.contract.bench_compare.
-The ui helper places these panels in app.py.
+planner.contract.bench_compare; the pages place these panels.
 """
 
 from __future__ import annotations

@@ -200,8 +200,8 @@ def _equal_service(pins: list[dict[str, Any]], current: dict[str, Any] | None) -
 
 
 def _same_rate(pins: list[dict[str, Any]]) -> bool:
-    """Every pin at one request rate per replica (by default a share of the lowest capacity); False where
-    a pin no longer validates."""
+    """Every pin at one request rate per replica (by default a share of the lowest capacity); False where a
+    pin no longer validates."""
     try:
         # capacities as the table plans the pins, at a request rate: there a pin's `batch` caps the running
         # sequences (with no load it is the closed loop's client count, and capacity is at the max batch)

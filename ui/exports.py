@@ -13,7 +13,7 @@ from planner.core.errors import from_validation_error, loads_json
 from planner.physics.calibration import CalibrationProfile
 from planner.scenario.scenario import resolve
 from planner.serving.sweep import batch_sweep
-from ui import inputs
+from ui import widget_state
 from ui.text import plain
 
 MAX_UPLOAD_BYTES = 1_000_000
@@ -33,7 +33,7 @@ def apply_scenario_upload(upload) -> str | None:
         resolve(parse_scenario(data))
     except ScenarioError as err:
         return f"{err.field}: {err.reason}"
-    inputs.queue_scenario(data)
+    widget_state.queue_scenario(data)
     return None
 
 

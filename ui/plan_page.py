@@ -14,7 +14,7 @@ from planner.contract.chart_data import chart_data
 from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S, Fleet, fleet_for
 from planner.contract.planning import clean_json
 from planner.serving.operating_point import DEFAULT_OBJECTIVE
-from ui import charts, exports, figures, inputs
+from ui import charts, exports, figures, widget_state
 from ui.text import plain
 
 
@@ -47,7 +47,7 @@ def _load(changes: dict[str, Any], scenario: dict[str, Any]) -> None:
     new = {**scenario, **changes}
     if "gpu" in changes:
         new.pop("usd_per_gpu_hour", None)  # the new GPU's catalog price
-    inputs.queue_scenario(new)
+    widget_state.queue_scenario(new)
 
 
 def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:

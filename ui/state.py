@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from ui import inputs, links
+from ui import links, widget_state
 
 
 def init_from_link() -> None:
@@ -28,12 +28,12 @@ def init_from_link() -> None:
     if links.COMPARE_PARAM in params:
         pins, pin_problems = links.comparison_from_query(params[links.COMPARE_PARAM])
         problems += pin_problems
-    problems += inputs.seed_widgets(scenario)
+    problems += widget_state.seed_widgets(scenario)
     st.session_state["size_link"] = params.get(links.SIZE_PARAM)
     st.session_state["pins"] = pins
     st.session_state["link_problems"] = problems
     # the scenario the link produced: its warnings stay only until the user changes an input
-    st.session_state["link_scenario"] = inputs.read_scenario()
+    st.session_state["link_scenario"] = widget_state.read_scenario()
     st.session_state["initialized"] = True
 
 

@@ -173,8 +173,8 @@ PERCENTILE_POINTS_NEAR_CAPACITY = 16
 
 def _latency_vs_rate(m: Any, capacity: float, goodput_rate: float | None) -> list[dict[str, Any]]:
     """TTFT and ITL percentiles against the request rate, fine enough that the goodput marker sits on the
-    drawn curve: evenly to 90% of capacity, then denser towards it (latency turns up there), plus the
-    goodput rate itself."""
+    drawn curve: evenly to 90% of capacity, then denser towards it (latency turns up there), plus the goodput
+    rate itself."""
     import numpy as np
 
     from planner.serving.distributions import latency_percentiles

@@ -1,6 +1,5 @@
-"""The contract's command line:
-`python -m planner plan|size|gpus|models|calibrate|schema|commands|compare-bench|size-power|`
-`mixed-fleet|context-tiers`.
+"""The contract's command line: `python -m planner
+plan|size|gpus|models|calibrate|schema|commands|compare-bench|size-power|` `mixed-fleet|context-tiers`.
 
 A bad input exits 2 with one line `error: <field path>: <reason>` on stderr and nothing on stdout.
 `run()` does the work and raises ScenarioError; `main()` turns that into the line and the exit code.

@@ -2,8 +2,8 @@
 
 The launch command is the engine's (planner.contract.launch); the benchmark is `vllm bench serve` on the
 random dataset at the planned lengths and operating point; the figures it should print come from
-planner.contract.expected_figures. Also written here: the launch script, a minimal Kubernetes Deployment
-and the expected-figures sheet. Pure text generation: no engine is imported or run.
+planner.contract.expected_figures. Also written here: the launch script, a minimal Kubernetes Deployment and
+the expected-figures sheet. Pure text generation: no engine is imported or run.
 """
 
 from __future__ import annotations

@@ -50,8 +50,8 @@ def _pct(section: Any, key: str, p: int) -> float | None:
 
 
 def _benchmark_figures(bench: dict[str, Any]) -> tuple[ExpectedFigure, ...]:
-    """A closed loop at load.concurrency: the plan's benchmark section is what the run reports, under the
-    same definitions (TPOT per request, ITL pooled over tokens, throughputs over the run)."""
+    """A closed loop at load.concurrency: the plan's benchmark section is what the run reports, under the same
+    definitions (TPOT per request, ITL pooled over tokens, throughputs over the run)."""
     def number(value: Any) -> float | None:
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -78,10 +78,10 @@ def _benchmark_figures(bench: dict[str, Any]) -> tuple[ExpectedFigure, ...]:
 def _serving_figures(
     s: Scenario, plan_json: dict[str, Any], serving: dict[str, Any]
 ) -> tuple[ExpectedFigure, ...]:
-    """From the plan's `serving` section (the replica at its operating point): throughputs and the
-    TTFT / ITL / E2E percentiles. Bands: the plan's TTFT and ITL bands carried over as factors of their
-    estimates; throughput takes the inverse of the ITL factors. TPOT's median is the ITL median; with
-    speculative decoding TPOT and ITL are the speculative section's per-token and per-round times."""
+    """From the plan's `serving` section (the replica at its operating point): throughputs and the TTFT / ITL
+    / E2E percentiles. Bands: the plan's TTFT and ITL bands carried over as factors of their estimates;
+    throughput takes the inverse of the ITL factors. TPOT's median is the ITL median; with speculative
+    decoding TPOT and ITL are the speculative section's per-token and per-round times."""
     lat = plan_json["latency"]
     bench = serving.get("benchmark")
     if isinstance(bench, dict) and not plan_json.get("speculative"):
@@ -126,10 +126,10 @@ def expected_figures(s: Scenario, plan_json: dict[str, Any]) -> tuple[ExpectedFi
     """What `vllm bench serve` should print for this plan, from the plan's own figures (no recomputation).
 
     With a `serving` section (the plan at its operating point) its figures are used. Without one, the
-    batch-step figures stand for the medians of a closed loop at that batch: TPOT is the decode step
-    time (ITL); with speculative decoding a step emits several tokens, so TPOT is the per-token time and
-    the streamed ITL is the round time. E2E = TTFT + (output_len - 1) x TPOT. Request throughput is the
-    arrival rate in an open loop (below saturation) and batch / E2E in a closed loop (Little's law)."""
+    batch-step figures stand for the medians of a closed loop at that batch: TPOT is the decode step time
+    (ITL); with speculative decoding a step emits several tokens, so TPOT is the per-token time and the
+    streamed ITL is the round time. E2E = TTFT + (output_len - 1) x TPOT. Request throughput is the arrival
+    rate in an open loop (below saturation) and batch / E2E in a closed loop (Little's law)."""
     serving = plan_json.get("serving")
     if isinstance(serving, dict) and _pct(serving, "ttft_ms", 50) is not None:
         return _serving_figures(s, plan_json, serving)

@@ -1,5 +1,5 @@
-"""The sections of a plan (pydantic models): memory, roofline, latency, throughput, cost, serving,
-speculative decoding and fit alternatives. planner.contract.planning fills them."""
+"""The sections of a plan (pydantic models): memory, roofline, latency, throughput, cost, serving, speculative
+decoding and fit alternatives. planner.contract.planning fills them."""
 
 from __future__ import annotations
 
@@ -71,8 +71,8 @@ class RooflineSection(BaseModel):
 
 
 class LatencySection(BaseModel):
-    """One request's prefill and the decode step at `batch`, each alone (no load). The serving
-    section has the figures under load."""
+    """One request's prefill and the decode step at `batch`, each alone (no load). The serving section has the
+    figures under load."""
 
     prefill_ms: float
     ttft_ms: float
@@ -125,8 +125,8 @@ class LatencyPercentiles(BaseModel):
 
 
 class TpotSummary(BaseModel):
-    """Time per output token per request, (E2E - TTFT) / (output - 1): mean (what `vllm bench serve`
-    prints first), p50, p99."""
+    """Time per output token per request, (E2E - TTFT) / (output - 1): mean (what `vllm bench serve` prints
+    first), p50, p99."""
 
     mean: float | None = None
     p50: float | None = None
@@ -134,8 +134,8 @@ class TpotSummary(BaseModel):
 
 
 class BenchmarkSection(BaseModel):
-    """What a closed-loop `bench serve --max-concurrency N --request-rate inf` run reports (issue 20):
-    clients start together, each sends its next request when its last one ends."""
+    """What a closed-loop `bench serve --max-concurrency N --request-rate inf` run reports (issue 20): clients
+    start together, each sends its next request when its last one ends."""
 
     num_prompts: int
     duration_s: float

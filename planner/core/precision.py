@@ -1,10 +1,9 @@
 """Storage bits per value for every precision the contract names.
 
-Group-scale convention (documented in README): 4-bit integer weights are stored in groups of 128
-with one bf16 scale per group (AWQ/GPTQ default), so int4 costs 4 + 16/128 = 4.125 bits. fp4 is NVFP4:
-groups of 16 with one fp8 scale, 4 + 8/16 = 4.5 bits; a checkpoint in MXFP4 (gpt-oss: `ModelSpec.fp4_format`)
-stores groups of 32 with one 8-bit power-of-two (E8M0) scale, 4 + 8/32 = 4.25 bits. 8-bit formats use
-per-channel or per-tensor
+Group-scale convention (documented in README): 4-bit integer weights are stored in groups of 128 with one bf16
+scale per group (AWQ/GPTQ default), so int4 costs 4 + 16/128 = 4.125 bits. fp4 is NVFP4: groups of 16 with one
+fp8 scale, 4 + 8/16 = 4.5 bits; a checkpoint in MXFP4 (gpt-oss: `ModelSpec.fp4_format`) stores groups of 32
+with one 8-bit power-of-two (E8M0) scale, 4 + 8/32 = 4.25 bits. 8-bit formats use per-channel or per-tensor
 scales, negligible next to the data, so they count 8 bits.
 """
 

@@ -73,14 +73,19 @@ from planner.core.precision import ACTIVATION_BYTES, embedding_bytes_per_value
 from planner.engines.base import (
     GIB,
     EngineMemory,
-    KvCacheGroup,
     Release,
-    kv_page_bytes_per_layer,
     value_at,
     visible_total_gib,
 )
 from planner.engines.profiles import engine_efficiency
 from planner.engines.torch_allocator import allocated_bytes
+from planner.engines.vllm_kv_cache import (
+    blocks_per_request,
+    format_log_lines,
+    kv_cache_groups,
+    kv_cache_layout,
+    kv_tokens_and_concurrency,
+)
 from planner.hardware.parallelism import sharding
 
 NAME = "vllm"
@@ -287,13 +292,11 @@ def allocator_rounding_gib_per_gpu(d: Deployment) -> float:
 
 def weights_gib_per_gpu(d: Deployment, vllm_version: str = VLLM_RULES_VERSION) -> float:
     """Weights as loaded on the busiest GPU (planner/hardware/parallelism.py's layout): the stage's layers
-    with the
-    quantized body over TP and routed experts over the expert shards (MXFP4 experts as vLLM's kernels pad
-    them), RMSNorm weights replicated on every rank, embedding and LM head in 16 bits over vocabulary rows
+    with the quantized body over TP and routed experts over the expert shards (MXFP4 experts as vLLM's kernels
+    pad them), RMSNorm weights replicated on every rank, embedding and LM head in 16 bits over vocabulary rows
     padded to 64 and split over TP (first and last stage). vLLM's "Model loading took" adds the rotary tables
     (`rotary_cache_gib`) and what PyTorch's allocator charges beyond the tensors' bytes
-    (`allocator_rounding_gib_per_gpu`),
-    each kept as its own term."""
+    (`allocator_rounding_gib_per_gpu`), each kept as its own term."""
     m = d.model
     p = d.params
     s = sharding(d)
@@ -410,61 +413,6 @@ def cuda_graph_gib(
     if enforce_eager or not value_at(GRAPH_POOL_IN_KV_BUDGET, version):
         return 0.0
     return cuda_graph_pool_gib(m, stage_layer_fraction)
-
-
-def kv_cache_groups(m: ModelSpec, stage_layer_fraction: float = 1.0) -> tuple[KvCacheGroup, ...]:
-    """The KV-cache groups of the busiest pipeline stage (all layers at pp 1)."""
-    windowed = math.ceil(m.n_windowed_layers * stage_layer_fraction)
-    full = math.ceil((m.n_layers - m.n_windowed_layers) * stage_layer_fraction)
-    groups = []
-    if full:
-        groups.append(KvCacheGroup("full_attention", full))
-    if windowed:
-        groups.append(KvCacheGroup("sliding_window", windowed, m.sliding_window))
-    return tuple(groups)
-
-
-def blocks_per_request(
-    group: KvCacheGroup, max_model_len: int, block_size: int, max_num_batched_tokens: int
-) -> int:
-    """`max_memory_usage_bytes` / page size of a group's spec (FullAttentionSpec, SlidingWindowSpec)."""
-    if group.kind == "sliding_window" and group.window is not None:
-        tokens = min(group.window - 1 + max_num_batched_tokens, max_model_len)
-        return math.ceil(tokens / block_size) + 1
-    return math.ceil(max_model_len / block_size)
-
-
-def kv_cache_layout(groups: tuple[KvCacheGroup, ...]) -> tuple[int, list[tuple[KvCacheGroup, int]]]:
-    """Group size in layers and each layer type's number of groups (uniform-page hybrid allocator:
-    the group size is the smallest layer count among the types; larger types take several groups)."""
-    if len(groups) == 1:
-        return groups[0].n_layers, [(groups[0], 1)]
-    size = min(g.n_layers for g in groups)
-    return size, [(g, math.ceil(g.n_layers / size)) for g in groups]
-
-
-def kv_tokens_and_concurrency(m: ModelSpec, tp: int, kv_cache: str, kv_budget_gib: float, block_size: int,
-                              max_model_len: int, max_num_batched_tokens: int,
-                              stage_layer_fraction: float = 1.0) -> tuple[int, int, float, int, float]:
-    """num_gpu_blocks, logged KV cache tokens, max concurrency, group size, page bytes per layer."""
-    groups = kv_cache_groups(m, stage_layer_fraction)
-    page = kv_page_bytes_per_layer(m, tp, kv_cache, block_size)
-    size, layout = kv_cache_layout(groups)
-    budget_bytes = max(kv_budget_gib, 0.0) * GIB
-    num_blocks = int(budget_bytes // page // size)
-    n_groups = sum(n for _, n in layout)
-    tokens = num_blocks // n_groups * block_size
-    per_request = sum(
-        n * blocks_per_request(g, max_model_len, block_size, max_num_batched_tokens) for g, n in layout
-    )
-    concurrency = num_blocks / per_request if per_request else 0.0
-    return num_blocks, tokens, concurrency, size, page
-
-
-def format_log_lines(tokens: int, max_model_len: int, concurrency: float) -> tuple[str, str]:
-    """The two lines exactly as vLLM's `_report_kv_cache_config` prints them."""
-    return (f"GPU KV cache size: {tokens:,} tokens",
-            f"Maximum concurrency for {max_model_len:,} tokens per request: {concurrency:.2f}x")
 
 
 def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens: int, block_size: int,

@@ -7,9 +7,8 @@ then pipeline stages outermost. One replica is `pp` stages of `max(tp, ep)` GPUs
     embedding, the last the LM head. A token crosses every stage, so PP adds capacity (KV per GPU shrinks)
     and throughput (pp micro-batches in flight), never lower latency.
   * EP (MoE only) places n_experts / ep routed experts on each GPU; when ep does not divide n_experts
-    each GPU gets ceil(n_experts / ep) slots, the spare ones holding redundant copies of hot experts
-    (SGLang runs DeepSeek's 256 experts on EP 72 as 288 = 256 + 32 redundant). Attention is data-parallel
-    across the
+    each GPU gets ceil(n_experts / ep) slots, the spare ones holding redundant copies of hot experts (SGLang
+    runs DeepSeek's 256 experts on EP 72 as 288 = 256 + 32 redundant). Attention is data-parallel across the
     EP group in ep / tp groups of tp GPUs each (SGLang `--enable-dp-attention`, vLLM DP + EP), so each
     attention group keeps its own sequences and KV cache. Without EP, experts are TP-sharded.
   * Expert load is never perfectly even: the busiest GPU gets EXPERT_IMBALANCE x the mean routed tokens

@@ -1,10 +1,9 @@
 """Per-GPU memory: weights, KV cache per token and per sequence, the KV budget and the max batch.
 
 Conventions: GB = 10^9 bytes (the engine's own accounting, planner.engines.vllm, works in GiB). Quantized
-checkpoints keep the embedding and LM head in bf16
-(AWQ, GPTQ, ModelOpt FP8/NVFP4 all do), so only the transformer body takes the weight precision.
-KV heads shard across TP ranks and replicate when n_kv_heads < tp; an MLA latent cache is replicated
-on every rank.
+checkpoints keep the embedding and LM head in bf16 (AWQ, GPTQ, ModelOpt FP8/NVFP4 all do), so only the
+transformer body takes the weight precision. KV heads shard across TP ranks and replicate when n_kv_heads <
+tp; an MLA latent cache is replicated on every rank.
 """
 
 from __future__ import annotations
@@ -36,8 +35,7 @@ def weight_bytes_total(model: ModelSpec, weights: str) -> float:
 
 def weight_bytes_per_gpu_sharded(d: Deployment) -> float:
     """Weights on the busiest GPU under tp x pp x ep (planner/hardware/parallelism.py): per-layer weights of
-    one
-    stage, routed experts over the expert shards, the rest over tp; the embedding sits on the first stage
+    one stage, routed experts over the expert shards, the rest over tp; the embedding sits on the first stage
     and the LM head on the last (both on the one stage when pp is 1)."""
     s, p = sharding(d), d.params
     e = embedding_bytes_per_value(d.weights)

@@ -252,8 +252,7 @@ def resolve_gpu(gpu: str | dict[str, Any], field: str = "gpu") -> tuple[GpuSpec,
 
 def resolve_efficiency(scenario: Scenario, gpu_id: str | None) -> EngineEfficiency:
     """ideal: the pure roofline; else the scenario's engine profile (planner/engines/profiles.py), under an
-    explicit
-    efficiency object or a calibration profile where one is given."""
+    explicit efficiency object or a calibration profile where one is given."""
     if scenario.efficiency == "ideal":
         return ideal()
     base = engine_efficiency(scenario.engine, gpu_id, scenario.weights)

@@ -1,6 +1,6 @@
-"""The arrival process a replica sees: gamma inter-arrival times of mean 1 / rate and CV `arrival_cv`
-(1: Poisson; > 1: clumped). The gap's CDF, the count of arrivals in an iteration window, and GI/M/1's
-probability that an arriving prompt waits."""
+"""The arrival process a replica sees: gamma inter-arrival times of mean 1 / rate and CV `arrival_cv` (1:
+Poisson; > 1: clumped). The gap's CDF, the count of arrivals in an iteration window, and GI/M/1's probability
+that an arriving prompt waits."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ _LOG_FACTORIAL = np.array([math.lgamma(k + 1.0) for k in range(MAX_WINDOW_ARRIVA
 
 
 def waiting_probability(utilization: np.ndarray, arrival_cv: float) -> np.ndarray:
-    """P(an arriving prompt waits) in a GI/M/1 queue with gamma inter-arrival times of CV `arrival_cv`:
-    the root sigma in (0, 1) of sigma = A*(mu (1 - sigma)), A*(s) = (1 + theta s)^-k the gamma's Laplace
-    transform (k = 1 / ca^2, theta mu = ca^2 / rho). Poisson gives sigma = rho; clumped arrivals
-    (ca > 1) wait far more often than rho says (ca 2 at rho 0.1: sigma 0.46), since most of a clump's
-    arrivals land while the one before is still in prefill."""
+    """P(an arriving prompt waits) in a GI/M/1 queue with gamma inter-arrival times of CV `arrival_cv`: the
+    root sigma in (0, 1) of sigma = A*(mu (1 - sigma)), A*(s) = (1 + theta s)^-k the gamma's Laplace transform
+    (k = 1 / ca^2, theta mu = ca^2 / rho). Poisson gives sigma = rho; clumped arrivals (ca > 1) wait far more
+    often than rho says (ca 2 at rho 0.1: sigma 0.46), since most of a clump's arrivals land while the one
+    before is still in prefill."""
     rho = np.clip(np.asarray(utilization, dtype=float), 1e-12, 1.0 - 1e-12)
     ca2 = float(arrival_cv) ** 2
     if abs(ca2 - 1.0) < 1e-9:
@@ -69,9 +69,9 @@ def gap_cdf(rate_per_ms: np.ndarray, t_ms: np.ndarray, arrival_cv: float) -> np.
 
 def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: float, kmax: int) -> np.ndarray:
     """P(k prompt arrivals in an iteration window), k = 0..kmax, renormalised. Poisson arrivals: Poisson.
-    Gamma inter-arrival times of CV ca > 1 (clumps): P(0) exact for the stationary renewal process,
-    1 - lambda E[min(gap, window)], and the windows that do get arrivals get them in clumps, a geometric
-    count on 1, 2, ... keeping the mean lambda x window."""
+    Gamma inter-arrival times of CV ca > 1 (clumps): P(0) exact for the stationary renewal process, 1 - lambda
+    E[min(gap, window)], and the windows that do get arrivals get them in clumps, a geometric count on 1, 2,
+    ... keeping the mean lambda x window."""
     mu = np.maximum(np.asarray(rate_per_ms * window_ms, dtype=float), 1e-300)[..., None]
     k = np.arange(kmax + 1, dtype=float)
     ca2 = float(arrival_cv) ** 2

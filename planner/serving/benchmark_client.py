@@ -1,15 +1,14 @@
 """What a closed-loop `bench serve` run reports: `vllm bench serve --max-concurrency N --request-rate inf`,
 SGLang's bench_serving and TensorRT-LLM's serving benchmark all drive the engine the same way.
 
-The steady-state queue of planner.serving.replica answers "what does a replica do at a rate"; a benchmark
-is not in steady state. Its clients all start together (request-rate inf), each sends its next request
-the moment its last one ends, lengths are fixed or uniform in a range, and the run is short (InferenceX
-sends 10 x concurrency prompts), so the first wave's prefill pile-up and the lock-step of equal outputs
-are a large part of what it measures: at concurrency 64 of 1k prompts, a request's TTFT is mostly the
-other prompts of its wave. So this module runs the engine's scheduler itself, one engine iteration at a
-time, with the same step physics as the fast model (latency.decode_step of each iteration's decode
-batch, latency.prefill_chunk_work_ms spread over a prompt's tokens), and reports the run's statistics
-as the benchmark computes them:
+The steady-state queue of planner.serving.replica answers "what does a replica do at a rate"; a benchmark is
+not in steady state. Its clients all start together (request-rate inf), each sends its next request the moment
+its last one ends, lengths are fixed or uniform in a range, and the run is short (InferenceX sends 10 x
+concurrency prompts), so the first wave's prefill pile-up and the lock-step of equal outputs are a large part
+of what it measures: at concurrency 64 of 1k prompts, a request's TTFT is mostly the other prompts of its
+wave. So this module runs the engine's scheduler itself, one engine iteration at a time, with the same step
+physics as the fast model (latency.decode_step of each iteration's decode batch, latency.prefill_chunk_work_ms
+spread over a prompt's tokens), and reports the run's statistics as the benchmark computes them:
 
   * TTFT: arrival -> first token, per request (+ the engine's per-request serving cost);
   * TPOT: (E2E - TTFT) / (output - 1), per request, requests with one output token left out;
@@ -130,8 +129,8 @@ def _lengths(rng: np.random.Generator, nominal: float, client: BenchmarkClient, 
 
 
 class _ClosedLoop:
-    """The engine's scheduler under a closed loop of clients, one iteration at a time: the requests'
-    lengths and step-time tables, the queue, the decoding sequences, and what the run records."""
+    """The engine's scheduler under a closed loop of clients, one iteration at a time: the requests' lengths
+    and step-time tables, the queue, the decoding sequences, and what the run records."""
 
     def __init__(self, d: Deployment, w: Workload, client: BenchmarkClient) -> None:
         n = max(1, min(client.prompts, MAX_SIMULATED_REQUESTS))

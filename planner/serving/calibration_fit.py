@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from planner.core.efficiency import EngineEfficiency
 from planner.core.errors import ScenarioError, from_validation_error
 from planner.physics.calibration import CalibrationProfile
-from planner.scenario.scenario import parse_scenario, resolve
+from planner.scenario.scenario import Scenario, parse_scenario, resolve
 from planner.serving.load import itl_under_concurrency, ttft_under_concurrency
 
 DECODE_EFFICIENCIES = ("bandwidth", "quantized_bandwidth", "kv_bandwidth", "compute", "link")
@@ -72,11 +72,9 @@ def parse_bench(bench: Any) -> VllmBenchResult:
         raise from_validation_error(err, "bench") from None
 
 
-def profile_from_vllm_bench(bench: Any, scenario: Any, name: str | None = None) -> CalibrationProfile:
-    """Fit a profile so the plan reproduces a `vllm bench serve --save-result` run of `scenario`:
-    its median TPOT (decode) and median TTFT (prefill and serving), at its max concurrency and mean
-    lengths."""
-    b = parse_bench(bench)
+def _bench_scenario(b: VllmBenchResult, scenario: Any) -> tuple[Scenario, int]:
+    """The scenario at the run's mean lengths (from its token totals), uncalibrated, and the run's
+    concurrency."""
     s = dict(parse_scenario(scenario).model_dump(exclude_none=True))
     s["model"], s["gpu"] = scenario["model"], scenario["gpu"]
     if b.completed and b.total_input_tokens and b.total_output_tokens:
@@ -86,9 +84,16 @@ def profile_from_vllm_bench(bench: Any, scenario: Any, name: str | None = None) 
     concurrency = b.max_concurrency or s.get("batch") or 1
     s.pop("calibration", None)
     try:
-        base_scenario = parse_scenario(s)
+        return parse_scenario(s), concurrency
     except ScenarioError as err:  # mean lengths from the bench totals out of range
         raise ScenarioError(f"bench ({err.field})", err.reason) from None
+
+
+def profile_from_vllm_bench(bench: Any, scenario: Any, name: str | None = None) -> CalibrationProfile:
+    """Fit a profile so the plan reproduces a `vllm bench serve --save-result` run of `scenario`: its median
+    TPOT (decode) and median TTFT (prefill and serving), at its max concurrency and mean lengths."""
+    b = parse_bench(bench)
+    base_scenario, concurrency = _bench_scenario(b, scenario)
     d0 = resolve(base_scenario)
     base = d0.efficiency.model_dump()
 
@@ -130,9 +135,7 @@ def profile_from_vllm_bench(bench: Any, scenario: Any, name: str | None = None) 
                 f"serving overhead {fitted['ttft_overhead_ms']:.1f} ms vs the default engine"
             ),
         )
-    except (
-        ValidationError
-    ) as err:  # the fitted engine leaves a physical range (e.g. a 100 s serving overhead)
+    except ValidationError as err:  # the fitted engine leaves a physical range (a 100 s serving overhead)
         e = from_validation_error(err, "calibration.efficiency")
         raise ScenarioError(
             "bench", f"these timings need an engine outside its ranges ({e.field}: {e.reason})"

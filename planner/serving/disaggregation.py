@@ -186,8 +186,8 @@ Priced = tuple[float, Any, str, float]  # (cost per unit of work, worker, GPU ke
 def _prefill_candidates(prefill_pool: Sequence[PoolCandidate], deployment_of: Callable[[PoolCandidate], Any],
                         price_of: Callable[[str, Any], float | None], shape: TrafficShape, prompt_len: int,
                         ttft_slo_ms: float) -> tuple[dict[tuple[str, str], list[Priced]], int]:
-    """Prefill workers that fit and serve a lone prompt within the TTFT objective, by (weights, KV) and
-    priced per prompt per second; and how many were searched."""
+    """Prefill workers that fit and serve a lone prompt within the TTFT objective, by (weights, KV) and priced
+    per prompt per second; and how many were searched."""
     searched = 0
     prefills: dict[tuple[str, str], list[Priced]] = {}
     for c in prefill_pool:
@@ -208,9 +208,9 @@ def _prefill_candidates(prefill_pool: Sequence[PoolCandidate], deployment_of: Ca
 def _decode_candidates(decode_pool: Sequence[PoolCandidate], deployment_of: Callable[[PoolCandidate], Any],
                        price_of: Callable[[str, Any], float | None], shape: TrafficShape, context_len: int,
                        itl_slo_ms: float, percentile: int) -> tuple[dict[tuple[str, str], list[Priced]], int]:
-    """Decode workers by (weights, KV), priced per request per second at their goodput; and how many
-    were searched. Cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found cost
-    less per request than any bound left (planner.serving.sizing's bound, prompt work 0: it is cached)."""
+    """Decode workers by (weights, KV), priced per request per second at their goodput; and how many were
+    searched. Cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found cost less per
+    request than any bound left (planner.serving.sizing's bound, prompt work 0: it is cached)."""
     searched = 0
     bounded: dict[tuple[str, str], list[tuple[float, PoolCandidate, Deployment, float]]] = {}
     for c in decode_pool:
@@ -273,8 +273,8 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
                           output_len: int, context_len: int, ttft_slo_ms: float, itl_slo_ms: float,
                           price_of: Callable[[str, Any], float | None], shape: TrafficShape | None = None,
                           percentile: int = 90) -> tuple[list[dict[str, Any]], int]:
-    """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts; they
-    share the weight and KV precision so the KV cache transfers as is). Returns (options, searched)."""
+    """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts; they share
+    the weight and KV precision so the KV cache transfers as is). Returns (options, searched)."""
     shape = shape or TrafficShape(prompt_len, output_len)
     resolved: dict[tuple, Deployment | None] = {}
 

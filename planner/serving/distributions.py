@@ -25,10 +25,10 @@ def _normal_cdf(x: np.ndarray) -> np.ndarray:
 
 
 def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """TTFT as a mixture: own iterations plus, for an arrival that does not wait (1 - P(wait)), the rest
-    of the decode-only iteration in progress; for one that waits, an exponential wait (GI/M/1's form;
-    it holds the rest of the prompt iteration in progress). Returns the parts' offsets, weights and
-    exponential means (0: none), shape (..., LENGTH_GRID * (RESIDUAL_POINTS + 2))."""
+    """TTFT as a mixture: own iterations plus, for an arrival that does not wait (1 - P(wait)), the rest of
+    the decode-only iteration in progress; for one that waits, an exponential wait (GI/M/1's form; it holds
+    the rest of the prompt iteration in progress). Returns the parts' offsets, weights and exponential means
+    (0: none), shape (..., LENGTH_GRID * (RESIDUAL_POINTS + 2))."""
     own = np.ceil(m.computed_tokens / p.chunk_tokens[..., None]) * p.decode_ms[..., None] + m.prefill_work_ms
     waits = np.clip(np.asarray(p.wait_probability) * p.seen, 0.0, 1.0)
     busy = 1.0 - np.exp(-p.population * p.seen)  # an arrival finds a decode iteration in progress
@@ -158,8 +158,8 @@ def _expand_point(p: LoadPoint) -> LoadPoint:
 
 
 def quantile(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.ndarray:
-    """The t where the monotone cdf(t) reaches each `probability`: a grid on [0, high] (grown until it
-    covers them), then bisection inside the bracketing cell."""
+    """The t where the monotone cdf(t) reaches each `probability`: a grid on [0, high] (grown until it covers
+    them), then bisection inside the bracketing cell."""
     prob = np.atleast_1d(np.asarray(probability, dtype=float))
     high = float(high_ms)
     for _ in range(30):

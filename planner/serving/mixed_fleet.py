@@ -188,8 +188,8 @@ Family = tuple[Any, ...]  # a configuration: (gpu, tp, pp, ep, weights, kv_cache
 
 def _goodput_table(req: MixedFleetRequest, classes: list[LengthClass]) -> tuple[dict[Family, dict[str, Any]],
                                                                               dict[Family, list[float]]]:
-    """Each configuration the sizing search finds at any class's lengths, and its goodput per class (0
-    where it does not meet the objective at that class)."""
+    """Each configuration the sizing search finds at any class's lengths, and its goodput per class (0 where
+    it does not meet the objective at that class)."""
     families: dict[Family, dict[str, Any]] = {}
     table: dict[Family, list[float]] = {}
     for k, c in enumerate(classes):

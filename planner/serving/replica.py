@@ -1,37 +1,36 @@
 """Serving under load: one replica of a continuous-batching engine with chunked prefill.
 
-The engine, as vLLM V1's default scheduler runs it: every iteration runs one token of each running
-sequence plus prompt chunks taken first come first served from the waiting queue, up to
-`max_num_batched_tokens` tokens, with at most `max_running` sequences admitted (max_num_seqs, or the
-KV budget). An iteration lasts the decode step of its running sequences (latency.decode_step at the
-mean context) plus the extra time of its prompt chunks (latency.prefill_chunk_work_ms).
+The engine, as vLLM V1's default scheduler runs it: every iteration runs one token of each running sequence
+plus prompt chunks taken first come first served from the waiting queue, up to `max_num_batched_tokens`
+tokens, with at most `max_running` sequences admitted (max_num_seqs, or the KV budget). An iteration lasts the
+decode step of its running sequences (latency.decode_step at the mean context) plus the extra time of its
+prompt chunks (latency.prefill_chunk_work_ms).
 
-This module is the fast model, a queueing approximation; tests/test_serving_oracle.py checks it
-against a discrete-event simulation of that scheduler.
+This module is the fast model, a queueing approximation; tests/test_serving_oracle.py checks it against a
+discrete-event simulation of that scheduler.
 
   * Decoding sequences N (Little's law): N = lambda (O - 1) T, with the mean iteration
     T = D(N) / (1 - rho_w) and rho_w = lambda E[W] the share of time prompt chunks take. Written in N,
     lambda(N) = N / ((O - 1) D(N) + N E[W]) is explicit, so N(lambda) is an interpolation.
   * Prefill queue: G/G/1 whose service is a prompt's work plus its share of the full iterations a
-    backlog gets, S = W + n D(N) / C (C = budget - N prompt tokens per iteration). Utilization
-    rho = lambda E[S]; the replica is stable while rho < 1 and N < max_running (the capacity).
-    Wait (mean value): a prompt that fits the budget rides one iteration with those that arrived during
-    the iteration before (`riders`), holding its share of that decode step, S_ride = W + D / riders (at
-    light load the whole step); a backlog drains at the full budget, S. An arrival waits, with
-    probability sigma, the rest of the prompt iteration in progress, then the backlog ahead at the full
-    rate: mean sigma E[S_ride] / (1 - sigma_S) (ca^2 + cs^2) / (ca^2 + 1); sigma is GI/M/1's waiting
-    probability for gamma inter-arrival times of CV ca (`arrival_cv`; rho under Poisson, larger for
-    clumped arrivals); the wait is exponential given that it happens.
+    backlog gets, S = W + n D(N) / C (C = budget - N prompt tokens per iteration). Utilization rho = lambda
+    E[S]; the replica is stable while rho < 1 and N < max_running (the capacity). Wait (mean value): a prompt
+    that fits the budget rides one iteration with those that arrived during the iteration before (`riders`),
+    holding its share of that decode step, S_ride = W + D / riders (at light load the whole step); a backlog
+    drains at the full budget, S. An arrival waits, with probability sigma, the rest of the prompt iteration
+    in progress, then the backlog ahead at the full rate: mean sigma E[S_ride] / (1 - sigma_S) (ca^2 + cs^2) /
+    (ca^2 + 1); sigma is GI/M/1's waiting probability for gamma inter-arrival times of CV ca (`arrival_cv`;
+    rho under Poisson, larger for clumped arrivals); the wait is exponential given that it happens.
   * TTFT = own prefill iterations (ceil(n / C) D(N) + W) + either the wait or, for an arrival that does
-    not wait, the rest of the decode-only iteration in progress, stretched by the prompts that arrive
-    before its iteration starts and ride it (+ the engine's serving overhead).
+    not wait, the rest of the decode-only iteration in progress, stretched by the prompts that arrive before
+    its iteration starts and ride it (+ the engine's serving overhead).
   * ITL, per token and pooled over requests (as `vllm bench serve` reports it): a mixture of
-    pure-decode iterations and iterations carrying prompt chunks (the prompts that arrived during the
-    previous iteration, Poisson; the continuation chunks of prompts longer than C); the decode batch a
-    token sees is 1 + Poisson(N), which spreads D. Clumped arrivals (ca > 1): the window's P(no arrival)
-    is the gamma renewal process's own, the windows that get arrivals get a geometric clump, and a
-    two-state chain (prompt-carrying iterations are longer, so a clump's next arrival lands in the next
-    one) scales the share of iterations that carry prompts.
+    pure-decode iterations and iterations carrying prompt chunks (the prompts that arrived during the previous
+    iteration, Poisson; the continuation chunks of prompts longer than C); the decode batch a token sees is 1
+    + Poisson(N), which spreads D. Clumped arrivals (ca > 1): the window's P(no arrival) is the gamma renewal
+    process's own, the windows that get arrivals get a geometric clump, and a two-state chain (prompt-carrying
+    iterations are longer, so a clump's next arrival lands in the next one) scales the share of iterations
+    that carry prompts.
   * E2E = TTFT + (O - 1) x mean iteration.
 A closed loop (a concurrency c) runs at the rate whose mean number in the system, lambda E[E2E], is c.
 """
@@ -160,10 +159,10 @@ def replica_model(d: Deployment, w: Workload, max_population: int | None = None)
 
 
 def riders(rate_per_ms: np.ndarray, iteration_ms: np.ndarray, arrival_cv: float) -> np.ndarray:
-    """Mean prompts in an iteration that carries prompts: those that arrived during the previous
-    iteration, given at least one did (lambda T / P(N >= 1); Poisson: mu / (1 - e^-mu)). A prompt that
-    fits the budget rides with them and pays its share of that iteration's decode step, not n / C of it:
-    at light load each prompt holds a whole decode step."""
+    """Mean prompts in an iteration that carries prompts: those that arrived during the previous iteration,
+    given at least one did (lambda T / P(N >= 1); Poisson: mu / (1 - e^-mu)). A prompt that fits the budget
+    rides with them and pays its share of that iteration's decode step, not n / C of it: at light load each
+    prompt holds a whole decode step."""
     window = np.asarray(rate_per_ms * iteration_ms, dtype=float)
     some = 1.0 - window_counts(np.asarray(rate_per_ms, dtype=float), np.asarray(iteration_ms, dtype=float),
                                arrival_cv, 1)[..., 0]

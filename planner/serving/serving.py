@@ -1,8 +1,7 @@
-"""A replica at an operating point: an open loop at a rate or a closed loop of clients
-(`serve_at_rate`, `serve_at_concurrency`), the highest rate that meets a latency objective (goodput) and
-the capacity, through the queue model (planner.serving.replica) and its latency distributions
-(planner.serving.distributions). A closed loop (a concurrency c) runs at the rate whose mean number in the
-system, lambda E[E2E], is c."""
+"""A replica at an operating point: an open loop at a rate or a closed loop of clients (`serve_at_rate`,
+`serve_at_concurrency`), the highest rate that meets a latency objective (goodput) and the capacity, through
+the queue model (planner.serving.replica) and its latency distributions (planner.serving.distributions). A
+closed loop (a concurrency c) runs at the rate whose mean number in the system, lambda E[E2E], is c."""
 
 from __future__ import annotations
 
