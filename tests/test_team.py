@@ -27,9 +27,9 @@ pytestmark = pytest.mark.skipif(not (shutil.which("nginx") or os.access("/usr/sb
 
 def test_team_serves_health_and_a_session_then_stops(tmp_path):
     """Source: contract: README "Run it for your team"."""
-    from load_team import User, _free_port, _query
+    from streamlit_session import Session, free_port, plan_query
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable, str(ROOT / "tools" / "team.py"), "--workers", "1", "--port", str(port),
@@ -53,8 +53,8 @@ def test_team_serves_health_and_a_session_then_stops(tmp_path):
         assert "proxy_set_header Upgrade" in (tmp_path / "run" / "nginx.conf").read_text()
 
         async def one_session():
-            user = User(f"127.0.0.1:{port}")
-            await user.open(_query(400))
+            user = Session(f"127.0.0.1:{port}", sticky=True)
+            await user.open(plan_query(400))
             await user.close()
             return user
 

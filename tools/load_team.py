@@ -21,31 +21,17 @@ import argparse
 import asyncio
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parents[1]
-RECV_TIMEOUT_S = 120
+sys.path.insert(0, str(ROOT))
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _cpu_s(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from tools.streamlit_session import Session, cpu_s, free_port, percentile, plan_query  # noqa: E402
 
 
 def _children(pid: int) -> list[int]:
@@ -63,93 +49,13 @@ def _tree_cpu_s(pid: int) -> float:
     todo, total = [pid], 0.0
     while todo:
         p = todo.pop()
-        total += _cpu_s(p)
+        total += cpu_s(p)
         todo += _children(p)
     return total
 
 
-def _query(output_len: int) -> str:
-    return urlencode(
-        {
-            "model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
-            "context_len": 8192, "prompt_len": 2000, "output_len": output_len,
-        }
-    )
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))] if ordered else float("nan")
-
-
-class User:
-    """One browser tab through the proxy."""
-
-    def __init__(self, base: str):
-        self.base = base  # 127.0.0.1:PORT
-        self.ws = None
-        self.cookie = ""
-        self.widget_ids: dict[str, str] = {}
-
-    def _get_cookie(self) -> None:
-        with urllib.request.urlopen(f"http://{self.base}/", timeout=30) as r:
-            cookies = [h.split(";", 1)[0] for k, h in r.headers.items() if k.lower() == "set-cookie"]
-        self.cookie = "; ".join(cookies)
-
-    async def open(self, query: str) -> float:
-        import websockets
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-
-        t0 = time.perf_counter()
-        await asyncio.to_thread(self._get_cookie)
-        self.ws = await websockets.connect(f"ws://{self.base}/_stcore/stream", subprotocols=["streamlit"],
-                                           origin=f"http://{self.base}", max_size=None,
-                                           additional_headers={"Cookie": self.cookie})
-        msg = BackMsg()
-        msg.rerun_script.query_string = query
-        msg.rerun_script.page_script_hash = ""
-        await self.ws.send(msg.SerializeToString())
-        await self._until_finished()
-        return time.perf_counter() - t0
-
-    async def change(self, key: str, value: int) -> float:
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-
-        t0 = time.perf_counter()
-        msg = BackMsg()
-        msg.rerun_script.page_script_hash = ""
-        state = msg.rerun_script.widget_states.widgets.add()
-        state.id = self.widget_ids[key]
-        state.int_value = value
-        await self.ws.send(msg.SerializeToString())
-        await self._until_finished()
-        return time.perf_counter() - t0
-
-    async def _until_finished(self) -> None:
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-        for _ in range(100_000):  # bounded: a run is a few hundred messages
-            raw = await asyncio.wait_for(self.ws.recv(), timeout=RECV_TIMEOUT_S)
-            fwd = ForwardMsg()
-            fwd.ParseFromString(raw)
-            kind = fwd.WhichOneof("type")
-            if kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
-                element = fwd.delta.new_element
-                inner = getattr(element, element.WhichOneof("type") or "", None)
-                wid = getattr(inner, "id", "")
-                if isinstance(wid, str) and wid:
-                    self.widget_ids[wid.rsplit("-", 1)[-1]] = wid
-            elif kind == "script_finished":
-                return
-        raise RuntimeError("no script_finished")
-
-    async def close(self) -> None:
-        if self.ws is not None:
-            await self.ws.close()
-
-
 def start_team(workers: int) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable, str(ROOT / "tools" / "team.py"), "--workers", str(workers), "--port", str(port),
@@ -174,34 +80,35 @@ async def first_pages(base: str, pid: int, n: int) -> None:
     """New sessions one at a time on the default link: server CPU each (all workers), after warm-up
     sessions (the sticky cookie places each at random: 8 reach every one of a few workers almost surely)."""
     for _ in range(8):
-        u = User(base)
-        await u.open(_query(400))
+        u = Session(base, sticky=True)
+        await u.open(plan_query(400))
         await u.close()
     cpus, walls = [], []
     for _ in range(n):
         cpu0 = _tree_cpu_s(pid)
-        u = User(base)
-        walls.append(await u.open(_query(400)))
+        u = Session(base, sticky=True)
+        walls.append(await u.open(plan_query(400)))
         await u.close()
         await asyncio.sleep(0.2)  # let the session's teardown be counted with it
         cpus.append(_tree_cpu_s(pid) - cpu0)
     print(
         f"first page (new session, the shared link): median {statistics.median(cpus):.3f} s server CPU, "
-        f"p95 {_pct(cpus, 0.95):.3f} s; wall median {statistics.median(walls):.2f} s  (target <= 0.1 s CPU)",
+        f"p95 {percentile(cpus, 0.95):.3f} s; wall median {statistics.median(walls):.2f} s  "
+        "(target <= 0.1 s CPU)",
         flush=True,
     )
 
 
 async def burst(base: str, users: int) -> None:
     """USERS sessions open links at once (distinct links: nothing cached between them)."""
-    group = [User(base) for _ in range(users)]
+    group = [Session(base, sticky=True) for _ in range(users)]
     t0 = time.perf_counter()
-    walls = await asyncio.gather(*(u.open(_query(600 + i)) for i, u in enumerate(group)))
+    walls = await asyncio.gather(*(u.open(plan_query(600 + i)) for i, u in enumerate(group)))
     total = time.perf_counter() - t0
     await asyncio.gather(*(u.close() for u in group))
     print(
-        f"{users} sessions opening a link at once: p50 {_pct(walls, 0.5):.2f} s, p95 "
-        f"{_pct(walls, 0.95):.2f} s, "
+        f"{users} sessions opening a link at once: p50 {percentile(walls, 0.5):.2f} s, p95 "
+        f"{percentile(walls, 0.95):.2f} s, "
         f"all done after {total:.2f} s  (target p95 <= 3 s)", flush=True,
     )
 
@@ -213,8 +120,8 @@ async def steady(base: str, users: int, duration_s: float, seed: int) -> None:
     times: list[float] = []
 
     async def one(i: int) -> None:
-        u = User(base)
-        await u.open(_query(400 + i))
+        u = Session(base, sticky=True)
+        await u.open(plan_query(400 + i))
         try:
             for n in range(int(duration_s / 2) + 1):
                 await asyncio.sleep(rng.uniform(2.0, 4.0))
@@ -227,8 +134,8 @@ async def steady(base: str, users: int, duration_s: float, seed: int) -> None:
     await asyncio.gather(*(one(i) for i in range(users)))
     print(
         f"{users} users changing an input every 2-4 s for {duration_s:.0f} s: {len(times)} responses, "
-        f"p50 {_pct(times, 0.5):.2f} s, p95 {_pct(times, 0.95):.2f} s, max {max(times):.2f} s  (target p95 "
-        "<= 1 s)", flush=True,
+        f"p50 {percentile(times, 0.5):.2f} s, p95 {percentile(times, 0.95):.2f} s, max {max(times):.2f} s  "
+        "(target p95 <= 1 s)", flush=True,
     )
 
 
