@@ -127,3 +127,19 @@ def test_the_residuals_file_names_its_columns():
     for column in ("split", "engine", "gpu", "model", "run_id", "tpot_ms", "pred_tpot_ms", "ttft_median_ms",
                    "pred_ttft_median_ms"):
         assert column in header
+
+
+def test_the_engines_listing_shows_each_production_profile_with_its_runs():
+    """Source: contract: `python -m planner engines` lists every engine's fitted production terms per GPU
+    generation, how many public runs each stands on and the held-out errors; the profiles file is strict JSON
+    (a split without TTFT rows records null, not NaN)."""
+    import json
+
+    from planner.engines.profiles import PROFILES_PATH, engines_listing
+
+    json.loads(PROFILES_PATH.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the profiles file"))
+    vllm = next(e for e in engines_listing() if e["engine"] == "vllm")
+    assert {"hopper", "blackwell"} <= set(vllm["production"])
+    assert all(fit["rows"] >= 40 for fit in vllm["production"].values())
+    assert "serving_runs_published.csv" in vllm["production_source"]
+    assert vllm["production_validation"]["gpu_out"]["rows"] >= 40

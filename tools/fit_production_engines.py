@@ -302,6 +302,11 @@ def summary(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     )
 
 
+def _json_ready(row: dict[str, Any]) -> dict[str, Any]:
+    """JSON has no NaN: a figure a split cannot give (no TTFT rows) is null."""
+    return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in row.items()}
+
+
 def write_profiles(fits: list[GroupFit], validation: dict[str, Any]) -> None:
     data = json.loads(PROFILES_PATH.read_text())
     for engine in {f.engine for f in fits}:
@@ -357,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         validation = {}
         for engine in {f.engine for f in fits}:
             validation[engine] = {
-                name: summary(frame[frame.engine == engine], ["engine"]).iloc[0].to_dict()
+                name: _json_ready(summary(frame[frame.engine == engine], ["engine"]).iloc[0].to_dict())
                 for name, frame in (("fitted", fitted), ("model_out", model_out), ("gpu_out", gpu_out))
                 if len(frame) and (frame.engine == engine).any()}
         write_profiles(fits, validation)

@@ -102,6 +102,10 @@ def engines_listing() -> list[dict[str, Any]]:
             "overheads": entry.get("overheads", {}), "public_rows": entry.get("public_rows", []),
             "public_rows_role": entry.get("public_rows_role", ""), "validation": entry.get("validation", {}),
             "physics": physics_values(),
+            # issue 20: terms per GPU generation fitted on public serving runs, their runs and held-out errors
+            "production": entry.get("production", {}),
+            "production_validation": entry.get("production_validation", {}),
+            "production_source": data.get("production_sources", ""),
         })
     return out
 
