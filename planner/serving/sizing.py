@@ -53,6 +53,7 @@ from planner.serving.serving import (
     itl_distribution,
     latency_percentiles,
     load_point,
+    meets_objective,
     quantile,
     replica_model,
 )
@@ -355,9 +356,13 @@ def evaluate_family(req: SizingRequest, fam: LayoutCandidate, lazy: bool = False
     return prep if isinstance(prep, FamilyResult) else _evaluate(req, prep, lazy)
 
 
-def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool) -> FamilyResult:
+def _replica_model(prep: _Prepared) -> ReplicaModel:
+    return replica_model(prep.d, workload_for(prep.scenario, prep.d, prep.max_batch), max_population=prep.max_batch)
+
+
+def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel | None = None) -> FamilyResult:
     t, fam, d, caps, base = req.traffic, prep.fam, prep.d, prep.caps, prep.base
-    m = replica_model(d, workload_for(prep.scenario, d, prep.max_batch), max_population=prep.max_batch)
+    m = m if m is not None else _replica_model(prep)
     pct = req.slo.percentile
     capacity, goodput = capacity_and_goodput(m, caps, pct, req.slo.ttft_ms, req.slo.itl_ms)
     if not (goodput > 0).any():
@@ -371,7 +376,7 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool) -> FamilyResult:
     for i in np.argsort(-goodput, kind="stable"):  # caps reaching the family's goodput come first
         if goodput[i] <= 0:
             continue
-        replicas = max(1, math.ceil(t.requests_per_s / (goodput[i] * 1000.0) * (1 - 1e-12)))  # a denormal rate rounds to 0
+        replicas = _replicas(t.requests_per_s, float(goodput[i]))
         if replicas in seen:  # a larger cap at the same replica count changes nothing the traffic sees
             continue
         if len(seen) == OPTIONS_PER_FAMILY:
@@ -409,6 +414,62 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool) -> FamilyResult:
     return FamilyResult(options, None, len(caps))
 
 
+GOODPUT_GRID = 48  # goodput_per_ms's default grid of rates, whose first step _goodput_bracket repeats
+
+
+def _goodput_bracket(m: ReplicaModel, req: SizingRequest) -> tuple[float, float]:
+    """[lo, hi] holding goodput_per_ms's answer, from its first step alone (the grid of rates up to
+    capacity, the same call on the same rates, so the same verdicts); lo == hi where that step is the
+    answer. Its bisection then only moves inside the bracketing cell."""
+    cap = float(m.capacity_per_ms())
+    if not cap > 0:
+        return 0.0, 0.0
+    rates = cap * np.concatenate([[1e-6], np.linspace(1.0 / GOODPUT_GRID, 1.0, GOODPUT_GRID) * (1.0 - 1e-9)])
+    ok = meets_objective(m, load_point(m, rates), req.slo.percentile, req.slo.ttft_ms, req.slo.itl_ms)
+    if not ok[0]:
+        return 0.0, 0.0
+    if ok.all():
+        return float(rates[-1]), float(rates[-1])
+    last = int(np.argmin(ok)) - 1
+    return float(rates[last]), float(rates[last + 1])
+
+
+def _replicas(requests_per_s: float, goodput_per_ms: float) -> int:
+    return max(1, math.ceil(requests_per_s / (goodput_per_ms * 1000.0) * (1 - 1e-12)))  # a denormal rate: 1
+
+
+def _fleet_costs(req: SizingRequest, prep: _Prepared, m: ReplicaModel) -> list[float] | None:
+    """The $/hour of each option _evaluate would give this family, in its order, from the goodput's
+    bracket alone; None where the bracket leaves the replica counts or their order open (or no cap has
+    goodput: _evaluate then says why). A cap's goodput is min(goodput, capacity (1 - 1e-9)): a cap whose
+    capacity is below the bracket has that capacity, one above it the family's goodput (ties keep cap order)."""
+    lo, hi = _goodput_bracket(m, req)
+    if not lo > 0:
+        return None
+    limit = np.asarray(m.capacity_per_ms(np.asarray(prep.caps, dtype=float)), dtype=float) * (1.0 - 1e-9)
+    if ((limit >= lo) & (limit < hi)).any() or (lo < hi and (limit == hi).any()):
+        return None
+    at_goodput = limit >= hi
+    rate = req.traffic.requests_per_s
+    if at_goodput.any() and _replicas(rate, lo) != _replicas(rate, hi):
+        return None
+    goodput = np.where(at_goodput, lo, limit)  # every capped goodput is below lo: the same order
+    costs: list[float] = []
+    seen: set[int] = set()
+    gpus_per_replica = sharding(prep.d).gpus_per_replica
+    for i in np.argsort(-goodput, kind="stable"):
+        if goodput[i] <= 0:
+            continue
+        replicas = _replicas(rate, float(goodput[i]))
+        if replicas in seen:
+            continue
+        if len(seen) == OPTIONS_PER_FAMILY:
+            break
+        seen.add(replicas)
+        costs.append(replicas * gpus_per_replica * prep.price)
+    return costs or None
+
+
 def _itl_percentiles(m: ReplicaModel, point: LoadPoint) -> Percentiles:
     """ITL percentiles alone, bracketed as latency_percentiles brackets them (the same figures)."""
     if not bool(point.stable):
@@ -427,11 +488,15 @@ def _finish(option: dict[str, Any]) -> None:
 
 
 def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False,
-           prune: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
+           prune: bool = False, defer: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
     """Every family: (options, infeasible families with their reason, configurations searched, families
     pruned). `prune`: families go cheapest cost floor first, and one whose floor is above the
     `max_options`-th cheapest option found so far is skipped: every fleet it gives costs more than every
-    option returned, so the returned options and their Pareto flags are the same as without pruning."""
+    option returned, so the returned options and their Pareto flags are the same as without pruning.
+    `defer` (with `lazy`; for a caller that returns the `max_options` cheapest rows by $/hour then ITL): a
+    family whose fleet costs the goodput's first step settles is finished (exact goodput, ITL) only when
+    one of them is among the `max_options` cheapest; the others' rows carry their $/hour alone and an
+    infinite ITL, and rank past every returned row."""
     rows: list[dict[str, Any]] = []
     infeasible: list[dict[str, str]] = []
     searched = pruned = 0
@@ -447,20 +512,37 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     if prune:
         prepared.sort(key=lambda p: p.cost_floor_usd_per_hour)
     cheapest: list[float] = []  # max-heap (negated) of the max_options cheapest $/hour found so far
+    pending: list[tuple[_Prepared, ReplicaModel, int, int]] = []  # deferred: family, model, its rows, first row
     for prep in prepared:
         searched += len(prep.caps)
         if prune and len(cheapest) == req.max_options and prep.cost_floor_usd_per_hour > -cheapest[0]:
             pruned += 1
             continue
-        result = _evaluate(req, prep, lazy)
-        rows.extend(result.options)
-        for o in result.options:
+        m = _replica_model(prep)
+        costs = _fleet_costs(req, prep, m) if defer and lazy else None
+        if costs is not None:
+            pending.append((prep, m, len(costs), len(rows)))
+            rows.extend({"usd_per_hour": usd, "itl_ms": math.inf} for usd in costs)
+        else:
+            result = _evaluate(req, prep, lazy, m)
+            rows.extend(result.options)
+            costs = [o["usd_per_hour"] for o in result.options]
+            if result.reason is not None:
+                infeasible.append({"candidate": _label(prep.fam), "reason": result.reason})
+        for usd in costs:
             if len(cheapest) < req.max_options:
-                heapq.heappush(cheapest, -o["usd_per_hour"])
-            elif o["usd_per_hour"] < -cheapest[0]:
-                heapq.heapreplace(cheapest, -o["usd_per_hour"])
-        if result.reason is not None:
-            infeasible.append({"candidate": _label(prep.fam), "reason": result.reason})
+                heapq.heappush(cheapest, -usd)
+            elif usd < -cheapest[0]:
+                heapq.heapreplace(cheapest, -usd)
+    if pending:
+        usd_all = sorted(r["usd_per_hour"] for r in rows)
+        last_returned = usd_all[req.max_options - 1] if len(usd_all) > req.max_options else math.inf
+        for prep, m, n, first in pending:
+            if min(r["usd_per_hour"] for r in rows[first:first + n]) <= last_returned:
+                result = _evaluate(req, prep, lazy, m)
+                assert [o["usd_per_hour"] for o in result.options] == [r["usd_per_hour"] for r in
+                                                                        rows[first:first + n]]
+                rows[first:first + n] = result.options
     return rows, infeasible, searched, pruned
 
 
@@ -475,7 +557,7 @@ def size(data: Any) -> dict[str, Any]:
     if not isinstance(data, SizingRequest):
         check_work([families(req)])  # size_with_modes checks the whole request (its modes too) first
     hints = fit_hints(req)
-    rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True)
+    rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True, defer=True)
     rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
     if rows:
         mask = pareto_mask(np.array([r["usd_per_hour"] for r in rows]), np.array([r["itl_ms"] for r in rows]))
