@@ -43,14 +43,22 @@ from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
 from planner.physics.memory import kv_bytes_per_token, plan_memory
 from planner.scenario.scenario import Scenario, resolve
+from planner.serving.layout_memo import LayoutKey, LayoutMemo, layout_key
 from planner.serving.serving import (
+    LoadPoint,
     ReplicaModel,
     goodput_per_ms,
     latency_percentiles,
     load_point,
     replica_model,
 )
-from planner.serving.sizing import LayoutCandidate, rate_bound_per_s
+from planner.serving.sizing import (
+    GoodputSearch,
+    LayoutCandidate,
+    itl_percentiles,
+    rate_bound_per_s,
+    ttft_percentiles,
+)
 from planner.serving.workload import replica_workload
 
 
@@ -142,22 +150,43 @@ class DisaggregatedFleet:
     prefill_utilization: float
 
 
+def decode_fleet(dw: DecodeWorker, requests_per_s: float,
+                 percentile: int = 90) -> tuple[int, LoadPoint, float | None]:
+    """Decode workers for the traffic, the load point each then runs at and its ITL at the percentile."""
+    workers = max(1, math.ceil(requests_per_s / dw.goodput_per_s * (1 - 1e-12)))
+    point = load_point(dw.model, requests_per_s / workers / 1000.0)
+    return workers, point, itl_percentiles(dw.model, point).at(percentile)
+
+
+def _prefill_workers(p: PrefillWorker, requests_per_s: float, budget_ms: float, percentile: int) -> int | None:
+    """Fewest prefill workers whose slots each meet the TTFT budget (None when a trickle misses it); the
+    goodput's search goes only as far as the count needs."""
+    def workers(per_slot_per_ms: float) -> int:
+        return max(1, math.ceil(requests_per_s / (p.slots * (per_slot_per_ms * 1000.0)) * (1 - 1e-12)))
+
+    goodput = GoodputSearch(p.model, percentile, budget_ms, None)
+    if not goodput.lo > 0:
+        return None
+    while workers(goodput.lo) != workers(goodput.hi):  # an exact goodput closes the bracket
+        goodput.step()
+    return workers(goodput.lo)
+
+
 def size_fleet(p: PrefillWorker, dw: DecodeWorker, requests_per_s: float, prompt_len: int, output_len: int,
-               ttft_slo_ms: float, percentile: int = 90) -> DisaggregatedFleet | None:
-    """Fewest prefill and decode workers for the traffic, or None when no prefill count meets TTFT."""
+               ttft_slo_ms: float, percentile: int = 90,
+               decode: tuple[int, LoadPoint, float | None] | None = None) -> DisaggregatedFleet | None:
+    """Fewest prefill and decode workers for the traffic, or None when no prefill count meets TTFT.
+    `decode`: the decode side (decode_fleet's answer for `dw`), when the caller pairs `dw` more than once."""
     transfer = kv_transfer_ms(p.deployment, dw.deployment, prompt_len)
     budget = ttft_slo_ms - transfer - dw.itl_ms  # what the prefill queue and prompt may take
     if not budget > 0:
         return None
-    per_slot = goodput_per_ms(p.model, percentile, budget, None) * 1000.0
-    if not per_slot > 0:
+    workers = _prefill_workers(p, requests_per_s, budget, percentile)
+    if workers is None:
         return None
-    workers = max(1, math.ceil(requests_per_s / (p.slots * per_slot) * (1 - 1e-12)))
     point = load_point(p.model, requests_per_s / (workers * p.slots) / 1000.0)
-    ttft = latency_percentiles(p.model, point)[0].at(percentile)
-    decode_workers = max(1, math.ceil(requests_per_s / dw.goodput_per_s * (1 - 1e-12)))
-    dpoint = load_point(dw.model, requests_per_s / decode_workers / 1000.0)
-    itl = latency_percentiles(dw.model, dpoint)[1].at(percentile)
+    ttft = ttft_percentiles(p.model, point).at(percentile)
+    decode_workers, dpoint, itl = decode if decode is not None else decode_fleet(dw, requests_per_s, percentile)
     if ttft is None or itl is None:
         return None
     return DisaggregatedFleet(p, dw, workers, decode_workers, ttft + transfer + itl, itl,
@@ -184,34 +213,62 @@ def _deployment(base: dict[str, Any], c: PoolCandidate) -> Deployment | None:
         return None
 
 
+def _prefill_cost_floor(d: Deployment, shape: TrafficShape, price: float, work_ms: float) -> float:
+    """A floor under a prefill worker's $/hour per prompt/s (price x GPUs / prompts_per_s): a slot serves a
+    prompt in at least its prefill work at the mean prompt (the serving model's service time adds the
+    decode share of its iterations, and its mean work over the length grid is at least the work at the
+    mean length: planner.serving.sizing.rate_bound_per_s's argument), 1 % below for the grid's rounding.
+    `work_ms`: the prefill work of the mean prompt's computed tokens."""
+    s = sharding(d)
+    return price * s.gpus_per_replica * 0.99 * work_ms / (s.attention_dp * s.pp * 1000.0)
+
+
 def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
                           decode_pool: Sequence[PoolCandidate], requests_per_s: float, prompt_len: int,
                           output_len: int, context_len: int, ttft_slo_ms: float, itl_slo_ms: float,
                           price_of: Callable[[str, Any], float | None], shape: TrafficShape | None = None,
-                          percentile: int = 90) -> tuple[list[dict[str, Any]], int]:
+                          percentile: int = 90, memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], int]:
     """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts; they
-    share the weight and KV precision so the KV cache transfers as is). Returns (options, searched)."""
+    share the weight and KV precision so the KV cache transfers as is). Returns (options, searched).
+    `memo`: per-layout figures shared with the request's aggregated search (same model and settings)."""
     shape = shape or TrafficShape(prompt_len, output_len)
     searched = 0
     resolved: dict[tuple, Deployment | None] = {}
+    memo = memo if memo is not None else LayoutMemo()
+    computed = max(round(shape.prompt_len * (1.0 - shape.prefix_cache_hit)), 1)
+
+    def key_of(c: PoolCandidate) -> LayoutKey:
+        return layout_key(c.gpu_value, c.tp, c.pp, c.ep, c.weights, c.kv_cache)
 
     def deployment_of(c: PoolCandidate) -> Deployment | None:
-        key = (c.gpu_key, c.tp, c.pp, c.ep, c.weights, c.kv_cache)
+        key = key_of(c)
         if key not in resolved:  # the two pools usually share candidates: resolve each once
-            resolved[key] = _deployment(base_scenario, c)
+            resolved[key] = memo.known_deployment(key) or _deployment(base_scenario, c)
         return resolved[key]
 
-    prefills: dict[tuple[str, str], list[tuple[float, PrefillWorker, str, float]]] = {}
-    for c in prefill_pool:
+    # prefill candidates: cheapest floor first, workers built until the KEEP_PER_POOL best found cost less
+    # per prompt than any floor left; the kept ones go back to pool order (the pairing's ties keep it)
+    floored: dict[tuple[str, str], list[tuple[float, int, PoolCandidate, Deployment, float]]] = {}
+    for i, c in enumerate(prefill_pool):
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
-        if d is None or price is None or not plan_memory(d, prompt_len + 1).fits:
+        if d is None or price is None or not memo.memory(key_of(c), d, prompt_len + 1).fits:
             continue
         searched += 1
-        w = prefill_worker(d, shape)
-        if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
-            continue
-        prefills.setdefault((c.weights, c.kv_cache), []).append((price * w.gpus / w.prompts_per_s, w, c.gpu_key, price))
+        work_ms = memo.prefill_work_ms(key_of(c), d, shape.prompt_len, shape.prompt_len - computed)
+        floor = _prefill_cost_floor(d, shape, price, work_ms)
+        floored.setdefault((c.weights, c.kv_cache), []).append((floor, i, c, d, price))
+    prefills: dict[tuple[str, str], list[tuple[float, PrefillWorker, str, float]]] = {}
+    for key, floors in floored.items():
+        built: list[tuple[float, int, PrefillWorker, str, float]] = []
+        for floor, i, c, d, price in sorted(floors, key=lambda x: x[0]):
+            if len(built) >= KEEP_PER_POOL and floor > sorted(b[0] for b in built)[KEEP_PER_POOL - 1]:
+                break
+            w = prefill_worker(d, shape)
+            if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
+                continue
+            built.append((price * w.gpus / w.prompts_per_s, i, w, c.gpu_key, price))
+        prefills[key] = [(cost, w, gpu, price) for cost, _, w, gpu, price in sorted(built, key=lambda b: b[1])]
     # decode candidates: cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found
     # cost less per request than any bound left (planner.serving.sizing's bound, prompt work 0: it is cached)
     bounded: dict[tuple[str, str], list[tuple[float, PoolCandidate, Deployment, float]]] = {}
@@ -221,11 +278,12 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
         if d is None or price is None:
             continue
         searched += 1
-        mem = plan_memory(d, context_len)
+        mem = memo.memory(key_of(c), d, context_len)
         if not mem.fits:
             continue
-        bound = rate_bound_per_s(d, shape.prompt_len + shape.output_len / 2, mem.max_batch, shape.output_len,
-                                 itl_slo_ms, 0.0)
+        context = shape.prompt_len + shape.output_len / 2
+        bound = rate_bound_per_s(d, context, mem.max_batch, shape.output_len, itl_slo_ms, 0.0,
+                                 memo.bound_steps(key_of(c), d, mem.max_batch, context))
         floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
         bounded.setdefault((c.weights, c.kv_cache), []).append((floor, c, d, price))
     decodes: dict[tuple[str, str], list[tuple[float, DecodeWorker, str, float]]] = {}
@@ -240,10 +298,14 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
         decodes[key] = kept
     options = []
     demand_tokens_per_s = requests_per_s * output_len
+    decode_side: dict[int, tuple[int, LoadPoint, float | None]] = {}
     for key, pre in prefills.items():
         for _, pw, p_key, p_price in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
             for _, dw, d_key, d_price in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
-                fleet = size_fleet(pw, dw, requests_per_s, prompt_len, output_len, ttft_slo_ms, percentile)
+                if id(dw) not in decode_side:  # every prefill candidate meets the same decode fleet
+                    decode_side[id(dw)] = decode_fleet(dw, requests_per_s, percentile)
+                fleet = size_fleet(pw, dw, requests_per_s, prompt_len, output_len, ttft_slo_ms, percentile,
+                                   decode_side[id(dw)])
                 if fleet is None:
                     continue
                 gpus_p, gpus_d = fleet.prefill_workers * pw.gpus, fleet.decode_workers * dw.gpus
@@ -268,5 +330,5 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
     return options, searched
 
 
-__all__ = ["PoolCandidate", "disaggregated_options", "DecodeWorker", "DisaggregatedFleet", "PrefillWorker", "decode_worker", "kv_transfer_ms",
+__all__ = ["PoolCandidate", "disaggregated_options", "DecodeWorker", "DisaggregatedFleet", "PrefillWorker", "decode_fleet", "decode_worker", "kv_transfer_ms",
            "TrafficShape", "layout_summary", "prefill_worker", "size_fleet"]

@@ -19,6 +19,7 @@ from planner.economics.cost import gpu_price
 from planner.hardware.validated import is_validated
 from planner.scenario.scenario import resolve_gpu, resolve_model
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
+from planner.serving.layout_memo import LayoutMemo
 from planner.serving.request_bounds import check_work, dedupe_lists
 from planner.serving.sizing import families, fit_hints, gpu_key, parse_sizing, size
 
@@ -54,7 +55,8 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     req = parse_sizing({k: v for k, v in data.items() if k not in MODE_FIELDS})
     check_work([families(req)] + ([families(req, modes.prefill_gpus), families(req, modes.decode_gpus)]
                                   if modes.disaggregation else []))
-    result = size(req)
+    memo = LayoutMemo()  # the aggregated and disaggregated searches plan the same layouts
+    result = size(req, memo)
     for option in result["options"]:  # an aggregated replica prefills and decodes: no separate workers
         option.setdefault("mode", "aggregated")
         option.setdefault("prefill_workers", None)
@@ -84,7 +86,8 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     disagg, searched = disaggregated_options(base, prefill_pool, decode_pool, t.requests_per_s, t.prompt_len,
                                              t.output_len, context, req.slo.ttft_ms, req.slo.itl_ms, price_of,
                                              TrafficShape(t.prompt_len, t.output_len, t.arrival_cv, t.prompt_len_cv,
-                                                          t.output_len_cv, t.prefix_cache_hit), req.slo.percentile)
+                                                          t.output_len_cv, t.prefix_cache_hit), req.slo.percentile,
+                                             memo)
     for option in disagg:  # validated only when both pools run on validated GPUs
         option["validated"] = is_validated(option["prefill"]["gpu"]) and is_validated(option["decode"]["gpu"])
     aggregated = result["options"]

@@ -17,6 +17,7 @@ tokens at the traffic actually served: the same figure `plan` gives for the opti
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from dataclasses import dataclass
@@ -33,7 +34,6 @@ from planner.core.precision import KvPrecision, WeightPrecision
 from planner.economics.cost import gpu_price, usd_per_million_tokens
 from planner.economics.ownership import OwnershipCosts, owned_usd_per_gpu_hour
 from planner.hardware.parallelism import cheapest_layout_that_fits, sharding, valid_tp
-from planner.physics.latency import decode_step, prefill_chunk_work_ms
 from planner.physics.memory import plan_memory
 from planner.scenario.scenario import (
     MemorySettings,
@@ -43,6 +43,7 @@ from planner.scenario.scenario import (
     resolve_gpu,
     resolve_model,
 )
+from planner.serving.layout_memo import LayoutMemo, bound_steps, layout_key
 from planner.serving.request_bounds import check_work, dedupe_lists
 from planner.serving.serving import (
     PERCENTILES,
@@ -56,6 +57,7 @@ from planner.serving.serving import (
     meets_objective,
     quantile,
     replica_model,
+    ttft_distribution,
 )
 from planner.serving.sweep import batch_grid
 from planner.serving.workload import workload_for
@@ -295,50 +297,60 @@ class _Prepared:
     cost_floor_usd_per_hour: float
 
 
-def _prepare(req: SizingRequest, fam: LayoutCandidate) -> _Prepared | FamilyResult:
+@functools.lru_cache(maxsize=4096)
+def _caps(max_batch: int) -> npt.NDArray[np.int_]:
+    """Caps on running sequences searched: the batch grid up to the KV cache's max batch (read-only)."""
+    caps = batch_grid(max_batch)
+    caps = caps[caps <= max_batch]
+    caps.flags.writeable = False
+    return caps
+
+
+def _prepare(req: SizingRequest, fam: LayoutCandidate, memo: LayoutMemo | None = None) -> _Prepared | FamilyResult:
     """Resolve a family and check memory and price; the cost floor prices the fewest replicas the traffic
     could need: a replica's capacity is at most max_batch / ((O - 1) D(max_batch)) (the serving model's
     lambda(N) = N / ((O - 1) D(N) + N E[W]) grows with N and drops E[W] here), goodput at most its capacity."""
     t = req.traffic
+    memo = memo if memo is not None else LayoutMemo()
+    key = layout_key(fam.gpu_value, fam.tp, fam.pp, fam.ep, fam.weights, fam.kv_cache)
     try:
         base = _scenario_for(req, fam)
         scenario = Scenario.model_validate(base)
-        d = resolve(scenario)
+        d = memo.deployment(key, lambda: resolve(scenario))
     except (ScenarioError, ValidationError) as err:
         reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else str(err).splitlines()[0]
         return FamilyResult([], reason, 0)
-    mem = plan_memory(d, scenario.context_len_resolved)
+    mem = memo.memory(key, d, scenario.context_len_resolved)
     if not mem.fits:
         return FamilyResult([], f"weights ({mem.weights_gb_per_gpu:.1f} GB/GPU) and one sequence do not fit in "
                                 f"{d.gpu.name} memory", 0)
-    caps = batch_grid(mem.max_batch)
-    caps = caps[caps <= mem.max_batch]
+    caps = _caps(mem.max_batch)
     rent, own = _gpu_price(req, fam.gpu_key, fam.gpu_value)
     price = own if req.cost_mode == "own" else rent
     if price is None:
         return FamilyResult([], "no price: give usd_per_gpu_hour for this GPU", len(caps))
     floor = 0.0
     computed = max(round(t.prompt_len * (1.0 - t.prefix_cache_hit)), 1)
-    work_ms = float(np.asarray(prefill_chunk_work_ms(d, [float(t.prompt_len)], [float(t.prompt_len - computed)]))[0])
-    bound_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms,
-                                         work_ms)
+    work_ms = memo.prefill_work_ms(key, d, t.prompt_len, t.prompt_len - computed)
+    bound_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms, work_ms,
+                                   memo.bound_steps(key, d, mem.max_batch, scenario.mean_context))
     if bound_per_s is not None:
         floor = math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
     return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own, floor)
 
 
-def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int,
-                      itl_ms: float, work_ms: float) -> float | None:
+def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int, itl_ms: float, work_ms: float,
+                     steps: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None) -> float | None:
     """An upper bound on a replica's goodput (req/s), or None where there is none to give. In the serving
     model lambda(N) = N / ((O - 1) D(N) + N E[W]), which grows with N (N / D(N) does); E[W] >= W at the mean
     prompt (`work_ms`: prefill work grows at least linearly with length, so Jensen's inequality); and an ITL
     percentile of 50 or more is at least D(N) (every ITL component is centred at D(N) + its slope + prompt
     work >= D(N)), so the ITL objective caps N where D(N) reaches it. Over a grid of N, the true cap lies
-    between the last point within the objective and the next, hence N_next / ((O - 1) D(N_last) + N_next W)."""
+    between the last point within the objective and the next, hence N_next / ((O - 1) D(N_last) + N_next W).
+    `steps`: the table of N and D(N) (LayoutMemo.bound_steps), when the caller holds it."""
     if output_len <= 1:
         return None
-    population = np.geomspace(1.0, max(float(max_batch), 1.0), 48)
-    step_ms = np.asarray(decode_step(d, population, context).total_ms, dtype=float)
+    population, step_ms = steps if steps is not None else bound_steps(d, max_batch, context)
     within = np.nonzero(step_ms <= itl_ms)[0]
     if len(within) == 0:
         return None  # even one sequence misses ITL: evaluated, so that it says why
@@ -360,11 +372,17 @@ def _replica_model(prep: _Prepared) -> ReplicaModel:
     return replica_model(prep.d, workload_for(prep.scenario, prep.d, prep.max_batch), max_population=prep.max_batch)
 
 
-def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel | None = None) -> FamilyResult:
+def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel | None = None,
+              best: float | None = None) -> FamilyResult:
+    """`m` and `best` (its goodput_per_ms), when the caller has them."""
     t, fam, d, caps, base = req.traffic, prep.fam, prep.d, prep.caps, prep.base
     m = m if m is not None else _replica_model(prep)
     pct = req.slo.percentile
-    capacity, goodput = capacity_and_goodput(m, caps, pct, req.slo.ttft_ms, req.slo.itl_ms)
+    if best is None:
+        capacity, goodput = capacity_and_goodput(m, caps, pct, req.slo.ttft_ms, req.slo.itl_ms)
+    else:  # capacity_and_goodput's own figures, from the goodput the caller found
+        capacity = np.asarray(m.capacity_per_ms(np.asarray(caps, dtype=float)), dtype=float)
+        goodput = np.minimum(best, capacity * (1.0 - 1e-9))
     if not (goodput > 0).any():
         return FamilyResult([], _why_not(m, req), len(caps))
     price, rent, own = prep.price, prep.rent, prep.own
@@ -385,7 +403,7 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel |
         rate_per_ms = t.requests_per_s / replicas / 1000.0
         point = load_point(m, rate_per_ms, int(caps[i]))
         if lazy:  # ITL ranks the options and draws the frontier; TTFT and E2E wait until returned
-            itl = _itl_percentiles(m, point)
+            itl = itl_percentiles(m, point)
             ttft = e2e = Percentiles(None, None, None)
         else:
             ttft, itl, e2e = latency_percentiles(m, point)
@@ -414,18 +432,19 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel |
     return FamilyResult(options, None, len(caps))
 
 
-GOODPUT_GRID = 48  # goodput_per_ms's default grid of rates, whose first step _goodput_bracket repeats
+GOODPUT_GRID = 48  # goodput_per_ms's default grid of rates, whose first step goodput_bracket repeats
 
 
-def _goodput_bracket(m: ReplicaModel, req: SizingRequest) -> tuple[float, float]:
+def goodput_bracket(m: ReplicaModel, percentile: int, ttft_ms: float | None,
+                    itl_ms: float | None) -> tuple[float, float]:
     """[lo, hi] holding goodput_per_ms's answer, from its first step alone (the grid of rates up to
     capacity, the same call on the same rates, so the same verdicts); lo == hi where that step is the
-    answer. Its bisection then only moves inside the bracketing cell."""
+    answer, (0, 0) where it is 0. Its bisection then only moves inside the bracketing cell."""
     cap = float(m.capacity_per_ms())
     if not cap > 0:
         return 0.0, 0.0
     rates = cap * np.concatenate([[1e-6], np.linspace(1.0 / GOODPUT_GRID, 1.0, GOODPUT_GRID) * (1.0 - 1e-9)])
-    ok = meets_objective(m, load_point(m, rates), req.slo.percentile, req.slo.ttft_ms, req.slo.itl_ms)
+    ok = meets_objective(m, load_point(m, rates), percentile, ttft_ms, itl_ms)
     if not ok[0]:
         return 0.0, 0.0
     if ok.all():
@@ -438,12 +457,42 @@ def _replicas(requests_per_s: float, goodput_per_ms: float) -> int:
     return max(1, math.ceil(requests_per_s / (goodput_per_ms * 1000.0) * (1 - 1e-12)))  # a denormal rate: 1
 
 
-def _fleet_costs(req: SizingRequest, prep: _Prepared, m: ReplicaModel) -> list[float] | None:
-    """The $/hour of each option _evaluate would give this family, in its order, from the goodput's
-    bracket alone; None where the bracket leaves the replica counts or their order open (or no cap has
-    goodput: _evaluate then says why). A cap's goodput is min(goodput, capacity (1 - 1e-9)): a cap whose
-    capacity is below the bracket has that capacity, one above it the family's goodput (ties keep cap order)."""
-    lo, hi = _goodput_bracket(m, req)
+class GoodputSearch:
+    """goodput_per_ms's search one step at a time (its grid, then its bisection in the bracketing cell,
+    the same calls in the same order): the goodput lies in [lo, hi]; once `exact`, it is lo."""
+
+    def __init__(self, m: ReplicaModel, percentile: int, ttft_ms: float | None, itl_ms: float | None,
+                 refine: int = 10) -> None:
+        self.m, self.percentile, self.ttft_ms, self.itl_ms = m, percentile, ttft_ms, itl_ms
+        self.lo, self.hi = goodput_bracket(m, percentile, ttft_ms, itl_ms)
+        self.steps_left = refine if self.lo < self.hi else 0
+
+    @property
+    def exact(self) -> bool:
+        return self.steps_left == 0
+
+    def step(self) -> None:
+        mid = 0.5 * (self.lo + self.hi)
+        if bool(meets_objective(self.m, load_point(self.m, mid), self.percentile, self.ttft_ms, self.itl_ms)):
+            self.lo = mid
+        else:
+            self.hi = mid
+        self.steps_left -= 1
+        if self.steps_left == 0:
+            self.hi = self.lo
+
+    def finish(self) -> float:
+        while not self.exact:
+            self.step()
+        return self.lo
+
+
+def _fleet_costs(req: SizingRequest, prep: _Prepared, m: ReplicaModel, lo: float, hi: float) -> list[float] | None:
+    """The $/hour of each option _evaluate would give this family, in its order, knowing only that the
+    family's goodput lies in [lo, hi]; None where that leaves the replica counts or their order open (or no
+    cap has goodput: _evaluate then says why). A cap's goodput is min(goodput, capacity (1 - 1e-9)): a cap
+    whose capacity is below the bracket has that capacity, one above it the family's goodput (ties keep
+    cap order)."""
     if not lo > 0:
         return None
     limit = np.asarray(m.capacity_per_ms(np.asarray(prep.caps, dtype=float)), dtype=float) * (1.0 - 1e-9)
@@ -470,11 +519,20 @@ def _fleet_costs(req: SizingRequest, prep: _Prepared, m: ReplicaModel) -> list[f
     return costs or None
 
 
-def _itl_percentiles(m: ReplicaModel, point: LoadPoint) -> Percentiles:
+def itl_percentiles(m: ReplicaModel, point: LoadPoint) -> Percentiles:
     """ITL percentiles alone, bracketed as latency_percentiles brackets them (the same figures)."""
     if not bool(point.stable):
         return latency_percentiles(m, point)[1]
     q = quantile(itl_distribution(m, point), np.array(PERCENTILES) / 100.0, max(float(point.iteration_ms * 2), 1e-3))
+    return Percentiles(*(float(v) for v in q))
+
+
+def ttft_percentiles(m: ReplicaModel, point: LoadPoint) -> Percentiles:
+    """TTFT percentiles alone, bracketed as latency_percentiles brackets them (the same figures)."""
+    if not bool(point.stable):
+        return latency_percentiles(m, point)[0]
+    first = float(np.max(m.prefill_work_ms) + point.iteration_ms + point.wait_mean_ms + 1.0)
+    q = quantile(ttft_distribution(m, point), np.array(PERCENTILES) / 100.0, max(first, 1e-3))
     return Percentiles(*(float(v) for v in q))
 
 
@@ -487,22 +545,24 @@ def _finish(option: dict[str, Any]) -> None:
                    "e2e_ms": e2e.at(pct), "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50})
 
 
-def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False,
-           prune: bool = False, defer: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
+def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False, prune: bool = False,
+           defer: bool = False, memo: LayoutMemo | None = None
+           ) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
     """Every family: (options, infeasible families with their reason, configurations searched, families
     pruned). `prune`: families go cheapest cost floor first, and one whose floor is above the
     `max_options`-th cheapest option found so far is skipped: every fleet it gives costs more than every
     option returned, so the returned options and their Pareto flags are the same as without pruning.
     `defer` (with `lazy`; for a caller that returns the `max_options` cheapest rows by $/hour then ITL): a
-    family whose fleet costs the goodput's first step settles is finished (exact goodput, ITL) only when
-    one of them is among the `max_options` cheapest; the others' rows carry their $/hour alone and an
-    infinite ITL, and rank past every returned row."""
+    family's goodput is searched only as far as its fleet costs need, and the family is finished (exact
+    goodput, ITL) only when one of its fleets is among the `max_options` cheapest; the others' rows carry
+    their $/hour alone and an infinite ITL, and rank past every returned row. `memo`: per-layout figures shared with another search
+    of the same request."""
     rows: list[dict[str, Any]] = []
     infeasible: list[dict[str, str]] = []
     searched = pruned = 0
     prepared: list[_Prepared] = []
     for fam in _families(req, hints):
-        prep = _prepare(req, fam)
+        prep = _prepare(req, fam, memo)
         if isinstance(prep, FamilyResult):
             searched += prep.searched
             if prep.reason is not None:
@@ -512,19 +572,24 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     if prune:
         prepared.sort(key=lambda p: p.cost_floor_usd_per_hour)
     cheapest: list[float] = []  # max-heap (negated) of the max_options cheapest $/hour found so far
-    pending: list[tuple[_Prepared, ReplicaModel, int, int]] = []  # deferred: family, model, its rows, first row
+    pending: list[tuple[_Prepared, ReplicaModel, GoodputSearch, int, int]] = []  # deferred, with its rows
     for prep in prepared:
         searched += len(prep.caps)
         if prune and len(cheapest) == req.max_options and prep.cost_floor_usd_per_hour > -cheapest[0]:
             pruned += 1
             continue
         m = _replica_model(prep)
-        costs = _fleet_costs(req, prep, m) if defer and lazy else None
-        if costs is not None:
-            pending.append((prep, m, len(costs), len(rows)))
+        costs = goodput = None
+        if defer and lazy:  # the goodput's search goes only as far as the fleet costs need
+            goodput = GoodputSearch(m, req.slo.percentile, req.slo.ttft_ms, req.slo.itl_ms)
+            while goodput.lo > 0 and (costs := _fleet_costs(req, prep, m, goodput.lo, goodput.hi)) is None \
+                    and not goodput.exact:
+                goodput.step()
+        if costs is not None and goodput is not None:
+            pending.append((prep, m, goodput, len(costs), len(rows)))
             rows.extend({"usd_per_hour": usd, "itl_ms": math.inf} for usd in costs)
         else:
-            result = _evaluate(req, prep, lazy, m)
+            result = _evaluate(req, prep, lazy, m, None if goodput is None else goodput.finish())
             rows.extend(result.options)
             costs = [o["usd_per_hour"] for o in result.options]
             if result.reason is not None:
@@ -537,9 +602,9 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     if pending:
         usd_all = sorted(r["usd_per_hour"] for r in rows)
         last_returned = usd_all[req.max_options - 1] if len(usd_all) > req.max_options else math.inf
-        for prep, m, n, first in pending:
+        for prep, m, goodput, n, first in pending:
             if min(r["usd_per_hour"] for r in rows[first:first + n]) <= last_returned:
-                result = _evaluate(req, prep, lazy, m)
+                result = _evaluate(req, prep, lazy, m, goodput.finish())
                 assert [o["usd_per_hour"] for o in result.options] == [r["usd_per_hour"] for r in
                                                                         rows[first:first + n]]
                 rows[first:first + n] = result.options
@@ -552,12 +617,13 @@ def families(req: SizingRequest, gpus: list[Any] | None = None) -> int:
     return n_gpus * len(req.tp) * len(req.pp) * len(req.ep) * len(req.weights) * len(req.kv_cache)
 
 
-def size(data: Any) -> dict[str, Any]:
+def size(data: Any, memo: LayoutMemo | None = None) -> dict[str, Any]:
+    """The sizing search (`memo`: per-layout figures shared with the request's disaggregated search)."""
     req = data if isinstance(data, SizingRequest) else parse_sizing(data)
     if not isinstance(data, SizingRequest):
         check_work([families(req)])  # size_with_modes checks the whole request (its modes too) first
     hints = fit_hints(req)
-    rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True, defer=True)
+    rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True, defer=True, memo=memo)
     rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
     if rows:
         mask = pareto_mask(np.array([r["usd_per_hour"] for r in rows]), np.array([r["itl_ms"] for r in rows]))
