@@ -61,7 +61,8 @@ def test_deferred_families_return_the_same_options(max_options):
                         "max_options": max_options})
     rows, infeasible, searched, pruned = search(req, lazy=True, prune=True, defer=True)
     full, infeasible_full, searched_full, pruned_full = search(req, lazy=True, prune=True)
-    assert (len(rows), infeasible, searched, pruned) == (len(full), infeasible_full, searched_full, pruned_full)
+    assert (len(rows), infeasible, searched) == (len(full), infeasible_full, searched_full)
+    assert pruned == pruned_full
     assert any(r["itl_ms"] == float("inf") for r in rows)  # some family was left unfinished
     assert _top(rows, max_options) == _top(full, max_options)
 

@@ -48,7 +48,6 @@ from planner.serving.serving import (
     LoadPoint,
     ReplicaModel,
     goodput_per_ms,
-    latency_percentiles,
     load_point,
     replica_model,
 )
@@ -130,7 +129,7 @@ def decode_worker(d: Deployment, context_len: int, shape: TrafficShape, itl_slo_
     if not goodput > 0:
         return None
     p = load_point(m, goodput)
-    itl = latency_percentiles(m, p)[1].at(percentile)
+    itl = itl_percentiles(m, p).at(percentile)
     if itl is None:
         return None
     return DecodeWorker(d, m, mem.max_batch, goodput * 1000.0, max(1, round(float(p.population))), itl,
@@ -158,7 +157,8 @@ def decode_fleet(dw: DecodeWorker, requests_per_s: float,
     return workers, point, itl_percentiles(dw.model, point).at(percentile)
 
 
-def _prefill_workers(p: PrefillWorker, requests_per_s: float, budget_ms: float, percentile: int) -> int | None:
+def _prefill_workers(p: PrefillWorker, requests_per_s: float, budget_ms: float,
+                     percentile: int) -> int | None:
     """Fewest prefill workers whose slots each meet the TTFT budget (None when a trickle misses it); the
     goodput's search goes only as far as the count needs."""
     def workers(per_slot_per_ms: float) -> int:
@@ -186,7 +186,9 @@ def size_fleet(p: PrefillWorker, dw: DecodeWorker, requests_per_s: float, prompt
         return None
     point = load_point(p.model, requests_per_s / (workers * p.slots) / 1000.0)
     ttft = ttft_percentiles(p.model, point).at(percentile)
-    decode_workers, dpoint, itl = decode if decode is not None else decode_fleet(dw, requests_per_s, percentile)
+    if decode is None:
+        decode = decode_fleet(dw, requests_per_s, percentile)
+    decode_workers, dpoint, itl = decode
     if ttft is None or itl is None:
         return None
     return DisaggregatedFleet(p, dw, workers, decode_workers, ttft + transfer + itl, itl,
@@ -227,7 +229,8 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
                           decode_pool: Sequence[PoolCandidate], requests_per_s: float, prompt_len: int,
                           output_len: int, context_len: int, ttft_slo_ms: float, itl_slo_ms: float,
                           price_of: Callable[[str, Any], float | None], shape: TrafficShape | None = None,
-                          percentile: int = 90, memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], int]:
+                          percentile: int = 90,
+                          memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], int]:
     """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts; they
     share the weight and KV precision so the KV cache transfers as is). Returns (options, searched).
     `memo`: per-layout figures shared with the request's aggregated search (same model and settings)."""
@@ -268,7 +271,8 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
             if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
                 continue
             built.append((price * w.gpus / w.prompts_per_s, i, w, c.gpu_key, price))
-        prefills[key] = [(cost, w, gpu, price) for cost, _, w, gpu, price in sorted(built, key=lambda b: b[1])]
+        built.sort(key=lambda b: b[1])
+        prefills[key] = [(cost, w, gpu, price) for cost, _, w, gpu, price in built]
     # decode candidates: cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found
     # cost less per request than any bound left (planner.serving.sizing's bound, prompt work 0: it is cached)
     bounded: dict[tuple[str, str], list[tuple[float, PoolCandidate, Deployment, float]]] = {}
@@ -330,5 +334,6 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
     return options, searched
 
 
-__all__ = ["PoolCandidate", "disaggregated_options", "DecodeWorker", "DisaggregatedFleet", "PrefillWorker", "decode_fleet", "decode_worker", "kv_transfer_ms",
+__all__ = ["PoolCandidate", "disaggregated_options", "DecodeWorker", "DisaggregatedFleet", "PrefillWorker", "decode_worker", "kv_transfer_ms",
+           "decode_fleet",
            "TrafficShape", "layout_summary", "prefill_worker", "size_fleet"]

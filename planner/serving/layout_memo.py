@@ -18,10 +18,12 @@ from planner.physics.latency import decode_step, prefill_chunk_work_ms
 from planner.physics.memory import MemoryPlan, plan_memory
 
 LayoutKey = tuple[str, int, int, int, str, str]
+StepTable = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]  # (decoding populations, step ms)
 BOUND_GRID = 48  # decoding populations the goodput bound tabulates (planner.serving.sizing.rate_bound_per_s)
 
 
-def layout_key(gpu_value: str | dict[str, Any], tp: int, pp: int, ep: int, weights: str, kv_cache: str) -> LayoutKey:
+def layout_key(gpu_value: str | dict[str, Any], tp: int, pp: int, ep: int, weights: str,
+               kv_cache: str) -> LayoutKey:
     """A layout's identity: a custom GPU by its whole object (two custom GPUs may share a name)."""
     gpu = gpu_value if isinstance(gpu_value, str) else json.dumps(gpu_value, sort_keys=True, default=str)
     return gpu, tp, pp, ep, weights, kv_cache
@@ -34,7 +36,7 @@ class LayoutMemo:
         self._deployments: dict[LayoutKey, Deployment] = {}
         self._memory: dict[tuple[LayoutKey, int], MemoryPlan] = {}
         self._work: dict[tuple[LayoutKey, float, float], float] = {}
-        self._steps: dict[tuple[LayoutKey, int, float], tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]] = {}
+        self._steps: dict[tuple[LayoutKey, int, float], StepTable] = {}
 
     def deployment(self, key: LayoutKey, build: Callable[[], Deployment]) -> Deployment:
         """The layout's deployment (`build` raises for a layout that does not resolve; nothing is kept)."""
@@ -50,23 +52,22 @@ class LayoutMemo:
             self._memory[key, context_len] = plan_memory(d, context_len)
         return self._memory[key, context_len]
 
-    def prefill_work_ms(self, key: LayoutKey, d: Deployment, prompt_len: float, cached_tokens: float) -> float:
+    def prefill_work_ms(self, key: LayoutKey, d: Deployment, prompt_len: float,
+                        cached_tokens: float) -> float:
         """Prefill work of one prompt riding an iteration (planner.physics.latency.prefill_chunk_work_ms)."""
         if (key, prompt_len, cached_tokens) not in self._work:
             work = prefill_chunk_work_ms(d, [float(prompt_len)], [float(cached_tokens)])
             self._work[key, prompt_len, cached_tokens] = float(np.asarray(work)[0])
         return self._work[key, prompt_len, cached_tokens]
 
-    def bound_steps(self, key: LayoutKey, d: Deployment, max_batch: int,
-                    context: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    def bound_steps(self, key: LayoutKey, d: Deployment, max_batch: int, context: float) -> StepTable:
         """(decoding populations, decode step ms at each) from 1 to the max batch, geometric."""
         if (key, max_batch, context) not in self._steps:
             self._steps[key, max_batch, context] = bound_steps(d, max_batch, context)
         return self._steps[key, max_batch, context]
 
 
-def bound_steps(d: Deployment, max_batch: int,
-                context: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def bound_steps(d: Deployment, max_batch: int, context: float) -> StepTable:
     """(decoding populations, decode step ms at each) from 1 to the max batch, geometric."""
     population = np.geomspace(1.0, max(float(max_batch), 1.0), BOUND_GRID)
     return population, np.asarray(decode_step(d, population, context).total_ms, dtype=float)

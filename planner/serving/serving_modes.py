@@ -86,8 +86,8 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     disagg, searched = disaggregated_options(base, prefill_pool, decode_pool, t.requests_per_s, t.prompt_len,
                                              t.output_len, context, req.slo.ttft_ms, req.slo.itl_ms, price_of,
                                              TrafficShape(t.prompt_len, t.output_len, t.arrival_cv, t.prompt_len_cv,
-                                                          t.output_len_cv, t.prefix_cache_hit), req.slo.percentile,
-                                             memo)
+                                                          t.output_len_cv, t.prefix_cache_hit),
+                                             req.slo.percentile, memo)
     for option in disagg:  # validated only when both pools run on validated GPUs
         option["validated"] = is_validated(option["prefill"]["gpu"]) and is_validated(option["decode"]["gpu"])
     aggregated = result["options"]

@@ -43,7 +43,7 @@ from planner.scenario.scenario import (
     resolve_gpu,
     resolve_model,
 )
-from planner.serving.layout_memo import LayoutMemo, bound_steps, layout_key
+from planner.serving.layout_memo import LayoutMemo, StepTable, bound_steps, layout_key
 from planner.serving.request_bounds import check_work, dedupe_lists
 from planner.serving.serving import (
     PERCENTILES,
@@ -306,7 +306,8 @@ def _caps(max_batch: int) -> npt.NDArray[np.int_]:
     return caps
 
 
-def _prepare(req: SizingRequest, fam: LayoutCandidate, memo: LayoutMemo | None = None) -> _Prepared | FamilyResult:
+def _prepare(req: SizingRequest, fam: LayoutCandidate,
+             memo: LayoutMemo | None = None) -> _Prepared | FamilyResult:
     """Resolve a family and check memory and price; the cost floor prices the fewest replicas the traffic
     could need: a replica's capacity is at most max_batch / ((O - 1) D(max_batch)) (the serving model's
     lambda(N) = N / ((O - 1) D(N) + N E[W]) grows with N and drops E[W] here), goodput at most its capacity."""
@@ -332,15 +333,16 @@ def _prepare(req: SizingRequest, fam: LayoutCandidate, memo: LayoutMemo | None =
     floor = 0.0
     computed = max(round(t.prompt_len * (1.0 - t.prefix_cache_hit)), 1)
     work_ms = memo.prefill_work_ms(key, d, t.prompt_len, t.prompt_len - computed)
-    bound_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms, work_ms,
-                                   memo.bound_steps(key, d, mem.max_batch, scenario.mean_context))
+    steps = memo.bound_steps(key, d, mem.max_batch, scenario.mean_context)
+    bound_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms,
+                                   work_ms, steps)
     if bound_per_s is not None:
         floor = math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
     return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own, floor)
 
 
-def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int, itl_ms: float, work_ms: float,
-                     steps: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None) -> float | None:
+def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int, itl_ms: float,
+                     work_ms: float, steps: StepTable | None = None) -> float | None:
     """An upper bound on a replica's goodput (req/s), or None where there is none to give. In the serving
     model lambda(N) = N / ((O - 1) D(N) + N E[W]), which grows with N (N / D(N) does); E[W] >= W at the mean
     prompt (`work_ms`: prefill work grows at least linearly with length, so Jensen's inequality); and an ITL
@@ -369,12 +371,14 @@ def evaluate_family(req: SizingRequest, fam: LayoutCandidate, lazy: bool = False
 
 
 def _replica_model(prep: _Prepared) -> ReplicaModel:
-    return replica_model(prep.d, workload_for(prep.scenario, prep.d, prep.max_batch), max_population=prep.max_batch)
+    w = workload_for(prep.scenario, prep.d, prep.max_batch)
+    return replica_model(prep.d, w, max_population=prep.max_batch)
 
 
 def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel | None = None,
-              best: float | None = None) -> FamilyResult:
-    """`m` and `best` (its goodput_per_ms), when the caller has them."""
+              best: float | None = None, returned_to_usd: float = math.inf) -> FamilyResult:
+    """`m` and `best` (its goodput_per_ms), when the caller has them. `returned_to_usd` (lazy): no option
+    dearer than this is returned, so its ITL, which only ranks it, is left infinite."""
     t, fam, d, caps, base = req.traffic, prep.fam, prep.d, prep.caps, prep.base
     m = m if m is not None else _replica_model(prep)
     pct = req.slo.percentile
@@ -402,12 +406,13 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel |
         seen.add(replicas)
         rate_per_ms = t.requests_per_s / replicas / 1000.0
         point = load_point(m, rate_per_ms, int(caps[i]))
+        usd_per_hour = replicas * gpus_per_replica * price
         if lazy:  # ITL ranks the options and draws the frontier; TTFT and E2E wait until returned
-            itl = itl_percentiles(m, point)
+            unranked = usd_per_hour > returned_to_usd
+            itl = Percentiles(math.inf, math.inf, math.inf) if unranked else itl_percentiles(m, point)
             ttft = e2e = Percentiles(None, None, None)
         else:
             ttft, itl, e2e = latency_percentiles(m, point)
-        usd_per_hour = replicas * gpus_per_replica * price
         scenario_out = {**base, "batch": int(caps[i]), "load": {
             **req.traffic.shape(), "request_rate": rate_per_ms * 1000.0,
             "slo": {"ttft_ms": req.slo.ttft_ms, "itl_ms": req.slo.itl_ms, "percentile": pct}}}
@@ -487,7 +492,8 @@ class GoodputSearch:
         return self.lo
 
 
-def _fleet_costs(req: SizingRequest, prep: _Prepared, m: ReplicaModel, lo: float, hi: float) -> list[float] | None:
+def _fleet_costs(req: SizingRequest, prep: _Prepared, m: ReplicaModel, lo: float,
+                 hi: float) -> list[float] | None:
     """The $/hour of each option _evaluate would give this family, in its order, knowing only that the
     family's goodput lies in [lo, hi]; None where that leaves the replica counts or their order open (or no
     cap has goodput: _evaluate then says why). A cap's goodput is min(goodput, capacity (1 - 1e-9)): a cap
@@ -545,9 +551,9 @@ def _finish(option: dict[str, Any]) -> None:
                    "e2e_ms": e2e.at(pct), "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50})
 
 
-def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False, prune: bool = False,
-           defer: bool = False, memo: LayoutMemo | None = None
-           ) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
+def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False,
+           prune: bool = False, defer: bool = False,
+           memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
     """Every family: (options, infeasible families with their reason, configurations searched, families
     pruned). `prune`: families go cheapest cost floor first, and one whose floor is above the
     `max_options`-th cheapest option found so far is skipped: every fleet it gives costs more than every
@@ -555,8 +561,8 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     `defer` (with `lazy`; for a caller that returns the `max_options` cheapest rows by $/hour then ITL): a
     family's goodput is searched only as far as its fleet costs need, and the family is finished (exact
     goodput, ITL) only when one of its fleets is among the `max_options` cheapest; the others' rows carry
-    their $/hour alone and an infinite ITL, and rank past every returned row. `memo`: per-layout figures shared with another search
-    of the same request."""
+    their $/hour alone and an infinite ITL, and rank past every returned row. `memo`: per-layout figures
+    shared with another search of the same request."""
     rows: list[dict[str, Any]] = []
     infeasible: list[dict[str, str]] = []
     searched = pruned = 0
@@ -604,7 +610,7 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
         last_returned = usd_all[req.max_options - 1] if len(usd_all) > req.max_options else math.inf
         for prep, m, goodput, n, first in pending:
             if min(r["usd_per_hour"] for r in rows[first:first + n]) <= last_returned:
-                result = _evaluate(req, prep, lazy, m, goodput.finish())
+                result = _evaluate(req, prep, lazy, m, goodput.finish(), last_returned)
                 assert [o["usd_per_hour"] for o in result.options] == [r["usd_per_hour"] for r in
                                                                         rows[first:first + n]]
                 rows[first:first + n] = result.options
