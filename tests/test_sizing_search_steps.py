@@ -78,3 +78,45 @@ def test_prefill_cost_floor_is_below_the_prefill_workers_cost(fields):
     key = layout_key(fields["gpu"], d.tp, d.pp, d.ep, d.weights, d.kv_cache)
     work_ms = LayoutMemo().prefill_work_ms(key, d, 2000, 0)
     assert 0 < _prefill_cost_floor(d, shape, 2.0, work_ms) <= 2.0 * w.gpus / w.prompts_per_s
+
+
+def test_decode_pool_keeps_what_building_every_worker_keeps():
+    """Source: invariant: the decode pool searches goodputs only as far as its ranking needs, so the
+    KEEP_PER_POOL cheapest decode workers (cost, GPU, goodput, ITL) are those of the plain loop that builds
+    each worker it reaches in floor order."""
+    from planner.hardware.parallelism import sharding
+    from planner.serving.disaggregation import KEEP_PER_POOL, _decode_pool, decode_worker
+    from planner.serving.sizing import LayoutCandidate, rate_bound_per_s
+
+    shape = TrafficShape(2000, 400)
+    candidates = []
+    for gpu, price in (("h100-sxm", 2.5), ("h200", 3.5), ("b200", 5.0), ("a100-sxm-80gb", 1.5), ("l40s", 0.9)):
+        for tp in (1, 2, 4, 8):
+            for weights in ("fp8", "int4"):
+                c = LayoutCandidate(gpu, gpu, tp, weights, "fp8")
+                s = Scenario.model_validate({"model": "llama-3.1-70b", "prompt_len": 2000, "output_len": 400,
+                                             **c.scenario_fields()})
+                try:
+                    d = resolve(s)
+                except Exception:
+                    continue
+                mem = LayoutMemo().memory(layout_key(gpu, tp, 1, 1, weights, "fp8"), d, 2400)
+                if not mem.fits:
+                    continue
+                bound = rate_bound_per_s(d, 2200.0, mem.max_batch, 400, 40.0, 0.0)
+                floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
+                candidates.append((floor, c, d, price))
+    plain = []
+    for floor, c, d, price in sorted(candidates, key=lambda x: x[0]):
+        if len(plain) >= KEEP_PER_POOL and floor > sorted(k[0] for k in plain)[KEEP_PER_POOL - 1]:
+            break
+        dw = decode_worker(d, 2400, shape, 40.0)
+        if dw is not None:
+            plain.append((price * dw.gpus / dw.goodput_per_s, dw, c.gpu_key, price))
+
+    def top(kept):
+        return [(cost, dw.goodput_per_s, dw.itl_ms, gpu, price)
+                for cost, dw, gpu, price in sorted(kept, key=lambda x: x[0])[:KEEP_PER_POOL]]
+
+    assert len(plain) > KEEP_PER_POOL
+    assert top(_decode_pool(candidates, 2400, shape, 40.0, 90)) == top(plain)

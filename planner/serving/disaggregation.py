@@ -119,21 +119,93 @@ class DecodeWorker:
 def decode_worker(d: Deployment, context_len: int, shape: TrafficShape, itl_slo_ms: float,
                   percentile: int = 90) -> DecodeWorker | None:
     """The decode worker at its goodput under the ITL objective (None when nothing fits or meets it)."""
+    built = _decode_model(d, context_len, shape)
+    if built is None:
+        return None
+    max_batch, m = built
+    return _decode_worker_at(d, max_batch, m, goodput_per_ms(m, percentile, None, itl_slo_ms), percentile)
+
+
+def _decode_model(d: Deployment, context_len: int, shape: TrafficShape) -> tuple[int, ReplicaModel] | None:
+    """(max batch, serving model) of a decode worker, None when one sequence does not fit."""
     mem = plan_memory(d, context_len)
     if not mem.fits:
         return None
     w = replica_workload(d, shape.prompt_len, shape.output_len, mem.max_batch, shape, prefix_cache_hit=1.0,
                          ttft_overhead_ms=0.0)
-    m = replica_model(d, w)
-    goodput = goodput_per_ms(m, percentile, None, itl_slo_ms)
+    return mem.max_batch, replica_model(d, w)
+
+
+def _decode_worker_at(d: Deployment, max_batch: int, m: ReplicaModel, goodput: float,
+                      percentile: int) -> DecodeWorker | None:
     if not goodput > 0:
         return None
     p = load_point(m, goodput)
     itl = itl_percentiles(m, p).at(percentile)
     if itl is None:
         return None
-    return DecodeWorker(d, m, mem.max_batch, goodput * 1000.0, max(1, round(float(p.population))), itl,
+    return DecodeWorker(d, m, max_batch, goodput * 1000.0, max(1, round(float(p.population))), itl,
                         goodput * 1000.0 * float(np.mean(m.output_tokens)), sharding(d).gpus_per_replica)
+
+
+@dataclass
+class _DecodeCandidate:
+    """A decode candidate whose goodput is searched only as far as the pool's ranking needs: its cost per
+    request/s lies in [cost_lo, cost_hi] (equal once the goodput is exact)."""
+
+    goodput: GoodputSearch
+    d: Deployment
+    gpu_key: str
+    price: float
+    max_batch: int
+
+    def cost(self, goodput_per_ms: float) -> float:
+        return self.price * sharding(self.d).gpus_per_replica / (goodput_per_ms * 1000.0)
+
+    @property
+    def cost_lo(self) -> float:
+        return self.cost(self.goodput.hi)
+
+    @property
+    def cost_hi(self) -> float:
+        return self.cost(self.goodput.lo)
+
+
+def _decode_pool(candidates: list[tuple[float, PoolCandidate, Deployment, float]], context_len: int,
+                 shape: TrafficShape, itl_slo_ms: float,
+                 percentile: int) -> list[tuple[float, DecodeWorker, str, float]]:
+    """decode_worker for each candidate, cheapest floor first, until the KEEP_PER_POOL cheapest found cost
+    less than any floor left; those that can be among the KEEP_PER_POOL cheapest, in that order. A goodput
+    is searched only as far as the comparisons need (its exact value where a comparison is close)."""
+    visited: list[_DecodeCandidate] = []
+
+    def kth(costs) -> float:
+        return sorted(costs)[KEEP_PER_POOL - 1]
+
+    for floor, c, d, price in sorted(candidates, key=lambda x: x[0]):
+        if len(visited) >= KEEP_PER_POOL:
+            if floor > kth(v.cost_hi for v in visited):
+                break
+            if floor > kth(v.cost_lo for v in visited):  # close: decide on exact costs
+                for v in visited:
+                    v.goodput.finish()
+                if floor > kth(v.cost_hi for v in visited):
+                    break
+        built = _decode_model(d, context_len, shape)
+        if built is None:
+            continue
+        goodput = GoodputSearch(built[1], percentile, None, itl_slo_ms)
+        if goodput.lo > 0:  # a goodput of 0 gives no worker; above 0 its load point meets the objective
+            visited.append(_DecodeCandidate(goodput, d, c.gpu_key, price, built[0]))
+    cutoff = kth(v.cost_hi for v in visited) if len(visited) >= KEEP_PER_POOL else math.inf
+    kept = []
+    for v in visited:
+        if v.cost_lo > cutoff:  # dearer than KEEP_PER_POOL others whatever its exact goodput
+            continue
+        dw = _decode_worker_at(v.d, v.max_batch, v.goodput.m, v.goodput.finish(), percentile)
+        if dw is not None:
+            kept.append((v.price * dw.gpus / dw.goodput_per_s, dw, v.gpu_key, v.price))
+    return kept
 
 
 @dataclass(frozen=True)
@@ -292,14 +364,7 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
         bounded.setdefault((c.weights, c.kv_cache), []).append((floor, c, d, price))
     decodes: dict[tuple[str, str], list[tuple[float, DecodeWorker, str, float]]] = {}
     for key, candidates in bounded.items():
-        kept: list[tuple[float, DecodeWorker, str, float]] = []
-        for floor, c, d, price in sorted(candidates, key=lambda x: x[0]):
-            if len(kept) >= KEEP_PER_POOL and floor > sorted(k[0] for k in kept)[KEEP_PER_POOL - 1]:
-                break
-            dw = decode_worker(d, context_len, shape, itl_slo_ms, percentile)
-            if dw is not None:
-                kept.append((price * dw.gpus / dw.goodput_per_s, dw, c.gpu_key, price))
-        decodes[key] = kept
+        decodes[key] = _decode_pool(candidates, context_len, shape, itl_slo_ms, percentile)
     options = []
     demand_tokens_per_s = requests_per_s * output_len
     decode_side: dict[int, tuple[int, LoadPoint, float | None]] = {}
