@@ -90,7 +90,8 @@ def test_decode_pool_keeps_what_building_every_worker_keeps():
 
     shape = TrafficShape(2000, 400)
     candidates = []
-    for gpu, price in (("h100-sxm", 2.5), ("h200", 3.5), ("b200", 5.0), ("a100-sxm-80gb", 1.5), ("l40s", 0.9)):
+    prices = {"h100-sxm": 2.5, "h200": 3.5, "b200": 5.0, "a100-sxm-80gb": 1.5, "l40s": 0.9}  # $/GPU-hour, any
+    for gpu, price in prices.items():
         for tp in (1, 2, 4, 8):
             for weights in ("fp8", "int4"):
                 c = LayoutCandidate(gpu, gpu, tp, weights, "fp8")
