@@ -14,7 +14,7 @@ from planner.core.precision import KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.economics.ownership import OwnershipCosts, break_even_utilization
 from planner.model.presets import load_presets
 from planner.serving.serving_modes import decode_worker_scenario, size_with_modes
-from planner.serving.sizing import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS
+from planner.serving.sizing_request import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS
 from ui import charts, widget_state
 from ui.links import SIZE_PARAM, sizing_request_from_link
 from ui.sizing_options import gpu_label, options_table, ordered_options, scatter

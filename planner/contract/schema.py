@@ -15,7 +15,7 @@ from planner.core.efficiency import EngineEfficiency
 from planner.core.model_shapes import ModelSpec
 from planner.physics.calibration import CalibrationProfile
 from planner.scenario.scenario import Scenario
-from planner.serving.sizing import SizingRequest
+from planner.serving.sizing_request import SizingRequest
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

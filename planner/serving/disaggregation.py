@@ -43,10 +43,12 @@ from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
 from planner.physics.memory import kv_bytes_per_token, plan_memory
 from planner.scenario.scenario import Scenario, resolve
-from planner.serving.distributions import latency_percentiles
-from planner.serving.replica import ReplicaModel, load_point, replica_model
+from planner.serving.goodput_search import GoodputSearch, itl_percentiles, ttft_percentiles
+from planner.serving.layout_memo import LayoutKey, LayoutMemo, layout_key
+from planner.serving.replica import LoadPoint, ReplicaModel, load_point, replica_model
 from planner.serving.serving import goodput_per_ms
-from planner.serving.sizing import LayoutCandidate, rate_bound_per_s
+from planner.serving.sizing import rate_bound_per_s
+from planner.serving.sizing_request import LayoutCandidate
 from planner.serving.workload import replica_workload
 
 
@@ -108,21 +110,93 @@ class DecodeWorker:
 def decode_worker(d: Deployment, context_len: int, shape: TrafficShape, itl_slo_ms: float,
                   percentile: int = 90) -> DecodeWorker | None:
     """The decode worker at its goodput under the ITL objective (None when nothing fits or meets it)."""
+    built = _decode_model(d, context_len, shape)
+    if built is None:
+        return None
+    max_batch, m = built
+    return _decode_worker_at(d, max_batch, m, goodput_per_ms(m, percentile, None, itl_slo_ms), percentile)
+
+
+def _decode_model(d: Deployment, context_len: int, shape: TrafficShape) -> tuple[int, ReplicaModel] | None:
+    """(max batch, serving model) of a decode worker, None when one sequence does not fit."""
     mem = plan_memory(d, context_len)
     if not mem.fits:
         return None
     w = replica_workload(d, shape.prompt_len, shape.output_len, mem.max_batch, shape, prefix_cache_hit=1.0,
                          ttft_overhead_ms=0.0)
-    m = replica_model(d, w)
-    goodput = goodput_per_ms(m, percentile, None, itl_slo_ms)
+    return mem.max_batch, replica_model(d, w)
+
+
+def _decode_worker_at(d: Deployment, max_batch: int, m: ReplicaModel, goodput: float,
+                      percentile: int) -> DecodeWorker | None:
     if not goodput > 0:
         return None
     p = load_point(m, goodput)
-    itl = latency_percentiles(m, p)[1].at(percentile)
+    itl = itl_percentiles(m, p).at(percentile)
     if itl is None:
         return None
-    return DecodeWorker(d, m, mem.max_batch, goodput * 1000.0, max(1, round(float(p.population))), itl,
+    return DecodeWorker(d, m, max_batch, goodput * 1000.0, max(1, round(float(p.population))), itl,
                         goodput * 1000.0 * float(np.mean(m.output_tokens)), sharding(d).gpus_per_replica)
+
+
+@dataclass
+class _DecodeCandidate:
+    """A decode candidate whose goodput is searched only as far as the pool's ranking needs: its cost per
+    request/s lies in [cost_lo, cost_hi] (equal once the goodput is exact)."""
+
+    goodput: GoodputSearch
+    d: Deployment
+    gpu_key: str
+    price: float
+    max_batch: int
+
+    def cost(self, goodput_per_ms: float) -> float:
+        return self.price * sharding(self.d).gpus_per_replica / (goodput_per_ms * 1000.0)
+
+    @property
+    def cost_lo(self) -> float:
+        return self.cost(self.goodput.hi)
+
+    @property
+    def cost_hi(self) -> float:
+        return self.cost(self.goodput.lo)
+
+
+def _decode_pool(candidates: list[tuple[float, PoolCandidate, Deployment, float]], context_len: int,
+                 shape: TrafficShape, itl_slo_ms: float,
+                 percentile: int) -> list[tuple[float, DecodeWorker, str, float]]:
+    """decode_worker for each candidate, cheapest floor first, until the KEEP_PER_POOL cheapest found cost
+    less than any floor left; those that can be among the KEEP_PER_POOL cheapest, in that order. A goodput
+    is searched only as far as the comparisons need (its exact value where a comparison is close)."""
+    visited: list[_DecodeCandidate] = []
+
+    def kth(costs) -> float:
+        return sorted(costs)[KEEP_PER_POOL - 1]
+
+    for floor, c, d, price in sorted(candidates, key=lambda x: x[0]):
+        if len(visited) >= KEEP_PER_POOL:
+            if floor > kth(v.cost_hi for v in visited):
+                break
+            if floor > kth(v.cost_lo for v in visited):  # close: decide on exact costs
+                for v in visited:
+                    v.goodput.finish()
+                if floor > kth(v.cost_hi for v in visited):
+                    break
+        built = _decode_model(d, context_len, shape)
+        if built is None:
+            continue
+        goodput = GoodputSearch(built[1], percentile, None, itl_slo_ms)
+        if goodput.lo > 0:  # a goodput of 0 gives no worker; above 0 its load point meets the objective
+            visited.append(_DecodeCandidate(goodput, d, c.gpu_key, price, built[0]))
+    cutoff = kth(v.cost_hi for v in visited) if len(visited) >= KEEP_PER_POOL else math.inf
+    kept = []
+    for v in visited:
+        if v.cost_lo > cutoff:  # dearer than KEEP_PER_POOL others whatever its exact goodput
+            continue
+        dw = _decode_worker_at(v.d, v.max_batch, v.goodput.m, v.goodput.finish(), percentile)
+        if dw is not None:
+            kept.append((v.price * dw.gpus / dw.goodput_per_s, dw, v.gpu_key, v.price))
+    return kept
 
 
 @dataclass(frozen=True)
@@ -138,22 +212,46 @@ class DisaggregatedFleet:
     prefill_utilization: float
 
 
+def decode_fleet(dw: DecodeWorker, requests_per_s: float,
+                 percentile: int = 90) -> tuple[int, LoadPoint, float | None]:
+    """Decode workers for the traffic, the load point each then runs at and its ITL at the percentile."""
+    workers = max(1, math.ceil(requests_per_s / dw.goodput_per_s * (1 - 1e-12)))
+    point = load_point(dw.model, requests_per_s / workers / 1000.0)
+    return workers, point, itl_percentiles(dw.model, point).at(percentile)
+
+
+def _prefill_workers(p: PrefillWorker, requests_per_s: float, budget_ms: float,
+                     percentile: int) -> int | None:
+    """Fewest prefill workers whose slots each meet the TTFT budget (None when a trickle misses it); the
+    goodput's search goes only as far as the count needs."""
+    def workers(per_slot_per_ms: float) -> int:
+        return max(1, math.ceil(requests_per_s / (p.slots * (per_slot_per_ms * 1000.0)) * (1 - 1e-12)))
+
+    goodput = GoodputSearch(p.model, percentile, budget_ms, None)
+    if not goodput.lo > 0:
+        return None
+    while workers(goodput.lo) != workers(goodput.hi):  # an exact goodput closes the bracket
+        goodput.step()
+    return workers(goodput.lo)
+
+
 def size_fleet(p: PrefillWorker, dw: DecodeWorker, requests_per_s: float, prompt_len: int, output_len: int,
-               ttft_slo_ms: float, percentile: int = 90) -> DisaggregatedFleet | None:
-    """Fewest prefill and decode workers for the traffic, or None when no prefill count meets TTFT."""
+               ttft_slo_ms: float, percentile: int = 90,
+               decode: tuple[int, LoadPoint, float | None] | None = None) -> DisaggregatedFleet | None:
+    """Fewest prefill and decode workers for the traffic, or None when no prefill count meets TTFT.
+    `decode`: the decode side (decode_fleet's answer for `dw`), when the caller pairs `dw` more than once."""
     transfer = kv_transfer_ms(p.deployment, dw.deployment, prompt_len)
     budget = ttft_slo_ms - transfer - dw.itl_ms  # what the prefill queue and prompt may take
     if not budget > 0:
         return None
-    per_slot = goodput_per_ms(p.model, percentile, budget, None) * 1000.0
-    if not per_slot > 0:
+    workers = _prefill_workers(p, requests_per_s, budget, percentile)
+    if workers is None:
         return None
-    workers = max(1, math.ceil(requests_per_s / (p.slots * per_slot) * (1 - 1e-12)))
     point = load_point(p.model, requests_per_s / (workers * p.slots) / 1000.0)
-    ttft = latency_percentiles(p.model, point)[0].at(percentile)
-    decode_workers = max(1, math.ceil(requests_per_s / dw.goodput_per_s * (1 - 1e-12)))
-    dpoint = load_point(dw.model, requests_per_s / decode_workers / 1000.0)
-    itl = latency_percentiles(dw.model, dpoint)[1].at(percentile)
+    ttft = ttft_percentiles(p.model, point).at(percentile)
+    if decode is None:
+        decode = decode_fleet(dw, requests_per_s, percentile)
+    decode_workers, dpoint, itl = decode
     if ttft is None or itl is None:
         return None
     return DisaggregatedFleet(p, dw, workers, decode_workers, ttft + transfer + itl, itl,
@@ -180,38 +278,66 @@ def _deployment(base: dict[str, Any], c: PoolCandidate) -> Deployment | None:
         return None
 
 
-Priced = tuple[float, Any, str, float]  # (cost per unit of work, worker, GPU key, $/GPU-hour)
+def _prefill_cost_floor(d: Deployment, shape: TrafficShape, price: float, work_ms: float) -> float:
+    """A floor under a prefill worker's $/hour per prompt/s (price x GPUs / prompts_per_s): a slot serves a
+    prompt in at least its prefill work at the mean prompt (the serving model's service time adds the
+    decode share of its iterations, and its mean work over the length grid is at least the work at the
+    mean length: planner.serving.sizing.rate_bound_per_s's argument), 1 % below for the grid's rounding.
+    `work_ms`: the prefill work of the mean prompt's computed tokens."""
+    s = sharding(d)
+    return price * s.gpus_per_replica * 0.99 * work_ms / (s.attention_dp * s.pp * 1000.0)
 
 
-def _prefill_candidates(prefill_pool: Sequence[PoolCandidate], deployment_of: Callable[[PoolCandidate], Any],
-                        price_of: Callable[[str, Any], float | None], shape: TrafficShape, prompt_len: int,
-                        ttft_slo_ms: float) -> tuple[dict[tuple[str, str], list[Priced]], int]:
-    """Prefill workers that fit and serve a lone prompt within the TTFT objective, by (weights, KV) and priced
-    per prompt per second; and how many were searched."""
+def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
+                          decode_pool: Sequence[PoolCandidate], requests_per_s: float, prompt_len: int,
+                          output_len: int, context_len: int, ttft_slo_ms: float, itl_slo_ms: float,
+                          price_of: Callable[[str, Any], float | None], shape: TrafficShape | None = None,
+                          percentile: int = 90,
+                          memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], int]:
+    """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts; they
+    share the weight and KV precision so the KV cache transfers as is). Returns (options, searched).
+    `memo`: per-layout figures shared with the request's aggregated search (same model and settings)."""
+    shape = shape or TrafficShape(prompt_len, output_len)
     searched = 0
-    prefills: dict[tuple[str, str], list[Priced]] = {}
-    for c in prefill_pool:
+    resolved: dict[tuple, Deployment | None] = {}
+    memo = memo if memo is not None else LayoutMemo()
+    computed = max(round(shape.prompt_len * (1.0 - shape.prefix_cache_hit)), 1)
+
+    def key_of(c: PoolCandidate) -> LayoutKey:
+        return layout_key(c.gpu_value, c.tp, c.pp, c.ep, c.weights, c.kv_cache)
+
+    def deployment_of(c: PoolCandidate) -> Deployment | None:
+        key = key_of(c)
+        if key not in resolved:  # the two pools usually share candidates: resolve each once
+            resolved[key] = memo.known_deployment(key) or _deployment(base_scenario, c)
+        return resolved[key]
+
+    # prefill candidates: cheapest floor first, workers built until the KEEP_PER_POOL best found cost less
+    # per prompt than any floor left; the kept ones go back to pool order (the pairing's ties keep it)
+    floored: dict[tuple[str, str], list[tuple[float, int, PoolCandidate, Deployment, float]]] = {}
+    for i, c in enumerate(prefill_pool):
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
-        if d is None or price is None or not plan_memory(d, prompt_len + 1).fits:
+        if d is None or price is None or not memo.memory(key_of(c), d, prompt_len + 1).fits:
             continue
         searched += 1
-        w = prefill_worker(d, shape)
-        if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
-            continue
-        prefills.setdefault((c.weights, c.kv_cache), []).append(
-            (price * w.gpus / w.prompts_per_s, w, c.gpu_key, price)
-        )
-    return prefills, searched
-
-
-def _decode_candidates(decode_pool: Sequence[PoolCandidate], deployment_of: Callable[[PoolCandidate], Any],
-                       price_of: Callable[[str, Any], float | None], shape: TrafficShape, context_len: int,
-                       itl_slo_ms: float, percentile: int) -> tuple[dict[tuple[str, str], list[Priced]], int]:
-    """Decode workers by (weights, KV), priced per request per second at their goodput; and how many were
-    searched. Cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found cost less per
-    request than any bound left (planner.serving.sizing's bound, prompt work 0: it is cached)."""
-    searched = 0
+        work_ms = memo.prefill_work_ms(key_of(c), d, shape.prompt_len, shape.prompt_len - computed)
+        floor = _prefill_cost_floor(d, shape, price, work_ms)
+        floored.setdefault((c.weights, c.kv_cache), []).append((floor, i, c, d, price))
+    prefills: dict[tuple[str, str], list[tuple[float, PrefillWorker, str, float]]] = {}
+    for key, floors in floored.items():
+        built: list[tuple[float, int, PrefillWorker, str, float]] = []
+        for floor, i, c, d, price in sorted(floors, key=lambda x: x[0]):
+            if len(built) >= KEEP_PER_POOL and floor > sorted(b[0] for b in built)[KEEP_PER_POOL - 1]:
+                break
+            w = prefill_worker(d, shape)
+            if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
+                continue
+            built.append((price * w.gpus / w.prompts_per_s, i, w, c.gpu_key, price))
+        built.sort(key=lambda b: b[1])
+        prefills[key] = [(cost, w, gpu, price) for cost, _, w, gpu, price in built]
+    # decode candidates: cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found
+    # cost less per request than any bound left (planner.serving.sizing's bound, prompt work 0: it is cached)
     bounded: dict[tuple[str, str], list[tuple[float, PoolCandidate, Deployment, float]]] = {}
     for c in decode_pool:
         d = deployment_of(c)
@@ -219,91 +345,54 @@ def _decode_candidates(decode_pool: Sequence[PoolCandidate], deployment_of: Call
         if d is None or price is None:
             continue
         searched += 1
-        mem = plan_memory(d, context_len)
+        mem = memo.memory(key_of(c), d, context_len)
         if not mem.fits:
             continue
-        bound = rate_bound_per_s(d, shape.prompt_len + shape.output_len / 2, mem.max_batch, shape.output_len,
-                                 itl_slo_ms, 0.0)
+        context = shape.prompt_len + shape.output_len / 2
+        bound = rate_bound_per_s(d, context, mem.max_batch, shape.output_len, itl_slo_ms, 0.0,
+                                 memo.bound_steps(key_of(c), d, mem.max_batch, context))
         floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
         bounded.setdefault((c.weights, c.kv_cache), []).append((floor, c, d, price))
-    decodes: dict[tuple[str, str], list[Priced]] = {}
+    decodes: dict[tuple[str, str], list[tuple[float, DecodeWorker, str, float]]] = {}
     for key, candidates in bounded.items():
-        kept: list[Priced] = []
-        for floor, c, d, price in sorted(candidates, key=lambda x: x[0]):
-            if len(kept) >= KEEP_PER_POOL and floor > sorted(k[0] for k in kept)[KEEP_PER_POOL - 1]:
-                break
-            dw = decode_worker(d, context_len, shape, itl_slo_ms, percentile)
-            if dw is not None:
-                kept.append((price * dw.gpus / dw.goodput_per_s, dw, c.gpu_key, price))
-        decodes[key] = kept
-    return decodes, searched
-
-
-def _option(fleet: DisaggregatedFleet, prefill: Priced, decode: Priced, requests_per_s: float,
-            output_len: int, percentile: int) -> dict[str, Any]:
-    """One disaggregated fleet as a sizing option (the contract's option fields)."""
-    _, pw, p_key, p_price = prefill
-    _, dw, d_key, d_price = decode
-    gpus_p, gpus_d = fleet.prefill_workers * pw.gpus, fleet.decode_workers * dw.gpus
-    usd = gpus_p * p_price + gpus_d * d_price
-    return {
-        "mode": "disaggregated", "prefill_workers": fleet.prefill_workers,
-        "decode_workers": fleet.decode_workers,
-        "prefill_decode_ratio": fleet.prefill_workers / fleet.decode_workers,
-        "prefill": {
-            **layout_summary(pw.deployment, p_key),
-            "prefill_ms": pw.prefill_ms, "prompts_per_s_per_worker": pw.prompts_per_s,
-            "utilization": fleet.prefill_utilization, "usd_per_gpu_hour": p_price,
-        },
-        "decode": {
-            **layout_summary(dw.deployment, d_key),
-            "batch": fleet.decode_batch, "itl_ms": fleet.itl_ms, "max_running": dw.max_running,
-            "goodput_request_rate": dw.goodput_per_s,
-            "request_rate_per_worker": requests_per_s / fleet.decode_workers,
-            "output_tokens_per_s_per_worker": dw.output_tokens_per_s, "usd_per_gpu_hour": d_price,
-        },
-        "gpus_total": gpus_p + gpus_d, "ttft_ms": fleet.ttft_ms, "itl_ms": fleet.itl_ms,
-        "percentile": percentile, "kv_transfer_ms": fleet.kv_transfer_ms, "usd_per_hour": usd,
-        "usd_per_million_output_tokens": usd_per_million_tokens(usd, requests_per_s * output_len),
-    }
-
-
-def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
-                          decode_pool: Sequence[PoolCandidate], requests_per_s: float, prompt_len: int,
-                          output_len: int, context_len: int, ttft_slo_ms: float, itl_slo_ms: float,
-                          price_of: Callable[[str, Any], float | None], shape: TrafficShape | None = None,
-                          percentile: int = 90) -> tuple[list[dict[str, Any]], int]:
-    """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts; they share
-    the weight and KV precision so the KV cache transfers as is). Returns (options, searched)."""
-    shape = shape or TrafficShape(prompt_len, output_len)
-    resolved: dict[tuple, Deployment | None] = {}
-
-    def deployment_of(c: PoolCandidate) -> Deployment | None:
-        key = (c.gpu_key, c.tp, c.pp, c.ep, c.weights, c.kv_cache)
-        if key not in resolved:  # the two pools usually share candidates: resolve each once
-            resolved[key] = _deployment(base_scenario, c)
-        return resolved[key]
-
-    prefills, searched_p = _prefill_candidates(
-        prefill_pool, deployment_of, price_of, shape, prompt_len, ttft_slo_ms
-    )
-    decodes, searched_d = _decode_candidates(
-        decode_pool, deployment_of, price_of, shape, context_len, itl_slo_ms, percentile
-    )
+        decodes[key] = _decode_pool(candidates, context_len, shape, itl_slo_ms, percentile)
     options = []
+    demand_tokens_per_s = requests_per_s * output_len
+    decode_side: dict[int, tuple[int, LoadPoint, float | None]] = {}
     for key, pre in prefills.items():
-        for p_worker in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
-            for d_worker in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
-                fleet = size_fleet(
-                    p_worker[1], d_worker[1], requests_per_s, prompt_len, output_len, ttft_slo_ms, percentile
-                )
-                if fleet is not None:
-                    options.append(_option(fleet, p_worker, d_worker, requests_per_s, output_len, percentile))
+        for _, pw, p_key, p_price in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
+            for _, dw, d_key, d_price in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
+                if id(dw) not in decode_side:  # every prefill candidate meets the same decode fleet
+                    decode_side[id(dw)] = decode_fleet(dw, requests_per_s, percentile)
+                fleet = size_fleet(pw, dw, requests_per_s, prompt_len, output_len, ttft_slo_ms, percentile,
+                                   decode_side[id(dw)])
+                if fleet is None:
+                    continue
+                gpus_p, gpus_d = fleet.prefill_workers * pw.gpus, fleet.decode_workers * dw.gpus
+                usd = gpus_p * p_price + gpus_d * d_price
+                options.append({
+                    "mode": "disaggregated", "prefill_workers": fleet.prefill_workers,
+                    "decode_workers": fleet.decode_workers,
+                    "prefill_decode_ratio": fleet.prefill_workers / fleet.decode_workers,
+                    "prefill": {**layout_summary(pw.deployment, p_key), "prefill_ms": pw.prefill_ms,
+                                "prompts_per_s_per_worker": pw.prompts_per_s,
+                                "utilization": fleet.prefill_utilization, "usd_per_gpu_hour": p_price},
+                    "decode": {**layout_summary(dw.deployment, d_key), "batch": fleet.decode_batch,
+                               "itl_ms": fleet.itl_ms,
+                               "max_running": dw.max_running, "goodput_request_rate": dw.goodput_per_s,
+                               "request_rate_per_worker": requests_per_s / fleet.decode_workers,
+                               "output_tokens_per_s_per_worker": dw.output_tokens_per_s,
+                               "usd_per_gpu_hour": d_price},
+                    "gpus_total": gpus_p + gpus_d, "ttft_ms": fleet.ttft_ms, "itl_ms": fleet.itl_ms,
+                    "percentile": percentile,
+                    "kv_transfer_ms": fleet.kv_transfer_ms, "usd_per_hour": usd,
+                    "usd_per_million_output_tokens": usd_per_million_tokens(usd, demand_tokens_per_s),
+                })
     options.sort(key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
-    return options, searched_p + searched_d
+    return options, searched
 
 
-__all__ = [
-    "PoolCandidate", "disaggregated_options", "DecodeWorker", "DisaggregatedFleet", "PrefillWorker",
-    "decode_worker", "kv_transfer_ms", "TrafficShape", "layout_summary", "prefill_worker", "size_fleet",
-]
+__all__ = ["PoolCandidate", "disaggregated_options", "DecodeWorker", "DisaggregatedFleet", "PrefillWorker",
+           "decode_worker", "kv_transfer_ms",
+           "decode_fleet",
+           "TrafficShape", "layout_summary", "prefill_worker", "size_fleet"]

@@ -19,6 +19,7 @@ from planner.economics.cost import gpu_price
 from planner.hardware.validated import is_validated
 from planner.scenario.scenario import resolve_gpu, resolve_model
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
+from planner.serving.layout_memo import LayoutMemo
 from planner.serving.request_bounds import check_work, dedupe_lists
 from planner.serving.sizing import families, fit_hints, gpu_key, parse_sizing, size
 
@@ -54,7 +55,8 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     req = parse_sizing({k: v for k, v in data.items() if k not in MODE_FIELDS})
     check_work([families(req)] + ([families(req, modes.prefill_gpus), families(req, modes.decode_gpus)]
                                   if modes.disaggregation else []))
-    result = size(req)
+    memo = LayoutMemo()  # the aggregated and disaggregated searches plan the same layouts
+    result = size(req, memo)
     for option in result["options"]:  # an aggregated replica prefills and decodes: no separate workers
         option.setdefault("mode", "aggregated")
         option.setdefault("prefill_workers", None)
@@ -72,7 +74,8 @@ def size_with_modes(data: Any) -> dict[str, Any]:
             resolve_gpu(g, f"{field}.{i}")
     t = req.traffic
     context = req.context_len or t.prompt_len + t.output_len
-    base = {"model": req.model, "context_len": context, "prompt_len": t.prompt_len, "output_len": t.output_len,
+    base = {"model": req.model, "context_len": context, "prompt_len": t.prompt_len,
+            "output_len": t.output_len,
             "memory": req.memory.model_dump(), "efficiency": req.efficiency}
     prices = req.usd_per_gpu_hour or {}
 
@@ -83,15 +86,18 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     decode_pool = _pool(modes.decode_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache)
     disagg, searched = disaggregated_options(base, prefill_pool, decode_pool, t.requests_per_s, t.prompt_len,
                                              t.output_len, context, req.slo.ttft_ms, req.slo.itl_ms, price_of,
-                                             TrafficShape(t.prompt_len, t.output_len, t.arrival_cv, t.prompt_len_cv,
-                                                          t.output_len_cv, t.prefix_cache_hit), req.slo.percentile)
+                                             TrafficShape(t.prompt_len, t.output_len, t.arrival_cv,
+                                                          t.prompt_len_cv,
+                                                          t.output_len_cv, t.prefix_cache_hit),
+                                             req.slo.percentile, memo)
     for option in disagg:  # validated only when both pools run on validated GPUs
         option["validated"] = is_validated(option["prefill"]["gpu"]) and is_validated(option["decode"]["gpu"])
     aggregated = result["options"]
     options = sorted(aggregated + disagg, key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
     result.update(options=options[: req.max_options], feasible=result["feasible"] + len(disagg),
                   searched=result["searched"] + searched)
-    result["assumptions"]["modes"] = _verdict(aggregated[0] if aggregated else None, disagg[0] if disagg else None)
+    result["assumptions"]["modes"] = _verdict(aggregated[0] if aggregated else None,
+                                              disagg[0] if disagg else None)
     return result
 
 
@@ -106,12 +112,15 @@ def decode_worker_scenario(option: dict[str, Any], request: dict[str, Any]) -> d
     slo = request["slo"]
     shape = {k: traffic[k] for k in ("arrival_cv", "prompt_len_cv", "output_len_cv") if k in traffic}
     return {
-        "model": request["model"], "gpu": dec["gpu"], "tp": dec["tp"], "pp": dec.get("pp", 1), "ep": dec.get("ep", 1),
+        "model": request["model"], "gpu": dec["gpu"], "tp": dec["tp"], "pp": dec.get("pp",
+                                                                                     1), "ep": dec.get("ep",
+                                                                                                       1),
         "weights": dec["weights"], "kv_cache": dec["kv_cache"],
         "context_len": request.get("context_len") or traffic["prompt_len"] + traffic["output_len"],
         "prompt_len": traffic["prompt_len"], "output_len": traffic["output_len"],
         "load": {**shape, "prefix_cache_hit": 1.0, "request_rate": dec["request_rate_per_worker"],
-                 "slo": {"itl_ms": slo["itl_ms"], "percentile": option.get("percentile", slo.get("percentile", 90))}},
+                 "slo": {"itl_ms": slo["itl_ms"], "percentile": option.get("percentile", slo.get("percentile",
+                                                                                                 90))}},
     }
 
 
@@ -127,7 +136,8 @@ def _verdict(agg: dict[str, Any] | None, dis: dict[str, Any] | None) -> dict[str
     assert dis is not None
     why = ("no aggregated replica meets the objectives (prefills interleaved with decode push ITL or TTFT "
            "past them)" if agg is None else
-           f"disaggregated fleet costs ${dis['usd_per_hour']:.2f}/h against ${agg['usd_per_hour']:.2f}/h aggregated: "
+           f"disaggregated fleet costs ${dis['usd_per_hour']:.2f}/h against "
+           f"${agg['usd_per_hour']:.2f}/h aggregated: "
            f"decode workers run at batch {dis['decode']['batch']} with no prefill interference "
            f"(ITL {dis['itl_ms']:.1f} ms) while {dis['prefill_workers']} prefill worker(s) on "
            f"{dis['prefill']['gpu']} keep TTFT at {dis['ttft_ms']:.0f} ms, KV transfer "

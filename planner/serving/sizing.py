@@ -17,158 +17,49 @@ tokens at the traffic actually served: the same figure `plan` gives for the opti
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from gpu_catalog import load_catalog
 from planner.core.deployment import Deployment
-from planner.core.errors import ScenarioError, from_validation_error
-from planner.core.precision import KvPrecision, WeightPrecision
-from planner.economics.cost import gpu_price, usd_per_million_tokens
-from planner.economics.ownership import OwnershipCosts, owned_usd_per_gpu_hour
+from planner.core.errors import ScenarioError
+from planner.economics.cost import usd_per_million_tokens
 from planner.hardware.parallelism import cheapest_layout_that_fits, sharding, valid_tp
-from planner.physics.latency import decode_step, prefill_chunk_work_ms
 from planner.physics.memory import plan_memory
 from planner.scenario.scenario import (
-    MemorySettings,
     Scenario,
-    TrafficShapeFields,
     resolve,
-    resolve_gpu,
     resolve_model,
 )
-from planner.serving.request_bounds import check_work, dedupe_lists
+from planner.serving.goodput_search import GoodputSearch, itl_percentiles
+from planner.serving.layout_memo import LayoutMemo, StepTable, bound_steps, layout_key
+from planner.serving.request_bounds import check_work
 from planner.serving.serving import (
-    PERCENTILES,
-    LoadPoint,
     Percentiles,
     ReplicaModel,
     capacity_and_goodput,
-    itl_distribution,
     latency_percentiles,
     load_point,
-    quantile,
     replica_model,
+)
+from planner.serving.sizing_request import (
+    DEFAULT_PERCENTILE,
+    OPTIONS_PER_FAMILY,
+    LayoutCandidate,
+    SizingRequest,
+    _gpu_price,
+    gpu_key,
+    parse_sizing,
 )
 from planner.serving.sweep import batch_grid
 from planner.serving.workload import workload_for
-
-DEFAULT_TP = [1, 2, 4, 8]
-DEFAULT_WEIGHTS: list[WeightPrecision] = ["bf16", "fp8", "int4"]
-DEFAULT_KV: list[KvPrecision] = ["bf16", "fp8"]
-DEFAULT_PERCENTILE = 90
-SHAPE_FIELDS = tuple(TrafficShapeFields.model_fields)
-OPTIONS_PER_FAMILY = 3  # the fewest-replica fleets of each family: more replicas only cost more
-
-
-class Traffic(TrafficShapeFields):
-    """The contract's traffic; the shape fields (extensions) reach the serving model as the plan's `load`."""
-
-    # from one request in 11.6 days: below ~1e-300 a fleet's price per million tokens overflows to infinity
-    requests_per_s: float = Field(ge=1e-6, le=1e7)
-    prompt_len: int = Field(ge=1, le=10_000_000)
-    output_len: int = Field(ge=1, le=10_000_000)
-
-    def shape(self) -> dict[str, float]:
-        """The non-default shape fields, as a scenario's `load` takes them."""
-        return {k: getattr(self, k) for k in SHAPE_FIELDS if k in self.model_fields_set}
-
-
-class Slo(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    ttft_ms: float = Field(gt=0, le=1e7)
-    itl_ms: float = Field(gt=0, le=1e7)
-    percentile: Literal[50, 90, 99] = 90  # extension (DEFAULT_PERCENTILE): the objectives hold at this percentile
-
-
-class SizingRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    model: str | dict[str, Any]
-    traffic: Traffic
-    slo: Slo
-    gpus: list[str | dict[str, Any]] | None = Field(default=None, min_length=1, max_length=100)
-    tp: list[int] = Field(default_factory=lambda: list(DEFAULT_TP), min_length=1, max_length=16)
-    # extensions: pipeline stages and expert-parallel sizes searched (ep > 1 only for MoE models); when
-    # `pp` is not given, a GPU and precision on which no requested TP fits also gets its cheapest layout
-    pp: list[int] = Field(default_factory=lambda: [1], min_length=1, max_length=8)
-    ep: list[int] = Field(default_factory=lambda: [1], min_length=1, max_length=12)
-    weights: list[WeightPrecision] = Field(default_factory=lambda: list(DEFAULT_WEIGHTS), min_length=1)
-    kv_cache: list[KvPrecision] = Field(default_factory=lambda: list(DEFAULT_KV), min_length=1)
-    context_len: int | None = Field(default=None, ge=1, le=100_000_000)
-    memory: MemorySettings = Field(default_factory=MemorySettings)
-    efficiency: Literal["ideal", "default"] | dict[str, Any] = "default"
-    usd_per_gpu_hour: dict[str, Annotated[float, Field(ge=0.0001, le=10_000)]] | None = Field(default=None, max_length=1000)
-    # extensions
-    cost_mode: Literal["rent", "own"] = "rent"
-    ownership: OwnershipCosts | None = None
-    max_options: int = Field(default=200, ge=1, le=100_000)
-
-
-@dataclass(frozen=True)
-class LayoutCandidate:
-    """One configuration the search plans: a GPU (catalog id or custom object), its parallel layout and the
-    weight and KV precisions. Sizing calls it a family (every batch of it); disaggregation a pool candidate."""
-
-    gpu_key: str
-    gpu_value: str | dict[str, Any]
-    tp: int
-    weights: str
-    kv_cache: str
-    pp: int = 1
-    ep: int = 1
-
-    def scenario_fields(self) -> dict[str, Any]:
-        """The scenario keys this candidate sets."""
-        return {"gpu": self.gpu_value, "tp": self.tp, "pp": self.pp, "ep": self.ep, "weights": self.weights,
-                "kv_cache": self.kv_cache}
-
-
-
-def parse_sizing(data: Any) -> SizingRequest:
-    if not isinstance(data, dict):
-        raise ScenarioError("sizing", "must be a JSON object")
-    try:
-        req = SizingRequest.model_validate(dedupe_lists(data))  # a repeated candidate only repeats work
-    except ValidationError as err:
-        raise from_validation_error(err) from None
-    for i, tp in enumerate(req.tp):
-        if tp < 1 or tp > 1024:
-            raise ScenarioError(f"tp.{i}", "must be between 1 and 1024")
-    for name, values, top in (("pp", req.pp, 256), ("ep", req.ep, 1024)):
-        for i, v in enumerate(values):
-            if not 1 <= v <= top:
-                raise ScenarioError(f"{name}.{i}", f"must be between 1 and {top}")
-    context = req.context_len or req.traffic.prompt_len + req.traffic.output_len
-    if context < req.traffic.prompt_len + req.traffic.output_len:
-        raise ScenarioError("context_len", "is shorter than traffic.prompt_len + traffic.output_len")
-    resolve_model(req.model)
-    for i, gpu in enumerate(req.gpus or []):
-        resolve_gpu(gpu, f"gpus.{i}")
-    for gpu_id, price in (req.usd_per_gpu_hour or {}).items():
-        if not price > 0:
-            raise ScenarioError(f"usd_per_gpu_hour.{gpu_id}", "must be a positive price")
-    return req
-
-
-def _gpu_price(req: SizingRequest, gpu_key: str, gpu_value: Any) -> tuple[float | None, float | None]:
-    """(rent $/GPU-hour, own $/GPU-hour or None)."""
-    spec, _ = resolve_gpu(gpu_value)
-    rent = gpu_price((req.usd_per_gpu_hour or {}).get(gpu_key), spec)
-    own = owned_usd_per_gpu_hour(gpu_key, spec, req.ownership) if req.cost_mode == "own" else None
-    return rent, own
-
-
-def gpu_key(gpu: str | dict[str, Any]) -> str:
-    """A GPU's name in results and prices: its catalog id, or a custom GPU's `name`."""
-    return gpu if isinstance(gpu, str) else str(gpu.get("name", "custom"))
 
 
 def _families(req: SizingRequest, hints: list[dict[str, Any]] | None = None) -> list[LayoutCandidate]:
@@ -190,10 +81,12 @@ def _families(req: SizingRequest, hints: list[dict[str, Any]] | None = None) -> 
         have = {(f.gpu_key, f.tp, f.pp, f.ep, f.weights) for f in out}
         for hint in hints if hints is not None else fit_hints(req):
             layout = hint["smallest_layout_that_fits"]
-            if layout is None or (hint["gpu"], layout["tp"], layout["pp"], layout["ep"], hint["weights"]) in have:
+            if layout is None or (hint["gpu"], layout["tp"], layout["pp"], layout["ep"],
+                                  hint["weights"]) in have:
                 continue
             for kv in req.kv_cache:
-                out.append(LayoutCandidate(hint["gpu"], by_key[hint["gpu"]], layout["tp"], hint["weights"], kv,
+                out.append(LayoutCandidate(hint["gpu"], by_key[hint["gpu"]], layout["tp"], hint["weights"],
+                                           kv,
                                    pp=layout["pp"], ep=layout["ep"]))
     return out
 
@@ -204,14 +97,16 @@ def fit_hints(req: SizingRequest) -> list[dict[str, Any]]:
     hints = []
     context = req.context_len or req.traffic.prompt_len + req.traffic.output_len
     kv = min(req.kv_cache, key=lambda k: {"int4": 0, "fp8": 1, "int8": 1}.get(k, 2))
-    common = {"model": req.model, "kv_cache": kv, "context_len": context, "prompt_len": req.traffic.prompt_len,
+    common = {"model": req.model, "kv_cache": kv, "context_len": context,
+              "prompt_len": req.traffic.prompt_len,
               "output_len": req.traffic.output_len, "memory": req.memory.model_dump()}
     for gpu in req.gpus if req.gpus is not None else list(load_catalog()):
         for weights in req.weights:
             try:
                 d = resolve(Scenario.model_validate({**common, "gpu": gpu, "tp": 1, "weights": weights}))
+                widest_tp = max([t for t in req.tp if valid_tp(d.model, t)] or [1])
                 widest = resolve(Scenario.model_validate({**common, "gpu": gpu, "weights": weights,
-                                                          "tp": max([t for t in req.tp if valid_tp(d.model, t)] or [1])}))
+                                                          "tp": widest_tp}))
             except (ScenarioError, ValidationError, ValueError):
                 continue
             if plan_memory(widest, context).fits:
@@ -219,7 +114,8 @@ def fit_hints(req: SizingRequest) -> list[dict[str, Any]]:
             fit = cheapest_layout_that_fits(d, lambda trial: plan_memory(trial, context).fits)
             layout = None if fit is None else {k: getattr(sharding(fit), k) for k in
                                                ("tp", "pp", "ep", "gpus_per_replica", "nodes_per_replica")}
-            hints.append({"gpu": gpu_key(gpu), "weights": weights, "kv_cache": kv, "smallest_layout_that_fits": layout})
+            hints.append({"gpu": gpu_key(gpu), "weights": weights, "kv_cache": kv,
+                          "smallest_layout_that_fits": layout})
     return hints
 
 
@@ -294,50 +190,64 @@ class _Prepared:
     cost_floor_usd_per_hour: float
 
 
-def _prepare(req: SizingRequest, fam: LayoutCandidate) -> _Prepared | FamilyResult:
+@functools.lru_cache(maxsize=4096)
+def _caps(max_batch: int) -> npt.NDArray[np.int_]:
+    """Caps on running sequences searched: the batch grid up to the KV cache's max batch (read-only)."""
+    caps = batch_grid(max_batch)
+    caps = caps[caps <= max_batch]
+    caps.flags.writeable = False
+    return caps
+
+
+def _prepare(req: SizingRequest, fam: LayoutCandidate,
+             memo: LayoutMemo | None = None) -> _Prepared | FamilyResult:
     """Resolve a family and check memory and price; the cost floor prices the fewest replicas the traffic
     could need: a replica's capacity is at most max_batch / ((O - 1) D(max_batch)) (the serving model's
-    lambda(N) = N / ((O - 1) D(N) + N E[W]) grows with N and drops E[W] here), goodput at most its capacity."""
+    lambda(N) = N / ((O - 1) D(N) + N E[W]) grows with N and drops E[W] here), goodput at most its
+    capacity."""
     t = req.traffic
+    memo = memo if memo is not None else LayoutMemo()
+    key = layout_key(fam.gpu_value, fam.tp, fam.pp, fam.ep, fam.weights, fam.kv_cache)
     try:
         base = _scenario_for(req, fam)
         scenario = Scenario.model_validate(base)
-        d = resolve(scenario)
+        d = memo.deployment(key, lambda: resolve(scenario))
     except (ScenarioError, ValidationError) as err:
         reason = f"{err.field}: {err.reason}" if isinstance(err, ScenarioError) else str(err).splitlines()[0]
         return FamilyResult([], reason, 0)
-    mem = plan_memory(d, scenario.context_len_resolved)
+    mem = memo.memory(key, d, scenario.context_len_resolved)
     if not mem.fits:
-        return FamilyResult([], f"weights ({mem.weights_gb_per_gpu:.1f} GB/GPU) and one sequence do not fit in "
+        return FamilyResult([], f"weights ({mem.weights_gb_per_gpu:.1f} GB/GPU) and one sequence do not "
+                                "fit in "
                                 f"{d.gpu.name} memory", 0)
-    caps = batch_grid(mem.max_batch)
-    caps = caps[caps <= mem.max_batch]
+    caps = _caps(mem.max_batch)
     rent, own = _gpu_price(req, fam.gpu_key, fam.gpu_value)
     price = own if req.cost_mode == "own" else rent
     if price is None:
         return FamilyResult([], "no price: give usd_per_gpu_hour for this GPU", len(caps))
     floor = 0.0
     computed = max(round(t.prompt_len * (1.0 - t.prefix_cache_hit)), 1)
-    work_ms = float(np.asarray(prefill_chunk_work_ms(d, [float(t.prompt_len)], [float(t.prompt_len - computed)]))[0])
+    work_ms = memo.prefill_work_ms(key, d, t.prompt_len, t.prompt_len - computed)
+    steps = memo.bound_steps(key, d, mem.max_batch, scenario.mean_context)
     bound_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms,
-                                         work_ms)
+                                   work_ms, steps)
     if bound_per_s is not None:
         floor = math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
     return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own, floor)
 
 
-def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int,
-                      itl_ms: float, work_ms: float) -> float | None:
+def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int, itl_ms: float,
+                     work_ms: float, steps: StepTable | None = None) -> float | None:
     """An upper bound on a replica's goodput (req/s), or None where there is none to give. In the serving
     model lambda(N) = N / ((O - 1) D(N) + N E[W]), which grows with N (N / D(N) does); E[W] >= W at the mean
     prompt (`work_ms`: prefill work grows at least linearly with length, so Jensen's inequality); and an ITL
     percentile of 50 or more is at least D(N) (every ITL component is centred at D(N) + its slope + prompt
     work >= D(N)), so the ITL objective caps N where D(N) reaches it. Over a grid of N, the true cap lies
-    between the last point within the objective and the next, hence N_next / ((O - 1) D(N_last) + N_next W)."""
+    between the last point within the objective and the next, hence N_next / ((O - 1) D(N_last) + N_next W).
+    `steps`: the table of N and D(N) (LayoutMemo.bound_steps), when the caller holds it."""
     if output_len <= 1:
         return None
-    population = np.geomspace(1.0, max(float(max_batch), 1.0), 48)
-    step_ms = np.asarray(decode_step(d, population, context).total_ms, dtype=float)
+    population, step_ms = steps if steps is not None else bound_steps(d, max_batch, context)
     within = np.nonzero(step_ms <= itl_ms)[0]
     if len(within) == 0:
         return None  # even one sequence misses ITL: evaluated, so that it says why
@@ -355,11 +265,23 @@ def evaluate_family(req: SizingRequest, fam: LayoutCandidate, lazy: bool = False
     return prep if isinstance(prep, FamilyResult) else _evaluate(req, prep, lazy)
 
 
-def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool) -> FamilyResult:
+def _replica_model(prep: _Prepared) -> ReplicaModel:
+    w = workload_for(prep.scenario, prep.d, prep.max_batch)
+    return replica_model(prep.d, w, max_population=prep.max_batch)
+
+
+def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel | None = None,
+              best: float | None = None, returned_to_usd: float = math.inf) -> FamilyResult:
+    """`m` and `best` (its goodput_per_ms), when the caller has them. `returned_to_usd` (lazy): no option
+    dearer than this is returned, so its ITL, which only ranks it, is left infinite."""
     t, fam, d, caps, base = req.traffic, prep.fam, prep.d, prep.caps, prep.base
-    m = replica_model(d, workload_for(prep.scenario, d, prep.max_batch), max_population=prep.max_batch)
+    m = m if m is not None else _replica_model(prep)
     pct = req.slo.percentile
-    capacity, goodput = capacity_and_goodput(m, caps, pct, req.slo.ttft_ms, req.slo.itl_ms)
+    if best is None:
+        capacity, goodput = capacity_and_goodput(m, caps, pct, req.slo.ttft_ms, req.slo.itl_ms)
+    else:  # capacity_and_goodput's own figures, from the goodput the caller found
+        capacity = np.asarray(m.capacity_per_ms(np.asarray(caps, dtype=float)), dtype=float)
+        goodput = np.minimum(best, capacity * (1.0 - 1e-9))
     if not (goodput > 0).any():
         return FamilyResult([], _why_not(m, req), len(caps))
     price, rent, own = prep.price, prep.rent, prep.own
@@ -371,7 +293,7 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool) -> FamilyResult:
     for i in np.argsort(-goodput, kind="stable"):  # caps reaching the family's goodput come first
         if goodput[i] <= 0:
             continue
-        replicas = max(1, math.ceil(t.requests_per_s / (goodput[i] * 1000.0) * (1 - 1e-12)))  # a denormal rate rounds to 0
+        replicas = _replicas(t.requests_per_s, float(goodput[i]))
         if replicas in seen:  # a larger cap at the same replica count changes nothing the traffic sees
             continue
         if len(seen) == OPTIONS_PER_FAMILY:
@@ -379,12 +301,13 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool) -> FamilyResult:
         seen.add(replicas)
         rate_per_ms = t.requests_per_s / replicas / 1000.0
         point = load_point(m, rate_per_ms, int(caps[i]))
+        usd_per_hour = replicas * gpus_per_replica * price
         if lazy:  # ITL ranks the options and draws the frontier; TTFT and E2E wait until returned
-            itl = _itl_percentiles(m, point)
+            unranked = usd_per_hour > returned_to_usd
+            itl = Percentiles(math.inf, math.inf, math.inf) if unranked else itl_percentiles(m, point)
             ttft = e2e = Percentiles(None, None, None)
         else:
             ttft, itl, e2e = latency_percentiles(m, point)
-        usd_per_hour = replicas * gpus_per_replica * price
         scenario_out = {**base, "batch": int(caps[i]), "load": {
             **req.traffic.shape(), "request_rate": rate_per_ms * 1000.0,
             "slo": {"ttft_ms": req.slo.ttft_ms, "itl_ms": req.slo.itl_ms, "percentile": pct}}}
@@ -396,7 +319,8 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool) -> FamilyResult:
             "ttft_ms": ttft.at(pct), "itl_ms": itl.at(pct), "itl_ms_under_load": itl.at(pct),
             "e2e_ms": e2e.at(pct), "percentile": pct,
             "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50,
-            "request_rate_per_replica": rate_per_ms * 1000.0, "goodput_request_rate": float(goodput[i]) * 1000.0,
+            "request_rate_per_replica": rate_per_ms * 1000.0,
+            "goodput_request_rate": float(goodput[i]) * 1000.0,
             "max_request_rate": float(capacity[i]) * 1000.0,
             "output_tokens_per_s": rate_per_ms * 1000.0 * t.output_len, "usd_per_hour": usd_per_hour,
             "usd_per_million_output_tokens": usd_per_million_tokens(usd_per_hour, demand_tokens_per_s),
@@ -409,12 +333,41 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool) -> FamilyResult:
     return FamilyResult(options, None, len(caps))
 
 
-def _itl_percentiles(m: ReplicaModel, point: LoadPoint) -> Percentiles:
-    """ITL percentiles alone, bracketed as latency_percentiles brackets them (the same figures)."""
-    if not bool(point.stable):
-        return latency_percentiles(m, point)[1]
-    q = quantile(itl_distribution(m, point), np.array(PERCENTILES) / 100.0, max(float(point.iteration_ms * 2), 1e-3))
-    return Percentiles(*(float(v) for v in q))
+def _replicas(requests_per_s: float, goodput_per_ms: float) -> int:
+    return max(1, math.ceil(requests_per_s / (goodput_per_ms * 1000.0) * (1 - 1e-12)))  # a denormal rate: 1
+
+
+def _fleet_costs(req: SizingRequest, prep: _Prepared, m: ReplicaModel, lo: float,
+                 hi: float) -> list[float] | None:
+    """The $/hour of each option _evaluate would give this family, in its order, knowing only that the
+    family's goodput lies in [lo, hi]; None where that leaves the replica counts or their order open (or no
+    cap has goodput: _evaluate then says why). A cap's goodput is min(goodput, capacity (1 - 1e-9)): a cap
+    whose capacity is below the bracket has that capacity, one above it the family's goodput (ties keep
+    cap order)."""
+    if not lo > 0:
+        return None
+    limit = np.asarray(m.capacity_per_ms(np.asarray(prep.caps, dtype=float)), dtype=float) * (1.0 - 1e-9)
+    if ((limit >= lo) & (limit < hi)).any() or (lo < hi and (limit == hi).any()):
+        return None
+    at_goodput = limit >= hi
+    rate = req.traffic.requests_per_s
+    if at_goodput.any() and _replicas(rate, lo) != _replicas(rate, hi):
+        return None
+    goodput = np.where(at_goodput, lo, limit)  # every capped goodput is below lo: the same order
+    costs: list[float] = []
+    seen: set[int] = set()
+    gpus_per_replica = sharding(prep.d).gpus_per_replica
+    for i in np.argsort(-goodput, kind="stable"):
+        if goodput[i] <= 0:
+            continue
+        replicas = _replicas(rate, float(goodput[i]))
+        if replicas in seen:
+            continue
+        if len(seen) == OPTIONS_PER_FAMILY:
+            break
+        seen.add(replicas)
+        costs.append(replicas * gpus_per_replica * prep.price)
+    return costs or None
 
 
 def _finish(option: dict[str, Any]) -> None:
@@ -427,17 +380,23 @@ def _finish(option: dict[str, Any]) -> None:
 
 
 def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False,
-           prune: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
+           prune: bool = False, defer: bool = False,
+           memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
     """Every family: (options, infeasible families with their reason, configurations searched, families
     pruned). `prune`: families go cheapest cost floor first, and one whose floor is above the
     `max_options`-th cheapest option found so far is skipped: every fleet it gives costs more than every
-    option returned, so the returned options and their Pareto flags are the same as without pruning."""
+    option returned, so the returned options and their Pareto flags are the same as without pruning.
+    `defer` (with `lazy`; for a caller that returns the `max_options` cheapest rows by $/hour then ITL): a
+    family's goodput is searched only as far as its fleet costs need, and the family is finished (exact
+    goodput, ITL) only when one of its fleets is among the `max_options` cheapest; the others' rows carry
+    their $/hour alone and an infinite ITL, and rank past every returned row. `memo`: per-layout figures
+    shared with another search of the same request."""
     rows: list[dict[str, Any]] = []
     infeasible: list[dict[str, str]] = []
     searched = pruned = 0
     prepared: list[_Prepared] = []
     for fam in _families(req, hints):
-        prep = _prepare(req, fam)
+        prep = _prepare(req, fam, memo)
         if isinstance(prep, FamilyResult):
             searched += prep.searched
             if prep.reason is not None:
@@ -447,20 +406,42 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     if prune:
         prepared.sort(key=lambda p: p.cost_floor_usd_per_hour)
     cheapest: list[float] = []  # max-heap (negated) of the max_options cheapest $/hour found so far
+    pending: list[tuple[_Prepared, ReplicaModel, GoodputSearch, int, int]] = []  # deferred, with its rows
     for prep in prepared:
         searched += len(prep.caps)
         if prune and len(cheapest) == req.max_options and prep.cost_floor_usd_per_hour > -cheapest[0]:
             pruned += 1
             continue
-        result = _evaluate(req, prep, lazy)
-        rows.extend(result.options)
-        for o in result.options:
+        m = _replica_model(prep)
+        costs = goodput = None
+        if defer and lazy:  # the goodput's search goes only as far as the fleet costs need
+            goodput = GoodputSearch(m, req.slo.percentile, req.slo.ttft_ms, req.slo.itl_ms)
+            while goodput.lo > 0 and (costs := _fleet_costs(req, prep, m, goodput.lo, goodput.hi)) is None \
+                    and not goodput.exact:
+                goodput.step()
+        if costs is not None and goodput is not None:
+            pending.append((prep, m, goodput, len(costs), len(rows)))
+            rows.extend({"usd_per_hour": usd, "itl_ms": math.inf} for usd in costs)
+        else:
+            result = _evaluate(req, prep, lazy, m, None if goodput is None else goodput.finish())
+            rows.extend(result.options)
+            costs = [o["usd_per_hour"] for o in result.options]
+            if result.reason is not None:
+                infeasible.append({"candidate": _label(prep.fam), "reason": result.reason})
+        for usd in costs:
             if len(cheapest) < req.max_options:
-                heapq.heappush(cheapest, -o["usd_per_hour"])
-            elif o["usd_per_hour"] < -cheapest[0]:
-                heapq.heapreplace(cheapest, -o["usd_per_hour"])
-        if result.reason is not None:
-            infeasible.append({"candidate": _label(prep.fam), "reason": result.reason})
+                heapq.heappush(cheapest, -usd)
+            elif usd < -cheapest[0]:
+                heapq.heapreplace(cheapest, -usd)
+    if pending:
+        usd_all = sorted(r["usd_per_hour"] for r in rows)
+        last_returned = usd_all[req.max_options - 1] if len(usd_all) > req.max_options else math.inf
+        for prep, m, goodput, n, first in pending:
+            if min(r["usd_per_hour"] for r in rows[first:first + n]) <= last_returned:
+                result = _evaluate(req, prep, lazy, m, goodput.finish(), last_returned)
+                assert [o["usd_per_hour"] for o in result.options] == [r["usd_per_hour"] for r in
+                                                                        rows[first:first + n]]
+                rows[first:first + n] = result.options
     return rows, infeasible, searched, pruned
 
 
@@ -470,12 +451,13 @@ def families(req: SizingRequest, gpus: list[Any] | None = None) -> int:
     return n_gpus * len(req.tp) * len(req.pp) * len(req.ep) * len(req.weights) * len(req.kv_cache)
 
 
-def size(data: Any) -> dict[str, Any]:
+def size(data: Any, memo: LayoutMemo | None = None) -> dict[str, Any]:
+    """The sizing search (`memo`: per-layout figures shared with the request's disaggregated search)."""
     req = data if isinstance(data, SizingRequest) else parse_sizing(data)
     if not isinstance(data, SizingRequest):
         check_work([families(req)])  # size_with_modes checks the whole request (its modes too) first
     hints = fit_hints(req)
-    rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True)
+    rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True, defer=True, memo=memo)
     rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
     if rows:
         mask = pareto_mask(np.array([r["usd_per_hour"] for r in rows]), np.array([r["itl_ms"] for r in rows]))
@@ -494,14 +476,18 @@ def size(data: Any) -> dict[str, Any]:
         "infeasible": infeasible,
         "fit_hints": hints,
         "assumptions": {
-            "objectives": f"TTFT and ITL at p{req.slo.percentile} (slo.percentile; default p{DEFAULT_PERCENTILE})",
+            "objectives": f"TTFT and ITL at p{req.slo.percentile} "
+                          f"(slo.percentile; default p{DEFAULT_PERCENTILE})",
             "serving_model": "the plan's serving model: continuous batching with chunked prefill "
-                             "(max_num_batched_tokens 8192), Poisson arrivals unless traffic.arrival_cv, fixed "
-                             "lengths unless traffic.prompt_len_cv / output_len_cv; goodput = highest "
-                             "request rate per replica meeting the objectives; replicas = ceil(traffic / goodput)",
-            "queue": "G/G/1 prefill queue per replica (planner.serving.serving's wait, growing with traffic.arrival_cv), ITL from decode and prefill-carrying iterations",
+                             "(max_num_batched_tokens 8192), Poisson arrivals unless traffic.arrival_cv, "
+                             "fixed lengths unless traffic.prompt_len_cv / output_len_cv; goodput = highest "
+                             "request rate per replica meeting the objectives; "
+                             "replicas = ceil(traffic / goodput)",
+            "queue": "G/G/1 prefill queue per replica (planner.serving.serving's wait, growing with "
+                     "traffic.arrival_cv), ITL from decode and prefill-carrying iterations",
             "cost_mode": req.cost_mode,
-            "engine": "default engine calibrated on NVIDIA GPUs; other vendors' options assume the same "
-                      "fraction of peak (calibrate them)",
-            "prices": "catalog reference prices; several are estimates (see `python -m planner gpus` sources)"},
+            "engine": "production engine profiles where public runs of the GPU's generation were fitted "
+                      "(docs/ACCURACY.md); other GPUs assume the same fraction of peak (calibrate them)",
+            "prices": "catalog reference prices; several are estimates "
+                      "(see `python -m planner gpus` sources)"},
     }

@@ -1,0 +1,85 @@
+"""The goodput search one step at a time (planner.serving.serving.goodput_per_ms's grid, then its bisection,
+the same calls in the same order), so a fleet search stops refining a family once its costs are settled;
+and the TTFT or ITL percentiles alone at a load point."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.serving.distributions import (
+    PERCENTILES,
+    Percentiles,
+    itl_distribution,
+    quantile,
+    ttft_distribution,
+)
+from planner.serving.replica import LoadPoint, ReplicaModel, load_point
+from planner.serving.serving import latency_percentiles, meets_objective
+
+GOODPUT_GRID = 48  # goodput_per_ms's default grid of rates, whose first step goodput_bracket repeats
+
+
+def goodput_bracket(m: ReplicaModel, percentile: int, ttft_ms: float | None,
+                    itl_ms: float | None) -> tuple[float, float]:
+    """[lo, hi] holding goodput_per_ms's answer, from its first step alone (the grid of rates up to
+    capacity, the same call on the same rates, so the same verdicts); lo == hi where that step is the
+    answer, (0, 0) where it is 0. Its bisection then only moves inside the bracketing cell."""
+    cap = float(m.capacity_per_ms())
+    if not cap > 0:
+        return 0.0, 0.0
+    rates = cap * np.concatenate([[1e-6], np.linspace(1.0 / GOODPUT_GRID, 1.0, GOODPUT_GRID) * (1.0 - 1e-9)])
+    ok = meets_objective(m, load_point(m, rates), percentile, ttft_ms, itl_ms)
+    if not ok[0]:
+        return 0.0, 0.0
+    if ok.all():
+        return float(rates[-1]), float(rates[-1])
+    last = int(np.argmin(ok)) - 1
+    return float(rates[last]), float(rates[last + 1])
+
+
+class GoodputSearch:
+    """goodput_per_ms's search one step at a time (its grid, then its bisection in the bracketing cell,
+    the same calls in the same order): the goodput lies in [lo, hi]; once `exact`, it is lo."""
+
+    def __init__(self, m: ReplicaModel, percentile: int, ttft_ms: float | None, itl_ms: float | None,
+                 refine: int = 10) -> None:
+        self.m, self.percentile, self.ttft_ms, self.itl_ms = m, percentile, ttft_ms, itl_ms
+        self.lo, self.hi = goodput_bracket(m, percentile, ttft_ms, itl_ms)
+        self.steps_left = refine if self.lo < self.hi else 0
+
+    @property
+    def exact(self) -> bool:
+        return self.steps_left == 0
+
+    def step(self) -> None:
+        mid = 0.5 * (self.lo + self.hi)
+        if bool(meets_objective(self.m, load_point(self.m, mid), self.percentile, self.ttft_ms, self.itl_ms)):
+            self.lo = mid
+        else:
+            self.hi = mid
+        self.steps_left -= 1
+        if self.steps_left == 0:
+            self.hi = self.lo
+
+    def finish(self) -> float:
+        while not self.exact:
+            self.step()
+        return self.lo
+
+
+def itl_percentiles(m: ReplicaModel, point: LoadPoint) -> Percentiles:
+    """ITL percentiles alone, bracketed as latency_percentiles brackets them (the same figures)."""
+    if not bool(point.stable):
+        return latency_percentiles(m, point)[1]
+    q = quantile(itl_distribution(m, point), np.array(PERCENTILES) / 100.0, max(float(point.iteration_ms * 2),
+                                                                                1e-3))
+    return Percentiles(*(float(v) for v in q))
+
+
+def ttft_percentiles(m: ReplicaModel, point: LoadPoint) -> Percentiles:
+    """TTFT percentiles alone, bracketed as latency_percentiles brackets them (the same figures)."""
+    if not bool(point.stable):
+        return latency_percentiles(m, point)[0]
+    first = float(np.max(m.prefill_work_ms) + point.iteration_ms + point.wait_mean_ms + 1.0)
+    q = quantile(ttft_distribution(m, point), np.array(PERCENTILES) / 100.0, max(first, 1e-3))
+    return Percentiles(*(float(v) for v in q))

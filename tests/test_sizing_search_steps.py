@@ -1,0 +1,124 @@
+"""The sizing search's shortcuts give the figures of the long way: the goodput searched one step at a time
+ends on goodput_per_ms's answer and never leaves its bracket, deferred families give the same returned
+options, and the disaggregated pools' floors stay under what they bound."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.scenario.scenario import Scenario, resolve
+from planner.serving.disaggregation import TrafficShape, _prefill_cost_floor, prefill_worker
+from planner.serving.goodput_search import GoodputSearch
+from planner.serving.layout_memo import LayoutMemo, layout_key
+from planner.serving.serving import goodput_per_ms, replica_model
+from planner.serving.sizing import _finish, parse_sizing, search
+from planner.serving.workload import workload_for
+
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
+SCENARIOS = [
+    {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8"},
+    {"model": "llama-3.1-8b", "gpu": "l40s", "tp": 1, "weights": "bf16", "kv_cache": "bf16",
+     "load": {"arrival_cv": 2.0, "prompt_len_cv": 0.5}},
+    {"model": "qwen3-235b-a22b", "gpu": "h200", "tp": 8, "ep": 8, "weights": "fp8", "kv_cache": "fp8"},
+]
+OBJECTIVES = [(2000.0, 50.0), (500.0, 30.0), (None, 40.0), (3000.0, None)]
+
+
+def _model(fields):
+    s = Scenario.model_validate({"prompt_len": 2000, "output_len": 400, **fields})
+    d = resolve(s)
+    return d, replica_model(d, workload_for(s, d, 256), max_population=256)
+
+
+@pytest.mark.parametrize("fields", SCENARIOS)
+def test_goodput_searched_step_by_step_is_goodput_per_ms(fields):
+    """Source: invariant: GoodputSearch takes goodput_per_ms's own steps, so its answer is the same number
+    and every bracket on the way holds it."""
+    _, m = _model(fields)
+    for percentile in (50, 90, 99):
+        for ttft_ms, itl_ms in OBJECTIVES:
+            exact = goodput_per_ms(m, percentile, ttft_ms, itl_ms)
+            search_ = GoodputSearch(m, percentile, ttft_ms, itl_ms)
+            while not search_.exact:
+                assert search_.lo <= exact <= search_.hi
+                search_.step()
+            assert search_.lo == search_.hi == exact
+
+
+def _top(rows, n):
+    rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
+    for r in rows[:n]:
+        _finish(r)
+    return [{k: v for k, v in r.items() if k != "_finish"} for r in rows[:n]]
+
+
+@pytest.mark.parametrize("max_options", [5, 40])
+def test_deferred_families_return_the_same_options(max_options):
+    """Source: invariant: a deferred family ranks past every returned option, so the returned options, their
+    order and the counts equal those of the search that finishes every family."""
+    req = parse_sizing({"model": "llama-3.1-70b", "traffic": {"requests_per_s": 30.0, "prompt_len": 2000,
+                        "output_len": 400}, "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "tp": [2, 4, 8],
+                        "max_options": max_options})
+    rows, infeasible, searched, pruned = search(req, lazy=True, prune=True, defer=True)
+    full, infeasible_full, searched_full, pruned_full = search(req, lazy=True, prune=True)
+    assert (len(rows), infeasible, searched) == (len(full), infeasible_full, searched_full)
+    assert pruned == pruned_full
+    assert any(r["itl_ms"] == float("inf") for r in rows)  # some family was left unfinished
+    assert _top(rows, max_options) == _top(full, max_options)
+
+
+@pytest.mark.parametrize("fields", SCENARIOS)
+def test_prefill_cost_floor_is_below_the_prefill_workers_cost(fields):
+    """Source: invariant: the floor (the mean prompt's prefill work per slot, 1 % off) is at most a prefill
+    worker's $/hour per prompt/s, so the workers the pool never builds cost more than those it keeps."""
+    d, _ = _model(fields)
+    load = fields.get("load", {})
+    shape = TrafficShape(2000, 400, load.get("arrival_cv", 1.0), load.get("prompt_len_cv", 0.0), 0.0, 0.0)
+    w = prefill_worker(d, shape)
+    key = layout_key(fields["gpu"], d.tp, d.pp, d.ep, d.weights, d.kv_cache)
+    work_ms = LayoutMemo().prefill_work_ms(key, d, 2000, 0)
+    assert 0 < _prefill_cost_floor(d, shape, 2.0, work_ms) <= 2.0 * w.gpus / w.prompts_per_s
+
+
+def test_decode_pool_keeps_what_building_every_worker_keeps():
+    """Source: invariant: the decode pool searches goodputs only as far as its ranking needs, so the
+    KEEP_PER_POOL cheapest decode workers (cost, GPU, goodput, ITL) are those of the plain loop that builds
+    each worker it reaches in floor order."""
+    from planner.hardware.parallelism import sharding
+    from planner.serving.disaggregation import KEEP_PER_POOL, _decode_pool, decode_worker
+    from planner.serving.sizing import LayoutCandidate, rate_bound_per_s
+
+    shape = TrafficShape(2000, 400)
+    candidates = []
+    prices = {"h100-sxm": 2.5, "h200": 3.5, "b200": 5.0, "a100-sxm-80gb": 1.5, "l40s": 0.9}  # $/GPU-hour, any
+    for gpu, price in prices.items():
+        for tp in (1, 2, 4, 8):
+            for weights in ("fp8", "int4"):
+                c = LayoutCandidate(gpu, gpu, tp, weights, "fp8")
+                s = Scenario.model_validate({"model": "llama-3.1-70b", "prompt_len": 2000, "output_len": 400,
+                                             **c.scenario_fields()})
+                try:
+                    d = resolve(s)
+                except Exception:
+                    continue
+                mem = LayoutMemo().memory(layout_key(gpu, tp, 1, 1, weights, "fp8"), d, 2400)
+                if not mem.fits:
+                    continue
+                bound = rate_bound_per_s(d, 2200.0, mem.max_batch, 400, 40.0, 0.0)
+                floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
+                candidates.append((floor, c, d, price))
+    plain = []
+    for floor, c, d, price in sorted(candidates, key=lambda x: x[0]):
+        if len(plain) >= KEEP_PER_POOL and floor > sorted(k[0] for k in plain)[KEEP_PER_POOL - 1]:
+            break
+        dw = decode_worker(d, 2400, shape, 40.0)
+        if dw is not None:
+            plain.append((price * dw.gpus / dw.goodput_per_s, dw, c.gpu_key, price))
+
+    def top(kept):
+        return [(cost, dw.goodput_per_s, dw.itl_ms, gpu, price)
+                for cost, dw, gpu, price in sorted(kept, key=lambda x: x[0])[:KEEP_PER_POOL]]
+
+    assert len(plain) > KEEP_PER_POOL
+    assert top(_decode_pool(candidates, 2400, shape, 40.0, 90)) == top(plain)
