@@ -2,9 +2,10 @@
 Target (issue 12): at least 5,000 configurations in under 2 s for the whole command, process start and
 imports included. Measured on the 2-core dev machine shared by other jobs, wall time varies with load:
 CPU time is the fair figure. Since the aggregated search also covers this request's pp x ep (82,326
-configurations, was 10,779), the whole command takes about 7.4 s CPU against 2.8 s before (2026-11-26, shared
-2-core machine): above the target for this request; the whole-catalog TP request (benchmarks/
-test_bench_serving.py) takes about 1.5 s. No timing is asserted; `make bench` times it."""
+configurations, was 10,779), the whole command took about 9-10 s CPU with the 25-GPU catalog; the per-request
+layout memo and the stepwise goodput search (issue 22) bring it to about 3.8 s CPU in-process, 4.8 s with
+process start (2026-11-26, shared 2-core machine, load 1.3-2.7): still above the target for this request.
+No timing is asserted; `make bench` times it."""
 
 from __future__ import annotations
 

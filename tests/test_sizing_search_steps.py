@@ -87,7 +87,8 @@ def test_decode_pool_keeps_what_building_every_worker_keeps():
     each worker it reaches in floor order."""
     from planner.hardware.parallelism import sharding
     from planner.serving.disaggregation import KEEP_PER_POOL, _decode_pool, decode_worker
-    from planner.serving.sizing import LayoutCandidate, rate_bound_per_s
+    from planner.serving.goodput_search import rate_bound_per_s
+    from planner.serving.sizing_request import LayoutCandidate
 
     shape = TrafficShape(2000, 400)
     candidates = []

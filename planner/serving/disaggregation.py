@@ -43,11 +43,10 @@ from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
 from planner.physics.memory import kv_bytes_per_token, plan_memory
 from planner.scenario.scenario import Scenario, resolve
-from planner.serving.goodput_search import GoodputSearch, itl_percentiles, ttft_percentiles
+from planner.serving.goodput_search import GoodputSearch, itl_percentiles, rate_bound_per_s, ttft_percentiles
 from planner.serving.layout_memo import LayoutKey, LayoutMemo, layout_key
 from planner.serving.replica import LoadPoint, ReplicaModel, load_point, replica_model
 from planner.serving.serving import goodput_per_ms
-from planner.serving.sizing import rate_bound_per_s
 from planner.serving.sizing_request import LayoutCandidate
 from planner.serving.workload import replica_workload
 
@@ -282,38 +281,27 @@ def _prefill_cost_floor(d: Deployment, shape: TrafficShape, price: float, work_m
     """A floor under a prefill worker's $/hour per prompt/s (price x GPUs / prompts_per_s): a slot serves a
     prompt in at least its prefill work at the mean prompt (the serving model's service time adds the
     decode share of its iterations, and its mean work over the length grid is at least the work at the
-    mean length: planner.serving.sizing.rate_bound_per_s's argument), 1 % below for the grid's rounding.
+    mean length: planner.serving.goodput_search.rate_bound_per_s's argument), 1 % below for the grid's
+    rounding.
     `work_ms`: the prefill work of the mean prompt's computed tokens."""
     s = sharding(d)
     return price * s.gpus_per_replica * 0.99 * work_ms / (s.attention_dp * s.pp * 1000.0)
 
 
-def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
-                          decode_pool: Sequence[PoolCandidate], requests_per_s: float, prompt_len: int,
-                          output_len: int, context_len: int, ttft_slo_ms: float, itl_slo_ms: float,
-                          price_of: Callable[[str, Any], float | None], shape: TrafficShape | None = None,
-                          percentile: int = 90,
-                          memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], int]:
-    """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts; they
-    share the weight and KV precision so the KV cache transfers as is). Returns (options, searched).
-    `memo`: per-layout figures shared with the request's aggregated search (same model and settings)."""
-    shape = shape or TrafficShape(prompt_len, output_len)
+Priced = tuple[float, Any, str, float]  # (cost per unit of work, worker, GPU key, $/GPU-hour)
+Resolver = Callable[[PoolCandidate], Any]
+Pricer = Callable[[str, Any], float | None]
+
+
+def _prefill_pool_workers(prefill_pool: Sequence[PoolCandidate], deployment_of: Resolver,
+                          key_of: Callable[[PoolCandidate], LayoutKey], price_of: Pricer,
+                          memo: LayoutMemo, shape: TrafficShape, prompt_len: int,
+                          ttft_slo_ms: float) -> tuple[dict[tuple[str, str], list[Priced]], int]:
+    """Prefill workers by (weights, KV), priced per prompt per second, and how many were searched: cheapest
+    floor first, workers built until the KEEP_PER_POOL best found cost less per prompt than any floor left;
+    the kept ones go back to pool order (the pairing's ties keep it)."""
     searched = 0
-    resolved: dict[tuple, Deployment | None] = {}
-    memo = memo if memo is not None else LayoutMemo()
     computed = max(round(shape.prompt_len * (1.0 - shape.prefix_cache_hit)), 1)
-
-    def key_of(c: PoolCandidate) -> LayoutKey:
-        return layout_key(c.gpu_value, c.tp, c.pp, c.ep, c.weights, c.kv_cache)
-
-    def deployment_of(c: PoolCandidate) -> Deployment | None:
-        key = key_of(c)
-        if key not in resolved:  # the two pools usually share candidates: resolve each once
-            resolved[key] = memo.known_deployment(key) or _deployment(base_scenario, c)
-        return resolved[key]
-
-    # prefill candidates: cheapest floor first, workers built until the KEEP_PER_POOL best found cost less
-    # per prompt than any floor left; the kept ones go back to pool order (the pairing's ties keep it)
     floored: dict[tuple[str, str], list[tuple[float, int, PoolCandidate, Deployment, float]]] = {}
     for i, c in enumerate(prefill_pool):
         d = deployment_of(c)
@@ -324,7 +312,7 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
         work_ms = memo.prefill_work_ms(key_of(c), d, shape.prompt_len, shape.prompt_len - computed)
         floor = _prefill_cost_floor(d, shape, price, work_ms)
         floored.setdefault((c.weights, c.kv_cache), []).append((floor, i, c, d, price))
-    prefills: dict[tuple[str, str], list[tuple[float, PrefillWorker, str, float]]] = {}
+    prefills: dict[tuple[str, str], list[Priced]] = {}
     for key, floors in floored.items():
         built: list[tuple[float, int, PrefillWorker, str, float]] = []
         for floor, i, c, d, price in sorted(floors, key=lambda x: x[0]):
@@ -336,8 +324,17 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
             built.append((price * w.gpus / w.prompts_per_s, i, w, c.gpu_key, price))
         built.sort(key=lambda b: b[1])
         prefills[key] = [(cost, w, gpu, price) for cost, _, w, gpu, price in built]
-    # decode candidates: cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found
-    # cost less per request than any bound left (planner.serving.sizing's bound, prompt work 0: it is cached)
+    return prefills, searched
+
+
+def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolver,
+                    key_of: Callable[[PoolCandidate], LayoutKey], price_of: Pricer,
+                    memo: LayoutMemo, shape: TrafficShape, context_len: int, itl_slo_ms: float,
+                    percentile: int) -> tuple[dict[tuple[str, str], list[Priced]], int]:
+    """Decode workers by (weights, KV), priced per request per second, and how many were searched: cheapest
+    goodput bound first, goodput searched until the KEEP_PER_POOL best found cost less per request than any
+    bound left (planner.serving.sizing's bound, prompt work 0: it is cached)."""
+    searched = 0
     bounded: dict[tuple[str, str], list[tuple[float, PoolCandidate, Deployment, float]]] = {}
     for c in decode_pool:
         d = deployment_of(c)
@@ -353,43 +350,77 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
                                  memo.bound_steps(key_of(c), d, mem.max_batch, context))
         floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
         bounded.setdefault((c.weights, c.kv_cache), []).append((floor, c, d, price))
-    decodes: dict[tuple[str, str], list[tuple[float, DecodeWorker, str, float]]] = {}
-    for key, candidates in bounded.items():
-        decodes[key] = _decode_pool(candidates, context_len, shape, itl_slo_ms, percentile)
+    return {key: _decode_pool(candidates, context_len, shape, itl_slo_ms, percentile)
+            for key, candidates in bounded.items()}, searched
+
+
+def _option(fleet: DisaggregatedFleet, prefill: Priced, decode: Priced, requests_per_s: float,
+            output_len: int, percentile: int) -> dict[str, Any]:
+    """One disaggregated fleet as a sizing option (the contract's option fields)."""
+    _, pw, p_key, p_price = prefill
+    _, dw, d_key, d_price = decode
+    gpus_p, gpus_d = fleet.prefill_workers * pw.gpus, fleet.decode_workers * dw.gpus
+    usd = gpus_p * p_price + gpus_d * d_price
+    return {
+        "mode": "disaggregated", "prefill_workers": fleet.prefill_workers,
+        "decode_workers": fleet.decode_workers,
+        "prefill_decode_ratio": fleet.prefill_workers / fleet.decode_workers,
+        "prefill": {**layout_summary(pw.deployment, p_key), "prefill_ms": pw.prefill_ms,
+                    "prompts_per_s_per_worker": pw.prompts_per_s,
+                    "utilization": fleet.prefill_utilization, "usd_per_gpu_hour": p_price},
+        "decode": {**layout_summary(dw.deployment, d_key), "batch": fleet.decode_batch,
+                   "itl_ms": fleet.itl_ms,
+                   "max_running": dw.max_running, "goodput_request_rate": dw.goodput_per_s,
+                   "request_rate_per_worker": requests_per_s / fleet.decode_workers,
+                   "output_tokens_per_s_per_worker": dw.output_tokens_per_s,
+                   "usd_per_gpu_hour": d_price},
+        "gpus_total": gpus_p + gpus_d, "ttft_ms": fleet.ttft_ms, "itl_ms": fleet.itl_ms,
+        "percentile": percentile,
+        "kv_transfer_ms": fleet.kv_transfer_ms, "usd_per_hour": usd,
+        "usd_per_million_output_tokens": usd_per_million_tokens(usd, requests_per_s * output_len),
+    }
+
+
+def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
+                          decode_pool: Sequence[PoolCandidate], requests_per_s: float, prompt_len: int,
+                          output_len: int, context_len: int, ttft_slo_ms: float, itl_slo_ms: float,
+                          price_of: Callable[[str, Any], float | None], shape: TrafficShape | None = None,
+                          percentile: int = 90,
+                          memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], int]:
+    """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts; they
+    share the weight and KV precision so the KV cache transfers as is). Returns (options, searched).
+    `memo`: per-layout figures shared with the request's aggregated search (same model and settings)."""
+    shape = shape or TrafficShape(prompt_len, output_len)
+    resolved: dict[tuple, Deployment | None] = {}
+    memo = memo if memo is not None else LayoutMemo()
+
+    def key_of(c: PoolCandidate) -> LayoutKey:
+        return layout_key(c.gpu_value, c.tp, c.pp, c.ep, c.weights, c.kv_cache)
+
+    def deployment_of(c: PoolCandidate) -> Deployment | None:
+        key = key_of(c)
+        if key not in resolved:  # the two pools usually share candidates: resolve each once
+            resolved[key] = memo.known_deployment(key) or _deployment(base_scenario, c)
+        return resolved[key]
+
+    prefills, searched_p = _prefill_pool_workers(prefill_pool, deployment_of, key_of, price_of, memo, shape,
+                                                 prompt_len, ttft_slo_ms)
+    decodes, searched_d = _decode_workers(decode_pool, deployment_of, key_of, price_of, memo, shape,
+                                          context_len, itl_slo_ms, percentile)
     options = []
-    demand_tokens_per_s = requests_per_s * output_len
     decode_side: dict[int, tuple[int, LoadPoint, float | None]] = {}
     for key, pre in prefills.items():
-        for _, pw, p_key, p_price in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
-            for _, dw, d_key, d_price in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
+        for p_side in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
+            for d_side in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
+                dw = d_side[1]
                 if id(dw) not in decode_side:  # every prefill candidate meets the same decode fleet
                     decode_side[id(dw)] = decode_fleet(dw, requests_per_s, percentile)
-                fleet = size_fleet(pw, dw, requests_per_s, prompt_len, output_len, ttft_slo_ms, percentile,
-                                   decode_side[id(dw)])
-                if fleet is None:
-                    continue
-                gpus_p, gpus_d = fleet.prefill_workers * pw.gpus, fleet.decode_workers * dw.gpus
-                usd = gpus_p * p_price + gpus_d * d_price
-                options.append({
-                    "mode": "disaggregated", "prefill_workers": fleet.prefill_workers,
-                    "decode_workers": fleet.decode_workers,
-                    "prefill_decode_ratio": fleet.prefill_workers / fleet.decode_workers,
-                    "prefill": {**layout_summary(pw.deployment, p_key), "prefill_ms": pw.prefill_ms,
-                                "prompts_per_s_per_worker": pw.prompts_per_s,
-                                "utilization": fleet.prefill_utilization, "usd_per_gpu_hour": p_price},
-                    "decode": {**layout_summary(dw.deployment, d_key), "batch": fleet.decode_batch,
-                               "itl_ms": fleet.itl_ms,
-                               "max_running": dw.max_running, "goodput_request_rate": dw.goodput_per_s,
-                               "request_rate_per_worker": requests_per_s / fleet.decode_workers,
-                               "output_tokens_per_s_per_worker": dw.output_tokens_per_s,
-                               "usd_per_gpu_hour": d_price},
-                    "gpus_total": gpus_p + gpus_d, "ttft_ms": fleet.ttft_ms, "itl_ms": fleet.itl_ms,
-                    "percentile": percentile,
-                    "kv_transfer_ms": fleet.kv_transfer_ms, "usd_per_hour": usd,
-                    "usd_per_million_output_tokens": usd_per_million_tokens(usd, demand_tokens_per_s),
-                })
+                fleet = size_fleet(p_side[1], dw, requests_per_s, prompt_len, output_len, ttft_slo_ms,
+                                   percentile, decode_side[id(dw)])
+                if fleet is not None:
+                    options.append(_option(fleet, p_side, d_side, requests_per_s, output_len, percentile))
     options.sort(key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
-    return options, searched
+    return options, searched_p + searched_d
 
 
 __all__ = ["PoolCandidate", "disaggregated_options", "DecodeWorker", "DisaggregatedFleet", "PrefillWorker",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.core.deployment import Deployment
 from planner.serving.distributions import (
     PERCENTILES,
     Percentiles,
@@ -13,6 +14,7 @@ from planner.serving.distributions import (
     quantile,
     ttft_distribution,
 )
+from planner.serving.layout_memo import StepTable, bound_steps
 from planner.serving.replica import LoadPoint, ReplicaModel, load_point
 from planner.serving.serving import latency_percentiles, meets_objective
 
@@ -83,3 +85,24 @@ def ttft_percentiles(m: ReplicaModel, point: LoadPoint) -> Percentiles:
     first = float(np.max(m.prefill_work_ms) + point.iteration_ms + point.wait_mean_ms + 1.0)
     q = quantile(ttft_distribution(m, point), np.array(PERCENTILES) / 100.0, max(first, 1e-3))
     return Percentiles(*(float(v) for v in q))
+
+
+def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int, itl_ms: float,
+                     work_ms: float, steps: StepTable | None = None) -> float | None:
+    """An upper bound on a replica's goodput (req/s), or None where there is none to give. In the serving
+    model lambda(N) = N / ((O - 1) D(N) + N E[W]), which grows with N (N / D(N) does); E[W] >= W at the mean
+    prompt (`work_ms`: prefill work grows at least linearly with length, so Jensen's inequality); and an ITL
+    percentile of 50 or more is at least D(N) (every ITL component is centred at D(N) + its slope + prompt
+    work >= D(N)), so the ITL objective caps N where D(N) reaches it. Over a grid of N, the true cap lies
+    between the last point within the objective and the next, hence N_next / ((O - 1) D(N_last) + N_next W).
+    `steps`: the table of N and D(N) (LayoutMemo.bound_steps), when the caller holds it."""
+    if output_len <= 1:
+        return None
+    population, step_ms = steps if steps is not None else bound_steps(d, max_batch, context)
+    within = np.nonzero(step_ms <= itl_ms)[0]
+    if len(within) == 0:
+        return None  # even one sequence misses ITL: evaluated, so that it says why
+    last = int(within[-1])
+    nxt = min(last + 1, len(population) - 1)
+    n = float(population[nxt])
+    return 1.01 * n / ((output_len - 1) * float(step_ms[last]) + n * 0.99 * work_ms) * 1000.0

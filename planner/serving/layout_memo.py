@@ -19,7 +19,8 @@ from planner.physics.memory import MemoryPlan, plan_memory
 
 LayoutKey = tuple[str, int, int, int, str, str]
 StepTable = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]  # (decoding populations, step ms)
-BOUND_GRID = 48  # decoding populations the goodput bound tabulates (planner.serving.sizing.rate_bound_per_s)
+# decoding populations the goodput bound tabulates (planner.serving.goodput_search.rate_bound_per_s)
+BOUND_GRID = 48
 
 
 def layout_key(gpu_value: str | dict[str, Any], tp: int, pp: int, ep: int, weights: str,

@@ -38,8 +38,8 @@ from planner.scenario.scenario import (
     resolve,
     resolve_model,
 )
-from planner.serving.goodput_search import GoodputSearch, itl_percentiles
-from planner.serving.layout_memo import LayoutMemo, StepTable, bound_steps, layout_key
+from planner.serving.goodput_search import GoodputSearch, itl_percentiles, rate_bound_per_s
+from planner.serving.layout_memo import LayoutMemo, layout_key
 from planner.serving.request_bounds import check_work
 from planner.serving.serving import (
     Percentiles,
@@ -236,27 +236,6 @@ def _prepare(req: SizingRequest, fam: LayoutCandidate,
     return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own, floor)
 
 
-def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int, itl_ms: float,
-                     work_ms: float, steps: StepTable | None = None) -> float | None:
-    """An upper bound on a replica's goodput (req/s), or None where there is none to give. In the serving
-    model lambda(N) = N / ((O - 1) D(N) + N E[W]), which grows with N (N / D(N) does); E[W] >= W at the mean
-    prompt (`work_ms`: prefill work grows at least linearly with length, so Jensen's inequality); and an ITL
-    percentile of 50 or more is at least D(N) (every ITL component is centred at D(N) + its slope + prompt
-    work >= D(N)), so the ITL objective caps N where D(N) reaches it. Over a grid of N, the true cap lies
-    between the last point within the objective and the next, hence N_next / ((O - 1) D(N_last) + N_next W).
-    `steps`: the table of N and D(N) (LayoutMemo.bound_steps), when the caller holds it."""
-    if output_len <= 1:
-        return None
-    population, step_ms = steps if steps is not None else bound_steps(d, max_batch, context)
-    within = np.nonzero(step_ms <= itl_ms)[0]
-    if len(within) == 0:
-        return None  # even one sequence misses ITL: evaluated, so that it says why
-    last = int(within[-1])
-    nxt = min(last + 1, len(population) - 1)
-    n = float(population[nxt])
-    return 1.01 * n / ((output_len - 1) * float(step_ms[last]) + n * 0.99 * work_ms) * 1000.0
-
-
 def evaluate_family(req: SizingRequest, fam: LayoutCandidate, lazy: bool = False) -> FamilyResult:
     """Goodput per replica for each cap on running sequences, the replicas the traffic needs, and the
     options at the rate each replica then runs at. `lazy`: options carry ITL only and a private
@@ -270,6 +249,16 @@ def _replica_model(prep: _Prepared) -> ReplicaModel:
     return replica_model(prep.d, w, max_population=prep.max_batch)
 
 
+def _capped_goodput(req: SizingRequest, m: ReplicaModel, caps: npt.NDArray[np.int_],
+                    best: float | None) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Capacity and goodput (per ms) of each cap on running sequences: capacity_and_goodput's figures, from
+    the goodput `best` where the caller found it already."""
+    if best is None:
+        return capacity_and_goodput(m, caps, req.slo.percentile, req.slo.ttft_ms, req.slo.itl_ms)
+    capacity = np.asarray(m.capacity_per_ms(np.asarray(caps, dtype=float)), dtype=float)
+    return capacity, np.minimum(best, capacity * (1.0 - 1e-9))
+
+
 def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel | None = None,
               best: float | None = None, returned_to_usd: float = math.inf) -> FamilyResult:
     """`m` and `best` (its goodput_per_ms), when the caller has them. `returned_to_usd` (lazy): no option
@@ -277,11 +266,7 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel |
     t, fam, d, caps, base = req.traffic, prep.fam, prep.d, prep.caps, prep.base
     m = m if m is not None else _replica_model(prep)
     pct = req.slo.percentile
-    if best is None:
-        capacity, goodput = capacity_and_goodput(m, caps, pct, req.slo.ttft_ms, req.slo.itl_ms)
-    else:  # capacity_and_goodput's own figures, from the goodput the caller found
-        capacity = np.asarray(m.capacity_per_ms(np.asarray(caps, dtype=float)), dtype=float)
-        goodput = np.minimum(best, capacity * (1.0 - 1e-9))
+    capacity, goodput = _capped_goodput(req, m, caps, best)
     if not (goodput > 0).any():
         return FamilyResult([], _why_not(m, req), len(caps))
     price, rent, own = prep.price, prep.rent, prep.own
@@ -379,6 +364,24 @@ def _finish(option: dict[str, Any]) -> None:
                    "e2e_ms": e2e.at(pct), "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50})
 
 
+def _prepared_families(req: SizingRequest, hints: list[dict[str, Any]] | None,
+                       memo: LayoutMemo | None) -> tuple[list[_Prepared], list[dict[str, str]], int]:
+    """Every family resolved and checked for memory and price: (those to evaluate, the infeasible ones with
+    their reason, configurations searched so far)."""
+    prepared: list[_Prepared] = []
+    infeasible: list[dict[str, str]] = []
+    searched = 0
+    for fam in _families(req, hints):
+        prep = _prepare(req, fam, memo)
+        if isinstance(prep, FamilyResult):
+            searched += prep.searched
+            if prep.reason is not None:
+                infeasible.append({"candidate": _label(fam), "reason": prep.reason})
+        else:
+            prepared.append(prep)
+    return prepared, infeasible, searched
+
+
 def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False,
            prune: bool = False, defer: bool = False,
            memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
@@ -392,17 +395,8 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     their $/hour alone and an infinite ITL, and rank past every returned row. `memo`: per-layout figures
     shared with another search of the same request."""
     rows: list[dict[str, Any]] = []
-    infeasible: list[dict[str, str]] = []
-    searched = pruned = 0
-    prepared: list[_Prepared] = []
-    for fam in _families(req, hints):
-        prep = _prepare(req, fam, memo)
-        if isinstance(prep, FamilyResult):
-            searched += prep.searched
-            if prep.reason is not None:
-                infeasible.append({"candidate": _label(fam), "reason": prep.reason})
-        else:
-            prepared.append(prep)
+    prepared, infeasible, searched = _prepared_families(req, hints, memo)
+    pruned = 0
     if prune:
         prepared.sort(key=lambda p: p.cost_floor_usd_per_hour)
     cheapest: list[float] = []  # max-heap (negated) of the max_options cheapest $/hour found so far
