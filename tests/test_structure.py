@@ -185,3 +185,20 @@ def test_engine_names_have_one_home():
     assert tuple(MEMORY_RULES) == SERVING_ENGINES
     for module in (vllm, sglang, trtllm):
         assert module.efficiency_profile().name == module.NAME
+
+
+def test_no_module_over_500_lines_and_no_function_over_60():
+    """Source: contract: issue 23's size rules for planner/ and ui/ (a long module or function is split by
+    concept; docs/ARCHITECTURE.md says where each concept lives)."""
+    root = PLANNER.parent
+    too_long = []
+    for path in [*PLANNER.rglob("*.py"), *(root / "ui").rglob("*.py"), root / "app.py"]:
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > 500:
+            too_long.append(f"{path.relative_to(root)}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > 60:
+                    too_long.append(f"{path.relative_to(root)}:{node.lineno} {node.name}: {length} lines")
+    assert not too_long, too_long
