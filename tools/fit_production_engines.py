@@ -63,7 +63,11 @@ BANDWIDTH_CEILING = 0.95
 DECODE_TERMS = (
     ("compute", 0.5, 1.0), ("layer_overhead_us", 0.0, 150.0), ("moe_layer_overhead_us", 0.0, 400.0),
     ("allreduce_latency_us", 0.0, 50.0), ("step_overhead_us", 0.0, 2_500.0),
+    # expert parallelism, fitted only where a generation has EP runs: the all-to-all's own latency, and how
+    # much of it the engine hides behind compute (1: the other micro-batch's compute hides it all)
+    ("alltoall_latency_us", 0.0, 100.0), ("ep_overlap", 0.0, 1.0),
 )
+EP_TERMS = ("alltoall_latency_us", "ep_overlap")
 WEIGHT_BOUNDS = (0.2, BANDWIDTH_CEILING)
 # the efficiency term that streams each weight precision (planner.physics.latency.weight_bandwidth_efficiency)
 WEIGHT_TERMS = {
@@ -173,13 +177,13 @@ def _with_overhead(w: Workload, efficiency: EngineEfficiency) -> Workload:
     )
 
 
-def _unpack(x: np.ndarray, precisions: list[str], moe: bool) -> GroupFit:
+def _unpack(x: np.ndarray, precisions: list[str], moe: bool, ep: bool = False) -> GroupFit:
     fit = GroupFit("", "")
     values = 1.0 / (
         1.0 + np.exp(-np.clip(np.asarray(x, dtype=float), -50.0, 50.0))
     )  # place inside its bounds
     for (name, lo, hi), v in zip(DECODE_TERMS, values, strict=False):
-        if name == "moe_layer_overhead_us" and not moe:
+        if (name == "moe_layer_overhead_us" and not moe) or (name in EP_TERMS and not ep):
             continue
         fit.terms[name] = float(lo + (hi - lo) * v)
     for precision, v in zip(precisions, values[len(DECODE_TERMS):], strict=True):
@@ -191,6 +195,7 @@ def _unpack(x: np.ndarray, precisions: list[str], moe: bool) -> GroupFit:
 def fit_group(runs: list[Run], engine: str, generation: str) -> GroupFit:
     precisions = sorted({r.weights for r in runs})
     moe = any(r.base.model.moe is not None for r in runs)
+    ep = any(r.base.ep > 1 and r.base.model.moe is not None for r in runs)
     x0 = np.zeros(len(DECODE_TERMS) + len(precisions))
     best = GroupFit(engine, generation)
     for r in runs:
@@ -215,7 +220,7 @@ def fit_group(runs: list[Run], engine: str, generation: str) -> GroupFit:
 
         def loss(x: np.ndarray, measured: np.ndarray = measured, weight: np.ndarray = weight,
                  layouts: list = layouts) -> float:
-            fit = _unpack(x, precisions, moe)
+            fit = _unpack(x, precisions, moe, ep)
             predicted = np.empty(len(runs))
             for first, idx, batch, context, stretch in layouts:
                 d = with_efficiency(first.base, _efficiency(first, fit))
@@ -224,7 +229,7 @@ def fit_group(runs: list[Run], engine: str, generation: str) -> GroupFit:
             return float(np.sum(weight * np.abs(np.log(predicted) - measured)))
 
         x0, _ = nelder_mead(loss, x0, step=1.0, iters=400)
-        best = _unpack(x0, precisions, moe)
+        best = _unpack(x0, precisions, moe, ep)
         best.engine, best.generation = engine, generation
         for r in runs:
             simulate(r, best)

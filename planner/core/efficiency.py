@@ -38,6 +38,14 @@ class EngineEfficiency(BaseModel):
     )
     step_overhead_us: float = Field(default=0.0, ge=0, le=1_000_000, description="fixed cost per decode step")
     allreduce_latency_us: float = Field(default=0.0, ge=0, le=10_000, description="latency of one all-reduce")
+    # issue 20: an engine's expert all-to-all has its own latency (DeepEP or NCCL, not the fused
+    # all-reduce), and is hidden behind the other micro-batch's compute only as far as the engine overlaps it
+    alltoall_latency_us: float | None = Field(
+        default=None, ge=0, le=10_000, description="latency of one expert all-to-all; None: the all-reduce's"
+    )
+    ep_overlap: float = Field(
+        default=1.0, ge=0, le=1, description="share of a step's compute that hides the expert all-to-alls"
+    )
     prefill_overhead_ms: float = Field(default=0.0, ge=0, le=100_000, description="fixed cost per prefill")
     ttft_overhead_ms: float = Field(
         default=0.0, ge=0, le=100_000, description="serving cost before the first token"

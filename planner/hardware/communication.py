@@ -142,7 +142,8 @@ def ep_alltoall_ms(
     e = d.efficiency
     return (
         volume * remote / (e.link * s.ep_link.gb_s * 1e9) * 1e3
-        + e.allreduce_latency_us * math.log2(d.ep) / 1e3
+        + (e.allreduce_latency_us if e.alltoall_latency_us is None else e.alltoall_latency_us)
+        * math.log2(d.ep) / 1e3
     )
 
 

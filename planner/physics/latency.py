@@ -128,7 +128,9 @@ def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: f
     # Expert all-to-alls overlap the other half of a two-micro-batch step (DeepSeek's dual micro-batch
     # overlap, SGLang two-batch overlap, vLLM DBO): only what outlasts the compute is exposed.
     ep_exposed = np.maximum(
-        ep_communication_ms(d, group_tokens / d.tp) - (gemm + attention + activations), 0.0
+        ep_communication_ms(d, group_tokens / d.tp)
+        - d.efficiency.ep_overlap * (gemm + attention + activations),
+        0.0
     )
     return StepTime(gemm, attention, activations, comm, overhead, _bound_ms(d, work), work,
                     pp_communication_ms(d, tokens) * np.ones_like(gemm), ep_exposed)

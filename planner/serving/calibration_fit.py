@@ -127,7 +127,7 @@ def profile_from_vllm_bench(bench: Any, scenario: Any, name: str | None = None) 
         gpu = scenario["gpu"] if isinstance(scenario["gpu"], str) else None
         return CalibrationProfile(
             name=name or f"vllm-bench-{gpu or 'custom'}", gpu=gpu,
-            efficiency={k: round(v, 6) for k, v in fitted.items()},
+            efficiency={k: round(v, 6) for k, v in fitted.items() if v is not None},
             source=(
                 f"vllm bench serve: median TPOT {b.median_tpot_ms:.2f} ms, median TTFT "
                 f"{b.median_ttft_ms:.1f} ms at concurrency {concurrency}, {base_scenario.prompt_len} in / "
