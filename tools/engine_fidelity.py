@@ -27,12 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpu_catalog import load_catalog  # noqa: E402
+from planner.contract.planning import closed_loop_benchmark  # noqa: E402
 from planner.core.errors import ScenarioError  # noqa: E402
 from planner.model.presets import load_presets  # noqa: E402
 from planner.physics.memory import plan_memory  # noqa: E402
 from planner.scenario.scenario import parse_scenario, resolve  # noqa: E402
-from planner.serving.benchmark_client import BenchmarkClient, BenchmarkRun, run_benchmark  # noqa: E402
-from planner.serving.workload import workload_for  # noqa: E402
+from planner.serving.benchmark_client import BenchmarkRun  # noqa: E402
+from planner.serving.workload import running_cap  # noqa: E402
 
 RUNS_CSV = ROOT / "data" / "reference" / "serving_runs_published.csv"
 PLANNED_ENGINES = {"vllm": "vllm", "sglang": "sglang", "trt-llm": "trt-llm"}
@@ -94,23 +95,22 @@ def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     tokens = _num(row.get("max_num_batched_tokens"))
     if tokens:
         scenario["load"]["max_num_batched_tokens"] = int(tokens)
+    # the run's client: its prompts, and InferenceX's lengths uniform in [r L, L]
+    prompts = _num(row.get("num_prompts"))
+    scenario["load"]["benchmark"] = {"random_range_ratio": _num(row.get("random_range_ratio")) or 1.0,
+                                     "range": "below", **({"num_prompts": int(prompts)} if prompts else {})}
     return scenario
 
 
-def client_for(row: pd.Series) -> BenchmarkClient:
-    ratio = _num(row.get("random_range_ratio")) or 1.0
-    prompts = _num(row.get("num_prompts"))
-    return BenchmarkClient(concurrency=int(row["concurrency"]), num_prompts=int(prompts) if prompts else None,
-                           length_low=ratio, length_high=1.0)
-
-
 def predict(row: pd.Series, engine: str | None = None) -> Prediction:
+    """The run as the plan predicts it: the plan's own closed-loop benchmark at the run's concurrency."""
     scenario = parse_scenario(scenario_for(row, engine))
     d = resolve(scenario)
     mem = plan_memory(d, scenario.context_len_resolved)
-    cap = max(1, min(int(mem.max_batch), int(scenario.max_num_seqs or row["concurrency"])))
-    w = workload_for(scenario, d, cap)
-    return Prediction(run_benchmark(d, w, client_for(row)), cap)
+    bench = closed_loop_benchmark(scenario, d, mem)
+    if bench is None:
+        raise ScenarioError("memory", "the run's model does not fit its GPUs as planned")
+    return Prediction(bench[1], running_cap(scenario.batch, mem.max_batch, scenario.max_num_seqs))
 
 
 def evaluate(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:

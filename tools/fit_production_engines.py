@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gpu_catalog import load_catalog  # noqa: E402
+from planner.contract.planning import closed_loop_benchmark  # noqa: E402
 from planner.core.deployment import Deployment  # noqa: E402
 from planner.core.efficiency import EngineEfficiency  # noqa: E402
 from planner.core.errors import ScenarioError  # noqa: E402
@@ -47,12 +48,9 @@ from planner.engines.profiles import (  # noqa: E402
     with_efficiency,
 )
 from planner.physics.latency import decode_step  # noqa: E402
-from planner.physics.memory import plan_memory  # noqa: E402
-from planner.scenario.scenario import parse_scenario, resolve  # noqa: E402
-from planner.serving.benchmark_client import BenchmarkClient, run_benchmark  # noqa: E402
-from planner.serving.replica import Workload  # noqa: E402
-from planner.serving.workload import workload_for  # noqa: E402
-from tools.engine_fidelity import RUNS_CSV, client_for, scenario_for, skip_reason  # noqa: E402
+from planner.physics.memory import MemoryPlan, plan_memory  # noqa: E402
+from planner.scenario.scenario import Scenario, parse_scenario, resolve  # noqa: E402
+from tools.engine_fidelity import RUNS_CSV, scenario_for, skip_reason  # noqa: E402
 from tools.optimize import nelder_mead  # noqa: E402
 
 BANDWIDTH_CEILING = 0.95
@@ -90,8 +88,8 @@ class Run:
     model: str
     weights: str
     base: Deployment
-    workload: Workload
-    client: BenchmarkClient
+    scenario: Scenario  # the run's plan: its closed-loop benchmark is the prediction
+    memory: MemoryPlan
     tpot_ms: float  # measured: the mean where published, else the median
     tpot_is_mean: bool
     ttft_median_ms: float
@@ -143,9 +141,10 @@ def load_runs(path: Path = RUNS_CSV) -> list[Run]:
         if generation is None:
             continue
         mem = plan_memory(d, scenario.context_len_resolved)
-        cap = max(1, min(int(mem.max_batch), int(scenario.max_num_seqs or row["concurrency"])))
+        if not mem.fits:  # no plan to predict the run with
+            continue
         runs.append(Run(row, scenario.engine, generation, str(row["gpu"]), str(row["model_preset"]),
-                        str(row["weights"]), d, workload_for(scenario, d, cap), client_for(row),
+                        str(row["weights"]), d, scenario, mem,
                         float(tpot_mean if has_mean else tpot_median), bool(has_mean),
                         float(row.get("ttft_median_ms", np.nan)), scenario.mean_context))
     return runs
@@ -162,19 +161,14 @@ def _efficiency(run: Run, fit: GroupFit | None) -> EngineEfficiency:
 def simulate(run: Run, fit: GroupFit | None) -> None:
     """One benchmark simulation under `fit`: the run's decode batch and its prompts' stretch of TPOT."""
     d = with_efficiency(run.base, _efficiency(run, fit))
-    w = run.workload if fit is None else _with_overhead(run.workload, d.efficiency)
-    result = run_benchmark(d, w, run.client)
+    bench = closed_loop_benchmark(run.scenario, d, run.memory)
+    assert bench is not None  # load_runs keeps runs whose model fits
+    result = bench[1]
     run.mean_batch = max(result.mean_decode_batch, 1.0)
     pure = float(decode_step(d, run.mean_batch, run.context).total_ms)
     run.sim_tpot_ms = result.tpot_ms.mean if run.tpot_is_mean else result.tpot_ms.p50
     run.stretch = run.sim_tpot_ms / max(pure, 1e-9)
     run.sim_ttft_median_ms = result.ttft_ms.p50
-
-
-def _with_overhead(w: Workload, efficiency: EngineEfficiency) -> Workload:
-    return replace(
-        w, ttft_overhead_ms=efficiency.ttft_overhead_ms, ttft_per_running_ms=efficiency.ttft_per_running_ms
-    )
 
 
 def _unpack(x: np.ndarray, precisions: list[str], moe: bool, ep: bool = False) -> GroupFit:

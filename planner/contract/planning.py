@@ -224,9 +224,7 @@ def closed_loop_benchmark(scenario: Scenario, d: Deployment,
     load = scenario.load
     if load is None or load.concurrency is None or not mem.fits:
         return None
-    cap = running_cap(scenario.batch, mem.max_batch)
-    if scenario.max_num_seqs is not None:
-        cap = min(cap, scenario.max_num_seqs)
+    cap = running_cap(scenario.batch, mem.max_batch, scenario.max_num_seqs)
     b = load.benchmark
     low, high = ((b.random_range_ratio, 1.0) if b.range == "below"
                  else (1.0 - b.random_range_ratio, 1.0 + b.random_range_ratio))

@@ -44,10 +44,12 @@ def replica_workload(d: Deployment, prompt_len: float, output_len: float, max_ru
         context=context)
 
 
-def running_cap(batch: int | None, max_batch: int) -> int:
+def running_cap(batch: int | None, max_batch: int, max_num_seqs: int | None = None) -> int:
     """Sequences a replica runs at once: the scenario's `batch` (vLLM's max_num_seqs), at most the KV cache's
-    max batch; the max batch when no batch is given."""
-    return max_batch if batch is None else min(batch, max_batch)
+    max batch; the max batch when no batch is given. `max_num_seqs`: an engine limit the caller applies too
+    (the closed-loop benchmark runs the engine as launched)."""
+    cap = max_batch if batch is None else min(batch, max_batch)
+    return cap if max_num_seqs is None else min(cap, max_num_seqs)
 
 
 def workload_for(scenario: Scenario, d: Deployment, max_running: int) -> Workload:
