@@ -12,7 +12,7 @@ from planner import plan_dict
 from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S, fleet_for
 from planner.serving.operating_point import DEFAULT_OBJECTIVE
 from planner.serving.sizing import size
-from ui.figures import fmt_time
+from ui.figures import fmt_ms, fmt_time
 from ui.links import DEFAULT_SCENARIO, scenario_to_query
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -92,3 +92,17 @@ def test_compare_ranks_pins_at_equal_service_as_the_sizing_page_does():
     assert [float(v.lstrip("$")) for v in table["$/M"]] == pytest.approx(sorted(cheapest.values()), abs=6e-4)
     assert list(table.index) == [1, 2, 3]
     assert any("Cheapest at equal service" in md.value for md in at.markdown)
+
+
+def test_the_plan_page_gives_the_simulated_range_of_an_open_loop():
+    """The default page (an open loop at the goodput) states where the scheduler's simulation puts its
+    percentiles: the plan's serving.queue_bands, p90 included (the objective's percentile).
+    Source: ui: the caption repeats the plan's own bands (planner/serving/queue_bands.py)."""
+    at = run_app()
+    bands = plan_dict(DEFAULT_SCENARIO)["serving"]["queue_bands"]
+    assert bands["status"] == "simulated"
+    captions = [c.value for c in at.caption if c.value.startswith("Simulated range at")]
+    assert len(captions) == 1
+    p90 = bands["ttft_p90_ms"]
+    assert f"p90 {fmt_ms(p90['low'])} to {fmt_ms(p90['high'])}" in captions[0]
+    assert f"{bands['load_fraction']:.0%} of capacity" in captions[0]

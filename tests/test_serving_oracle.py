@@ -77,7 +77,8 @@ _LONG_TAIL = (
     "where long prompts queue behind long prompts)"
 )
 # Points where the fast model misses issue 9's tolerance against the oracle (measured, seed 7): kept as
-# strict xfails so the gap is visible; the reason says why.
+# strict xfails so the gap is visible; the reason says why. The plan brackets them with the simulation's own
+# range (serving.queue_bands, planner/serving/queue_bands.py), held out in tests/test_queue_bands.py.
 KNOWN_GAPS: dict[tuple[str, float], str] = {
     ("dense-70b-2k", 0.9): _SATURATION, ("dense-8b-long", 0.9): _SATURATION,
     ("moe-mixtral", 0.9): _SATURATION, ("moe-qwen3-235b", 0.9): _SATURATION,

@@ -269,6 +269,24 @@ def regime_advice(p: Plan, kv_cache: str) -> str:
     )
 
 
+def queue_band_text(p: Plan) -> str | None:
+    """One line on where the scheduler's simulation puts the open loop's percentiles (serving.queue_bands)."""
+    bands = p.serving.queue_bands
+    if bands is None:
+        return None
+    if bands.status != "simulated":
+        return f"Simulated range: {bands.status}."
+    parts = []
+    for label, band in (("TTFT p50", bands.ttft_p50_ms), ("p90", bands.ttft_p90_ms),
+                        ("p99", bands.ttft_p99_ms), ("ITL p50", bands.itl_p50_ms), ("p90", bands.itl_p90_ms),
+                        ("p99", bands.itl_p99_ms)):
+        if band is not None:
+            parts.append(f"{label} {fmt_ms(band.low)} to {fmt_ms(band.high)}")
+    return (f"Simulated range at {bands.load_fraction:.0%} of capacity ({bands.arrival_class} arrivals; the "
+            "scheduler's discrete-event simulation around the queue model's figures): "
+            + ", ".join(parts) + ".")
+
+
 def _tiles(rows: list[tuple[str, str, str]]) -> None:
     cols = st.columns(len(rows))
     for col, (label, value, meaning) in zip(cols, rows, strict=True):
@@ -292,6 +310,9 @@ def render(
         _tiles(load_rows(p, fleet, traffic))
         if sv.stable:
             _tiles(latency_rows(p, slo))
+            band_text = queue_band_text(p)
+            if band_text:
+                st.caption(band_text)
             if sv.at_goodput and slo is not None and sv.goodput_request_rate is not None and not judge(
                     sv.ttft_ms, sv.itl_ms, slo).met:
                 st.error(

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from planner.physics.bands import Band
 from planner.serving.distributions import Percentiles
+from planner.serving.queue_bands import QueueBands
 
 
 class ModelSummary(BaseModel):
@@ -173,6 +174,9 @@ class ServingSection(BaseModel):
     at_goodput: bool = False  # the operating point is the goodput under load.slo
     saturated: bool = False  # a closed loop held at capacity by more clients than it runs (not unstable)
     benchmark: BenchmarkSection | None = None  # load.concurrency given: the benchmark's own report
+    # open loop: the percentiles bracketed by the scheduler's simulation where the queue model leaves its
+    # validated range (planner.serving.queue_bands; null in a closed loop, which is simulated itself)
+    queue_bands: QueueBands | None = None
 
 
 class PrecisionChoice(BaseModel):

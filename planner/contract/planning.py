@@ -281,6 +281,7 @@ def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) 
         slo_percentile=point.slo.percentile if point.slo is not None else None,
         tpot_ms=TpotSummary(mean=tpot.mean, p50=tpot.p50, p99=tpot.p99),
         at_goodput=bool(scenario.load is not None and scenario.load.at_goodput), saturated=point.saturated,
+        queue_bands=point.queue_bands,
     )
 
 

@@ -25,6 +25,7 @@ from planner.serving.distributions import (
 from planner.serving.distributions import PERCENTILES as PERCENTILES
 from planner.serving.distributions import itl_distribution as itl_distribution
 from planner.serving.distributions import quantile as quantile
+from planner.serving.queue_bands import QueueBands, queue_bands
 from planner.serving.replica import LoadPoint, ReplicaModel, Workload, load_point, replica_model
 
 
@@ -144,6 +145,8 @@ class ServingPoint:
     # a closed-loop benchmark's own per-request TPOT (planner.serving.benchmark_client.at_benchmark)
     tpot_ms: Percentiles | None = None
     tpot_mean_ms: float | None = None
+    # an open loop's percentiles bracketed by the scheduler's simulation (planner.serving.queue_bands)
+    queue_bands: QueueBands | None = None
 
 
 def _point(
@@ -171,6 +174,14 @@ def _point(
     if slo is not None and (slo.ttft_ms is not None or slo.itl_ms is not None):
         goodput = float(goodput_per_ms(m, slo.percentile, slo.ttft_ms, slo.itl_ms)) * 1000.0
     rate_s = rate_per_ms * 1000.0
+    bands = None
+    if mode == "request_rate" and stable:
+        w = m.workload
+        bands = queue_bands(
+            {f"{name}_p{q}": v.at(q) for name, v in (("ttft", ttft), ("itl", itl)) for q in (50, 90, 99)},
+            rate_per_ms / float(m.capacity_per_ms()), w.arrival_cv,
+            w.prompt_len_cv > 0 or w.output_len_cv > 0,
+        )
     return ServingPoint(
         mode=mode, request_rate=rate_s, concurrency=concurrency, stable=stable,
         max_request_rate=float(m.capacity_per_ms()) * 1000.0, goodput_request_rate=goodput,
@@ -179,7 +190,7 @@ def _point(
         decoding_sequences=float(p.population), max_running=m.workload.max_running,
         ttft_ms=ttft, itl_ms=itl, e2e_ms=e2e, slo=slo, ttft_mean_ms=means[0], itl_mean_ms=means[1],
         e2e_mean_ms=means[2], mean_iteration_ms=means[3], decode_steps_per_request=m.decode_steps_per_request,
-        saturated=saturated)
+        saturated=saturated, queue_bands=bands)
 
 
 def serve_at_rate(d: Deployment, w: Workload, request_rate_per_s: float, slo: Objective | None = None,
