@@ -48,6 +48,7 @@ import numpy as np
 from planner.core.deployment import Deployment
 from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.scenario.scenario import SchedulerSettings
 from planner.serving.arrivals import waiting_probability, window_counts
 
 LENGTH_GRID = 32  # equal-mass quantiles that stand for a length distribution
@@ -69,6 +70,8 @@ class Workload:
     context: float | None = None  # mean cached context of a decoding sequence; default prompt + output / 2
     ttft_overhead_ms: float = 0.0
     ttft_per_running_ms: float = 0.0  # the frontend's serving cost per other request in flight
+    # how the engine admits prompts behind running decodes (the closed-loop benchmark client follows it)
+    scheduler: SchedulerSettings = SchedulerSettings()
 
 
 @lru_cache(maxsize=256)
