@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
-from planner.scenario.scenario import parse_scenario, resolve
+from planner.scenario.scenario import SchedulerSettings, parse_scenario, resolve
 from planner.serving.benchmark_client import BenchmarkClient, run_benchmark
 from planner.serving.replica import Workload
 
@@ -114,3 +114,61 @@ def test_tpot_never_beats_the_decode_step_of_one(clients, prompt, output):
     assert run.tpot_ms.mean >= floor_step * (1 - 1e-9)
     assert run.ttft_ms.p50 >= own_prefill * (1 - 1e-9)
     assert math.isfinite(run.output_throughput) and run.output_throughput > 0
+
+
+def _staggered_run(scheduler: SchedulerSettings, clients: int = 6):
+    """Clients out of step (outputs uniform in [0.5 L, 1.5 L]): requests arrive while others decode."""
+    d = _deployment(prompt_len=400, output_len=120)
+    w = Workload(prompt_len=400, output_len=120, max_running=64, max_num_batched_tokens=8192,
+                 scheduler=scheduler)
+    return run_benchmark(d, w, BenchmarkClient(clients, num_prompts=60, length_low=0.5, length_high=1.5))
+
+
+def test_a_scheduler_that_holds_nothing_is_the_default():
+    """Source: hand: SchedulerSettings' defaults are every engine's own (SGLang polls for requests every
+    iteration, TensorRT-LLM holds no prompt): the run is the one without them. A hold released by one waiting
+    prompt, or by fewer waiting tokens than one prompt has, never holds either."""
+    base = _staggered_run(SchedulerSettings())
+    for scheduler in (SchedulerSettings(recv_interval_steps=1, prefill_wait_steps=0),
+                      SchedulerSettings(prefill_wait_steps=50, prefill_wait_prompts=1),
+                      SchedulerSettings(prefill_wait_steps=50, prefill_wait_tokens=100)):
+        run = _staggered_run(scheduler)
+        assert run.ttft_ms == base.ttft_ms and run.tpot_ms == base.tpot_ms
+
+
+def test_lock_step_waves_never_wait_for_the_scheduler_poll():
+    """Source: hand: with fixed lengths the whole wave ends in one iteration and the next arrives at an idle
+    engine, whose loop spins through SGLang's recv interval at once (an idle iteration counts like a decode
+    and takes no time): the run is the same at any recv_interval_steps."""
+    d = _deployment()
+    runs = [run_benchmark(d, Workload(prompt_len=100, output_len=20, max_running=64,
+                                      scheduler=SchedulerSettings(recv_interval_steps=k)),
+                          BenchmarkClient(8, num_prompts=40)) for k in (1, 30)]
+    assert runs[0].ttft_ms == runs[1].ttft_ms and runs[0].e2e_ms == runs[1].e2e_ms
+
+
+@pytest.mark.parametrize("recv_every", [4, 10, 30])
+def test_a_sparse_scheduler_poll_delays_the_first_token(recv_every):
+    """Source: docs: SGLang's SchedulerRecvSkipper (python/sglang/srt/managers/scheduler_recv_skipper.py):
+    with --scheduler-recv-interval k the scheduler takes in new requests once every k decode iterations, so a
+    request sent while others decode waits on average about (k - 1) / 2 decode steps more before its prefill.
+    The median TTFT grows by at least a quarter of that and at most k decode steps of the largest batch."""
+    base = _staggered_run(SchedulerSettings())
+    run = _staggered_run(SchedulerSettings(recv_interval_steps=recv_every))
+    d = _deployment(prompt_len=400, output_len=120)
+    step_ms = _d_ms(d, 6, 460.0)
+    extra = run.ttft_ms.mean - base.ttft_ms.mean
+    assert (recv_every - 1) / 2 * _d_ms(d, 1, 400.0) / 4 <= extra <= recv_every * step_ms
+
+
+def test_a_prefill_hold_waits_its_timeout_or_its_batch():
+    """Source: docs: TensorRT-LLM's PyExecutor._waiting_requests and _balance_adp_requests: while sequences
+    decode, waiting prompts are held until enough tokens or prompts wait, or `prefill_wait_steps` iterations
+    pass. A hold of 20 iterations that nothing else releases raises the mean TTFT by up to 20 decode steps;
+    one released once two prompts wait holds less."""
+    base = _staggered_run(SchedulerSettings())
+    timeout = _staggered_run(SchedulerSettings(prefill_wait_steps=20))
+    batched = _staggered_run(SchedulerSettings(prefill_wait_steps=20, prefill_wait_prompts=2))
+    d = _deployment(prompt_len=400, output_len=120)
+    assert base.ttft_ms.mean < batched.ttft_ms.mean < timeout.ttft_ms.mean
+    assert timeout.ttft_ms.mean - base.ttft_ms.mean <= 20 * _d_ms(d, 6, 460.0)

@@ -18,7 +18,7 @@ from planner.engines.profiles import GPU_GENERATIONS, profiles
 from planner.physics.latency import decode_step, prefill
 from planner.scenario.scenario import parse_scenario, resolve
 from tools.engine_fidelity import RUNS_CSV, predict
-from tools.fit_production_engines import BANDWIDTH_CEILING, RESIDUALS
+from tools.fit_production_engines import BANDWIDTH_CEILING, PREFILL_TERMS, RESIDUALS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,8 +36,8 @@ def _errors(split: str, engine: str, gpu: str | None = None) -> np.ndarray:
 
 def test_every_fitted_term_stays_inside_the_hardware():
     """Source: datasheet: the roofline. A fitted engine never streams weights above BANDWIDTH_CEILING of the
-    datasheet HBM bandwidth (a plain read reaches 0.87-0.91) nor computes above the dense peak, and its
-    fixed costs are never negative."""
+    datasheet HBM bandwidth (a plain read reaches 0.87-0.91) nor computes above the dense peak (decode and
+    prefill), and its fixed costs are never negative."""
     for engine in ENGINES:
         for generation, fit in profiles()["engines"][engine].get("production", {}).items():
             terms = {**fit["terms"], **{k: v for w in fit["weights"].values() for k, v in w.items()}}
@@ -45,8 +45,8 @@ def test_every_fitted_term_stays_inside_the_hardware():
                 assert value >= 0, (engine, generation, name)
                 if "bandwidth" in name:
                     assert value <= BANDWIDTH_CEILING, (engine, generation, name)
-                if name == "compute":
-                    assert value <= 1.0, (engine, generation)
+                if name == "compute" or name in PREFILL_TERMS:
+                    assert value <= 1.0, (engine, generation, name)
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trt-llm"])
@@ -143,3 +143,33 @@ def test_the_engines_listing_shows_each_production_profile_with_its_runs():
     assert all(fit["rows"] >= 40 for fit in vllm["production"].values())
     assert "serving_runs_published.csv" in vllm["production_source"]
     assert vllm["production_validation"]["gpu_out"]["rows"] >= 40
+
+
+def test_each_run_is_predicted_under_its_launch_scheduler():
+    """Source: docs: InferenceX's single-node launch scripts (SemiAnalysisAI/InferenceX benchmarks/, 2025-10
+    to 2026-06): SGLang on B200/B300 polls for requests every 10 decode iterations, 30 from concurrency 16
+    (--scheduler-recv-interval); on AMD GPUs it runs 4 decodes per poll (--num-continuous-decode-steps);
+    TensorRT-LLM with attention DP holds prompts until every rank has one (timeout 60 iterations), and its
+    Llama-3.3-70B 1k/1k recipes below TP 8 batch-wait 20 iterations or 0.9 x 16,384 tokens. H200 SGLang and
+    other sources hold nothing."""
+    from tools.engine_fidelity import scheduler_for
+
+    runs = pd.read_csv(RUNS_CSV, low_memory=False)
+    single = runs[(runs.disaggregated != True) & (runs.multinode != True)]  # noqa: E712
+
+    def first(**match):
+        sel = single
+        for k, v in match.items():
+            sel = sel[sel[k] == v]
+        return scheduler_for(sel.iloc[0])
+
+    assert first(engine="sglang", gpu="b200", concurrency=4) == {"recv_interval_steps": 10}
+    assert first(engine="sglang", gpu="b200", concurrency=64) == {"recv_interval_steps": 30}
+    assert first(engine="sglang", gpu="mi300x") == {"recv_interval_steps": 4}
+    assert first(engine="sglang", gpu="h200") == {}
+    assert first(engine="trt-llm", gpu="h200", dp_attention=True) == {"prefill_wait_steps": 60,
+                                                                      "prefill_wait_prompts": 8}
+    assert first(engine="trt-llm", model_preset="llama-3.3-70b", tp=2, prompt_len=1024, output_len=1024) == {
+        "prefill_wait_steps": 20, "prefill_wait_tokens": 14745}
+    assert first(engine="trt-llm", model_preset="llama-3.3-70b", tp=8) == {}
+    assert first(engine="vllm") == {}

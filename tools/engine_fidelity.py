@@ -75,6 +75,51 @@ def skip_reason(row: pd.Series, gpus: set[str]) -> str | None:
     return None
 
 
+def scheduler_for(row: pd.Series) -> dict[str, int]:
+    """How the run's engine admitted prompts behind running decodes, as its launch script set it
+    (load.scheduler; planner.scenario.scenario.SchedulerSettings). InferenceX's single-node recipes
+    (SemiAnalysisAI/InferenceX `benchmarks/**/dsr1_*.sh` and `70b_*_trt_slurm.sh`, read at every commit of
+    the data's window, 2025-10 to 2026-06):
+      * SGLang on B200/B300: `--scheduler-recv-interval` 10, 30 from concurrency 16 (TP 4 FP8: 10);
+      * SGLang on MI300X/MI325X/MI355X: `--num-continuous-decode-steps` 4 (MI355X FP8: 8 from 2026-05-03);
+      * TensorRT-LLM, attention DP: `attention_dp_config` balance, timeout_iters 60, a prompt per rank;
+      * TensorRT-LLM Llama-3.3-70B 1k/1k below TP 8: batch_wait_timeout_iters 20, batch_wait_max_tokens_ratio
+        0.9 of max_num_tokens 16384; DeepSeek-R1 FP8 on B200 1k/1k from concurrency 64 (from 2026-01-29):
+        40 and 0.8 of its max_num_tokens (batch waiting never applies with attention DP).
+    Other sources' runs (GPUStack) used the engines' defaults: nothing held."""
+    if str(row.get("source", "")) not in ("inferencex", "inferencemax-v1-export"):
+        return {}
+    engine, gpu, weights = str(row["engine"]), str(row["gpu"]), str(row["weights"])
+    tp, concurrency, date = int(row["tp"]), int(row["concurrency"]), str(row.get("date", ""))
+    prompt, output = int(row["prompt_len"]), int(row["output_len"])
+    if engine == "sglang":
+        if gpu in ("b200", "b300"):
+            return {"recv_interval_steps": 10 if concurrency < 16 or (weights == "fp8" and tp == 4) else 30}
+        if gpu in ("mi300x", "mi325x", "mi355x"):
+            late = gpu == "mi355x" and weights == "fp8" and date >= "2026-05-03"
+            return {"recv_interval_steps": 8 if late else 4}
+        return {}
+    if engine != "trt-llm":
+        return {}
+    if _bool(row.get("dp_attention")):
+        return {"prefill_wait_steps": 60, "prefill_wait_prompts": tp}
+    if row["model_preset"] == "llama-3.3-70b" and (prompt, output) == (1024, 1024) and tp < 8:
+        return {"prefill_wait_steps": 20, "prefill_wait_tokens": int(0.9 * 16384)}
+    if (row["model_preset"] == "deepseek-r1" and gpu == "b200" and weights == "fp8" and date >= "2026-01-29"
+            and (prompt, output) == (1024, 1024) and concurrency >= 64):
+        return {"prefill_wait_steps": 40, "prefill_wait_tokens": int(0.8 * trt_max_num_tokens(row))}
+    return {}
+
+
+def trt_max_num_tokens(row: pd.Series) -> int:
+    """TensorRT-LLM's `--max_num_tokens` in InferenceX's DeepSeek-R1 recipes: concurrency + prompt + 64
+    rounded up to 64, at least 8192 from 2026-01-21; 16384 in the Llama-3.3-70B ones."""
+    if row["model_preset"] == "llama-3.3-70b":
+        return 16384
+    tokens = (int(row["concurrency"]) + int(row["prompt_len"]) + 64 + 63) // 64 * 64
+    return max(tokens, 8192) if str(row.get("date", "")) >= "2026-01-21" else tokens
+
+
 def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     """The planner scenario of a published run. SGLang's and TensorRT-LLM's attention data parallelism
     (`dp_attention`) is the planner's EP layout with attention groups of tp / dp GPUs: TP 1 attention."""
@@ -95,6 +140,9 @@ def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     tokens = _num(row.get("max_num_batched_tokens"))
     if tokens:
         scenario["load"]["max_num_batched_tokens"] = int(tokens)
+    scheduler = scheduler_for(row)
+    if scheduler:
+        scenario["load"]["scheduler"] = scheduler
     # the run's client: its prompts, and InferenceX's lengths uniform in [r L, L]
     prompts = _num(row.get("num_prompts"))
     scenario["load"]["benchmark"] = {"random_range_ratio": _num(row.get("random_range_ratio")) or 1.0,

@@ -16,8 +16,11 @@ no compute efficiency above 1, so no engine is ever planned faster than the GPU'
 Each run is predicted by the closed-loop benchmark client (planner.serving.benchmark_client). Fitting
 alternates: a simulation pass gives each run's mean decode batch and how much its prompts' iterations
 stretch TPOT over the pure decode step; a fast pass fits the decode terms to TPOT through
-latency.decode_step at that batch; then the per-request serving cost (ttft_overhead_ms) is the median
-of what TTFT still lacks. Validation leaves one model out at a time, then one GPU at a time.
+latency.decode_step at that batch; then the engine's prefill efficiencies (one scale on the graph physics'
+prefill GEMM and attention efficiencies, from a second simulation at half that speed) and its per-request
+serving cost (ttft_overhead_ms, ttft_per_running_ms) are fitted on the median TTFTs. Each run is simulated
+under its launch's prompt admission (tools.engine_fidelity.scheduler_for). Validation leaves one model out
+at a time, then one GPU at a time.
 """
 
 from __future__ import annotations
@@ -73,6 +76,11 @@ WEIGHT_TERMS = {
     "fp4": "quantized_bandwidth", "int4": "int4_bandwidth",
 }
 SIM_PASSES = 3
+# The engine's prefill kernels (its MoE grouped GEMMs and MLA / flash attention at prompt lengths) reach one
+# fitted share of what the graph physics measured, the same for its GEMMs and its attention: fitted on TTFT,
+# at most what keeps every prefill efficiency at or below the dense peak.
+PREFILL_TERMS = ("prefill_compute", "prefill_quantized_compute", "attention_compute")
+PREFILL_SCALE_LOW = 0.1
 RESIDUALS = ROOT / "data" / "production_residuals.csv"
 MIN_GROUP_ROWS = 12
 
@@ -192,6 +200,7 @@ def fit_group(runs: list[Run], engine: str, generation: str) -> GroupFit:
     ep = any(r.base.ep > 1 and r.base.model.moe is not None for r in runs)
     x0 = np.zeros(len(DECODE_TERMS) + len(precisions))
     best = GroupFit(engine, generation)
+    prefill_terms: dict[str, float] = {}
     for r in runs:
         simulate(r, None)
     for _ in range(SIM_PASSES):
@@ -225,8 +234,13 @@ def fit_group(runs: list[Run], engine: str, generation: str) -> GroupFit:
         x0, _ = nelder_mead(loss, x0, step=1.0, iters=400)
         best = _unpack(x0, precisions, moe, ep)
         best.engine, best.generation = engine, generation
+        best.terms.update(prefill_terms)
         for r in runs:
             simulate(r, best)
+        prefill_terms = fit_prefill_scale(runs, best)
+        best.terms.update(prefill_terms)
+    for r in runs:  # TPOT's stretch and TTFT under the engine's prefill as fitted
+        simulate(r, best)
     # The frontend's serving cost: what TTFT still lacks (HTTP, tokenization, scheduling), a fixed part and
     # a part per request in flight (a closed loop's arrival finds the other concurrency - 1), fitted L1.
     timed = [r for r in runs if np.isfinite(r.ttft_median_ms)]
@@ -245,6 +259,50 @@ def fit_group(runs: list[Run], engine: str, generation: str) -> GroupFit:
         best.terms["ttft_overhead_ms"], best.terms["ttft_per_running_ms"] = (float(v) for v in np.exp(z))
     best.rows = len(runs)
     return best
+
+
+def _ttft_fit(timed: list[Run], prefill_ms: np.ndarray, high: float) -> tuple[float, float, float]:
+    """The frontend's serving cost (fixed, per other request in flight) and the prefill's scale that fit the
+    median TTFTs best (L1 in log space), each run's TTFT being what the simulation gave less its serving cost
+    and its prefill part `prefill_ms`, that part scaled by 1 / scale."""
+    base = np.array([r.sim_ttft_median_ms - r.base.efficiency.ttft_overhead_ms for r in timed]) - prefill_ms
+    others = np.array([float(r.row["concurrency"]) - 1.0 for r in timed])
+    measured = np.array([r.ttft_median_ms for r in timed])
+
+    def unpack(z: np.ndarray) -> tuple[float, float, float]:
+        scale = PREFILL_SCALE_LOW + (high - PREFILL_SCALE_LOW) / (1.0 + np.exp(-np.clip(z[2], -50.0, 50.0)))
+        return float(np.exp(z[0])), float(np.exp(z[1])), float(scale)
+
+    def loss(z: np.ndarray) -> float:
+        fixed, per, scale = unpack(z)
+        predicted = np.maximum(base + prefill_ms / scale + fixed + per * others, 1e-6)
+        return float(np.mean(np.abs(np.log(predicted / measured))))
+
+    gaps = measured - base - prefill_ms
+    z, _ = nelder_mead(loss, np.array([np.log(max(float(np.median(gaps)), 1.0)), np.log(0.1), 0.0]),
+                       step=1.0, iters=400)
+    return unpack(z)
+
+
+def fit_prefill_scale(runs: list[Run], fit: GroupFit) -> dict[str, float]:
+    """The prefill efficiencies that fit the runs' median TTFTs: a second simulation at half the current
+    prefill efficiency gives each run's prefill-bound part of TTFT (what doubles when the prefill runs at
+    half speed); the scale, fitted with the serving costs on them, multiplies the current efficiencies."""
+    timed = [r for r in runs if np.isfinite(r.ttft_median_ms)]
+    if not timed:
+        return {}
+    current = {t: float(getattr(_efficiency(timed[0], fit), t)) for t in PREFILL_TERMS}
+    at_speed = np.array([r.sim_ttft_median_ms for r in timed])
+    slow = GroupFit(fit.engine, fit.generation, {**fit.terms, **{t: v / 2 for t, v in current.items()}},
+                    fit.weights)
+    for r in timed:
+        simulate(r, slow)
+    prefill_ms = np.array([r.sim_ttft_median_ms for r in timed]) - at_speed
+    for r, value in zip(timed, at_speed, strict=True):
+        r.sim_ttft_median_ms = float(value)
+    high = 1.0 / max(current.values())
+    _, _, scale = _ttft_fit(timed, np.maximum(prefill_ms, 0.0), high)
+    return {t: max(v * min(scale, high), 0.02) for t, v in current.items()}
 
 
 def predict(runs: list[Run], fit: GroupFit | None) -> pd.DataFrame:

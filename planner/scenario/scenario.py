@@ -103,6 +103,35 @@ class BenchmarkClientSettings(BaseModel):
     )
 
 
+class SchedulerSettings(BaseModel):
+    """How the engine admits new prompts while sequences decode (issue 20): launch settings of SGLang and
+    TensorRT-LLM that hold a prompt back behind the running decodes. The defaults hold nothing (every
+    engine's own default); planner.serving.benchmark_client follows them."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    recv_interval_steps: int = Field(
+        default=1, ge=1, le=1000,
+        description="new requests reach the scheduler once every k decode iterations, at once after a "
+        "prefill (SGLang --scheduler-recv-interval; --num-continuous-decode-steps runs k decodes per poll)",
+    )
+    prefill_wait_steps: int = Field(
+        default=0, ge=0, le=10_000,
+        description="while sequences decode, waiting prompts are held up to k iterations to batch more of "
+        "them (TensorRT-LLM batch_wait_timeout_iters; attention-DP balance timeout_iters); 0: never held",
+    )
+    prefill_wait_tokens: int = Field(
+        default=0, ge=0, le=10_000_000,
+        description="the hold ends once waiting prompt tokens plus decodes reach this "
+        "(batch_wait_max_tokens_ratio x max_num_tokens); 0: no token condition",
+    )
+    prefill_wait_prompts: int = Field(
+        default=0, ge=0, le=100_000,
+        description="the hold ends once this many prompts wait (attention-DP balance: one per rank); "
+        "0: no count condition",
+    )
+
+
 class LoadSettings(TrafficShapeFields):
     """The operating point: a request rate per replica (open loop) or a concurrency (closed loop),
     the shape of the traffic, and the engine's chunked-prefill token budget."""
@@ -115,6 +144,8 @@ class LoadSettings(TrafficShapeFields):
     at_goodput: bool = False
     # extension (issue 20): the benchmark client a closed loop at `concurrency` is predicted for
     benchmark: BenchmarkClientSettings = Field(default_factory=BenchmarkClientSettings)
+    # extension (issue 20): the engine's prompt admission as launched (SGLang recv interval, TRT-LLM waits)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
 
     @model_validator(mode="after")
     def _one_operating_point(self) -> LoadSettings:

@@ -21,6 +21,12 @@ to `max_num_batched_tokens`, admitting at most `max_running` sequences. Pure-dec
 waiting, or none admissible) are jumped to the next completion in one step, so a run costs a few Python
 operations per request. Runs longer than `MAX_SIMULATED_REQUESTS` are simulated up to that many
 requests: the waves after the first repeat, and their statistics are those of the whole run.
+
+Admission (`Workload.scheduler`, issue 20): production launches hold a new prompt behind the running decodes.
+SGLang's scheduler polls for requests only every k decode iterations (`--scheduler-recv-interval`,
+`--num-continuous-decode-steps`; at once after a prefill or when idle); TensorRT-LLM holds waiting prompts up
+to k iterations until enough tokens (batch waiting) or one prompt per attention-DP rank wait. A request sent
+meanwhile waits whole decode steps before its prefill: TTFT grows with the decode step, so with concurrency.
 """
 
 from __future__ import annotations
@@ -153,6 +159,12 @@ class _ClosedLoop:
         self.first_token = [0.0] * n
         self.end = [0.0] * n
         self.queue: deque[list[int]] = deque()  # [request, prompt tokens left, admitted (0/1)]
+        # requests sent but not yet received by the scheduler, which polls every `recv_every` decodes
+        self.arrived: deque[list[int]] = deque()
+        self.admission = w.scheduler
+        self.recv_every = int(w.scheduler.recv_interval_steps)
+        self.since_recv = self.recv_every  # decode iterations since the scheduler last polled
+        self.held = 0  # iterations the waiting prompts have been held behind the decodes
         self.ends: list[int] = []  # heap of iterations at which decodes finish
         self.finishing: dict[int, list[int]] = {}
         self.durations: list[float] = []
@@ -164,7 +176,7 @@ class _ClosedLoop:
         if self.sent < self.n:
             self.arrival[self.sent] = now
             self.found[self.sent] = self.sent - self.done
-            self.queue.append([self.sent, self.computed_l[self.sent], 0])
+            self.arrived.append([self.sent, self.computed_l[self.sent], 0])
             self.sent += 1
 
     def complete(self, i: int, now: float) -> None:
@@ -202,14 +214,45 @@ class _ClosedLoop:
         self.iteration += 1
         return finished
 
-    def decode_until_next_end(self) -> None:
-        """Nothing to prefill: every iteration until the next completion is the same decode step."""
+    def receive(self) -> None:
+        """The scheduler's poll: every `recv_every` decode iterations (SGLang counts a prefill as a full
+        interval, so it polls right after one), it takes in every request sent since the last poll."""
+        if self.since_recv >= self.recv_every:
+            self.since_recv = 0
+            if self.arrived:
+                self.queue.extend(self.arrived)
+                self.arrived.clear()
+
+    def holding(self) -> bool:
+        """Whether the engine holds its waiting prompts behind the running decodes this iteration:
+        TensorRT-LLM's batch waiting (until enough prompt tokens wait, or a timeout in iterations) and its
+        attention-DP balance (until every rank has a prompt: one prompt per rank waiting, or a timeout)."""
+        a = self.admission
+        if a.prefill_wait_steps <= 0 or self.running == 0 or self.held >= a.prefill_wait_steps:
+            return False
+        if not self.queue or self.queue[0][2]:  # a prompt already being prefilled goes on
+            return False
+        if a.prefill_wait_prompts and len(self.queue) >= a.prefill_wait_prompts:
+            return False
+        return not (a.prefill_wait_tokens
+                    and sum(item[1] for item in self.queue) + self.running >= a.prefill_wait_tokens)
+
+    def decode_until(self, holding: bool) -> None:
+        """No prompt runs: every iteration until the next completion, the scheduler's next poll for a
+        request sent meanwhile, or the end of a hold is the same decode step."""
         stop = self.ends[0]
+        if self.arrived:
+            stop = min(stop, self.iteration + self.recv_every - self.since_recv)
+        if holding:
+            stop = min(stop, self.iteration + self.admission.prefill_wait_steps - self.held)
+            self.held += stop - self.iteration
         step = self.decode_ms[self.running]
         self.durations.append(step)
         self.tokens.append(float(self.running * (stop - self.iteration)))
         self.batches.append(float(self.running))
         self.t += step * (stop - self.iteration)
+        # the poll counter runs on through the stretch: polls fall every recv_every iterations
+        self.since_recv = (self.since_recv + stop - self.iteration - 1) % self.recv_every + 1
         self.iteration = stop
 
     def retire(self, finished: list[int]) -> None:
@@ -236,13 +279,20 @@ class _ClosedLoop:
         for _ in range(self.clients):
             self.send(0.0)
         while self.done < self.n:
+            self.receive()
             budget = self.budget_total - self.running
             queue = self.queue
-            if queue and budget > 0 and (queue[0][2] == 1 or self.running + self.prefilling < self.cap):
+            holding = self.holding()
+            if (queue and budget > 0 and (queue[0][2] == 1 or self.running + self.prefilling < self.cap)
+                    and not holding):
                 finished = self.prefill_iteration(budget)
+                self.since_recv, self.held = self.recv_every, 0
             elif self.ends:
-                self.decode_until_next_end()
+                self.decode_until(holding)
                 finished = []
+            elif self.arrived:  # an idle engine's loop spins through its poll interval at once
+                self.since_recv = self.recv_every
+                continue
             else:  # unreachable while work remains; guards against an inconsistent workload
                 break
             self.retire(finished)

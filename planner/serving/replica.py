@@ -48,6 +48,7 @@ import numpy as np
 from planner.core.deployment import Deployment
 from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.scenario.scenario import SchedulerSettings
 from planner.serving.arrivals import waiting_probability, window_counts
 
 LENGTH_GRID = 32  # equal-mass quantiles that stand for a length distribution
@@ -69,6 +70,8 @@ class Workload:
     context: float | None = None  # mean cached context of a decoding sequence; default prompt + output / 2
     ttft_overhead_ms: float = 0.0
     ttft_per_running_ms: float = 0.0  # the frontend's serving cost per other request in flight
+    # how the engine admits prompts behind running decodes (the closed-loop benchmark client follows it)
+    scheduler: SchedulerSettings = SchedulerSettings()
 
 
 @lru_cache(maxsize=256)
@@ -276,7 +279,7 @@ def _slot_wait(m: ReplicaModel, lam: np.ndarray, d: np.ndarray, chunk: np.ndarra
         tail = np.where(ratio < 1.0, w[:, -1] / (1.0 - ratio), np.inf)
         total = np.exp(-top[:, 0]) + (widths[:-1] * w[:, :-1]).sum(axis=-1) + tail
         probability[near] = np.nan_to_num(np.where(np.isfinite(tail), tail / total, 1.0), nan=0.0)
-        hold_cv2 = float(np.var(m.output_tokens) / max(np.mean(m.output_tokens - 1.0), 1.0) ** 2)
+        hold_cv2 = float(np.var(m.output_tokens)) / max(float(np.mean(m.output_tokens - 1.0)), 1.0) ** 2
         mean[near] = np.where(ratio < 1.0, 1.0 / (mu[:, -1] - lam_n), np.inf) * (
             m.workload.arrival_cv ** 2 + hold_cv2) / 2.0
     return probability, np.where(probability > 0, mean, 0.0)
