@@ -12,15 +12,6 @@ MAX_WINDOW_ARRIVALS = 48
 _LOG_FACTORIAL = np.array([math.lgamma(k + 1.0) for k in range(MAX_WINDOW_ARRIVALS + 1)])
 
 
-def normal_cdf(x: np.ndarray) -> np.ndarray:
-    """Standard normal CDF (Abramowitz & Stegun 7.1.26 erf, |error| < 1.5e-7); numpy has no erf."""
-    z = np.abs(x) / math.sqrt(2.0)
-    t = 1.0 / (1.0 + 0.3275911 * z)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    erf = 1.0 - poly * np.exp(-z * z)
-    return 0.5 * (1.0 + np.sign(x) * erf)
-
-
 def waiting_probability(utilization: np.ndarray, arrival_cv: float) -> np.ndarray:
     """P(an arriving prompt waits) in a GI/M/1 queue with gamma inter-arrival times of CV `arrival_cv`: the
     root sigma in (0, 1) of sigma = A*(mu (1 - sigma)), A*(s) = (1 + theta s)^-k the gamma's Laplace transform

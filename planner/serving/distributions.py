@@ -8,11 +8,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.serving.arrivals import MAX_WINDOW_ARRIVALS, gap_cdf, normal_cdf, window_counts
+from planner.serving.arrivals import MAX_WINDOW_ARRIVALS, gap_cdf, window_counts
 from planner.serving.replica import LoadPoint, ReplicaModel
 
 RESIDUAL_POINTS = 8  # equal-mass points of the uniform rest of the iteration in progress
 PERCENTILES = (50, 90, 99)
+
+
+def _normal_cdf(x: np.ndarray) -> np.ndarray:
+    """Standard normal CDF (Abramowitz & Stegun 7.1.26 erf, |error| < 1.5e-7); numpy has no erf."""
+    z = np.abs(x) / math.sqrt(2.0)
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    erf = 1.0 - poly * np.exp(-z * z)
+    return 0.5 * (1.0 + np.sign(x) * erf)
 
 
 def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -45,17 +54,8 @@ def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray, 
     tails = np.broadcast_to(means[..., None, :], parts.shape)
     shape = parts.shape[:-2] + (-1,)
     frontend = m.workload.ttft_overhead_ms + m.workload.ttft_per_running_ms * p.population * p.seen
-    parts, weights, tails = (parts.reshape(shape) + np.asarray(frontend)[..., None], weights.reshape(shape),
-                             tails.reshape(shape))
-    slot = np.asarray(p.slot_wait_probability, dtype=float)
-    if not np.any(slot > 1e-3):  # a wait a thousandth of arrivals see moves no percentile up to p99
-        return parts, weights, tails
-    # Waiting for a sequence slot: each part also occurs after that wait, its exponential tail lengthened
-    # by the wait's mean (a sum of two exponentials held to one of their summed mean).
-    slot_mean = np.broadcast_to(np.asarray(p.slot_wait_mean_ms, dtype=float)[..., None], tails.shape)
-    return (np.concatenate([parts, parts], axis=-1),
-            np.concatenate([weights * (1.0 - slot[..., None]), weights * slot[..., None]], axis=-1),
-            np.concatenate([tails, tails + slot_mean], axis=-1))
+    return (parts.reshape(shape) + np.asarray(frontend)[..., None], weights.reshape(shape),
+            tails.reshape(shape))
 
 
 def ttft_distribution(m: ReplicaModel, p: LoadPoint):
@@ -136,7 +136,7 @@ def itl_distribution(m: ReplicaModel, p: LoadPoint):
 
     def cdf(t_ms) -> np.ndarray:
         t = np.asarray(t_ms, dtype=float)[..., None]
-        return np.sum(weights * normal_cdf((t - mean) / spread), axis=-1)
+        return np.sum(weights * _normal_cdf((t - mean) / spread), axis=-1)
     return cdf
 
 
@@ -154,8 +154,7 @@ def e2e_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
 def _expand_point(p: LoadPoint) -> LoadPoint:
     return LoadPoint(*(np.asarray(v)[..., None] for v in (
         p.rate_per_ms, p.population, p.decode_ms, p.decode_spread_ms, p.iteration_ms, p.chunk_tokens,
-        p.utilization, p.prefill_share, p.wait_mean_ms, p.stable, p.seen, p.wait_probability,
-        p.slot_wait_probability, p.slot_wait_mean_ms)))
+        p.utilization, p.prefill_share, p.wait_mean_ms, p.stable, p.seen, p.wait_probability)))
 
 
 def quantile(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.ndarray:

@@ -189,8 +189,6 @@ class LoadPoint:
     stable: np.ndarray
     seen: np.ndarray | float = 1.0  # share of the others an arrival finds ((c - 1) / c in a closed loop of c)
     wait_probability: np.ndarray | float = 0.0  # P(an arrival waits); rho under Poisson arrivals
-    slot_wait_probability: np.ndarray | float = 0.0  # P(an arrival waits for a sequence slot); open loop
-    slot_wait_mean_ms: np.ndarray | float = 0.0  # that wait's mean, given it happens
 
 def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0) -> LoadPoint:
     """`seen`: an arrival in a closed loop of c clients finds the other c - 1 (the arrival theorem), so it
@@ -230,56 +228,4 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     sigma_full = waiting_probability(np.minimum(rho, 1.0), w.arrival_cv)
     with np.errstate(divide="ignore", invalid="ignore"):
         wait = np.where(rho < 1.0, sigma / (1.0 - sigma_full) * (ca2 + cs2) / (ca2 + 1.0) * mean_s, np.inf)
-    slot_p, slot_mean = (0.0, 0.0) if seen < 1.0 else _slot_wait(m, lam, d, chunk, iteration, max_running)
-    return LoadPoint(lam, n, d_token, spread, iteration, chunk, rho, share, wait, stable, seen, sigma, slot_p,
-                     slot_mean)
-
-
-def _slot_wait(m: ReplicaModel, lam: np.ndarray, d: np.ndarray, chunk: np.ndarray, iteration: np.ndarray,
-               max_running) -> tuple[np.ndarray, np.ndarray]:
-    """An open loop's wait for a sequence slot: (P(an arrival waits for one), the wait's mean given it does).
-
-    The requests in the replica as a birth-death chain over k = 0..c slots (c = max_num_seqs, or what the KV
-    budget admits): arrivals at lambda; each request holds its slot from its first prompt chunk to its last
-    token, its own prefill plus O - 1 iterations of D(k) / (1 - rho_w), so k requests finish at k / hold(k).
-    The iteration lengthens with k, so the population swings far wider than a Poisson count of the same
-    mean and reaches the limit well before its mean does; past c, arrivals queue at the full chain's rate
-    mu(c) (P(wait) = P(k >= c), the wait exponential of rate mu(c) - lambda), scaled by Allen-Cunneen's
-    (ca^2 + cs^2) / 2 for clumped arrivals and fixed holds. A closed loop's clients never outnumber the
-    slots below saturation, so it has none."""
-    slots = int(m.workload.max_running if max_running is None else max_running)
-    lam = np.asarray(lam, dtype=float)
-    if slots < 1 or m.decode_steps_per_request <= 0:
-        return np.zeros_like(lam), np.zeros_like(lam)
-    own = (np.ceil(m.computed_tokens / chunk[..., None]) * d[..., None] + m.prefill_work_ms).mean(axis=-1)
-    share = np.clip(lam * m.mean_prefill_work_ms, 0.0, 1.0 - 1e-9)
-    full_hold = own + m.decode_steps_per_request * float(np.interp(slots, m.population, m.decode_ms)) / (
-        1.0 - share)
-    # Where the full replica drains twice as fast as requests come, the chain's mode is below c / 2 (the
-    # hold lengthens with k) and P(k >= c) under (1/2)^(c/2): those rates skip the chain (the sizing search
-    # asks this often).
-    near = ~((slots >= 32) & (lam * full_hold < 0.5 * slots))
-    probability, mean = np.zeros_like(lam), np.zeros_like(lam)
-    if not np.any(near):
-        return probability, mean
-    lam_n = np.broadcast_to(lam, near.shape)[near]
-    own_n, share_n = np.broadcast_to(own, near.shape)[near], np.broadcast_to(share, near.shape)[near]
-    # the chain in blocks of `width` states sharing one departure rate (at most 64 blocks)
-    width = max(slots // 64, 1)
-    k = np.arange(width, slots + 1, width, dtype=float)
-    k[-1] = slots
-    widths = np.diff(np.concatenate([[0.0], k]))
-    step = np.interp(k, m.population, m.decode_ms) / (1.0 - share_n[:, None])
-    mu = k / (own_n[:, None] + m.decode_steps_per_request * step)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        log_w = np.cumsum(widths * (np.log(np.maximum(lam_n, 1e-300))[:, None] - np.log(mu)), axis=-1)
-        top = np.maximum(log_w.max(axis=-1, keepdims=True), 0.0)  # w(0) = 1 is in the sum too
-        w = np.exp(log_w - top)
-        ratio = lam_n / mu[:, -1]
-        tail = np.where(ratio < 1.0, w[:, -1] / (1.0 - ratio), np.inf)
-        total = np.exp(-top[:, 0]) + (widths[:-1] * w[:, :-1]).sum(axis=-1) + tail
-        probability[near] = np.nan_to_num(np.where(np.isfinite(tail), tail / total, 1.0), nan=0.0)
-        hold_cv2 = float(np.var(m.output_tokens)) / max(float(np.mean(m.output_tokens - 1.0)), 1.0) ** 2
-        mean[near] = np.where(ratio < 1.0, 1.0 / (mu[:, -1] - lam_n), np.inf) * (
-            m.workload.arrival_cv ** 2 + hold_cv2) / 2.0
-    return probability, np.where(probability > 0, mean, 0.0)
+    return LoadPoint(lam, n, d_token, spread, iteration, chunk, rho, share, wait, stable, seen, sigma)
