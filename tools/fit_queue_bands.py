@@ -30,7 +30,14 @@ from serving_oracle import simulate  # noqa: E402
 from planner.physics.memory import plan_memory  # noqa: E402
 from planner.scenario.scenario import parse_scenario, resolve  # noqa: E402
 from planner.serving.distributions import latency_percentiles  # noqa: E402
-from planner.serving.queue_bands import ARRIVAL_CLASSES, LOADS, METRICS, QUEUE_BANDS_PATH  # noqa: E402
+from planner.serving.queue_bands import (  # noqa: E402
+    ARRIVAL_CLASSES,
+    LOADS,
+    METRICS,
+    PROMPT_CLASSES,
+    QUEUE_BANDS_PATH,
+    prompt_class,
+)
 from planner.serving.replica import Workload, load_point, replica_model  # noqa: E402
 
 TRAINING = {
@@ -88,19 +95,20 @@ def fit() -> dict:
     bands: dict = {}
     for arrival_class, arrival_cv in ARRIVAL_CLASSES.items():
         for lengths, length_cv in LENGTHS.items():
-            cells = bands.setdefault(arrival_class, {}).setdefault(lengths, {})
-            for load in LOADS:
-                ratios = []  # [scenario][seed][metric]
-                for scenario in TRAINING.values():
-                    fast, sims = _point(scenario, arrival_cv, length_cv, load)
-                    ratios.append(np.array(sims) / np.array(fast))
-                r = np.array(ratios).reshape(-1, len(METRICS))  # every scenario and seed
-                cells[f"{load:g}"] = {
-                    metric: [float(r[:, i].min()), float(r[:, i].max())] for i, metric in enumerate(METRICS)
-                }
-                print(arrival_class, lengths, load,
-                      " ".join(f"{k} {v[0]:.2f}-{v[1]:.2f}" for k, v in cells[f"{load:g}"].items()),
-                      flush=True)
+            for prompts in PROMPT_CLASSES:
+                scenarios = [s for s in TRAINING.values() if prompt_class(s["prompt_len"]) == prompts]
+                cells = bands.setdefault(arrival_class, {}).setdefault(lengths, {}).setdefault(prompts, {})
+                for load in LOADS:
+                    ratios = []  # [scenario][seed][metric]
+                    for scenario in scenarios:
+                        fast, sims = _point(scenario, arrival_cv, length_cv, load)
+                        ratios.append(np.array(sims) / np.array(fast))
+                    r = np.array(ratios).reshape(-1, len(METRICS))  # every scenario and seed
+                    cells[f"{load:g}"] = {metric: [float(r[:, i].min()), float(r[:, i].max())]
+                                          for i, metric in enumerate(METRICS)}
+                    print(arrival_class, lengths, prompts, load,
+                          " ".join(f"{k} {v[0]:.2f}-{v[1]:.2f}" for k, v in cells[f"{load:g}"].items()),
+                          flush=True)
     return {
         "note": ("ratio discrete-event simulation / fast queue model (tests/serving_oracle.py over "
                  "planner/serving/replica.py), smallest to largest over the training scenarios and seeds; "

@@ -282,9 +282,10 @@ def queue_band_text(p: Plan) -> str | None:
                         ("p99", bands.itl_p99_ms)):
         if band is not None:
             parts.append(f"{label} {fmt_ms(band.low)} to {fmt_ms(band.high)}")
-    return (f"Simulated range at {bands.load_fraction:.0%} of capacity ({bands.arrival_class} arrivals; the "
-            "scheduler's discrete-event simulation around the queue model's figures): "
-            + ", ".join(parts) + ".")
+    long = ", prompts over the chunk budget" if bands.prompt_class == "long" else ""
+    where = f"{bands.load_fraction:.0%} of capacity ({bands.arrival_class} arrivals{long}"
+    return (f"Simulated range at {where}; the scheduler's discrete-event simulation around the queue model's "
+            "figures): " + ", ".join(parts) + ".")
 
 
 def _tiles(rows: list[tuple[str, str, str]]) -> None:

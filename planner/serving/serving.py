@@ -25,7 +25,7 @@ from planner.serving.distributions import (
 from planner.serving.distributions import PERCENTILES as PERCENTILES
 from planner.serving.distributions import itl_distribution as itl_distribution
 from planner.serving.distributions import quantile as quantile
-from planner.serving.queue_bands import QueueBands, queue_bands
+from planner.serving.queue_bands import QueueBands, prompt_class, queue_bands
 from planner.serving.replica import LoadPoint, ReplicaModel, Workload, load_point, replica_model
 
 
@@ -180,7 +180,7 @@ def _point(
         bands = queue_bands(
             {f"{name}_p{q}": v.at(q) for name, v in (("ttft", ttft), ("itl", itl)) for q in (50, 90, 99)},
             rate_per_ms / float(m.capacity_per_ms()), w.arrival_cv,
-            w.prompt_len_cv > 0 or w.output_len_cv > 0,
+            w.prompt_len_cv > 0 or w.output_len_cv > 0, prompt_class(w.prompt_len, w.max_num_batched_tokens),
         )
     return ServingPoint(
         mode=mode, request_rate=rate_s, concurrency=concurrency, stable=stable,
