@@ -182,6 +182,8 @@ def shared_pass_gemm_ms(d: Deployment, chunk_tokens: npt.ArrayLike,
     for the pass's GEMM time g over its tokens, >= 0 since g is convex, 0 when nothing rides."""
     p = np.asarray(chunk_tokens, dtype=float)
     r = np.asarray(riding_tokens, dtype=float)
+    if not (r > 0).any():  # nothing rides: the same zeros, without the four passes np.where would discard
+        return np.zeros(np.broadcast_shapes(r.shape, p.shape))
     extra = _pass_gemm_ms(d, r + p) - _pass_gemm_ms(d, r) - _pass_gemm_ms(d, p) + _pass_gemm_ms(d, 0.0)
     return np.where(r > 0, np.maximum(extra, 0.0), 0.0)
 
@@ -205,7 +207,10 @@ def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike, cached_token
     # A cached prefix is subtracted as its own prefill, but never below the empty iteration: a short
     # prefix's prefill (no decode-step fixed costs) can be cheaper than the empty step, and subtracting it
     # would make a cache hit add work (gemma-3-12b on 2x B200: 523 req/s at hit rate 0, 341 at 0.25).
-    before = np.maximum(np.where(cached > 0, prefill(d, np.maximum(cached, 1.0)).total_ms, empty), empty)
+    has_prefix = cached > 0
+    # np.where evaluates both branches: the prefix's prefill only where some prompt has one
+    prefix_ms = prefill(d, np.maximum(cached, 1.0)).total_ms if has_prefix.any() else 0.0
+    before = np.maximum(np.where(has_prefix, prefix_ms, empty), empty)
     work = np.maximum(np.asarray(prefill(d, prompt_len).total_ms, dtype=float) - before, 0.0)
     chunk = np.asarray(prompt_len, dtype=float) - cached
     return work + shared_pass_gemm_ms(d, chunk, riding_tokens)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
 from planner.physics.memory import kv_bytes_per_token, plan_memory
 from planner.scenario.scenario import Scenario, resolve
-from planner.serving.goodput_search import GoodputSearch, itl_percentiles, rate_bound_per_s, ttft_percentiles
+from planner.serving.goodput_search import GoodputSearch, LoadPoints, itl_percentiles, rate_bound_per_s
 from planner.serving.layout_memo import LayoutKey, LayoutMemo, layout_key
 from planner.serving.replica import LoadPoint, ReplicaModel, load_point, replica_model
 from planner.serving.serving import goodput_per_ms
@@ -82,6 +82,11 @@ class PrefillWorker:
     prefill_ms: float  # a lone prompt's prefill (its TTFT at a trickle, overhead excluded)
     prompts_per_s: float  # capacity of the worker
     gpus: int
+    # the load points of `model` the TTFT searches of every decode worker it meets share
+    points: LoadPoints = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "points", LoadPoints(self.model))
 
 
 def prefill_worker(d: Deployment, shape: TrafficShape | int) -> PrefillWorker:
@@ -226,7 +231,7 @@ def _prefill_workers(p: PrefillWorker, requests_per_s: float, budget_ms: float,
     def workers(per_slot_per_ms: float) -> int:
         return max(1, math.ceil(requests_per_s / (p.slots * (per_slot_per_ms * 1000.0)) * (1 - 1e-12)))
 
-    goodput = GoodputSearch(p.model, percentile, budget_ms, None)
+    goodput = GoodputSearch(p.model, percentile, budget_ms, None, points=p.points)
     if not goodput.lo > 0:
         return None
     while workers(goodput.lo) != workers(goodput.hi):  # an exact goodput closes the bracket
@@ -246,8 +251,9 @@ def size_fleet(p: PrefillWorker, dw: DecodeWorker, requests_per_s: float, prompt
     workers = _prefill_workers(p, requests_per_s, budget, percentile)
     if workers is None:
         return None
-    point = load_point(p.model, requests_per_s / (workers * p.slots) / 1000.0)
-    ttft = ttft_percentiles(p.model, point).at(percentile)
+    rate_per_ms = requests_per_s / (workers * p.slots) / 1000.0
+    point = p.points.point(rate_per_ms, rate_per_ms)
+    ttft = p.points.ttft_percentiles(rate_per_ms, rate_per_ms).at(percentile)
     if decode is None:
         decode = decode_fleet(dw, requests_per_s, percentile)
     decode_workers, dpoint, itl = decode

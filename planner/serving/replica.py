@@ -38,6 +38,7 @@ A closed loop (a concurrency c) runs at the rate whose mean number in the system
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -104,34 +105,41 @@ class ReplicaModel:
     rate_per_ms: np.ndarray  # lambda(N)
     utilization: np.ndarray  # rho(N) of the prefill queue
 
-    @property
+    # The model is immutable: the figures below are computed once per model (every load point asks for them).
+    @functools.cached_property
     def decode_steps_per_request(self) -> float:
         return float(np.mean(self.output_tokens - 1.0))
 
-    @property
+    @functools.cached_property
     def mean_prefill_work_ms(self) -> float:
         return float(np.mean(self.prefill_work_ms))
+
+    @functools.cached_property
+    def _prefill_only_capacity_per_ms(self) -> np.float64:
+        """No decode: the prefill queue alone saturates at 1 / its mean service."""
+        budget = self.workload.max_num_batched_tokens
+        service = self.mean_prefill_work_ms + np.mean(self.computed_tokens) * self.decode_ms[0] / budget
+        return 1.0 / service
+
+    @functools.cached_property
+    def _utilization_limit_per_ms(self) -> float:
+        """The rate where the prefill queue's utilization reaches 1 (inf where it never does)."""
+        over = np.nonzero(self.utilization >= 1.0)[0]
+        if not len(over):
+            return math.inf
+        i = over[0]
+        if i == 0:
+            return 0.0
+        u0, u1 = self.utilization[i - 1], self.utilization[i]
+        f = (1.0 - u0) / (u1 - u0) if np.isfinite(u1) else 0.0
+        return float(self.rate_per_ms[i - 1] + f * (self.rate_per_ms[i] - self.rate_per_ms[i - 1]))
 
     def capacity_per_ms(self, max_running: float | np.ndarray | None = None) -> np.ndarray:
         """Saturation rate: where the prefill queue's utilization reaches 1 or N reaches max_running."""
         cap = np.asarray(self.workload.max_running if max_running is None else max_running, dtype=float)
-        over = np.nonzero(self.utilization >= 1.0)[0]
         if self.decode_steps_per_request <= 0:  # no decode: the prefill queue alone
-            budget = self.workload.max_num_batched_tokens
-            service = self.mean_prefill_work_ms + np.mean(self.computed_tokens) * self.decode_ms[0] / budget
-            return np.full_like(cap, 1.0 / service)
-        if len(over):
-            i = over[0]
-            if i == 0:
-                rho_limit = 0.0
-            else:
-                u0, u1 = self.utilization[i - 1], self.utilization[i]
-                f = (1.0 - u0) / (u1 - u0) if np.isfinite(u1) else 0.0
-                rho_limit = float(
-                    self.rate_per_ms[i - 1] + f * (self.rate_per_ms[i] - self.rate_per_ms[i - 1])
-                )
-        else:
-            rho_limit = math.inf
+            return np.full_like(cap, self._prefill_only_capacity_per_ms)
+        rho_limit = self._utilization_limit_per_ms
         slot_limit = np.interp(cap, self.population, self.rate_per_ms)
         return np.minimum(slot_limit, rho_limit)
 
