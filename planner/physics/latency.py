@@ -193,17 +193,24 @@ def ttft_ms(d: Deployment, prefill_ms: npt.ArrayLike) -> npt.NDArray[np.float64]
 
 
 
+def empty_iteration_ms(d: Deployment) -> float:
+    """An engine iteration carrying nothing: the decode step at batch 0 (weights read once, fixed costs)."""
+    return float(decode_step(d, 0, 1).total_ms)
+
+
 def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike, cached_tokens: npt.ArrayLike = 0,
-                          riding_tokens: npt.ArrayLike = 0.0) -> npt.NDArray[np.float64]:
+                          riding_tokens: npt.ArrayLike = 0.0,
+                          empty_ms: float | None = None) -> npt.NDArray[np.float64]:
     """Extra time that computing prompt tokens `cached_tokens`..`prompt_len` adds to an engine iteration
     it rides in (chunked prefill): the prompt's prefill minus that of its cached prefix, or, with nothing
     cached, minus an empty iteration (decode step at batch 0: weights read once, fixed costs), which the
     iteration pays anyway. So an idle engine's iteration carrying a whole prompt lasts exactly `prefill`.
     `riding_tokens`: tokens the iteration already carries (its decodes, chunks added before this one);
     they share the one weight read, so the chunk pays more of its own GEMM compute
-    (shared_pass_gemm_ms; 0 by default, the chunk riding an empty iteration)."""
+    (shared_pass_gemm_ms; 0 by default, the chunk riding an empty iteration). `empty_ms`:
+    empty_iteration_ms(d), when the caller holds it."""
     cached = np.asarray(cached_tokens, dtype=float)
-    empty = float(decode_step(d, 0, 1).total_ms)
+    empty = empty_ms if empty_ms is not None else empty_iteration_ms(d)
     # A cached prefix is subtracted as its own prefill, but never below the empty iteration: a short
     # prefix's prefill (no decode-step fixed costs) can be cheaper than the empty step, and subtracting it
     # would make a cache hit add work (gemma-3-12b on 2x B200: 523 req/s at hit rate 0, 341 at 0.25).

@@ -41,7 +41,7 @@ from planner.economics.cost import usd_per_million_tokens
 from planner.hardware.communication import NETWORK_EFFICIENCY
 from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
-from planner.physics.memory import kv_bytes_per_token, plan_memory
+from planner.physics.memory import MemoryPlan, kv_bytes_per_token, plan_memory
 from planner.scenario.scenario import Scenario, resolve
 from planner.serving.goodput_search import GoodputSearch, LoadPoints, itl_percentiles, rate_bound_per_s
 from planner.serving.layout_memo import LayoutKey, LayoutMemo, layout_key
@@ -89,11 +89,12 @@ class PrefillWorker:
         object.__setattr__(self, "points", LoadPoints(self.model))
 
 
-def prefill_worker(d: Deployment, shape: TrafficShape | int) -> PrefillWorker:
+def prefill_worker(d: Deployment, shape: TrafficShape | int, empty_ms: float | None = None) -> PrefillWorker:
+    """`empty_ms`: latency.empty_iteration_ms(d), when the caller holds it."""
     shape = shape if isinstance(shape, TrafficShape) else TrafficShape(int(shape), 1)
     s = sharding(d)
     w = replica_workload(d, shape.prompt_len, 1, 1, replace(shape, output_len_cv=0.0))  # one token out, fixed
-    m = replica_model(d, w)
+    m = replica_model(d, w, empty_ms=empty_ms)
     slots = s.attention_dp * s.pp
     lone = float(prefill(d, shape.prompt_len).total_ms)
     return PrefillWorker(d, m, slots, lone, slots * float(m.capacity_per_ms()) * 1000.0, s.gpus_per_replica)
@@ -121,14 +122,16 @@ def decode_worker(d: Deployment, context_len: int, shape: TrafficShape, itl_slo_
     return _decode_worker_at(d, max_batch, m, goodput_per_ms(m, percentile, None, itl_slo_ms), percentile)
 
 
-def _decode_model(d: Deployment, context_len: int, shape: TrafficShape) -> tuple[int, ReplicaModel] | None:
-    """(max batch, serving model) of a decode worker, None when one sequence does not fit."""
-    mem = plan_memory(d, context_len)
+def _decode_model(d: Deployment, context_len: int, shape: TrafficShape, mem: MemoryPlan | None = None,
+                  empty_ms: float | None = None) -> tuple[int, ReplicaModel] | None:
+    """(max batch, serving model) of a decode worker, None when one sequence does not fit. `mem` (its plan at
+    `context_len`) and `empty_ms` (latency.empty_iteration_ms): when the caller holds them."""
+    mem = mem if mem is not None else plan_memory(d, context_len)
     if not mem.fits:
         return None
     w = replica_workload(d, shape.prompt_len, shape.output_len, mem.max_batch, shape, prefix_cache_hit=1.0,
                          ttft_overhead_ms=0.0)
-    return mem.max_batch, replica_model(d, w)
+    return mem.max_batch, replica_model(d, w, empty_ms=empty_ms)
 
 
 def _decode_worker_at(d: Deployment, max_batch: int, m: ReplicaModel, goodput: float,
@@ -166,7 +169,11 @@ class _DecodeCandidate:
         return self.cost(self.goodput.lo)
 
 
-def _decode_pool(candidates: list[tuple[float, PoolCandidate, Deployment, float]], context_len: int,
+# (cost floor, candidate, deployment, $/GPU-hour, memory plan at the context, empty iteration ms)
+DecodeCandidate = tuple[float, LayoutCandidate, Deployment, float, MemoryPlan, float]
+
+
+def _decode_pool(candidates: list[DecodeCandidate], context_len: int,
                  shape: TrafficShape, itl_slo_ms: float,
                  percentile: int) -> list[tuple[float, DecodeWorker, str, float]]:
     """decode_worker for each candidate, cheapest floor first, until the KEEP_PER_POOL cheapest found cost
@@ -177,7 +184,7 @@ def _decode_pool(candidates: list[tuple[float, PoolCandidate, Deployment, float]
     def kth(costs) -> float:
         return sorted(costs)[KEEP_PER_POOL - 1]
 
-    for floor, c, d, price in sorted(candidates, key=lambda x: x[0]):
+    for floor, c, d, price, mem, empty_ms in sorted(candidates, key=lambda x: x[0]):
         if len(visited) >= KEEP_PER_POOL:
             if floor > kth(v.cost_hi for v in visited):
                 break
@@ -186,7 +193,7 @@ def _decode_pool(candidates: list[tuple[float, PoolCandidate, Deployment, float]
                     v.goodput.finish()
                 if floor > kth(v.cost_hi for v in visited):
                     break
-        built = _decode_model(d, context_len, shape)
+        built = _decode_model(d, context_len, shape, mem, empty_ms)
         if built is None:
             continue
         goodput = GoodputSearch(built[1], percentile, None, itl_slo_ms)
@@ -312,7 +319,7 @@ def _prefill_pool_workers(prefill_pool: Sequence[PoolCandidate], deployment_of: 
     for i, c in enumerate(prefill_pool):
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
-        if d is None or price is None or not memo.memory(key_of(c), d, prompt_len + 1).fits:
+        if d is None or price is None or not memo.fits(key_of(c), d, prompt_len + 1):
             continue
         searched += 1
         work_ms = memo.prefill_work_ms(key_of(c), d, shape.prompt_len, shape.prompt_len - computed)
@@ -324,7 +331,7 @@ def _prefill_pool_workers(prefill_pool: Sequence[PoolCandidate], deployment_of: 
         for floor, i, c, d, price in sorted(floors, key=lambda x: x[0]):
             if len(built) >= KEEP_PER_POOL and floor > sorted(b[0] for b in built)[KEEP_PER_POOL - 1]:
                 break
-            w = prefill_worker(d, shape)
+            w = prefill_worker(d, shape, memo.empty_iteration_ms(key_of(c), d))
             if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
                 continue
             built.append((price * w.gpus / w.prompts_per_s, i, w, c.gpu_key, price))
@@ -341,7 +348,7 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
     goodput bound first, goodput searched until the KEEP_PER_POOL best found cost less per request than any
     bound left (planner.serving.sizing's bound, prompt work 0: it is cached)."""
     searched = 0
-    bounded: dict[tuple[str, str], list[tuple[float, PoolCandidate, Deployment, float]]] = {}
+    bounded: dict[tuple[str, str], list[DecodeCandidate]] = {}
     for c in decode_pool:
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
@@ -355,7 +362,8 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
         bound = rate_bound_per_s(d, context, mem.max_batch, shape.output_len, itl_slo_ms, 0.0,
                                  memo.bound_steps(key_of(c), d, mem.max_batch, context))
         floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
-        bounded.setdefault((c.weights, c.kv_cache), []).append((floor, c, d, price))
+        bounded.setdefault((c.weights, c.kv_cache), []).append((floor, c, d, price, mem,
+                                                                memo.empty_iteration_ms(key_of(c), d)))
     return {key: _decode_pool(candidates, context_len, shape, itl_slo_ms, percentile)
             for key, candidates in bounded.items()}, searched
 

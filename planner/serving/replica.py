@@ -144,12 +144,14 @@ class ReplicaModel:
         return np.minimum(slot_limit, rho_limit)
 
 
-def replica_model(d: Deployment, w: Workload, max_population: int | None = None) -> ReplicaModel:
-    """Tabulate the step times once; `max_population` (default `w.max_running`) bounds the N grid."""
+def replica_model(d: Deployment, w: Workload, max_population: int | None = None,
+                  empty_ms: float | None = None) -> ReplicaModel:
+    """Tabulate the step times once; `max_population` (default `w.max_running`) bounds the N grid.
+    `empty_ms`: latency.empty_iteration_ms(d), when the caller holds it."""
     prompts = length_quantiles(w.prompt_len, w.prompt_len_cv)
     outputs = length_quantiles(w.output_len, w.output_len_cv)
     computed = np.maximum(np.round(prompts * (1.0 - w.prefix_cache_hit)), 1.0)
-    work = np.asarray(prefill_chunk_work_ms(d, prompts, prompts - computed), dtype=float)
+    work = np.asarray(prefill_chunk_work_ms(d, prompts, prompts - computed, empty_ms=empty_ms), dtype=float)
     top = max(float(max_population or w.max_running), 1.0)
     population = np.concatenate([[0.0], np.geomspace(1e-3, top, POPULATION_GRID - 1)])
     context = w.context if w.context is not None else w.prompt_len + w.output_len / 2

@@ -188,6 +188,7 @@ class _Prepared:
     rent: float | None
     own: float | None
     cost_floor_usd_per_hour: float
+    empty_ms: float | None = None  # the layout's empty iteration (LayoutMemo.empty_iteration_ms)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -227,13 +228,14 @@ def _prepare(req: SizingRequest, fam: LayoutCandidate,
         return FamilyResult([], "no price: give usd_per_gpu_hour for this GPU", len(caps))
     floor = 0.0
     computed = max(round(t.prompt_len * (1.0 - t.prefix_cache_hit)), 1)
+    steps = memo.bound_steps(key, d, mem.max_batch, scenario.mean_context)  # first: it times the empty step
     work_ms = memo.prefill_work_ms(key, d, t.prompt_len, t.prompt_len - computed)
-    steps = memo.bound_steps(key, d, mem.max_batch, scenario.mean_context)
     bound_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms,
                                    work_ms, steps)
     if bound_per_s is not None:
         floor = math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
-    return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own, floor)
+    return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own, floor,
+                     memo.empty_iteration_ms(key, d))
 
 
 def evaluate_family(req: SizingRequest, fam: LayoutCandidate, lazy: bool = False) -> FamilyResult:
@@ -246,7 +248,7 @@ def evaluate_family(req: SizingRequest, fam: LayoutCandidate, lazy: bool = False
 
 def _replica_model(prep: _Prepared) -> ReplicaModel:
     w = workload_for(prep.scenario, prep.d, prep.max_batch)
-    return replica_model(prep.d, w, max_population=prep.max_batch)
+    return replica_model(prep.d, w, max_population=prep.max_batch, empty_ms=prep.empty_ms)
 
 
 def _capped_goodput(req: SizingRequest, m: ReplicaModel, caps: npt.NDArray[np.int_],
