@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from planner.physics.memory import plan_memory
 from planner.scenario.scenario import Scenario, resolve
 from planner.serving.disaggregation import TrafficShape, _prefill_cost_floor, prefill_worker
 from planner.serving.goodput_search import GoodputSearch
@@ -86,6 +87,7 @@ def test_decode_pool_keeps_what_building_every_worker_keeps():
     KEEP_PER_POOL cheapest decode workers (cost, GPU, goodput, ITL) are those of the plain loop that builds
     each worker it reaches in floor order."""
     from planner.hardware.parallelism import sharding
+    from planner.physics.latency import empty_iteration_ms
     from planner.serving.disaggregation import KEEP_PER_POOL, _decode_pool, decode_worker
     from planner.serving.goodput_search import rate_bound_per_s
     from planner.serving.sizing_request import LayoutCandidate
@@ -108,9 +110,9 @@ def test_decode_pool_keeps_what_building_every_worker_keeps():
                     continue
                 bound = rate_bound_per_s(d, 2200.0, mem.max_batch, 400, 40.0, 0.0)
                 floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
-                candidates.append((floor, c, d, price))
+                candidates.append((floor, c, d, price, mem, empty_iteration_ms(d)))
     plain = []
-    for floor, c, d, price in sorted(candidates, key=lambda x: x[0]):
+    for floor, c, d, price, _, _ in sorted(candidates, key=lambda x: x[0]):
         if len(plain) >= KEEP_PER_POOL and floor > sorted(k[0] for k in plain)[KEEP_PER_POOL - 1]:
             break
         dw = decode_worker(d, 2400, shape, 40.0)
@@ -123,3 +125,23 @@ def test_decode_pool_keeps_what_building_every_worker_keeps():
 
     assert len(plain) > KEEP_PER_POOL
     assert top(_decode_pool(candidates, 2400, shape, 40.0, 90)) == top(plain)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trt-llm", "graph"])
+@pytest.mark.parametrize("memory", [{}, {"reserve_gb": 3.0}])
+def test_a_shorter_context_never_holds_fewer_sequences(engine, memory):
+    """Source: invariant: LayoutMemo.fits answers for a prompt from a plan at a longer context that fits,
+    which holds because every engine's KV budget is the same at any context and a sequence's blocks (or
+    tokens) only grow with its length: the max batch never rises with the context."""
+    contexts = [1, 17, 1000, 2001, 2400, 8192, 32_768, 131_072, 1_000_000]
+    for fields in SCENARIOS + [{"model": "llama-3.1-70b", "gpu": "a100-sxm-80gb", "tp": 2, "weights": "bf16",
+                                "kv_cache": "bf16"}]:
+        for max_model_len in (None, 4096):
+            extra = {} if max_model_len is None else {"max_model_len": max_model_len}
+            d = resolve(Scenario.model_validate({"prompt_len": 1, "output_len": 1, "context_len": 2, **fields,
+                                                 "engine": engine, "memory": memory, **extra}))
+            batches = [plan_memory(d, context).max_batch for context in contexts]
+            assert batches == sorted(batches, reverse=True)
+            memo, key = LayoutMemo(), layout_key(fields["gpu"], d.tp, d.pp, d.ep, d.weights, d.kv_cache)
+            for context in reversed(contexts):  # the memo then answers the shorter ones from the longer
+                assert memo.fits(key, d, context) == plan_memory(d, context).fits

@@ -11,7 +11,8 @@ The bound (`*_bound_ms`) is the pure roofline of the same step: max(all FLOPs / 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -36,15 +37,18 @@ class StepTime:
     gemm_ms: np.ndarray
     attention_ms: np.ndarray
     activations_ms: np.ndarray
-    communication_ms: np.ndarray
-    overhead_ms: np.ndarray
-    bound_ms: np.ndarray
+    # TP all-reduces and the fixed costs: a float where the whole batch shares one value (0 without TP)
+    communication_ms: np.ndarray | float
+    overhead_ms: np.ndarray | float
     work: StepWork
+    deployment: Deployment = field(repr=False, compare=False)
     # pipeline point-to-point sends and expert all-to-alls (zero without pp / ep)
     pp_ms: np.ndarray | float = 0.0
     ep_ms: np.ndarray | float = 0.0
 
-    @property
+    # The step is immutable: its total and its bound are computed once, on first use (the sizing search
+    # reads the total of thousands of steps and never their bound).
+    @functools.cached_property
     def total_ms(self) -> np.ndarray:
         return (
             self.gemm_ms
@@ -56,16 +60,21 @@ class StepTime:
             + self.ep_ms
         )
 
+    @functools.cached_property
+    def bound_ms(self) -> np.ndarray:
+        """The pure roofline of the same work (`*_bound_ms`)."""
+        return _bound_ms(self.deployment, self.work)
+
     def breakdown(self, index: int | tuple[int, ...] = ()) -> dict[str, float]:
-        return {
-            "gemm_ms": float(np.asarray(self.gemm_ms)[index]),
-            "attention_ms": float(np.asarray(self.attention_ms)[index]),
-            "activations_ms": float(np.asarray(self.activations_ms)[index]),
-            "communication_ms": float(np.asarray(self.communication_ms)[index]),
-            "overhead_ms": float(np.asarray(self.overhead_ms)[index]),
-            "pp_ms": float(np.broadcast_to(self.pp_ms, np.shape(self.gemm_ms))[index]),
-            "ep_ms": float(np.broadcast_to(self.ep_ms, np.shape(self.gemm_ms))[index]),
-        }
+        def at(name: str) -> float:  # the scalar terms take the GEMMs' shape
+            value = getattr(self, name)
+            return float((np.asarray(value) if name in self._ARRAYS else
+                          np.broadcast_to(value, np.shape(self.gemm_ms)))[index])
+
+        return {name: at(name) for name in ("gemm_ms", "attention_ms", "activations_ms", "communication_ms",
+                                            "overhead_ms", "pp_ms", "ep_ms")}
+
+    _ARRAYS = ("gemm_ms", "attention_ms", "activations_ms")
 
 
 def _bound_ms(d: Deployment, work: StepWork) -> np.ndarray:
@@ -122,18 +131,21 @@ def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: f
     attention = _join(work.attention_flops / (attn_compute_eff * peak_attn) * 1e3,
                       work.kv_bytes / (_kv_bandwidth_efficiency(d) * bw) * 1e3, p)
     activations = work.activation_bytes / (d.efficiency.bandwidth * bw) * 1e3
-    comm = tp_communication_ms(d, group_tokens) * np.ones_like(gemm)
+    # Terms the batch shares stay scalars: the total adds them elementwise all the same (x + 0.0 is what
+    # adding an array of zeros gives, so no term changes a bit of the total).
+    comm = tp_communication_ms(d, group_tokens) if d.tp > 1 else 0.0
     # a pass crosses pp stages, each its own scheduled step with its fixed cost
-    overhead = np.full_like(gemm, _layer_overhead_ms(d, per_layer_us) + fixed_ms * d.pp)
+    overhead = _layer_overhead_ms(d, per_layer_us) + fixed_ms * d.pp
     # Expert all-to-alls overlap the other half of a two-micro-batch step (DeepSeek's dual micro-batch
-    # overlap, SGLang two-batch overlap, vLLM DBO): only what outlasts the compute is exposed.
-    ep_exposed = np.maximum(
-        ep_communication_ms(d, group_tokens / d.tp)
-        - d.efficiency.ep_overlap * (gemm + attention + activations),
-        0.0
-    )
-    return StepTime(gemm, attention, activations, comm, overhead, _bound_ms(d, work), work,
-                    pp_communication_ms(d, tokens) * np.ones_like(gemm), ep_exposed)
+    # overlap, SGLang two-batch overlap, vLLM DBO): only what outlasts the compute is exposed. Without EP
+    # that is max(0 - overlap x (a finite or infinite step), 0) = 0 where the overlap is positive.
+    overlap = d.efficiency.ep_overlap
+    ep_exposed: np.ndarray | float = 0.0
+    if (d.ep > 1 and d.model.moe is not None) or not overlap > 0:
+        ep_exposed = np.maximum(ep_communication_ms(d, group_tokens / d.tp)
+                                - overlap * (gemm + attention + activations), 0.0)
+    pp = pp_communication_ms(d, tokens) if d.pp > 1 else 0.0
+    return StepTime(gemm, attention, activations, comm, overhead, work, d, pp, ep_exposed)
 
 
 def decode_step(

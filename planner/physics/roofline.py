@@ -136,8 +136,8 @@ def decode_work(
     # A decode batch's intermediates (hidden states of a few hundred tokens, a few MB) stay in the
     # 50-60 MB L2 of current GPUs, so decode counts no activation HBM traffic; prefill does.
     act = np.zeros_like(gemm)
-    return StepWork(gemm, attn * np.ones_like(gemm), weights * np.ones_like(gemm), kv * np.ones_like(gemm),
-                    act * np.ones_like(gemm))
+    # every term already spans the batch's shape (attention and KV the context's too): no broadcast needed
+    return StepWork(gemm, attn, weights, kv, act)
 
 
 def causal_pairs(m: ModelSpec, prompt_len: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -166,7 +166,7 @@ def prefill_work(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1)
     weights = _weights_read_bytes(d, s * busy_groups)
     kv = s * kv_bytes_per_token_per_gpu(m, d.kv_cache, d.tp)
     act = s * m.n_layers * _prefill_activation_values_per_token_layer(d) * ACTIVATION_BYTES
-    return StepWork(gemm, attn, weights * np.ones_like(gemm), kv, act)
+    return StepWork(gemm, attn, weights, kv, act)  # the weights' read spans the prompts' shape already
 
 
 def ridge_crossing_batch(d: Deployment, context: float) -> int | None:
