@@ -35,16 +35,19 @@ def _model(fields):
 @pytest.mark.parametrize("fields", SCENARIOS)
 def test_goodput_searched_step_by_step_is_goodput_per_ms(fields):
     """Source: invariant: GoodputSearch takes goodput_per_ms's own steps, so its answer is the same number
-    and every bracket on the way holds it."""
+    and every bracket on the way holds it, whether each step is judged alone or several steps' midpoints in
+    one vectorized call (finish(), and a step looking ahead)."""
     _, m = _model(fields)
     for percentile in (50, 90, 99):
         for ttft_ms, itl_ms in OBJECTIVES:
             exact = goodput_per_ms(m, percentile, ttft_ms, itl_ms)
-            search_ = GoodputSearch(m, percentile, ttft_ms, itl_ms)
-            while not search_.exact:
-                assert search_.lo <= exact <= search_.hi
-                search_.step()
-            assert search_.lo == search_.hi == exact
+            for depth in (1, 2, 3):
+                search_ = GoodputSearch(m, percentile, ttft_ms, itl_ms)
+                while not search_.exact:
+                    assert search_.lo <= exact <= search_.hi
+                    search_.step(depth)
+                assert search_.lo == search_.hi == exact
+            assert GoodputSearch(m, percentile, ttft_ms, itl_ms).finish() == exact
 
 
 def _top(rows, n):

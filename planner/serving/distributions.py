@@ -76,6 +76,14 @@ def ttft_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
     return ttft_distribution(m, p)(t_ms)
 
 
+def window_arrivals_bound(top: float, arrival_cv: float) -> int:
+    """The most prompt arrivals _itl_atoms counts in an iteration window when the widest window of its load
+    points holds `top` arrivals on average (its count's distribution is renormalised over 0..this)."""
+    dispersion = max(arrival_cv ** 2, 1.0)
+    return min(MAX_WINDOW_ARRIVALS,
+               int(math.ceil(top + 8.0 * math.sqrt(top * dispersion) + 8.0 * dispersion)))
+
+
 def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     """Extra time an iteration's prompt chunks add, and the share of tokens that see it."""
     n = m.computed_tokens
@@ -87,11 +95,7 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     full_share = np.minimum(1.0, window * continuations.mean(axis=-1))
     full_extra = (chunk * per_token).mean(axis=-1)
     # prompts arriving during the previous iteration: Poisson count, their first chunks together
-    top = float(np.max(window, initial=0.0))
-    dispersion = max(m.workload.arrival_cv ** 2, 1.0)
-    kmax = min(
-        MAX_WINDOW_ARRIVALS, int(math.ceil(top + 8.0 * math.sqrt(top * dispersion) + 8.0 * dispersion))
-    )
+    kmax = window_arrivals_bound(float(np.max(window, initial=0.0)), m.workload.arrival_cv)
     pk = window_counts(p.rate_per_ms, p.iteration_ms, m.workload.arrival_cv, kmax)
     k = np.arange(kmax + 1, dtype=float)
     mean_first_tokens = first.mean(axis=-1, keepdims=True)

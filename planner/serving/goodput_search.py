@@ -15,6 +15,7 @@ from planner.serving.distributions import (
     itl_distribution,
     quantile,
     ttft_distribution,
+    window_arrivals_bound,
 )
 from planner.serving.layout_memo import StepTable, bound_steps
 from planner.serving.replica import LoadPoint, ReplicaModel, load_point
@@ -94,9 +95,17 @@ def goodput_bracket(m: ReplicaModel, percentile: int, ttft_ms: float | None,
     return float(rates[last]), float(rates[last + 1])
 
 
+# Bisection steps one vectorized evaluation decides at once: every midpoint of the next steps' tree (2^depth
+# - 1 rates) is judged in one call, and the steps then walk it. finish() knows how many steps remain; a
+# lone step() (a fleet search refining as far as its costs need) looks a little ahead.
+FINISH_DEPTH = 5
+STEP_DEPTH = 2
+
+
 class GoodputSearch:
     """goodput_per_ms's search one step at a time (its grid, then its bisection in the bracketing cell,
-    the same calls in the same order): the goodput lies in [lo, hi]; once `exact`, it is lo."""
+    the same midpoints in the same order, the same verdicts): the goodput lies in [lo, hi]; once `exact`,
+    it is lo."""
 
     def __init__(self, m: ReplicaModel, percentile: int, ttft_ms: float | None, itl_ms: float | None,
                  refine: int = 10, points: LoadPoints | None = None) -> None:
@@ -105,6 +114,11 @@ class GoodputSearch:
         self.points = points if points is not None and ttft_ms is not None and itl_ms is None else None
         self.lo, self.hi = goodput_bracket(m, percentile, ttft_ms, itl_ms, self.points)
         self.steps_left = refine if self.lo < self.hi else 0
+        self._verdicts: dict[float, bool] = {}  # midpoints judged ahead of their step
+        # A vectorized evaluation gives each rate the figures a lone one gets where every figure is
+        # elementwise: Poisson or smoother arrivals (a clumped window's series stops when the whole array
+        # has converged) and one arrival bound for all the rates' ITL windows (_speculate checks it).
+        self._ahead = self.points is None and m.workload.arrival_cv <= 1.0
 
     @property
     def exact(self) -> bool:
@@ -116,9 +130,30 @@ class GoodputSearch:
         return bool(meets_objective(self.m, load_point(self.m, rate_per_ms), self.percentile, self.ttft_ms,
                                     self.itl_ms))
 
-    def step(self) -> None:
+    def _speculate(self, depth: int) -> None:
+        """Judge every midpoint the next `depth` steps may take (as step() computes them), in one call."""
+        mids: list[float] = []
+        cells = [(self.lo, self.hi)]
+        for _ in range(depth):  # level order: a midpoint's cells are (lo, mid) if it fails, (mid, hi) if not
+            mids += [0.5 * (lo + hi) for lo, hi in cells]
+            cells = [cell for (lo, hi), mid in zip(cells, mids[-len(cells):], strict=True)
+                     for cell in ((lo, mid), (mid, hi))]
+        rates = np.array(mids)
+        point = load_point(self.m, rates)
+        if self.itl_ms is not None:
+            window = np.asarray(point.rate_per_ms * point.iteration_ms, dtype=float)
+            cv = self.m.workload.arrival_cv
+            if not np.isfinite(window).all() or (window_arrivals_bound(float(window.min()), cv)
+                                                  != window_arrivals_bound(float(window.max()), cv)):
+                return  # the ITL of these rates together would count arrivals up to another bound
+        ok = meets_objective(self.m, point, self.percentile, self.ttft_ms, self.itl_ms)
+        self._verdicts.update(zip(mids, (bool(v) for v in ok), strict=True))
+
+    def step(self, depth: int = STEP_DEPTH) -> None:
         mid = 0.5 * (self.lo + self.hi)
-        if self._meets(mid):
+        if mid not in self._verdicts and self._ahead and min(depth, self.steps_left) > 1:
+            self._speculate(min(depth, self.steps_left))
+        if self._verdicts[mid] if mid in self._verdicts else self._meets(mid):
             self.lo = mid
         else:
             self.hi = mid
@@ -128,7 +163,7 @@ class GoodputSearch:
 
     def finish(self) -> float:
         while not self.exact:
-            self.step()
+            self.step(FINISH_DEPTH)
         return self.lo
 
 
