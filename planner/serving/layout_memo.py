@@ -16,6 +16,7 @@ import numpy.typing as npt
 from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, empty_iteration_ms, prefill_chunk_work_ms
 from planner.physics.memory import MemoryPlan, plan_memory
+from planner.serving.replica import geometric_grid
 
 LayoutKey = tuple[str, int, int, int, str, str]
 StepTable = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]  # (decoding populations, step ms)
@@ -96,7 +97,7 @@ class LayoutMemo:
 
 def bound_population(max_batch: int) -> npt.NDArray[np.float64]:
     """The decoding populations the goodput bound tabulates: 1 to the max batch, geometric."""
-    return np.geomspace(1.0, max(float(max_batch), 1.0), BOUND_GRID)
+    return geometric_grid(1.0, max(float(max_batch), 1.0), BOUND_GRID)
 
 
 def bound_steps(d: Deployment, max_batch: int, context: float) -> StepTable:
