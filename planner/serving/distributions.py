@@ -161,9 +161,26 @@ def _expand_point(p: LoadPoint) -> LoadPoint:
         p.utilization, p.prefill_share, p.wait_mean_ms, p.stable, p.seen, p.wait_probability)))
 
 
+def bisection_midpoints(lo: float, hi: float, depth: int) -> list[float]:
+    """Every midpoint the next `depth` steps of a bisection of [lo, hi] may take, as each step computes it
+    (0.5 (lo + hi)), in level order: node i's cells are 2 i + 1, (lo, mid), and 2 i + 2, (mid, hi)."""
+    mids: list[float] = []
+    cells = [(lo, hi)]
+    for _ in range(depth):
+        level = [0.5 * (a + b) for a, b in cells]
+        cells = [cell for (a, b), mid in zip(cells, level, strict=True) for cell in ((a, mid), (mid, b))]
+        mids += level
+    return mids
+
+
+QUANTILE_DEPTH = 3  # bisection steps of quantile() whose midpoints one cdf call judges
+
+
 def quantile(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.ndarray:
     """The t where the monotone cdf(t) reaches each `probability`: a grid on [0, high] (grown until it covers
-    them), then bisection inside the bracketing cell."""
+    them), then bisection inside the bracketing cell. `cdf` is elementwise in t (every distribution here
+    is), so the midpoints of several steps are judged in one call and the steps then walk them: the same
+    midpoints, the same values, the same answer as one call a step."""
     prob = np.atleast_1d(np.asarray(probability, dtype=float))
     high = float(high_ms)
     for _ in range(30):
@@ -173,13 +190,21 @@ def quantile(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.
             break
         high *= 4.0
     cell = np.clip(np.searchsorted(values, prob), 1, grid)
-    lo, hi = ts[cell - 1], ts[cell]
-    for _ in range(refine):
-        mid = 0.5 * (lo + hi)
-        below = cdf(mid) < prob
-        lo = np.where(below, mid, lo)
-        hi = np.where(below, hi, mid)
-    return 0.5 * (lo + hi)
+    lo, hi = [float(t) for t in ts[cell - 1]], [float(t) for t in ts[cell]]
+    done = 0
+    while done < refine:
+        depth = min(QUANTILE_DEPTH, refine - done)
+        trees = [bisection_midpoints(a, b, depth) for a, b in zip(lo, hi, strict=True)]
+        below = cdf(np.array([mid for tree in trees for mid in tree])).reshape(len(trees), -1) < prob[:, None]
+        for j, tree in enumerate(trees):
+            node = 0
+            for _ in range(depth):
+                if below[j, node]:
+                    lo[j], node = tree[node], 2 * node + 2
+                else:
+                    hi[j], node = tree[node], 2 * node + 1
+        done += depth
+    return 0.5 * (np.array(lo) + np.array(hi))
 
 
 @dataclass(frozen=True)

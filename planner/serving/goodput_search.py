@@ -12,6 +12,7 @@ from planner.core.deployment import Deployment
 from planner.serving.distributions import (
     PERCENTILES,
     Percentiles,
+    bisection_midpoints,
     itl_distribution,
     quantile,
     ttft_distribution,
@@ -132,12 +133,7 @@ class GoodputSearch:
 
     def _speculate(self, depth: int) -> None:
         """Judge every midpoint the next `depth` steps may take (as step() computes them), in one call."""
-        mids: list[float] = []
-        cells = [(self.lo, self.hi)]
-        for _ in range(depth):  # level order: a midpoint's cells are (lo, mid) if it fails, (mid, hi) if not
-            mids += [0.5 * (lo + hi) for lo, hi in cells]
-            cells = [cell for (lo, hi), mid in zip(cells, mids[-len(cells):], strict=True)
-                     for cell in ((lo, mid), (mid, hi))]
+        mids = bisection_midpoints(self.lo, self.hi, depth)
         rates = np.array(mids)
         point = load_point(self.m, rates)
         if self.itl_ms is not None:
