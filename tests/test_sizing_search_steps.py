@@ -90,7 +90,6 @@ def test_decode_pool_keeps_what_building_every_worker_keeps():
     KEEP_PER_POOL cheapest decode workers (cost, GPU, goodput, ITL) are those of the plain loop that builds
     each worker it reaches in floor order."""
     from planner.hardware.parallelism import sharding
-    from planner.physics.latency import empty_iteration_ms
     from planner.serving.disaggregation import KEEP_PER_POOL, _decode_pool, decode_worker
     from planner.serving.goodput_search import rate_bound_per_s
     from planner.serving.sizing_request import LayoutCandidate
@@ -113,7 +112,7 @@ def test_decode_pool_keeps_what_building_every_worker_keeps():
                     continue
                 bound = rate_bound_per_s(d, 2200.0, mem.max_batch, 400, 40.0, 0.0)
                 floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
-                candidates.append((floor, c, d, price, mem, empty_iteration_ms(d)))
+                candidates.append((floor, c, d, price, mem, None))
     plain = []
     for floor, c, d, price, _, _ in sorted(candidates, key=lambda x: x[0]):
         if len(plain) >= KEEP_PER_POOL and floor > sorted(k[0] for k in plain)[KEEP_PER_POOL - 1]:

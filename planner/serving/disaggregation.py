@@ -45,7 +45,7 @@ from planner.physics.memory import MemoryPlan, kv_bytes_per_token, plan_memory
 from planner.scenario.scenario import Scenario, resolve
 from planner.serving.goodput_search import GoodputSearch, LoadPoints, itl_percentiles, rate_bound_per_s
 from planner.serving.layout_memo import LayoutKey, LayoutMemo, layout_key
-from planner.serving.replica import LoadPoint, ReplicaModel, load_point, replica_model
+from planner.serving.replica import LoadPoint, PrefillWork, ReplicaModel, load_point, replica_model
 from planner.serving.serving import goodput_per_ms
 from planner.serving.sizing_request import LayoutCandidate
 from planner.serving.workload import replica_workload
@@ -89,12 +89,13 @@ class PrefillWorker:
         object.__setattr__(self, "points", LoadPoints(self.model))
 
 
-def prefill_worker(d: Deployment, shape: TrafficShape | int, empty_ms: float | None = None) -> PrefillWorker:
-    """`empty_ms`: latency.empty_iteration_ms(d), when the caller holds it."""
+def prefill_worker(d: Deployment, shape: TrafficShape | int,
+                   prefill_work: PrefillWork | None = None) -> PrefillWorker:
+    """`prefill_work`: replica_model's, when the caller keeps the layout's figures."""
     shape = shape if isinstance(shape, TrafficShape) else TrafficShape(int(shape), 1)
     s = sharding(d)
     w = replica_workload(d, shape.prompt_len, 1, 1, replace(shape, output_len_cv=0.0))  # one token out, fixed
-    m = replica_model(d, w, empty_ms=empty_ms)
+    m = replica_model(d, w, prefill_work=prefill_work)
     slots = s.attention_dp * s.pp
     lone = float(prefill(d, shape.prompt_len).total_ms)
     return PrefillWorker(d, m, slots, lone, slots * float(m.capacity_per_ms()) * 1000.0, s.gpus_per_replica)
@@ -123,15 +124,15 @@ def decode_worker(d: Deployment, context_len: int, shape: TrafficShape, itl_slo_
 
 
 def _decode_model(d: Deployment, context_len: int, shape: TrafficShape, mem: MemoryPlan | None = None,
-                  empty_ms: float | None = None) -> tuple[int, ReplicaModel] | None:
+                  prefill_work: PrefillWork | None = None) -> tuple[int, ReplicaModel] | None:
     """(max batch, serving model) of a decode worker, None when one sequence does not fit. `mem` (its plan at
-    `context_len`) and `empty_ms` (latency.empty_iteration_ms): when the caller holds them."""
+    `context_len`) and `prefill_work` (replica_model's): when the caller keeps them."""
     mem = mem if mem is not None else plan_memory(d, context_len)
     if not mem.fits:
         return None
     w = replica_workload(d, shape.prompt_len, shape.output_len, mem.max_batch, shape, prefix_cache_hit=1.0,
                          ttft_overhead_ms=0.0)
-    return mem.max_batch, replica_model(d, w, empty_ms=empty_ms)
+    return mem.max_batch, replica_model(d, w, prefill_work=prefill_work)
 
 
 def _decode_worker_at(d: Deployment, max_batch: int, m: ReplicaModel, goodput: float,
@@ -169,8 +170,8 @@ class _DecodeCandidate:
         return self.cost(self.goodput.lo)
 
 
-# (cost floor, candidate, deployment, $/GPU-hour, memory plan at the context, empty iteration ms)
-DecodeCandidate = tuple[float, LayoutCandidate, Deployment, float, MemoryPlan, float]
+# (cost floor, candidate, deployment, $/GPU-hour, memory plan at the context, the layout's prefill work)
+DecodeCandidate = tuple[float, LayoutCandidate, Deployment, float, MemoryPlan, PrefillWork | None]
 
 
 def _decode_pool(candidates: list[DecodeCandidate], context_len: int,
@@ -184,7 +185,7 @@ def _decode_pool(candidates: list[DecodeCandidate], context_len: int,
     def kth(costs) -> float:
         return sorted(costs)[KEEP_PER_POOL - 1]
 
-    for floor, c, d, price, mem, empty_ms in sorted(candidates, key=lambda x: x[0]):
+    for floor, c, d, price, mem, prefill_work in sorted(candidates, key=lambda x: x[0]):
         if len(visited) >= KEEP_PER_POOL:
             if floor > kth(v.cost_hi for v in visited):
                 break
@@ -193,7 +194,7 @@ def _decode_pool(candidates: list[DecodeCandidate], context_len: int,
                     v.goodput.finish()
                 if floor > kth(v.cost_hi for v in visited):
                     break
-        built = _decode_model(d, context_len, shape, mem, empty_ms)
+        built = _decode_model(d, context_len, shape, mem, prefill_work)
         if built is None:
             continue
         goodput = GoodputSearch(built[1], percentile, None, itl_slo_ms)
@@ -331,7 +332,7 @@ def _prefill_pool_workers(prefill_pool: Sequence[PoolCandidate], deployment_of: 
         for floor, i, c, d, price in sorted(floors, key=lambda x: x[0]):
             if len(built) >= KEEP_PER_POOL and floor > sorted(b[0] for b in built)[KEEP_PER_POOL - 1]:
                 break
-            w = prefill_worker(d, shape, memo.empty_iteration_ms(key_of(c), d))
+            w = prefill_worker(d, shape, memo.prefill_work(key_of(c), d))
             if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
                 continue
             built.append((price * w.gpus / w.prompts_per_s, i, w, c.gpu_key, price))
@@ -363,7 +364,7 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
                                  memo.bound_steps(key_of(c), d, mem.max_batch, context))
         floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
         bounded.setdefault((c.weights, c.kv_cache), []).append((floor, c, d, price, mem,
-                                                                memo.empty_iteration_ms(key_of(c), d)))
+                                                                memo.prefill_work(key_of(c), d)))
     return {key: _decode_pool(candidates, context_len, shape, itl_slo_ms, percentile)
             for key, candidates in bounded.items()}, searched
 

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, empty_iteration_ms, prefill_chunk_work_ms
 from planner.physics.memory import MemoryPlan, plan_memory
-from planner.serving.replica import geometric_grid
+from planner.serving.replica import PrefillWork, geometric_grid
 
 LayoutKey = tuple[str, int, int, int, str, str]
 StepTable = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]  # (decoding populations, step ms)
@@ -80,6 +80,16 @@ class LayoutMemo:
                                          empty_ms=self.empty_iteration_ms(key, d))
             self._work[key, prompt_len, cached_tokens] = float(np.asarray(work)[0])
         return self._work[key, prompt_len, cached_tokens]
+
+    def prefill_work(self, key: LayoutKey, d: Deployment) -> PrefillWork:
+        """prefill_chunk_work_ms(d, prompts, cached) for the layout's replica models: a lone prompt's the
+        memo's (the figure the cost floors use), a length grid's beside the memo's empty iteration."""
+        def work(prompts: np.ndarray, cached: np.ndarray) -> np.ndarray:
+            if np.shape(prompts) == np.shape(cached) == (1,):
+                return np.array([self.prefill_work_ms(key, d, float(prompts[0]), float(cached[0]))])
+            empty_ms = self.empty_iteration_ms(key, d)
+            return np.asarray(prefill_chunk_work_ms(d, prompts, cached, empty_ms=empty_ms), dtype=float)
+        return work
 
     def bound_steps(self, key: LayoutKey, d: Deployment, max_batch: int, context: float) -> StepTable:
         """(decoding populations, decode step ms at each) from 1 to the max batch, geometric; the empty

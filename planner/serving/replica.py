@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -164,14 +165,19 @@ class ReplicaModel:
         return np.minimum(slot_limit, rho_limit)
 
 
+PrefillWork = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (prompt tokens, cached tokens) -> work ms
+
+
 def replica_model(d: Deployment, w: Workload, max_population: int | None = None,
-                  empty_ms: float | None = None) -> ReplicaModel:
+                  prefill_work: PrefillWork | None = None) -> ReplicaModel:
     """Tabulate the step times once; `max_population` (default `w.max_running`) bounds the N grid.
-    `empty_ms`: latency.empty_iteration_ms(d), when the caller holds it."""
+    `prefill_work`: latency.prefill_chunk_work_ms(d, prompts, cached)'s figures, when the caller keeps them
+    (planner.serving.layout_memo)."""
     prompts = length_quantiles(w.prompt_len, w.prompt_len_cv)
     outputs = length_quantiles(w.output_len, w.output_len_cv)
     computed = np.maximum(np.round(prompts * (1.0 - w.prefix_cache_hit)), 1.0)
-    work = np.asarray(prefill_chunk_work_ms(d, prompts, prompts - computed, empty_ms=empty_ms), dtype=float)
+    work = np.asarray(prefill_chunk_work_ms(d, prompts, prompts - computed) if prefill_work is None else
+                      prefill_work(prompts, prompts - computed), dtype=float)
     top = max(float(max_population or w.max_running), 1.0)
     population = np.concatenate([[0.0], geometric_grid(1e-3, top, POPULATION_GRID - 1)])
     context = w.context if w.context is not None else w.prompt_len + w.output_len / 2

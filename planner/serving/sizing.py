@@ -40,6 +40,7 @@ from planner.scenario.scenario import (
 )
 from planner.serving.goodput_search import GoodputSearch, itl_percentiles, rate_bound_per_s
 from planner.serving.layout_memo import LayoutMemo, layout_key
+from planner.serving.replica import PrefillWork
 from planner.serving.request_bounds import check_work
 from planner.serving.serving import (
     Percentiles,
@@ -188,7 +189,7 @@ class _Prepared:
     rent: float | None
     own: float | None
     cost_floor_usd_per_hour: float
-    empty_ms: float | None = None  # the layout's empty iteration (LayoutMemo.empty_iteration_ms)
+    prefill_work: PrefillWork | None = None  # the layout's prefill work (LayoutMemo.prefill_work)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -235,7 +236,7 @@ def _prepare(req: SizingRequest, fam: LayoutCandidate,
     if bound_per_s is not None:
         floor = math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
     return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own, floor,
-                     memo.empty_iteration_ms(key, d))
+                     memo.prefill_work(key, d))
 
 
 def evaluate_family(req: SizingRequest, fam: LayoutCandidate, lazy: bool = False) -> FamilyResult:
@@ -248,7 +249,7 @@ def evaluate_family(req: SizingRequest, fam: LayoutCandidate, lazy: bool = False
 
 def _replica_model(prep: _Prepared) -> ReplicaModel:
     w = workload_for(prep.scenario, prep.d, prep.max_batch)
-    return replica_model(prep.d, w, max_population=prep.max_batch, empty_ms=prep.empty_ms)
+    return replica_model(prep.d, w, max_population=prep.max_batch, prefill_work=prep.prefill_work)
 
 
 def _capped_goodput(req: SizingRequest, m: ReplicaModel, caps: npt.NDArray[np.int_],
