@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.serving.arrivals import MAX_WINDOW_ARRIVALS, gap_cdf, window_counts
-from planner.serving.replica import LoadPoint, ReplicaModel
+from planner.serving.replica import LoadPoint, ReplicaModel, mean_over_lengths
 
 RESIDUAL_POINTS = 8  # equal-mass points of the uniform rest of the iteration in progress
 PERCENTILES = (50, 90, 99)
@@ -36,7 +36,7 @@ def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray, 
     zero = np.zeros_like(p.iteration_ms)[..., None]
     # Prompts arriving between this one and the start of its iteration ride it too (up to the budget),
     # each adding its work: every ms before the iteration starts costs 1 + lambda E[W] (the prefill share).
-    fits = np.maximum(p.chunk_tokens / float(np.mean(m.computed_tokens)) - 1.0, 0.0)
+    fits = np.maximum(p.chunk_tokens / m.mean_computed_tokens - 1.0, 0.0)
     stretch = 1.0 + p.prefill_share * np.minimum(fits, 1.0) * p.seen
     residual = np.concatenate([zero, zero, (p.decode_ms * stretch)[..., None] * u], axis=-1)
     weight = np.concatenate(
@@ -92,14 +92,14 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     first = np.minimum(n, chunk)
     continuations = np.maximum(np.ceil(n / chunk) - 1.0, 0.0)  # full chunks after the first
     window = p.rate_per_ms * p.iteration_ms
-    full_share = np.minimum(1.0, window * continuations.mean(axis=-1))
-    full_extra = (chunk * per_token).mean(axis=-1)
+    full_share = np.minimum(1.0, window * mean_over_lengths(continuations))
+    full_extra = mean_over_lengths(chunk * per_token)
     # prompts arriving during the previous iteration: Poisson count, their first chunks together
     kmax = window_arrivals_bound(float(np.max(window, initial=0.0)), m.workload.arrival_cv)
     pk = window_counts(p.rate_per_ms, p.iteration_ms, m.workload.arrival_cv, kmax)
     k = np.arange(kmax + 1, dtype=float)
-    mean_first_tokens = first.mean(axis=-1, keepdims=True)
-    mean_first_work = (first * per_token).mean(axis=-1, keepdims=True)
+    mean_first_tokens = mean_over_lengths(first, keepdims=True)
+    mean_first_work = mean_over_lengths(first * per_token, keepdims=True)
     tokens_k = np.minimum(k * mean_first_tokens, chunk)
     extra_k = tokens_k * mean_first_work / np.maximum(mean_first_tokens, 1e-12)
     one = first * per_token  # a single arrival: its own prompt's first chunk
@@ -225,13 +225,16 @@ def _percentiles(cdf, high: float) -> Percentiles:
     return Percentiles(*(float(v) for v in q))
 
 
-def latency_percentiles(m: ReplicaModel, p: LoadPoint) -> tuple[Percentiles, Percentiles, Percentiles]:
-    """TTFT, ITL and E2E percentiles at a scalar load point (None where it is not stable)."""
+def latency_percentiles(m: ReplicaModel, p: LoadPoint,
+                        itl: Percentiles | None = None) -> tuple[Percentiles, Percentiles, Percentiles]:
+    """TTFT, ITL and E2E percentiles at a scalar load point (None where it is not stable). `itl`: the ITL
+    percentiles at this point, when the caller has them (planner.serving.goodput_search.itl_percentiles)."""
     if not bool(p.stable):
         return NO_PERCENTILES, NO_PERCENTILES, NO_PERCENTILES
     first = float(np.max(m.prefill_work_ms) + p.iteration_ms + p.wait_mean_ms + 1.0)
     ttft = _percentiles(ttft_distribution(m, p), first)
-    itl = _percentiles(itl_distribution(m, p), float(p.iteration_ms * 2))
+    if itl is None:
+        itl = _percentiles(itl_distribution(m, p), float(p.iteration_ms * 2))
     if np.ptp(m.output_tokens) == 0:  # fixed output length: E2E is TTFT shifted by the decode
         shift = float((m.output_tokens[0] - 1.0) * p.iteration_ms)
         e2e = Percentiles(*(v + shift for v in (ttft.p50, ttft.p90, ttft.p99)))  # type: ignore[operator]

@@ -136,6 +136,15 @@ class ReplicaModel:
         return float(np.mean(self.prefill_work_ms))
 
     @functools.cached_property
+    def mean_computed_tokens(self) -> float:
+        return float(np.mean(self.computed_tokens))
+
+    @functools.cached_property
+    def capacity_at_max_running_per_ms(self) -> np.ndarray:
+        """capacity_per_ms() at the workload's own cap on running sequences."""
+        return self.capacity_per_ms()
+
+    @functools.cached_property
     def _prefill_only_capacity_per_ms(self) -> np.float64:
         """No decode: the prefill queue alone saturates at 1 / its mean service."""
         budget = self.workload.max_num_batched_tokens
@@ -194,6 +203,22 @@ def replica_model(d: Deployment, w: Workload, max_population: int | None = None,
     return ReplicaModel(w, prompts, computed, work, outputs, population, decode, rate, util)
 
 
+def mean_over_lengths(x: np.ndarray, keepdims: bool = False) -> np.ndarray:
+    """x.mean(axis=-1) over a length grid: a fixed length's one point is its own mean (a sum of one term
+    divided by 1: the same bits), without the reduction's cost."""
+    if np.shape(x)[-1] == 1:
+        return x if keepdims else x[..., 0]
+    return x.mean(axis=-1, keepdims=keepdims)
+
+
+def variance_over_lengths(x: np.ndarray) -> np.ndarray:
+    """x.var(axis=-1) over a length grid: of one point, (x - x)^2 (0, or NaN where x is not finite)."""
+    if np.shape(x)[-1] == 1:
+        spread = x[..., 0] - x[..., 0]
+        return spread * spread
+    return x.var(axis=-1)
+
+
 def riders(rate_per_ms: np.ndarray, iteration_ms: np.ndarray, arrival_cv: float) -> np.ndarray:
     """Mean prompts in an iteration that carries prompts: those that arrived during the previous iteration,
     given at least one did (lambda T / P(N >= 1); Poisson: mu / (1 - e^-mu)). A prompt that fits the budget
@@ -228,7 +253,7 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     sees (c - 1) / c of the mean decoding population and queue; an open loop's arrival sees all of it."""
     lam = np.asarray(rate_per_ms, dtype=float)
     w = m.workload
-    cap = m.capacity_per_ms(max_running)
+    cap = m.capacity_per_ms(max_running) if max_running is not None else m.capacity_at_max_running_per_ms
     n = np.interp(lam, m.rate_per_ms, m.population) if m.decode_steps_per_request > 0 else np.zeros_like(lam)
     d = np.interp(n, m.population, m.decode_ms)
     slope = np.interp(n + 1.0, m.population, m.decode_ms) - d
@@ -251,9 +276,9 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     ride = m.prefill_work_ms + d[..., None] * np.maximum(
         m.computed_tokens / chunk[..., None], 1.0 / together[..., None]
     )
-    rho = lam * full.mean(axis=-1)
-    mean_s = ride.mean(axis=-1)
-    cs2 = ride.var(axis=-1) / np.maximum(mean_s, 1e-12) ** 2
+    rho = lam * mean_over_lengths(full)
+    mean_s = mean_over_lengths(ride)
+    cs2 = variance_over_lengths(ride) / np.maximum(mean_s, 1e-12) ** 2
     # at capacity itself is not below it: a rate given as the capacity may come back a rounding under it
     stable = (lam < cap * (1.0 - 1e-9)) & (rho < 1.0) & (share < 1.0)
     ca2 = w.arrival_cv ** 2

@@ -316,8 +316,8 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel |
             "prefill_share": float(point.prefill_share),
             "scenario": scenario_out,
         })
-        if lazy:
-            options[-1]["_finish"] = (m, point)
+        if lazy:  # the ITL percentiles go along: the finish step needs TTFT and E2E alone
+            options[-1]["_finish"] = (m, point, None if unranked else itl)
     return FamilyResult(options, None, len(caps))
 
 
@@ -359,10 +359,10 @@ def _fleet_costs(req: SizingRequest, prep: _Prepared, m: ReplicaModel, lo: float
 
 
 def _finish(option: dict[str, Any]) -> None:
-    """Fill a lazily evaluated option's TTFT and E2E percentiles (ITL is recomputed identically)."""
-    m, point = option.pop("_finish")
+    """Fill a lazily evaluated option's TTFT and E2E percentiles (with the ITL figures it ranked by)."""
+    m, point, itl = option.pop("_finish")
     pct = option["percentile"]
-    ttft, itl, e2e = latency_percentiles(m, point)
+    ttft, itl, e2e = latency_percentiles(m, point, itl)
     option.update({"ttft_ms": ttft.at(pct), "itl_ms": itl.at(pct), "itl_ms_under_load": itl.at(pct),
                    "e2e_ms": e2e.at(pct), "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50})
 
