@@ -132,18 +132,23 @@ def test_decode_pool_keeps_what_building_every_worker_keeps():
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trt-llm", "graph"])
 @pytest.mark.parametrize("memory", [{}, {"reserve_gb": 3.0}])
 def test_a_shorter_context_never_holds_fewer_sequences(engine, memory):
-    """Source: invariant: LayoutMemo.fits answers for a prompt from a plan at a longer context that fits,
-    which holds because every engine's KV budget is the same at any context and a sequence's blocks (or
-    tokens) only grow with its length: the max batch never rises with the context."""
+    """Source: invariant: LayoutMemo.fits answers for a prompt from a plan at a longer context that fits (or
+    from any plan whose weights leave no KV budget), which holds because every engine's KV budget is the
+    same at any context and a sequence's blocks (or tokens) only grow with its length: the max batch never
+    rises with the context."""
     contexts = [1, 17, 1000, 2001, 2400, 8192, 32_768, 131_072, 1_000_000]
     for fields in SCENARIOS + [{"model": "llama-3.1-70b", "gpu": "a100-sxm-80gb", "tp": 2, "weights": "bf16",
-                                "kv_cache": "bf16"}]:
+                                "kv_cache": "bf16"},
+                               {"model": "llama-3.1-70b", "gpu": "l40s", "tp": 1, "weights": "bf16",
+                                "kv_cache": "bf16"}]:  # the weights alone overflow it
         for max_model_len in (None, 4096):
             extra = {} if max_model_len is None else {"max_model_len": max_model_len}
             d = resolve(Scenario.model_validate({"prompt_len": 1, "output_len": 1, "context_len": 2, **fields,
                                                  "engine": engine, "memory": memory, **extra}))
-            batches = [plan_memory(d, context).max_batch for context in contexts]
+            plans = [plan_memory(d, context) for context in contexts]
+            batches = [plan.max_batch for plan in plans]
             assert batches == sorted(batches, reverse=True)
+            assert len({(plan.weights_fit, plan.kv_budget_gb_per_gpu) for plan in plans}) == 1
             memo, key = LayoutMemo(), layout_key(fields["gpu"], d.tp, d.pp, d.ep, d.weights, d.kv_cache)
             for context in reversed(contexts):  # the memo then answers the shorter ones from the longer
                 assert memo.fits(key, d, context) == plan_memory(d, context).fits

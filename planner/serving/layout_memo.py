@@ -38,6 +38,7 @@ class LayoutMemo:
         self._deployments: dict[LayoutKey, Deployment] = {}
         self._memory: dict[tuple[LayoutKey, int], MemoryPlan] = {}
         self._longest_fit: dict[LayoutKey, int] = {}  # the longest context a plan has found to fit
+        self._weights_fit: dict[LayoutKey, bool] = {}  # whether the weights leave any KV budget
         self._work: dict[tuple[LayoutKey, float, float], float] = {}
         self._steps: dict[tuple[LayoutKey, int, float], StepTable] = {}
         self._empty: dict[LayoutKey, float] = {}
@@ -54,16 +55,19 @@ class LayoutMemo:
     def memory(self, key: LayoutKey, d: Deployment, context_len: int) -> MemoryPlan:
         if (key, context_len) not in self._memory:
             plan = self._memory[key, context_len] = plan_memory(d, context_len)
+            self._weights_fit[key] = plan.weights_fit
             if plan.fits:
                 self._longest_fit[key] = max(self._longest_fit.get(key, 0), context_len)
         return self._memory[key, context_len]
 
     def fits(self, key: LayoutKey, d: Deployment, context_len: int) -> bool:
-        """plan_memory(d, context_len).fits, without a plan where the layout fits a context at least as long:
-        a shorter context never holds fewer sequences (every engine's KV budget is the same at any context,
-        and a sequence's blocks or tokens only grow with its length; tests/test_sizing_search_steps.py)."""
+        """plan_memory(d, context_len).fits, without a plan where the layout fits a context at least as long
+        or its weights leave no KV budget at all: every engine's KV budget is the same at any context, and a
+        sequence's blocks or tokens only grow with its length (tests/test_sizing_search_steps.py)."""
         if self._longest_fit.get(key, 0) >= context_len:
             return True
+        if not self._weights_fit.get(key, True):
+            return False
         return self.memory(key, d, context_len).fits
 
     def empty_iteration_ms(self, key: LayoutKey, d: Deployment) -> float:
