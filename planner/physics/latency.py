@@ -123,7 +123,9 @@ def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: f
                per_layer_us: float, fixed_ms: float, p: float, attention_groups: int = 1) -> StepTime:
     """`tokens`: tokens one pass carries through a stage (one micro-batch, or one prompt), spread over
     `attention_groups` data-parallel attention groups of tp GPUs."""
-    group_tokens = np.asarray(tokens, dtype=float) / attention_groups
+    group_tokens = np.asarray(tokens, dtype=float)
+    if attention_groups != 1:
+        group_tokens = group_tokens / attention_groups
     bw = d.gpu.hbm_tb_s * 1e12
     peak_c = d.gpu.peak_tflops(d.compute) * 1e12
     peak_attn = d.gpu.peak_tflops("bf16") * 1e12

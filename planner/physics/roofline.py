@@ -124,14 +124,16 @@ def decode_work(
     context = np.asarray(context, dtype=float)
     m = d.model
     s = sharding(d)
-    group_batch = micro / s.attention_dp
-    tokens = micro * tokens_per_sequence
-    group_tokens = group_batch * tokens_per_sequence
+    # dividing by one attention group or multiplying by one token a sequence leaves every value as it is
+    group_batch = micro / s.attention_dp if s.attention_dp != 1 else micro
+    tokens = micro * tokens_per_sequence if tokens_per_sequence != 1 else micro
+    group_tokens = group_batch * tokens_per_sequence if tokens_per_sequence != 1 else group_batch
     gemm = _gemm_flops(d, group_tokens, tokens, d.params.matmul_per_token - d.params.routed_per_token)
-    attn = (group_tokens * cached_token_layers(m, context) * _attention_flops_per_cached_token_layer(m)
+    token_layers = cached_token_layers(m, context)
+    attn = (group_tokens * token_layers * _attention_flops_per_cached_token_layer(m)
             / min(d.tp, m.n_heads))
     weights = _weights_read_bytes(d, tokens)
-    kv = (group_batch * kv_bytes_per_sequence_per_gpu(m, d.kv_cache, d.tp, context)
+    kv = (group_batch * kv_bytes_per_sequence_per_gpu(m, d.kv_cache, d.tp, context, token_layers)
           + group_tokens * kv_bytes_per_token_per_gpu(m, d.kv_cache, d.tp))
     # A decode batch's intermediates (hidden states of a few hundred tokens, a few MB) stay in the
     # 50-60 MB L2 of current GPUs, so decode counts no activation HBM traffic; prefill does.
