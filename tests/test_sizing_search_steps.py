@@ -152,3 +152,51 @@ def test_a_shorter_context_never_holds_fewer_sequences(engine, memory):
             memo, key = LayoutMemo(), layout_key(fields["gpu"], d.tp, d.pp, d.ep, d.weights, d.kv_cache)
             for context in reversed(contexts):  # the memo then answers the shorter ones from the longer
                 assert memo.fits(key, d, context) == plan_memory(d, context).fits
+
+
+def test_floor_order_walks_the_sorted_order():
+    """Source: invariant: FloorOrder gives candidates in the order of sorting by exact floor (ties in list
+    order) and says whether every candidate left is above a threshold as the sorted walk would, computing
+    exact floors only where a bound leaves it open."""
+    import random
+
+    from planner.serving.floor_order import FloorOrder
+
+    def exact(floors: list[float], computed: list[int], i: int):
+        def floor() -> float:
+            computed.append(i)
+            return floors[i]
+        return floor
+
+    rng = random.Random(7)
+    for _ in range(200):
+        floors = [rng.choice([0.0, 1.0, 2.0, 2.5, 3.0, 10.0, rng.uniform(0, 20)])
+                  for _ in range(rng.randint(1, 30))]
+        bounds = [f * rng.choice([1.0, 0.999, 0.5, 0.0, rng.random()]) for f in floors]
+        computed: list[int] = []
+        order = FloorOrder([(b, exact(floors, computed, i), i) for i, b in enumerate(bounds)])
+        expected = sorted(range(len(floors)), key=lambda i: floors[i])
+        for position, i in enumerate(expected):
+            threshold = rng.uniform(0, 20)
+            assert order.floors_above(threshold) == all(floors[j] > threshold for j in expected[position:])
+            assert order.pop() == (floors[i], i)
+        assert order.left == 0 and len(computed) == len(set(computed))
+
+
+@pytest.mark.parametrize("fields", SCENARIOS)
+def test_prefill_bound_is_below_the_prefill(fields):
+    """Source: invariant: the bound on a prompt's prefill (its joins' compute inputs, the step's other terms)
+    and the work bound the search orders families by stay under the figures they bound, so a family the
+    bound places behind another is behind it."""
+    from planner.physics.latency import prefill, prefill_floor_ms
+
+    for engine in ("vllm", "sglang"):
+        for efficiency in ("default", "ideal"):
+            s = Scenario.model_validate({"prompt_len": 2000, "output_len": 400, **fields, "engine": engine,
+                                         "efficiency": efficiency})
+            d = resolve(s)
+            key = layout_key(fields["gpu"], d.tp, d.pp, d.ep, d.weights, d.kv_cache)
+            for prompt in (1, 37, 2000, 50_000):
+                assert prefill_floor_ms(d, prompt) <= float(prefill(d, [float(prompt)]).total_ms[0])
+                bound = LayoutMemo().prefill_work_floor_ms(key, d, prompt, 0)
+                assert 0.0 <= bound <= LayoutMemo().prefill_work_ms(key, d, prompt, 0)

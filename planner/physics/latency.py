@@ -21,7 +21,15 @@ from planner.core.deployment import Deployment
 from planner.core.precision import bits_per_value
 from planner.hardware.communication import ep_communication_ms, pp_communication_ms, tp_communication_ms
 from planner.hardware.parallelism import sharding
-from planner.physics.roofline import StepWork, decode_micro_batch, decode_work, prefill_work
+from planner.physics.roofline import (
+    StepWork,
+    decode_micro_batch,
+    decode_work,
+    prefill_activation_bytes,
+    prefill_attention_flops,
+    prefill_gemm_flops,
+    prefill_work,
+)
 
 
 def _join(compute_ms: npt.ArrayLike, memory_ms: npt.ArrayLike, p: float) -> npt.NDArray[np.float64]:
@@ -111,6 +119,11 @@ def _layer_overhead_ms(d: Deployment, per_layer_us: float) -> float:
     return (m.n_layers * per_layer_us + moe_layers * d.efficiency.moe_layer_overhead_us) / 1e3
 
 
+def _fixed_costs_ms(d: Deployment, per_layer_us: float, fixed_ms: float) -> float:
+    """A pass's fixed costs: its kernels per layer, and it crosses pp stages, each its own scheduled step."""
+    return _layer_overhead_ms(d, per_layer_us) + fixed_ms * d.pp
+
+
 def _gemm_ms(d: Deployment, compute_ms: npt.ArrayLike, weight_bytes: npt.ArrayLike,
              p: float) -> npt.NDArray[np.float64]:
     """A pass's GEMMs: their compute time joined with one read of the weights they stream."""
@@ -136,8 +149,7 @@ def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: f
     # Terms the batch shares stay scalars: the total adds them elementwise all the same (x + 0.0 is what
     # adding an array of zeros gives, so no term changes a bit of the total).
     comm = tp_communication_ms(d, group_tokens) if d.tp > 1 else 0.0
-    # a pass crosses pp stages, each its own scheduled step with its fixed cost
-    overhead = _layer_overhead_ms(d, per_layer_us) + fixed_ms * d.pp
+    overhead = _fixed_costs_ms(d, per_layer_us, fixed_ms)
     # Expert all-to-alls overlap the other half of a two-micro-batch step (DeepSeek's dual micro-batch
     # overlap, SGLang two-batch overlap, vLLM DBO): only what outlasts the compute is exposed. Without EP
     # that is max(0 - overlap x (a finite or infinite step), 0) = 0 where the overlap is positive.
@@ -205,6 +217,24 @@ def shared_pass_gemm_ms(d: Deployment, chunk_tokens: npt.ArrayLike,
 def ttft_ms(d: Deployment, prefill_ms: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return np.asarray(prefill_ms, dtype=float) + d.efficiency.ttft_overhead_ms
 
+
+
+def prefill_floor_ms(d: Deployment, prompt_len: float) -> float:
+    """A lower bound on prefill(d, [prompt_len]).total_ms without its p-norm joins: each join (GEMMs,
+    attention) is at least its compute input, the other terms are those of the step, pipeline sends and
+    expert all-to-alls are at least 0, and a sum in the step's order of terms no larger than the step's is
+    no larger in floating point; 1e-9 off for the rounding of terms computed here apart."""
+    e = d.efficiency
+    s = float(prompt_len)
+    bw = d.gpu.hbm_tb_s * 1e12
+    peak_c = d.gpu.peak_tflops(d.compute) * 1e12
+    peak_attn = d.gpu.peak_tflops("bf16") * 1e12
+    gemm = prefill_gemm_flops(d, s) / (_prefill_gemm_efficiency(d) * peak_c) * 1e3
+    attention = prefill_attention_flops(d, s) / (e.attention_compute * peak_attn) * 1e3
+    activations = prefill_activation_bytes(d, s) / (e.bandwidth * bw) * 1e3
+    comm = float(tp_communication_ms(d, s)) if d.tp > 1 else 0.0
+    overhead = _fixed_costs_ms(d, e.prefill_layer_overhead_us, e.prefill_overhead_ms)
+    return float(gemm + attention + activations + comm + overhead) * (1.0 - 1e-9)
 
 
 def empty_iteration_ms(d: Deployment) -> float:

@@ -43,6 +43,7 @@ from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
 from planner.physics.memory import MemoryPlan, kv_bytes_per_token, plan_memory
 from planner.scenario.scenario import Scenario, resolve
+from planner.serving.floor_order import FloorOrder
 from planner.serving.goodput_search import GoodputSearch, LoadPoints, itl_percentiles, rate_bound_per_s
 from planner.serving.layout_memo import LayoutKey, LayoutMemo, layout_key
 from planner.serving.replica import LoadPoint, PrefillWork, ReplicaModel, load_point, replica_model
@@ -315,23 +316,26 @@ def _prefill_pool_workers(prefill_pool: Sequence[PoolCandidate], deployment_of: 
     floor first, workers built until the KEEP_PER_POOL best found cost less per prompt than any floor left;
     the kept ones go back to pool order (the pairing's ties keep it)."""
     searched = 0
-    computed = max(round(shape.prompt_len * (1.0 - shape.prefix_cache_hit)), 1)
-    floored: dict[tuple[str, str], list[tuple[float, int, PoolCandidate, Deployment, float]]] = {}
+    cached = shape.prompt_len - max(round(shape.prompt_len * (1.0 - shape.prefix_cache_hit)), 1)
+    floored: dict[tuple[str, str], list[tuple[float, Callable[[], float], tuple[int, PoolCandidate,
+                                                                                Deployment, float]]]] = {}
     for i, c in enumerate(prefill_pool):
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
         if d is None or price is None or not memo.fits(key_of(c), d, prompt_len + 1):
             continue
         searched += 1
-        work_ms = memo.prefill_work_ms(key_of(c), d, shape.prompt_len, shape.prompt_len - computed)
-        floor = _prefill_cost_floor(d, shape, price, work_ms)
-        floored.setdefault((c.weights, c.kv_cache), []).append((floor, i, c, d, price))
+        floored.setdefault((c.weights, c.kv_cache), []).append(
+            (*_prefill_floors(memo, key_of(c), d, shape, price, cached), (i, c, d, price)))
     prefills: dict[tuple[str, str], list[Priced]] = {}
     for key, floors in floored.items():
         built: list[tuple[float, int, PrefillWorker, str, float]] = []
-        for floor, i, c, d, price in sorted(floors, key=lambda x: x[0]):
-            if len(built) >= KEEP_PER_POOL and floor > sorted(b[0] for b in built)[KEEP_PER_POOL - 1]:
+        order = FloorOrder(floors)  # cheapest floor first (pool order among equals)
+        while order.left:
+            if len(built) >= KEEP_PER_POOL and order.floors_above(sorted(b[0] for b in built)[KEEP_PER_POOL
+                                                                                                  - 1]):
                 break
+            i, c, d, price = order.pop()[1]
             w = prefill_worker(d, shape, memo.prefill_work(key_of(c), d))
             if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
                 continue
@@ -339,6 +343,15 @@ def _prefill_pool_workers(prefill_pool: Sequence[PoolCandidate], deployment_of: 
         built.sort(key=lambda b: b[1])
         prefills[key] = [(cost, w, gpu, price) for cost, _, w, gpu, price in built]
     return prefills, searched
+
+
+def _prefill_floors(memo: LayoutMemo, key: LayoutKey, d: Deployment, shape: TrafficShape, price: float,
+                    cached: int) -> tuple[float, Callable[[], float]]:
+    """A prefill candidate's cost floor: a bound on it (from a bound on the prompt's prefill work; the floor
+    grows with the work) and the floor itself on demand."""
+    bound = _prefill_cost_floor(d, shape, price, memo.prefill_work_floor_ms(key, d, shape.prompt_len, cached))
+    return bound, lambda: _prefill_cost_floor(d, shape, price,
+                                              memo.prefill_work_ms(key, d, shape.prompt_len, cached))
 
 
 def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolver,

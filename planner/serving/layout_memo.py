@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.deployment import Deployment
-from planner.physics.latency import decode_step, empty_iteration_ms, prefill_chunk_work_ms
+from planner.physics.latency import decode_step, empty_iteration_ms, prefill_chunk_work_ms, prefill_floor_ms
 from planner.physics.memory import MemoryPlan, plan_memory
 from planner.serving.replica import PrefillWork, geometric_grid
 
@@ -40,6 +40,7 @@ class LayoutMemo:
         self._longest_fit: dict[LayoutKey, int] = {}  # the longest context a plan has found to fit
         self._weights_fit: dict[LayoutKey, bool] = {}  # whether the weights leave any KV budget
         self._work: dict[tuple[LayoutKey, float, float], float] = {}
+        self._work_floor: dict[tuple[LayoutKey, float], float] = {}  # bounds on a whole prompt's work
         self._steps: dict[tuple[LayoutKey, int, float], StepTable] = {}
         self._empty: dict[LayoutKey, float] = {}
 
@@ -84,6 +85,18 @@ class LayoutMemo:
                                          empty_ms=self.empty_iteration_ms(key, d))
             self._work[key, prompt_len, cached_tokens] = float(np.asarray(work)[0])
         return self._work[key, prompt_len, cached_tokens]
+
+    def prefill_work_floor_ms(self, key: LayoutKey, d: Deployment, prompt_len: float,
+                              cached_tokens: float) -> float:
+        """A lower bound on prefill_work_ms: the figure itself where the memo holds it (or a prefix is
+        cached), else the prompt's prefill bound (latency.prefill_floor_ms) less the empty iteration, as the
+        work is its prefill less that iteration (at least 0)."""
+        if (key, prompt_len, cached_tokens) in self._work or cached_tokens > 0:
+            return self.prefill_work_ms(key, d, prompt_len, cached_tokens)
+        if (key, prompt_len) not in self._work_floor:
+            self._work_floor[key, prompt_len] = max(prefill_floor_ms(d, prompt_len)
+                                                    - self.empty_iteration_ms(key, d), 0.0)
+        return self._work_floor[key, prompt_len]
 
     def prefill_work(self, key: LayoutKey, d: Deployment) -> PrefillWork:
         """prefill_chunk_work_ms(d, prompts, cached) for the layout's replica models: a lone prompt's the
