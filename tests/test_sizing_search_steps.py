@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from planner.physics.memory import plan_memory
 from planner.scenario.scenario import Scenario, resolve
 from planner.serving.disaggregation import TrafficShape, _prefill_cost_floor, prefill_worker
 from planner.serving.goodput_search import GoodputSearch
@@ -34,16 +35,19 @@ def _model(fields):
 @pytest.mark.parametrize("fields", SCENARIOS)
 def test_goodput_searched_step_by_step_is_goodput_per_ms(fields):
     """Source: invariant: GoodputSearch takes goodput_per_ms's own steps, so its answer is the same number
-    and every bracket on the way holds it."""
+    and every bracket on the way holds it, whether each step is judged alone or several steps' midpoints in
+    one vectorized call (finish(), and a step looking ahead)."""
     _, m = _model(fields)
     for percentile in (50, 90, 99):
         for ttft_ms, itl_ms in OBJECTIVES:
             exact = goodput_per_ms(m, percentile, ttft_ms, itl_ms)
-            search_ = GoodputSearch(m, percentile, ttft_ms, itl_ms)
-            while not search_.exact:
-                assert search_.lo <= exact <= search_.hi
-                search_.step()
-            assert search_.lo == search_.hi == exact
+            for depth in (1, 2, 3):
+                search_ = GoodputSearch(m, percentile, ttft_ms, itl_ms)
+                while not search_.exact:
+                    assert search_.lo <= exact <= search_.hi
+                    search_.step(depth)
+                assert search_.lo == search_.hi == exact
+            assert GoodputSearch(m, percentile, ttft_ms, itl_ms).finish() == exact
 
 
 def _top(rows, n):
@@ -108,9 +112,9 @@ def test_decode_pool_keeps_what_building_every_worker_keeps():
                     continue
                 bound = rate_bound_per_s(d, 2200.0, mem.max_batch, 400, 40.0, 0.0)
                 floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
-                candidates.append((floor, c, d, price))
+                candidates.append((floor, c, d, price, mem, None))
     plain = []
-    for floor, c, d, price in sorted(candidates, key=lambda x: x[0]):
+    for floor, c, d, price, _, _ in sorted(candidates, key=lambda x: x[0]):
         if len(plain) >= KEEP_PER_POOL and floor > sorted(k[0] for k in plain)[KEEP_PER_POOL - 1]:
             break
         dw = decode_worker(d, 2400, shape, 40.0)
@@ -123,3 +127,76 @@ def test_decode_pool_keeps_what_building_every_worker_keeps():
 
     assert len(plain) > KEEP_PER_POOL
     assert top(_decode_pool(candidates, 2400, shape, 40.0, 90)) == top(plain)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trt-llm", "graph"])
+@pytest.mark.parametrize("memory", [{}, {"reserve_gb": 3.0}])
+def test_a_shorter_context_never_holds_fewer_sequences(engine, memory):
+    """Source: invariant: LayoutMemo.fits answers for a prompt from a plan at a longer context that fits (or
+    from any plan whose weights leave no KV budget), which holds because every engine's KV budget is the
+    same at any context and a sequence's blocks (or tokens) only grow with its length: the max batch never
+    rises with the context."""
+    contexts = [1, 17, 1000, 2001, 2400, 8192, 32_768, 131_072, 1_000_000]
+    for fields in SCENARIOS + [{"model": "llama-3.1-70b", "gpu": "a100-sxm-80gb", "tp": 2, "weights": "bf16",
+                                "kv_cache": "bf16"},
+                               {"model": "llama-3.1-70b", "gpu": "l40s", "tp": 1, "weights": "bf16",
+                                "kv_cache": "bf16"}]:  # the weights alone overflow it
+        for max_model_len in (None, 4096):
+            extra = {} if max_model_len is None else {"max_model_len": max_model_len}
+            d = resolve(Scenario.model_validate({"prompt_len": 1, "output_len": 1, "context_len": 2, **fields,
+                                                 "engine": engine, "memory": memory, **extra}))
+            plans = [plan_memory(d, context) for context in contexts]
+            batches = [plan.max_batch for plan in plans]
+            assert batches == sorted(batches, reverse=True)
+            assert len({(plan.weights_fit, plan.kv_budget_gb_per_gpu) for plan in plans}) == 1
+            memo, key = LayoutMemo(), layout_key(fields["gpu"], d.tp, d.pp, d.ep, d.weights, d.kv_cache)
+            for context in reversed(contexts):  # the memo then answers the shorter ones from the longer
+                assert memo.fits(key, d, context) == plan_memory(d, context).fits
+
+
+def test_floor_order_walks_the_sorted_order():
+    """Source: invariant: FloorOrder gives candidates in the order of sorting by exact floor (ties in list
+    order) and says whether every candidate left is above a threshold as the sorted walk would, computing
+    exact floors only where a bound leaves it open."""
+    import random
+
+    from planner.serving.floor_order import FloorOrder
+
+    def exact(floors: list[float], computed: list[int], i: int):
+        def floor() -> float:
+            computed.append(i)
+            return floors[i]
+        return floor
+
+    rng = random.Random(7)
+    for _ in range(200):
+        floors = [rng.choice([0.0, 1.0, 2.0, 2.5, 3.0, 10.0, rng.uniform(0, 20)])
+                  for _ in range(rng.randint(1, 30))]
+        bounds = [f * rng.choice([1.0, 0.999, 0.5, 0.0, rng.random()]) for f in floors]
+        computed: list[int] = []
+        order = FloorOrder([(b, exact(floors, computed, i), i) for i, b in enumerate(bounds)])
+        expected = sorted(range(len(floors)), key=lambda i: floors[i])
+        for position, i in enumerate(expected):
+            threshold = rng.uniform(0, 20)
+            assert order.floors_above(threshold) == all(floors[j] > threshold for j in expected[position:])
+            assert order.pop() == (floors[i], i)
+        assert order.left == 0 and len(computed) == len(set(computed))
+
+
+@pytest.mark.parametrize("fields", SCENARIOS)
+def test_prefill_bound_is_below_the_prefill(fields):
+    """Source: invariant: the bound on a prompt's prefill (its joins' compute inputs, the step's other terms)
+    and the work bound the search orders families by stay under the figures they bound, so a family the
+    bound places behind another is behind it."""
+    from planner.physics.latency import prefill, prefill_floor_ms
+
+    for engine in ("vllm", "sglang"):
+        for efficiency in ("default", "ideal"):
+            s = Scenario.model_validate({"prompt_len": 2000, "output_len": 400, **fields, "engine": engine,
+                                         "efficiency": efficiency})
+            d = resolve(s)
+            key = layout_key(fields["gpu"], d.tp, d.pp, d.ep, d.weights, d.kv_cache)
+            for prompt in (1, 37, 2000, 50_000):
+                assert prefill_floor_ms(d, prompt) <= float(prefill(d, [float(prompt)]).total_ms[0])
+                bound = LayoutMemo().prefill_work_floor_ms(key, d, prompt, 0)
+                assert 0.0 <= bound <= LayoutMemo().prefill_work_ms(key, d, prompt, 0)

@@ -9,6 +9,7 @@ Units: GiB (2^30 bytes), as the engines log them.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Final, Generic, TypeVar
@@ -50,6 +51,7 @@ def parse_version(version: str) -> tuple[int, int]:
     return major, minor
 
 
+@functools.lru_cache(maxsize=256)  # every memory plan reads several release tables by the same version
 def parse_release(version: str) -> tuple[int, int, int]:
     """major, minor, patch (0 when absent or not a number, e.g. "0.6.5.dev" -> (0, 6, 5))."""
     parts = version.split(".")

@@ -11,7 +11,8 @@ The bound (`*_bound_ms`) is the pure roofline of the same step: max(all FLOPs / 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +21,15 @@ from planner.core.deployment import Deployment
 from planner.core.precision import bits_per_value
 from planner.hardware.communication import ep_communication_ms, pp_communication_ms, tp_communication_ms
 from planner.hardware.parallelism import sharding
-from planner.physics.roofline import StepWork, decode_micro_batch, decode_work, prefill_work
+from planner.physics.roofline import (
+    StepWork,
+    decode_micro_batch,
+    decode_work,
+    prefill_activation_bytes,
+    prefill_attention_flops,
+    prefill_gemm_flops,
+    prefill_work,
+)
 
 
 def _join(compute_ms: npt.ArrayLike, memory_ms: npt.ArrayLike, p: float) -> npt.NDArray[np.float64]:
@@ -36,15 +45,18 @@ class StepTime:
     gemm_ms: np.ndarray
     attention_ms: np.ndarray
     activations_ms: np.ndarray
-    communication_ms: np.ndarray
-    overhead_ms: np.ndarray
-    bound_ms: np.ndarray
+    # TP all-reduces and the fixed costs: a float where the whole batch shares one value (0 without TP)
+    communication_ms: np.ndarray | float
+    overhead_ms: np.ndarray | float
     work: StepWork
+    deployment: Deployment = field(repr=False, compare=False)
     # pipeline point-to-point sends and expert all-to-alls (zero without pp / ep)
     pp_ms: np.ndarray | float = 0.0
     ep_ms: np.ndarray | float = 0.0
 
-    @property
+    # The step is immutable: its total and its bound are computed once, on first use (the sizing search
+    # reads the total of thousands of steps and never their bound).
+    @functools.cached_property
     def total_ms(self) -> np.ndarray:
         return (
             self.gemm_ms
@@ -56,16 +68,21 @@ class StepTime:
             + self.ep_ms
         )
 
+    @functools.cached_property
+    def bound_ms(self) -> np.ndarray:
+        """The pure roofline of the same work (`*_bound_ms`)."""
+        return _bound_ms(self.deployment, self.work)
+
     def breakdown(self, index: int | tuple[int, ...] = ()) -> dict[str, float]:
-        return {
-            "gemm_ms": float(np.asarray(self.gemm_ms)[index]),
-            "attention_ms": float(np.asarray(self.attention_ms)[index]),
-            "activations_ms": float(np.asarray(self.activations_ms)[index]),
-            "communication_ms": float(np.asarray(self.communication_ms)[index]),
-            "overhead_ms": float(np.asarray(self.overhead_ms)[index]),
-            "pp_ms": float(np.broadcast_to(self.pp_ms, np.shape(self.gemm_ms))[index]),
-            "ep_ms": float(np.broadcast_to(self.ep_ms, np.shape(self.gemm_ms))[index]),
-        }
+        def at(name: str) -> float:  # the scalar terms take the GEMMs' shape
+            value = getattr(self, name)
+            return float((np.asarray(value) if name in self._ARRAYS else
+                          np.broadcast_to(value, np.shape(self.gemm_ms)))[index])
+
+        return {name: at(name) for name in ("gemm_ms", "attention_ms", "activations_ms", "communication_ms",
+                                            "overhead_ms", "pp_ms", "ep_ms")}
+
+    _ARRAYS = ("gemm_ms", "attention_ms", "activations_ms")
 
 
 def _bound_ms(d: Deployment, work: StepWork) -> np.ndarray:
@@ -102,6 +119,11 @@ def _layer_overhead_ms(d: Deployment, per_layer_us: float) -> float:
     return (m.n_layers * per_layer_us + moe_layers * d.efficiency.moe_layer_overhead_us) / 1e3
 
 
+def _fixed_costs_ms(d: Deployment, per_layer_us: float, fixed_ms: float) -> float:
+    """A pass's fixed costs: its kernels per layer, and it crosses pp stages, each its own scheduled step."""
+    return _layer_overhead_ms(d, per_layer_us) + fixed_ms * d.pp
+
+
 def _gemm_ms(d: Deployment, compute_ms: npt.ArrayLike, weight_bytes: npt.ArrayLike,
              p: float) -> npt.NDArray[np.float64]:
     """A pass's GEMMs: their compute time joined with one read of the weights they stream."""
@@ -114,7 +136,9 @@ def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: f
                per_layer_us: float, fixed_ms: float, p: float, attention_groups: int = 1) -> StepTime:
     """`tokens`: tokens one pass carries through a stage (one micro-batch, or one prompt), spread over
     `attention_groups` data-parallel attention groups of tp GPUs."""
-    group_tokens = np.asarray(tokens, dtype=float) / attention_groups
+    group_tokens = np.asarray(tokens, dtype=float)
+    if attention_groups != 1:
+        group_tokens = group_tokens / attention_groups
     bw = d.gpu.hbm_tb_s * 1e12
     peak_c = d.gpu.peak_tflops(d.compute) * 1e12
     peak_attn = d.gpu.peak_tflops("bf16") * 1e12
@@ -122,18 +146,20 @@ def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: f
     attention = _join(work.attention_flops / (attn_compute_eff * peak_attn) * 1e3,
                       work.kv_bytes / (_kv_bandwidth_efficiency(d) * bw) * 1e3, p)
     activations = work.activation_bytes / (d.efficiency.bandwidth * bw) * 1e3
-    comm = tp_communication_ms(d, group_tokens) * np.ones_like(gemm)
-    # a pass crosses pp stages, each its own scheduled step with its fixed cost
-    overhead = np.full_like(gemm, _layer_overhead_ms(d, per_layer_us) + fixed_ms * d.pp)
+    # Terms the batch shares stay scalars: the total adds them elementwise all the same (x + 0.0 is what
+    # adding an array of zeros gives, so no term changes a bit of the total).
+    comm = tp_communication_ms(d, group_tokens) if d.tp > 1 else 0.0
+    overhead = _fixed_costs_ms(d, per_layer_us, fixed_ms)
     # Expert all-to-alls overlap the other half of a two-micro-batch step (DeepSeek's dual micro-batch
-    # overlap, SGLang two-batch overlap, vLLM DBO): only what outlasts the compute is exposed.
-    ep_exposed = np.maximum(
-        ep_communication_ms(d, group_tokens / d.tp)
-        - d.efficiency.ep_overlap * (gemm + attention + activations),
-        0.0
-    )
-    return StepTime(gemm, attention, activations, comm, overhead, _bound_ms(d, work), work,
-                    pp_communication_ms(d, tokens) * np.ones_like(gemm), ep_exposed)
+    # overlap, SGLang two-batch overlap, vLLM DBO): only what outlasts the compute is exposed. Without EP
+    # that is max(0 - overlap x (a finite or infinite step), 0) = 0 where the overlap is positive.
+    overlap = d.efficiency.ep_overlap
+    ep_exposed: np.ndarray | float = 0.0
+    if (d.ep > 1 and d.model.moe is not None) or not overlap > 0:
+        ep_exposed = np.maximum(ep_communication_ms(d, group_tokens / d.tp)
+                                - overlap * (gemm + attention + activations), 0.0)
+    pp = pp_communication_ms(d, tokens) if d.pp > 1 else 0.0
+    return StepTime(gemm, attention, activations, comm, overhead, work, d, pp, ep_exposed)
 
 
 def decode_step(
@@ -182,6 +208,8 @@ def shared_pass_gemm_ms(d: Deployment, chunk_tokens: npt.ArrayLike,
     for the pass's GEMM time g over its tokens, >= 0 since g is convex, 0 when nothing rides."""
     p = np.asarray(chunk_tokens, dtype=float)
     r = np.asarray(riding_tokens, dtype=float)
+    if not (r > 0).any():  # nothing rides: the same zeros, without the four passes np.where would discard
+        return np.zeros(np.broadcast_shapes(r.shape, p.shape))
     extra = _pass_gemm_ms(d, r + p) - _pass_gemm_ms(d, r) - _pass_gemm_ms(d, p) + _pass_gemm_ms(d, 0.0)
     return np.where(r > 0, np.maximum(extra, 0.0), 0.0)
 
@@ -191,21 +219,49 @@ def ttft_ms(d: Deployment, prefill_ms: npt.ArrayLike) -> npt.NDArray[np.float64]
 
 
 
+def prefill_floor_ms(d: Deployment, prompt_len: float) -> float:
+    """A lower bound on prefill(d, [prompt_len]).total_ms without its p-norm joins: each join (GEMMs,
+    attention) is at least its compute input, the other terms are those of the step, pipeline sends and
+    expert all-to-alls are at least 0, and a sum in the step's order of terms no larger than the step's is
+    no larger in floating point; 1e-9 off for the rounding of terms computed here apart."""
+    e = d.efficiency
+    s = float(prompt_len)
+    bw = d.gpu.hbm_tb_s * 1e12
+    peak_c = d.gpu.peak_tflops(d.compute) * 1e12
+    peak_attn = d.gpu.peak_tflops("bf16") * 1e12
+    gemm = prefill_gemm_flops(d, s) / (_prefill_gemm_efficiency(d) * peak_c) * 1e3
+    attention = prefill_attention_flops(d, s) / (e.attention_compute * peak_attn) * 1e3
+    activations = prefill_activation_bytes(d, s) / (e.bandwidth * bw) * 1e3
+    comm = float(tp_communication_ms(d, s)) if d.tp > 1 else 0.0
+    overhead = _fixed_costs_ms(d, e.prefill_layer_overhead_us, e.prefill_overhead_ms)
+    return float(gemm + attention + activations + comm + overhead) * (1.0 - 1e-9)
+
+
+def empty_iteration_ms(d: Deployment) -> float:
+    """An engine iteration carrying nothing: the decode step at batch 0 (weights read once, fixed costs)."""
+    return float(decode_step(d, 0, 1).total_ms)
+
+
 def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike, cached_tokens: npt.ArrayLike = 0,
-                          riding_tokens: npt.ArrayLike = 0.0) -> npt.NDArray[np.float64]:
+                          riding_tokens: npt.ArrayLike = 0.0,
+                          empty_ms: float | None = None) -> npt.NDArray[np.float64]:
     """Extra time that computing prompt tokens `cached_tokens`..`prompt_len` adds to an engine iteration
     it rides in (chunked prefill): the prompt's prefill minus that of its cached prefix, or, with nothing
     cached, minus an empty iteration (decode step at batch 0: weights read once, fixed costs), which the
     iteration pays anyway. So an idle engine's iteration carrying a whole prompt lasts exactly `prefill`.
     `riding_tokens`: tokens the iteration already carries (its decodes, chunks added before this one);
     they share the one weight read, so the chunk pays more of its own GEMM compute
-    (shared_pass_gemm_ms; 0 by default, the chunk riding an empty iteration)."""
+    (shared_pass_gemm_ms; 0 by default, the chunk riding an empty iteration). `empty_ms`:
+    empty_iteration_ms(d), when the caller holds it."""
     cached = np.asarray(cached_tokens, dtype=float)
-    empty = float(decode_step(d, 0, 1).total_ms)
+    empty = empty_ms if empty_ms is not None else empty_iteration_ms(d)
     # A cached prefix is subtracted as its own prefill, but never below the empty iteration: a short
     # prefix's prefill (no decode-step fixed costs) can be cheaper than the empty step, and subtracting it
     # would make a cache hit add work (gemma-3-12b on 2x B200: 523 req/s at hit rate 0, 341 at 0.25).
-    before = np.maximum(np.where(cached > 0, prefill(d, np.maximum(cached, 1.0)).total_ms, empty), empty)
+    has_prefix = cached > 0
+    # np.where evaluates both branches: the prefix's prefill only where some prompt has one
+    prefix_ms = prefill(d, np.maximum(cached, 1.0)).total_ms if has_prefix.any() else 0.0
+    before = np.maximum(np.where(has_prefix, prefix_ms, empty), empty)
     work = np.maximum(np.asarray(prefill(d, prompt_len).total_ms, dtype=float) - before, 0.0)
     chunk = np.asarray(prompt_len, dtype=float) - cached
     return work + shared_pass_gemm_ms(d, chunk, riding_tokens)

@@ -84,10 +84,13 @@ def cached_token_layers(model: ModelSpec, context_len: npt.ArrayLike) -> npt.NDA
 
 
 def kv_bytes_per_sequence_per_gpu(
-    model: ModelSpec, kv_cache: str, tp: int, context_len: npt.ArrayLike
+    model: ModelSpec, kv_cache: str, tp: int, context_len: npt.ArrayLike,
+    token_layers: npt.NDArray[np.float64] | None = None
 ) -> npt.NDArray[np.float64]:
+    """`token_layers`: cached_token_layers(model, context_len), when the caller holds it."""
     per_token_layer = kv_values_per_token_per_layer_per_gpu(model, tp) * bytes_per_value(kv_cache)
-    return cached_token_layers(model, context_len) * per_token_layer
+    layers = cached_token_layers(model, context_len) if token_layers is None else token_layers
+    return layers * per_token_layer
 
 
 # Engines whose start-up accounting we model term by term; the others use the napkin rule

@@ -9,6 +9,7 @@ cached context; bytes count weights read (touched experts only), KV reads and wr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -124,20 +125,22 @@ def decode_work(
     context = np.asarray(context, dtype=float)
     m = d.model
     s = sharding(d)
-    group_batch = micro / s.attention_dp
-    tokens = micro * tokens_per_sequence
-    group_tokens = group_batch * tokens_per_sequence
+    # dividing by one attention group or multiplying by one token a sequence leaves every value as it is
+    group_batch = micro / s.attention_dp if s.attention_dp != 1 else micro
+    tokens = micro * tokens_per_sequence if tokens_per_sequence != 1 else micro
+    group_tokens = group_batch * tokens_per_sequence if tokens_per_sequence != 1 else group_batch
     gemm = _gemm_flops(d, group_tokens, tokens, d.params.matmul_per_token - d.params.routed_per_token)
-    attn = (group_tokens * cached_token_layers(m, context) * _attention_flops_per_cached_token_layer(m)
+    token_layers = cached_token_layers(m, context)
+    attn = (group_tokens * token_layers * _attention_flops_per_cached_token_layer(m)
             / min(d.tp, m.n_heads))
     weights = _weights_read_bytes(d, tokens)
-    kv = (group_batch * kv_bytes_per_sequence_per_gpu(m, d.kv_cache, d.tp, context)
+    kv = (group_batch * kv_bytes_per_sequence_per_gpu(m, d.kv_cache, d.tp, context, token_layers)
           + group_tokens * kv_bytes_per_token_per_gpu(m, d.kv_cache, d.tp))
     # A decode batch's intermediates (hidden states of a few hundred tokens, a few MB) stay in the
     # 50-60 MB L2 of current GPUs, so decode counts no activation HBM traffic; prefill does.
     act = np.zeros_like(gemm)
-    return StepWork(gemm, attn * np.ones_like(gemm), weights * np.ones_like(gemm), kv * np.ones_like(gemm),
-                    act * np.ones_like(gemm))
+    # every term already spans the batch's shape (attention and KV the context's too): no broadcast needed
+    return StepWork(gemm, attn, weights, kv, act)
 
 
 def causal_pairs(m: ModelSpec, prompt_len: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -152,21 +155,38 @@ def causal_pairs(m: ModelSpec, prompt_len: npt.ArrayLike) -> npt.NDArray[np.floa
     return pairs
 
 
+def prefill_gemm_flops(d: Deployment, prompt_len: Any, busy_groups: int = 1) -> Any:
+    """prefill_work's matmul FLOPs on the busiest GPU, elementwise (a float stays a float): one attention
+    group runs the prompt; its routed tokens spread over the expert shards; logits for the last token."""
+    head = d.params.head
+    return (_gemm_flops(d, prompt_len, prompt_len * busy_groups,
+                        d.params.matmul_per_token - head - d.params.routed_per_token)
+            + 2.0 * head / d.tp)
+
+
+def prefill_attention_flops(d: Deployment, prompt_len: Any) -> Any:
+    """prefill_work's attention FLOPs on the busiest GPU, elementwise."""
+    m = d.model
+    return causal_pairs(m, prompt_len) * _prefill_attention_flops_per_pair(m) / min(d.tp, m.n_heads)
+
+
+def prefill_activation_bytes(d: Deployment, prompt_len: Any) -> Any:
+    """prefill_work's activation traffic on the busiest GPU, elementwise (a float stays a float)."""
+    return prompt_len * d.model.n_layers * _prefill_activation_values_per_token_layer(d) * ACTIVATION_BYTES
+
+
 def prefill_work(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepWork:
     """One request's whole prompt in one pass; logits only for the last token. `busy_groups` attention
     groups prefill a prompt each at once (a saturated prefill worker under EP): the expert GPUs then
     serve all of their routed tokens."""
     s = np.asarray(prompt_len, dtype=float)
     m = d.model
-    head = d.params.head
-    # one attention group runs the prompt; its routed tokens spread over the expert shards
-    gemm = (_gemm_flops(d, s, s * busy_groups, d.params.matmul_per_token - head - d.params.routed_per_token)
-            + 2.0 * head / d.tp)
-    attn = causal_pairs(m, s) * _prefill_attention_flops_per_pair(m) / min(d.tp, m.n_heads)
+    gemm = prefill_gemm_flops(d, s, busy_groups)
+    attn = prefill_attention_flops(d, s)
     weights = _weights_read_bytes(d, s * busy_groups)
     kv = s * kv_bytes_per_token_per_gpu(m, d.kv_cache, d.tp)
-    act = s * m.n_layers * _prefill_activation_values_per_token_layer(d) * ACTIVATION_BYTES
-    return StepWork(gemm, attn, weights * np.ones_like(gemm), kv, act)
+    act = prefill_activation_bytes(d, s)
+    return StepWork(gemm, attn, weights, kv, act)  # the weights' read spans the prompts' shape already
 
 
 def ridge_crossing_batch(d: Deployment, context: float) -> int | None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,11 +41,12 @@ from planner.economics.cost import usd_per_million_tokens
 from planner.hardware.communication import NETWORK_EFFICIENCY
 from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
-from planner.physics.memory import kv_bytes_per_token, plan_memory
+from planner.physics.memory import MemoryPlan, kv_bytes_per_token, plan_memory
 from planner.scenario.scenario import Scenario, resolve
-from planner.serving.goodput_search import GoodputSearch, itl_percentiles, rate_bound_per_s, ttft_percentiles
+from planner.serving.floor_order import FloorOrder
+from planner.serving.goodput_search import GoodputSearch, LoadPoints, itl_percentiles, rate_bound_per_s
 from planner.serving.layout_memo import LayoutKey, LayoutMemo, layout_key
-from planner.serving.replica import LoadPoint, ReplicaModel, load_point, replica_model
+from planner.serving.replica import LoadPoint, PrefillWork, ReplicaModel, load_point, replica_model
 from planner.serving.serving import goodput_per_ms
 from planner.serving.sizing_request import LayoutCandidate
 from planner.serving.workload import replica_workload
@@ -82,13 +83,20 @@ class PrefillWorker:
     prefill_ms: float  # a lone prompt's prefill (its TTFT at a trickle, overhead excluded)
     prompts_per_s: float  # capacity of the worker
     gpus: int
+    # the load points of `model` the TTFT searches of every decode worker it meets share
+    points: LoadPoints = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "points", LoadPoints(self.model))
 
 
-def prefill_worker(d: Deployment, shape: TrafficShape | int) -> PrefillWorker:
+def prefill_worker(d: Deployment, shape: TrafficShape | int,
+                   prefill_work: PrefillWork | None = None) -> PrefillWorker:
+    """`prefill_work`: replica_model's, when the caller keeps the layout's figures."""
     shape = shape if isinstance(shape, TrafficShape) else TrafficShape(int(shape), 1)
     s = sharding(d)
     w = replica_workload(d, shape.prompt_len, 1, 1, replace(shape, output_len_cv=0.0))  # one token out, fixed
-    m = replica_model(d, w)
+    m = replica_model(d, w, prefill_work=prefill_work)
     slots = s.attention_dp * s.pp
     lone = float(prefill(d, shape.prompt_len).total_ms)
     return PrefillWorker(d, m, slots, lone, slots * float(m.capacity_per_ms()) * 1000.0, s.gpus_per_replica)
@@ -116,14 +124,16 @@ def decode_worker(d: Deployment, context_len: int, shape: TrafficShape, itl_slo_
     return _decode_worker_at(d, max_batch, m, goodput_per_ms(m, percentile, None, itl_slo_ms), percentile)
 
 
-def _decode_model(d: Deployment, context_len: int, shape: TrafficShape) -> tuple[int, ReplicaModel] | None:
-    """(max batch, serving model) of a decode worker, None when one sequence does not fit."""
-    mem = plan_memory(d, context_len)
+def _decode_model(d: Deployment, context_len: int, shape: TrafficShape, mem: MemoryPlan | None = None,
+                  prefill_work: PrefillWork | None = None) -> tuple[int, ReplicaModel] | None:
+    """(max batch, serving model) of a decode worker, None when one sequence does not fit. `mem` (its plan at
+    `context_len`) and `prefill_work` (replica_model's): when the caller keeps them."""
+    mem = mem if mem is not None else plan_memory(d, context_len)
     if not mem.fits:
         return None
     w = replica_workload(d, shape.prompt_len, shape.output_len, mem.max_batch, shape, prefix_cache_hit=1.0,
                          ttft_overhead_ms=0.0)
-    return mem.max_batch, replica_model(d, w)
+    return mem.max_batch, replica_model(d, w, prefill_work=prefill_work)
 
 
 def _decode_worker_at(d: Deployment, max_batch: int, m: ReplicaModel, goodput: float,
@@ -161,7 +171,11 @@ class _DecodeCandidate:
         return self.cost(self.goodput.lo)
 
 
-def _decode_pool(candidates: list[tuple[float, PoolCandidate, Deployment, float]], context_len: int,
+# (cost floor, candidate, deployment, $/GPU-hour, memory plan at the context, the layout's prefill work)
+DecodeCandidate = tuple[float, LayoutCandidate, Deployment, float, MemoryPlan, PrefillWork | None]
+
+
+def _decode_pool(candidates: list[DecodeCandidate], context_len: int,
                  shape: TrafficShape, itl_slo_ms: float,
                  percentile: int) -> list[tuple[float, DecodeWorker, str, float]]:
     """decode_worker for each candidate, cheapest floor first, until the KEEP_PER_POOL cheapest found cost
@@ -172,7 +186,7 @@ def _decode_pool(candidates: list[tuple[float, PoolCandidate, Deployment, float]
     def kth(costs) -> float:
         return sorted(costs)[KEEP_PER_POOL - 1]
 
-    for floor, c, d, price in sorted(candidates, key=lambda x: x[0]):
+    for floor, c, d, price, mem, prefill_work in sorted(candidates, key=lambda x: x[0]):
         if len(visited) >= KEEP_PER_POOL:
             if floor > kth(v.cost_hi for v in visited):
                 break
@@ -181,7 +195,7 @@ def _decode_pool(candidates: list[tuple[float, PoolCandidate, Deployment, float]
                     v.goodput.finish()
                 if floor > kth(v.cost_hi for v in visited):
                     break
-        built = _decode_model(d, context_len, shape)
+        built = _decode_model(d, context_len, shape, mem, prefill_work)
         if built is None:
             continue
         goodput = GoodputSearch(built[1], percentile, None, itl_slo_ms)
@@ -226,7 +240,7 @@ def _prefill_workers(p: PrefillWorker, requests_per_s: float, budget_ms: float,
     def workers(per_slot_per_ms: float) -> int:
         return max(1, math.ceil(requests_per_s / (p.slots * (per_slot_per_ms * 1000.0)) * (1 - 1e-12)))
 
-    goodput = GoodputSearch(p.model, percentile, budget_ms, None)
+    goodput = GoodputSearch(p.model, percentile, budget_ms, None, points=p.points)
     if not goodput.lo > 0:
         return None
     while workers(goodput.lo) != workers(goodput.hi):  # an exact goodput closes the bracket
@@ -246,8 +260,9 @@ def size_fleet(p: PrefillWorker, dw: DecodeWorker, requests_per_s: float, prompt
     workers = _prefill_workers(p, requests_per_s, budget, percentile)
     if workers is None:
         return None
-    point = load_point(p.model, requests_per_s / (workers * p.slots) / 1000.0)
-    ttft = ttft_percentiles(p.model, point).at(percentile)
+    rate_per_ms = requests_per_s / (workers * p.slots) / 1000.0
+    point = p.points.point(rate_per_ms, rate_per_ms)
+    ttft = p.points.ttft_percentiles(rate_per_ms, rate_per_ms).at(percentile)
     if decode is None:
         decode = decode_fleet(dw, requests_per_s, percentile)
     decode_workers, dpoint, itl = decode
@@ -301,30 +316,42 @@ def _prefill_pool_workers(prefill_pool: Sequence[PoolCandidate], deployment_of: 
     floor first, workers built until the KEEP_PER_POOL best found cost less per prompt than any floor left;
     the kept ones go back to pool order (the pairing's ties keep it)."""
     searched = 0
-    computed = max(round(shape.prompt_len * (1.0 - shape.prefix_cache_hit)), 1)
-    floored: dict[tuple[str, str], list[tuple[float, int, PoolCandidate, Deployment, float]]] = {}
+    cached = shape.prompt_len - max(round(shape.prompt_len * (1.0 - shape.prefix_cache_hit)), 1)
+    floored: dict[tuple[str, str], list[tuple[float, Callable[[], float], tuple[int, PoolCandidate,
+                                                                                Deployment, float]]]] = {}
     for i, c in enumerate(prefill_pool):
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
-        if d is None or price is None or not memo.memory(key_of(c), d, prompt_len + 1).fits:
+        if d is None or price is None or not memo.fits(key_of(c), d, prompt_len + 1):
             continue
         searched += 1
-        work_ms = memo.prefill_work_ms(key_of(c), d, shape.prompt_len, shape.prompt_len - computed)
-        floor = _prefill_cost_floor(d, shape, price, work_ms)
-        floored.setdefault((c.weights, c.kv_cache), []).append((floor, i, c, d, price))
+        floored.setdefault((c.weights, c.kv_cache), []).append(
+            (*_prefill_floors(memo, key_of(c), d, shape, price, cached), (i, c, d, price)))
     prefills: dict[tuple[str, str], list[Priced]] = {}
     for key, floors in floored.items():
         built: list[tuple[float, int, PrefillWorker, str, float]] = []
-        for floor, i, c, d, price in sorted(floors, key=lambda x: x[0]):
-            if len(built) >= KEEP_PER_POOL and floor > sorted(b[0] for b in built)[KEEP_PER_POOL - 1]:
+        order = FloorOrder(floors)  # cheapest floor first (pool order among equals)
+        while order.left:
+            if len(built) >= KEEP_PER_POOL and order.floors_above(sorted(b[0] for b in built)[KEEP_PER_POOL
+                                                                                                  - 1]):
                 break
-            w = prefill_worker(d, shape)
+            i, c, d, price = order.pop()[1]
+            w = prefill_worker(d, shape, memo.prefill_work(key_of(c), d))
             if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
                 continue
             built.append((price * w.gpus / w.prompts_per_s, i, w, c.gpu_key, price))
         built.sort(key=lambda b: b[1])
         prefills[key] = [(cost, w, gpu, price) for cost, _, w, gpu, price in built]
     return prefills, searched
+
+
+def _prefill_floors(memo: LayoutMemo, key: LayoutKey, d: Deployment, shape: TrafficShape, price: float,
+                    cached: int) -> tuple[float, Callable[[], float]]:
+    """A prefill candidate's cost floor: a bound on it (from a bound on the prompt's prefill work; the floor
+    grows with the work) and the floor itself on demand."""
+    bound = _prefill_cost_floor(d, shape, price, memo.prefill_work_floor_ms(key, d, shape.prompt_len, cached))
+    return bound, lambda: _prefill_cost_floor(d, shape, price,
+                                              memo.prefill_work_ms(key, d, shape.prompt_len, cached))
 
 
 def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolver,
@@ -335,7 +362,7 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
     goodput bound first, goodput searched until the KEEP_PER_POOL best found cost less per request than any
     bound left (planner.serving.sizing's bound, prompt work 0: it is cached)."""
     searched = 0
-    bounded: dict[tuple[str, str], list[tuple[float, PoolCandidate, Deployment, float]]] = {}
+    bounded: dict[tuple[str, str], list[DecodeCandidate]] = {}
     for c in decode_pool:
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
@@ -349,7 +376,8 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
         bound = rate_bound_per_s(d, context, mem.max_batch, shape.output_len, itl_slo_ms, 0.0,
                                  memo.bound_steps(key_of(c), d, mem.max_batch, context))
         floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
-        bounded.setdefault((c.weights, c.kv_cache), []).append((floor, c, d, price))
+        bounded.setdefault((c.weights, c.kv_cache), []).append((floor, c, d, price, mem,
+                                                                memo.prefill_work(key_of(c), d)))
     return {key: _decode_pool(candidates, context_len, shape, itl_slo_ms, percentile)
             for key, candidates in bounded.items()}, searched
 

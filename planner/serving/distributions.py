@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.serving.arrivals import MAX_WINDOW_ARRIVALS, gap_cdf, window_counts
-from planner.serving.replica import LoadPoint, ReplicaModel
+from planner.serving.replica import LoadPoint, ReplicaModel, mean_over_lengths
 
 RESIDUAL_POINTS = 8  # equal-mass points of the uniform rest of the iteration in progress
 PERCENTILES = (50, 90, 99)
@@ -36,7 +36,7 @@ def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray, 
     zero = np.zeros_like(p.iteration_ms)[..., None]
     # Prompts arriving between this one and the start of its iteration ride it too (up to the budget),
     # each adding its work: every ms before the iteration starts costs 1 + lambda E[W] (the prefill share).
-    fits = np.maximum(p.chunk_tokens / float(np.mean(m.computed_tokens)) - 1.0, 0.0)
+    fits = np.maximum(p.chunk_tokens / m.mean_computed_tokens - 1.0, 0.0)
     stretch = 1.0 + p.prefill_share * np.minimum(fits, 1.0) * p.seen
     residual = np.concatenate([zero, zero, (p.decode_ms * stretch)[..., None] * u], axis=-1)
     weight = np.concatenate(
@@ -76,6 +76,14 @@ def ttft_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
     return ttft_distribution(m, p)(t_ms)
 
 
+def window_arrivals_bound(top: float, arrival_cv: float) -> int:
+    """The most prompt arrivals _itl_atoms counts in an iteration window when the widest window of its load
+    points holds `top` arrivals on average (its count's distribution is renormalised over 0..this)."""
+    dispersion = max(arrival_cv ** 2, 1.0)
+    return min(MAX_WINDOW_ARRIVALS,
+               int(math.ceil(top + 8.0 * math.sqrt(top * dispersion) + 8.0 * dispersion)))
+
+
 def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     """Extra time an iteration's prompt chunks add, and the share of tokens that see it."""
     n = m.computed_tokens
@@ -84,18 +92,14 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     first = np.minimum(n, chunk)
     continuations = np.maximum(np.ceil(n / chunk) - 1.0, 0.0)  # full chunks after the first
     window = p.rate_per_ms * p.iteration_ms
-    full_share = np.minimum(1.0, window * continuations.mean(axis=-1))
-    full_extra = (chunk * per_token).mean(axis=-1)
+    full_share = np.minimum(1.0, window * mean_over_lengths(continuations))
+    full_extra = mean_over_lengths(chunk * per_token)
     # prompts arriving during the previous iteration: Poisson count, their first chunks together
-    top = float(np.max(window, initial=0.0))
-    dispersion = max(m.workload.arrival_cv ** 2, 1.0)
-    kmax = min(
-        MAX_WINDOW_ARRIVALS, int(math.ceil(top + 8.0 * math.sqrt(top * dispersion) + 8.0 * dispersion))
-    )
+    kmax = window_arrivals_bound(float(np.max(window, initial=0.0)), m.workload.arrival_cv)
     pk = window_counts(p.rate_per_ms, p.iteration_ms, m.workload.arrival_cv, kmax)
     k = np.arange(kmax + 1, dtype=float)
-    mean_first_tokens = first.mean(axis=-1, keepdims=True)
-    mean_first_work = (first * per_token).mean(axis=-1, keepdims=True)
+    mean_first_tokens = mean_over_lengths(first, keepdims=True)
+    mean_first_work = mean_over_lengths(first * per_token, keepdims=True)
     tokens_k = np.minimum(k * mean_first_tokens, chunk)
     extra_k = tokens_k * mean_first_work / np.maximum(mean_first_tokens, 1e-12)
     one = first * per_token  # a single arrival: its own prompt's first chunk
@@ -157,9 +161,26 @@ def _expand_point(p: LoadPoint) -> LoadPoint:
         p.utilization, p.prefill_share, p.wait_mean_ms, p.stable, p.seen, p.wait_probability)))
 
 
+def bisection_midpoints(lo: float, hi: float, depth: int) -> list[float]:
+    """Every midpoint the next `depth` steps of a bisection of [lo, hi] may take, as each step computes it
+    (0.5 (lo + hi)), in level order: node i's cells are 2 i + 1, (lo, mid), and 2 i + 2, (mid, hi)."""
+    mids: list[float] = []
+    cells = [(lo, hi)]
+    for _ in range(depth):
+        level = [0.5 * (a + b) for a, b in cells]
+        cells = [cell for (a, b), mid in zip(cells, level, strict=True) for cell in ((a, mid), (mid, b))]
+        mids += level
+    return mids
+
+
+QUANTILE_DEPTH = 3  # bisection steps of quantile() whose midpoints one cdf call judges
+
+
 def quantile(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.ndarray:
     """The t where the monotone cdf(t) reaches each `probability`: a grid on [0, high] (grown until it covers
-    them), then bisection inside the bracketing cell."""
+    them), then bisection inside the bracketing cell. `cdf` is elementwise in t (every distribution here
+    is), so the midpoints of several steps are judged in one call and the steps then walk them: the same
+    midpoints, the same values, the same answer as one call a step."""
     prob = np.atleast_1d(np.asarray(probability, dtype=float))
     high = float(high_ms)
     for _ in range(30):
@@ -169,13 +190,21 @@ def quantile(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.
             break
         high *= 4.0
     cell = np.clip(np.searchsorted(values, prob), 1, grid)
-    lo, hi = ts[cell - 1], ts[cell]
-    for _ in range(refine):
-        mid = 0.5 * (lo + hi)
-        below = cdf(mid) < prob
-        lo = np.where(below, mid, lo)
-        hi = np.where(below, hi, mid)
-    return 0.5 * (lo + hi)
+    lo, hi = [float(t) for t in ts[cell - 1]], [float(t) for t in ts[cell]]
+    done = 0
+    while done < refine:
+        depth = min(QUANTILE_DEPTH, refine - done)
+        trees = [bisection_midpoints(a, b, depth) for a, b in zip(lo, hi, strict=True)]
+        below = cdf(np.array([mid for tree in trees for mid in tree])).reshape(len(trees), -1) < prob[:, None]
+        for j, tree in enumerate(trees):
+            node = 0
+            for _ in range(depth):
+                if below[j, node]:
+                    lo[j], node = tree[node], 2 * node + 2
+                else:
+                    hi[j], node = tree[node], 2 * node + 1
+        done += depth
+    return 0.5 * (np.array(lo) + np.array(hi))
 
 
 @dataclass(frozen=True)
@@ -196,13 +225,16 @@ def _percentiles(cdf, high: float) -> Percentiles:
     return Percentiles(*(float(v) for v in q))
 
 
-def latency_percentiles(m: ReplicaModel, p: LoadPoint) -> tuple[Percentiles, Percentiles, Percentiles]:
-    """TTFT, ITL and E2E percentiles at a scalar load point (None where it is not stable)."""
+def latency_percentiles(m: ReplicaModel, p: LoadPoint,
+                        itl: Percentiles | None = None) -> tuple[Percentiles, Percentiles, Percentiles]:
+    """TTFT, ITL and E2E percentiles at a scalar load point (None where it is not stable). `itl`: the ITL
+    percentiles at this point, when the caller has them (planner.serving.goodput_search.itl_percentiles)."""
     if not bool(p.stable):
         return NO_PERCENTILES, NO_PERCENTILES, NO_PERCENTILES
     first = float(np.max(m.prefill_work_ms) + p.iteration_ms + p.wait_mean_ms + 1.0)
     ttft = _percentiles(ttft_distribution(m, p), first)
-    itl = _percentiles(itl_distribution(m, p), float(p.iteration_ms * 2))
+    if itl is None:
+        itl = _percentiles(itl_distribution(m, p), float(p.iteration_ms * 2))
     if np.ptp(m.output_tokens) == 0:  # fixed output length: E2E is TTFT shifted by the decode
         shift = float((m.output_tokens[0] - 1.0) * p.iteration_ms)
         e2e = Percentiles(*(v + shift for v in (ttft.p50, ttft.p90, ttft.p99)))  # type: ignore[operator]

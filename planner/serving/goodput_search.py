@@ -4,15 +4,19 @@ and the TTFT or ITL percentiles alone at a load point."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from planner.core.deployment import Deployment
 from planner.serving.distributions import (
     PERCENTILES,
     Percentiles,
+    bisection_midpoints,
     itl_distribution,
     quantile,
     ttft_distribution,
+    window_arrivals_bound,
 )
 from planner.serving.layout_memo import StepTable, bound_steps
 from planner.serving.replica import LoadPoint, ReplicaModel, load_point
@@ -21,16 +25,69 @@ from planner.serving.serving import latency_percentiles, meets_objective
 GOODPUT_GRID = 48  # goodput_per_ms's default grid of rates, whose first step goodput_bracket repeats
 
 
-def goodput_bracket(m: ReplicaModel, percentile: int, ttft_ms: float | None,
-                    itl_ms: float | None) -> tuple[float, float]:
-    """[lo, hi] holding goodput_per_ms's answer, from its first step alone (the grid of rates up to
-    capacity, the same call on the same rates, so the same verdicts); lo == hi where that step is the
-    answer, (0, 0) where it is 0. Its bisection then only moves inside the bracketing cell."""
+class LoadPoints:
+    """One replica model's load points and TTFT distributions, each computed on first use: the searches of
+    several objectives on one model (a prefill worker paired with several decode workers, each leaving
+    its own TTFT budget) share them. Each figure is the one the plain call gives (the same call, once)."""
+
+    def __init__(self, m: ReplicaModel) -> None:
+        self.m = m
+        self._points: dict[object, tuple[LoadPoint, Callable | None]] = {}
+        self._percentiles: dict[object, Percentiles] = {}
+
+    def point(self, key: object, rate_per_ms: float | np.ndarray) -> LoadPoint:
+        """The load point at `rate_per_ms`, which `key` names (a float rate, or a name for a grid)."""
+        if key not in self._points:
+            self._points[key] = (load_point(self.m, rate_per_ms), None)
+        return self._points[key][0]
+
+    def ttft_distribution(self, key: object, rate_per_ms: float | np.ndarray) -> Callable:
+        point = self.point(key, rate_per_ms)
+        cdf = self._points[key][1]
+        if cdf is None:
+            cdf = ttft_distribution(self.m, point)
+            self._points[key] = (point, cdf)
+        return cdf
+
+    def ttft_percentiles(self, key: object, rate_per_ms: float) -> Percentiles:
+        """ttft_percentiles(m, load_point(m, rate)), from the shared figures (kept: every decode worker that
+        leaves the prefill pool the same worker count reads the same)."""
+        if key not in self._percentiles:
+            point = self.point(key, rate_per_ms)
+            cdf = self.ttft_distribution(key, rate_per_ms) if bool(point.stable) else None
+            self._percentiles[key] = ttft_percentiles(self.m, point, cdf)
+        return self._percentiles[key]
+
+    def meets_ttft(self, key: object, rate_per_ms: float | np.ndarray, percentile: int,
+                   ttft_ms: float) -> np.ndarray:
+        """meets_objective(m, load_point(m, rate), percentile, ttft_ms, None), from the shared figures."""
+        ok = np.asarray(self.point(key, rate_per_ms).stable, dtype=bool).copy()
+        if ok.any():
+            ok &= self.ttft_distribution(key, rate_per_ms)(ttft_ms) >= percentile / 100.0
+        return ok
+
+
+def _grid_rates(m: ReplicaModel) -> np.ndarray | None:
+    """goodput_per_ms's first step: its grid of rates up to capacity (None where the capacity is 0)."""
     cap = float(m.capacity_per_ms())
     if not cap > 0:
+        return None
+    return cap * np.concatenate([[1e-6], np.linspace(1.0 / GOODPUT_GRID, 1.0, GOODPUT_GRID) * (1.0 - 1e-9)])
+
+
+def goodput_bracket(m: ReplicaModel, percentile: int, ttft_ms: float | None,
+                    itl_ms: float | None, points: LoadPoints | None = None) -> tuple[float, float]:
+    """[lo, hi] holding goodput_per_ms's answer, from its first step alone (the grid of rates up to
+    capacity, the same call on the same rates, so the same verdicts); lo == hi where that step is the
+    answer, (0, 0) where it is 0. Its bisection then only moves inside the bracketing cell. `points`
+    (a TTFT objective alone): the model's shared load points."""
+    rates = _grid_rates(m)
+    if rates is None:
         return 0.0, 0.0
-    rates = cap * np.concatenate([[1e-6], np.linspace(1.0 / GOODPUT_GRID, 1.0, GOODPUT_GRID) * (1.0 - 1e-9)])
-    ok = meets_objective(m, load_point(m, rates), percentile, ttft_ms, itl_ms)
+    if points is not None and ttft_ms is not None and itl_ms is None:
+        ok = points.meets_ttft("grid", rates, percentile, ttft_ms)
+    else:
+        ok = meets_objective(m, load_point(m, rates), percentile, ttft_ms, itl_ms)
     if not ok[0]:
         return 0.0, 0.0
     if ok.all():
@@ -39,23 +96,60 @@ def goodput_bracket(m: ReplicaModel, percentile: int, ttft_ms: float | None,
     return float(rates[last]), float(rates[last + 1])
 
 
+# Bisection steps one vectorized evaluation decides at once: every midpoint of the next steps' tree (2^depth
+# - 1 rates) is judged in one call, and the steps then walk it. finish() knows how many steps remain; a
+# lone step() (a fleet search refining as far as its costs need) looks a little ahead.
+FINISH_DEPTH = 5
+STEP_DEPTH = 2
+
+
 class GoodputSearch:
     """goodput_per_ms's search one step at a time (its grid, then its bisection in the bracketing cell,
-    the same calls in the same order): the goodput lies in [lo, hi]; once `exact`, it is lo."""
+    the same midpoints in the same order, the same verdicts): the goodput lies in [lo, hi]; once `exact`,
+    it is lo."""
 
     def __init__(self, m: ReplicaModel, percentile: int, ttft_ms: float | None, itl_ms: float | None,
-                 refine: int = 10) -> None:
+                 refine: int = 10, points: LoadPoints | None = None) -> None:
         self.m, self.percentile, self.ttft_ms, self.itl_ms = m, percentile, ttft_ms, itl_ms
-        self.lo, self.hi = goodput_bracket(m, percentile, ttft_ms, itl_ms)
+        # shared load points serve a TTFT objective alone (a prefill worker's)
+        self.points = points if points is not None and ttft_ms is not None and itl_ms is None else None
+        self.lo, self.hi = goodput_bracket(m, percentile, ttft_ms, itl_ms, self.points)
         self.steps_left = refine if self.lo < self.hi else 0
+        self._verdicts: dict[float, bool] = {}  # midpoints judged ahead of their step
+        # A vectorized evaluation gives each rate the figures a lone one gets where every figure is
+        # elementwise: Poisson or smoother arrivals (a clumped window's series stops when the whole array
+        # has converged) and one arrival bound for all the rates' ITL windows (_speculate checks it).
+        self._ahead = self.points is None and m.workload.arrival_cv <= 1.0
 
     @property
     def exact(self) -> bool:
         return self.steps_left == 0
 
-    def step(self) -> None:
+    def _meets(self, rate_per_ms: float) -> bool:
+        if self.points is not None and self.ttft_ms is not None:
+            return bool(self.points.meets_ttft(rate_per_ms, rate_per_ms, self.percentile, self.ttft_ms))
+        return bool(meets_objective(self.m, load_point(self.m, rate_per_ms), self.percentile, self.ttft_ms,
+                                    self.itl_ms))
+
+    def _speculate(self, depth: int) -> None:
+        """Judge every midpoint the next `depth` steps may take (as step() computes them), in one call."""
+        mids = bisection_midpoints(self.lo, self.hi, depth)
+        rates = np.array(mids)
+        point = load_point(self.m, rates)
+        if self.itl_ms is not None:
+            window = np.asarray(point.rate_per_ms * point.iteration_ms, dtype=float)
+            cv = self.m.workload.arrival_cv
+            if not np.isfinite(window).all() or (window_arrivals_bound(float(window.min()), cv)
+                                                  != window_arrivals_bound(float(window.max()), cv)):
+                return  # the ITL of these rates together would count arrivals up to another bound
+        ok = meets_objective(self.m, point, self.percentile, self.ttft_ms, self.itl_ms)
+        self._verdicts.update(zip(mids, (bool(v) for v in ok), strict=True))
+
+    def step(self, depth: int = STEP_DEPTH) -> None:
         mid = 0.5 * (self.lo + self.hi)
-        if bool(meets_objective(self.m, load_point(self.m, mid), self.percentile, self.ttft_ms, self.itl_ms)):
+        if mid not in self._verdicts and self._ahead and min(depth, self.steps_left) > 1:
+            self._speculate(min(depth, self.steps_left))
+        if self._verdicts[mid] if mid in self._verdicts else self._meets(mid):
             self.lo = mid
         else:
             self.hi = mid
@@ -65,7 +159,7 @@ class GoodputSearch:
 
     def finish(self) -> float:
         while not self.exact:
-            self.step()
+            self.step(FINISH_DEPTH)
         return self.lo
 
 
@@ -78,12 +172,14 @@ def itl_percentiles(m: ReplicaModel, point: LoadPoint) -> Percentiles:
     return Percentiles(*(float(v) for v in q))
 
 
-def ttft_percentiles(m: ReplicaModel, point: LoadPoint) -> Percentiles:
-    """TTFT percentiles alone, bracketed as latency_percentiles brackets them (the same figures)."""
+def ttft_percentiles(m: ReplicaModel, point: LoadPoint, cdf: Callable | None = None) -> Percentiles:
+    """TTFT percentiles alone, bracketed as latency_percentiles brackets them (the same figures). `cdf`:
+    ttft_distribution(m, point), when the caller holds it."""
     if not bool(point.stable):
         return latency_percentiles(m, point)[0]
     first = float(np.max(m.prefill_work_ms) + point.iteration_ms + point.wait_mean_ms + 1.0)
-    q = quantile(ttft_distribution(m, point), np.array(PERCENTILES) / 100.0, max(first, 1e-3))
+    cdf = cdf if cdf is not None else ttft_distribution(m, point)
+    q = quantile(cdf, np.array(PERCENTILES) / 100.0, max(first, 1e-3))
     return Percentiles(*(float(v) for v in q))
 
 

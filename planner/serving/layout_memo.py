@@ -14,8 +14,9 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.deployment import Deployment
-from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.physics.latency import decode_step, empty_iteration_ms, prefill_chunk_work_ms, prefill_floor_ms
 from planner.physics.memory import MemoryPlan, plan_memory
+from planner.serving.replica import PrefillWork, geometric_grid
 
 LayoutKey = tuple[str, int, int, int, str, str]
 StepTable = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]  # (decoding populations, step ms)
@@ -36,8 +37,12 @@ class LayoutMemo:
     def __init__(self) -> None:
         self._deployments: dict[LayoutKey, Deployment] = {}
         self._memory: dict[tuple[LayoutKey, int], MemoryPlan] = {}
+        self._longest_fit: dict[LayoutKey, int] = {}  # the longest context a plan has found to fit
+        self._weights_fit: dict[LayoutKey, bool] = {}  # whether the weights leave any KV budget
         self._work: dict[tuple[LayoutKey, float, float], float] = {}
+        self._work_floor: dict[tuple[LayoutKey, float], float] = {}  # bounds on a whole prompt's work
         self._steps: dict[tuple[LayoutKey, int, float], StepTable] = {}
+        self._empty: dict[LayoutKey, float] = {}
 
     def deployment(self, key: LayoutKey, build: Callable[[], Deployment]) -> Deployment:
         """The layout's deployment (`build` raises for a layout that does not resolve; nothing is kept)."""
@@ -50,25 +55,79 @@ class LayoutMemo:
 
     def memory(self, key: LayoutKey, d: Deployment, context_len: int) -> MemoryPlan:
         if (key, context_len) not in self._memory:
-            self._memory[key, context_len] = plan_memory(d, context_len)
+            plan = self._memory[key, context_len] = plan_memory(d, context_len)
+            self._weights_fit[key] = plan.weights_fit
+            if plan.fits:
+                self._longest_fit[key] = max(self._longest_fit.get(key, 0), context_len)
         return self._memory[key, context_len]
+
+    def fits(self, key: LayoutKey, d: Deployment, context_len: int) -> bool:
+        """plan_memory(d, context_len).fits, without a plan where the layout fits a context at least as long
+        or its weights leave no KV budget at all: every engine's KV budget is the same at any context, and a
+        sequence's blocks or tokens only grow with its length (tests/test_sizing_search_steps.py)."""
+        if self._longest_fit.get(key, 0) >= context_len:
+            return True
+        if not self._weights_fit.get(key, True):
+            return False
+        return self.memory(key, d, context_len).fits
+
+    def empty_iteration_ms(self, key: LayoutKey, d: Deployment) -> float:
+        """planner.physics.latency.empty_iteration_ms (bound_steps computes it beside its table)."""
+        if key not in self._empty:
+            self._empty[key] = empty_iteration_ms(d)
+        return self._empty[key]
 
     def prefill_work_ms(self, key: LayoutKey, d: Deployment, prompt_len: float,
                         cached_tokens: float) -> float:
         """Prefill work of one prompt riding an iteration (planner.physics.latency.prefill_chunk_work_ms)."""
         if (key, prompt_len, cached_tokens) not in self._work:
-            work = prefill_chunk_work_ms(d, [float(prompt_len)], [float(cached_tokens)])
+            work = prefill_chunk_work_ms(d, [float(prompt_len)], [float(cached_tokens)],
+                                         empty_ms=self.empty_iteration_ms(key, d))
             self._work[key, prompt_len, cached_tokens] = float(np.asarray(work)[0])
         return self._work[key, prompt_len, cached_tokens]
 
+    def prefill_work_floor_ms(self, key: LayoutKey, d: Deployment, prompt_len: float,
+                              cached_tokens: float) -> float:
+        """A lower bound on prefill_work_ms: the figure itself where the memo holds it (or a prefix is
+        cached), else the prompt's prefill bound (latency.prefill_floor_ms) less the empty iteration, as the
+        work is its prefill less that iteration (at least 0)."""
+        if (key, prompt_len, cached_tokens) in self._work or cached_tokens > 0:
+            return self.prefill_work_ms(key, d, prompt_len, cached_tokens)
+        if (key, prompt_len) not in self._work_floor:
+            self._work_floor[key, prompt_len] = max(prefill_floor_ms(d, prompt_len)
+                                                    - self.empty_iteration_ms(key, d), 0.0)
+        return self._work_floor[key, prompt_len]
+
+    def prefill_work(self, key: LayoutKey, d: Deployment) -> PrefillWork:
+        """prefill_chunk_work_ms(d, prompts, cached) for the layout's replica models: a lone prompt's the
+        memo's (the figure the cost floors use), a length grid's beside the memo's empty iteration."""
+        def work(prompts: np.ndarray, cached: np.ndarray) -> np.ndarray:
+            if np.shape(prompts) == np.shape(cached) == (1,):
+                return np.array([self.prefill_work_ms(key, d, float(prompts[0]), float(cached[0]))])
+            empty_ms = self.empty_iteration_ms(key, d)
+            return np.asarray(prefill_chunk_work_ms(d, prompts, cached, empty_ms=empty_ms), dtype=float)
+        return work
+
     def bound_steps(self, key: LayoutKey, d: Deployment, max_batch: int, context: float) -> StepTable:
-        """(decoding populations, decode step ms at each) from 1 to the max batch, geometric."""
+        """(decoding populations, decode step ms at each) from 1 to the max batch, geometric; the empty
+        iteration (batch 0 at context 1) rides the same call (decode_step is elementwise: the same
+        figures as two calls)."""
         if (key, max_batch, context) not in self._steps:
-            self._steps[key, max_batch, context] = bound_steps(d, max_batch, context)
+            population = bound_population(max_batch)
+            batch = np.concatenate([[0.0], population])
+            contexts = np.concatenate([[1.0], np.full(len(population), float(context))])
+            step_ms = np.asarray(decode_step(d, batch, contexts).total_ms, dtype=float)
+            self._empty.setdefault(key, float(step_ms[0]))
+            self._steps[key, max_batch, context] = population, step_ms[1:].copy()
         return self._steps[key, max_batch, context]
+
+
+def bound_population(max_batch: int) -> npt.NDArray[np.float64]:
+    """The decoding populations the goodput bound tabulates: 1 to the max batch, geometric."""
+    return geometric_grid(1.0, max(float(max_batch), 1.0), BOUND_GRID)
 
 
 def bound_steps(d: Deployment, max_batch: int, context: float) -> StepTable:
     """(decoding populations, decode step ms at each) from 1 to the max batch, geometric."""
-    population = np.geomspace(1.0, max(float(max_batch), 1.0), BOUND_GRID)
+    population = bound_population(max_batch)
     return population, np.asarray(decode_step(d, population, context).total_ms, dtype=float)

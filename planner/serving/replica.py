@@ -38,7 +38,9 @@ A closed loop (a concurrency c) runs at the rate whose mean number in the system
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -85,6 +87,26 @@ def _unit_quantiles(cv: float, n: int) -> tuple[float, ...]:
     return tuple(values / values.mean())  # the grid keeps the mean exactly
 
 
+def geometric_grid(start: float, stop: float, num: int) -> np.ndarray:
+    """np.geomspace(start, stop, num) for positive scalars and num >= 2: the same numbers, each computed as
+    numpy computes it (log10 ends, linspace's steps, 10 ** each, ends restored), without its generality's
+    cost (its grids are built thousands of times per sizing request)."""
+    log_start, log_stop = np.log10(start), np.log10(stop)
+    delta = log_stop - log_start
+    step = delta / (num - 1)
+    y = np.arange(num, dtype=float)
+    if step == 0:  # linspace's way with a step that underflows
+        y /= num - 1
+        y *= delta
+    else:
+        y *= step
+    y += log_start
+    y[-1] = log_stop
+    grid = np.power(10.0, y)
+    grid[0], grid[-1] = start, stop
+    return grid
+
+
 def length_quantiles(mean: float, cv: float, n: int = LENGTH_GRID) -> np.ndarray:
     """Token lengths standing for a fixed (cv 0: one point) or lognormal length distribution, at least 1."""
     if cv <= 0:
@@ -107,46 +129,69 @@ class ReplicaModel:
     rate_per_ms: np.ndarray  # lambda(N)
     utilization: np.ndarray  # rho(N) of the prefill queue
 
-    @property
+    # The model is immutable: the figures below are computed once per model (every load point asks for them).
+    @functools.cached_property
     def decode_steps_per_request(self) -> float:
         return float(np.mean(self.output_tokens - 1.0))
 
-    @property
+    @functools.cached_property
     def mean_prefill_work_ms(self) -> float:
         return float(np.mean(self.prefill_work_ms))
+
+    @functools.cached_property
+    def mean_computed_tokens(self) -> float:
+        return float(np.mean(self.computed_tokens))
+
+    @functools.cached_property
+    def capacity_at_max_running_per_ms(self) -> np.ndarray:
+        """capacity_per_ms() at the workload's own cap on running sequences."""
+        return self.capacity_per_ms()
+
+    @functools.cached_property
+    def _prefill_only_capacity_per_ms(self) -> np.float64:
+        """No decode: the prefill queue alone saturates at 1 / its mean service."""
+        budget = self.workload.max_num_batched_tokens
+        service = self.mean_prefill_work_ms + np.mean(self.computed_tokens) * self.decode_ms[0] / budget
+        return 1.0 / service
+
+    @functools.cached_property
+    def _utilization_limit_per_ms(self) -> float:
+        """The rate where the prefill queue's utilization reaches 1 (inf where it never does)."""
+        over = np.nonzero(self.utilization >= 1.0)[0]
+        if not len(over):
+            return math.inf
+        i = over[0]
+        if i == 0:
+            return 0.0
+        u0, u1 = self.utilization[i - 1], self.utilization[i]
+        f = (1.0 - u0) / (u1 - u0) if np.isfinite(u1) else 0.0
+        return float(self.rate_per_ms[i - 1] + f * (self.rate_per_ms[i] - self.rate_per_ms[i - 1]))
 
     def capacity_per_ms(self, max_running: float | np.ndarray | None = None) -> np.ndarray:
         """Saturation rate: where the prefill queue's utilization reaches 1 or N reaches max_running."""
         cap = np.asarray(self.workload.max_running if max_running is None else max_running, dtype=float)
-        over = np.nonzero(self.utilization >= 1.0)[0]
         if self.decode_steps_per_request <= 0:  # no decode: the prefill queue alone
-            budget = self.workload.max_num_batched_tokens
-            service = self.mean_prefill_work_ms + np.mean(self.computed_tokens) * self.decode_ms[0] / budget
-            return np.full_like(cap, 1.0 / service)
-        if len(over):
-            i = over[0]
-            if i == 0:
-                rho_limit = 0.0
-            else:
-                u0, u1 = self.utilization[i - 1], self.utilization[i]
-                f = (1.0 - u0) / (u1 - u0) if np.isfinite(u1) else 0.0
-                rho_limit = float(
-                    self.rate_per_ms[i - 1] + f * (self.rate_per_ms[i] - self.rate_per_ms[i - 1])
-                )
-        else:
-            rho_limit = math.inf
+            return np.full_like(cap, self._prefill_only_capacity_per_ms)
+        rho_limit = self._utilization_limit_per_ms
         slot_limit = np.interp(cap, self.population, self.rate_per_ms)
         return np.minimum(slot_limit, rho_limit)
 
 
-def replica_model(d: Deployment, w: Workload, max_population: int | None = None) -> ReplicaModel:
-    """Tabulate the step times once; `max_population` (default `w.max_running`) bounds the N grid."""
+PrefillWork = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (prompt tokens, cached tokens) -> work ms
+
+
+def replica_model(d: Deployment, w: Workload, max_population: int | None = None,
+                  prefill_work: PrefillWork | None = None) -> ReplicaModel:
+    """Tabulate the step times once; `max_population` (default `w.max_running`) bounds the N grid.
+    `prefill_work`: latency.prefill_chunk_work_ms(d, prompts, cached)'s figures, when the caller keeps them
+    (planner.serving.layout_memo)."""
     prompts = length_quantiles(w.prompt_len, w.prompt_len_cv)
     outputs = length_quantiles(w.output_len, w.output_len_cv)
     computed = np.maximum(np.round(prompts * (1.0 - w.prefix_cache_hit)), 1.0)
-    work = np.asarray(prefill_chunk_work_ms(d, prompts, prompts - computed), dtype=float)
+    work = np.asarray(prefill_chunk_work_ms(d, prompts, prompts - computed) if prefill_work is None else
+                      prefill_work(prompts, prompts - computed), dtype=float)
     top = max(float(max_population or w.max_running), 1.0)
-    population = np.concatenate([[0.0], np.geomspace(1e-3, top, POPULATION_GRID - 1)])
+    population = np.concatenate([[0.0], geometric_grid(1e-3, top, POPULATION_GRID - 1)])
     context = w.context if w.context is not None else w.prompt_len + w.output_len / 2
     decode = np.asarray(decode_step(d, population, context).total_ms, dtype=float)
     steps = float(np.mean(outputs - 1.0))
@@ -159,6 +204,22 @@ def replica_model(d: Deployment, w: Workload, max_population: int | None = None)
         service = mean_work + float(np.mean(computed)) * decode / chunk
         util = np.where(chunk >= 1.0, rate * service, np.inf)
     return ReplicaModel(w, prompts, computed, work, outputs, population, decode, rate, util)
+
+
+def mean_over_lengths(x: np.ndarray, keepdims: bool = False) -> np.ndarray:
+    """x.mean(axis=-1) over a length grid: a fixed length's one point is its own mean (a sum of one term
+    divided by 1: the same bits), without the reduction's cost."""
+    if np.shape(x)[-1] == 1:
+        return x if keepdims else x[..., 0]
+    return x.mean(axis=-1, keepdims=keepdims)
+
+
+def variance_over_lengths(x: np.ndarray) -> np.ndarray:
+    """x.var(axis=-1) over a length grid: of one point, (x - x)^2 (0, or NaN where x is not finite)."""
+    if np.shape(x)[-1] == 1:
+        spread = x[..., 0] - x[..., 0]
+        return spread * spread
+    return x.var(axis=-1)
 
 
 def riders(rate_per_ms: np.ndarray, iteration_ms: np.ndarray, arrival_cv: float) -> np.ndarray:
@@ -195,7 +256,7 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     sees (c - 1) / c of the mean decoding population and queue; an open loop's arrival sees all of it."""
     lam = np.asarray(rate_per_ms, dtype=float)
     w = m.workload
-    cap = m.capacity_per_ms(max_running)
+    cap = m.capacity_per_ms(max_running) if max_running is not None else m.capacity_at_max_running_per_ms
     n = np.interp(lam, m.rate_per_ms, m.population) if m.decode_steps_per_request > 0 else np.zeros_like(lam)
     d = np.interp(n, m.population, m.decode_ms)
     slope = np.interp(n + 1.0, m.population, m.decode_ms) - d
@@ -218,9 +279,9 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     ride = m.prefill_work_ms + d[..., None] * np.maximum(
         m.computed_tokens / chunk[..., None], 1.0 / together[..., None]
     )
-    rho = lam * full.mean(axis=-1)
-    mean_s = ride.mean(axis=-1)
-    cs2 = ride.var(axis=-1) / np.maximum(mean_s, 1e-12) ** 2
+    rho = lam * mean_over_lengths(full)
+    mean_s = mean_over_lengths(ride)
+    cs2 = variance_over_lengths(ride) / np.maximum(mean_s, 1e-12) ** 2
     # at capacity itself is not below it: a rate given as the capacity may come back a rounding under it
     stable = (lam < cap * (1.0 - 1e-9)) & (rho < 1.0) & (share < 1.0)
     ca2 = w.arrival_cv ** 2

@@ -66,9 +66,10 @@ def meets_objective(m: ReplicaModel, p: LoadPoint, percentile: int, ttft_ms: flo
     """Whether the percentile of TTFT and of ITL at each load point is within the objective."""
     prob = percentile / 100.0
     ok = np.asarray(p.stable, dtype=bool).copy()
-    if ttft_ms is not None:
+    # a distribution is only evaluated where some point may still pass (the verdicts are the same)
+    if ttft_ms is not None and ok.any():
         ok &= ttft_cdf(m, p, ttft_ms) >= prob
-    if itl_ms is not None:
+    if itl_ms is not None and ok.any():
         ok &= itl_cdf(m, p, itl_ms) >= prob
     return ok
 

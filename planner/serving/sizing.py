@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,13 +34,11 @@ from planner.core.errors import ScenarioError
 from planner.economics.cost import usd_per_million_tokens
 from planner.hardware.parallelism import cheapest_layout_that_fits, sharding, valid_tp
 from planner.physics.memory import plan_memory
-from planner.scenario.scenario import (
-    Scenario,
-    resolve,
-    resolve_model,
-)
+from planner.scenario.scenario import Scenario, resolve, resolve_model
+from planner.serving.floor_order import FloorOrder
 from planner.serving.goodput_search import GoodputSearch, itl_percentiles, rate_bound_per_s
 from planner.serving.layout_memo import LayoutMemo, layout_key
+from planner.serving.replica import PrefillWork
 from planner.serving.request_bounds import check_work
 from planner.serving.serving import (
     Percentiles,
@@ -86,8 +85,7 @@ def _families(req: SizingRequest, hints: list[dict[str, Any]] | None = None) -> 
                 continue
             for kv in req.kv_cache:
                 out.append(LayoutCandidate(hint["gpu"], by_key[hint["gpu"]], layout["tp"], hint["weights"],
-                                           kv,
-                                   pp=layout["pp"], ep=layout["ep"]))
+                                           kv, pp=layout["pp"], ep=layout["ep"]))
     return out
 
 
@@ -187,7 +185,10 @@ class _Prepared:
     price: float
     rent: float | None
     own: float | None
-    cost_floor_usd_per_hour: float
+    # the cost floor: a bound on it (a bound on the prompt's prefill work) and the floor itself on demand
+    floor_bound_usd_per_hour: float
+    cost_floor_usd_per_hour: Callable[[], float]
+    prefill_work: PrefillWork | None = None  # the layout's prefill work (LayoutMemo.prefill_work)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -218,22 +219,26 @@ def _prepare(req: SizingRequest, fam: LayoutCandidate,
     mem = memo.memory(key, d, scenario.context_len_resolved)
     if not mem.fits:
         return FamilyResult([], f"weights ({mem.weights_gb_per_gpu:.1f} GB/GPU) and one sequence do not "
-                                "fit in "
-                                f"{d.gpu.name} memory", 0)
+                                f"fit in {d.gpu.name} memory", 0)
     caps = _caps(mem.max_batch)
     rent, own = _gpu_price(req, fam.gpu_key, fam.gpu_value)
     price = own if req.cost_mode == "own" else rent
     if price is None:
         return FamilyResult([], "no price: give usd_per_gpu_hour for this GPU", len(caps))
-    floor = 0.0
-    computed = max(round(t.prompt_len * (1.0 - t.prefix_cache_hit)), 1)
-    work_ms = memo.prefill_work_ms(key, d, t.prompt_len, t.prompt_len - computed)
-    steps = memo.bound_steps(key, d, mem.max_batch, scenario.mean_context)
-    bound_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms,
-                                   work_ms, steps)
-    if bound_per_s is not None:
-        floor = math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
-    return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own, floor)
+    cached = t.prompt_len - max(round(t.prompt_len * (1.0 - t.prefix_cache_hit)), 1)
+    steps = memo.bound_steps(key, d, mem.max_batch, scenario.mean_context)  # first: it times the empty step
+
+    def floor(work_ms: float) -> float:  # a larger prefill work can only raise it
+        bound_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms,
+                                       work_ms, steps)
+        if bound_per_s is None:
+            return 0.0
+        return math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
+
+    return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own,
+                     floor(memo.prefill_work_floor_ms(key, d, t.prompt_len, cached)),
+                     lambda: floor(memo.prefill_work_ms(key, d, t.prompt_len, cached)),
+                     memo.prefill_work(key, d))
 
 
 def evaluate_family(req: SizingRequest, fam: LayoutCandidate, lazy: bool = False) -> FamilyResult:
@@ -246,7 +251,7 @@ def evaluate_family(req: SizingRequest, fam: LayoutCandidate, lazy: bool = False
 
 def _replica_model(prep: _Prepared) -> ReplicaModel:
     w = workload_for(prep.scenario, prep.d, prep.max_batch)
-    return replica_model(prep.d, w, max_population=prep.max_batch)
+    return replica_model(prep.d, w, max_population=prep.max_batch, prefill_work=prep.prefill_work)
 
 
 def _capped_goodput(req: SizingRequest, m: ReplicaModel, caps: npt.NDArray[np.int_],
@@ -313,8 +318,8 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel |
             "prefill_share": float(point.prefill_share),
             "scenario": scenario_out,
         })
-        if lazy:
-            options[-1]["_finish"] = (m, point)
+        if lazy:  # the ITL percentiles go along: the finish step needs TTFT and E2E alone
+            options[-1]["_finish"] = (m, point, None if unranked else itl)
     return FamilyResult(options, None, len(caps))
 
 
@@ -356,10 +361,10 @@ def _fleet_costs(req: SizingRequest, prep: _Prepared, m: ReplicaModel, lo: float
 
 
 def _finish(option: dict[str, Any]) -> None:
-    """Fill a lazily evaluated option's TTFT and E2E percentiles (ITL is recomputed identically)."""
-    m, point = option.pop("_finish")
+    """Fill a lazily evaluated option's TTFT and E2E percentiles (with the ITL figures it ranked by)."""
+    m, point, itl = option.pop("_finish")
     pct = option["percentile"]
-    ttft, itl, e2e = latency_percentiles(m, point)
+    ttft, itl, e2e = latency_percentiles(m, point, itl)
     option.update({"ttft_ms": ttft.at(pct), "itl_ms": itl.at(pct), "itl_ms_under_load": itl.at(pct),
                    "e2e_ms": e2e.at(pct), "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50})
 
@@ -382,13 +387,36 @@ def _prepared_families(req: SizingRequest, hints: list[dict[str, Any]] | None,
     return prepared, infeasible, searched
 
 
+def _search_family(req: SizingRequest, prep: _Prepared, lazy: bool, defer: bool, rows: list[dict[str, Any]],
+                   infeasible: list[dict[str, str]], pending: list) -> list[float]:
+    """One family of `search`: its rows (deferred ones, with their search, go to `pending`) and their
+    $/hour."""
+    m = _replica_model(prep)
+    costs = goodput = None
+    if defer and lazy:  # the goodput's search goes only as far as the fleet costs need
+        goodput = GoodputSearch(m, req.slo.percentile, req.slo.ttft_ms, req.slo.itl_ms)
+        while goodput.lo > 0 and (costs := _fleet_costs(req, prep, m, goodput.lo, goodput.hi)) is None \
+                and not goodput.exact:
+            goodput.step()
+    if costs is not None and goodput is not None:
+        pending.append((prep, m, goodput, len(costs), len(rows)))
+        rows.extend({"usd_per_hour": usd, "itl_ms": math.inf} for usd in costs)
+        return costs
+    result = _evaluate(req, prep, lazy, m, None if goodput is None else goodput.finish())
+    rows.extend(result.options)
+    if result.reason is not None:
+        infeasible.append({"candidate": _label(prep.fam), "reason": result.reason})
+    return [o["usd_per_hour"] for o in result.options]
+
+
 def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False,
            prune: bool = False, defer: bool = False,
            memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
     """Every family: (options, infeasible families with their reason, configurations searched, families
     pruned). `prune`: families go cheapest cost floor first, and one whose floor is above the
     `max_options`-th cheapest option found so far is skipped: every fleet it gives costs more than every
-    option returned, so the returned options and their Pareto flags are the same as without pruning.
+    option returned, so the returned options and their Pareto flags are the same as without pruning (a
+    family's exact floor is computed only where its bound leaves its turn open: planner.serving.floor_order).
     `defer` (with `lazy`; for a caller that returns the `max_options` cheapest rows by $/hour then ITL): a
     family's goodput is searched only as far as its fleet costs need, and the family is finished (exact
     goodput, ITL) only when one of its fleets is among the `max_options` cheapest; the others' rows carry
@@ -396,33 +424,17 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     shared with another search of the same request."""
     rows: list[dict[str, Any]] = []
     prepared, infeasible, searched = _prepared_families(req, hints, memo)
+    searched += sum(len(prep.caps) for prep in prepared)
     pruned = 0
-    if prune:
-        prepared.sort(key=lambda p: p.cost_floor_usd_per_hour)
+    order = FloorOrder([(p.floor_bound_usd_per_hour, p.cost_floor_usd_per_hour, p) if prune else
+                        (0.0, lambda: 0.0, p) for p in prepared])  # without pruning: list order
     cheapest: list[float] = []  # max-heap (negated) of the max_options cheapest $/hour found so far
     pending: list[tuple[_Prepared, ReplicaModel, GoodputSearch, int, int]] = []  # deferred, with its rows
-    for prep in prepared:
-        searched += len(prep.caps)
-        if prune and len(cheapest) == req.max_options and prep.cost_floor_usd_per_hour > -cheapest[0]:
-            pruned += 1
-            continue
-        m = _replica_model(prep)
-        costs = goodput = None
-        if defer and lazy:  # the goodput's search goes only as far as the fleet costs need
-            goodput = GoodputSearch(m, req.slo.percentile, req.slo.ttft_ms, req.slo.itl_ms)
-            while goodput.lo > 0 and (costs := _fleet_costs(req, prep, m, goodput.lo, goodput.hi)) is None \
-                    and not goodput.exact:
-                goodput.step()
-        if costs is not None and goodput is not None:
-            pending.append((prep, m, goodput, len(costs), len(rows)))
-            rows.extend({"usd_per_hour": usd, "itl_ms": math.inf} for usd in costs)
-        else:
-            result = _evaluate(req, prep, lazy, m, None if goodput is None else goodput.finish())
-            rows.extend(result.options)
-            costs = [o["usd_per_hour"] for o in result.options]
-            if result.reason is not None:
-                infeasible.append({"candidate": _label(prep.fam), "reason": result.reason})
-        for usd in costs:
+    while order.left:
+        if prune and len(cheapest) == req.max_options and order.floors_above(-cheapest[0]):
+            pruned = order.left  # every family left costs more than the options found: none changes them
+            break
+        for usd in _search_family(req, order.pop()[1], lazy, defer, rows, infeasible, pending):
             if len(cheapest) < req.max_options:
                 heapq.heappush(cheapest, -usd)
             elif usd < -cheapest[0]:
