@@ -65,7 +65,13 @@ def production_terms(engine: str, gpu_id: str | None, weights: str | None = None
 
 def engine_efficiency(engine: str, gpu_id: str | None = None, weights: str | None = None) -> EngineEfficiency:
     """The physics plus `engine`'s serving overheads, and its production terms where public runs of it on
-    this GPU generation were fitted, as one EngineEfficiency named after the engine."""
+    this GPU generation were fitted, as one EngineEfficiency named after the engine (a copy of its own:
+    the profiles file is read once, and a sizing request resolves thousands of layouts)."""
+    return _engine_efficiency(engine, gpu_id, weights).model_copy()
+
+
+@lru_cache(maxsize=512)
+def _engine_efficiency(engine: str, gpu_id: str | None, weights: str | None) -> EngineEfficiency:
     if engine not in ENGINES:
         raise ValueError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
     overheads = profiles()["engines"][engine].get("overheads", {})

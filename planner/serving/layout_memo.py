@@ -1,8 +1,9 @@
 """What one sizing request computes per layout (GPU x TP x PP x EP x weight and KV precision) that depends on
 nothing else of the search: the layout's deployment, its memory plan at a context, a prompt's prefill work
-and the decode-step table of the goodput bound. The aggregated search and the disaggregated pools of one
-request plan the same layouts with the same model, memory and efficiency settings, so they share one memo
-(each figure is computed once per request, by the same call)."""
+(and a cheap bound under it, which orders candidates where it suffices: planner.serving.floor_order), the
+empty iteration and the decode-step table of the goodput bound. The aggregated search and the disaggregated
+pools of one request plan the same layouts with the same model, memory and efficiency settings, so they
+share one memo (each figure is computed once per request, by the same call)."""
 
 from __future__ import annotations
 
