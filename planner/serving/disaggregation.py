@@ -422,8 +422,12 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
     resolved: dict[tuple, Deployment | None] = {}
     memo = memo if memo is not None else LayoutMemo()
 
-    def key_of(c: PoolCandidate) -> LayoutKey:
-        return layout_key(c.gpu_value, c.tp, c.pp, c.ep, c.weights, c.kv_cache)
+    keys: dict[int, LayoutKey] = {}  # by the candidate's id: a custom GPU's dict makes it unhashable
+
+    def key_of(c: PoolCandidate) -> LayoutKey:  # asked a dozen times a candidate: built once
+        if id(c) not in keys:
+            keys[id(c)] = layout_key(c.gpu_value, c.tp, c.pp, c.ep, c.weights, c.kv_cache)
+        return keys[id(c)]
 
     def deployment_of(c: PoolCandidate) -> Deployment | None:
         key = key_of(c)
