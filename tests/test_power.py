@@ -267,6 +267,18 @@ def test_inferencex_tiers_are_the_published_constants():
     assert gpus["b200"]["power_kw"] == 2.17 and gpus["mi355x"]["power_kw"] == 2.65
 
 
+
+def test_the_catalog_and_the_inferencex_table_give_one_kw_per_gpu():
+    """Source: published: InferenceX GPU_SPECS power constants, held twice (the catalog's
+    provisioned_kw_all_in, which cites them, and planner/data/power.toml's InferenceX table, which the
+    `inferencex` power source reads): the two copies must not drift apart."""
+    table = power_constants()["inferencex"]["gpus"]
+    assert len(table) == 7
+    for gpu_id, entry in table.items():
+        spec = get_gpu(gpu_id)
+        assert spec.provisioned_kw_all_in == entry["power_kw"], gpu_id
+        assert "InferenceX" in spec.sources["provisioned_kw_all_in"], gpu_id
+
 # --- mixed fleets --------------------------------------------------------------------------------
 
 def test_cheapest_split_on_a_bimodal_distribution_worked_by_hand():

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpu_catalog import load_catalog
 from planner.core.errors import ScenarioError, from_validation_error
+from planner.economics.cost import usd_per_million_tokens
 from planner.economics.power import power_constants, power_spec
 from planner.scenario.scenario import resolve_gpu
 from planner.serving.sizing import SizingRequest, gpu_key, parse_sizing, search
@@ -104,7 +105,7 @@ def price_in_power(
     usd_per_hour = gpus * tier_price
     return {
         "provisioned_mw": mw, "output_tokens_per_s_per_mw": tokens / mw, "usd_per_hour": usd_per_hour,
-        "usd_per_million_output_tokens": usd_per_hour / (tokens * 3600.0) * 1e6,
+        "usd_per_million_output_tokens": usd_per_million_tokens(usd_per_hour, tokens),
     }
 
 
@@ -125,7 +126,7 @@ def within_budget(option: dict[str, Any], kw_gpu: float, budget_mw: float, tier_
         "provisioned_mw": gpus * kw_gpu / 1000.0, "goodput_request_rate": goodput,
         "output_tokens_per_s": tokens, "output_tokens_per_s_per_mw": tokens / (gpus * kw_gpu / 1000.0),
         "usd_per_hour": usd_per_hour,
-        "usd_per_million_output_tokens": usd_per_hour / (tokens * 3600.0) * 1e6 if tokens > 0 else None,
+        "usd_per_million_output_tokens": usd_per_million_tokens(usd_per_hour, tokens) if tokens > 0 else None,
     }
 
 

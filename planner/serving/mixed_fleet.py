@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planner.core.errors import ScenarioError, from_validation_error
+from planner.economics.cost import usd_per_million_tokens
 from planner.serving.sizing import parse_sizing, search
 
 INFEASIBLE = math.inf
@@ -252,7 +253,7 @@ def mixed_fleet(data: Any) -> dict[str, Any]:
     mix, one = _describe(best, by_index, rates, classes), _describe(single, by_index, rates, classes)
     for d in (mix, one):
         if d is not None:
-            d["usd_per_million_output_tokens"] = d["usd_per_hour"] / (total_tokens * 3600.0) * 1e6
+            d["usd_per_million_output_tokens"] = usd_per_million_tokens(d["usd_per_hour"], total_tokens)
     return {
         "classes": [
             {"prompt_len": c.prompt_len, "output_len": c.output_len, "share": c.share, "requests_per_s": r}
