@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import random
 import statistics
@@ -154,6 +155,17 @@ async def run(args: argparse.Namespace) -> None:
             proc.kill()
 
 
+def host_reference_ms() -> float:
+    """The best of 5 runs of a fixed pure-Python loop (sum of squares below 10^6), in ms: this shared host's
+    speed swings (55 to 100 ms within minutes on 2026-11-27), so every figure is printed beside it."""
+    best = math.inf
+    for _ in range(5):
+        t0 = time.perf_counter()
+        sum(i * i for i in range(1_000_000))
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e3
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=2)
@@ -162,10 +174,12 @@ def main() -> None:
     ap.add_argument("--first-pages", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    print(f"host: {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} "
-          f"{os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} at start", flush=True)
+    load = " ".join(f"{v:.1f}" for v in os.getloadavg())
+    print(f"host: {os.cpu_count()} CPU cores, load average {load} at start; reference loop "
+          f"{host_reference_ms():.0f} ms", flush=True)
     asyncio.run(run(args))
-    print(f"load average at the end: {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}; reference loop {host_reference_ms():.0f} ms",
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -167,36 +167,33 @@ def chart_data(scenario: Scenario | dict[str, Any], p: Plan | None = None) -> Ch
 
 
 FRONTIER_POINTS = 24
-PERCENTILE_POINTS = 48  # each point is a percentile search (~4 ms): the curve's jumps drawn where they are
+PERCENTILE_POINTS = 48  # one percentile search over all of them: the curve's jumps drawn where they are
 PERCENTILE_POINTS_NEAR_CAPACITY = 16
 
 
 def _latency_vs_rate(m: Any, capacity: float, goodput_rate: float | None) -> list[dict[str, Any]]:
     """TTFT and ITL percentiles against the request rate, fine enough that the goodput marker sits on the
     drawn curve: evenly to 90% of capacity, then denser towards it (latency turns up there), plus the goodput
-    rate itself."""
+    rate itself. Only stable rates are drawn."""
     import numpy as np
 
-    from planner.serving.distributions import latency_percentiles
+    from planner.serving.distributions import PERCENTILES, ttft_itl_percentiles_over_rates
     from planner.serving.replica import load_point
 
-    vs_rate = []
     fractions = np.concatenate([np.linspace(0.02, 0.9, PERCENTILE_POINTS - PERCENTILE_POINTS_NEAR_CAPACITY),
                                 1.0 - np.geomspace(0.09, 0.004, PERCENTILE_POINTS_NEAR_CAPACITY)])
     if goodput_rate and capacity > 0:
         fractions = np.append(fractions, goodput_rate / capacity)
-    for fraction in np.unique(fractions):
-        point = load_point(m, np.asarray(capacity * fraction / 1000.0))
-        ttft, itl, _ = latency_percentiles(m, point)
-        if ttft.p99 is not None and itl.p99 is not None:
-            vs_rate.append(
-                {
-                    "request_rate": float(capacity * fraction), "ttft_p99_ms": ttft.p99,
-                    "itl_p99_ms": itl.p99, "ttft_p50_ms": ttft.p50, "itl_p50_ms": itl.p50,
-                    "ttft_p90_ms": ttft.p90, "itl_p90_ms": itl.p90,
-                }
-            )
-    return vs_rate
+    rates = np.array([capacity * f for f in np.unique(fractions)])
+    points = load_point(m, rates / 1000.0)
+    _, ttft, itl = ttft_itl_percentiles_over_rates(m, points)
+    stable = np.asarray(points.stable, dtype=bool)
+    return [
+        {"request_rate": float(rate), **{f"{name}_p{q}_ms": float(values[i, j])
+                                         for name, values in (("ttft", ttft), ("itl", itl))
+                                         for i, q in enumerate(PERCENTILES)}}
+        for j, rate in enumerate(rates[stable])
+    ]
 
 
 def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -> ServingSeries | None:

@@ -207,6 +207,52 @@ def quantile(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.
     return 0.5 * (np.array(lo) + np.array(hi))
 
 
+def quantiles_over_points(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.ndarray:
+    """quantile() at R load points at once: `cdf` maps t of shape (Q, R) (or (G, R)) to the same shape, row r
+    at point r; `high_ms` has shape (R,). Each point walks the grid and bisection quantile() walks (the same
+    grid, the same midpoints 0.5 (lo + hi)), so each column is quantile()'s answer at that point: (Q, R)."""
+    prob = np.atleast_1d(np.asarray(probability, dtype=float))
+    high = np.asarray(high_ms, dtype=float).copy()
+    for _ in range(30):
+        ts = np.linspace(0.0, high, grid + 1)  # (grid + 1, R): one grid per point
+        values = cdf(ts)
+        covered = values[-1] >= prob.max()
+        if covered.all():
+            break
+        high = np.where(covered, high, high * 4.0)  # a covered point keeps its grid: quantile() stops there
+    # searchsorted on each point's monotone grid: the count of grid values below the probability
+    cell = np.clip((values[None, :, :] < prob[:, None, None]).sum(axis=1), 1, grid)
+    column = np.arange(values.shape[1])[None, :]
+    lo, hi = ts[cell - 1, column], ts[cell, column]
+    for _ in range(refine):
+        mid = 0.5 * (lo + hi)
+        below = cdf(mid) < prob[:, None]
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def _stable_points(p: LoadPoint) -> LoadPoint:
+    """The stable points of a load point over rates (1-d arrays; scalar fields stay as they are)."""
+    keep = np.asarray(p.stable, dtype=bool)
+    fields = (p.rate_per_ms, p.population, p.decode_ms, p.decode_spread_ms, p.iteration_ms, p.chunk_tokens,
+              p.utilization, p.prefill_share, p.wait_mean_ms, p.stable, p.seen, p.wait_probability)
+    return LoadPoint(*(np.asarray(v)[keep] if np.ndim(v) else v for v in fields))  # type: ignore[arg-type]
+
+
+def ttft_itl_percentiles_over_rates(m: ReplicaModel,
+                                    p: LoadPoint) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TTFT and ITL percentiles (PERCENTILES) at every stable point of a load point over rates, in one search
+    (latency_percentiles' figures, a point at a time; the ITL window bound is the widest window's, so a
+    point's ITL matches its own to the renormalised tail, well under 1e-6): (rates per ms, TTFT (Q, R),
+    ITL (Q, R))."""
+    s = _stable_points(p)
+    probability = np.array(PERCENTILES) / 100.0
+    first = np.max(m.prefill_work_ms) + s.iteration_ms + s.wait_mean_ms + 1.0
+    ttft = quantiles_over_points(ttft_distribution(m, s), probability, np.maximum(first, 1e-3))
+    itl = quantiles_over_points(itl_distribution(m, s), probability, np.maximum(s.iteration_ms * 2, 1e-3))
+    return np.asarray(s.rate_per_ms, dtype=float), ttft, itl
+
+
 @dataclass(frozen=True)
 class Percentiles:
     p50: float | None
