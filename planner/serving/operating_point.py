@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from planner.core.deployment import Deployment
 from planner.scenario.scenario import ServiceObjective
 from planner.serving.replica import Workload, replica_model
-from planner.serving.serving import Objective, ServingPoint, goodput_per_ms, serve_at_rate
+from planner.serving.serving import Objective, ServingPoint, goodput_per_ms, serve_model_at_rate
 
 # The default latency objective: what an interactive chat product accepts, at p90.
 # Public practice it sits between: MLPerf Inference's Llama-2-70B scenarios hold TTFT p99 <= 2 s and
@@ -39,10 +39,9 @@ def serve_at_goodput(
     percentile meet it (serving.goodput_per_ms). Where even a trickle misses it, the replica at a trickle
     (a millionth of its capacity), so that the page can say by how much."""
     m = replica_model(d, w, max_population)
-    rate_per_ms = float(goodput_per_ms(m, slo.percentile, slo.ttft_ms, slo.itl_ms))
-    if not rate_per_ms > 0:
-        rate_per_ms = float(m.capacity_per_ms()) * 1e-6
-    return serve_at_rate(d, w, rate_per_ms * 1000.0, slo, max_population)
+    goodput = float(goodput_per_ms(m, slo.percentile, slo.ttft_ms, slo.itl_ms))
+    rate_per_ms = goodput if goodput > 0 else float(m.capacity_per_ms()) * 1e-6
+    return serve_model_at_rate(m, rate_per_ms * 1000.0, slo, goodput)
 
 
 @dataclass(frozen=True)

@@ -152,8 +152,9 @@ class ServingPoint:
 
 def _point(
     m: ReplicaModel, mode: Literal["concurrency", "request_rate"], rate_per_ms: float,
-    concurrency: float | None, stable: bool, slo: Objective | None,
+    concurrency: float | None, stable: bool, slo: Objective | None, known_goodput_per_ms: float | None = None,
 ) -> ServingPoint:
+    """`known_goodput_per_ms`: goodput_per_ms(m, slo...) where the caller has found it already."""
     seen = 1.0 if concurrency is None else max(concurrency - 1.0, 0.0) / max(concurrency, 1.0)
     p = load_point(m, rate_per_ms, seen=seen)
     # a closed loop with more clients than the replica runs below saturation is not unstable: its queue
@@ -173,7 +174,9 @@ def _point(
         concurrency = float(rate_per_ms * (mean_ttft_ms(m, p) + m.decode_steps_per_request * p.iteration_ms))
     goodput = None
     if slo is not None and (slo.ttft_ms is not None or slo.itl_ms is not None):
-        goodput = float(goodput_per_ms(m, slo.percentile, slo.ttft_ms, slo.itl_ms)) * 1000.0
+        found = known_goodput_per_ms
+        goodput = float(found if found is not None else goodput_per_ms(m, slo.percentile, slo.ttft_ms,
+                                                                        slo.itl_ms)) * 1000.0
     rate_s = rate_per_ms * 1000.0
     bands = None
     if mode == "request_rate" and stable:
@@ -197,8 +200,14 @@ def _point(
 def serve_at_rate(d: Deployment, w: Workload, request_rate_per_s: float, slo: Objective | None = None,
                   max_population: int | None = None) -> ServingPoint:
     """Open loop: requests arrive at `request_rate_per_s` on this replica."""
-    m = replica_model(d, w, max_population)
-    return _point(m, "request_rate", request_rate_per_s / 1000.0, None, True, slo)
+    return serve_model_at_rate(replica_model(d, w, max_population), request_rate_per_s, slo)
+
+
+def serve_model_at_rate(m: ReplicaModel, request_rate_per_s: float, slo: Objective | None = None,
+                        known_goodput_per_ms: float | None = None) -> ServingPoint:
+    """serve_at_rate on a replica model the caller has built (with its goodput_per_ms under `slo`, when
+    found already: the plan's goodput is searched once)."""
+    return _point(m, "request_rate", request_rate_per_s / 1000.0, None, True, slo, known_goodput_per_ms)
 
 
 def serve_at_concurrency(d: Deployment, w: Workload, concurrency: float, slo: Objective | None = None,
