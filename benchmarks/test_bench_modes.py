@@ -5,7 +5,13 @@ of the shared 2-core dev machine: CPU time is the fair figure. The request took 
 25-GPU catalog before the per-request layout memo, the stepwise goodput search and the cost floors (issue
 22). Measured 2026-11-26 on the idle 2-core machine (load under 0.5): 1.37-1.45 s CPU in-process (warm),
 1.46-1.56 s for the first request of a process; the whole command `python -m planner size` 1.48-1.55 s wall
-(1.57-1.64 s CPU), of which about 0.25 s is process start and imports.
+(1.57-1.64 s CPU), of which about 0.25 s is process start and imports. On 2026-11-27 the development
+host was an AMD EPYC Zen 3 vCPU at 2.45 GHz, where the same command, output byte-identical, took 3.5-4.7 s
+wall (load under 1; a small numpy operation costs ~0.75 us there, and imports 0.45 s): the 2 s target is not
+met on that host. In-process there (~2.9 s): preparing the 3,600 layouts ~1.1 s (a decode-step table ~100
+us, a memory plan ~55 us, a resolve ~18 us each: per-call costs of small numpy operations, not of points),
+searching the 581 unpruned families ~0.9 s, the disaggregated pools ~0.6 s. Closing it there needs the
+physics evaluated over many layouts per call (arrays of layouts, not one Deployment at a time).
 No timing is asserted; `make bench` times it."""
 
 from __future__ import annotations

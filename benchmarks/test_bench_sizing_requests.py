@@ -1,5 +1,7 @@
 """Benchmarks of issue 22's sizing requests (targets measured by `make bench`, never asserted as timings):
-each under 2 s of CPU in-process on the 2-core reference machine.
+each under 2 s of CPU in-process on the 2-core reference machine. The whole command, 2026-11-26: WHOLE_CATALOG
+1.13-1.14 s, ISSUE9 1.48-1.55 s; 2026-11-27, on a slower host (AMD EPYC Zen 3 vCPU, 2.45 GHz), the same
+outputs took 2.9-3.1 s and 3.5-4.7 s (benchmarks/test_bench_modes.py says why and what would close the gap).
 
 - WHOLE_CATALOG: a dense model over the whole catalog, tp x pp x ep x both serving modes;
 - ISSUE9: issue 9's 82,000-configuration MoE request (benchmarks/test_bench_modes.py REQUEST);
