@@ -184,9 +184,9 @@ def _latency_vs_rate(m: Any, capacity: float, goodput_rate: float | None) -> lis
                                 1.0 - np.geomspace(0.09, 0.004, PERCENTILE_POINTS_NEAR_CAPACITY)])
     if goodput_rate and capacity > 0:
         fractions = np.append(fractions, goodput_rate / capacity)
-    rates = np.array([capacity * f for f in np.unique(fractions)])
+    rates = capacity * np.unique(fractions)
     points = load_point(m, rates / 1000.0)
-    _, ttft, itl = ttft_itl_percentiles_over_rates(m, points)
+    ttft, itl = ttft_itl_percentiles_over_rates(m, points)
     stable = np.asarray(points.stable, dtype=bool)
     return [
         {"request_rate": float(rate), **{f"{name}_p{q}_ms": float(values[i, j])

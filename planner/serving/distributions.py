@@ -4,7 +4,7 @@ mixtures, their CDFs, means and percentiles. The model they follow is stated in 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -155,10 +155,13 @@ def e2e_cdf(m: ReplicaModel, p: LoadPoint, t_ms) -> np.ndarray:
     return np.mean(ttft_cdf(m, _expand_point(p), t), axis=-1)
 
 
+def _map_point(p: LoadPoint, each) -> LoadPoint:
+    """A load point with `each` applied to every field."""
+    return LoadPoint(**{f.name: each(getattr(p, f.name)) for f in fields(p)})
+
+
 def _expand_point(p: LoadPoint) -> LoadPoint:
-    return LoadPoint(*(np.asarray(v)[..., None] for v in (
-        p.rate_per_ms, p.population, p.decode_ms, p.decode_spread_ms, p.iteration_ms, p.chunk_tokens,
-        p.utilization, p.prefill_share, p.wait_mean_ms, p.stable, p.seen, p.wait_probability)))
+    return _map_point(p, lambda v: np.asarray(v)[..., None])
 
 
 def bisection_midpoints(lo: float, hi: float, depth: int) -> list[float]:
@@ -234,23 +237,20 @@ def quantiles_over_points(cdf, probability, high_ms, grid: int = 32, refine: int
 def _stable_points(p: LoadPoint) -> LoadPoint:
     """The stable points of a load point over rates (1-d arrays; scalar fields stay as they are)."""
     keep = np.asarray(p.stable, dtype=bool)
-    fields = (p.rate_per_ms, p.population, p.decode_ms, p.decode_spread_ms, p.iteration_ms, p.chunk_tokens,
-              p.utilization, p.prefill_share, p.wait_mean_ms, p.stable, p.seen, p.wait_probability)
-    return LoadPoint(*(np.asarray(v)[keep] if np.ndim(v) else v for v in fields))  # type: ignore[arg-type]
+    return _map_point(p, lambda v: np.asarray(v)[keep] if np.ndim(v) else v)
 
 
-def ttft_itl_percentiles_over_rates(m: ReplicaModel,
-                                    p: LoadPoint) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ttft_itl_percentiles_over_rates(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     """TTFT and ITL percentiles (PERCENTILES) at every stable point of a load point over rates, in one search
     (latency_percentiles' figures, a point at a time; the ITL window bound is the widest window's, so a
-    point's ITL matches its own to the renormalised tail, well under 1e-6): (rates per ms, TTFT (Q, R),
-    ITL (Q, R))."""
+    point's ITL matches its own to the renormalised tail, well under 1e-6): (TTFT, ITL), each (Q, R) over
+    the stable points in order."""
     s = _stable_points(p)
     probability = np.array(PERCENTILES) / 100.0
     first = np.max(m.prefill_work_ms) + s.iteration_ms + s.wait_mean_ms + 1.0
     ttft = quantiles_over_points(ttft_distribution(m, s), probability, np.maximum(first, 1e-3))
     itl = quantiles_over_points(itl_distribution(m, s), probability, np.maximum(s.iteration_ms * 2, 1e-3))
-    return np.asarray(s.rate_per_ms, dtype=float), ttft, itl
+    return ttft, itl
 
 
 @dataclass(frozen=True)

@@ -174,9 +174,9 @@ def _point(
         concurrency = float(rate_per_ms * (mean_ttft_ms(m, p) + m.decode_steps_per_request * p.iteration_ms))
     goodput = None
     if slo is not None and (slo.ttft_ms is not None or slo.itl_ms is not None):
-        found = known_goodput_per_ms
-        goodput = float(found if found is not None else goodput_per_ms(m, slo.percentile, slo.ttft_ms,
-                                                                        slo.itl_ms)) * 1000.0
+        if known_goodput_per_ms is None:
+            known_goodput_per_ms = goodput_per_ms(m, slo.percentile, slo.ttft_ms, slo.itl_ms)
+        goodput = float(known_goodput_per_ms) * 1000.0
     rate_s = rate_per_ms * 1000.0
     bands = None
     if mode == "request_rate" and stable:
