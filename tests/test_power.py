@@ -3,6 +3,7 @@ length, context tiers, and InferenceX's tokens per provisioned MW for gpt-oss-12
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -17,11 +18,11 @@ from planner import ScenarioError, plan_dict
 from planner.contract.cli import main
 from planner.contract.context_tiers import context_tiers
 from planner.contract.power_sizing import size_power, tokens_per_mw_at_interactivity
+from planner.economics.plan_power import step_power
 from planner.economics.power import (
     ALL_IN_KW_PER_TDP_KW,
     DEFAULT_ELECTRICITY_USD_PER_KWH,
     PowerSpec,
-    busy_slope,
     energy_usd_per_million_tokens,
     gpu_power_w,
     joules_per_token,
@@ -32,9 +33,12 @@ from planner.economics.power import (
     provisioned_kw,
     replica_power_w,
     site_power_w,
+    step_gpu_power_w,
     step_utilization,
     tokens_per_s_per_provisioned_mw,
 )
+from planner.physics.latency import decode_step, prefill
+from planner.scenario.scenario import parse_scenario, resolve
 from planner.serving.mixed_fleet import (
     Lognormal,
     cheapest_split,
@@ -60,38 +64,80 @@ def test_gpu_power_is_idle_plus_the_busy_share_of_the_span_to_tdp():
     assert replica_power_w(385.0, 4) == pytest.approx(1540.0)
 
 
-def test_busy_slopes_by_binding_resource_by_hand():
-    """Source: hand: memory-bound at u = 0.5: 70 + 630 x 0.75 x 0.5 = 306.25 W; compute-bound at u = 0.5:
-    70 + 630 x 1.87 x 0.5 = 659.05 W; at u = 0.8 compute-bound reaches the 700 W limit (70 + 942.5 > 700).
-    A replica 60% of its time in prefill at 659.05 W and 40% in decode at 306.25 W draws 517.93 W."""
-    assert gpu_power_w(H100, 0.5, busy_slope(memory_bound=True)) == pytest.approx(306.25)
-    assert gpu_power_w(H100, 0.5, busy_slope(memory_bound=False)) == pytest.approx(659.05)
-    assert gpu_power_w(H100, 0.8, busy_slope(memory_bound=False)) == pytest.approx(700.0)
-    assert operating_power_w(0.6, 659.05, 306.25) == pytest.approx(517.93)
+def test_step_power_adds_hbm_traffic_and_tensor_core_load_by_hand():
+    """Source: hand: 121 W per TB/s and compute slope 2.23 (power.toml): 2.0 TB/s and 10% of the dense peak
+    draw 70 + 242 + 630 x 2.23 x 0.1 = 452.49 W; 3.0 TB/s at 30% is 70 + 363 + 421.47 = 854.47 W, capped at
+    the 700 W limit; nothing moving draws idle. A replica 60% of its time in prefill at 700 W and 40% in
+    decode at 452.49 W draws 600.996 W."""
+    assert step_gpu_power_w(H100, 2.0, 0.1) == pytest.approx(452.49)
+    assert step_gpu_power_w(H100, 3.0, 0.3) == pytest.approx(700.0)
+    assert step_gpu_power_w(H100, 0.0, 0.0) == pytest.approx(70.0)
+    assert operating_power_w(0.6, 700.0, 452.49) == pytest.approx(600.996)
+
+
+def _serving_power_points() -> list[tuple[str, dict]]:
+    folder = Path(__file__).resolve().parents[1] / "data" / "measurements"
+    files = {"h100-sxm": ["h100_power_serving_2026-11-27.json", "h100_power_serving_repeat_2026-11-27.json"],
+             "h200": ["h200_power_serving_2026-11-27.json"]}
+    return [(gpu, p) for gpu, names in files.items() for name in names
+            for p in json.loads((folder / name).read_text())["points"]]
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "h200"])
+def test_board_power_within_15_percent_of_a_serving_decode_sweep(gpu):
+    """Source: measured: NVIDIA H100 80GB HBM3 (two runs) and NVIDIA H200, driver 580.159.04, torch
+    2.11.0+cu130, 700 W limit, 2026-11-27 (data/measurements/h*_power_serving_2026-11-27.json,
+    tools/measure_power_serving.py): board power of real decode steps (Llama-3.1-8B TP 1 at batch 1-256,
+    contexts 1k and 4k; a Llama-3.1-70B TP-4 rank at batch 1-256, context 2k) replayed back to back from
+    CUDA graphs, and of 1k-8k-token prefills. The plan's watts for each step (the planner's own `graph` step
+    of that shape, batch and context; the rank's all-reduce left out, as the measured rank ran none) are
+    within 15% of the measured draw at every batch (issue 31's bar; the previous rule was 26-53% low at
+    batch 64-256), and prefill within 5% (it ran at the power limit)."""
+    deployments: dict[str, object] = {}
+    checked = 0
+    for point_gpu, p in _serving_power_points():
+        if point_gpu != gpu:
+            continue
+        if p["shape"] not in deployments:
+            model, tp = ("llama-3.1-8b", 1) if p["shape"].startswith("llama-3.1-8b") else ("llama-3.1-70b", 4)
+            deployments[p["shape"]] = resolve(parse_scenario(
+                {"model": model, "gpu": gpu, "tp": tp, "weights": "bf16", "kv_cache": "bf16",
+                 "engine": "graph", "prompt_len": 1024, "output_len": 128}))
+        d = deployments[p["shape"]]
+        if p["kind"] == "decode":
+            step = decode_step(d, float(p["batch"]), float(p["context"]))
+        else:
+            step = prefill(d, p["tokens"])
+        step = dataclasses.replace(step, communication_ms=0.0)
+        watts = step_power(d, step).gpu_w
+        assert watts == pytest.approx(p["median_w"], rel=0.15 if p["kind"] == "decode" else 0.05), p
+        checked += 1
+    assert checked >= 23
 
 
 def test_power_model_reproduces_the_h100_power_vs_load_measurement():
     """Source: measured: H100 SXM, driver 580.159.04, torch 2.11, 2026-11-26
     (data/measurements/h100_power_vs_load_2026-11-26.json): board power at 25-100% duty of a bf16 GEMM
-    (0.79 of peak) and a bf16 GEMV (0.92 of peak HBM bandwidth), idle 117.8 W. The slopes in power.toml
-    were fitted to these points; each phase's median is reproduced within 6% (sensor noise and the
-    clock ramp of short bursts), so a change to either the constants or the file is caught."""
+    (0.79 of peak) and a bf16 GEMV (3.08 TB/s), idle 117.8 W. The rule was fitted on decode steps a day
+    later, not on these kernels, so this is a held-out check: each phase's median is reproduced within 20%
+    (worst: the GEMM at 50% duty, 632 W against 542 W, +16.6%: a lone GEMM in 20 ms bursts with idle gaps
+    is not a serving step; the GEMV phases are 4-7% low, the full-duty GEMM at the limit), and the full-duty
+    GEMV stays well under TDP."""
     data = json.loads((Path(__file__).resolve().parents[1] / "data" / "measurements"
                        / "h100_power_vs_load_2026-11-26.json").read_text())
     phases = {p["phase"]: p for p in data["phases"]}
     spec = PowerSpec(tdp_w=data["enforced_power_limit_w"], idle_power_w=phases["idle"]["median_w"],
                      provisioned_kw_all_in=1.73, origin={})
-    achieved = {
-        "gemm": data["gemm_tflop_s"] / 989.4, "gemv": data["gemv_tb_s"] / 3.35,
-    }  # H100 SXM datasheet peaks
     checked = 0
     for name, p in phases.items():
         if name == "idle":
             continue
         kernel = name.split("_")[0]
-        u = p["duty"] * achieved[kernel]
-        predicted = gpu_power_w(spec, u, busy_slope(memory_bound=kernel == "gemv"))
-        assert predicted == pytest.approx(p["median_w"], rel=0.06), name
+        if kernel == "gemv":
+            predicted = step_gpu_power_w(spec, p["duty"] * data["gemv_tb_s"], 0.0)
+        else:  # H100 SXM datasheet dense bf16 peak 989.4 TFLOP/s
+            predicted = step_gpu_power_w(spec, 0.0, p["duty"] * data["gemm_tflop_s"] / 989.4)
+        assert predicted == pytest.approx(p["median_w"], rel=0.20), name
         checked += 1
     assert checked == 8
     assert (
@@ -153,12 +199,12 @@ def _example_plan(**extra):
 
 
 def test_plan_economics_follows_from_its_serving_point():
-    """Source: hand: the section's figures from the plan's own serving and roofline sections and the model's
-    formulas: prefill compute-bound (its intensity above the ridge) at slope 1.87, decode memory-bound at
-    0.75, time-weighted by the prefill share over 4 GPUs; site W = GPU W x all-in kW / TDP kW; J/token =
-    site W / output tokens/s; tokens per MW = output tokens/s / (4 GPUs x kW); energy $ = kW x hours per M
-    tokens x price; the default price is the ownership model's $0.10/kWh (EIA's US industrial average
-    rounded up)."""
+    """Source: hand: the section's figures from the plan's own serving section and the model's formulas:
+    each phase draws idle + 121 W per TB/s of its HBM traffic + (TDP - idle) x 2.23 x its compute
+    utilization, capped at TDP, time-weighted by the prefill share over 4 GPUs; site W = GPU W x all-in kW /
+    TDP kW; J/token = site W / output tokens/s; tokens per MW = output tokens/s / (4 GPUs x kW); energy $ =
+    kW x hours per M tokens x price; the default price is the ownership model's $0.10/kWh (EIA's US
+    industrial average rounded up)."""
     p = _example_plan()
     e, s, r = p["economics"], p["serving"], p["roofline"]
     spec = power_spec(get_gpu("h100-sxm"))
@@ -166,8 +212,12 @@ def test_plan_economics_follows_from_its_serving_point():
     assert 0 < e["utilization"] <= 1
     assert r["prefill_ai"] > r["ridge_flop_per_byte"] and r["regime"] == "memory-bound"
     span = spec.tdp_w - spec.idle_power_w
-    prefill_w = min(spec.tdp_w, spec.idle_power_w + span * 1.87 * e["prefill_utilization"])
-    decode_w = spec.idle_power_w + span * 0.75 * e["decode_utilization"]
+    prefill_w = min(spec.tdp_w, spec.idle_power_w + 121 * e["prefill_hbm_tb_s"]
+                    + span * 2.23 * e["prefill_compute_utilization"])
+    decode_w = min(spec.tdp_w, spec.idle_power_w + 121 * e["decode_hbm_tb_s"]
+                   + span * 2.23 * e["decode_compute_utilization"])
+    # HBM traffic within the datasheet's 3.35 TB/s; the tensor cores within their peak
+    assert 0 < e["decode_hbm_tb_s"] <= 3.35 and 0 <= e["decode_compute_utilization"] <= 1
     share = s["prefill_share"]
     assert e["gpu_watts_per_replica"] == pytest.approx(4 * (share * prefill_w + (1 - share) * decode_w))
     assert e["watts_per_replica"] == pytest.approx(

@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel
 
 from planner.core.deployment import Deployment
 from planner.economics.power import (
     POWER_MODEL,
     EconomicsSettings,
-    busy_slope,
     energy_usd_per_million_tokens,
-    gpu_power_w,
     joules_per_token,
     operating_power_w,
     operating_utilization,
@@ -19,11 +19,11 @@ from planner.economics.power import (
     provisioned_kw,
     replica_power_w,
     site_power_w,
+    step_gpu_power_w,
     step_utilization,
     tokens_per_s_per_provisioned_mw,
 )
-from planner.physics.latency import StepTime, decode_step, prefill
-from planner.physics.roofline import ridge_flop_per_byte
+from planner.physics.latency import StepTime, compute_bound_ms, decode_step, prefill
 
 
 class EconomicsSection(BaseModel):
@@ -46,13 +46,33 @@ class EconomicsSection(BaseModel):
     energy_usd_per_million_output_tokens: float | None  # all-in draw x electricity price
     power_model: str
     power_origin: dict[str, str]
+    # issue 31: what the draw follows from (the HBM traffic and tensor-core load of each phase's step)
+    prefill_hbm_tb_s: float = 0.0
+    prefill_compute_utilization: float = 0.0
+    decode_hbm_tb_s: float | None = None
+    decode_compute_utilization: float | None = None
 
 
-def step_power_w(d: Deployment, step: StepTime) -> tuple[float, float]:
-    """(utilization, one GPU's watts) over one step, its slope by whether the step is memory-bound."""
-    u = step_utilization(float(step.bound_ms), float(step.total_ms))
-    memory_bound = float(step.work.arithmetic_intensity) < ridge_flop_per_byte(d)
-    return u, gpu_power_w(power_spec(d.gpu), u, busy_slope(memory_bound))
+@dataclass(frozen=True)
+class StepPower:
+    """What one step puts on a GPU: the binding resource's utilization, the HBM traffic, the tensor-core
+    load, and the draw that follows."""
+
+    utilization: float  # roofline bound time / step time
+    hbm_tb_s: float  # the step's bytes over its time
+    compute_utilization: float  # the step's FLOPs at the dense peak over its time
+    gpu_w: float
+
+
+def step_power(d: Deployment, step: StepTime) -> StepPower:
+    """One GPU's draw over one step, from the HBM traffic and the tensor-core load of its bytes and FLOPs."""
+    step_ms = float(step.total_ms)
+    u = step_utilization(float(step.bound_ms), step_ms)
+    if not step_ms > 0:
+        return StepPower(u, 0.0, 0.0, power_spec(d.gpu).idle_power_w)
+    hbm_tb_s = float(step.work.bytes) / (step_ms * 1e-3) / 1e12
+    compute_u = step_utilization(float(compute_bound_ms(d, step.work)), step_ms)
+    return StepPower(u, hbm_tb_s, compute_u, step_gpu_power_w(power_spec(d.gpu), hbm_tb_s, compute_u))
 
 
 def economics_section(d: Deployment, prompt_len: int, mean_context: float, gpus: int,
@@ -62,16 +82,20 @@ def economics_section(d: Deployment, prompt_len: int, mean_context: float, gpus:
     """Power figures of one replica at its operating point (the serving figures given, None when unstable)."""
     settings = settings or EconomicsSettings()
     spec = power_spec(d.gpu)
-    u_prefill, prefill_w = step_power_w(d, prefill(d, prompt_len))
+    prefill_power = step_power(d, prefill(d, prompt_len))
+    u_prefill = prefill_power.utilization
     served = (prefill_share is not None and decoding_sequences is not None and output_tokens_per_s is not None
               and output_tokens_per_s > 0)
     kw = provisioned_kw(spec, gpus)
     u_decode = u = gpu_w = site_w = None
+    decode_power: StepPower | None = None
     if served:
         assert prefill_share is not None and decoding_sequences is not None  # for mypy: `served` says so
-        u_decode, decode_w = step_power_w(d, decode_step(d, max(decoding_sequences, 1.0), mean_context))
+        decode_power = step_power(d, decode_step(d, max(decoding_sequences, 1.0), mean_context))
+        u_decode = decode_power.utilization
         u = operating_utilization(prefill_share, u_prefill, u_decode)
-        gpu_w = replica_power_w(operating_power_w(prefill_share, prefill_w, decode_w), gpus)
+        phase_w = operating_power_w(prefill_share, prefill_power.gpu_w, decode_power.gpu_w)
+        gpu_w = replica_power_w(phase_w, gpus)
         site_w = site_power_w(spec, gpu_w)
     tokens = output_tokens_per_s or 0.0
     return EconomicsSection(
@@ -93,4 +117,8 @@ def economics_section(d: Deployment, prompt_len: int, mean_context: float, gpus:
             else None
         ),
         power_model=POWER_MODEL, power_origin=spec.origin,
+        prefill_hbm_tb_s=prefill_power.hbm_tb_s,
+        prefill_compute_utilization=prefill_power.compute_utilization,
+        decode_hbm_tb_s=decode_power.hbm_tb_s if decode_power else None,
+        decode_compute_utilization=decode_power.compute_utilization if decode_power else None,
     )

@@ -46,14 +46,14 @@ DEFAULT_ELECTRICITY_USD_PER_KWH = float(ownership_defaults()["default"]["power_u
 ALL_IN_KW_PER_TDP_KW = SYSTEM_TO_GPU_POWER_RATIO * PROVISIONING_PUE
 IDLE_FRACTION_OF_TDP = float(_C["fallback"]["idle_fraction_of_tdp"])
 COMPUTE_SLOPE = float(_C["model"]["compute_slope"])
-MEMORY_SLOPE = float(_C["model"]["memory_slope"])
+MEMORY_W_PER_TB_S = float(_C["model"]["memory_w_per_tb_s"])
 DEFAULT_TDP_W = (
     700.0  # a GPU with no tdp_w is powered as an H100 SXM (datasheet: up to 700 W), as ownership does
 )
 POWER_MODEL = (
-    f"GPU W = min(TDP, idle + (TDP - idle) x slope x u), u = roofline bound time / step time, slope "
-    f"{MEMORY_SLOPE:g} memory-bound, {COMPUTE_SLOPE:g} compute-bound (measured on an H100); prefill and "
-    "decode weighted by the time each takes; site W = GPU W x provisioned kW / TDP kW"
+    f"GPU W = min(TDP, idle + {MEMORY_W_PER_TB_S:g} W per achieved HBM TB/s + (TDP - idle) x "
+    f"{COMPUTE_SLOPE:g} x compute utilization) (measured on real decode steps and prefills of an H100 and "
+    "an H200); prefill and decode weighted by the time each takes; site W = GPU W x provisioned kW / TDP kW"
 )
 
 
@@ -112,15 +112,20 @@ def operating_utilization(
     return share * prefill_utilization + (1.0 - share) * decode_utilization
 
 
-def busy_slope(memory_bound: bool) -> float:
-    """Power per unit of peak rate of the binding resource, relative to TDP - idle (measured on an H100)."""
-    return MEMORY_SLOPE if memory_bound else COMPUTE_SLOPE
-
-
 def gpu_power_w(spec: PowerSpec, utilization: float, slope: float = 1.0) -> float:
     """One GPU's draw: min(TDP, idle + (TDP - idle) x slope x utilization)."""
     u = min(max(utilization, 0.0), 1.0)
     return min(spec.tdp_w, spec.idle_power_w + (spec.tdp_w - spec.idle_power_w) * slope * u)
+
+
+def step_gpu_power_w(spec: PowerSpec, achieved_tb_s: float, compute_utilization: float) -> float:
+    """One GPU's draw over a step moving `achieved_tb_s` of HBM traffic with the tensor cores at
+    `compute_utilization` of their dense peak: idle + HBM energy per byte + the compute share, capped at
+    TDP."""
+    tb_s = max(achieved_tb_s, 0.0) if math.isfinite(achieved_tb_s) else 0.0
+    u = min(max(compute_utilization, 0.0), 1.0) if math.isfinite(compute_utilization) else 0.0
+    busy_w = MEMORY_W_PER_TB_S * tb_s + (spec.tdp_w - spec.idle_power_w) * COMPUTE_SLOPE * u
+    return min(spec.tdp_w, spec.idle_power_w + busy_w)
 
 
 def operating_power_w(prefill_share: float, prefill_w: float, decode_w: float) -> float:
@@ -163,8 +168,8 @@ def energy_usd_per_million_tokens(watts: float, tokens_per_s: float, usd_per_kwh
 
 
 __all__ = [
-    "DEFAULT_ELECTRICITY_USD_PER_KWH", "POWER_MODEL", "EconomicsSettings", "PowerSpec", "busy_slope",
+    "DEFAULT_ELECTRICITY_USD_PER_KWH", "POWER_MODEL", "EconomicsSettings", "PowerSpec",
     "energy_usd_per_million_tokens", "gpu_power_w", "operating_power_w", "joules_per_token",
     "operating_utilization", "power_constants", "power_spec", "provisioned_kw", "replica_power_w",
-    "site_power_w", "step_utilization", "tokens_per_s_per_provisioned_mw",
+    "site_power_w", "step_gpu_power_w", "step_utilization", "tokens_per_s_per_provisioned_mw",
 ]

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""GPU board power at serving batches (issue 31): real decode steps and prefills, replayed back to back
+from CUDA graphs, with nvidia-smi's power.draw sampled every 100 ms. The evidence behind the power rule
+of planner/economics/power.py, measured where the old rule (fitted on one GEMV and one GEMM) was weakest:
+decode at batch 64-256 runs GEMMs of 64-256 rows that load the tensor cores as well as HBM.
+
+    python3 tools/measure_power_serving.py --out power_serving.json [--budget-s 420]
+
+Shapes (one tensor-parallel rank, random bf16 weights and caches, never zeros; tools/measure_physics.py's
+RankModel and decode attention):
+  * Llama-3.1-8B, TP 1, all 32 layers and the LM head: decode at batch 1-256, context 1,024 and 4,096;
+    prefill of 1k-8k tokens;
+  * a Llama-3.1-70B rank at TP 4 (d_model 8192, 16 query heads, 2 KV heads, d_ff 7,168 per rank),
+    20 of its 80 layers: decode at batch 1-256, context 2,048; prefill 1k-8k.
+Each point replays its graph for PHASE_S seconds; the draw is the median of the samples after SETTLE_S.
+The step time is the median graph replay (CUDA events). Written with GPU, driver, torch, CUDA, date and the
+power limit in `meta`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import subprocess
+import threading
+import time
+
+import torch
+
+try:
+    import measure_physics as mp
+    from gpu_timing import device_meta, time_cuda
+except ImportError:
+    import tools.measure_physics as mp
+    from tools.gpu_timing import device_meta, time_cuda
+
+PHASE_S = 5.0
+SETTLE_S = 1.5
+
+LLAMA_8B = {"d_model": 4096, "n_heads": 32, "n_kv_heads": 8, "head_dim": 128, "d_ff": 14336,
+            "vocab_size": 128256, "n_layers": 32}
+LLAMA_70B = {"d_model": 8192, "n_heads": 64, "n_kv_heads": 8, "head_dim": 128, "d_ff": 28672,
+             "vocab_size": 128256, "n_layers": 80}
+
+
+def smi(query: str) -> str:
+    out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
+                         capture_output=True, text=True).stdout
+    return out.strip().splitlines()[0].strip()
+
+
+class Sampler:
+    """power.draw (and SM clock) every 100 ms in a thread, tagged with the phase running."""
+
+    def __init__(self) -> None:
+        self.phase = "start"
+        self.samples: list[tuple[str, float, float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(ValueError, IndexError):
+                w, clk = smi("power.draw,clocks.sm").split(",")
+                self.samples.append((self.phase, time.monotonic(), float(w), float(clk)))
+            time.sleep(0.1)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def stats(self, phase: str, since: float) -> dict:
+        rows = [(w, c) for p, t, w, c in self.samples if p == phase and t >= since]
+        if not rows:
+            return {"median_w": float("nan"), "samples": 0}
+        return {"median_w": statistics.median(w for w, _ in rows),
+                "sm_clock_mhz": statistics.median(c for _, c in rows), "samples": len(rows)}
+
+
+def capture(fn):
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph
+
+
+def sustain(sampler: Sampler, name: str, graph) -> dict:
+    """Replay `graph` back to back for PHASE_S s (synchronising every ~20 ms of work) and read the draw."""
+    step_ms = time_cuda(graph.replay, warmup=3, iters=15)[0]
+    per_burst = max(1, round(20.0 / max(step_ms, 1e-3)))
+    sampler.phase = name
+    start = time.monotonic()
+    while time.monotonic() - start < PHASE_S:
+        for _ in range(per_burst):
+            graph.replay()
+        torch.cuda.synchronize()
+    return {"step_ms": step_ms, **sampler.stats(name, start + SETTLE_S)}
+
+
+def decode_point(model, spec_name, batch, ctx, sampler, out):
+    hkv, hd = model.hkv, model.hd
+    caches = [(torch.randn(batch, hkv, ctx, hd, device="cuda", dtype=mp.BF16).mul_(0.5),
+               torch.randn(batch, hkv, ctx, hd, device="cuda", dtype=mp.BF16).mul_(0.5))
+              for _ in range(model.layers_timed)]
+    split = mp.SplitAttention(batch, hkv, model.g, hd, ctx) if mp.triton is not None else None
+
+    def attention(q, kc, vc):
+        if split is not None:
+            return split(q, kc, vc)
+        return mp.sdpa_attention(q, kc, vc, batch, model.h, hd)
+
+    run, _ = model.decode_layers(batch, ctx, caches, attention)
+
+    def step():
+        model.head(run())
+
+    graph = capture(step)
+    row = {"kind": "decode", "shape": spec_name, "batch": batch, "context": ctx,
+           "layers_timed": model.layers_timed, **sustain(sampler, f"{spec_name}-d{batch}-c{ctx}", graph)}
+    out.append(row)
+    print(json.dumps(row), flush=True)
+    del graph, caches
+    torch.cuda.empty_cache()
+
+
+def prefill_point(model, spec_name, tokens, sampler, out):
+    run = model.prefill_layers(tokens, model.layers_timed)
+    graph = capture(run)
+    row = {"kind": "prefill", "shape": spec_name, "tokens": tokens, "layers_timed": model.layers_timed,
+           **sustain(sampler, f"{spec_name}-p{tokens}", graph)}
+    out.append(row)
+    print(json.dumps(row), flush=True)
+    del graph
+    torch.cuda.empty_cache()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--budget-s", type=float, default=420.0)
+    args = parser.parse_args()
+    deadline = time.monotonic() + args.budget_s
+    mp.N_SM = torch.cuda.get_device_properties(0).multi_processor_count
+    meta = device_meta("board power at serving decode batches and prefills (tools/measure_power_serving.py)")
+    meta.update({"power_limit_w": float(smi("power.limit")), "phase_s": PHASE_S, "settle_s": SETTLE_S})
+    rows: list[dict] = []
+    with Sampler() as sampler:
+        sampler.phase = "idle"
+        t0 = time.monotonic()
+        time.sleep(3.0)
+        meta["idle_context_w"] = sampler.stats("idle", t0 + 1.0)["median_w"]
+        plans = [
+            ("llama-3.1-8b-tp1", LLAMA_8B, 1, 32, [(b, 1024) for b in (1, 8, 16, 32, 64, 96, 128, 192, 256)]
+             + [(b, 4096) for b in (16, 64)], (1024, 2048, 4096, 8192)),
+            ("llama-3.1-70b-tp4-rank", LLAMA_70B, 4, 20, [(b, 2048) for b in (1, 16, 32, 64, 128, 256)],
+             (1024, 4096, 8192)),
+        ]
+        for name, spec, tp, layers, decodes, prefills in plans:
+            model = mp.RankModel(spec, tp, "bf16", layers)
+            for batch, ctx in decodes:
+                if time.monotonic() > deadline:
+                    break
+                try:
+                    decode_point(model, name, batch, ctx, sampler, rows)
+                except torch.OutOfMemoryError:
+                    print(f"skip {name} decode b{batch} c{ctx}: out of memory", flush=True)
+                    torch.cuda.empty_cache()
+            for tokens in prefills:
+                if time.monotonic() > deadline:
+                    break
+                prefill_point(model, name, tokens, sampler, rows)
+            del model
+            torch.cuda.empty_cache()
+    with open(args.out, "w") as f:
+        json.dump({"meta": meta, "points": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
