@@ -572,3 +572,28 @@ def test_every_preset_names_the_repository_its_config_comes_from():
             f'{model_id}: add hf_id = "{repo.group(1)}" (the repository of its source) in '
             "planner/data/models.toml"
         )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_plan_at_its_goodput_is_benchmarked_open_loop_at_that_rate(engine):
+    """Issue 31: the default plan (Llama-3.1-70B fp8 on 4 H100s at its goodput under p90 TTFT 1 s, ITL 50 ms)
+    was benchmarked with `--max-concurrency 155 --num-prompts 1550` and no rate, which sends every request
+    at once. Its benchmark is now open loop at the goodput rounded down to 4 significant digits (never above
+    it), every flag documented; a cap above the requests in flight; SGLang's and TensorRT-LLM's own clients
+    named at the same rate.
+    Source: docs: vllm bench serve flags (data/reference/engine_cli_flags.json); sglang.bench_serving and
+    tensorrt_llm.serve.scripts.benchmark_serving take --request-rate, --max-concurrency, --num-prompts."""
+    s = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
+         "context_len": 8192, "prompt_len": 2000, "output_len": 400,
+         "load": {"at_goodput": True, "slo": {"ttft_ms": 1000, "itl_ms": 50, "percentile": 90}}}
+    cs = command_set(s, engine)
+    b = bench_flags(cs)
+    check_against_reference(b, "vllm bench serve")
+    goodput = plan_dict(s)["serving"]["request_rate"]
+    rate = float(b["--request-rate"][0])
+    assert rate <= goodput and rate == pytest.approx(goodput, rel=1e-3) and len(b["--request-rate"][0]) <= 5
+    assert int(b["--max-concurrency"][0]) < 155 and int(b["--num-prompts"][0]) >= 1000
+    if engine != "vllm":
+        client = {"sglang": "sglang.bench_serving",
+                  "trt-llm": "tensorrt_llm.serve.scripts.benchmark_serving"}[engine]
+        assert any(client in n and f"--request-rate {b['--request-rate'][0]}" in n for n in cs.notes)
