@@ -205,7 +205,8 @@ def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog,
             path = option.get("kv_transfer_path") or {}
             st.caption(f"{request['traffic']['prompt_len']:,}-token prompt's KV cache, counted in TTFT"
                        + (f"; moved by {ENGINE_LABELS.get(path['engine'], path['engine'])} "
-                          f"{path['path']} ({path['transport']})." if path else "."))
+                          f"{path['path']} ({path['transport']}): each worker starts with "
+                          f"`{path['launch']}`." if path else "."))
         with c3:
             st.markdown("**Decode pool**")
             st.metric("Decode workers", count(int(option["decode_workers"]), "worker", "workers"))
