@@ -158,6 +158,14 @@ def _met(value: float | None, objective: float) -> str:
     return "met" if value <= objective else "missed"
 
 
+def _pool_total(p: dict[str, Any]) -> str:
+    """A pool's share of a disaggregated option's GPUs and $/hour (planner.serving.disaggregation's)."""
+    if p.get("gpus") is None or p.get("usd_per_hour") is None:
+        return ""
+    gpus = int(p["gpus"])
+    return f" The pool: {gpus:,} GPU{'' if gpus == 1 else 's'}, \\${p['usd_per_hour']:,.2f}/hour."
+
+
 def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog, number: int) -> None:
     """A disaggregated option as what it is: a prefill pool, a decode pool, the KV cache between them, and the
     objectives the fleet meets (figures from planner.serving.disaggregation, none computed here)."""
@@ -179,11 +187,6 @@ def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog,
     def count(n: int, one: str, many: str) -> str:
         return f"{n:,} {one if n == 1 else many}"
 
-    def pool(p: dict[str, Any]) -> str:  # the pool's share of the option's GPUs and $/hour
-        if p.get("gpus") is None or p.get("usd_per_hour") is None:
-            return ""
-        return f" The pool: {count(int(p['gpus']), 'GPU', 'GPUs')}, \\${p['usd_per_hour']:,.2f}/hour."
-
     with st.container(border=True):
         st.markdown(
             f"**Option {number}: disaggregated fleet, {count(int(option['gpus_total']), 'GPU', 'GPUs')}, "
@@ -196,7 +199,7 @@ def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog,
                       help="each runs the prompts of its share of the traffic")
             st.caption(f"{count(int(pre['gpus_per_worker']), 'GPU', 'GPUs')} each: {gpu(pre)}, "
                        f"{layout(pre)}. One prompt takes {pre['prefill_ms']:,.0f} ms; the pool is "
-                       f"{pre['utilization']:.0%} busy.{pool(pre)}")
+                       f"{pre['utilization']:.0%} busy.{_pool_total(pre)}")
         with c2:
             st.markdown("**KV transfer**")
             st.metric("Per request", f"{option['kv_transfer_ms']:,.1f} ms",
@@ -213,7 +216,7 @@ def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog,
             st.caption(f"{count(int(dec['gpus_per_worker']), 'GPU', 'GPUs')} each: {gpu(dec)}, "
                        f"{layout(dec)}. Each runs {dec['request_rate_per_worker']:,.3g} requests/s at batch "
                        f"{dec['batch']:,} (goodput {dec['goodput_request_rate']:,.3g} requests/s)."
-                       f"{pool(dec)}")
+                       f"{_pool_total(dec)}")
         o1, o2 = st.columns(2)
         o1.metric(f"TTFT p{pct} (objective {slo['ttft_ms']:,.0f} ms)", f"{option['ttft_ms']:,.0f} ms",
                   _met(option.get("ttft_ms"), float(slo["ttft_ms"])), delta_color="off", delta_arrow="off",

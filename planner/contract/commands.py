@@ -182,26 +182,9 @@ def bench_argv(s: Scenario, engine: str, hf_id: str, batch: int,
                 "vllm bench serve applies one range ratio to prompt and output lengths; it follows "
                 "prompt_len_cv"
             )
-    concurrency: int | None = None
     loop = open_loop(s, plan_json)
-    if loop is not None and s.load is not None:
-        argv += ["--request-rate", flag_value(loop.rate)]
-        if loop.cap is not None:
-            argv += ["--max-concurrency", str(loop.cap)]
-        notes.append(loop.how)
-        if s.load.arrival_cv != 1.0:
-            if s.load.arrival_cv > 0:
-                # gamma inter-arrivals with shape k have a coefficient of variation 1 / sqrt(k)
-                argv += ["--burstiness", flag_value(1.0 / s.load.arrival_cv ** 2)]
-            else:
-                notes.append(
-                    "arrival_cv 0 (evenly spaced arrivals) has no vllm bench equivalent; Poisson is used"
-                )
-    else:
-        concurrency = s.load.concurrency if s.load is not None and s.load.concurrency is not None else batch
-        argv += ["--max-concurrency", str(concurrency)]
-    num_prompts = loop.num_prompts if loop is not None else _num_prompts(s, concurrency)
-    argv += ["--num-prompts", str(num_prompts), "--ignore-eos",
+    argv += _operating_point_flags(s, loop, batch, notes)
+    argv += ["--ignore-eos",
              "--percentile-metrics", "ttft,tpot,itl,e2el",
              "--metric-percentiles", ",".join(map(str, PERCENTILES))]
     slo = s.load.slo if s.load is not None else None
@@ -212,6 +195,26 @@ def bench_argv(s: Scenario, engine: str, hf_id: str, batch: int,
     if loop is not None and engine != "vllm":
         notes.append(_client_equivalent(engine, loop))
     return tuple(argv), notes
+
+
+def _operating_point_flags(s: Scenario, loop: OpenLoop | None, batch: int, notes: list[str]) -> list[str]:
+    """The run's load: open loop at the plan's rate (`loop`), else a closed loop of `load.concurrency` (or the
+    plan's batch) clients; then its number of prompts."""
+    if loop is None or s.load is None:
+        concurrency = s.load.concurrency if s.load is not None and s.load.concurrency is not None else batch
+        return ["--max-concurrency", str(concurrency), "--num-prompts", str(_num_prompts(s, concurrency))]
+    argv = ["--request-rate", flag_value(loop.rate)]
+    if loop.cap is not None:
+        argv += ["--max-concurrency", str(loop.cap)]
+    notes.append(loop.how)
+    if s.load.arrival_cv != 1.0:
+        if s.load.arrival_cv > 0:
+            # gamma inter-arrivals with shape k have a coefficient of variation 1 / sqrt(k)
+            argv += ["--burstiness", flag_value(1.0 / s.load.arrival_cv ** 2)]
+        else:
+            notes.append("arrival_cv 0 (evenly spaced arrivals) has no vllm bench equivalent; Poisson is "
+                         "used")
+    return argv + ["--num-prompts", str(loop.num_prompts)]
 
 
 def _client_equivalent(engine: str, loop: OpenLoop) -> str:

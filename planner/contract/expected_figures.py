@@ -113,10 +113,7 @@ def _serving_figures(
         tput_f = (
             None  # an open loop below saturation completes what arrives: the rate is given, not predicted
         )
-    rate = serving.get("request_rate")
-    tokens = serving.get("output_tokens_per_s")
-    rate = float(rate) if isinstance(rate, (int, float)) else None
-    tokens = float(tokens) if isinstance(tokens, (int, float)) else None
+    rate, tokens = _number(serving.get("request_rate")), _number(serving.get("output_tokens_per_s"))
     spec = plan_json.get("speculative")
     itl50 = _pct(serving, "itl_ms", 50)
     tpot_p50 = _pct(serving, "tpot_ms", 50)
@@ -131,27 +128,34 @@ def _serving_figures(
         _figure("Request throughput", "request_throughput", "req/s", rate, _times(rate, tput_f)),
         _figure("Output token throughput", "output_throughput", "tok/s", tokens, _times(tokens, tput_f)),
     ]
-    metrics = (("ttft_ms", "TTFT", "ttft", ttft_f), ("tpot_ms", "TPOT", "tpot", spec_f),
-               ("itl_ms", "ITL", "itl", spec_f), ("e2e_ms", "E2EL", "e2el", None))
-    for key, label, result, factors in metrics:
-        if key == "tpot_ms" and (spec or tpot_p50 is None):
-            # TPOT from the step figures: the median only (its percentiles are the plan's `tpot_ms`)
-            out.append(_figure("Median TPOT", "median_tpot_ms", "ms", tpot, _times(tpot, spec_f)))
-            continue
-        mean = _number((serving.get(key) or {}).get("mean"))
-        if not spec or key in ("ttft_ms", "e2e_ms"):
-            out.append(_figure(f"Mean {label}", f"mean_{result}_ms", "ms", mean,
-                               _widened(mean, factors, None) if key != "e2e_ms" else None))
-        for p in PERCENTILES:
-            value = _pct(serving, key, p)
-            if key == "itl_ms" and p == 50:
-                value = itl
-            name = "Median" if p == 50 else f"P{p}"
-            queue = _queue_band(serving, key.removesuffix("_ms"), p) if key in ("ttft_ms", "itl_ms") else None
-            band = _widened(value, factors, queue) if key != "e2e_ms" else None
-            result_key = f"{'median' if p == 50 else f'p{p}'}_{result}_ms"
-            out.append(_figure(f"{name} {label}", result_key, "ms", value, band))
+    out += _metric_figures(serving, "ttft_ms", "TTFT", ttft_f, None, True)
+    if spec or tpot_p50 is None:  # TPOT from the step figures: the median only
+        out.append(_figure("Median TPOT", "median_tpot_ms", "ms", tpot, _times(tpot, spec_f)))
+    else:
+        out += _metric_figures(serving, "tpot_ms", "TPOT", spec_f, None, True)
+    out += _metric_figures(serving, "itl_ms", "ITL", spec_f, itl, not spec)
+    out += _metric_figures(serving, "e2e_ms", "E2EL", None, None, True)
     return tuple(out)
+
+
+def _metric_figures(serving: dict[str, Any], key: str, label: str, factors: tuple[float, float] | None,
+                    median: float | None, with_mean: bool) -> list[ExpectedFigure]:
+    """One metric's mean (when `with_mean`) and percentiles from the `serving` section (`median` in place of
+    its p50 when given); bands as _serving_figures says, none for E2E."""
+    result = {"ttft_ms": "ttft", "tpot_ms": "tpot", "itl_ms": "itl", "e2e_ms": "e2el"}[key]
+    banded = key != "e2e_ms"
+    out = []
+    if with_mean:
+        mean = _number((serving.get(key) or {}).get("mean"))
+        out.append(_figure(f"Mean {label}", f"mean_{result}_ms", "ms", mean,
+                           _widened(mean, factors, None) if banded else None))
+    for p in PERCENTILES:
+        value = median if p == 50 and median is not None else _pct(serving, key, p)
+        queue = _queue_band(serving, key.removesuffix("_ms"), p) if key in ("ttft_ms", "itl_ms") else None
+        name, prefix = ("Median", "median") if p == 50 else (f"P{p}", f"p{p}")
+        out.append(_figure(f"{name} {label}", f"{prefix}_{result}_ms", "ms", value,
+                           _widened(value, factors, queue) if banded else None))
+    return out
 
 
 def _number(value: Any) -> float | None:
