@@ -108,7 +108,20 @@ SCENARIOS = {
 }
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
+def _sized_replica() -> dict[str, Any]:
+    """The cheapest replica the sizing search finds for issue 31's case (Llama-3.1-70B fp8, 2,000 -> 400
+    tokens, 50 req/s, p90 TTFT 1 s and ITL 50 ms) among the GPUs it names: its scenario at the rate each
+    replica serves (what the sizing page's "Commands to deploy and benchmark" uses)."""
+    from planner.serving.sizing import size
+
+    request = {"model": "llama-3.1-70b",
+               "traffic": {"requests_per_s": 50.0, "prompt_len": 2000, "output_len": 400},
+               "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90}, "weights": ["fp8"],
+               "kv_cache": ["fp8"], "gpus": ["h100-sxm", "h200", "b200", "mi355x", "mi350x", "gaudi3"]}
+    return size(request)["options"][0]["scenario"]
+
+
+@pytest.mark.parametrize("name", [*SCENARIOS, "sized-replica"])
 def test_the_emitted_benchmark_planned_again_meets_its_expected_sheet(name):
     """The benchmark command of a plan at a request rate (its goodput, or given), parsed back by this module's
     own reader of vLLM's flags and planned again, gives every figure of the sheet printed beside it within
@@ -119,7 +132,7 @@ def test_the_emitted_benchmark_planned_again_meets_its_expected_sheet(name):
     Source: docs: vllm serve / vllm bench serve flags (docs.vllm.ai cli,
     data/reference/engine_cli_flags.json); the Poisson in-flight count of an M/G/inf-like open loop by hand
     (mean L, sd sqrt(L))."""
-    scenario = SCENARIOS[name]
+    scenario = SCENARIOS[name] if name in SCENARIOS else _sized_replica()
     cs = command_set(scenario, "vllm")
     replanned_scenario = scenario_from_commands(cs.launch.argv, cs.bench, scenario["gpu"])
     bench = _flags(cs.bench, 3)
