@@ -369,10 +369,11 @@ def _prefill_floors(memo: LayoutMemo, key: LayoutKey, d: Deployment, shape: Traf
 def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolver,
                     key_of: Callable[[PoolCandidate], LayoutKey], price_of: Pricer,
                     memo: LayoutMemo, shape: TrafficShape, context_len: int, itl_slo_ms: float,
-                    percentile: int) -> tuple[dict[PoolKey, list[Priced]], int]:
-    """Decode workers by (weights, KV), priced per request per second, and how many were searched: cheapest
-    goodput bound first, goodput searched until the KEEP_PER_POOL best found cost less per request than any
-    bound left (planner.serving.sizing's bound, prompt work 0: it is cached)."""
+                    percentile: int, pairs_with: set[PoolKey]) -> tuple[dict[PoolKey, list[Priced]], int]:
+    """Decode workers by (weights, KV, vendor), priced per request per second, and how many were searched:
+    cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found cost less per request
+    than any bound left (planner.serving.sizing's bound, prompt work 0: it is cached). Only for the pools a
+    prefill pool can pair with (`pairs_with`)."""
     searched = 0
     bounded: dict[PoolKey, list[DecodeCandidate]] = {}
     for c in decode_pool:
@@ -381,6 +382,8 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
         if d is None or price is None:
             continue
         searched += 1
+        if _pool_key(c, d) not in pairs_with:
+            continue
         mem = memo.memory(key_of(c), d, context_len)
         if not mem.fits:
             continue
@@ -456,15 +459,18 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
 
     prefills, searched_p = _prefill_pool_workers(prefill_pool, deployment_of, key_of, price_of, memo, shape,
                                                  prompt_len, ttft_slo_ms)
+    # one vendor's pools, on an engine with a documented KV-transfer path between them
+    paths: dict[PoolKey, KvTransferPath] = {}
+    for key, pre in prefills.items():
+        path = kv_transfer_path(key[2], pre[0][1].deployment.engine) if pre else None
+        if path is not None:
+            paths[key] = path
     decodes, searched_d = _decode_workers(decode_pool, deployment_of, key_of, price_of, memo, shape,
-                                          context_len, itl_slo_ms, percentile)
+                                          context_len, itl_slo_ms, percentile, set(paths))
     options = []
     decode_side: dict[int, tuple[int, LoadPoint, float | None]] = {}
-    for key, pre in prefills.items():
-        # one vendor's pools (the key holds it), on an engine with a documented KV-transfer path between them
-        path = kv_transfer_path(key[2], pre[0][1].deployment.engine) if pre and key[2] is not None else None
-        if path is None:
-            continue
+    for key, path in paths.items():
+        pre = prefills[key]
         for p_side in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
             for d_side in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
                 dw = d_side[1]
