@@ -256,8 +256,13 @@ def test_speculative_config_is_vllm_json():
 def test_bench_at_the_planned_operating_point():
     """Open loop at 2 req/s with arrival CV 2: gamma burstiness k = 1/CV^2 = 0.25; prompt CV 0.3 is a
     uniform range ratio r = 0.3 x sqrt(3) = 0.5196; a 50% prefix hit on 2000-token prompts is 1000 shared
-    prefix tokens + 1000 random ones; two minutes of arrivals = 240 prompts; the SLO becomes --goodput.
-    Source: hand: gamma burstiness 1/CV^2, uniform range ratio CV x sqrt(3), worked in the docstring.
+    prefix tokens + 1000 random ones; the SLO's TTFT becomes --goodput ttft:500. The run: two minutes of
+    arrivals (240) is fewer than 1,000 requests (10 beyond the p99) or 20 mean E2Es x 2 req/s, so 1,000
+    prompts (at E2E
+    < 25 s: 20 x 25 s x 2 req/s = 1,000); the cap is max(2 L, L + 5 sqrt(L)) over the requests in flight
+    L = 2 req/s x the plan's mean E2E (Little's law).
+    Source: hand: gamma burstiness 1/CV^2, uniform range ratio CV x sqrt(3), Little's law, worked in the
+    docstring.
     """
     s = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "prompt_len": 2000, "output_len": 400,
          "load": {"request_rate": 2.0, "arrival_cv": 2.0, "prompt_len_cv": 0.3, "prefix_cache_hit": 0.5,
@@ -269,8 +274,14 @@ def test_bench_at_the_planned_operating_point():
     assert b["--random-prefix-len"] == ["1000"]
     assert float(b["--burstiness"][0]) == pytest.approx(0.25)
     assert float(b["--random-range-ratio"][0]) == pytest.approx(0.3 * math.sqrt(3), rel=1e-5)
-    assert b["--request-rate"] == ["2"] and "--max-concurrency" not in b and b["--num-prompts"] == ["240"]
-    assert b["--goodput"] == ["ttft:500", "tpot:50"]
+    e2e_s = plan_dict(s)["serving"]["e2e_ms"]["mean"] / 1000.0
+    assert e2e_s < 25.0
+    in_flight = 2.0 * e2e_s
+    assert b["--request-rate"] == ["2"] and b["--num-prompts"] == ["1000"]
+    cap = math.ceil(max(2 * in_flight, in_flight + 5 * math.sqrt(in_flight)))
+    assert int(b["--max-concurrency"][0]) == cap
+    # the ITL objective is no per-request bound: --goodput carries the TTFT bound, a note the ITL one
+    assert b["--goodput"] == ["ttft:500"] and any("p90_itl_ms" in n for n in cs.notes)
     assert b["--save-result"] == [] and b["--percentile-metrics"] == ["ttft,tpot,itl,e2el"]
     assert b["--metric-percentiles"] == ["50,90,99"]
     assert launch_flags(cs)["--enable-prefix-caching"] == []
@@ -563,3 +574,28 @@ def test_every_preset_names_the_repository_its_config_comes_from():
             f'{model_id}: add hf_id = "{repo.group(1)}" (the repository of its source) in '
             "planner/data/models.toml"
         )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_plan_at_its_goodput_is_benchmarked_open_loop_at_that_rate(engine):
+    """Issue 31: the default plan (Llama-3.1-70B fp8 on 4 H100s at its goodput under p90 TTFT 1 s, ITL 50 ms)
+    was benchmarked with `--max-concurrency 155 --num-prompts 1550` and no rate, which sends every request
+    at once. Its benchmark is now open loop at the goodput rounded down to 4 significant digits (never above
+    it), every flag documented; a cap above the requests in flight; SGLang's and TensorRT-LLM's own clients
+    named at the same rate.
+    Source: docs: vllm bench serve flags (data/reference/engine_cli_flags.json); sglang.bench_serving and
+    tensorrt_llm.serve.scripts.benchmark_serving take --request-rate, --max-concurrency, --num-prompts."""
+    s = {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
+         "context_len": 8192, "prompt_len": 2000, "output_len": 400,
+         "load": {"at_goodput": True, "slo": {"ttft_ms": 1000, "itl_ms": 50, "percentile": 90}}}
+    cs = command_set(s, engine)
+    b = bench_flags(cs)
+    check_against_reference(b, "vllm bench serve")
+    goodput = plan_dict(s)["serving"]["request_rate"]
+    rate = float(b["--request-rate"][0])
+    assert rate <= goodput and rate == pytest.approx(goodput, rel=1e-3) and len(b["--request-rate"][0]) <= 5
+    assert int(b["--max-concurrency"][0]) < 155 and int(b["--num-prompts"][0]) >= 1000
+    if engine != "vllm":
+        client = {"sglang": "sglang.bench_serving",
+                  "trt-llm": "tensorrt_llm.serve.scripts.benchmark_serving"}[engine]
+        assert any(client in n and f"--request-rate {b['--request-rate'][0]}" in n for n in cs.notes)

@@ -147,3 +147,21 @@ def test_any_bench_object_gives_a_comparison_or_one_field_error(bench):
         )
         return
     assert all(r.measured is not None for r in c.rows)
+
+
+def test_an_open_loop_run_is_compared_at_its_request_rate_and_a_goodput_scenario_is_accepted():
+    """A run from the planner's open-loop command saves `request_rate` 2.0 and `burstiness` 1 beside its
+    `max_concurrency` cap (vllm bench serve's --save-result keys); it is compared with the scenario at that
+    rate, Poisson (arrival CV 1 / sqrt(1) = 1), not as a closed loop of `max_concurrency` clients. A
+    scenario at its goodput (the app's default) is moved to the run's point instead of being refused (it was:
+    `load: at_goodput sets the request rate`); a closed-loop run (`request_rate` "inf") stays a closed loop.
+    Source: docs: vllm bench serve --save-result keys request_rate ("inf" when not set), burstiness,
+    max_concurrency (vllm/benchmarks/serve.py)."""
+    at_goodput = {k: v for k, v in SCENARIO.items() if k != "batch"}
+    at_goodput["load"] = {"at_goodput": True, "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0}}
+    point = compare_bench({**BENCH, "request_rate": 2.0, "burstiness": 1.0, "max_concurrency": 9},
+                          at_goodput).point_scenario
+    assert point["load"]["request_rate"] == 2.0 and point["load"]["arrival_cv"] == 1.0
+    assert "at_goodput" not in point["load"] and "concurrency" not in point["load"] and "batch" not in point
+    closed = compare_bench({**BENCH, "request_rate": "inf"}, at_goodput).point_scenario
+    assert closed["load"]["concurrency"] == BENCH["max_concurrency"] == closed["batch"]

@@ -302,3 +302,142 @@ def test_a_gpu_the_catalog_does_not_hold_is_not_validated():
     # serving runs (issue 20); no rows of Gaudi 3 or its generation
     assert is_validated("h100-sxm") is True and is_validated("b200") is True
     assert is_validated("gaudi3") is False
+
+
+# --- issue 31: deployable pools, one fleet in the banner, the table and the opened plan -------------------
+
+# the issue's case: Llama-3.1-70B fp8, 2,000-token prompts, 400 out, 50 req/s, p90 TTFT <= 1 s, ITL <= 50 ms
+ISSUE_31 = {
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 50.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90}, "weights": ["fp8"], "kv_cache": ["fp8"],
+    "gpus": ["h100-sxm", "h200", "b200", "mi355x", "mi350x", "gaudi3"], "disaggregation": True,
+}
+
+
+def test_pools_pair_within_one_vendor_over_a_documented_kv_path():
+    """No engine documents moving a KV cache between two vendors' accelerators (vLLM's NixlConnector guide,
+    SGLang's PD disaggregation page, TensorRT-LLM's cache transceiver: each between workers of one platform),
+    so every disaggregated option of the issue's case runs both pools on one vendor (B200 prefill with MI350X
+    decode was option 1 before), and names the engine's path for that vendor: vLLM (the engine sizing plans
+    with) moves it with NixlConnector on NVIDIA, AMD and Intel Gaudi alike.
+    Source: docs: docs.vllm.ai features/nixl_connector_usage (ROCm: RIXL + UCX), docs.vllm.ai/projects/gaudi
+    installation ('Plugin Deployment with NIXL'); vendors from gpu_catalog/gpus.toml."""
+    from gpu_catalog import load_catalog
+
+    catalog = load_catalog()
+    r = size_with_modes(ISSUE_31)
+    dis = [o for o in r["options"] if o["mode"] == "disaggregated"]
+    assert dis
+    for o in dis:
+        vendor = catalog[o["prefill"]["gpu"]].vendor
+        assert catalog[o["decode"]["gpu"]].vendor == vendor, (o["prefill"]["gpu"], o["decode"]["gpu"])
+        path = o["kv_transfer_path"]
+        assert (path["vendor"], path["engine"]) == (vendor, "vllm") and "NixlConnector" in path["path"]
+        assert path["source"].startswith("https://")
+
+
+def test_a_custom_gpu_that_names_no_vendor_gets_no_disaggregated_pool():
+    """Source: contract: a GPU object without `vendor` cannot be matched to a documented KV-transfer path, so
+    it pairs with nothing (its aggregated options stay)."""
+    from gpu_catalog import custom_gpu_template
+
+    custom = custom_gpu_template("h100-sxm", "my accelerator")
+    assert "vendor" not in custom
+    r = size_with_modes({**REQUEST, "gpus": [custom], "disaggregation": True})
+    assert r["options"] and {o["mode"] for o in r["options"]} == {"aggregated"}
+
+
+def test_each_pool_carries_its_gpus_and_dollars_which_sum_to_the_option():
+    """A pool's GPUs are its workers x GPUs per worker and its $/hour those GPUs at its GPU's price; the two
+    pools sum to the option's GPUs and $/hour (the figures the banner and the opened fleet show). B200 at the
+    catalog's $4.99 per GPU-hour (Lambda Cloud's 8x B200 listing): 10 one-GPU workers cost $49.90/h.
+    Source: hand: workers x GPUs per worker x $/GPU-hour, worked above for B200."""
+    r = size_with_modes(ISSUE_31)
+    dis = [o for o in r["options"] if o["mode"] == "disaggregated"]
+    for o in dis:
+        pre, dec = o["prefill"], o["decode"]
+        for pool, workers in ((pre, o["prefill_workers"]), (dec, o["decode_workers"])):
+            assert pool["workers"] == workers and pool["gpus"] == workers * pool["gpus_per_worker"]
+            assert pool["usd_per_hour"] == pytest.approx(pool["gpus"] * pool["usd_per_gpu_hour"], rel=1e-12)
+        assert pre["gpus"] + dec["gpus"] == o["gpus_total"]
+        assert pre["usd_per_hour"] + dec["usd_per_hour"] == pytest.approx(o["usd_per_hour"], rel=1e-12)
+    b200 = [p for o in dis for p in (o["prefill"], o["decode"]) if p["gpu"] == "b200"]
+    assert b200 and all(p["usd_per_hour"] == pytest.approx(4.99 * p["gpus"]) for p in b200)
+
+
+def test_the_verdict_names_the_options_it_compares_in_the_order_shown():
+    """The verdict compares the first aggregated and the first disaggregated option of the list it is given
+    and names them by number; reordered (validated GPUs first, as the page shows them), it names the
+    reordered list's options and their $/hour, never a fleet the table does not show first.
+    Source: contract: assumptions.modes and planner.serving.serving_modes.modes_verdict."""
+    from planner.serving.serving_modes import modes_verdict
+
+    r = size_with_modes(ISSUE_31)
+    options = r["options"]
+    verdict = r["assumptions"]["modes"]
+    for mode in ("aggregated", "disaggregated"):
+        n = verdict[f"{mode}_option"]
+        assert options[n - 1]["mode"] == mode
+        assert all(o["mode"] != mode for o in options[: n - 1])
+        assert f"${options[n - 1]['usd_per_hour']:.2f}/h" in verdict["why"]
+    reordered = sorted(options, key=lambda o: not o.get("validated"))
+    again = modes_verdict(reordered)
+    dis = reordered[again["disaggregated_option"] - 1]
+    assert dis["mode"] == "disaggregated" and f"option {again['disaggregated_option']}" in again["why"]
+    if again["winner"] == "disaggregated":
+        assert f"{dis['gpus_total']} GPUs at ${dis['usd_per_hour']:.2f}/h" in again["why"]
+        assert f"on {dis['prefill']['gpu']} TP{dis['prefill']['tp']}" in again["why"]
+
+
+def test_banner_table_and_opened_plan_are_one_fleet():
+    """The sizing page over the issue's case: the banner names the table's option numbers and $/hour (the
+    order shown, validated GPUs first); opening a disaggregated option shows both pools with their GPUs and
+    $/hour, the same figures as its table row, and no single-pool fleet for the sidebar's traffic.
+    Source: ui: the sizing page and the Plan view."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_app import APP, TIMEOUT
+
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.query_params["size"] = json.dumps(ISSUE_31)
+    at.run()
+    at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
+    assert not at.exception
+    table = at.dataframe[0].value
+    shown = sorted(at.session_state["sz_result"]["options"], key=lambda o: not o.get("validated"))
+    banner = next(i.value for i in at.info if "wins." in i.value)
+    n = next(i + 1 for i, o in enumerate(shown) if o["mode"] == "disaggregated")
+    option = shown[n - 1]
+    assert table.loc[n, "fleet $/hour"] == pytest.approx(option["usd_per_hour"])
+    assert f"option {n}" in banner and f"${option['usd_per_hour']:.2f}/h" in banner
+    at.number_input(key="sz_pick").set_value(n).run()
+    at.button(key="sz_open").click().run()
+    assert not at.exception
+    text = " ".join(e.value for kind in ("markdown", "caption") for e in at.get(kind))
+    for pool in (option["prefill"], option["decode"]):
+        assert f"The pool: {pool['gpus']:,} GPU" in text and f"\\${pool['usd_per_hour']:,.2f}/hour" in text
+    total = f"{option['gpus_total']:,} GPUs, \\${option['usd_per_hour']:,.2f}/hour"
+    header = f"Option {n}: disaggregated fleet, {total}"
+    assert header in text
+    labels = [m.label for m in at.metric]
+    assert not any(label.startswith("GPUs for ") for label in labels)  # no decode-worker-only fleet
+
+
+def test_every_kv_transfer_path_names_its_engine_vendor_and_document():
+    """Source: docs: planner/data/kv_transfer_paths.toml, each row's engine documentation (vLLM, SGLang,
+    TensorRT-LLM, AMD ROCm, vLLM for Intel Gaudi pages named in its `source`)."""
+    from gpu_catalog import load_catalog
+    from planner.engines.base import SERVING_ENGINES
+    from planner.engines.kv_transfer import kv_transfer_path, kv_transfer_paths
+
+    vendors = {g.vendor for g in load_catalog().values()}
+    rows = kv_transfer_paths()
+    assert {(p.vendor, p.engine) for p in rows} >= {("nvidia", e) for e in SERVING_ENGINES} | {
+        ("amd", "vllm"), ("amd", "sglang"), ("intel", "vllm")}
+    for p in rows:
+        assert p.vendor in vendors and p.engine in SERVING_ENGINES and p.source.startswith("https://")
+    assert kv_transfer_path("amd", "trt-llm") is None  # TensorRT-LLM runs on NVIDIA GPUs only
+    assert kv_transfer_path("NVIDIA", "graph") == kv_transfer_path("nvidia", "vllm")  # served by the default
+    assert kv_transfer_path(None, "vllm") is None

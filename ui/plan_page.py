@@ -14,7 +14,7 @@ from planner.contract.chart_data import chart_data
 from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S, Fleet, fleet_for
 from planner.contract.planning import clean_json
 from planner.serving.operating_point import DEFAULT_OBJECTIVE
-from ui import charts, exports, figures, widget_state
+from ui import charts, exports, figures, sizing_page, widget_state
 from ui.text import plain
 
 
@@ -210,7 +210,12 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
     _headline(scenario, result)
     fleet, traffic = None, None
     slo = figures.objective_of(scenario)
-    if result.memory.fits and slo is not None and (slo.ttft_ms is not None or slo.itl_ms is not None):
+    opened = sizing_page.opened_fleet(scenario)  # a disaggregated fleet from the sizing page: both pools
+    if opened is not None:
+        st.caption(f"Option {opened['number']} of the sizing page, a disaggregated fleet; the plan below is "
+                   "one of its decode workers, at the rate each runs (the fleet's TTFT is the option's).")
+        sizing_page.disaggregated_view(opened["option"], opened["request"], load_catalog(), opened["number"])
+    elif result.memory.fits and slo is not None and (slo.ttft_ms is not None or slo.itl_ms is not None):
         traffic = float(st.session_state.get("traffic_rps", DEFAULT_TRAFFIC_REQUESTS_PER_S))
         fleet = _cached_fleet(json.dumps(scenario, sort_keys=True), traffic)
     figures.render(result, scenario, fleet, traffic)

@@ -12,8 +12,10 @@ import streamlit as st
 from planner import ScenarioError
 from planner.core.precision import KV_PRECISIONS, WEIGHT_PRECISIONS
 from planner.economics.ownership import OwnershipCosts, break_even_utilization
+from planner.engines.base import ENGINE_LABELS
 from planner.model.presets import load_presets
-from planner.serving.serving_modes import decode_worker_scenario, size_with_modes
+from planner.scenario.scenario import parse_scenario
+from planner.serving.serving_modes import decode_worker_scenario, modes_verdict, size_with_modes
 from planner.serving.sizing_request import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS
 from ui import charts, widget_state
 from ui.links import SIZE_PARAM, sizing_request_from_link
@@ -137,10 +139,31 @@ def option_scenario(option: dict[str, Any], request: dict[str, Any]) -> dict[str
     return decode_worker_scenario(option, request)
 
 
+def opened_fleet(scenario: dict[str, Any]) -> dict[str, Any] | None:
+    """The disaggregated option last opened from this page, while the Plan view still shows its decode worker
+    (any input changed since: None). Keys: scenario, option, request, number."""
+    opened = st.session_state.get("sz_opened_fleet")
+    if not opened:
+        return None
+    try:
+        same = parse_scenario(opened["scenario"]).model_dump() == parse_scenario(scenario).model_dump()
+    except ScenarioError:
+        return None
+    return opened if same else None
+
+
 def _met(value: float | None, objective: float) -> str:
     if value is None:
         return "not computed"
     return "met" if value <= objective else "missed"
+
+
+def _pool_total(p: dict[str, Any]) -> str:
+    """A pool's share of a disaggregated option's GPUs and $/hour (planner.serving.disaggregation's)."""
+    if p.get("gpus") is None or p.get("usd_per_hour") is None:
+        return ""
+    gpus = int(p["gpus"])
+    return f" The pool: {gpus:,} GPU{'' if gpus == 1 else 's'}, \\${p['usd_per_hour']:,.2f}/hour."
 
 
 def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog, number: int) -> None:
@@ -176,19 +199,24 @@ def disaggregated_view(option: dict[str, Any], request: dict[str, Any], catalog,
                       help="each runs the prompts of its share of the traffic")
             st.caption(f"{count(int(pre['gpus_per_worker']), 'GPU', 'GPUs')} each: {gpu(pre)}, "
                        f"{layout(pre)}. One prompt takes {pre['prefill_ms']:,.0f} ms; the pool is "
-                       f"{pre['utilization']:.0%} busy.")
+                       f"{pre['utilization']:.0%} busy.{_pool_total(pre)}")
         with c2:
             st.markdown("**KV transfer**")
             st.metric("Per request", f"{option['kv_transfer_ms']:,.1f} ms",
                       help="the prompt's KV cache, prefill worker to decode worker over the network, counted "
                            "whole in TTFT (engines stream it layer by layer and hide part of it)")
-            st.caption(f"{request['traffic']['prompt_len']:,}-token prompt's KV cache, counted in TTFT.")
+            path = option.get("kv_transfer_path") or {}
+            st.caption(f"{request['traffic']['prompt_len']:,}-token prompt's KV cache, counted in TTFT"
+                       + (f"; moved by {ENGINE_LABELS.get(path['engine'], path['engine'])} "
+                          f"{path['path']} ({path['transport']}): each worker starts with "
+                          f"`{path['launch']}`." if path else "."))
         with c3:
             st.markdown("**Decode pool**")
             st.metric("Decode workers", count(int(option["decode_workers"]), "worker", "workers"))
             st.caption(f"{count(int(dec['gpus_per_worker']), 'GPU', 'GPUs')} each: {gpu(dec)}, "
                        f"{layout(dec)}. Each runs {dec['request_rate_per_worker']:,.3g} requests/s at batch "
-                       f"{dec['batch']:,} (goodput {dec['goodput_request_rate']:,.3g} requests/s).")
+                       f"{dec['batch']:,} (goodput {dec['goodput_request_rate']:,.3g} requests/s)."
+                       f"{_pool_total(dec)}")
         o1, o2 = st.columns(2)
         o1.metric(f"TTFT p{pct} (objective {slo['ttft_ms']:,.0f} ms)", f"{option['ttft_ms']:,.0f} ms",
                   _met(option.get("ttft_ms"), float(slo["ttft_ms"])), delta_color="off", delta_arrow="off",
@@ -273,7 +301,8 @@ def _verdicts(
             f"\\${best['rent_usd_per_gpu_hour']:.2f} "
             f"rented; owning wins above {u:.0%} utilization."
         )
-    modes = (result.get("assumptions") or {}).get("modes")
+    # the verdict over the options in the order the table shows them: the fleet it names is the table's
+    modes = modes_verdict(options) if (result.get("assumptions") or {}).get("modes") else None
     if modes:
         winner = modes.get("winner") or "neither mode"
         st.info(f"**{winner.capitalize()} wins.** {plain(modes.get('why', ''), 600)}")
@@ -299,6 +328,9 @@ def _open_option(options: list[dict[str, Any]], request: dict[str, Any], catalog
     if chosen.get("mode") == "disaggregated":
         disaggregated_view(chosen, request, catalog, int(pick))
     if st.button(f"Open in planner{worker}", key="sz_open"):
+        # a disaggregated option opens as its whole fleet over its decode worker's plan (ui/plan_page.py)
+        ss["sz_opened_fleet"] = ({"scenario": scenario, "option": chosen, "request": request,
+                                  "number": int(pick)} if chosen.get("mode") == "disaggregated" else None)
         widget_state.queue_scenario(scenario)
         widget_state.queue_updates({"view": "Plan"})
         st.session_state["sz_opened"] = int(pick)

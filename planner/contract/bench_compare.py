@@ -74,9 +74,26 @@ def check_bench(bench: Any) -> tuple[dict[str, Any], VllmBenchResult]:
     return bench, parsed
 
 
-def scenario_at_bench_point(bench: Any, scenario: dict[str, Any]) -> dict[str, Any]:
-    """The scenario as the run exercised it: mean lengths from the token totals, batch = max concurrency
-    (the same operating point profile_from_vllm_bench fits at)."""
+def open_loop_rate(bench: Any) -> tuple[float, float] | None:
+    """(request rate, burstiness) of an open-loop run (`--request-rate` finite: vllm bench serve saves the
+    number, or "inf" for a closed loop), None otherwise."""
+    if not isinstance(bench, dict):
+        return None
+    rate, burst = bench.get("request_rate"), bench.get("burstiness", 1.0)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
+        return None
+    number = not isinstance(burst, bool) and isinstance(burst, (int, float))
+    return float(rate), float(burst) if number and math.isfinite(burst) and burst > 0 else 1.0
+
+
+def scenario_at_bench_point(bench: Any, scenario: dict[str, Any],
+                            open_loop: tuple[float, float] | None = None) -> dict[str, Any]:
+    """The scenario as the run exercised it: mean lengths from the token totals, and its operating point: an
+    open loop at the run's request rate (`open_loop`, from open_loop_rate; its --max-concurrency is then a
+    cap, not the load) or a closed loop with batch = max concurrency (the same operating point
+    profile_from_vllm_bench fits at). A scenario at its goodput is moved to the run's point."""
+    if open_loop is None and isinstance(bench, dict):
+        open_loop = open_loop_rate(bench)
     b = bench if isinstance(bench, VllmBenchResult) else parse_bench(bench)
     point = copy.deepcopy(scenario)
     point.pop("calibration", None)
@@ -87,12 +104,15 @@ def scenario_at_bench_point(bench: Any, scenario: dict[str, Any]) -> dict[str, A
             point["context_len"] = max(point["context_len"], point["prompt_len"] + point["output_len"])
         if point.get("max_model_len") is not None:
             point["max_model_len"] = max(point["max_model_len"], point["prompt_len"] + point["output_len"])
-    if b.max_concurrency:
+    if open_loop is not None:
+        load = {k: v for k, v in (point.get("load") or {}).items()
+                if k not in ("request_rate", "concurrency", "at_goodput")}
+        point["load"] = {**load, "request_rate": open_loop[0], "arrival_cv": 1.0 / math.sqrt(open_loop[1])}
+    elif b.max_concurrency:
         point["batch"] = b.max_concurrency
         if isinstance(point.get("load"), dict):
-            point["load"] = {
-                k: v for k, v in point["load"].items() if k not in ("request_rate", "concurrency")
-            }
+            point["load"] = {k: v for k, v in point["load"].items()
+                             if k not in ("request_rate", "concurrency", "at_goodput")}
             point["load"]["concurrency"] = b.max_concurrency
     parse_scenario(point)  # the run's point must itself be a valid scenario
     return point
@@ -109,7 +129,7 @@ def compare_bench(bench: Any, scenario: Any, name: str | None = None) -> BenchCo
     if not isinstance(scenario, dict):
         raise ScenarioError("scenario", "must be a JSON object")
     parse_scenario(scenario)
-    point = scenario_at_bench_point(parsed, scenario)
+    point = scenario_at_bench_point(parsed, scenario, open_loop_rate(bench))
     profile = profile_from_vllm_bench(
         bench, {k: v for k, v in scenario.items() if k != "calibration"}, name=name
     )

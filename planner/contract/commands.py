@@ -27,18 +27,31 @@ from planner.contract.launch import (
     yaml_scalar,
 )
 from planner.core.errors import ScenarioError
-from planner.engines.base import DEFAULT_ENGINE, SERVING_ENGINES
+from planner.engines.base import DEFAULT_ENGINE, ENGINE_LABELS, SERVING_ENGINES
 from planner.hardware.parallelism import effective_ep, validate_parallelism
 from planner.model.presets import preset_hf_id
 from planner.scenario.scenario import Scenario, parse_scenario, resolve_gpu, resolve_model
-from planner.serving.benchmark_client import MIN_PROMPTS, default_num_prompts
+from planner.serving.benchmark_client import default_num_prompts
 from planner.serving.distributions import PERCENTILES
 
 ENGINES = SERVING_ENGINES  # the engines a launch command exists for
 HEALTH_PATH = "/health"  # all three servers answer GET /health with 200 once ready
 MODEL_PLACEHOLDER = "YOUR_MODEL_ID"
 RESULT_FILENAME = "ridgeline_bench.json"
-BENCH_SECONDS = 120  # open loop: about two minutes of arrivals at the planned rate
+BENCH_SECONDS = 120  # open loop: at least two minutes of arrivals at the planned rate
+# An open-loop run long enough for its percentiles: at least OPEN_LOOP_MIN_PROMPTS requests (the p99 of 1,000
+# requests has 10 beyond it), and at least STEADY_STATE_E2ES mean request lifetimes long, so that the ramp-up
+# (the first E2E, an emptier server) and the drain (the last one) are each 5 % of the run or less.
+OPEN_LOOP_MIN_PROMPTS = 1000
+STEADY_STATE_E2ES = 20
+# The safety cap of an open-loop run (--max-concurrency): the requests in flight at a rate below capacity are
+# about Poisson with mean L = rate x mean E2E (Little's law; the plan's `serving.concurrency`). The cap is
+# max(2 L, L + 5 sqrt(L)): beyond the Poisson 99.99th percentile (L + 3.7 sqrt(L)), so it never holds an
+# arrival back at the planned latencies (vllm bench serve would start such a request late and leave that
+# wait out of its TTFT), and it still bounds the pile-up of a server twice as slow as planned.
+CAP_OVER_MEAN = 2.0
+CAP_SIGMAS = 5.0
+RATE_DIGITS = 4  # a goodput is written to 4 significant digits, rounded down: never above the goodput
 
 
 
@@ -73,16 +86,72 @@ def pick_engine(scenario: Scenario, engine: str | None) -> str:
     return engine
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _floor_digits(x: float, digits: int = RATE_DIGITS) -> float:
+    """`x` rounded down to `digits` significant digits (4.447363 -> 4.447)."""
+    scale = 10.0 ** (digits - 1 - math.floor(math.log10(x)))
+    return math.floor(x * scale * (1 + 1e-12)) / scale
+
+
+@dataclass(frozen=True)
+class OpenLoop:
+    """An open-loop benchmark: Poisson (or gamma) arrivals at `rate` requests/s, as the plan assumes, with a
+    concurrency cap that does not bind at the planned latencies, long enough for its percentiles."""
+
+    rate: float
+    cap: int | None  # None: the plan has no steady state to bound (an unstable rate)
+    num_prompts: int
+    how: str  # why these numbers, for the notes
+
+
+def open_loop(s: Scenario, plan_json: dict[str, Any] | None) -> OpenLoop | None:
+    """The open-loop benchmark of a plan at a request rate (`load.request_rate`, or `load.at_goodput`: the
+    goodput its `serving` section found); None for a closed loop or a plan without a rate."""
+    if s.load is None:
+        return None
+    serving = (plan_json or {}).get("serving") or {}
+    planned = _number(serving.get("request_rate"))
+    if s.load.request_rate is not None:
+        rate, source = s.load.request_rate, "the scenario's request rate"
+    elif s.load.at_goodput and planned is not None and planned > 0:
+        rate, source = _floor_digits(planned), (
+            f"the plan's goodput {planned:.6g} req/s, rounded down to {RATE_DIGITS} digits")
+    else:
+        return None
+    in_flight = _number(serving.get("concurrency")) if serving.get("stable") else None
+    e2e = _number((serving.get("e2e_ms") or {}).get("mean")) if serving.get("stable") else None
+    seconds = max(BENCH_SECONDS, STEADY_STATE_E2ES * e2e / 1000.0) if e2e else BENCH_SECONDS
+    num_prompts = max(OPEN_LOOP_MIN_PROMPTS, math.ceil(rate * seconds))
+    how = (f"--request-rate {flag_value(rate)}: {source}, arrivals "
+           + ("Poisson (burstiness 1, vllm bench serve's default)" if s.load.arrival_cv == 1.0
+              else "gamma-distributed (--burstiness)")
+           + f" as the plan assumes; --num-prompts {num_prompts}: about {num_prompts / rate:,.0f} s of "
+           f"arrivals, at least {OPEN_LOOP_MIN_PROMPTS} requests and {STEADY_STATE_E2ES} mean E2Es")
+    cap = None
+    if in_flight is not None and in_flight > 0:
+        cap = math.ceil(max(CAP_OVER_MEAN * in_flight, in_flight + CAP_SIGMAS * math.sqrt(in_flight)))
+        how += (f"; --max-concurrency {cap} is only a safety cap: the plan holds {in_flight:,.1f} requests "
+                f"in flight on average, and max(2 L, L + 5 sqrt(L)) = {cap} is not reached at the planned "
+                "latencies")
+    else:
+        how += "; no --max-concurrency: the plan has no steady state at this rate (at or above capacity)"
+    return OpenLoop(rate, cap, num_prompts, how)
+
+
 def _num_prompts(s: Scenario, concurrency: int | None) -> int:
-    if s.load is not None and s.load.request_rate is not None:
-        return max(MIN_PROMPTS, math.ceil(s.load.request_rate * BENCH_SECONDS))
+    """A closed loop's requests: the scenario's benchmark setting, else ~10 per client."""
     if s.load is not None and s.load.benchmark.num_prompts is not None:
         return s.load.benchmark.num_prompts
     return default_num_prompts(concurrency or 1)  # the plan's benchmark section sends the same
 
 
-def bench_argv(s: Scenario, engine: str, hf_id: str, batch: int) -> tuple[tuple[str, ...], list[str]]:
-    """`vllm bench serve` at the planned lengths and operating point; returns (argv, notes)."""
+def bench_argv(s: Scenario, engine: str, hf_id: str, batch: int,
+               plan_json: dict[str, Any] | None = None) -> tuple[tuple[str, ...], list[str]]:
+    """`vllm bench serve` at the planned lengths and operating point; returns (argv, notes). A plan at a
+    request rate (given, or its goodput) is benchmarked open loop at that rate (open_loop)."""
     notes: list[str] = []
     prefix = prefix_tokens(s)
     argv = ["vllm", "bench", "serve", "--backend", "vllm" if engine == "vllm" else "openai",
@@ -113,29 +182,63 @@ def bench_argv(s: Scenario, engine: str, hf_id: str, batch: int) -> tuple[tuple[
                 "vllm bench serve applies one range ratio to prompt and output lengths; it follows "
                 "prompt_len_cv"
             )
-    concurrency: int | None = None
-    if s.load is not None and s.load.request_rate is not None:
-        argv += ["--request-rate", flag_value(s.load.request_rate)]
-        if s.load.arrival_cv != 1.0:
-            if s.load.arrival_cv > 0:
-                # gamma inter-arrivals with shape k have a coefficient of variation 1 / sqrt(k)
-                argv += ["--burstiness", flag_value(1.0 / s.load.arrival_cv ** 2)]
-            else:
-                notes.append(
-                    "arrival_cv 0 (evenly spaced arrivals) has no vllm bench equivalent; Poisson is used"
-                )
-    else:
-        concurrency = s.load.concurrency if s.load is not None and s.load.concurrency is not None else batch
-        argv += ["--max-concurrency", str(concurrency)]
-    argv += ["--num-prompts", str(_num_prompts(s, concurrency)), "--ignore-eos",
+    loop = open_loop(s, plan_json)
+    argv += _operating_point_flags(s, loop, batch, notes)
+    argv += ["--ignore-eos",
              "--percentile-metrics", "ttft,tpot,itl,e2el",
              "--metric-percentiles", ",".join(map(str, PERCENTILES))]
-    slo = s.load.slo if s.load is not None else None
-    if slo is not None and (slo.ttft_ms or slo.itl_ms):
-        argv += ["--goodput"] + ([f"ttft:{flag_value(slo.ttft_ms)}"] if slo.ttft_ms else []) + (
-            [f"tpot:{flag_value(slo.itl_ms)}"] if slo.itl_ms else [])
+    argv += _goodput_flags(s.load.slo if s.load is not None else None, notes)
     argv += ["--save-result", "--result-filename", RESULT_FILENAME]
+    if loop is not None and engine != "vllm":
+        notes.append(_client_equivalent(engine, loop))
     return tuple(argv), notes
+
+
+def _operating_point_flags(s: Scenario, loop: OpenLoop | None, batch: int, notes: list[str]) -> list[str]:
+    """The run's load: open loop at the plan's rate (`loop`), else a closed loop of `load.concurrency` (or the
+    plan's batch) clients; then its number of prompts."""
+    if loop is None or s.load is None:
+        concurrency = s.load.concurrency if s.load is not None and s.load.concurrency is not None else batch
+        return ["--max-concurrency", str(concurrency), "--num-prompts", str(_num_prompts(s, concurrency))]
+    argv = ["--request-rate", flag_value(loop.rate)]
+    if loop.cap is not None:
+        argv += ["--max-concurrency", str(loop.cap)]
+    notes.append(loop.how)
+    if s.load.arrival_cv != 1.0:
+        if s.load.arrival_cv > 0:
+            # gamma inter-arrivals with shape k have a coefficient of variation 1 / sqrt(k)
+            argv += ["--burstiness", flag_value(1.0 / s.load.arrival_cv ** 2)]
+        else:
+            notes.append("arrival_cv 0 (evenly spaced arrivals) has no vllm bench equivalent; Poisson is "
+                         "used")
+    return argv + ["--num-prompts", str(loop.num_prompts)]
+
+
+def _goodput_flags(slo: Any, notes: list[str]) -> list[str]:
+    """vllm bench serve's --goodput: the objective's per-request bounds (TTFT; TPOT where the objective has
+    one). An ITL percentile is no per-request bound: it is not passed as a TPOT bound (a request's TPOT is its
+    mean ITL, prompt chunks included, and can exceed an ITL p90 the plan meets), the sheet's ITL lines check
+    it."""
+    if slo is None:
+        return []
+    tpot_ms = getattr(slo, "tpot_ms", None)
+    bounds = ([f"ttft:{flag_value(slo.ttft_ms)}"] if slo.ttft_ms else []) + (
+        [f"tpot:{flag_value(tpot_ms)}"] if tpot_ms else [])
+    if slo.itl_ms:
+        notes.append(f"the ITL objective (p{slo.percentile} <= {flag_value(slo.itl_ms)} ms) is not a vllm "
+                     "bench --goodput bound (it takes per-request TTFT, TPOT, E2EL): compare the run's "
+                     f"p{slo.percentile}_itl_ms with it")
+    return ["--goodput", *bounds] if bounds else []
+
+
+def _client_equivalent(engine: str, loop: OpenLoop) -> str:
+    """The engine's own benchmark client at the same operating point (its flags follow vllm bench serve's)."""
+    same = (f"--request-rate {flag_value(loop.rate)}"
+            + (f" --max-concurrency {loop.cap}" if loop.cap is not None else "")
+            + f" --num-prompts {loop.num_prompts} and the same --dataset-name random lengths")
+    client = ("python -m sglang.bench_serving --backend sglang-oai" if engine == "sglang" else
+              "python -m tensorrt_llm.serve.scripts.benchmark_serving --backend openai")
+    return f"{ENGINE_LABELS.get(engine, engine)}'s own client takes the same operating point: {client} {same}"
 
 
 
@@ -179,7 +282,7 @@ def command_set(scenario: Scenario | dict[str, Any], engine: str | None = None,
         free_gb = gpu.memory_gb - float(mem["weights_gb_per_gpu"])
         fraction = min(1.0, max(0.01, float(mem["kv_budget_gb_per_gpu"]) / free_gb)) if free_gb > 0 else 0.01
         launch = trtllm_launch(s, hf_id, batch, moe, round(fraction, 2))
-    bench, bench_notes = bench_argv(s, name, hf_id, batch)
+    bench, bench_notes = bench_argv(s, name, hf_id, batch, plan_json)
     # EP groups wider than TP add GPUs per stage: the plan's layout counts them (planner.hardware.parallelism)
     gpus = int((plan_json.get("parallelism") or {}).get("gpus_per_replica") or s.tp * s.pp)
     if gpus > 8:
@@ -217,7 +320,8 @@ def _band_text(f: ExpectedFigure) -> str:
 def expected_sheet(cs: CommandSet) -> str:
     """The figures the benchmark should print, in its own words, with the plan's band."""
     lines = [f"Expected `vllm bench serve` figures ({cs.engine}, {cs.model_id})",
-             f"{'figure':<34}{'result key':<20}{'plan':>12}  band (10th-90th pct of past error)"]
+             f"{'figure':<34}{'result key':<20}{'plan':>12}  band (10th-90th pct of past step error, over "
+             "the simulated queue range where the plan has one)"]
     for f in cs.expected:
         value = f"{f.predicted:,.2f}" if f.predicted is not None else "-"
         lines.append(f"{f.label + ' (' + f.unit + ')':<34}{f.result_key:<20}{value:>12}  {_band_text(f)}")

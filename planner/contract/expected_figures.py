@@ -75,13 +75,33 @@ def _benchmark_figures(bench: dict[str, Any]) -> tuple[ExpectedFigure, ...]:
     return tuple(out)
 
 
+def _queue_band(serving: dict[str, Any], metric: str, p: int) -> Span:
+    """The plan's simulated range of a TTFT or ITL percentile under load (`serving.queue_bands`), if any."""
+    bands = serving.get("queue_bands")
+    return _band(bands.get(f"{metric}_p{p}_ms")) if isinstance(bands, dict) else None
+
+
+def _widened(value: float | None, factors: tuple[float, float] | None, queue: Span) -> Span:
+    """A percentile's band: the step-time error band (`factors` of the estimate) applied to the simulated
+    queue range where the plan has one (both errors compound), else to the estimate; it holds the estimate."""
+    if value is None or (factors is None and queue is None):
+        return None
+    low_f, high_f = factors if factors is not None else (1.0, 1.0)
+    low, high = (min(queue[0], value), max(queue[1], value)) if queue is not None else (value, value)
+    return low * low_f, high * high_f
+
+
 def _serving_figures(
     s: Scenario, plan_json: dict[str, Any], serving: dict[str, Any]
 ) -> tuple[ExpectedFigure, ...]:
-    """From the plan's `serving` section (the replica at its operating point): throughputs and the TTFT / ITL
-    / E2E percentiles. Bands: the plan's TTFT and ITL bands carried over as factors of their estimates;
-    throughput takes the inverse of the ITL factors. TPOT's median is the ITL median; with speculative
-    decoding TPOT and ITL are the speculative section's per-token and per-round times."""
+    """From the plan's `serving` section (the replica at its operating point): throughputs, the means and the
+    TTFT / TPOT / ITL / E2E percentiles, each the section's own figure. TPOT is the section's `tpot_ms`, the
+    per-request time per output token vllm bench serve reports (not the ITL median, which leaves out the
+    prompt chunks a decode waits through); with speculative decoding TPOT and ITL are the speculative
+    section's per-token and per-round times. Bands: the plan's TTFT and ITL bands as factors of their
+    estimates, applied to the section's simulated queue range (`queue_bands`) where it has one; TPOT takes
+    the ITL factors; throughput the inverse of the ITL factors (none for an open loop below saturation,
+    whose rate is given)."""
     lat = plan_json["latency"]
     bench = serving.get("benchmark")
     if isinstance(bench, dict) and not plan_json.get("speculative"):
@@ -93,33 +113,53 @@ def _serving_figures(
         tput_f = (
             None  # an open loop below saturation completes what arrives: the rate is given, not predicted
         )
-    rate = serving.get("request_rate")
-    tokens = serving.get("output_tokens_per_s")
-    rate = float(rate) if isinstance(rate, (int, float)) else None
-    tokens = float(tokens) if isinstance(tokens, (int, float)) else None
+    rate, tokens = _number(serving.get("request_rate")), _number(serving.get("output_tokens_per_s"))
     spec = plan_json.get("speculative")
     itl50 = _pct(serving, "itl_ms", 50)
-    tpot, itl = (float(spec["itl_ms"]), float(spec["round_ms"])) if spec else (itl50, itl50)
+    tpot_p50 = _pct(serving, "tpot_ms", 50)
+    tpot: float | None
+    itl: float | None
+    if spec:
+        tpot, itl = float(spec["itl_ms"]), float(spec["round_ms"])
+    else:
+        tpot, itl = (tpot_p50 if tpot_p50 is not None else itl50), itl50
     spec_f = None if spec else itl_f
     out = [
         _figure("Request throughput", "request_throughput", "req/s", rate, _times(rate, tput_f)),
         _figure("Output token throughput", "output_throughput", "tok/s", tokens, _times(tokens, tput_f)),
     ]
-    for key, label, result, factors in (("ttft_ms", "TTFT", "ttft", ttft_f), ("itl_ms", "ITL", "itl", spec_f),
-                                        ("e2e_ms", "E2EL", "e2el", None)):
-        for p in PERCENTILES:
-            value = _pct(serving, key, p)
-            if key == "itl_ms" and p == 50:
-                out.append(_figure("Median TPOT", "median_tpot_ms", "ms", tpot, _times(tpot, spec_f)))
-                value = itl
-            name = "Median" if p == 50 else f"P{p}"
-            out.append(
-                _figure(
-                    f"{name} {label}", f"{'median' if p == 50 else f'p{p}'}_{result}_ms", "ms", value,
-                    _times(value, factors),
-                )
-            )
+    out += _metric_figures(serving, "ttft_ms", "TTFT", ttft_f, None, True)
+    if spec or tpot_p50 is None:  # TPOT from the step figures: the median only
+        out.append(_figure("Median TPOT", "median_tpot_ms", "ms", tpot, _times(tpot, spec_f)))
+    else:
+        out += _metric_figures(serving, "tpot_ms", "TPOT", spec_f, None, True)
+    out += _metric_figures(serving, "itl_ms", "ITL", spec_f, itl, not spec)
+    out += _metric_figures(serving, "e2e_ms", "E2EL", None, None, True)
     return tuple(out)
+
+
+def _metric_figures(serving: dict[str, Any], key: str, label: str, factors: tuple[float, float] | None,
+                    median: float | None, with_mean: bool) -> list[ExpectedFigure]:
+    """One metric's mean (when `with_mean`) and percentiles from the `serving` section (`median` in place of
+    its p50 when given); bands as _serving_figures says, none for E2E."""
+    result = {"ttft_ms": "ttft", "tpot_ms": "tpot", "itl_ms": "itl", "e2e_ms": "e2el"}[key]
+    banded = key != "e2e_ms"
+    out = []
+    if with_mean:
+        mean = _number((serving.get(key) or {}).get("mean"))
+        out.append(_figure(f"Mean {label}", f"mean_{result}_ms", "ms", mean,
+                           _widened(mean, factors, None) if banded else None))
+    for p in PERCENTILES:
+        value = median if p == 50 and median is not None else _pct(serving, key, p)
+        queue = _queue_band(serving, key.removesuffix("_ms"), p) if key in ("ttft_ms", "itl_ms") else None
+        name, prefix = ("Median", "median") if p == 50 else (f"P{p}", f"p{p}")
+        out.append(_figure(f"{name} {label}", f"{prefix}_{result}_ms", "ms", value,
+                           _widened(value, factors, queue) if banded else None))
+    return out
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def expected_figures(s: Scenario, plan_json: dict[str, Any]) -> tuple[ExpectedFigure, ...]:

@@ -19,6 +19,10 @@ beside it. Both pools are the plan's serving model (planner.serving.serving), no
     the serving model's decode at the population N = lambda (O - 1) T it then holds, up to the KV cache's
     max batch. Decode workers = ceil(traffic / the highest rate per worker whose ITL at the percentile
     meets the objective). The prefill:decode ratio is what balances this traffic mix.
+Pairing: a prefill pool meets a decode pool only on one vendor's accelerators, with the weight and KV
+precisions they share, and only where the engine the fleet is planned on documents a KV-transfer path
+between them (planner.engines.kv_transfer, planner/data/kv_transfer_paths.toml): no engine moves a KV
+cache between two vendors' accelerators in production. Each option names its path (`kv_transfer_path`).
 What is not modelled: the expert weights that concurrently busy attention groups of an EP prefill worker
 share (each slot is timed as the worker's lone prompt: optimistic, up to 1.55x for DeepSeek-V3 EP 8 at
 2,000 tokens), KV transfer contention with the expert all-to-alls on the same NICs, prefix caching across
@@ -38,6 +42,7 @@ from pydantic import ValidationError
 from planner.core.deployment import Deployment
 from planner.core.errors import ScenarioError
 from planner.economics.cost import usd_per_million_tokens
+from planner.engines.kv_transfer import KvTransferPath, kv_transfer_path, vendor_key
 from planner.hardware.communication import NETWORK_EFFICIENCY
 from planner.hardware.parallelism import sharding
 from planner.physics.latency import prefill
@@ -304,6 +309,13 @@ def _prefill_cost_floor(d: Deployment, shape: TrafficShape, price: float, work_m
 
 
 Priced = tuple[float, Any, str, float]  # (cost per unit of work, worker, GPU key, $/GPU-hour)
+# the pools that may pair: (weights, KV cache, vendor); a vendor of None (a custom GPU that names none) pairs
+# with nothing
+PoolKey = tuple[str, str, str | None]
+
+
+def _pool_key(c: PoolCandidate, d: Deployment) -> PoolKey:
+    return c.weights, c.kv_cache, vendor_key(d.gpu.vendor)
 Resolver = Callable[[PoolCandidate], Any]
 Pricer = Callable[[str, Any], float | None]
 
@@ -311,23 +323,23 @@ Pricer = Callable[[str, Any], float | None]
 def _prefill_pool_workers(prefill_pool: Sequence[PoolCandidate], deployment_of: Resolver,
                           key_of: Callable[[PoolCandidate], LayoutKey], price_of: Pricer,
                           memo: LayoutMemo, shape: TrafficShape, prompt_len: int,
-                          ttft_slo_ms: float) -> tuple[dict[tuple[str, str], list[Priced]], int]:
+                          ttft_slo_ms: float) -> tuple[dict[PoolKey, list[Priced]], int]:
     """Prefill workers by (weights, KV), priced per prompt per second, and how many were searched: cheapest
     floor first, workers built until the KEEP_PER_POOL best found cost less per prompt than any floor left;
     the kept ones go back to pool order (the pairing's ties keep it)."""
     searched = 0
     cached = shape.prompt_len - max(round(shape.prompt_len * (1.0 - shape.prefix_cache_hit)), 1)
-    floored: dict[tuple[str, str], list[tuple[float, Callable[[], float], tuple[int, PoolCandidate,
-                                                                                Deployment, float]]]] = {}
+    floored: dict[PoolKey, list[tuple[float, Callable[[], float], tuple[int, PoolCandidate, Deployment,
+                                                                        float]]]] = {}
     for i, c in enumerate(prefill_pool):
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
         if d is None or price is None or not memo.fits(key_of(c), d, prompt_len + 1):
             continue
         searched += 1
-        floored.setdefault((c.weights, c.kv_cache), []).append(
+        floored.setdefault(_pool_key(c, d), []).append(
             (*_prefill_floors(memo, key_of(c), d, shape, price, cached), (i, c, d, price)))
-    prefills: dict[tuple[str, str], list[Priced]] = {}
+    prefills: dict[PoolKey, list[Priced]] = {}
     for key, floors in floored.items():
         built: list[tuple[float, int, PrefillWorker, str, float]] = []
         order = FloorOrder(floors)  # cheapest floor first (pool order among equals)
@@ -357,18 +369,21 @@ def _prefill_floors(memo: LayoutMemo, key: LayoutKey, d: Deployment, shape: Traf
 def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolver,
                     key_of: Callable[[PoolCandidate], LayoutKey], price_of: Pricer,
                     memo: LayoutMemo, shape: TrafficShape, context_len: int, itl_slo_ms: float,
-                    percentile: int) -> tuple[dict[tuple[str, str], list[Priced]], int]:
-    """Decode workers by (weights, KV), priced per request per second, and how many were searched: cheapest
-    goodput bound first, goodput searched until the KEEP_PER_POOL best found cost less per request than any
-    bound left (planner.serving.sizing's bound, prompt work 0: it is cached)."""
+                    percentile: int, pairs_with: set[PoolKey]) -> tuple[dict[PoolKey, list[Priced]], int]:
+    """Decode workers by (weights, KV, vendor), priced per request per second, and how many were searched:
+    cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found cost less per request
+    than any bound left (planner.serving.sizing's bound, prompt work 0: it is cached). Only for the pools a
+    prefill pool can pair with (`pairs_with`)."""
     searched = 0
-    bounded: dict[tuple[str, str], list[DecodeCandidate]] = {}
+    bounded: dict[PoolKey, list[DecodeCandidate]] = {}
     for c in decode_pool:
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
         if d is None or price is None:
             continue
         searched += 1
+        if _pool_key(c, d) not in pairs_with:
+            continue
         mem = memo.memory(key_of(c), d, context_len)
         if not mem.fits:
             continue
@@ -376,35 +391,41 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
         bound = rate_bound_per_s(d, context, mem.max_batch, shape.output_len, itl_slo_ms, 0.0,
                                  memo.bound_steps(key_of(c), d, mem.max_batch, context))
         floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
-        bounded.setdefault((c.weights, c.kv_cache), []).append((floor, c, d, price, mem,
+        bounded.setdefault(_pool_key(c, d), []).append((floor, c, d, price, mem,
                                                                 memo.prefill_work(key_of(c), d)))
     return {key: _decode_pool(candidates, context_len, shape, itl_slo_ms, percentile)
             for key, candidates in bounded.items()}, searched
 
 
 def _option(fleet: DisaggregatedFleet, prefill: Priced, decode: Priced, requests_per_s: float,
-            output_len: int, percentile: int) -> dict[str, Any]:
-    """One disaggregated fleet as a sizing option (the contract's option fields)."""
+            output_len: int, percentile: int, path: KvTransferPath) -> dict[str, Any]:
+    """One disaggregated fleet as a sizing option (the contract's option fields). Each pool carries its GPU
+    count and $/hour, which sum to the option's `gpus_total` and `usd_per_hour`: the banner, the table and
+    the opened fleet all read these."""
     _, pw, p_key, p_price = prefill
     _, dw, d_key, d_price = decode
     gpus_p, gpus_d = fleet.prefill_workers * pw.gpus, fleet.decode_workers * dw.gpus
-    usd = gpus_p * p_price + gpus_d * d_price
+    usd_p, usd_d = gpus_p * p_price, gpus_d * d_price
+    usd = usd_p + usd_d
     return {
         "mode": "disaggregated", "prefill_workers": fleet.prefill_workers,
         "decode_workers": fleet.decode_workers,
         "prefill_decode_ratio": fleet.prefill_workers / fleet.decode_workers,
         "prefill": {**layout_summary(pw.deployment, p_key), "prefill_ms": pw.prefill_ms,
                     "prompts_per_s_per_worker": pw.prompts_per_s,
-                    "utilization": fleet.prefill_utilization, "usd_per_gpu_hour": p_price},
+                    "utilization": fleet.prefill_utilization, "usd_per_gpu_hour": p_price,
+                    "workers": fleet.prefill_workers, "gpus": gpus_p, "usd_per_hour": usd_p},
         "decode": {**layout_summary(dw.deployment, d_key), "batch": fleet.decode_batch,
                    "itl_ms": fleet.itl_ms,
                    "max_running": dw.max_running, "goodput_request_rate": dw.goodput_per_s,
                    "request_rate_per_worker": requests_per_s / fleet.decode_workers,
                    "output_tokens_per_s_per_worker": dw.output_tokens_per_s,
-                   "usd_per_gpu_hour": d_price},
+                   "usd_per_gpu_hour": d_price,
+                   "workers": fleet.decode_workers, "gpus": gpus_d, "usd_per_hour": usd_d},
         "gpus_total": gpus_p + gpus_d, "ttft_ms": fleet.ttft_ms, "itl_ms": fleet.itl_ms,
         "percentile": percentile,
-        "kv_transfer_ms": fleet.kv_transfer_ms, "usd_per_hour": usd,
+        "kv_transfer_ms": fleet.kv_transfer_ms, "kv_transfer_path": path.as_dict(),
+        "usd_per_hour": usd,
         "usd_per_million_output_tokens": usd_per_million_tokens(usd, requests_per_s * output_len),
     }
 
@@ -415,8 +436,9 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
                           price_of: Callable[[str, Any], float | None], shape: TrafficShape | None = None,
                           percentile: int = 90,
                           memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], int]:
-    """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts; they
-    share the weight and KV precision so the KV cache transfers as is). Returns (options, searched).
+    """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts of one
+    vendor; they share the weight and KV precision so the KV cache transfers as is, over the engine's
+    documented path). Returns (options, searched).
     `memo`: per-layout figures shared with the request's aggregated search (same model and settings)."""
     shape = shape or TrafficShape(prompt_len, output_len)
     resolved: dict[tuple, Deployment | None] = {}
@@ -437,11 +459,18 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
 
     prefills, searched_p = _prefill_pool_workers(prefill_pool, deployment_of, key_of, price_of, memo, shape,
                                                  prompt_len, ttft_slo_ms)
+    # one vendor's pools, on an engine with a documented KV-transfer path between them
+    paths: dict[PoolKey, KvTransferPath] = {}
+    for key, pre in prefills.items():
+        path = kv_transfer_path(key[2], pre[0][1].deployment.engine) if pre else None
+        if path is not None:
+            paths[key] = path
     decodes, searched_d = _decode_workers(decode_pool, deployment_of, key_of, price_of, memo, shape,
-                                          context_len, itl_slo_ms, percentile)
+                                          context_len, itl_slo_ms, percentile, set(paths))
     options = []
     decode_side: dict[int, tuple[int, LoadPoint, float | None]] = {}
-    for key, pre in prefills.items():
+    for key, path in paths.items():
+        pre = prefills[key]
         for p_side in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
             for d_side in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
                 dw = d_side[1]
@@ -450,7 +479,8 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
                 fleet = size_fleet(p_side[1], dw, requests_per_s, prompt_len, output_len, ttft_slo_ms,
                                    percentile, decode_side[id(dw)])
                 if fleet is not None:
-                    options.append(_option(fleet, p_side, d_side, requests_per_s, output_len, percentile))
+                    options.append(_option(fleet, p_side, d_side, requests_per_s, output_len, percentile,
+                                           path))
     options.sort(key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
     return options, searched_p + searched_d
 

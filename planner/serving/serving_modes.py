@@ -4,7 +4,8 @@ A sizing request with `disaggregation: true` runs the aggregated search (planner
 disaggregated one (planner.serving.disaggregation) on the same traffic and objectives, tags every option with
 its `mode`, and says in `assumptions.modes` which mode wins and why. Extra request fields:
 `disaggregation` (false), `prefill_gpus` / `decode_gpus` (each pool's GPU list; default: `gpus`),
-`pp` ([1]) and `ep` ([1]; MoE models only) for the disaggregated pools.
+`pp` ([1]) and `ep` ([1]; MoE models only) for the disaggregated pools. Disaggregated pools pair within one
+vendor over a documented KV-transfer path (planner.serving.disaggregation).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gpu_catalog import load_catalog
 from planner.core.errors import ScenarioError, from_validation_error
 from planner.economics.cost import gpu_price
+from planner.engines.base import ENGINE_LABELS
 from planner.hardware.validated import is_validated
 from planner.scenario.scenario import resolve_gpu, resolve_model
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
@@ -94,10 +96,17 @@ def size_with_modes(data: Any) -> dict[str, Any]:
         option["validated"] = is_validated(option["prefill"]["gpu"]) and is_validated(option["decode"]["gpu"])
     aggregated = result["options"]
     options = sorted(aggregated + disagg, key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
-    result.update(options=options[: req.max_options], feasible=result["feasible"] + len(disagg),
+    shown = options[: req.max_options]
+    for mode in ("aggregated", "disaggregated"):  # each mode's cheapest stays listed: the verdict names it
+        best = next((o for o in options if o["mode"] == mode), None)
+        if best is not None and best not in shown and len(shown) > 1:
+            shown[-1] = best  # dearer than every option before it, so the order holds
+    result.update(options=shown, feasible=result["feasible"] + len(disagg),
                   searched=result["searched"] + searched)
-    result["assumptions"]["modes"] = _verdict(aggregated[0] if aggregated else None,
-                                              disagg[0] if disagg else None)
+    result["assumptions"]["modes"] = modes_verdict(shown)
+    result["assumptions"]["kv_transfer"] = (
+        "prefill and decode pools pair only on one vendor's accelerators, on an engine with a documented "
+        "KV-transfer path (planner/data/kv_transfer_paths.toml); each disaggregated option names its path")
     return result
 
 
@@ -124,25 +133,45 @@ def decode_worker_scenario(option: dict[str, Any], request: dict[str, Any]) -> d
     }
 
 
-def _verdict(agg: dict[str, Any] | None, dis: dict[str, Any] | None) -> dict[str, Any]:
+def modes_verdict(options: list[dict[str, Any]]) -> dict[str, Any]:
+    """Which mode wins among `options` in the order they are shown, and why: the first aggregated option
+    against the first disaggregated one, each named by its 1-based number in that list
+    (`aggregated_option`, `disaggregated_option`; None when the list has none). The sizing result's
+    `assumptions.modes` is this over its own ranking; a page that reorders the options (validated GPUs
+    first) asks again over its order, so that the verdict, the table and the option opened are one fleet."""
+    def first(mode: str) -> tuple[int | None, dict[str, Any] | None]:
+        return next(((i + 1, o) for i, o in enumerate(options) if o.get("mode", "aggregated") == mode),
+                    (None, None))
+
+    agg_n, agg = first("aggregated")
+    dis_n, dis = first("disaggregated")
+    numbers = {"aggregated_option": agg_n, "disaggregated_option": dis_n}
     if agg is None and dis is None:
-        return {"winner": None, "why": "neither mode meets the objectives at this traffic"}
+        return {"winner": None, "why": "neither mode meets the objectives at this traffic", **numbers}
     if agg is not None and (dis is None or agg["usd_per_hour"] <= dis["usd_per_hour"]):
         why = ("no disaggregated fleet meets the objectives" if dis is None else
-               f"aggregated replicas cost ${agg['usd_per_hour']:.2f}/h against ${dis['usd_per_hour']:.2f}/h "
-               "disaggregated: at this traffic the decode batch absorbs the prefills and a separate prefill "
-               "pool (plus the KV transfer) costs more than it saves")
-        return {"winner": "aggregated", "why": why}
+               f"option {agg_n} (aggregated replicas) costs ${agg['usd_per_hour']:.2f}/h against "
+               f"${dis['usd_per_hour']:.2f}/h for option {dis_n} (disaggregated): at this traffic the decode "
+               "batch absorbs the prefills and a separate prefill pool (plus the KV transfer) costs more "
+               "than it saves")
+        return {"winner": "aggregated", "why": why, **numbers}
     assert dis is not None
-    why = ("no aggregated replica meets the objectives (prefills interleaved with decode push ITL or TTFT "
-           "past them)" if agg is None else
-           f"disaggregated fleet costs ${dis['usd_per_hour']:.2f}/h against "
-           f"${agg['usd_per_hour']:.2f}/h aggregated: "
-           f"decode workers run at batch {dis['decode']['batch']} with no prefill interference "
-           f"(ITL {dis['itl_ms']:.1f} ms) while {dis['prefill_workers']} prefill worker(s) on "
-           f"{dis['prefill']['gpu']} keep TTFT at {dis['ttft_ms']:.0f} ms, KV transfer "
-           f"{dis['kv_transfer_ms']:.1f} ms included")
-    return {"winner": "disaggregated", "why": why}
+    pre, dec = dis["prefill"], dis["decode"]
+    path = dis.get("kv_transfer_path") or {}
+    fleet = (f"option {dis_n}: {dis['prefill_workers']} prefill worker(s) on {pre['gpu']} TP{pre['tp']} "
+             f"({pre['gpus']} GPUs, ${pre['usd_per_hour']:.2f}/h) and {dis['decode_workers']} decode "
+             f"worker(s) on {dec['gpu']} TP{dec['tp']} ({dec['gpus']} GPUs, ${dec['usd_per_hour']:.2f}/h), "
+             f"{dis['gpus_total']} GPUs at ${dis['usd_per_hour']:.2f}/h")
+    why = ((f"no aggregated replica meets the objectives (prefills interleaved with decode push ITL or TTFT "
+            f"past them); {fleet}") if agg is None else
+           f"{fleet}, against ${agg['usd_per_hour']:.2f}/h for option {agg_n} (aggregated): decode workers "
+           f"run at batch {dec['batch']} with no prefill interference (ITL {dis['itl_ms']:.1f} ms) while the "
+           f"prefill pool keeps TTFT at {dis['ttft_ms']:.0f} ms, KV transfer {dis['kv_transfer_ms']:.1f} ms "
+           "included")
+    if path:
+        why += f"; KV cache transfer: {ENGINE_LABELS.get(path['engine'], path['engine'])} {path['path']}"
+    return {"winner": "disaggregated", "why": why, **numbers}
 
 
-__all__ = ["MODE_FIELDS", "check_modes", "decode_worker_scenario", "fit_hints", "size_with_modes"]
+__all__ = ["MODE_FIELDS", "check_modes", "decode_worker_scenario", "fit_hints", "modes_verdict",
+           "size_with_modes"]
