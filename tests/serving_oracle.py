@@ -21,11 +21,14 @@ cannot hold the new tokens). No line of vLLM is copied: the rules below are rest
   * At the end of the step every request whose computed tokens reached its known tokens samples one token:
     a prompt's last chunk gives the first token (TTFT), a decode the next; a request with all its output
     tokens finishes and frees its blocks. A preempted request recomputes its prompt and the tokens it had
-    generated (prefix caching is not modelled: nothing it computed survives), then samples its next token.
+    generated, then samples its next token; with prefix caching (on by default in V1) its full blocks stay
+    cached in the free pool, which hands out the longest-free blocks first (block_pool.py,
+    `FreeKVCacheBlockQueue`), so it recomputes only what was evicted meanwhile.
 
 Simplifications, stated: every running decode fits the budget (max_num_seqs <= max_num_batched_tokens, which
 every launch the planner writes keeps); no prefix-cache sharing between requests (a request's cached prefix
-is given as tokens it does not compute but whose blocks it holds); no speculative decoding, no
+is given as tokens it does not compute but whose blocks it holds), only a preempted request's reuse of its
+own; no speculative decoding, no
 `long_prefill_token_threshold`, no encoder inputs, no asynchronous scheduling.
 
 The boundary with the planner. The oracle checks the QUEUEING: who is admitted when, how chunks and decodes
@@ -166,7 +169,12 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
     else:
         times = [float(x) for x in arrivals.arrival_ms]
         sent = 0
+    # the free blocks in the order they are reused (vLLM's free block queue: a freed block joins the end, an
+    # allocation takes the oldest): [owner, blocks] runs, owner -1 or a preempted request whose computed full
+    # blocks are still cached there (prefix caching, on by default in V1) until an allocation evicts them
     free = limits.kv_blocks
+    pool: deque[list[int]] = deque([[-1, free]])
+    kept: dict[int, list[int]] = {}  # preempted request -> its run in the pool
     now, steps, done, preemptions = 0.0, 0, 0, 0
     step_end: list[float] = []
     step_len: list[float] = []
@@ -175,6 +183,29 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
 
     def blocks(tokens: int) -> int:
         return -(-tokens // bs)
+
+    def allocate(count: int) -> None:
+        nonlocal free
+        free -= count
+        while count:
+            head = pool[0]
+            used = min(head[1], count)
+            head[1] -= used
+            count -= used
+            if not head[1]:
+                pool.popleft()
+                if head[0] >= 0:
+                    kept.pop(head[0], None)
+
+    def release(owner: int, count: int) -> None:
+        nonlocal free
+        free += count
+        if owner < 0 and pool and pool[-1][0] < 0:
+            pool[-1][1] += count
+        elif count:
+            pool.append([owner, count])
+            if owner >= 0:
+                kept[owner] = pool[-1]
 
     def held_now(r: int) -> int:
         return kv[r] + (steps - since[r]) if r in running and r not in prefilling else kv[r]
@@ -189,10 +220,12 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
             sent += 1
 
     def preempt(r: int) -> None:
-        nonlocal free, decoding, preemptions
+        nonlocal decoding, preemptions
         preemptions += 1
         held = held_now(r)
-        free += blocks(held)
+        # its blocks go back last one first: the part-filled last block, then its full blocks (cached)
+        release(-1, blocks(held) - held // bs)
+        release(r, held // bs)
         del running[r]
         if r in prefilling:
             prefilling.remove(r)
@@ -236,7 +269,7 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
                         j0 = (-(phase + steps)) % bs
                         new_blocks += count * (0 if j0 >= quiet else 1 + (quiet - 1 - j0) // bs)
                 if new_blocks <= free:
-                    free -= new_blocks
+                    allocate(new_blocks)
                     steps += quiet
                     now += quiet * dt
                     step_end.append(now)
@@ -248,7 +281,7 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
         # running decodes: one token each, a new block for those whose last block is full
         wanted = by_phase[(-steps) % bs] if decoding else 0
         if wanted <= free:
-            free -= wanted
+            allocate(wanted)
         else:  # short of blocks: go through them in admission order, preempting from the young end
             for r in [x for x in running if x not in prefilling]:
                 if r not in running:
@@ -262,7 +295,7 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
                     if victim == r:
                         break
                 if r in running:
-                    free -= 1
+                    allocate(1)
         budget = limits.max_num_batched_tokens - decoding
         chunks: list[tuple[int, int]] = []
 
@@ -280,19 +313,29 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
                     break
             if r not in running:
                 break
-            free -= extra
+            allocate(extra)
             budget -= take
             chunks.append((r, take))
 
         # waiting requests, first come first served, none on a step that preempted
         while not preempted and waiting and budget > 0 and len(running) < limits.max_num_seqs:
             r = waiting[0]
-            take = min(todo[r], budget)
-            need = blocks(kv[r] + take)
-            if need > free:
+            run_of_r = kept.get(r)
+            # a preempted request finds its full blocks still cached (at least one token is computed anew)
+            hit = min(run_of_r[1], (todo[r] - 1) // bs) if run_of_r else 0
+            take = min(todo[r] - hit * bs, budget)
+            need = blocks(kv[r] + hit * bs + take) - hit
+            if need + hit > free:
                 break
             waiting.popleft()
-            free -= need
+            if run_of_r:
+                del kept[r]
+                run_of_r[0] = -1  # what is left of it is never reused
+                run_of_r[1] -= hit
+                free -= hit
+                kv[r] += hit * bs
+                todo[r] -= hit * bs
+            allocate(need)
             running[r] = None
             prefilling.append(r)
             budget -= take
@@ -313,7 +356,7 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
         for r in last_step.pop(steps, ()):
             decoding -= 1
             by_phase[(kv[r] - since[r]) % bs] -= 1
-            free += blocks(kv[r] + steps - since[r])
+            release(-1, blocks(kv[r] + steps - since[r]))
             del running[r]
             sampled[r] = outputs[r]
             end_request(r)
@@ -329,7 +372,7 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
             else:
                 resumed_gaps.append((now, now - paused_at[r]))
             if sampled[r] >= outputs[r]:
-                free += blocks(kv[r])
+                release(-1, blocks(kv[r]))
                 del running[r]
                 end_request(r)
                 continue

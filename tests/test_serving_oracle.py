@@ -174,20 +174,28 @@ def test_oracle_admits_no_more_than_max_num_seqs():
 
 
 def test_oracle_preempts_the_youngest_request_when_the_kv_pool_runs_out():
-    """Source: hand: vLLM V1's schedule() and _preempt_request(): 16-token blocks, a pool of 4, two requests
-    A and B of 16 prompt and 30 output tokens at t = 0, every step 1 ms. Step 1 prefills both (1 block each);
-    step 2 both need a second block (2 left: 0 free); after step 17 each holds 32 tokens and step 18 needs a
-    third block each: A (admitted first) gets one by preempting B, the youngest (its 2 blocks freed; it had 17
-    tokens). No admission on a step that preempted; B's recompute of 16 + 17 = 33 tokens needs 3 blocks, 1 is
-    free until A finishes at t = 30 (3 blocks back). Step 31 recomputes B and gives its 18th token (a gap of
-    31 - 17 = 14 ms), then 12 decodes: B ends at t = 43. TTFT 1 and 1; E2E 30 and 43; one preemption."""
+    """Source: hand: vLLM V1's schedule() and _preempt_request(), prefix caching on (the V1 default): 16-token
+    blocks, a pool of 4, two requests A and B of 16 prompt and 30 output tokens at t = 0, every step 1 ms.
+    Step 1 prefills both (1 block each); step 2 both need a second block (0 free after); after step 17 each
+    holds 32 tokens and step 18 needs a third block each: A (admitted first) gets one by preempting B, the
+    youngest (it had 17 tokens; its 2 full blocks go back to the free queue, cached, and A's new block evicts
+    the later one). No admission on a step that preempted; B needs its cached block plus 2 new ones for the
+    33 - 16 = 17 tokens it recomputes, 1 block is free until A finishes at t = 30 (3 back). Step 31
+    recomputes 17 tokens of B and gives its 18th token (a gap of 31 - 17 = 14 ms), then 12 decodes: B ends at
+    t = 43. TTFT 1 and 1; E2E 30 and 43; one preemption."""
     limits = EngineLimits(max_num_batched_tokens=100, max_num_seqs=2, kv_blocks=4, block_size=16)
-    sim = run(limits, _requests([16, 16], [30, 30]), OpenLoop(np.zeros(2)), lambda decodes, chunks: 1.0,
-              warmup=0.0)
+    steps = []
+
+    def one_ms(decodes, chunks):
+        steps.append((decodes, list(chunks)))
+        return 1.0
+
+    sim = run(limits, _requests([16, 16], [30, 30]), OpenLoop(np.zeros(2)), one_ms, warmup=0.0, jump=False)
     assert sim.preemptions == 1
     assert sim.ttft_ms.tolist() == [1.0, 1.0]
     assert sim.e2e_ms.tolist() == [30.0, 43.0]
     assert 14.0 in sim.itl_ms.tolist()
+    assert steps[0] == (0, [(0, 16), (1, 16)]) and steps[17] == (1, []) and steps[30] == (0, [(1, 17)])
 
 
 def test_oracle_jumps_decode_stretches_without_changing_the_schedule():
