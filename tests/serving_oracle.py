@@ -22,8 +22,10 @@ cannot hold the new tokens). No line of vLLM is copied: the rules below are rest
     a prompt's last chunk gives the first token (TTFT), a decode the next; a request with all its output
     tokens finishes and frees its blocks. A preempted request recomputes its prompt and the tokens it had
     generated, then samples its next token; with prefix caching (on by default in V1) its full blocks stay
-    cached in the free pool, which hands out the longest-free blocks first (block_pool.py,
-    `FreeKVCacheBlockQueue`), so it recomputes only what was evicted meanwhile.
+    cached in the free pool until an allocation takes them (vllm/v1/core/kv_cache_utils.py,
+    `FreeKVCacheBlockQueue`: allocations take the head, freed blocks join the tail;
+    single_type_kv_cache_manager.py, `SingleTypeKVCacheManager.free`: a request's blocks go back last one
+    first, so its prefix survives longest), and it recomputes only what was evicted meanwhile.
 
 Simplifications, stated: every running decode fits the budget (max_num_seqs <= max_num_batched_tokens, which
 every launch the planner writes keeps); no prefix-cache sharing between requests (a request's cached prefix
