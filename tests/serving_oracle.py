@@ -27,11 +27,10 @@ cannot hold the new tokens). No line of vLLM is copied: the rules below are rest
     single_type_kv_cache_manager.py, `SingleTypeKVCacheManager.free`: a request's blocks go back last one
     first, so its prefix survives longest), and it recomputes only what was evicted meanwhile.
 
-Simplifications, stated: every running decode fits the budget (max_num_seqs <= max_num_batched_tokens, which
-every launch the planner writes keeps); no prefix-cache sharing between requests (a request's cached prefix
-is given as tokens it does not compute but whose blocks it holds), only a preempted request's reuse of its
-own; no speculative decoding, no
-`long_prefill_token_threshold`, no encoder inputs, no asynchronous scheduling.
+Simplifications, stated: every running decode fits the budget (max_num_seqs <= max_num_batched_tokens; the
+oracle refuses other limits); no prefix-cache sharing between requests (a request's cached prefix is given
+as tokens it does not compute but whose blocks it holds), only a preempted request's reuse of its own; no
+speculative decoding, no `long_prefill_token_threshold`, no encoder inputs, no asynchronous scheduling.
 
 The boundary with the planner. The oracle checks the QUEUEING: who is admitted when, how chunks and decodes
 share a step, how long requests wait. It takes the duration of each step from a step-time function it is
