@@ -44,8 +44,9 @@ HELD_OUT = [pytest.param(n, f, marks=[pytest.mark.xfail(strict=True, reason=MISS
 
 @pytest.mark.parametrize("name, fraction", HELD_OUT)
 def test_the_band_holds_the_simulation_on_held_out_scenarios(name, fraction):
-    """Source: oracle: tests/serving_oracle.py (20,000 requests, a seed the bands were not fitted with) on
-    scenarios whose models the bands never saw; every percentile lies inside the plan's band."""
+    """Source: oracle: tests/serving_oracle.py (vLLM V1's scheduler written from vLLM's source, no code shared
+    with the planner; 20,000 requests, a seed the bands were not fitted with) on scenarios whose models the
+    bands never saw; every percentile lies inside the plan's band."""
     point, simulated = _held_out(name, fraction)
     bands = point.queue_bands
     assert bands is not None and bands.status == "simulated"

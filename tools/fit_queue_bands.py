@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Bands of the serving queue (planner/serving/replica.py) against the scheduler's discrete-event simulation
-(tests/serving_oracle.py): planner/data/queue_bands.json.
+(tests/serving_oracle.py: vLLM V1's scheduler written from vLLM's source, sharing no code with the planner;
+it takes only the planner's step times): planner/data/queue_bands.json.
 
-    PYTHONPATH=. python tools/fit_queue_bands.py     # about 5 minutes on a 2-core machine
+    PYTHONPATH=. python tools/fit_queue_bands.py  # 150 s CPU (9 min 21 s on a shared 2-core host, load 11)
 
 The fast queue model leaves its validated range near capacity and under bursty arrivals (issue 20 item 5):
 there TTFT p50 is 20-50% low against the simulation. The plan keeps the fast model's figure (the sizing
@@ -11,7 +12,9 @@ search evaluates it thousands of times) and brackets it: for every training scen
 fast model of TTFT and ITL p50, p90 and p99. A band is the smallest to the largest ratio of its regime over
 every scenario and both seeds (the simulation's own noise is part of the spread). The training scenarios
 share no model with the ones tests/test_queue_bands.py checks the bands on (held out: whole models, GPUs
-and lengths).
+and lengths). The simulated engine is launched as the plan launches it (--max-num-seqs = the plan's running
+cap, the KV pool of its memory plan), so requests longer than the mean can still run the pool out and be
+preempted.
 """
 
 from __future__ import annotations
