@@ -42,6 +42,7 @@ from planner.physics.latency import StepTime, decode_step, prefill, ttft_ms
 from planner.physics.memory import MemoryPlan, engine_memory_fields, engine_memory_warnings, plan_memory
 from planner.physics.roofline import ridge_crossing_batch, ridge_flop_per_byte
 from planner.physics.speculative import plan_speculative
+from planner.physics.step_predictor import predictor_name
 from planner.scenario.scenario import Scenario, parse_scenario, resolution_notes, resolve
 from planner.serving.benchmark_client import (
     BenchmarkClient,
@@ -373,7 +374,8 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
         memory=_memory_section(d, mem, batch, context_len),
         roofline=_roofline_section(d, step, pre, scenario.mean_context),
         latency=_latency_section(d, step, pre, batch, scenario.mean_context, banded, scenario.engine, floor,
-                                 scenario.prompt_len),
+                                 scenario.prompt_len).model_copy(
+            update={"step_predictor": predictor_name(d.efficiency, calibration is not None)}),
         throughput=_throughput_section(step, batch, banded, scenario.engine),
         cost=_cost_section(gpus, step, batch, price, point),
         speculative=_speculative_section(scenario, d, batch, mem.fits),
