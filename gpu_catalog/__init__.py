@@ -151,6 +151,8 @@ class GpuSpec(BaseModel):
 
 class CatalogGpu(GpuSpec):
     id: str
+    # the chip generation engines ship kernels for (production profiles are per engine x generation)
+    generation: str | None = Field(default=None, max_length=40)
 
     @model_validator(mode="after")
     def _every_figure_sourced(self) -> CatalogGpu:
