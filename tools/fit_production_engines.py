@@ -121,7 +121,8 @@ class GroupFit:
 
 def load_runs(path: Path = RUNS_CSV) -> list[Run]:
     frame = pd.read_csv(path, low_memory=False)
-    gpus = set(load_catalog())
+    catalog = load_catalog()
+    gpus = set(catalog)
     runs = []
     for _, row in frame.iterrows():
         if skip_reason(row, gpus) is not None:
@@ -131,7 +132,11 @@ def load_runs(path: Path = RUNS_CSV) -> list[Run]:
         if not has_mean and pd.isna(tpot_median):
             continue
         try:
-            scenario = parse_scenario(scenario_for(row))
+            spec = scenario_for(row)
+            if spec.get("weights") == "fp4" and "fp4" not in catalog[str(row["gpu"])].tflops:
+                # MXFP4 weights on a GPU without fp4 tensor cores (gpt-oss on Hopper): weight-only, bf16 math
+                spec = {**spec, "compute": "bf16"}
+            scenario = parse_scenario(spec)
             d = resolve(scenario)
         except ScenarioError:
             continue

@@ -89,9 +89,13 @@ def _moe_dtype(t: KernelTables, d: Deployment, block_scaled: bool) -> str:
 def _layer_precisions(d: Deployment, t: KernelTables) -> tuple[str, str]:
     """GEMM precision of the dense layers (attention, shared experts) and of the routed experts. An MLA
     model's fp8 checkpoints are block-scaled (DeepSeek's 128x128 scales); a routed-experts-only quantization
-    keeps the dense layers in 16 bits (gpt-oss)."""
+    keeps the dense layers in 16 bits (gpt-oss), an fp4 MoE checkpoint keeps them in fp8."""
     block = d.model.mla is not None
     dense = "bf16" if d.model.quantized_scope == "routed_experts" else d.weights
+    if bits_per_value(dense) <= 4 and d.model.moe is not None:
+        # an fp4 MoE checkpoint (NVIDIA's DeepSeek-R1-FP4, Qwen3 NVFP4) quantizes the experts; its attention
+        # and shared layers stay 8-bit
+        dense = "fp8"
     return _gemm_dtype(t, dense, block), _moe_dtype(t, d, block)
 
 

@@ -137,6 +137,7 @@ class KernelTables:
         self.gpu_id, self.engine = gpu_id, engine
         self._curves: dict[tuple, Curve] = {}
         self._near: dict[tuple, dict[str, float]] = {}
+        self._lines: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._tables: dict[str, dict[str, np.ndarray]] = {}
 
     def _table(self, name: str) -> dict[str, np.ndarray]:
@@ -159,8 +160,15 @@ class KernelTables:
             t = self._table("gemm")
             sel = t["gemm_dtype"] == GEMM_DTYPES.index(dtype)
             self._curves[key] = _dense([t["m"][sel], t["n"][sel], t["k"][sel]], t["latency_ms"][sel])
+        line_key = (dtype, float(n), float(k))
+        if line_key not in self._lines:  # the GEMM of one weight matrix over its tokens: one line in log m
+            curve = self._curves[key]
+            ms_axis = curve.axes[0]
+            self._lines[line_key] = (ms_axis, _log(curve(np.exp(ms_axis), n, k)))
+        axis, values = self._lines[line_key]
         m_arr = np.asarray(m, dtype=float)
-        ms = self._curves[key](np.maximum(m_arr, 1.0), n, k)
+        lm = _log(np.maximum(m_arr, 1.0))
+        ms = np.exp(np.interp(lm, axis, values) + np.maximum(lm - axis[-1], 0.0))
         return np.where(m_arr > 0, ms, 0.0)
 
     # -- attention ----------------------------------------------------------------------------------
