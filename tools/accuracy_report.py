@@ -487,9 +487,10 @@ def lofo_section() -> list[str]:
         + ", ".join(f"`{k}`" for k in sorted(f.family.unique())) + ".",
         "",
         "- **kernel tables, LOFO**: the engine's measured kernels (AIConfigurator's per-kernel tables, "
-        "planner/data/kernel_tables/) summed over the model's layers, plus one fitted per-step host cost per "
-        "engine (and for TTFT the frontend's fixed and per-request cost), both fitted on the engine's "
-        "*other* "
+        "planner/data/kernel_tables/) summed over the model's layers, with two fitted terms per engine x GPU "
+        "generation (per engine where a generation has one family): a kernel-time scale (the engine's "
+        "kernels replayed in its CUDA graph against the same kernels timed alone) and a per-step host cost; "
+        "for TTFT also the frontend's fixed and per-request cost. All are fitted on the engine's *other* "
         "architecture families: every figure is held out by family.",
         "- **production, held out**: the shipped fit (fitted terms per engine x GPU generation) on families "
         "outside its fit: runs of a family no record was fitted on, and its leave-one-model-out refits "
@@ -526,6 +527,18 @@ def lofo_section() -> list[str]:
             f"{_cell(_abs_err(g.roofline_tpot_ms, g.tpot_ms))} | "
             f"{_cell(_abs_err(g.kernel_ttft_ms, g.ttft_median_ms))} / "
             f"{_cell(_abs_err(g.production_ttft_ms, g.ttft_median_ms))} |")
+    lines += ["", "Per engine on H100, H200 and B200 together (issue 30's first target), one family out:",
+              "", "| engine | runs | families | kernel tables LOFO: TPOT median / p90 | production held out: "
+              "TPOT median / p90 (runs) |", "| --- | --- | --- | --- | --- |"]
+    for engine, g in f[f.gpu.isin(TARGET_GPUS)].groupby("engine"):
+        held = family_out[(family_out.engine == engine) & family_out.gpu.isin(TARGET_GPUS)]
+        out_fit = g[~g.production_in_fit]
+        prod_held = np.concatenate([_abs_err(held.pred_tpot_ms, held.tpot_ms),
+                                    _abs_err(out_fit.production_tpot_ms, out_fit.tpot_ms)])
+        kernel = _abs_err(g.kernel_tpot_ms, g.tpot_ms)
+        lines.append(f"| {engine} | {len(g)} | {', '.join(sorted(g.family.unique()))} | "
+                     f"{_cell(kernel, t_med)} / {_cell(kernel, t_p90, 90)} | "
+                     f"{_cell(prod_held, t_med)} / {_cell(prod_held, t_p90, 90)} ({len(prod_held)}) |")
     lines += ["", "TTFT by concurrency (median absolute error of the median TTFT):", "",
               "| engine | concurrency | runs | kernel tables LOFO | production (in-sample where fitted) | "
               "roofline floor |", "| --- | --- | --- | --- | --- | --- |"]
@@ -548,9 +561,13 @@ def lofo_section() -> list[str]:
             lines.append(f"| {gpu} | {len(h)} | {_cell(_abs_err(h.kernel_tpot_ms, h.tpot_ms), t_med)} | "
                          f"{_cell(_abs_err(h.production_tpot_ms, h.tpot_ms), t_med)} ({signed:+.0%}) | "
                          f"{_cell(_abs_err(h.roofline_tpot_ms, h.tpot_ms))} |")
-    host = f.dropna(subset=["kernel_host_us"]).groupby(["engine", "family"]).kernel_host_us.first()
-    lines += ["", "Per-step host cost fitted for the kernel-table predictor (µs), by held-out family: "
-              + "; ".join(f"{e} without {fam}: {v:,.0f}" for (e, fam), v in host.items()) + ".", ""]
+    terms = f.dropna(subset=["kernel_host_us"]).groupby(["kernel_fit_group", "family"])[
+        ["kernel_scale", "kernel_host_us"]].first()
+    lines += ["", "The kernel-table predictor's fitted terms, by fit and held-out family (kernel-time scale "
+              "searched in 0.3-1.5, host cost in 0-5,000 µs; a value at either end is a value at a bound): "
+              + "; ".join(f"{group} without {fam}: scale {r.kernel_scale:.2f}, "
+                          f"host {r.kernel_host_us:,.0f} µs"
+                          for (group, fam), r in terms.iterrows()) + ".", ""]
     return lines
 
 

@@ -122,30 +122,77 @@ def main(argv: list[str] | None = None) -> int:
             row["kernel_ttft_bare"] = grid[0][1]
         rows.append(row)
     frame = pd.DataFrame(rows)
+    if "kernel_grid" in frame:
+        for j, h in enumerate(HOST_GRID_US):
+            frame[f"kernel_tpot_h{int(h)}"] = [g[j] if isinstance(g, list) else np.nan
+                                               for g in frame.kernel_grid]
+        frame = frame.drop(columns=["kernel_grid"])
     # production is in-sample where the run's family is in its record's fit
     frame["production_in_fit"] = [
         f in ((record(e, gpu) or {}).get("fitted_on", {}).get("families", []))
         for e, gpu, f in zip(frame.engine, frame.gpu, frame.family, strict=True)]
-    frame["kernel_tpot_ms"] = np.nan
-    frame["kernel_ttft_ms"] = np.nan
-    frame["kernel_host_us"] = np.nan
-    has = frame.kernel_grid.notna() if "kernel_grid" in frame else pd.Series(False, index=frame.index)
+    frame = leave_family_out(frame)
+    frame.round(4).to_csv(args.out, index=False)
+    print(summary(frame).to_string())
+    return 0
+
+
+def _grid(frame: pd.DataFrame) -> np.ndarray:
+    return frame[[f"kernel_tpot_h{int(h)}" for h in HOST_GRID_US]].to_numpy(dtype=float)
+
+
+SCALES = np.linspace(0.3, 1.5, 49)
+HOSTS = np.linspace(0.0, 5000.0, 51)
+
+
+def _fit_kernel_terms(train: pd.DataFrame) -> tuple[float, float]:
+    """The kernel-time scale (what the engine's fused kernels in a CUDA graph take of the kernels' time
+    measured alone) and the per-step host cost that fit `train`'s TPOT best (L1 in log space, every family
+    weighing the same)."""
+    grid = _grid(train)
+    measured = train.tpot_ms.to_numpy()
+    weight = 1.0 / train.groupby("family").family.transform("size").to_numpy()
+    best, best_loss = (1.0, 0.0), np.inf
+    for host in HOSTS:
+        added = np.array([np.interp(host, HOST_GRID_US, row) - row[0] for row in grid])
+        pred = SCALES[:, None] * grid[:, 0][None, :] + added[None, :]
+        loss = (np.abs(np.log(pred / measured[None, :])) * weight[None, :]).sum(axis=1)
+        i = int(np.argmin(loss))
+        if loss[i] < best_loss:
+            best, best_loss = (float(SCALES[i]), float(host)), float(loss[i])
+    return best
+
+
+def leave_family_out(frame: pd.DataFrame) -> pd.DataFrame:
+    """The kernel predictor's fitted terms, per engine x GPU generation (per engine where a generation has one
+    family), each family predicted with terms fitted on the others."""
+    frame = frame.copy()
+    for col in ("kernel_tpot_ms", "kernel_ttft_ms", "kernel_host_us", "kernel_scale"):
+        frame[col] = np.nan
+    has = (frame["kernel_tpot_h0"].notna() if "kernel_tpot_h0" in frame
+           else pd.Series(False, index=frame.index))
+    frame["kernel_fit_group"] = ""
     for engine in sorted(frame.engine.unique()):
         mine = frame[(frame.engine == engine) & has]
         for held in sorted(mine.family.unique()):
-            train = mine[mine.family != held]
             test = mine[mine.family == held]
-            if train.empty:  # one family only: nothing to leave it out of
-                continue
-            host = _fit_host(train)
-            fixed, per = _fit_frontend(train.assign(kernel_ttft_bare=train.kernel_ttft_bare))
-            for i, row in test.iterrows():
-                frame.at[i, "kernel_tpot_ms"] = float(np.interp(host, HOST_GRID_US, row.kernel_grid))
-                frame.at[i, "kernel_host_us"] = host
-                frame.at[i, "kernel_ttft_ms"] = row.kernel_ttft_bare + fixed + per * (row.concurrency - 1)
-    frame.drop(columns=[c for c in ("kernel_grid",) if c in frame]).round(4).to_csv(args.out, index=False)
-    print(summary(frame).to_string())
-    return 0
+            for generation, test_g in test.groupby("generation"):
+                same = mine[(mine.generation == generation) & (mine.family != held)]
+                train, group = (same, f"{engine} {generation}") if not same.empty else (
+                    mine[mine.family != held], f"{engine}, every generation")
+                if train.empty:  # the engine's only family: nothing to leave it out of
+                    continue
+                scale, host = _fit_kernel_terms(train)
+                fixed, per = _fit_frontend(train)
+                idx = test_g.index
+                frame.loc[idx, "kernel_tpot_ms"] = scale * test_g.kernel_tpot_h0 + np.array(
+                    [np.interp(host, HOST_GRID_US, row) - row[0] for row in _grid(test_g)])
+                frame.loc[idx, "kernel_scale"] = scale
+                frame.loc[idx, "kernel_host_us"] = host
+                frame.loc[idx, "kernel_fit_group"] = group
+                frame.loc[idx, "kernel_ttft_ms"] = (test_g.kernel_ttft_bare + fixed
+                                                    + per * (test_g.concurrency - 1))
+    return frame
 
 
 def summary(frame: pd.DataFrame, by: tuple[str, ...] = ("engine", "gpu")) -> pd.DataFrame:
