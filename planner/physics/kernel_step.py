@@ -102,7 +102,8 @@ def _layer_precisions(d: Deployment, t: KernelTables) -> tuple[str, str]:
 def _layer_ms(d: Deployment, t: KernelTables, tokens: np.ndarray, attention_ms: np.ndarray,
               moe_tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """GEMM time of every layer for `tokens` tokens per attention group (MoE kernels at `moe_tokens`), and
-    the TP all-reduces. Returns (gemm + attention + moe, all-reduce)."""
+    the TP all-reduces; `attention_ms` is every layer's attention kernels together. Returns (gemm + attention
+    + moe, all-reduce)."""
     m = d.model
     tp = d.tp
     hd = m.head_dim_resolved
@@ -124,7 +125,7 @@ def _layer_ms(d: Deployment, t: KernelTables, tokens: np.ndarray, attention_ms: 
         absorbed = (t.gemm_ms("bfloat16", tokens, heads * a.kv_lora_rank, a.qk_nope_head_dim)
                     + t.gemm_ms("bfloat16", tokens, heads * a.v_head_dim, a.kv_lora_rank))
         attn_proj = q + kv_a + absorbed + t.gemm_ms(dense_dt, tokens, D, heads * a.v_head_dim)
-    per_layer = attn_proj + attention_ms
+    per_layer = attn_proj
     layers = m.n_layers
     if m.moe is None:
         ff = m.d_ff // tp
@@ -149,7 +150,7 @@ def _layer_ms(d: Deployment, t: KernelTables, tokens: np.ndarray, attention_ms: 
         del s
     head = t.gemm_ms(dense_dt if m.quantized_scope != "routed_experts" else "bfloat16", tokens,
                      max(m.vocab_size // tp, 1), D)
-    total = total + head
+    total = total + head + attention_ms
     allreduce = np.zeros_like(tokens)
     if tp > 1:
         ar = t.allreduce_ms(tokens * D * 2.0, tp)
@@ -172,11 +173,17 @@ def decode_parts(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike,
     tokens = np.array(np.broadcast_to(group * tokens_per_sequence, shape), dtype=float)
     kv_fp8 = bits_per_value(d.kv_cache) <= 8
     heads = max(m.n_heads // d.tp, 1)
-    if m.mla is None:
-        attention = t.generation_attention_ms(tokens, context, heads, max(m.n_kv_heads // d.tp, 1),
-                                              m.head_dim_resolved, kv_fp8)
-    else:
-        attention = t.generation_mla_ms(tokens, context, heads, kv_fp8)
+    def layer(kv_len: np.ndarray) -> np.ndarray:
+        if m.mla is None:
+            return t.generation_attention_ms(tokens, kv_len, heads, max(m.n_kv_heads // d.tp, 1),
+                                             m.head_dim_resolved, kv_fp8)
+        return t.generation_mla_ms(tokens, kv_len, heads, kv_fp8)
+
+    # sliding-window layers (gpt-oss, Gemma) read at most their window
+    windowed = m.n_windowed_layers
+    attention = (m.n_layers - windowed) * layer(context)
+    if windowed:
+        attention = attention + windowed * layer(np.minimum(context, float(m.sliding_window or 0)))
     moe_tokens = np.array(np.broadcast_to(micro * tokens_per_sequence, shape), dtype=float)
     return _parts(d, t, tokens, attention, moe_tokens, d.efficiency.step_overhead_us / 1e3)
 
@@ -189,11 +196,17 @@ def prefill_parts(d: Deployment, prompt_len: npt.ArrayLike) -> StepParts:
     s_len = np.asarray(prompt_len, dtype=float)
     kv_fp8 = bits_per_value(d.kv_cache) <= 8
     heads = max(m.n_heads // d.tp, 1)
-    if m.mla is None:
-        attention = (t.context_attention_ms(s_len, heads, max(m.n_kv_heads // d.tp, 1), m.head_dim_resolved,
-                                            kv_fp8) if t.has("ctx_attn") else np.zeros_like(s_len))
-    else:
-        attention = t.context_mla_ms(s_len, heads, kv_fp8) if t.has("ctx_mla") else np.zeros_like(s_len)
+    def layer(length: np.ndarray) -> np.ndarray:
+        if m.mla is None:
+            return (t.context_attention_ms(length, heads, max(m.n_kv_heads // d.tp, 1), m.head_dim_resolved,
+                                           kv_fp8) if t.has("ctx_attn") else np.zeros_like(length))
+        return t.context_mla_ms(length, heads, kv_fp8) if t.has("ctx_mla") else np.zeros_like(length)
+
+    windowed = m.n_windowed_layers
+    attention = (m.n_layers - windowed) * layer(s_len)
+    if windowed:  # a windowed layer's pairs grow linearly past the window: the window's prefill per window
+        w = np.minimum(s_len, float(m.sliding_window or 0))
+        attention = attention + windowed * layer(w) * s_len / np.maximum(w, 1.0)
     attention = np.where(s_len > 0, attention, 0.0)
     return _parts(d, t, s_len, attention, s_len, d.efficiency.prefill_overhead_ms)
 
@@ -201,7 +214,7 @@ def prefill_parts(d: Deployment, prompt_len: npt.ArrayLike) -> StepParts:
 def _parts(d: Deployment, t: KernelTables, tokens: np.ndarray, attention: np.ndarray, moe_tokens: np.ndarray,
            fixed_ms: float) -> StepParts:
     kernels, allreduce = _layer_ms(d, t, tokens, attention, moe_tokens)
-    attention_total = d.model.n_layers * attention
+    attention_total = attention
     ep: np.ndarray | float = 0.0
     if d.ep > 1 and d.model.moe is not None:
         ep = np.maximum(ep_communication_ms(d, tokens / d.tp) - d.efficiency.ep_overlap * kernels, 0.0)
