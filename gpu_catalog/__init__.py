@@ -77,6 +77,9 @@ class GpuSpec(BaseModel):
     # the rental price is an estimate (no named list price); the physics is validated on this GPU's generation
     price_is_estimate: bool | None = None
     validated: bool | None = None
+    # the chip generation engines ship kernels for ("hopper", "blackwell", "cdna3", ...): production engine
+    # profiles are per engine x generation (planner/engines/profiles.py); informational on a custom GPU
+    generation: str | None = Field(default=None, max_length=40)
 
     @field_validator("tflops")
     @classmethod
@@ -151,8 +154,6 @@ class GpuSpec(BaseModel):
 
 class CatalogGpu(GpuSpec):
     id: str
-    # the chip generation engines ship kernels for (production profiles are per engine x generation)
-    generation: str | None = Field(default=None, max_length=40)
 
     @model_validator(mode="after")
     def _every_figure_sourced(self) -> CatalogGpu:
