@@ -77,6 +77,9 @@ class GpuSpec(BaseModel):
     # the rental price is an estimate (no named list price); the physics is validated on this GPU's generation
     price_is_estimate: bool | None = None
     validated: bool | None = None
+    # the chip generation engines ship kernels for ("hopper", "blackwell", "cdna3", ...): production engine
+    # profiles are per engine x generation (planner/engines/profiles.py); informational on a custom GPU
+    generation: str | None = Field(default=None, max_length=40)
 
     @field_validator("tflops")
     @classmethod

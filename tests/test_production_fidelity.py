@@ -14,7 +14,7 @@ import pytest
 
 from gpu_catalog import load_catalog
 from planner.engines.base import ENGINES
-from planner.engines.profiles import GPU_GENERATIONS, profiles
+from planner.engines.profiles import gpu_generations, profiles
 from planner.physics.latency import decode_step, prefill
 from planner.scenario.scenario import parse_scenario, resolve
 from tools.engine_fidelity import RUNS_CSV, predict
@@ -55,7 +55,7 @@ def test_no_engine_is_planned_faster_than_the_roofline(engine):
     1-512 and a prefill of 64-8,192 tokens take at least the pure roofline of the same work (max of FLOPs /
     dense peak and bytes / datasheet bandwidth)."""
     catalog = load_catalog()
-    for gpu, generation in GPU_GENERATIONS.items():
+    for gpu, generation in gpu_generations().items():
         if gpu not in catalog or generation not in profiles()["engines"][engine].get("production", {}):
             continue
         precision = "fp4" if "fp4" in catalog[gpu].tflops else "fp8"

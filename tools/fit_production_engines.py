@@ -43,6 +43,7 @@ from planner.contract.planning import closed_loop_benchmark  # noqa: E402
 from planner.core.deployment import Deployment  # noqa: E402
 from planner.core.efficiency import EngineEfficiency  # noqa: E402
 from planner.core.errors import ScenarioError  # noqa: E402
+from planner.engines.profile_records import architecture_family  # noqa: E402
 from planner.engines.profiles import (  # noqa: E402
     PROFILES_PATH,
     gpu_generation,
@@ -120,7 +121,8 @@ class GroupFit:
 
 def load_runs(path: Path = RUNS_CSV) -> list[Run]:
     frame = pd.read_csv(path, low_memory=False)
-    gpus = set(load_catalog())
+    catalog = load_catalog()
+    gpus = set(catalog)
     runs = []
     for _, row in frame.iterrows():
         if skip_reason(row, gpus) is not None:
@@ -130,7 +132,11 @@ def load_runs(path: Path = RUNS_CSV) -> list[Run]:
         if not has_mean and pd.isna(tpot_median):
             continue
         try:
-            scenario = parse_scenario(scenario_for(row))
+            spec = scenario_for(row)
+            if spec.get("weights") == "fp4" and "fp4" not in catalog[str(row["gpu"])].tflops:
+                # MXFP4 weights on a GPU without fp4 tensor cores (gpt-oss on Hopper): weight-only, bf16 math
+                spec = {**spec, "compute": "bf16"}
+            scenario = parse_scenario(spec)
             d = resolve(scenario)
         except ScenarioError:
             continue
@@ -364,6 +370,70 @@ def _json_ready(row: dict[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in row.items()}
 
 
+MIN_BAND_ROWS = 5
+
+
+def _quantiles(frame: pd.DataFrame, split: str) -> dict[str, dict[str, Any] | None]:
+    """10th/90th percentiles of TPOT's and TTFT's residuals (predicted / measured - 1) in `frame`."""
+    out: dict[str, dict[str, Any] | None] = {}
+    for metric, pred, meas in (("tpot", "pred_tpot_ms", "tpot_ms"), ("ttft", "pred_ttft_median_ms",
+                                                                       "ttft_median_ms")):
+        e = (frame[pred] / frame[meas] - 1.0).replace([np.inf, -np.inf], np.nan).dropna()
+        out[metric] = (None if len(e) < MIN_BAND_ROWS else
+                       {"q10": round(float(np.percentile(e, 10)), 4),
+                        "q90": round(float(np.percentile(e, 90)), 4), "n": int(len(e)), "split": split})
+    return out
+
+
+def profile_records(residuals: pd.DataFrame) -> dict[tuple[str, str], dict[str, Any]]:
+    """Each engine x generation's record (issue 30): what its terms were fitted on, and the held-out bands of
+    that same fit: `band` (one GPU left out within the group, else one model), `lofo_band` (one architecture
+    family left out, over the engine's groups; every engine's where the engine has too few), never narrower
+    than `band`."""
+    fitted = residuals[residuals.split == "fitted"].assign(family=lambda f: f.model.map(architecture_family))
+    held = residuals[residuals.split != "fitted"]
+    family_out = residuals[residuals.split == "model_out"]
+    out = {}
+    for (engine, generation), g in fitted.groupby(["engine", "generation"]):
+        mine = held[(held.engine == engine) & (held.generation == generation)]
+        band: dict[str, Any] = {}
+        engine_gpu_out = held[(held.engine == engine) & (held.split == "gpu_out")]
+        for q in (_quantiles(mine[mine.split == "gpu_out"], "gpu_out"),
+                  _quantiles(mine[mine.split == "model_out"], "model_out"),
+                  # a group of one GPU and one family: the engine's other groups' GPU-out residuals
+                  _quantiles(engine_gpu_out, "gpu_out, this engine")):
+            for metric, value in q.items():
+                if band.get(metric) is None and value is not None:
+                    band[metric] = value
+        lofo = _quantiles(family_out[family_out.engine == engine], "family_out, this engine")
+        every = _quantiles(family_out, "family_out, every engine")
+        lofo_band = {}
+        for metric in ("tpot", "ttft"):
+            chosen = lofo.get(metric) or every.get(metric)
+            inner = band.get(metric)
+            if chosen is not None and inner is not None:
+                chosen = {**chosen, "q10": min(chosen["q10"], inner["q10"]),
+                          "q90": max(chosen["q90"], inner["q90"])}
+            lofo_band[metric] = chosen
+        out[(engine, generation)] = {
+            "fitted_on": {"models": sorted(g.model.unique()), "families": sorted(g.family.unique()),
+                          "gpus": sorted(g.gpu.unique()), "weights": sorted(g.weights.unique()),
+                          "runs": int(len(g)),
+                          "source": "data/reference/serving_runs_published.csv"},
+            "band": {m: band.get(m) for m in ("tpot", "ttft")}, "lofo_band": lofo_band,
+        }
+    return out
+
+
+def write_records(residuals: pd.DataFrame) -> None:
+    data = json.loads(PROFILES_PATH.read_text())
+    for (engine, generation), rec in profile_records(residuals).items():
+        entry = data["engines"][engine].get("production", {}).get(generation)
+        if entry is not None:
+            entry.update(rec)
+    PROFILES_PATH.write_text(json.dumps(data, indent=2) + "\n")
+
+
 def write_profiles(fits: list[GroupFit], validation: dict[str, Any]) -> None:
     data = json.loads(PROFILES_PATH.read_text())
     for engine in {f.engine for f in fits}:
@@ -386,12 +456,17 @@ def write_profiles(fits: list[GroupFit], validation: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--records-only", action="store_true",
+                        help="rebuild each record's fitted-on list and bands from the residuals, no refit")
     parser.add_argument("--runs", type=Path, default=RUNS_CSV)
     parser.add_argument(
         "--residuals", type=Path, default=RESIDUALS,
         help="every fitted and held-out prediction (CSV; docs/ACCURACY.md is generated from it)",
     )
     args = parser.parse_args(argv)
+    if args.records_only:
+        write_records(pd.read_csv(args.residuals))
+        return 0
     runs = load_runs(args.runs)
     fits = [fit_group(members, e, g) for (e, g), members in sorted(groups(runs).items())
             if len(members) >= MIN_GROUP_ROWS]
@@ -423,6 +498,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name, frame in (("fitted", fitted), ("model_out", model_out), ("gpu_out", gpu_out))
                 if len(frame) and (frame.engine == engine).any()}
         write_profiles(fits, validation)
+        write_records(pd.read_csv(args.residuals))
     return 0
 
 

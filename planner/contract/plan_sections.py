@@ -92,6 +92,8 @@ class LatencySection(BaseModel):
     itl_ms_floor: float | None = None
     prefill_ms_floor: float | None = None
     band_status: dict[str, str] = {}
+    # issue 30: the step-time predictor the step times came from (planner.physics.step_predictor)
+    step_predictor: str = "production"
 
 
 class ThroughputSection(BaseModel):

@@ -37,11 +37,13 @@ from planner.hardware.parallelism import (
     parallelism_section,
     parallelism_warnings,
 )
-from planner.physics.bands import Band, band_status, error_band
+from planner.physics.bands import UNVALIDATED, Band
 from planner.physics.latency import StepTime, decode_step, prefill, ttft_ms
 from planner.physics.memory import MemoryPlan, engine_memory_fields, engine_memory_warnings, plan_memory
+from planner.physics.record_bands import plan_band
 from planner.physics.roofline import ridge_crossing_batch, ridge_flop_per_byte
 from planner.physics.speculative import plan_speculative
+from planner.physics.step_predictor import predictor_name
 from planner.scenario.scenario import Scenario, parse_scenario, resolution_notes, resolve
 from planner.serving.benchmark_client import (
     BenchmarkClient,
@@ -161,13 +163,15 @@ def _roofline_section(d: Deployment, step: StepTime, pre: StepTime, mean_ctx: fl
 
 def _latency_section(d: Deployment, step: StepTime, pre: StepTime, batch: int, mean_ctx: float,
                      banded: bool, engine: str = "vllm", floor: Deployment | None = None,
-                     prompt_len: int | None = None) -> LatencySection:
+                     prompt_len: int | None = None, gpu_id: str | None = None) -> LatencySection:
     """One request's prefill and the decode step at `batch`, each alone: the step physics, given even
     when the deployment does not fit (memory.fits says so; cost and serving are then null)."""
     itl, prefill_ms = float(step.total_ms), float(pre.total_ms)
     ttft = float(ttft_ms(d, prefill_ms))
-    itl_band = error_band("itl", itl, engine) if banded else None
-    ttft_band = error_band("ttft", ttft, engine) if banded else None
+    # the band of the profile record the estimate came from (planner.physics.record_bands)
+    none: tuple[Band | None, str] = (None, UNVALIDATED)
+    itl_band, itl_status = plan_band("itl", itl, engine, gpu_id, d.model) if banded else none
+    ttft_band, ttft_status = plan_band("ttft", ttft, engine, gpu_id, d.model) if banded else none
     return LatencySection(
         prefill_ms=prefill_ms, ttft_ms=ttft, itl_ms=itl, itl_ms_bound=float(step.bound_ms),
         prefill_ms_bound=float(pre.bound_ms), batch=batch, mean_context=mean_ctx,
@@ -176,14 +180,15 @@ def _latency_section(d: Deployment, step: StepTime, pre: StepTime, batch: int, m
         itl_ms_floor=float(decode_step(floor, batch, mean_ctx).total_ms) if floor is not None else None,
         prefill_ms_floor=float(prefill(floor, prompt_len).total_ms)
         if floor is not None and prompt_len
-        else None, band_status={"itl": band_status(itl_band), "ttft": band_status(ttft_band)},
+        else None, band_status={"itl": itl_status, "ttft": ttft_status},
     )
 
 
-def _throughput_section(step: StepTime, batch: int, banded: bool, engine: str = "vllm") -> ThroughputSection:
+def _throughput_section(step: StepTime, batch: int, banded: bool, engine: str = "vllm",
+                        gpu_id: str | None = None) -> ThroughputSection:
     """The decode-only figures at `batch`, prefill ignored: an upper bound of what serving reaches."""
     itl, bound = float(step.total_ms), float(step.bound_ms)
-    band = error_band("itl", itl, engine) if banded else None
+    band = plan_band("itl", itl, engine, gpu_id, step.deployment.model)[0] if banded else None
     return ThroughputSection(
         output_tokens_per_s=batch * 1000.0 / itl, output_tokens_per_s_bound=batch * 1000.0 / bound,
         tokens_per_s_per_user=1000.0 / itl,
@@ -373,8 +378,9 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
         memory=_memory_section(d, mem, batch, context_len),
         roofline=_roofline_section(d, step, pre, scenario.mean_context),
         latency=_latency_section(d, step, pre, batch, scenario.mean_context, banded, scenario.engine, floor,
-                                 scenario.prompt_len),
-        throughput=_throughput_section(step, batch, banded, scenario.engine),
+                                 scenario.prompt_len, gpu_id).model_copy(
+            update={"step_predictor": predictor_name(d.efficiency, calibration is not None)}),
+        throughput=_throughput_section(step, batch, banded, scenario.engine, gpu_id),
         cost=_cost_section(gpus, step, batch, price, point),
         speculative=_speculative_section(scenario, d, batch, mem.fits),
         serving=_serving_section(scenario, gpus, point).model_copy(

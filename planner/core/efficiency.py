@@ -82,6 +82,10 @@ class EngineEfficiency(BaseModel):
     prefill_smoothing: float = Field(
         default=0.0, ge=0, le=64, description="p of the p-norm joining a prefill's compute and memory time"
     )
+    # issue 30: the step-time predictor's measured kernels, "<gpu>/<engine>" of planner/data/kernel_tables/
+    # (planner.physics.kernel_step); None: the physics model's fractions of peak above
+    kernel_tables: str | None = Field(default=None, max_length=60,
+                                      description="kernel tables the step times come from (gpu/engine)")
     chunk_layer_overhead_us: float = Field(
         default=0.0, ge=0, le=10_000,
         description="kernels a prompt chunk adds to each layer of an iteration that carries decodes (its own "

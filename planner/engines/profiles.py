@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gpu_catalog import load_catalog
 from planner.core.deployment import Deployment
 from planner.core.efficiency import EngineEfficiency
 from planner.engines.base import DEFAULT_ENGINE, ENGINES
@@ -25,14 +26,14 @@ from planner.engines.base import DEFAULT_ENGINE, ENGINES
 PROFILES_PATH = Path(__file__).parent.parent / "data" / "engine_profiles.json"
 # What an engine profile may set on top of the physics: serving-stack costs only.
 ENGINE_TERMS = ("step_overhead_us", "prefill_overhead_ms", "ttft_overhead_ms")
-# GPU generation of each catalog GPU: production engine profiles are fitted per engine x generation
-# (issue 20), since an engine ships different kernels for each (FlashInfer/CUTLASS on Hopper, TRT-LLM
-# gen kernels and NVFP4 on Blackwell, AITER on CDNA).
-GPU_GENERATIONS = {
-    "h100-sxm": "hopper", "h100-pcie": "hopper", "h100-nvl": "hopper", "h200": "hopper", "h200-nvl": "hopper",
-    "h20": "hopper", "b200": "blackwell", "gb200": "blackwell", "b300": "blackwell", "gb300": "blackwell",
-    "mi300x": "cdna3", "mi325x": "cdna3", "mi350x": "cdna4", "mi355x": "cdna4",
-}
+
+
+@lru_cache(maxsize=1)
+def gpu_generations() -> dict[str, str]:
+    """GPU generation of each catalog GPU (gpu_catalog/gpus.toml `generation`): production engine profiles are
+    fitted per engine x generation (issue 20), since an engine ships different kernels for each
+    (FlashInfer/CUTLASS on Hopper, TRT-LLM gen kernels and NVFP4 on Blackwell, AITER on CDNA)."""
+    return {gpu_id: g.generation for gpu_id, g in load_catalog().items() if g.generation is not None}
 
 
 @lru_cache(maxsize=1)
@@ -50,7 +51,7 @@ def physics_values(gpu_id: str | None = None) -> dict[str, float]:
 
 
 def gpu_generation(gpu_id: str | None) -> str | None:
-    return None if gpu_id is None else GPU_GENERATIONS.get(gpu_id)
+    return None if gpu_id is None else gpu_generations().get(gpu_id)
 
 
 def production_terms(engine: str, gpu_id: str | None, weights: str | None = None) -> dict[str, float]:

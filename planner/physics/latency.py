@@ -21,6 +21,7 @@ from planner.core.deployment import Deployment
 from planner.core.precision import bits_per_value
 from planner.hardware.communication import ep_communication_ms, pp_communication_ms, tp_communication_ms
 from planner.hardware.parallelism import sharding
+from planner.physics import kernel_step
 from planner.physics.roofline import (
     StepWork,
     decode_micro_batch,
@@ -170,12 +171,25 @@ def _step_time(d: Deployment, work: StepWork, tokens: npt.ArrayLike, gemm_eff: f
     return StepTime(gemm, attention, activations, comm, overhead, work, d, pp, ep_exposed)
 
 
+def _from_kernels(d: Deployment, work: StepWork, parts: kernel_step.StepParts) -> StepTime:
+    """A kernel-table step, never below the roofline of its work (the GEMM term takes up any shortfall)."""
+    step = StepTime(parts.gemm_ms, parts.attention_ms, np.zeros_like(parts.gemm_ms), parts.communication_ms,
+                    parts.overhead_ms, work, d, parts.pp_ms, parts.ep_ms)
+    short = np.maximum(step.bound_ms - step.total_ms, 0.0)
+    if not np.any(short > 0):
+        return step
+    return StepTime(parts.gemm_ms + short, parts.attention_ms, step.activations_ms, parts.communication_ms,
+                    parts.overhead_ms, work, d, parts.pp_ms, parts.ep_ms)
+
+
 def decode_step(
     d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike, tokens_per_sequence: int = 1
 ) -> StepTime:
     """One decode step: the inter-token latency of every sequence in the batch."""
     e = d.efficiency
     work = decode_work(d, batch, context, tokens_per_sequence)
+    if e.kernel_tables is not None:  # the kernel-table predictor (planner.physics.step_predictor)
+        return _from_kernels(d, work, kernel_step.decode_parts(d, batch, context, tokens_per_sequence))
     tokens = decode_micro_batch(d, batch) * tokens_per_sequence
     gemm_eff = e.int4_compute if is_weight_only_4bit(d) else e.compute
     return _step_time(d, work, tokens, gemm_eff, e.compute, e.layer_overhead_us, e.step_overhead_us / 1e3,
@@ -194,6 +208,8 @@ def prefill(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> S
     `busy_groups`: attention groups prefilling at once (planner.physics.roofline.prefill_work)."""
     e = d.efficiency
     work = prefill_work(d, prompt_len, busy_groups)
+    if e.kernel_tables is not None:
+        return _from_kernels(d, work, kernel_step.prefill_parts(d, prompt_len))
     return _step_time(d, work, prompt_len, _prefill_gemm_efficiency(d), e.attention_compute,
                       e.prefill_layer_overhead_us, e.prefill_overhead_ms, e.prefill_smoothing)
 

@@ -1,0 +1,222 @@
+"""Step times from the engine's own measured kernels (issue 30, item 2): a decode step and a prefill built
+layer by layer from the model's shapes and the kernel tables of its GPU x engine (planner.physics.
+kernel_tables), so a model nobody ran is predicted from its own layers.
+
+A layer on one GPU of a tp x ep replica (attention data-parallel in ep / tp groups under EP):
+- attention projections as GEMMs (QKV and output; MLA's low-rank projections and its absorbed up-projections,
+  the latter as GEMMs of the same weights), in the weights' precision;
+- the attention kernel: generation attention (GQA/MHA) or generation MLA at the cached length, context
+  attention / context MLA for a prompt;
+- the MLP: gate-up and down GEMMs, or the MoE kernel (routed experts) plus the shared experts' GEMMs and the
+  router's;
+- two TP all-reduces (the engine's custom all-reduce, measured inside a CUDA graph);
+then the LM head's GEMM. What the tables do not measure stays on the physics model: expert all-to-alls
+(planner.hardware.communication), pipeline sends, and the engine's per-step host cost (scheduling, input
+preparation, sampling: `step_overhead_us`, fitted on public runs) and per-prefill cost. The step is never
+shorter than the roofline of its work (`StepTime.bound_ms`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from planner.core.deployment import Deployment
+from planner.core.precision import bits_per_value
+from planner.hardware.communication import ep_communication_ms, pp_communication_ms
+from planner.hardware.parallelism import sharding
+from planner.physics.kernel_tables import KernelTables, has_tables, tables
+from planner.physics.roofline import decode_micro_batch
+
+# the catalog GPUs whose tables stand in for a sibling without its own (same chip and memory)
+TABLE_GPU = {"h100-sxm": "h100-sxm", "h200": "h200", "b200": "b200", "gb200": "gb200", "b300": "b300",
+             "gb300": "b300"}
+
+
+def tables_key(gpu_id: str | None, engine: str) -> str | None:
+    """The kernel tables of a catalog GPU x engine ("gpu/engine"), None where there are none."""
+    gpu = TABLE_GPU.get(gpu_id or "")
+    return f"{gpu}/{engine}" if gpu is not None and has_tables(gpu, engine) else None
+
+
+def _tables(d: Deployment) -> KernelTables:
+    key = d.efficiency.kernel_tables
+    assert key is not None
+    gpu, engine = key.split("/")
+    return tables(gpu, engine)
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """A step's terms (ms), for planner.physics.latency to assemble into its StepTime."""
+
+    gemm_ms: np.ndarray
+    attention_ms: np.ndarray
+    communication_ms: np.ndarray
+    overhead_ms: float
+    pp_ms: np.ndarray | float
+    ep_ms: np.ndarray | float
+
+
+def _gemm_dtype(t: KernelTables, precision: str, block_scaled: bool) -> str:
+    """The table's GEMM precision for weights in `precision`, the nearest the table has."""
+    bits = bits_per_value(precision)
+    if bits <= 4:
+        wanted = ["nvfp4", "fp8_block" if block_scaled else "fp8", "bfloat16"]
+    elif bits <= 8:
+        wanted = ["fp8_block", "fp8", "bfloat16"] if block_scaled else ["fp8", "fp8_block", "bfloat16"]
+    else:
+        wanted = ["bfloat16"]
+    have = t.gemm_dtypes()
+    return next(w for w in wanted if w in have)
+
+
+def _moe_dtype(t: KernelTables, d: Deployment, block_scaled: bool) -> str:
+    bits = bits_per_value(d.weights)
+    if bits <= 4:
+        wanted = (["w4a16_mxfp4", "nvfp4"] if d.model.fp4_format == "mxfp4" else ["nvfp4", "w4a16_mxfp4"])
+        wanted += ["int4_wo", "fp8_block", "fp8", "bfloat16"]
+    elif bits <= 8:
+        wanted = ["fp8_block", "fp8", "bfloat16"] if block_scaled else ["fp8", "fp8_block", "bfloat16"]
+    else:
+        wanted = ["bfloat16"]
+    have = t.moe_dtypes()
+    return next(w for w in wanted if w in have)
+
+
+def _layer_precisions(d: Deployment, t: KernelTables) -> tuple[str, str]:
+    """GEMM precision of the dense layers (attention, shared experts) and of the routed experts. An MLA
+    model's fp8 checkpoints are block-scaled (DeepSeek's 128x128 scales); a routed-experts-only quantization
+    keeps the dense layers in 16 bits (gpt-oss), an fp4 MoE checkpoint keeps them in fp8."""
+    block = d.model.mla is not None
+    dense = "bf16" if d.model.quantized_scope == "routed_experts" else d.weights
+    if bits_per_value(dense) <= 4 and d.model.moe is not None:
+        # an fp4 MoE checkpoint (NVIDIA's DeepSeek-R1-FP4, Qwen3 NVFP4) quantizes the experts; its attention
+        # and shared layers stay 8-bit
+        dense = "fp8"
+    return _gemm_dtype(t, dense, block), _moe_dtype(t, d, block)
+
+
+def _layer_ms(d: Deployment, t: KernelTables, tokens: np.ndarray, attention_ms: np.ndarray,
+              moe_tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """GEMM time of every layer for `tokens` tokens per attention group (MoE kernels at `moe_tokens`), and
+    the TP all-reduces; `attention_ms` is every layer's attention kernels together. Returns (gemm + attention
+    + moe, all-reduce)."""
+    m = d.model
+    tp = d.tp
+    hd = m.head_dim_resolved
+    dense_dt, moe_dt = _layer_precisions(d, t)
+    heads = max(m.n_heads // tp, 1)
+    kv_heads = max(m.n_kv_heads // tp, 1)
+    D = m.d_model
+    if m.mla is None:
+        attn_proj = (t.gemm_ms(dense_dt, tokens, (heads + 2 * kv_heads) * hd, D)
+                     + t.gemm_ms(dense_dt, tokens, D, heads * hd))
+    else:
+        a = m.mla
+        qk = a.qk_nope_head_dim + a.qk_rope_head_dim
+        q = (t.gemm_ms(dense_dt, tokens, a.q_lora_rank, D)
+             + t.gemm_ms(dense_dt, tokens, heads * qk, a.q_lora_rank)
+             if a.q_lora_rank else t.gemm_ms(dense_dt, tokens, heads * qk, D))
+        kv_a = t.gemm_ms(dense_dt, tokens, a.kv_lora_rank + a.qk_rope_head_dim, D)
+        # absorbed up-projections (per head: nope -> latent for the query, latent -> v for the output)
+        absorbed = (t.gemm_ms("bfloat16", tokens, heads * a.kv_lora_rank, a.qk_nope_head_dim)
+                    + t.gemm_ms("bfloat16", tokens, heads * a.v_head_dim, a.kv_lora_rank))
+        attn_proj = q + kv_a + absorbed + t.gemm_ms(dense_dt, tokens, D, heads * a.v_head_dim)
+    per_layer = attn_proj
+    layers = m.n_layers
+    if m.moe is None:
+        ff = m.d_ff // tp
+        mlp = t.gemm_ms(dense_dt, tokens, 2 * ff, D) + t.gemm_ms(dense_dt, tokens, D, ff)
+        total = layers * (per_layer + mlp)
+    else:
+        moe = m.moe
+        dense_layers = moe.first_dense_layers
+        ff = m.d_ff // tp
+        dense_mlp = t.gemm_ms(dense_dt, tokens, 2 * ff, D) + t.gemm_ms(dense_dt, tokens, D, ff)
+        s = sharding(d)
+        expert_tp = 1 if d.ep > 1 else tp
+        routed = t.moe_ms(moe_dt, moe_tokens, D, moe.d_ff_expert, moe.top_k, moe.n_experts, expert_tp,
+                          max(d.ep, 1))
+        shared = np.zeros_like(tokens)
+        if moe.n_shared_experts:
+            sff = moe.n_shared_experts * moe.d_ff_expert // tp
+            shared = t.gemm_ms(dense_dt, tokens, 2 * sff, D) + t.gemm_ms(dense_dt, tokens, D, sff)
+        router = t.gemm_ms("bfloat16", tokens, moe.n_experts, D)
+        total = layers * per_layer + dense_layers * dense_mlp + (layers - dense_layers) * (
+            routed + shared + router)
+        del s
+    head = t.gemm_ms(dense_dt if m.quantized_scope != "routed_experts" else "bfloat16", tokens,
+                     max(m.vocab_size // tp, 1), D)
+    total = total + head + attention_ms
+    allreduce = np.zeros_like(tokens)
+    if tp > 1:
+        ar = t.allreduce_ms(tokens * D * 2.0, tp)
+        if ar is not None:
+            allreduce = np.where(tokens > 0, 2.0 * layers * ar, 0.0)
+    return total, allreduce
+
+
+def decode_parts(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike,
+                 tokens_per_sequence: int = 1) -> StepParts:
+    """One decode step from the kernel tables: the layers' kernels at the micro-batch, the engine's
+    per-step host cost, expert all-to-alls and pipeline sends from the physics."""
+    t = _tables(d)
+    m = d.model
+    s = sharding(d)
+    micro = decode_micro_batch(d, batch)
+    context = np.asarray(context, dtype=float)
+    group = micro / s.attention_dp
+    shape = np.broadcast_shapes(group.shape, context.shape)
+    tokens = np.array(np.broadcast_to(group * tokens_per_sequence, shape), dtype=float)
+    kv_fp8 = bits_per_value(d.kv_cache) <= 8
+    heads = max(m.n_heads // d.tp, 1)
+    def layer(kv_len: np.ndarray) -> np.ndarray:
+        if m.mla is None:
+            return t.generation_attention_ms(tokens, kv_len, heads, max(m.n_kv_heads // d.tp, 1),
+                                             m.head_dim_resolved, kv_fp8)
+        return t.generation_mla_ms(tokens, kv_len, heads, kv_fp8)
+
+    # sliding-window layers (gpt-oss, Gemma) read at most their window
+    windowed = m.n_windowed_layers
+    attention = (m.n_layers - windowed) * layer(context)
+    if windowed:
+        attention = attention + windowed * layer(np.minimum(context, float(m.sliding_window or 0)))
+    moe_tokens = np.array(np.broadcast_to(micro * tokens_per_sequence, shape), dtype=float)
+    return _parts(d, t, tokens, attention, moe_tokens, d.efficiency.step_overhead_us / 1e3)
+
+
+def prefill_parts(d: Deployment, prompt_len: npt.ArrayLike) -> StepParts:
+    """One prompt prefilled alone from the kernel tables (context attention at its length), plus the
+    engine's fixed per-prefill cost."""
+    t = _tables(d)
+    m = d.model
+    s_len = np.asarray(prompt_len, dtype=float)
+    kv_fp8 = bits_per_value(d.kv_cache) <= 8
+    heads = max(m.n_heads // d.tp, 1)
+    def layer(length: np.ndarray) -> np.ndarray:
+        if m.mla is None:
+            return (t.context_attention_ms(length, heads, max(m.n_kv_heads // d.tp, 1), m.head_dim_resolved,
+                                           kv_fp8) if t.has("ctx_attn") else np.zeros_like(length))
+        return t.context_mla_ms(length, heads, kv_fp8) if t.has("ctx_mla") else np.zeros_like(length)
+
+    windowed = m.n_windowed_layers
+    attention = (m.n_layers - windowed) * layer(s_len)
+    if windowed:  # a windowed layer's pairs grow linearly past the window: the window's prefill per window
+        w = np.minimum(s_len, float(m.sliding_window or 0))
+        attention = attention + windowed * layer(w) * s_len / np.maximum(w, 1.0)
+    attention = np.where(s_len > 0, attention, 0.0)
+    return _parts(d, t, s_len, attention, s_len, d.efficiency.prefill_overhead_ms)
+
+
+def _parts(d: Deployment, t: KernelTables, tokens: np.ndarray, attention: np.ndarray, moe_tokens: np.ndarray,
+           fixed_ms: float) -> StepParts:
+    kernels, allreduce = _layer_ms(d, t, tokens, attention, moe_tokens)
+    attention_total = attention
+    ep: np.ndarray | float = 0.0
+    if d.ep > 1 and d.model.moe is not None:
+        ep = np.maximum(ep_communication_ms(d, tokens / d.tp) - d.efficiency.ep_overlap * kernels, 0.0)
+    pp = pp_communication_ms(d, moe_tokens) if d.pp > 1 else 0.0
+    return StepParts(kernels - attention_total, attention_total, allreduce, fixed_ms * d.pp, pp, ep)

@@ -1,0 +1,291 @@
+"""Measured per-kernel tables (issue 30, item 2): one GPU x engine's GEMM, attention, MLA, MoE and
+all-reduce latencies, interpolated by shape.
+
+The tables are compact copies of NVIDIA AIConfigurator's per-kernel measurements (Apache-2.0), written by
+tools/import_kernel_tables.py with their provenance in planner/data/kernel_tables/manifest.json; this
+module reads only those files. Every latency is milliseconds per kernel call on one GPU.
+
+Interpolation is linear in log latency over log-spaced axes (kernel time is close to a power law between
+grid points); outside the measured range a shape is scaled from the nearest edge by the work it adds
+(tokens, cached length, heads or bytes: linear), never extrapolated below the smallest measured call.
+Measured noise that would make a larger call faster is levelled to the running maximum along each axis.
+A shape the table has no row for (another hidden size, expert count, head count) is scaled from the
+nearest measured shape by the ratio of the bytes and FLOPs the two move, so a model nobody measured is
+predicted from its own layer shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+TABLES_DIR = Path(__file__).parent.parent / "data" / "kernel_tables"
+# codes the importer stores dtypes by (tools/import_kernel_tables.py)
+GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4")
+MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo")
+
+
+@lru_cache(maxsize=1)
+def manifest() -> dict[str, Any]:
+    path = TABLES_DIR / "manifest.json"
+    return json.loads(path.read_text()) if path.exists() else {"tables": {}}
+
+
+def has_tables(gpu_id: str, engine: str) -> bool:
+    return f"{gpu_id}/{engine}" in manifest()["tables"]
+
+
+def provenance(gpu_id: str, engine: str) -> dict[str, Any] | None:
+    entry = manifest()["tables"].get(f"{gpu_id}/{engine}")
+    if entry is None:
+        return None
+    m = manifest()
+    return {"source_repo": m["source_repo"], "commit": m["commit"], "license": m["license"],
+            "engine_version": entry["engine_version"], "source_gpu": entry["source_gpu"]}
+
+
+def _log(x: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    return np.log(np.maximum(np.asarray(x, dtype=float), 1e-12))
+
+
+@dataclass(frozen=True)
+class Curve:
+    """log latency on a grid of one or two log axes (dense; a missing cell filled from its neighbours)."""
+
+    axes: tuple[np.ndarray, ...]  # log axis values, ascending
+    log_ms: np.ndarray
+
+    def __call__(self, *points: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """Latency at the points; beyond an axis's last value, linear in that axis (work grows with it)."""
+        pts = [_log(p) for p in points]
+        shape = np.broadcast_shapes(*(p.shape for p in pts))
+        pts = [np.broadcast_to(p, shape) for p in pts]
+        scale = np.zeros(shape)
+        clipped = []
+        for axis, p in zip(self.axes, pts, strict=True):
+            if len(axis) == 1:
+                clipped.append(np.full(shape, axis[0]))
+                continue
+            scale = scale + np.maximum(p - axis[-1], 0.0)
+            clipped.append(np.clip(p, axis[0], axis[-1]))
+        return np.exp(_multilinear(self.axes, self.log_ms, clipped) + scale)
+
+
+def _multilinear(axes: tuple[np.ndarray, ...], values: np.ndarray, pts: list[np.ndarray]) -> np.ndarray:
+    idx, frac = [], []
+    for axis, p in zip(axes, pts, strict=True):
+        if len(axis) == 1:
+            idx.append(np.zeros(p.shape, dtype=int))
+            frac.append(np.zeros(p.shape))
+            continue
+        i = np.clip(np.searchsorted(axis, p, side="right") - 1, 0, len(axis) - 2)
+        idx.append(i)
+        frac.append((p - axis[i]) / (axis[i + 1] - axis[i]))
+    out = np.zeros(pts[0].shape)
+    for corner in range(2 ** len(axes)):
+        w = np.ones(pts[0].shape)
+        at = []
+        for j in range(len(axes)):
+            bit = (corner >> j) & 1
+            if len(axes[j]) == 1:
+                if bit:
+                    w = w * 0.0
+                at.append(idx[j])
+                continue
+            w = w * (frac[j] if bit else 1.0 - frac[j])
+            at.append(idx[j] + bit)
+        out = out + w * values[tuple(at)]
+    return out
+
+
+def _dense(axis_values: list[np.ndarray], latency: np.ndarray) -> Curve:
+    """A dense grid over the unique values of each axis, missing cells filled along the first axis."""
+    uniq = [np.unique(v) for v in axis_values]
+    grid = np.full(tuple(len(u) for u in uniq), np.nan)
+    where = tuple(np.searchsorted(u, v) for u, v in zip(uniq, axis_values, strict=True))
+    grid[where] = _log(latency)
+    # fill gaps: along each axis, nearest measured neighbour (in index)
+    for ax in range(grid.ndim):
+        moved = np.moveaxis(grid, ax, -1)
+        flat = moved.reshape(-1, moved.shape[-1])
+        for row in flat:
+            ok = np.isfinite(row)
+            if ok.any() and not ok.all():
+                row[~ok] = np.interp(np.flatnonzero(~ok), np.flatnonzero(ok), row[ok])
+        grid = np.moveaxis(flat.reshape(moved.shape), -1, ax)
+    grid = np.where(np.isfinite(grid), grid, np.nanmax(grid) if np.isfinite(grid).any() else 0.0)
+    # every axis adds work (tokens, length, width, bytes): a call never gets faster along one, so timing
+    # noise (a 4-row GEMM measured 2% under a 1-row one) is levelled up to the running maximum
+    for ax in range(grid.ndim):
+        grid = np.maximum.accumulate(grid, axis=ax)
+    return Curve(tuple(_log(u) for u in uniq), grid)
+
+
+class KernelTables:
+    """One GPU x engine's tables."""
+
+    def __init__(self, gpu_id: str, engine: str) -> None:
+        entry = manifest()["tables"][f"{gpu_id}/{engine}"]
+        with np.load(TABLES_DIR / entry["file"]) as data:
+            self._raw = {k: data[k] for k in data.files}
+        self.gpu_id, self.engine = gpu_id, engine
+        self._curves: dict[tuple, Curve] = {}
+        self._near: dict[tuple, dict[str, float]] = {}
+        self._lines: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._tables: dict[str, dict[str, np.ndarray]] = {}
+
+    def _table(self, name: str) -> dict[str, np.ndarray]:
+        if name not in self._tables:
+            prefix = name + "."
+            self._tables[name] = {k[len(prefix):]: v for k, v in self._raw.items() if k.startswith(prefix)}
+        return self._tables[name]
+
+    def has(self, name: str) -> bool:
+        return f"{name}.latency_ms" in self._raw
+
+    # -- GEMM ---------------------------------------------------------------------------------------
+    def gemm_dtypes(self) -> set[str]:
+        return {GEMM_DTYPES[c] for c in np.unique(self._raw["gemm.gemm_dtype"])}
+
+    def gemm_ms(self, dtype: str, m: npt.ArrayLike, n: float, k: float) -> npt.NDArray[np.float64]:
+        """(m x k) @ (k x n) in `dtype`; m may be an array (tokens), m = 0 costs nothing."""
+        key = ("gemm", dtype)
+        if key not in self._curves:
+            t = self._table("gemm")
+            sel = t["gemm_dtype"] == GEMM_DTYPES.index(dtype)
+            self._curves[key] = _dense([t["m"][sel], t["n"][sel], t["k"][sel]], t["latency_ms"][sel])
+        line_key = (dtype, float(n), float(k))
+        if line_key not in self._lines:  # the GEMM of one weight matrix over its tokens: one line in log m
+            curve = self._curves[key]
+            ms_axis = curve.axes[0]
+            self._lines[line_key] = (ms_axis, _log(curve(np.exp(ms_axis), n, k)))
+        axis, values = self._lines[line_key]
+        m_arr = np.asarray(m, dtype=float)
+        lm = _log(np.maximum(m_arr, 1.0))
+        ms = np.exp(np.interp(lm, axis, values) + np.maximum(lm - axis[-1], 0.0))
+        return np.where(m_arr > 0, ms, 0.0)
+
+    # -- attention ----------------------------------------------------------------------------------
+    def _nearest(self, name: str, columns: dict[str, float], exact: tuple[str, ...] = ()) -> dict[str, float]:
+        """The measured shape nearest (log distance) to `columns`; `exact` columns must match when any row
+        does."""
+        key = (name, tuple(sorted(columns.items())), exact)
+        if key in self._near:
+            return self._near[key]
+        t = self._table(name)
+        mask = np.ones(len(t["latency_ms"]), dtype=bool)
+        for c in exact:
+            match = mask & (t[c] == columns[c])
+            if match.any():
+                mask &= match
+        dist = np.zeros(mask.sum())
+        for c, v in columns.items():
+            dist = dist + np.abs(_log(t[c][mask]) - _log(v))
+        i = int(np.argmin(dist))
+        self._near[key] = {c: float(t[c][mask][i]) for c in columns}
+        return self._near[key]
+
+    def _curve(self, name: str, fixed: dict[str, float], free: tuple[str, ...]) -> Curve:
+        key = (name, tuple(sorted(fixed.items())), free)
+        if key not in self._curves:
+            t = self._table(name)
+            sel = np.ones(len(t["latency_ms"]), dtype=bool)
+            for c, v in fixed.items():
+                sel &= t[c] == v
+            self._curves[key] = _dense([t[c][sel] for c in free], t["latency_ms"][sel])
+        return self._curves[key]
+
+    def generation_attention_ms(self, batch: npt.ArrayLike, kv_len: npt.ArrayLike, heads: int, kv_heads: int,
+                                head_dim: int, kv_fp8: bool) -> npt.NDArray[np.float64]:
+        """One layer's decode attention (GQA/MHA) over `batch` sequences of `kv_len` cached tokens, one
+        GPU's heads. A shape without rows: the nearest measured one, scaled by the KV bytes it reads."""
+        want = {"kv_fp8": float(kv_fp8), "head_dim": float(head_dim), "num_heads": float(heads),
+                "num_key_value_heads": float(kv_heads)}
+        near = self._nearest("gen_attn", want, exact=("kv_fp8", "head_dim"))
+        curve = self._curve("gen_attn", near, ("batch_size", "kv_len"))
+        scale = (kv_heads * head_dim) / (near["num_key_value_heads"] * near["head_dim"])
+        b = np.asarray(batch, dtype=float)
+        return np.where(b > 0, curve(np.maximum(b, 1.0), np.maximum(kv_len, 1.0)) * scale, 0.0)
+
+    def context_attention_ms(self, prompt_len: npt.ArrayLike, heads: int, kv_heads: int, head_dim: int,
+                             kv_fp8: bool) -> npt.NDArray[np.float64]:
+        """One layer's causal prefill attention of one prompt; beyond the longest measured prompt the time
+        grows with its square (causal pairs). None of the table: the caller falls back."""
+        want = {"kv_fp8": float(kv_fp8), "head_dim": float(head_dim), "num_heads": float(heads),
+                "num_key_value_heads": float(kv_heads)}
+        near = self._nearest("ctx_attn", want, exact=("kv_fp8", "head_dim"))
+        curve = self._curve("ctx_attn", near, ("isl",))
+        scale = (heads * head_dim) / (near["num_heads"] * near["head_dim"])
+        s = np.maximum(np.asarray(prompt_len, dtype=float), 1.0)
+        top = float(np.exp(curve.axes[0][-1]))
+        return curve(np.minimum(s, top)) * scale * np.maximum(s / top, 1.0) ** 2
+
+    def generation_mla_ms(self, batch: npt.ArrayLike, kv_len: npt.ArrayLike, heads: int,
+                          kv_fp8: bool) -> npt.NDArray[np.float64]:
+        near = self._nearest("gen_mla", {"kv_fp8": float(kv_fp8), "num_heads": float(heads)},
+                             exact=("kv_fp8",))
+        curve = self._curve("gen_mla", near, ("batch_size", "kv_len"))
+        b = np.asarray(batch, dtype=float)
+        scale = max(heads / near["num_heads"], 1.0) if heads > near["num_heads"] else 1.0
+        return np.where(b > 0, curve(np.maximum(b, 1.0), np.maximum(kv_len, 1.0)) * scale, 0.0)
+
+    def context_mla_ms(self, prompt_len: npt.ArrayLike, heads: int, kv_fp8: bool) -> npt.NDArray[np.float64]:
+        near = self._nearest("ctx_mla", {"kv_fp8": float(kv_fp8), "num_heads": float(heads)},
+                             exact=("kv_fp8",))
+        curve = self._curve("ctx_mla", near, ("isl",))
+        s = np.maximum(np.asarray(prompt_len, dtype=float), 1.0)
+        top = float(np.exp(curve.axes[0][-1]))
+        return curve(np.minimum(s, top)) * (heads / near["num_heads"]) * np.maximum(s / top, 1.0) ** 2
+
+    # -- MoE ----------------------------------------------------------------------------------------
+    def moe_dtypes(self) -> set[str]:
+        return {MOE_DTYPES[c] for c in np.unique(self._raw["moe.moe_dtype"])}
+
+    def moe_ms(self, dtype: str, tokens: npt.ArrayLike, hidden: int, inter: int, top_k: int, experts: int,
+               tp: int, ep: int) -> npt.NDArray[np.float64]:
+        """One MoE layer's routed experts (grouped GEMMs, routing) for `tokens` tokens, on one GPU of a
+        tp x ep expert split. A configuration nobody measured is scaled from the nearest measured one by the
+        expert weights its tokens touch per GPU (active experts x 3 x hidden x inter / shards) and, past the
+        weights, by its FLOPs (tokens x top-k x hidden x inter / shards)."""
+        code = float(MOE_DTYPES.index(dtype))
+        want = {"moe_dtype": code, "hidden_size": float(hidden), "inter_size": float(inter),
+                "topk": float(top_k), "num_experts": float(experts), "moe_tp_size": float(tp),
+                "moe_ep_size": float(ep)}
+        # the nearest measured split (tp and ep both in the distance: a table may lack tp 8 x ep 1 but have
+        # tp 8 x ep 2), scaled below by the shards each holds
+        near = self._nearest("moe", want,
+                             exact=("moe_dtype", "hidden_size", "inter_size", "topk", "num_experts"))
+        curve = self._curve("moe", near, ("num_tokens",))
+        t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
+        ms = curve(t)
+
+        def per_gpu_work(h: float, i: float, k: float, e: float, shards: float) -> np.ndarray:
+            active = e * (1.0 - (1.0 - k / e) ** t)  # experts some token picks
+            weights = active * 3.0 * h * i / shards
+            flops = t * k * 3.0 * h * i / shards
+            # a grouped GEMM is weight-bound until its FLOPs pass the weights x ~300 (the GPUs' ridge)
+            return np.maximum(weights, flops / 300.0)
+
+        mine = per_gpu_work(hidden, inter, top_k, experts, tp * ep)
+        theirs = per_gpu_work(near["hidden_size"], near["inter_size"], near["topk"], near["num_experts"],
+                              near["moe_tp_size"] * near["moe_ep_size"])
+        return np.where(np.asarray(tokens, dtype=float) > 0, ms * mine / theirs, 0.0)
+
+    # -- all-reduce ---------------------------------------------------------------------------------
+    def allreduce_ms(self, message_bytes: npt.ArrayLike, gpus: int) -> npt.NDArray[np.float64] | None:
+        if not self.has("allreduce") or gpus <= 1:
+            return None
+        near = self._nearest("allreduce", {"num_gpus": float(gpus)})
+        curve = self._curve("allreduce", {"num_gpus": near["num_gpus"]}, ("message_size",))
+        return curve(np.maximum(np.asarray(message_bytes, dtype=float), 1.0))
+
+
+@lru_cache(maxsize=32)
+def tables(gpu_id: str, engine: str) -> KernelTables:
+    return KernelTables(gpu_id, engine)

@@ -1,0 +1,84 @@
+"""The step-time predictor interface (issue 30, item 1): Vidur's split between an execution-time predictor and
+the scheduler that asks it.
+
+The scheduler side (planner.serving: the replica's queue model, the closed-loop benchmark client, sizing)
+asks for two times only, through planner.physics.latency's entry points: a decode step of `batch` sequences
+at `context` cached tokens (`decode_step`) and a prompt's prefill (`prefill`, whose difference with an empty
+iteration is a chunk's work, `prefill_chunk_work_ms`). Which predictor answers is named by the deployment's
+efficiency, and every predictor's step is at least the roofline of its work (`StepTime.bound_ms`):
+
+- "roofline": the pure roofline (`efficiency: "ideal"`), the floor every other one sits on;
+- "graph": our compiled-step physics (fractions of peak fitted on our own measurements);
+- "production": the graph physics with an engine's terms fitted on public serving runs of its GPU generation
+  (planner/data/engine_profiles.json, tools/fit_production_engines.py);
+- "kernel_tables": the engine's own measured kernels, interpolated by the model's layer shapes
+  (planner.physics.kernel_step, planner/data/kernel_tables/), plus the engine's fitted per-step host cost;
+- "calibration": the user's calibration fitted on their own benchmark (planner.physics.calibration).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+import numpy.typing as npt
+
+from planner.core.deployment import Deployment
+from planner.core.efficiency import EngineEfficiency
+from planner.engines.base import ENGINES
+from planner.physics import latency
+from planner.physics.kernel_step import tables_key
+from planner.physics.latency import StepTime
+
+PredictorName = Literal["roofline", "graph", "production", "kernel_tables", "calibration", "custom"]
+PREDICTORS: tuple[str, ...] = ("roofline", "graph", "production", "kernel_tables", "calibration", "custom")
+
+
+class StepPredictor(Protocol):
+    """What the scheduler asks an execution-time predictor."""
+
+    name: str
+
+    def decode_step(self, d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike,
+                    tokens_per_sequence: int = 1) -> StepTime: ...
+
+    def prefill(self, d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepTime: ...
+
+
+class DeploymentPredictor:
+    """The predictor a deployment names through its efficiency (physics fractions of peak, or kernel tables):
+    planner.physics.latency dispatches on it, so this is the one implementation callers need."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def decode_step(self, d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike,
+                    tokens_per_sequence: int = 1) -> StepTime:
+        return latency.decode_step(d, batch, context, tokens_per_sequence)
+
+    def prefill(self, d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepTime:
+        return latency.prefill(d, prompt_len, busy_groups)
+
+
+def predictor_name(efficiency: EngineEfficiency, calibrated: bool = False) -> str:
+    """The predictor a plan names (`latency.step_predictor`)."""
+    if efficiency.kernel_tables is not None:
+        return "kernel_tables"
+    if calibrated:
+        return "calibration"
+    if efficiency.name == "ideal":
+        return "roofline"
+    if efficiency.name == "graph":
+        return "graph"
+    return "production" if efficiency.name in ENGINES else "custom"
+
+
+def predictor_for(d: Deployment, calibrated: bool = False) -> StepPredictor:
+    return DeploymentPredictor(predictor_name(d.efficiency, calibrated))
+
+
+def with_kernel_tables(efficiency: EngineEfficiency, gpu_id: str | None,
+                       engine: str) -> EngineEfficiency | None:
+    """`efficiency` answering from the kernel tables of the GPU x engine; None where there are none (AMD GPUs,
+    GPUs the source did not measure): the plan keeps the fitted physics and says so."""
+    key = tables_key(gpu_id, engine)
+    return None if key is None else efficiency.model_copy(update={"kernel_tables": key})

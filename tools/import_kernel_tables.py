@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Import measured per-kernel tables (issue 30, item 2) into compact tables under planner/data/kernel_tables/.
+
+    python -m tools.import_kernel_tables [--mirror PATH] [--commit HASH]
+
+Source: NVIDIA AIConfigurator (github.com/ai-dynamo/aiconfigurator, Apache-2.0), its per-kernel tables
+`aic-core/src/aiconfigurator_core/systems/data/<gpu>/<op>/<engine>/<version>/*.parquet`, read from a pinned
+commit of a local git mirror with `git show` (no checkout, no import of the aiconfigurator package, none
+of its code copied). Only per-kernel tables are read: GEMM, context and generation attention, MLA,
+MoE and the engines' custom all-reduce. The repository's end-to-end measurements ("silicon" samples,
+any end-to-end TTFT/TPOT runs) are never listed, read, fitted on or tested on: they are outsiders'
+validation set.
+
+Columns and units, as the source documents them (read to understand the tables, not copied):
+- every `latency` is milliseconds per kernel call on one GPU
+  (aic-core/rust/aiconfigurator-core/src/perf_database/attention.rs: "latency ms");
+- generation attention's cached length is `isl + step` (same file, "kv_seq_tokens = isl + step"), its
+  `num_heads` / `num_key_value_heads` are one GPU's heads; context attention's length is `isl`;
+- GEMM is (m tokens) x (k) @ (k x n) in `gemm_dtype`; MoE is one layer's routed experts for `num_tokens`
+  tokens on one GPU of a `moe_tp_size` x `moe_ep_size` split; all-reduce is by `message_size` bytes and
+  `num_gpus`.
+
+Compaction: one engine version per GPU x engine (the oldest that has GEMM, attention and MoE tables, the
+nearest to the public serving runs' releases), the fastest kernel per shape where an engine ships several,
+MoE at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where absent), context
+attention at batch 1 (the predictor scales by batch), and the all-reduce the engine runs inside a CUDA
+graph. Each table is a long table of its axes and latency, in one compressed .npz per GPU x engine, with
+manifest.json holding the provenance (repository, commit, path, GPU, engine, version, license).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "planner" / "data" / "kernel_tables"
+MIRROR = Path("/work/.mirror/ai-dynamo+aiconfigurator/repo")
+PINNED_COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"  # 2026-08-21, main
+SOURCE_REPO = "https://github.com/ai-dynamo/aiconfigurator"
+LICENSE = "Apache-2.0"
+DATA = "aic-core/src/aiconfigurator_core/systems/data"
+# catalog GPU id -> the source's folder
+# (GB300 left out for size: its public runs are multi-node, planned from B300's tables)
+GPUS = {"h100-sxm": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": "gb200", "b300": "b300_sxm"}
+# our engine name -> the source's
+ENGINES = {"vllm": "vllm", "sglang": "sglang", "trt-llm": "trtllm"}
+GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4")
+MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo")
+# GEMM rows: m up to 16,384 tokens (a decode batch or a prefill chunk); the source's odd m (4353) dropped
+GEMM_MAX_M = 16384
+MOE_MAX_TOKENS = 16384
+# the oldest release taken where an older one's tables are sparse (SGLang 0.5.6's MoE table has 2k rows)
+OLDEST = {"sglang": "0.5.9"}
+NEEDED = ("gemm/{e}/{v}/gemm_perf.parquet", "attention/{e}/{v}/generation_attention_perf.parquet",
+          "moe/{e}/{v}/moe_perf.parquet")
+
+
+def _git(mirror: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(mirror), *args], check=True, capture_output=True).stdout
+
+
+def _listing(mirror: Path, commit: str) -> set[str]:
+    names = _git(mirror, "ls-tree", "-r", "--name-only", commit, DATA + "/").decode().splitlines()
+    # never list, let alone read, the end-to-end samples
+    return {n for n in names if "silicon" not in n.lower() and n.endswith(".parquet")}
+
+
+def _version_key(v: str) -> tuple:
+    parts = []
+    for token in v.replace("rc", ".").replace("post", ".").split("."):
+        parts.append(int(token) if token.isdigit() else 0)
+    return tuple(parts)
+
+
+def pick_version(files: set[str], gpu: str, engine: str) -> str | None:
+    versions = {n.split("/")[-2] for n in files if n.startswith(f"{DATA}/{gpu}/gemm/{engine}/")}
+    complete = [v for v in versions
+                if all(f"{DATA}/{gpu}/" + p.format(e=engine, v=v) in files for p in NEEDED)]
+    preferred = [v for v in complete if _version_key(v) >= _version_key(OLDEST.get(engine, "0"))]
+    return min(preferred or complete, key=_version_key) if complete else None
+
+
+def _read(mirror: Path, commit: str, path: str) -> pd.DataFrame:
+    return pd.read_parquet(io.BytesIO(_git(mirror, "show", f"{commit}:{path}")))
+
+
+def _compact(frame: pd.DataFrame, axes: list[str]) -> dict[str, np.ndarray]:
+    """Fastest kernel per shape, as int32 axes and float32 latency (ms)."""
+    best = frame.groupby(axes, as_index=False)["latency"].min().sort_values(axes)
+    out = {a: best[a].to_numpy() for a in axes}
+    out = {a: (v.astype(np.int32) if np.issubdtype(v.dtype, np.integer) else v.astype(str))
+           for a, v in out.items()}
+    out["latency_ms"] = best["latency"].to_numpy(dtype=np.float32)
+    return out
+
+
+def _codes(values: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    return np.array([names.index(v) for v in values], dtype=np.int8)
+
+
+def import_one(mirror: Path, commit: str, files: set[str], gpu: str, engine: str, version: str
+               ) -> tuple[dict[str, np.ndarray], list[dict[str, str]]]:
+    arrays: dict[str, np.ndarray] = {}
+    used: list[dict[str, str]] = []
+
+    def take(op: str, name: str, eng: str = engine, ver: str = version) -> pd.DataFrame | None:
+        path = f"{DATA}/{gpu}/{op}/{eng}/{ver}/{name}.parquet"
+        if path not in files:
+            return None
+        used.append({"table": name, "path": path, "engine": eng, "version": ver})
+        return _read(mirror, commit, path)
+
+    g = take("gemm", "gemm_perf")
+    assert g is not None
+    g = g[g.gemm_dtype.isin(GEMM_DTYPES) & (g.m <= GEMM_MAX_M) & (g.m & (g.m - 1) == 0)]
+    t = _compact(g, ["gemm_dtype", "m", "n", "k"])
+    t["gemm_dtype"] = _codes(t["gemm_dtype"], GEMM_DTYPES)
+    arrays.update({f"gemm.{k}": v for k, v in t.items()})
+
+    a = take("attention", "generation_attention_perf")
+    assert a is not None
+    if "window_size" in a:
+        a = a[a.window_size == 0]
+    a = a.assign(kv_len=a.isl + a.step, kv_fp8=(a.kv_cache_dtype == "fp8").astype(int))
+    t = _compact(a, ["kv_fp8", "head_dim", "num_heads", "num_key_value_heads", "batch_size", "kv_len"])
+    arrays.update({f"gen_attn.{k}": v for k, v in t.items()})
+
+    c = take("attention", "context_attention_perf")
+    if c is not None:
+        if "window_size" in c:
+            c = c[c.window_size == 0]
+        c = c[(c.batch_size == 1)].assign(kv_fp8=(c.kv_cache_dtype == "fp8").astype(int))
+        t = _compact(c, ["kv_fp8", "head_dim", "num_heads", "num_key_value_heads", "isl"])
+        arrays.update({f"ctx_attn.{k}": v for k, v in t.items()})
+
+    # MLA kernels: the engine's own, else the first sibling engine on this GPU that has them (FlashMLA /
+    # TRT-LLM MLA kernels are shared); the manifest names which
+    for prefix, name in (("gen_mla", "generation_mla_perf"), ("ctx_mla", "context_mla_perf")):
+        m = take("mla", name)
+        if m is None:
+            for eng in ("sglang", "trtllm", "vllm"):
+                vers = sorted({n.split("/")[-2] for n in files if n.startswith(f"{DATA}/{gpu}/mla/{eng}/")
+                               and n.endswith(f"/{name}.parquet")}, key=_version_key)
+                if vers:
+                    m = take("mla", name, eng, vers[0])
+                    break
+        if m is None:
+            continue
+        m = m.assign(kv_fp8=(m.kv_cache_dtype == "fp8").astype(int))
+        if prefix == "gen_mla":
+            m = m.assign(kv_len=m.isl + m.step)
+            t = _compact(m, ["kv_fp8", "num_heads", "batch_size", "kv_len"])
+        else:
+            t = _compact(m[m.batch_size == 1], ["kv_fp8", "num_heads", "isl"])
+        arrays.update({f"{prefix}.{k}": v for k, v in t.items()})
+
+    moe = take("moe", "moe_perf")
+    assert moe is not None
+    dist = "power_law_1.01" if (moe.distribution == "power_law_1.01").any() else "balanced"
+    moe = moe[(moe.distribution == dist) & moe.moe_dtype.isin(MOE_DTYPES) & (moe.num_tokens <= MOE_MAX_TOKENS)
+              & (moe.num_tokens & (moe.num_tokens - 1) == 0) & (moe.moe_tp_size <= 8)]
+    t = _compact(moe, ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
+                       "moe_ep_size", "num_tokens"])
+    t["moe_dtype"] = _codes(t["moe_dtype"], MOE_DTYPES)
+    arrays.update({f"moe.{k}": v for k, v in t.items()})
+
+    ar = take("comm", "custom_allreduce_perf")
+    if ar is not None:
+        if "backend" in ar:  # vLLM measures eager and graph; a decode step runs in a CUDA graph
+            graph = ar[ar.backend.astype(str).str.contains("graph")]
+            ar = graph if len(graph) else ar
+        t = _compact(ar, ["num_gpus", "message_size"])
+        arrays.update({f"allreduce.{k}": v for k, v in t.items()})
+    return arrays, used
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mirror", type=Path, default=MIRROR)
+    parser.add_argument("--commit", default=PINNED_COMMIT)
+    args = parser.parse_args(argv)
+    files = _listing(args.mirror, args.commit)
+    OUT.mkdir(parents=True, exist_ok=True)
+    manifest: dict = {
+        "source_repo": SOURCE_REPO, "commit": args.commit, "license": LICENSE,
+        "license_note": "tables derived from AIConfigurator's measured per-kernel data (Apache-2.0); "
+                        "no code of that project is used or shipped",
+        "tool": "tools/import_kernel_tables.py", "units": "latency_ms: milliseconds per kernel call, one GPU",
+        "gemm_dtypes": list(GEMM_DTYPES), "moe_dtypes": list(MOE_DTYPES), "tables": {},
+    }
+    for gpu_id, gpu in GPUS.items():
+        for engine, src_engine in ENGINES.items():
+            version = pick_version(files, gpu, src_engine)
+            if version is None:
+                print(f"{gpu_id} {engine}: no complete version, skipped")
+                continue
+            arrays, used = import_one(args.mirror, args.commit, files, gpu, src_engine, version)
+            name = f"{gpu_id}__{engine}.npz"
+            np.savez_compressed(OUT / name, **arrays)
+            manifest["tables"][f"{gpu_id}/{engine}"] = {
+                "file": name, "gpu": gpu_id, "source_gpu": gpu, "engine": engine, "engine_version": version,
+                "sources": used, "rows": {k.split(".")[0]: int(len(v)) for k, v in arrays.items()
+                                          if k.endswith("latency_ms")},
+            }
+            print(f"{gpu_id} {engine} {version}: {(OUT / name).stat().st_size / 1e3:.0f} kB")
+    (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    total = sum(p.stat().st_size for p in OUT.iterdir())
+    print(f"total {total / 1e6:.2f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
