@@ -358,6 +358,7 @@ def main(argv: list[str] | None = None, stdin: TextIO | None = None, stdout: Tex
     written."""
     stderr = stderr if stderr is not None else sys.stderr
     out = stdout if stdout is not None else sys.stdout
+    line: str | None
     if out is None or out.closed:
         code, line = EXIT_OUTPUT, ScenarioError("output", "standard output is closed").line()
     else:

@@ -133,12 +133,8 @@ def _scenario_for(req: SizingRequest, fam: LayoutCandidate, batch: int | None = 
     return s
 
 
-def pareto_mask(cost: npt.ArrayLike, latency: npt.ArrayLike) -> npt.NDArray[np.bool_]:
-    """True where no other point is at least as good on both and better on one (lower is better). A latency
-    that is not a number (None, NaN: not computed) counts as infinite: never on the frontier."""
-    cost = np.asarray(cost, dtype=float)
-    latency = np.array([math.inf if v is None or v != v else v for v in np.asarray(latency, dtype=object)],
-                       dtype=float)
+def pareto_mask(cost: npt.NDArray[np.float64], latency: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """True where no other point is at least as good on both and better on one (lower is better)."""
     order = np.lexsort((latency, cost))
     mask = np.zeros(len(cost), dtype=bool)
     best_latency = np.inf
@@ -455,22 +451,6 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     return rows, infeasible, searched, pruned
 
 
-def _drop_unstable(rows: list[dict[str, Any]], infeasible: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """Rows whose ITL is None: the replica is not stable at the rate it was given (at tens of billions of
-    replicas, traffic / replicas can round past the goodput it was sized at). No figure can be claimed for
-    it, so it is no option; each is named among the infeasible ones (issue 32: it crashed the Pareto mask)."""
-    kept = []
-    for r in rows:
-        if r["itl_ms"] is not None:
-            kept.append(r)
-            continue
-        r.pop("_finish", None)
-        fam = LayoutCandidate(r["gpu"], r["gpu"], r["tp"], r["weights"], r["kv_cache"], r["pp"], r["ep"])
-        infeasible.append({"candidate": f"{_label(fam)} batch {r['batch']}",
-                           "reason": f"not stable at its own rate ({r['replicas']:,} replicas): no figures"})
-    return kept
-
-
 def families(req: SizingRequest, gpus: list[Any] | None = None) -> int:
     """Configuration families a search over these candidate lists plans (the work bound's unit)."""
     n_gpus = len(gpus if gpus is not None else (req.gpus if req.gpus is not None else load_catalog()))
@@ -481,10 +461,10 @@ def size(data: Any, memo: LayoutMemo | None = None) -> dict[str, Any]:
     """The sizing search (`memo`: per-layout figures shared with the request's disaggregated search)."""
     req = data if isinstance(data, SizingRequest) else parse_sizing(data)
     if not isinstance(data, SizingRequest):
-        check_work([families(req)])  # size_with_modes checks the whole request (its modes too) first
+        check_work([families(req)], req.max_options)  # size_with_modes checks its modes too
     hints = fit_hints(req)
     rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True, defer=True, memo=memo)
-    rows = _drop_unstable(rows, infeasible)
+    rows = [r for r in rows if r["itl_ms"] is not None]  # None: not stable at its rate: no option (issue 32)
     rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
     if rows:
         mask = pareto_mask(np.array([r["usd_per_hour"] for r in rows]), np.array([r["itl_ms"] for r in rows]))
