@@ -350,8 +350,6 @@ def _run_search(req: dict[str, Any], submitted: bool) -> None:
 def render(catalog) -> None:
     _init(catalog)
     ss = st.session_state
-    if ss.get("sz_link_problem"):
-        st.warning(f"Link parameter `size`: {plain(ss['sz_link_problem'])}; using the default search")
     if ss.get("sz_link_filled"):
         st.info("The link filled in this search: press **Find the cheapest fleet** to run it.")
     st.radio("Cost", ["rent", "own"], key="sz_cost_mode", horizontal=True,
