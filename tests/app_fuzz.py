@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 TIMEOUT = 120
+SEARCH_TIMEOUT = 700  # a search stops itself after 600 s of wall time (ui/search_runner.py), with one line
 
 # Runs inside AppTest: uploads come from session state key "_fuzz_uploads" ({uploader key: bytes}).
 SCRIPT = f"""
@@ -166,7 +167,7 @@ def press_find(at: AppTest) -> None:
     """Press the sizing form's button, where the page shows it (a link only fills the form: issue 32)."""
     for button in at.button:
         if button.label == "Find the cheapest fleet":
-            button.click().run()
+            button.click().run(timeout=SEARCH_TIMEOUT)
             assert not at.exception, [e.value for e in at.exception]
             return
 

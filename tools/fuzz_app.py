@@ -42,9 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     failures, links, uploads, named = 0, 0, 0, 0
     start = time.monotonic()
-    for what, params, view, search, named in (*CRAFTED, *CRAFTED_SLOW):
+    for what, params, view, search, must_name in (*CRAFTED, *CRAFTED_SLOW):
         try:
-            run_crafted(params, view, search, named)
+            run_crafted(params, view, search, must_name)
         except Exception as err:  # noqa: BLE001 - reported, then the run goes on
             failures += 1
             print(f"crafted {what!r}: {type(err).__name__}: {str(err)[:300]}", flush=True)
