@@ -423,3 +423,28 @@ def test_a_duplicate_key_is_named(text):
         assert main([command, "-"], stdin=io.StringIO(text), stdout=out, stderr=err) == 2
         line = err.getvalue()
         assert "duplicate key" in line and ("'model'" in line or "'prompt_len'" in line)
+
+
+def _refused(command: str, request: dict[str, Any]) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    assert main([command, "-"], stdin=io.StringIO(json.dumps(request)), stdout=out, stderr=err) == 2
+    assert out.getvalue() == "" and err.getvalue().count("\n") == 1
+    return err.getvalue()
+
+
+def test_the_other_sizing_commands_are_bounded_too():
+    """Source: contract: docs/CONTRACT_EXTENSIONS.md, "Bounded sizing requests" (issue 32): size-power and
+    mixed-fleet plan every option of every family (4,000 families at most, 20 custom GPUs x 8 x 5 x 5 =
+    4,000 per search); context-tiers runs one sizing search per context (20,000 in all)."""
+    sizing = hostile_request(1000)
+    sizing.pop("max_options")
+    power = {"objective": "min_mw", "cost_tier": "neocloud", "power_source": "catalog"}
+    line = _refused("size-power", {"sizing": sizing, "power": power})
+    assert "needs 20,000 configuration-family plans" in line and "over the limit of 4,000" in line
+    twenty = {**sizing, "gpus": sizing["gpus"][:20]}
+    mixed = {k: twenty[k] for k in ("model", "slo", "gpus", "tp", "weights", "kv_cache")}
+    bins = [{"prompt_len": p, "output_len": p // 10, "weight": 1} for p in (100, 900)]
+    mixed.update(requests_per_s=10, lengths={"histogram": bins})
+    assert "needs 8,000 configuration-family plans" in _refused("mixed-fleet", mixed)
+    tiers = {"sizing": twenty, "context_lens": [4096, 8192, 16384, 32768, 65536, 131072]}
+    assert "needs 24,000 configuration-family plans" in _refused("context-tiers", tiers)

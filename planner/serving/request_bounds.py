@@ -24,6 +24,10 @@ from planner.core.errors import ScenarioError
 LIST_FIELDS = ("gpus", "tp", "pp", "ep", "weights", "kv_cache", "prefill_gpus", "decode_gpus")
 MAX_FAMILY_PLANS = 20_000
 MAX_OPTIONS_OUT = 1_000
+# size-power and mixed-fleet plan every option of every family (no lazy finish, no pruning): about ten times a
+# family's cost in the sizing search (2,000 families: 6.1 s of CPU, issue 32), so a tenth of the families
+# but for a default lognormal mixed fleet over the whole catalog (6 classes x 600 families)
+MAX_FULL_FAMILY_PLANS = 4_000
 
 
 def _key(item: Any) -> str:
@@ -50,10 +54,12 @@ def dedupe_lists(data: Any) -> Any:
     return out
 
 
-def check_work(families_per_search: list[int], max_options: int | None = None) -> int:
+def check_work(families_per_search: list[int], max_options: int | None = None,
+               limit: int = MAX_FAMILY_PLANS) -> int:
     """The family plans a search needs (one count per search: the aggregated one, and each disaggregated
-    pool); past MAX_FAMILY_PLANS, or `max_options` past MAX_OPTIONS_OUT, a ScenarioError names the limit
-    and how to narrow the request."""
+    pool, each length class or context); past `limit` (MAX_FAMILY_PLANS, or MAX_FULL_FAMILY_PLANS where
+    every option is planned), or `max_options` past MAX_OPTIONS_OUT, a ScenarioError names the limit and
+    how to narrow the request."""
     if max_options is not None and max_options > MAX_OPTIONS_OUT:
         raise ScenarioError(
             "max_options",
@@ -61,11 +67,11 @@ def check_work(families_per_search: list[int], max_options: int | None = None) -
             "(about 1.5 KB of JSON each): ask for fewer",
         )
     plans = sum(families_per_search)
-    if plans > MAX_FAMILY_PLANS:
+    if plans > limit:
         raise ScenarioError(
             "sizing",
             f"needs {plans:,} configuration-family plans (GPUs x tp x pp x ep x weights "
-            f"x kv_cache, per mode), over the limit of {MAX_FAMILY_PLANS:,}: narrow "
+            f"x kv_cache, per search), over the limit of {limit:,}: narrow "
             "the candidate lists",
         )
     return plans
