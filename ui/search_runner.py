@@ -16,8 +16,9 @@ process:
 Results are kept in a process-wide cache bounded in bytes (CACHE_MAX_BYTES), not in entries: 64 cached
 20,000-family results were a memory risk.
 
-The child is `python -m ui.search_runner`: the request as JSON on stdin, the result (or
-{"error": {"field", "reason"}}) as JSON on stdout.
+The child is `python -m ui.search_runner TOOL`: the request as JSON on stdin, the result (or
+{"error": {"field", "reason"}}) as JSON on stdout. TOOL is the sizing search (`size`) or one of the Power
+view's searches (`size-power`, `mixed-fleet`, `context-tiers`), which are bounded and run the same way.
 """
 
 from __future__ import annotations
@@ -82,12 +83,15 @@ def _child_env() -> dict[str, str]:
             "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
 
 
-def _run_child(request_json: str) -> str:
+TOOLS = ("size", "size-power", "mixed-fleet", "context-tiers")
+
+
+def _run_child(request_json: str, tool: str) -> str:
     """The child's stdout; ScenarioError when it was stopped by a limit or failed."""
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "ui.search_runner"], input=request_json.encode(), capture_output=True,
-            cwd=ROOT, env=_child_env(), timeout=MAX_SEARCH_WALL_S, check=False,
+            [sys.executable, "-m", "ui.search_runner", tool], input=request_json.encode(),
+            capture_output=True, cwd=ROOT, env=_child_env(), timeout=MAX_SEARCH_WALL_S, check=False,
         )
     except subprocess.TimeoutExpired:
         raise ScenarioError("sizing", f"the search ran past {MAX_SEARCH_WALL_S} s on this busy server and "
@@ -101,21 +105,24 @@ def _run_child(request_json: str) -> str:
     return done.stdout.decode()
 
 
-def run_search(request_json: str) -> dict[str, Any]:
-    """The result of `size_with_modes` on this request (JSON text, keys sorted: the cache key), run in a
-    bounded child process; a bad request or a limit met raises ScenarioError (one line)."""
-    text = _cached(request_json)
+def run_search(request_json: str, tool: str = "size") -> dict[str, Any]:
+    """The result of `tool` (TOOLS; `size`: size_with_modes) on this request (JSON text, keys sorted: the
+    cache key), run in a bounded child process; a bad request or a limit met raises ScenarioError."""
+    if tool not in TOOLS:
+        raise ValueError(f"unknown tool {tool!r}")
+    key = f"{tool} {request_json}"
+    text = _cached(key)
     if text is None:
         if not _slots.acquire(timeout=SLOT_WAIT_S):
             raise ScenarioError("sizing", f"the server is running {MAX_CONCURRENT_SEARCHES} searches "
                                           "already; press the button again in a minute")
         try:
-            text = _run_child(request_json)
+            text = _run_child(request_json, tool)
         finally:
             _slots.release()
         result = json.loads(text)
         if "error" not in result:
-            _remember(request_json, text)
+            _remember(key, text)
     else:
         result = json.loads(text)  # a fresh copy per session: nobody edits the cached one
     if "error" in result:
@@ -131,14 +138,32 @@ def _limit_self() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MAX_SEARCH_MEMORY_BYTES, MAX_SEARCH_MEMORY_BYTES))
 
 
+def _tool(name: str) -> Any:
+    if name == "size-power":
+        from planner.contract.power_sizing import size_power
+
+        return size_power
+    if name == "mixed-fleet":
+        from planner.serving.mixed_fleet import mixed_fleet
+
+        return mixed_fleet
+    if name == "context-tiers":
+        from planner.contract.context_tiers import context_tiers
+
+        return context_tiers
+    from planner.serving.serving_modes import size_with_modes
+
+    return size_with_modes
+
+
 def main() -> int:
     """The child: one request on stdin, one JSON answer on stdout."""
     _limit_self()
     from planner.core.errors import loads_json
-    from planner.serving.serving_modes import size_with_modes
 
     try:
-        answer: Any = size_with_modes(loads_json(sys.stdin.buffer.read(), "size"))
+        tool = _tool(sys.argv[1] if len(sys.argv) > 1 else "size")
+        answer: Any = tool(loads_json(sys.stdin.buffer.read(), "request"))
     except ScenarioError as err:
         answer = {"error": {"field": err.field, "reason": err.reason}}
     except MemoryError:
