@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 TIMEOUT = 120
+SEARCH_TIMEOUT = 700  # a search stops itself after 600 s of wall time (ui/search_runner.py), with one line
 
 # Runs inside AppTest: uploads come from session state key "_fuzz_uploads" ({uploader key: bytes}).
 SCRIPT = f"""
@@ -124,8 +125,15 @@ def case(rng: random.Random) -> tuple[dict[str, str], dict[str, bytes], str]:
         uploads[key] = hurtful_text(rng, {"model": "llama-3.1-8b", "gpu": "h100-sxm"}).encode(
             "utf-8", "surrogatepass"
         )
-    view = "Size a fleet" if "size" in params and rng.random() < 0.7 else "Plan"
+    view = rng.choice(VIEWS)
+    if "size" in params and rng.random() < 0.6:
+        view = "Size a fleet"
+    elif "compare" in params and rng.random() < 0.6:
+        view = "Compare what-ifs"
     return params, uploads, view
+
+
+VIEWS = ("Plan", "Compare what-ifs", "Size a fleet", "Power & fleets")
 
 
 def _named(at: AppTest, names: list[str]) -> bool:
@@ -133,8 +141,40 @@ def _named(at: AppTest, names: list[str]) -> bool:
     return all(name in text for name in names)
 
 
-def run_case(params: dict[str, str], uploads: dict[str, bytes], view: str) -> AppTest:
-    """Run the app on one case; assert no exception element, and a named line for each refused input."""
+def _nodes(node: Any):
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from _nodes(child)
+
+
+def chart_specs(at: AppTest) -> list[str]:
+    """The Vega-Lite spec (JSON text) of every chart on the page."""
+    return [n.proto.spec for n in _nodes(at._tree) if getattr(n, "type", None) == "arrow_vega_lite_chart"]
+
+
+def check_charts(at: AppTest) -> None:
+    """No chart's data holds NaN or an infinity: JSON has neither, and the browser then shows a SyntaxError
+    in place of every chart (issue 32: an unpriced Compare pin)."""
+    for spec in chart_specs(at):
+        json.loads(spec, parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> None:
+    raise AssertionError(f"{name} in a chart's data")
+
+
+def press_find(at: AppTest) -> None:
+    """Press the sizing form's button, where the page shows it (a link only fills the form: issue 32)."""
+    for button in at.button:
+        if button.label == "Find the cheapest fleet":
+            button.click().run(timeout=SEARCH_TIMEOUT)
+            assert not at.exception, [e.value for e in at.exception]
+            return
+
+
+def run_case(params: dict[str, str], uploads: dict[str, bytes], view: str, search: bool = False) -> AppTest:
+    """Run the app on one case; assert no exception element and no NaN in a chart (`search`: on the Size
+    view, press the button too)."""
     at = AppTest.from_string(SCRIPT, default_timeout=TIMEOUT)
     if "hf_upload" in uploads:  # the config.json import sits under a custom model
         from ui.widget_state import CUSTOM_MODEL_DEFAULT
@@ -147,9 +187,13 @@ def run_case(params: dict[str, str], uploads: dict[str, bytes], view: str) -> Ap
         at.session_state["cmd_bench_show"] = True
     at.run()
     assert not at.exception, [e.value for e in at.exception]
+    check_charts(at)
     if view != "Plan":
         at.radio(key="view").set_value(view).run()
         assert not at.exception, [e.value for e in at.exception]
+        if search and view == "Size a fleet":
+            press_find(at)
+        check_charts(at)
     if "hf_upload" in uploads and any(b.key == "hf_apply" for b in at.button):
         at.button(key="hf_apply").click().run()
         assert not at.exception, [e.value for e in at.exception]
@@ -172,3 +216,62 @@ def invalid_text(rng: random.Random) -> str:
             "[1]", '"x"', "[[[[",
         ]
     )
+
+
+# Issue 32's crafted links: (what, query parameters, view, press the search button, text a warning must name)
+_UNPRICED_GPU = {"name": "no price", "memory_gb": 80.0, "hbm_tb_s": 3.35,
+                 "tflops": {"bf16": 989.4, "fp8": 1978.9}}
+_PARETO_CRASH = {"model": "llama-3.1-8b", "slo": {"ttft_ms": 1000, "itl_ms": 100}, "gpus": ["h100-sxm"],
+                 "traffic": {"requests_per_s": 1e7, "prompt_len": 1, "output_len": 1_000_000}}
+
+
+def hostile_sizing_request(max_options: int) -> dict[str, Any]:
+    """Issue 32's 22 KB `?size=` link: 100 custom GPUs x tp 1-8 x 5 weight x 5 KV precisions = 20,000
+    configuration families, the cap."""
+    gpus = [{**_UNPRICED_GPU, "name": f"gpu {i}", "memory_gb": 80.0 + i / 10, "usd_per_hour": 2.0 + i / 100}
+            for i in range(100)]
+    five = ["fp16", "bf16", "fp8", "int8", "int4"]
+    traffic = {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400}
+    return {"model": "llama-3.1-8b", "traffic": traffic, "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
+            "gpus": gpus, "tp": list(range(1, 9)), "weights": five, "kv_cache": five,
+            "max_options": max_options}
+
+
+def _extreme_size(rps: float, prompt: int, output: int) -> str:
+    return json.dumps({"model": "llama-3.1-8b", "traffic": {"requests_per_s": rps, "prompt_len": prompt,
+                                                            "output_len": output},
+                       "slo": {"ttft_ms": 1000.0, "itl_ms": 100.0}, "gpus": ["h100-sxm", "l4"], "tp": [1, 8]})
+
+
+CRAFTED: list[tuple[str, dict[str, str], str, bool, str | None]] = [
+    ("the pareto_mask crash request, searched", {"size": json.dumps(_PARETO_CRASH)}, "Size a fleet", True,
+     None),
+    ("an unpriced custom-GPU Compare pin",
+     {"compare": json.dumps([{"model": "llama-3.1-8b", "gpu": _UNPRICED_GPU},
+                             {"model": "llama-3.1-8b", "gpu": "h100-sxm"}])},
+     "Compare what-ifs", False, None),
+    ("the 22 KB size link (max_options 100,000), on the Plan view",
+     {"size": json.dumps(hostile_sizing_request(100_000))}, "Plan", False, "max_options"),
+    ("the 22 KB size link (max_options 100,000), on the Size view",
+     {"size": json.dumps(hostile_sizing_request(100_000))}, "Size a fleet", True, "max_options"),
+    ("a duplicate key in a size link, on the Compare view",
+     {"size": '{"model": "llama-3.1-8b", "model": "qwen3-8b"}'}, "Compare what-ifs", False,
+     "duplicate key"),
+    ("a duplicate key in a scenario parameter", {"load": '{"request_rate": 1, "request_rate": 2}'}, "Plan",
+     False, "duplicate key"),
+    ("a bad size link on the Power view", {"size": "[1]"}, "Power & fleets", False, "size"),
+    *[(f"sizing at {rps:g} req/s, prompt {p:,}, output {o:,}, searched", {"size": _extreme_size(rps, p, o)},
+       "Size a fleet", True, None)
+      for rps in (1e-6, 1e7) for p in (1, 10_000_000) for o in (1, 10_000_000)],
+]
+# the largest legal search (20,000 families, 1,000 options: ~6 s of CPU in its child): tools/fuzz_app.py
+CRAFTED_SLOW = [("the 22 KB size link at max_options 1,000, searched",
+                 {"size": json.dumps(hostile_sizing_request(1000))}, "Size a fleet", True, None)]
+
+
+def run_crafted(params: dict[str, str], view: str, search: bool, named: str | None) -> AppTest:
+    """One crafted case: no exception, no NaN in a chart, and the named text in a warning or error line."""
+    at = run_case(params, {}, view, search=search)
+    if named is not None:
+        assert _named(at, [named]), (named, [e.value for e in (*at.warning, *at.error)])
+    return at

@@ -31,6 +31,11 @@ def unescape(markdown: str) -> str:
     return markdown.replace("`", "")
 
 
+def press_find(at: AppTest) -> None:
+    """Press the sizing form's button (a sizing link only fills the form: issue 32)."""
+    [b for b in at.button if b.label == "Find the cheapest fleet"][0].click().run(timeout=TIMEOUT)
+
+
 def query(at: AppTest) -> dict[str, str]:
     """The app's query string as name -> value (AppTest may hold a value as a one-item list)."""
     return {
@@ -462,6 +467,9 @@ def test_sizing_link_reproduces_the_search():
     }
     at = run_app({"size": json.dumps(request)})
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
+    # the link filled the form and says so; nothing ran until the button (issue 32)
+    assert not at.dataframe and any("press" in i.value for i in at.info)
+    press_find(at)
     from planner.serving.sizing import size
 
     expected = size(request)
@@ -527,6 +535,7 @@ def test_sizing_option_opens_in_the_planner():
     """
     at = run_app({"size": json.dumps(SIZING_70B_FP8)})
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
+    press_find(at)  # a link fills the form; its search waits for the button (issue 32)
     option = at.session_state["sz_result"]["options"][2]
     at.number_input(key="sz_pick").set_value(3).run()  # 1-based: option 3 is the third
     at.button(key="sz_open").click().run()
@@ -683,6 +692,7 @@ def test_sizing_link_with_null_optional_fields_runs():
     }
     at = run_app({"size": json.dumps(request)})
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
+    press_find(at)  # a link fills the form; its search waits for the button (issue 32)
     assert not at.exception and not at.error
     assert at.multiselect(key="sz_tp").value == [1, 3]
     assert at.multiselect(key="sz_weights").value == ["bf16", "fp16"]
@@ -755,6 +765,7 @@ def test_a_sizing_option_offers_its_commands():
     """
     at = run_app({"size": json.dumps(SIZING_70B_FP8)})
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
+    press_find(at)  # a link fills the form; its search waits for the button (issue 32)
     option = at.session_state["sz_result"]["options"][0]
     at.toggle(key="sz_cmd_show").set_value(True).run()
     assert not at.exception
@@ -929,6 +940,7 @@ def test_sizing_searches_disaggregated_fleets_and_says_which_mode_wins():
     }
     at = run_app({"size": json.dumps(request)})
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
+    press_find(at)  # a link fills the form; its search waits for the button (issue 32)
     assert not at.exception and at.checkbox(key="sz_disagg").value
     from planner.serving.serving_modes import size_with_modes
 

@@ -17,6 +17,7 @@ import random
 import sys
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +32,8 @@ MODELS = list(load_presets())
 PRECISIONS = ["fp32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]
 # Examples per property; the sum is what CI runs (>= 10,000 by issue 13).
 # RIDGELINE_FUZZ_SCALE=0.1 runs a tenth of them while working on the code.
-EXAMPLES = {"plan": 4000, "plan_custom": 2000, "hf": 2400, "size": 1300, "calibrate": 300}
+EXAMPLES = {"plan": 4000, "plan_custom": 2000, "hf": 2400, "size": 1300, "calibrate": 300,
+            "size_extremes": 600}
 SCALE = float(os.environ.get("RIDGELINE_FUZZ_SCALE", "1"))
 
 
@@ -339,3 +341,110 @@ def test_calibrate_any_broken_bench_or_scenario(rng, tmp_path_factory):
     path = tmp_path_factory.getbasetemp() / "fuzz_scenario.json"
     path.write_text(_dumps(scenario), encoding="utf-8")
     check_cli(["calibrate", "-", str(path)], _dumps(bench))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Sizing at the ends of every documented range (issue 32), and the crafted inputs of issue 32
+
+SIZE_RANGES = {"requests_per_s": (1e-6, 1e7), "prompt_len": (1, 10_000_000), "output_len": (1, 10_000_000),
+               "ttft_ms": (1e-3, 1e7), "itl_ms": (1e-3, 1e7)}
+UNPRICED_GPU = {"name": "no price", "memory_gb": 80.0, "hbm_tb_s": 3.35,
+                "tflops": {"bf16": 989.4, "fp8": 1978.9}}
+PARETO_CRASH = {"model": "llama-3.1-8b",
+                "traffic": {"requests_per_s": 1e7, "prompt_len": 1, "output_len": 1_000_000},
+                "slo": {"ttft_ms": 1000, "itl_ms": 100}, "gpus": ["h100-sxm"]}
+
+
+def _extreme(rng: random.Random, field: str) -> float:
+    """The range's ends, a value next to them, or a log-uniform value inside (ints stay ints)."""
+    lo, hi = SIZE_RANGES[field]
+    value = rng.choice([lo, hi, lo * 1.5, hi / 1.5, math.exp(rng.uniform(math.log(lo), math.log(hi)))])
+    return max(lo, min(hi, round(value))) if isinstance(lo, int) else value
+
+
+@fuzz_settings("size_extremes")
+@given(seeds)
+def test_size_at_the_ends_of_every_range(rng):
+    """Source: invariant: rates up to the cap, lengths of 1 and of the maximum, objectives at both ends, on
+    catalog GPUs and an unpriced custom one, aggregated or disaggregated: options or one line, never exit 70
+    (issue 32: 1e7 req/s with 1,000,000 output tokens crashed the Pareto mask)."""
+    t = {k: _extreme(rng, k) for k in ("requests_per_s", "prompt_len", "output_len")}
+    req: dict[str, Any] = {
+        "model": rng.choice(["llama-3.1-8b", "mixtral-8x7b", "llama-3.1-70b"]), "traffic": t,
+        "slo": {"ttft_ms": _extreme(rng, "ttft_ms"), "itl_ms": _extreme(rng, "itl_ms"),
+                "percentile": rng.choice([50, 90, 99])},
+        "gpus": rng.sample(GPUS, rng.randint(1, 2)) + ([UNPRICED_GPU] if rng.random() < 0.3 else []),
+        "tp": rng.sample([1, 2, 4, 8], rng.randint(1, 2)), "weights": [rng.choice(["fp8", "bf16", "int4"])],
+        "kv_cache": ["fp8"], "max_options": rng.choice([1, 5, 1000]),
+    }
+    if rng.random() < 0.3:
+        req["disaggregation"] = True
+    check_cli(["size", "-"], _dumps(req))
+
+
+def test_the_crash_input_of_issue_32_sizes():
+    """Source: contract: docs/CONTRACT_EXTENSIONS.md, "Bounded sizing requests": a legal request gives options
+    (before issue 32: TypeError in pareto_mask, exit 70); every returned option has its latency figures."""
+    result = check_cli(["size", "-"], json.dumps(PARETO_CRASH))
+    assert result is not None and result["options"]
+    assert all(isinstance(o["itl_ms"], float) and isinstance(o["ttft_ms"], float) for o in result["options"])
+
+
+def hostile_request(max_options: int) -> dict[str, Any]:
+    """Issue 32's 22 KB link: 100 custom GPUs x tp 1-8 x 5 weight x 5 KV precisions = 20,000 families (the
+    cap)."""
+    gpus = [{**UNPRICED_GPU, "name": f"gpu {i}", "memory_gb": 80.0 + i / 10, "usd_per_hour": 2.0 + i / 100}
+            for i in range(100)]
+    five = ["fp16", "bf16", "fp8", "int8", "int4"]
+    traffic = {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400}
+    return {"model": "llama-3.1-8b", "traffic": traffic, "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0},
+            "gpus": gpus, "tp": [1, 2, 3, 4, 5, 6, 7, 8],
+            "weights": five, "kv_cache": five, "max_options": max_options}
+
+
+def test_the_22kb_link_of_issue_32_is_refused_for_its_output():
+    """Source: contract: docs/CONTRACT_EXTENSIONS.md, "Bounded sizing requests": max_options 100,000 wrote
+    55 MB of JSON; over the 1,000-option limit it is one line naming the field and the limit."""
+    out, err = io.StringIO(), io.StringIO()
+    text = json.dumps(hostile_request(100_000))
+    assert main(["size", "-"], stdin=io.StringIO(text), stdout=out, stderr=err) == 2
+    assert err.getvalue().startswith(
+        "error: max_options: 100,000 options written out is over the limit of 1,000"
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ['{"model": "a", "model": "b"}', '{"traffic": {"prompt_len": 1, "prompt_len": 2}}']
+)
+def test_a_duplicate_key_is_named(text):
+    """Source: contract: docs/CONTRACT_EXTENSIONS.md, "Command line and input ranges" (issue 32)."""
+    for command in ("size", "plan"):
+        out, err = io.StringIO(), io.StringIO()
+        assert main([command, "-"], stdin=io.StringIO(text), stdout=out, stderr=err) == 2
+        line = err.getvalue()
+        assert "duplicate key" in line and ("'model'" in line or "'prompt_len'" in line)
+
+
+def _refused(command: str, request: dict[str, Any]) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    assert main([command, "-"], stdin=io.StringIO(json.dumps(request)), stdout=out, stderr=err) == 2
+    assert out.getvalue() == "" and err.getvalue().count("\n") == 1
+    return err.getvalue()
+
+
+def test_the_other_sizing_commands_are_bounded_too():
+    """Source: contract: docs/CONTRACT_EXTENSIONS.md, "Bounded sizing requests" (issue 32): size-power and
+    mixed-fleet plan every option of every family (4,000 families at most, 20 custom GPUs x 8 x 5 x 5 =
+    4,000 per search); context-tiers runs one sizing search per context (20,000 in all)."""
+    sizing = hostile_request(1000)
+    sizing.pop("max_options")
+    power = {"objective": "min_mw", "cost_tier": "neocloud", "power_source": "catalog"}
+    line = _refused("size-power", {"sizing": sizing, "power": power})
+    assert "needs 20,000 configuration-family plans" in line and "over the limit of 4,000" in line
+    twenty = {**sizing, "gpus": sizing["gpus"][:20]}
+    mixed = {k: twenty[k] for k in ("model", "slo", "gpus", "tp", "weights", "kv_cache")}
+    bins = [{"prompt_len": p, "output_len": p // 10, "weight": 1} for p in (100, 900)]
+    mixed.update(requests_per_s=10, lengths={"histogram": bins})
+    assert "needs 8,000 configuration-family plans" in _refused("mixed-fleet", mixed)
+    tiers = {"sizing": twenty, "context_lens": [4096, 8192, 16384, 32768, 65536, 131072]}
+    assert "needs 24,000 configuration-family plans" in _refused("context-tiers", tiers)

@@ -8,11 +8,17 @@ widget states of a changed input, reading ForwardMsgs until `script_finished`. L
 is bounded (a count and a deadline) and stops by itself.
 
     python tools/load_team.py [--workers 2] [--users 20] [--duration 60]    (make loadtest)
+    python tools/load_team.py --hostile [--users 10] [--duration 60]       (issue 32's hostile link)
 
 Figures (targets of issue 22 on a 2-core host), printed, never asserted:
   * first page: server CPU per new session, summed over every worker (/proc)      target <= 0.1 s
   * USERS sessions opening a link at once: wall time to script_finished, p95     target <= 3 s
   * USERS users each changing an input every 2-4 s for DURATION s: response p95   target <= 1 s
+With --hostile (issue 32), instead: USERS users changing an input for DURATION s alone, then again while one
+more user opens the largest legal search's link (tests/app_fuzz.py hostile_sizing_request: 100 custom GPUs x
+tp 1-8 x 5 x 5 precisions = 20,000 families, max_options 1,000), goes to the Size view and presses the
+button, again and again with a slightly different rate (so no result comes from the cache), for the whole
+DURATION: the others' response p95, target <= 1 s.
 """
 
 from __future__ import annotations
@@ -114,8 +120,31 @@ async def burst(base: str, users: int) -> None:
     )
 
 
-async def steady(base: str, users: int, duration_s: float, seed: int) -> None:
-    """USERS users, each changing output_len every 2-4 s until the deadline (at most duration / 2 changes)."""
+async def hostile_searches(base: str, duration_s: float) -> list[float]:
+    """One user runs the largest legal search from a link, back to back until the deadline: the wall time of
+    each press (opening the link and switching views are not counted)."""
+    import json
+    from urllib.parse import quote
+
+    from tests.app_fuzz import hostile_sizing_request
+
+    deadline = time.monotonic() + duration_s
+    u = Session(base, sticky=True)
+    link = json.dumps(hostile_sizing_request(1000), separators=(",", ":"))
+    await u.open(plan_query(400) + "&size=" + quote(link))
+    await u.change("view", "Size a fleet")  # the link filled the form, nothing ran
+    walls: list[float] = []
+    try:
+        while time.monotonic() < deadline:
+            walls.append(await u.submit("Find the cheapest fleet", {"sz_rps": 10.0 + 0.001 * len(walls)}))
+    finally:
+        await u.close()
+    return walls
+
+
+async def steady(base: str, users: int, duration_s: float, seed: int, hostile: bool = False) -> None:
+    """USERS users, each changing output_len every 2-4 s until the deadline (at most duration / 2 changes);
+    `hostile`: while one more user runs the largest legal search again and again."""
     rng = random.Random(seed)
     deadline = time.monotonic() + duration_s
     times: list[float] = []
@@ -132,9 +161,18 @@ async def steady(base: str, users: int, duration_s: float, seed: int) -> None:
         finally:
             await u.close()
 
+    cpu0 = os.times()
+    searches = asyncio.gather(hostile_searches(base, duration_s)) if hostile else None
     await asyncio.gather(*(one(i) for i in range(users)))
+    if searches is not None:
+        walls = (await searches)[0]
+        print(f"while {users} users worked, one user pressed the largest legal search {len(walls)} times: "
+              f"each {', '.join(f'{w:.1f}' for w in walls)} s wall", flush=True)
+    load = os.getloadavg()[0]
     print(
-        f"{users} users changing an input every 2-4 s for {duration_s:.0f} s: {len(times)} responses, "
+        f"{users} users changing an input every 2-4 s for {duration_s:.0f} s"
+        f"{' beside the hostile searches' if hostile else ''} (load average {load:.1f}, this client "
+        f"{os.times().user - cpu0.user:.1f} s CPU): {len(times)} responses, "
         f"p50 {percentile(times, 0.5):.2f} s, p95 {percentile(times, 0.95):.2f} s, max {max(times):.2f} s  "
         "(target p95 <= 1 s)", flush=True,
     )
@@ -144,6 +182,11 @@ async def run(args: argparse.Namespace) -> None:
     proc, base = start_team(args.workers)
     try:
         print(f"team: {args.workers} workers behind nginx at {base}", flush=True)
+        if args.hostile:  # issue 32: the others alone, then beside the largest legal search
+            await first_pages(base, proc.pid, 2)
+            await steady(base, args.users, args.duration, args.seed)
+            await steady(base, args.users, args.duration, args.seed + 1, hostile=True)
+            return
         await first_pages(base, proc.pid, args.first_pages)
         await burst(base, args.users)
         await steady(base, args.users, args.duration, args.seed)
@@ -173,6 +216,7 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--first-pages", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--hostile", action="store_true", help="issue 32: the others beside the largest search")
     args = ap.parse_args()
     load = " ".join(f"{v:.1f}" for v in os.getloadavg())
     print(f"host: {os.cpu_count()} CPU cores, load average {load} at start; reference loop "

@@ -52,6 +52,7 @@ class Session:
         self.ws = None
         self.cookie = ""
         self.widget_ids: dict[str, str] = {}
+        self.button_ids: dict[str, str] = {}  # label -> widget id (form submit buttons have no key)
 
     def _get_cookie(self) -> None:
         with urllib.request.urlopen(f"http://{self.address}/", timeout=30) as r:
@@ -77,7 +78,8 @@ class Session:
         await self._until_finished()
         return time.perf_counter() - t0
 
-    async def change(self, key: str, value: int) -> float:
+    async def change(self, key: str, value: int | str) -> float:
+        """Rerun with one widget changed: a number input's int, or a radio's option label (a string)."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
         t0 = time.perf_counter()
@@ -85,7 +87,29 @@ class Session:
         msg.rerun_script.page_script_hash = ""
         state = msg.rerun_script.widget_states.widgets.add()
         state.id = self.widget_ids[key]
-        state.int_value = value
+        if isinstance(value, str):
+            state.string_value = value
+        else:
+            state.int_value = value
+        await self.ws.send(msg.SerializeToString())
+        await self._until_finished()
+        return time.perf_counter() - t0
+
+    async def submit(self, button: str, doubles: dict[str, float]) -> float:
+        """Press a form's submit button (by its label) with these number inputs set, as the browser sends a
+        submitted form: the widgets' values and the button's trigger in one rerun."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        t0 = time.perf_counter()
+        msg = BackMsg()
+        msg.rerun_script.page_script_hash = ""
+        for key, value in doubles.items():
+            state = msg.rerun_script.widget_states.widgets.add()
+            state.id = self.widget_ids[key]
+            state.double_value = value
+        trigger = msg.rerun_script.widget_states.widgets.add()
+        trigger.id = self.button_ids[button]
+        trigger.trigger_value = True
         await self.ws.send(msg.SerializeToString())
         await self._until_finished()
         return time.perf_counter() - t0
@@ -104,6 +128,8 @@ class Session:
                 wid = getattr(inner, "id", "")
                 if isinstance(wid, str) and wid:
                     self.widget_ids[wid.rsplit("-", 1)[-1]] = wid
+                    if element.WhichOneof("type") == "button":
+                        self.button_ids[inner.label] = wid
             elif kind == "script_finished":
                 return
         raise RuntimeError("no script_finished")

@@ -3,6 +3,7 @@ pin) and their batch sweeps overlaid. The pins travel in the link's `compare` pa
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -122,7 +123,7 @@ def equal_service_table(pins: list[dict[str, Any]], slo: ServiceObjective, traff
         j = judge(sv.ttft_ms, sv.itl_ms, slo) if sv is not None else None
         f = r.fleet
         records.append({
-            "rank": r.rank if r.rank is not None else "—", "pin": lab,
+            "rank": str(r.rank) if r.rank is not None else "—", "pin": lab,  # one type: Arrow refuses a mix
             "goodput req/s": _num(sv.request_rate if sv else None, ",.2f"),
             "tok/s/GPU": _num(sv.output_tokens_per_s_per_gpu if sv else None, ",.0f"),
             f"TTFT {pct}": _ms(j.ttft_ms if j else None), f"ITL {pct}": _ms(j.itl_ms if j else None),
@@ -151,20 +152,39 @@ def _unique(labels: list[str]) -> list[str]:
 
 
 def overlaid_sweeps(pins: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each pin's batch sweep, the batches that fit in memory only, one row per (pin, batch)."""
+    """Each pin's batch sweep, the batches that fit in memory only, one row per (pin, batch). A pin with no
+    price (a custom GPU without usd_per_hour) has no $ figure: its rows carry no
+    `usd_per_million_output_tokens` (issue 32: a NaN there broke every chart's JSON in the browser)."""
     rows: list[dict[str, Any]] = []
     for lab, s in zip(_unique([label(s) for s in pins]), pins, strict=True):
         sweep = batch_sweep(s)
         for i in range(len(sweep["batch"])):
             if sweep["fits"][i]:
-                rows.append(
-                    {
-                        "scenario": lab, "batch": int(sweep["batch"][i]), "itl_ms": float(sweep["itl_ms"][i]),
-                        "output_tokens_per_s": float(sweep["output_tokens_per_s"][i]),
-                        "usd_per_million_output_tokens": float(sweep["usd_per_million_output_tokens"][i]),
-                    }
-                )
+                row = {
+                    "scenario": lab, "batch": int(sweep["batch"][i]), "itl_ms": float(sweep["itl_ms"][i]),
+                    "output_tokens_per_s": float(sweep["output_tokens_per_s"][i]),
+                }
+                usd = float(sweep["usd_per_million_output_tokens"][i])
+                if math.isfinite(usd):
+                    row["usd_per_million_output_tokens"] = usd
+                rows.append(row)
     return rows
+
+
+def _cost_chart(sweeps: list[dict[str, Any]]) -> None:
+    """The $ chart over the priced pins only, with a note naming the pins left out."""
+    priced = [r for r in sweeps if "usd_per_million_output_tokens" in r]
+    unpriced = sorted({r["scenario"] for r in sweeps} - {r["scenario"] for r in priced})
+    if unpriced:
+        names = ", ".join(plain(n, 80) for n in unpriced[:6]) + (" …" if len(unpriced) > 6 else "")
+        st.caption(f"Left out of the $ chart, no price (give the GPU a $/hour): {names}.")
+    if priced:
+        charts.show(
+            charts.overlay(
+                priced, "usd_per_million_output_tokens", "$ per million output tokens vs batch, decode only",
+                "$ per M output tokens", log_y=True, fmt="$,.3f",
+            )
+        )
 
 
 def _objective(current: dict[str, Any] | None) -> ServiceObjective:
@@ -259,9 +279,4 @@ def render(current: dict[str, Any] | None) -> None:
             "output tokens/s", fmt=",.0f",
         )
     )
-    charts.show(
-        charts.overlay(
-            sweeps, "usd_per_million_output_tokens", "$ per million output tokens vs batch, decode only",
-            "$ per M output tokens", log_y=True, fmt="$,.3f",
-        )
-    )
+    _cost_chart(sweeps)

@@ -210,15 +210,21 @@ def comparison_from_query(raw: str) -> tuple[list[dict[str, Any]], list[tuple[st
 def sizing_request_from_link(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     """The sizing request a link's `size` parameter holds once the search accepts its fields, or None and
     the reason (one line naming the field) when it does not."""
+    from planner.serving.request_bounds import check_work, dedupe_lists
     from planner.serving.serving_modes import MODE_FIELDS, check_modes
-    from planner.serving.sizing import parse_sizing
+    from planner.serving.sizing import families, parse_sizing
 
     try:
         candidate = loads_json(raw, SIZE_PARAM, max_bytes=MAX_LINK_CHARS)
         if not isinstance(candidate, dict):
             raise ScenarioError(SIZE_PARAM, "must be a JSON object (a sizing request)")
-        parse_sizing({k: v for k, v in candidate.items() if k not in MODE_FIELDS})
-        check_modes(candidate)
+        unique = dedupe_lists(candidate)
+        req = parse_sizing({k: v for k, v in unique.items() if k not in MODE_FIELDS})
+        modes = check_modes(unique)
+        # the search's bounds too, so that a link past them is named on arrival, not at the button (issue 32)
+        pools = ([families(req, modes.prefill_gpus), families(req, modes.decode_gpus)]
+                 if modes.disaggregation else [])
+        check_work([families(req), *pools], req.max_options)
     except ScenarioError as err:
         return None, f"{err.field}: {err.reason}"
     return candidate, None

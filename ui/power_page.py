@@ -4,6 +4,7 @@ only when its button is pressed (the sizing searches take a second or more); its
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -59,9 +60,14 @@ def _common(prefix: str, catalog: dict[str, Any], gpus: list[str]) -> dict[str, 
 
 def _run(fn: Any, request: dict[str, Any], key: str) -> None:
     """Run a tool; its answer stays in the session (shown until the next run), a refusal is one error line
-    and drops the stale answer."""
+    and drops the stale answer. The tool runs in a bounded child process at low priority, as the sizing
+    search does (ui/search_runner.py, issue 32): in this process it would hold the GIL from every session."""
+    from ui.search_runner import run_search
+
+    tool = {size_power: "size-power", mixed_fleet: "mixed-fleet", context_tiers: "context-tiers"}[fn]
     try:
-        st.session_state[key] = fn(request)
+        with st.spinner("Searching configurations…"):
+            st.session_state[key] = run_search(json.dumps(request, sort_keys=True), tool)
     except ScenarioError as err:
         st.session_state.pop(key, None)
         st.error(f"**{plain(err.field, 80)}**: {plain(err.reason)}")

@@ -15,10 +15,11 @@ from planner.economics.ownership import OwnershipCosts, break_even_utilization
 from planner.engines.base import ENGINE_LABELS
 from planner.model.presets import load_presets
 from planner.scenario.scenario import parse_scenario
-from planner.serving.serving_modes import decode_worker_scenario, modes_verdict, size_with_modes
+from planner.serving.serving_modes import decode_worker_scenario, modes_verdict
 from planner.serving.sizing_request import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS
 from ui import charts, widget_state
 from ui.links import SIZE_PARAM, sizing_request_from_link
+from ui.search_runner import run_search
 from ui.sizing_options import gpu_label, options_table, ordered_options, scatter
 from ui.text import plain
 
@@ -118,17 +119,19 @@ def _init(catalog) -> None:
     _seed(req, catalog)
     st.session_state["sz_initialized"] = True
     if raw and "sz_link_problem" not in st.session_state:
-        st.session_state["sz_run"] = True  # a shared search link runs its search
+        # a link fills the form; the search runs when the user presses the button (issue 32: a link that
+        # ran its search on arrival let anyone hand out a minute of the server's CPU per click)
+        st.session_state["sz_link_filled"] = True
 
 
 def _options(usual: list[Any], chosen: list[Any]) -> list[Any]:
     return usual + [c for c in chosen if c not in usual]
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
 def _cached_size(request_json: str) -> dict[str, Any]:
-    """The search runs on request only, and once per distinct request across sessions."""
-    return size_with_modes(json.loads(request_json))
+    """The search runs on request only, once per distinct request across sessions, in a bounded child
+    process at low priority so that it cannot starve other sessions (ui/search_runner.py)."""
+    return run_search(request_json)
 
 
 def option_scenario(option: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
@@ -363,7 +366,8 @@ def _options_view(result: dict[str, Any], request: dict[str, Any], catalog) -> N
 
 def _run_search(req: dict[str, Any], submitted: bool) -> None:
     ss = st.session_state
-    if submitted or ss.pop("sz_run", False):
+    if submitted:
+        ss.pop("sz_link_filled", None)
         try:
             with st.spinner("Searching configurations…"):
                 ss["sz_result"] = _cached_size(json.dumps(req, sort_keys=True))
@@ -378,8 +382,8 @@ def _run_search(req: dict[str, Any], submitted: bool) -> None:
 def render(catalog) -> None:
     _init(catalog)
     ss = st.session_state
-    if ss.get("sz_link_problem"):
-        st.warning(f"Link parameter `size`: {plain(ss['sz_link_problem'])}; using the default search")
+    if ss.get("sz_link_filled"):
+        st.info("The link filled in this search: press **Find the cheapest fleet** to run it.")
     st.radio("Cost", ["rent", "own"], key="sz_cost_mode", horizontal=True,
              help="rent: catalog $/GPU-hour; own: capex amortized + power + hosting")
     submitted = _request_form(catalog, ss, load_presets())

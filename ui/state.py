@@ -29,6 +29,10 @@ def init_from_link() -> None:
         pins, pin_problems = links.comparison_from_query(params[links.COMPARE_PARAM])
         problems += pin_problems
     problems += widget_state.seed_widgets(scenario)
+    if params.get(links.SIZE_PARAM):  # named on whatever view the user is on, not only on Size (issue 32)
+        _, size_problem = links.sizing_request_from_link(params[links.SIZE_PARAM])
+        if size_problem:
+            problems.append((links.SIZE_PARAM, f"{size_problem}; the Size view shows its default search"))
     st.session_state["size_link"] = params.get(links.SIZE_PARAM)
     st.session_state["pins"] = pins
     st.session_state["link_problems"] = problems

@@ -306,42 +306,63 @@ def _silence_stdout(out: TextIO | None) -> None:
         os.close(devnull)
 
 
-def main(argv: list[str] | None = None, stdin: TextIO | None = None, stdout: TextIO | None = None,
-         stderr: TextIO | None = None) -> int:
-    stderr = stderr if stderr is not None else sys.stderr
-    out = stdout if stdout is not None else sys.stdout
+def _report(stderr: TextIO | None, line: str) -> None:
+    """Write the error line; where stderr is closed, gone or full the line is lost, but the exit code the
+    caller returns still names the error (docs/CONTRACT_EXTENSIONS.md, exit codes), and a failed stderr is
+    pointed at /dev/null so that the interpreter's flush at exit neither prints nor changes that code."""
+    try:
+        if stderr is None:
+            return
+        stderr.write(line + "\n")
+        stderr.flush()
+    except (OSError, ValueError):  # a full disk, a closed pipe, a closed file object
+        _silence_stdout(stderr)
+
+
+def _run_guarded(argv: list[str] | None, stdin: TextIO | None, stdout: TextIO) -> tuple[int, str | None]:
+    """(exit code, the error line or None)."""
     try:
         with warnings.catch_warnings():
             # A guard: a numeric warning is a bug of ours (the tests run with warnings as errors), never
             # numpy text on stderr.
             warnings.simplefilter("ignore")
             code = run(sys.argv[1:] if argv is None else argv, stdin, stdout)
-        if out is not None:
-            out.flush()  # a full disk shows here, not at exit
-        return code
+        stdout.flush()  # a full disk shows here, not at exit
+        return code, None
     except InputClosed:
-        stderr.write(
-            ScenarioError("input", "standard input is closed; give a file or pipe JSON in").line() + "\n"
-        )
-        return EXIT_NO_INPUT
+        closed = "standard input is closed; give a file or pipe JSON in"
+        return EXIT_NO_INPUT, ScenarioError("input", closed).line()
     except (BrokenPipeError, OSError) as err:
-        _silence_stdout(out)
+        _silence_stdout(stdout)
         reason = (
             "the reader closed the pipe"
             if isinstance(err, BrokenPipeError)
             else (f"cannot write ({err.strerror or type(err).__name__})")
         )
-        stderr.write(ScenarioError("output", reason).line() + "\n")
-        return EXIT_OUTPUT
+        return EXIT_OUTPUT, ScenarioError("output", reason).line()
     except ScenarioError as err:
-        stderr.write(err.line() + "\n")
-        return EXIT_BAD_INPUT
+        return EXIT_BAD_INPUT, err.line()
     except SystemExit as exit_:  # --help prints and exits 0
-        return int(exit_.code or 0)
+        return int(exit_.code or 0), None
     except (
         Exception
     ) as err:  # a bug of ours: still one line, no traceback (the fuzz tests keep this unreachable)
-        stderr.write(
-            ScenarioError("internal", f"{type(err).__name__}; please report the input").line() + "\n"
-        )
-        return EXIT_INTERNAL
+        internal = f"{type(err).__name__}; please report the input"
+        return EXIT_INTERNAL, ScenarioError("internal", internal).line()
+
+
+def main(argv: list[str] | None = None, stdin: TextIO | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    """Run one command: its exit code, and on failure one line on stderr. A closed stdout (`>&-`: Python
+    then has no sys.stdout) is refused before any work with exit 74, like any output that cannot be
+    written."""
+    stderr = stderr if stderr is not None else sys.stderr
+    out = stdout if stdout is not None else sys.stdout
+    line: str | None
+    if out is None or out.closed:
+        code, line = EXIT_OUTPUT, ScenarioError("output", "standard output is closed").line()
+    else:
+        code, line = _run_guarded(argv, stdin, out)
+    if line is not None:
+        _report(stderr, line)
+    return code

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.contract.planning import plan
 from planner.core.errors import ScenarioError, from_validation_error
-from planner.serving.sizing import size
+from planner.serving.request_bounds import check_work
+from planner.serving.sizing import families, parse_sizing, size
 
 
 class ContextTiersRequest(BaseModel):
@@ -38,6 +39,13 @@ def parse_context_tiers(data: Any) -> ContextTiersRequest:
 
 def context_tiers(data: Any) -> dict[str, Any]:
     req = parse_context_tiers(data)
+    contexts = len(set(req.context_lens))
+    try:  # one search per context over the same candidate lists: the sizing bound on them all (issue 32)
+        check_work([families(parse_sizing({k: v for k, v in req.sizing.items() if k != "context_len"}))]
+                   * contexts)
+    except ScenarioError as err:
+        field = err.field if err.field == "sizing" else f"sizing.{err.field}"
+        raise ScenarioError(field, err.reason) from None
     tiers: list[dict[str, Any]] = []
     for i, context in enumerate(sorted(set(req.context_lens))):
         try:

@@ -25,7 +25,8 @@ from planner.core.errors import ScenarioError, from_validation_error
 from planner.economics.cost import usd_per_million_tokens
 from planner.economics.power import power_constants, power_spec
 from planner.scenario.scenario import resolve_gpu
-from planner.serving.sizing import SizingRequest, gpu_key, parse_sizing, search
+from planner.serving.request_bounds import MAX_FULL_FAMILY_PLANS, check_work
+from planner.serving.sizing import SizingRequest, families, gpu_key, parse_sizing, search
 
 CostTier = Literal["rent", "own", "hyperscaler", "neocloud", "rental_3yr"]
 INFERENCEX_TIERS = ("hyperscaler", "neocloud", "rental_3yr")
@@ -132,6 +133,7 @@ def within_budget(option: dict[str, Any], kw_gpu: float, budget_mw: float, tier_
 
 def size_power(data: Any) -> dict[str, Any]:
     req, power = parse_power_sizing(data)
+    check_work([families(req)], limit=MAX_FULL_FAMILY_PLANS)  # every option is planned (issue 32)
     options, infeasible, searched, _ = search(req.model_copy(update={"max_options": 100_000}))
     values = _gpu_values(req)
     out_len = req.traffic.output_len

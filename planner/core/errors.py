@@ -114,6 +114,21 @@ def _refuse_long_int(limit: int):
     return parse_int
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object names a key twice (json.loads would keep the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(f"duplicate key {quote(key)}: give each key once")
+            seen.add(key)
+    return out
+
+
 def _finite_float(literal: str) -> float:
     value = float(literal)
     if value in (float("inf"), float("-inf")):
@@ -126,7 +141,8 @@ def loads_json(text: str | bytes, field: str = "scenario", max_bytes: int | None
     """Parse JSON as an input, the one reader for every JSON the CLI and the app accept (files, stdin,
     share-link parameters, uploads, pasted config.json). Refused as a ScenarioError naming `field`
     (never a RecursionError, a ValueError or a hang): text over `max_bytes`, NaN/Infinity, numbers that
-    overflow a float, integer literals over `max_int_digits` digits, nesting deeper than `max_depth`."""
+    overflow a float, integer literals over `max_int_digits` digits, nesting deeper than `max_depth`, an
+    object that names a key twice (the key named: which of the two values was meant is not ours to guess)."""
     size = len(text)  # characters of a str: a lower bound of its UTF-8 bytes, checked before encoding
     if max_bytes is not None and size > max_bytes:
         raise ScenarioError(field, f"is {size:,} bytes, over the limit of {max_bytes:,}")
@@ -137,11 +153,13 @@ def loads_json(text: str | bytes, field: str = "scenario", max_bytes: int | None
             raise ScenarioError(field, "not valid JSON (not UTF-8 text)") from None
     try:
         data = json.loads(text, parse_constant=_refuse_constant, parse_int=_refuse_long_int(max_int_digits),
-                          parse_float=_finite_float)
+                          parse_float=_finite_float, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as err:
         raise ScenarioError(
             field, f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
         ) from None
+    except _DuplicateKey as err:
+        raise ScenarioError(field, str(err)) from None
     except RecursionError:
         raise ScenarioError(field, f"not valid JSON (nested deeper than {max_depth} levels)") from None
     except ValueError as err:  # NaN/Infinity, a float overflow, an integer literal over the digit limit

@@ -24,6 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from planner.core.errors import ScenarioError, from_validation_error
 from planner.economics.cost import usd_per_million_tokens
+from planner.serving.request_bounds import MAX_FULL_FAMILY_PLANS, check_work
+from planner.serving.sizing import families as family_count
 from planner.serving.sizing import parse_sizing, search
 
 INFEASIBLE = math.inf
@@ -200,6 +202,8 @@ def _goodput_table(req: MixedFleetRequest, classes: list[LengthClass]) -> tuple[
             raise ScenarioError(
                 f"lengths (class {k}: prompt {c.prompt_len}, output {c.output_len}): {err.field}", err.reason
             ) from None
+        if k == 0:  # a search per class over the same lists: the sizing bound on them all (issue 32)
+            check_work([family_count(sizing)] * len(classes), limit=MAX_FULL_FAMILY_PLANS)
         options, _, _, _ = search(sizing)
         for o in options:
             key = (o["gpu"], o["tp"], o["pp"], o["ep"], o["weights"], o["kv_cache"])

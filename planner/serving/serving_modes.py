@@ -56,7 +56,7 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     modes = check_modes(data)
     req = parse_sizing({k: v for k, v in data.items() if k not in MODE_FIELDS})
     check_work([families(req)] + ([families(req, modes.prefill_gpus), families(req, modes.decode_gpus)]
-                                  if modes.disaggregation else []))
+                                  if modes.disaggregation else []), req.max_options)
     memo = LayoutMemo()  # the aggregated and disaggregated searches plan the same layouts
     result = size(req, memo)
     for option in result["options"]:  # an aggregated replica prefills and decodes: no separate workers

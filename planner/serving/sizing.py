@@ -461,9 +461,10 @@ def size(data: Any, memo: LayoutMemo | None = None) -> dict[str, Any]:
     """The sizing search (`memo`: per-layout figures shared with the request's disaggregated search)."""
     req = data if isinstance(data, SizingRequest) else parse_sizing(data)
     if not isinstance(data, SizingRequest):
-        check_work([families(req)])  # size_with_modes checks the whole request (its modes too) first
+        check_work([families(req)], req.max_options)  # size_with_modes checks its modes too
     hints = fit_hints(req)
     rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True, defer=True, memo=memo)
+    rows = [r for r in rows if r["itl_ms"] is not None]  # None: not stable at its rate: no option (issue 32)
     rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
     if rows:
         mask = pareto_mask(np.array([r["usd_per_hour"] for r in rows]), np.array([r["itl_ms"] for r in rows]))

@@ -1,0 +1,32 @@
+"""The app's sizing searches in a bounded child process (ui/search_runner.py, issue 32)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner.core.errors import ScenarioError
+from ui import search_runner
+
+
+def test_a_bad_request_comes_back_as_one_named_line():
+    """Source: contract: docs/CONTRACT_EXTENSIONS.md, "Bounded sizing requests" (issue 32): the child's
+    refusal is the CLI's line, field and reason, never a traceback."""
+    with pytest.raises(ScenarioError) as err:
+        search_runner.run_search(json.dumps({"model": "llama-3.1-8b", "max_options": 5000}))
+    assert err.value.field == "traffic" and "required" in err.value.reason
+
+
+def test_the_result_cache_is_bounded_in_bytes(monkeypatch):
+    """Source: contract: docs/CONTRACT_EXTENSIONS.md, "Bounded sizing requests": results are kept up to a
+    byte budget, oldest out first; one over the per-entry limit is not kept."""
+    monkeypatch.setattr(search_runner, "_cache", type(search_runner._cache)())
+    monkeypatch.setattr(search_runner, "_cache_bytes", 0)
+    monkeypatch.setattr(search_runner, "CACHE_MAX_BYTES", 250)
+    monkeypatch.setattr(search_runner, "CACHE_MAX_ENTRY_BYTES", 120)
+    for key in "abc":
+        search_runner._remember(key, "x" * 100)
+    search_runner._remember("huge", "x" * 121)
+    assert list(search_runner._cache) == ["b", "c"] and search_runner.cache_bytes() == 200
+    assert search_runner._cached("a") is None and search_runner._cached("b") == "x" * 100

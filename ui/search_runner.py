@@ -1,0 +1,181 @@
+"""The app's sizing searches, each in its own process at a low CPU priority, bounded (issue 32).
+
+Why a process: Streamlit runs every session's script as a thread of one server process, so a search run in
+the script holds the GIL for its whole length (the largest legal search, 20,000 configuration families,
+took 44-80 s of CPU) and every other session's rerun waits behind it (their p95 went from 0.21 s to 5.2 s).
+Here the session's script thread only waits on a pipe (no GIL held), and the search runs in a child
+process:
+  * at nice SEARCH_NICE (10), so the kernel gives the other sessions' reruns the CPU first: against a busy
+    nice-0 thread it gets a tenth of a core (CFS weights 110 against 1024). Nice 19 (weight 15) starved it
+    on a saturated host: 7 s of CPU in 4.6 min at a load average of 14 on 2 cores;
+  * with RLIMIT_CPU (MAX_SEARCH_CPU_S) and RLIMIT_AS (MAX_SEARCH_MEMORY_BYTES): past either, the search
+    stops and the page says which limit it met, in one line;
+  * at most MAX_CONCURRENT_SEARCHES at a time per server process (a session waits up to
+    SLOT_WAIT_S for a slot, then is told to try again); one session runs one search at a time by
+    construction: its script thread waits for the search.
+Results are kept in a process-wide cache bounded in bytes (CACHE_MAX_BYTES), not in entries: 64 cached
+20,000-family results were a memory risk.
+
+The child is `python -m ui.search_runner TOOL`: the request as JSON on stdin, the result (or
+{"error": {"field", "reason"}}) as JSON on stdout. TOOL is the sizing search (`size`) or one of the Power
+view's searches (`size-power`, `mixed-fleet`, `context-tiers`), which are bounded and run the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from planner.core.errors import ScenarioError
+
+ROOT = Path(__file__).resolve().parents[1]
+SEARCH_NICE = 10
+MAX_SEARCH_CPU_S = 120  # the largest legal search measured 44-80 s of CPU on the 2-core reference host
+MAX_SEARCH_MEMORY_BYTES = 2 * 1024**3  # address space; the largest legal search peaked near 250 MB resident
+MAX_SEARCH_WALL_S = 600  # at a low priority on a busy host a search may wait: a deadline on the wait
+MAX_CONCURRENT_SEARCHES = 2  # per server process: two cores
+SLOT_WAIT_S = 30.0
+CACHE_MAX_BYTES = 64_000_000  # JSON text of the results kept, all sessions together
+CACHE_MAX_ENTRY_BYTES = 16_000_000
+
+_slots = threading.BoundedSemaphore(MAX_CONCURRENT_SEARCHES)
+_cache: OrderedDict[str, str] = OrderedDict()
+_cache_bytes = 0
+_cache_lock = threading.Lock()
+
+
+def _cached(key: str) -> str | None:
+    with _cache_lock:
+        text = _cache.get(key)
+        if text is not None:
+            _cache.move_to_end(key)
+        return text
+
+
+def _remember(key: str, text: str) -> None:
+    global _cache_bytes
+    if len(text) > CACHE_MAX_ENTRY_BYTES:
+        return
+    with _cache_lock:
+        if key in _cache:
+            return
+        _cache[key] = text
+        _cache_bytes += len(text)
+        while _cache_bytes > CACHE_MAX_BYTES and _cache:
+            _, old = _cache.popitem(last=False)
+            _cache_bytes -= len(old)
+
+
+def cache_bytes() -> int:
+    """Bytes of JSON the result cache holds now."""
+    return _cache_bytes
+
+
+def _child_env() -> dict[str, str]:
+    # one BLAS thread: the search does no large matrix work, and a thread pool per child costs CPU
+    return {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+
+
+TOOLS = ("size", "size-power", "mixed-fleet", "context-tiers")
+
+
+def _run_child(request_json: str, tool: str) -> str:
+    """The child's stdout; ScenarioError when it was stopped by a limit or failed."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "ui.search_runner", tool], input=request_json.encode(),
+            capture_output=True, cwd=ROOT, env=_child_env(), timeout=MAX_SEARCH_WALL_S, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise ScenarioError("sizing", f"the search ran past {MAX_SEARCH_WALL_S} s on this busy server and "
+                                      "was stopped: narrow the candidate lists or use the CLI") from None
+    if done.returncode != 0:
+        if done.returncode in (-24, -9):  # SIGXCPU at the soft CPU limit, SIGKILL at the hard one
+            raise ScenarioError("sizing", f"needs more than {MAX_SEARCH_CPU_S} s of CPU, the app's limit "
+                                          "per search: narrow the candidate lists or use the CLI")
+        stopped = f"the search stopped (exit {done.returncode}); please report the request"
+        raise ScenarioError("sizing", stopped)
+    return done.stdout.decode()
+
+
+def run_search(request_json: str, tool: str = "size") -> dict[str, Any]:
+    """The result of `tool` (TOOLS; `size`: size_with_modes) on this request (JSON text, keys sorted: the
+    cache key), run in a bounded child process; a bad request or a limit met raises ScenarioError."""
+    if tool not in TOOLS:
+        raise ValueError(f"unknown tool {tool!r}")
+    key = f"{tool} {request_json}"
+    text = _cached(key)
+    if text is None:
+        if not _slots.acquire(timeout=SLOT_WAIT_S):
+            raise ScenarioError("sizing", f"the server is running {MAX_CONCURRENT_SEARCHES} searches "
+                                          "already; press the button again in a minute")
+        try:
+            text = _run_child(request_json, tool)
+        finally:
+            _slots.release()
+        result = json.loads(text)
+        if "error" not in result:
+            _remember(key, text)
+    else:
+        result = json.loads(text)  # a fresh copy per session: nobody edits the cached one
+    if "error" in result:
+        raise ScenarioError(result["error"]["field"], result["error"]["reason"])
+    return result
+
+
+def _limit_self() -> None:
+    import resource
+
+    os.setpriority(os.PRIO_PROCESS, 0, max(SEARCH_NICE, os.getpriority(os.PRIO_PROCESS, 0)))
+    resource.setrlimit(resource.RLIMIT_CPU, (MAX_SEARCH_CPU_S, MAX_SEARCH_CPU_S + 5))
+    resource.setrlimit(resource.RLIMIT_AS, (MAX_SEARCH_MEMORY_BYTES, MAX_SEARCH_MEMORY_BYTES))
+
+
+def _tool(name: str) -> Any:
+    if name == "size-power":
+        from planner.contract.power_sizing import size_power
+
+        return size_power
+    if name == "mixed-fleet":
+        from planner.serving.mixed_fleet import mixed_fleet
+
+        return mixed_fleet
+    if name == "context-tiers":
+        from planner.contract.context_tiers import context_tiers
+
+        return context_tiers
+    from planner.serving.serving_modes import size_with_modes
+
+    return size_with_modes
+
+
+def main() -> int:
+    """The child: one request on stdin, one JSON answer on stdout."""
+    _limit_self()
+    from planner.core.errors import loads_json
+
+    try:
+        tool = _tool(sys.argv[1] if len(sys.argv) > 1 else "size")
+        answer: Any = tool(loads_json(sys.stdin.buffer.read(), "request"))
+    except ScenarioError as err:
+        answer = {"error": {"field": err.field, "reason": err.reason}}
+    except MemoryError:
+        reason = (f"needs more than {MAX_SEARCH_MEMORY_BYTES // 2**30} GB of memory, the app's limit per "
+                  "search: narrow the candidate lists or use the CLI")
+        answer = {"error": {"field": "sizing", "reason": reason}}
+    except Exception as err:  # noqa: BLE001 - a bug of ours: one line, never a traceback on the page
+        reason = f"{type(err).__name__}; please report the request"
+        answer = {"error": {"field": "internal", "reason": reason}}
+    sys.stdout.write(json.dumps(answer))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
