@@ -187,6 +187,8 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
     p_cmd.add_argument("--engine", choices=SERVING_ENGINES, default=None,
                        help="default: the scenario's engine (vllm for 'graph')")
     p_cmd.add_argument("--format", choices=["text", "script", "k8s", "json", "expected"], default="text")
+    p_cmd.add_argument("--option", type=int, metavar="N", help="FILE is a sizing request: its option N (as "
+                       "`size` lists them; a disaggregated one's whole launch set: text, json, expected)")
     # issue 10 (fidelity): the engine profiles and their evidence
     sub.add_parser(
         "engines", help="engine profiles (graph floor, vllm, sglang, trt-llm) with their evidence (no input)"
@@ -212,6 +214,10 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
 
 
 def _issue15_output(args: argparse.Namespace, stdin: TextIO) -> str:
+    if args.command == "commands" and args.option is not None:
+        from planner.contract.disaggregated_commands import option_commands
+
+        return option_commands(_read_json(args.file, "sizing", stdin), args.option, args.engine, args.format)
     if args.command == "commands":
         from planner.contract.commands import command_set, render
 
