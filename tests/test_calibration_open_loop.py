@@ -174,3 +174,23 @@ def test_plan_command_synthetic_run_calibrate_recovers_the_profile(name, engine)
     misses = [abs(serving["tpot_ms"]["p50"] / run["median_tpot_ms"] - 1),
               abs(serving["ttft_ms"]["p50"] / run["median_ttft_ms"] - 1)]
     assert max(misses) > 0.03, misses
+
+
+@pytest.mark.parametrize("extra, line", [
+    ({"request_rate": 2e6}, "error: bench.request_rate: Input should be less than or equal to 1000000"),
+    ({"request_rate": 2.0, "burstiness": 1e-4},
+     "error: bench.burstiness: must be at least 0.01 (an arrival CV of at most 10)"),
+    ({"request_rate": 2.0, "request_throughput": -1.0},
+     "error: bench.request_throughput: Input should be greater than or equal to 0"),
+    ({"request_rate": 2.0, "mean_e2el_ms": "slow"},
+     "error: bench.mean_e2el_ms: Input should be a valid number"),
+])
+def test_an_open_loop_run_out_of_range_is_one_line_naming_its_field(extra, line):
+    """Source: contract: a bad bench field is one line `error: bench.<field>: <reason>`, named by the run's
+    own field (not the scenario field it becomes: load.request_rate, load.arrival_cv)."""
+    from planner.core.errors import ScenarioError
+
+    for fit in (lambda b: profile_from_vllm_bench(b, SCENARIO), lambda b: compare_bench(b, SCENARIO)):
+        with pytest.raises(ScenarioError) as err:
+            fit({**BENCH, **extra})
+        assert err.value.line() == line

@@ -20,6 +20,7 @@ from planner.physics.calibration import CalibrationProfile
 from planner.scenario.scenario import parse_scenario
 from planner.serving.calibration_fit import (
     VllmBenchResult,
+    bench_scenario_error,
     fitted_open_loop,
     parse_bench,
     profile_from_vllm_bench,
@@ -115,7 +116,10 @@ def scenario_at_bench_point(bench: Any, scenario: dict[str, Any],
             point["load"] = {k: v for k, v in point["load"].items()
                              if k not in ("request_rate", "concurrency", "at_goodput")}
             point["load"]["concurrency"] = b.max_concurrency
-    parse_scenario(point)  # the run's point must itself be a valid scenario
+    try:
+        parse_scenario(point)  # the run's point must itself be a valid scenario
+    except ScenarioError as err:
+        raise bench_scenario_error(err) from None
     return point
 
 

@@ -144,6 +144,17 @@ def parse_bench(bench: Any) -> VllmBenchResult:
         raise from_validation_error(err, "bench") from None
 
 
+# the run's fields behind the scenario's load at its point (an open loop): an error names the run's field
+_RUN_FIELDS = {"load.request_rate": "bench.request_rate", "load.arrival_cv": "bench.burstiness"}
+
+
+def bench_scenario_error(err: ScenarioError) -> ScenarioError:
+    """A scenario error of the run's operating point, named by the run's field where one is behind it."""
+    if err.field == "load.arrival_cv":  # arrival CV = 1 / sqrt(burstiness), at most 10 in a scenario
+        return ScenarioError("bench.burstiness", "must be at least 0.01 (an arrival CV of at most 10)")
+    return ScenarioError(_RUN_FIELDS.get(err.field, f"bench ({err.field})"), err.reason)
+
+
 def _bench_scenario(b: VllmBenchResult, scenario: Any,
                     run: OpenLoopRun | None = None) -> tuple[Scenario, int]:
     """The scenario at the run's mean lengths (from its token totals), uncalibrated, and the run's
@@ -163,8 +174,8 @@ def _bench_scenario(b: VllmBenchResult, scenario: Any,
     s.pop("calibration", None)
     try:
         return parse_scenario(s), concurrency
-    except ScenarioError as err:  # mean lengths from the bench totals out of range
-        raise ScenarioError(f"bench ({err.field})", err.reason) from None
+    except ScenarioError as err:  # mean lengths from the bench totals, or its rate, out of range
+        raise bench_scenario_error(err) from None
 
 
 @dataclasses.dataclass(frozen=True)
