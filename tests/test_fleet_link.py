@@ -95,6 +95,10 @@ def test_a_shared_fleet_link_reopens_the_fleet_and_keeps_it_in_the_link():
     assert f"Option {opened['number']}: disaggregated fleet, {option['gpus_total']:,} GPUs" in text
     assert not at.warning
     assert at.query_params[FLEET_PARAM] in (params[FLEET_PARAM], [params[FLEET_PARAM]])
+    at.toggle(key="cmd_show").set_value(True).run()  # the Deploy-and-benchmark panel: the fleet's launch set
+    assert not at.exception
+    codes = [c.value for c in at.code]
+    assert any("--prefiller-hosts" in c for c in codes) and any("--kv-transfer-config" in c for c in codes)
 
     bad = _app({**params, FLEET_PARAM: "{"})
     warnings = [w.value for w in bad.warning]

@@ -50,8 +50,9 @@ example (data/examples/llama70b_sizing.json):
 """
 _CALIBRATE_HELP = """\
 inputs: BENCH_JSON, the file `vllm bench serve --save-result` wrote (median_tpot_ms, median_ttft_ms,
-max_concurrency, completed, total_input_tokens, total_output_tokens are read); SCENARIO_JSON, the
-scenario that benchmark ran. Output: a calibration profile (schema: python -m planner schema calibration)
+max_concurrency, completed, total_input_tokens, total_output_tokens, and for an open-loop run request_rate,
+burstiness, request_throughput, mean_e2el_ms are read: fitted at its rate, --max-concurrency only a cap);
+SCENARIO_JSON, the scenario that benchmark ran. Output: a calibration profile (schema: python -m planner schema calibration)
 for a scenario's "calibration" field.
 
 example:
@@ -61,6 +62,9 @@ example:
 _COMMANDS_HELP = """\
 input: one scenario, as for `plan` (docs/CONTRACT.md; schema: python -m planner schema scenario).
 Output: the engine launch command and the `vllm bench serve` command that reproduce its plan.
+
+With --option N the input is a sizing request: the commands of its option N (a disaggregated option's
+prefill and decode workers, the router between them and the benchmark at the fleet's rate).
 
 example:
   python -m planner commands data/examples/llama70b_h100_fp8_scenario.json --engine vllm
