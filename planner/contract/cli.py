@@ -52,8 +52,8 @@ _CALIBRATE_HELP = """\
 inputs: BENCH_JSON, the file `vllm bench serve --save-result` wrote (median_tpot_ms, median_ttft_ms,
 max_concurrency, completed, total_input_tokens, total_output_tokens, and for an open-loop run request_rate,
 burstiness, request_throughput, mean_e2el_ms are read: fitted at its rate, --max-concurrency only a cap);
-SCENARIO_JSON, the scenario that benchmark ran. Output: a calibration profile (schema: python -m planner schema calibration)
-for a scenario's "calibration" field.
+SCENARIO_JSON, the scenario that benchmark ran. Output: a calibration profile (schema: python -m planner
+schema calibration) for a scenario's "calibration" field.
 
 example:
   python -m planner calibrate data/examples/vllm_bench_qwen3_8b_h100.json \\
