@@ -151,9 +151,10 @@ def deploy_and_benchmark(
     elif st.toggle("Deploy and benchmark this plan: engine commands, script, manifest, expected figures",
                    key=f"{key}_show"):
         render_commands_panel(scenario, plan_json, key=key)
-    if st.toggle(
-        "Compare with a benchmark you ran (`vllm bench serve --save-result` JSON)", key=f"{key}_bench_show"
-    ):
+    # an opened fleet's plan is one decode worker's: a run through the router is compared with the fleet's
+    # sheet above, a run of one decode worker at its rate with this plan
+    what = "one decode worker's benchmark" if fleet is not None else "a benchmark you ran"
+    if st.toggle(f"Compare with {what} (`vllm bench serve --save-result` JSON)", key=f"{key}_bench_show"):
         render_bench_upload(scenario, key=f"{key}_bench")
 
 
