@@ -85,6 +85,47 @@ def render_commands_panel(scenario: dict[str, Any], plan_json: dict[str, Any] | 
     )
 
 
+def render_fleet_commands_panel(option: dict[str, Any], request: dict[str, Any],
+                                key: str = "fleet_cmd") -> None:
+    """A disaggregated option's launch set: its prefill and decode workers, the router between them and the
+    benchmark against the router at the fleet's rate (planner.contract.disaggregated_commands)."""
+    from planner.contract.disaggregated_commands import (
+        ROUTER_HEALTH_PATH,
+        ROUTER_PORT,
+        disaggregated_command_set,
+        disaggregated_commands_text,
+        disaggregated_expected_sheet,
+        render_disaggregated,
+    )
+
+    try:
+        c = disaggregated_command_set(option, request)
+    except ScenarioError as err:
+        st.error(f"No commands: {plain(err.field, 80)}: {plain(err.reason)}")
+        return
+    for pool in (c.prefill, c.decode):
+        st.caption(f"{pool.role.capitalize()} workers: the same command on each of {pool.workers:,} hosts "
+                   f"({pool.gpus_per_worker} GPU(s) each), THIS_HOST_IP set to that host's address")
+        st.code(shell_command((*(f"{k}={v}" for k, v in pool.env), *pool.launch.argv)), language="bash")
+    st.caption(f"Router (vLLM's proxy for disaggregated prefill), once every worker answers GET /health; it "
+               f"answers GET http://127.0.0.1:{ROUTER_PORT}{ROUTER_HEALTH_PATH}")
+    st.code(shell_command(c.router), language="bash")
+    st.caption(f"Benchmark against the router, at the fleet's {c.request_rate:,.4g} requests/s")
+    st.code(shell_command(c.bench), language="bash")
+    for note in (*c.prefill.launch.notes, *c.notes):
+        st.caption(f"Note: {plain(note, 600)}")
+    st.caption("What the benchmark should print")
+    st.dataframe(_expected_frame(c), hide_index=True, width="stretch",
+                 column_config={"plan": st.column_config.NumberColumn(format="%.2f")})
+    c1, c2, c3 = st.columns(3)
+    c1.download_button("Fleet commands", disaggregated_commands_text(c), "ridgeline_fleet_vllm.txt",
+                       "text/plain", key=f"{key}_dl_text")
+    c2.download_button("Expected figures", disaggregated_expected_sheet(c), "ridgeline_fleet_expected.txt",
+                       "text/plain", key=f"{key}_dl_expected")
+    c3.download_button("Commands JSON", render_disaggregated(c, "json"), "ridgeline_fleet_commands.json",
+                       "application/json", key=f"{key}_dl_json")
+
+
 def _comparison_frame(c: BenchComparison) -> pd.DataFrame:
     return pd.DataFrame(
         [
@@ -118,8 +159,10 @@ def render_bench_comparison(
         st.error(f"Benchmark not read: {plain(err.field, 80)}: {plain(err.reason)}")
         return
     point = result.point_scenario
+    rate = (point.get("load") or {}).get("request_rate")
     st.caption(f"Predicted at the run's operating point: {point['prompt_len']} in / {point['output_len']} out"
-               + (f", concurrency {point['batch']}" if point.get("batch") else ""))
+               + (f", open loop at {rate:,.4g} requests/s" if rate else
+                  f", concurrency {point['batch']}" if point.get("batch") else ""))
     st.dataframe(_comparison_frame(result), hide_index=True, width="stretch",
                  column_config={col: st.column_config.NumberColumn(format="%.2f")
                                 for col in ("predicted", "measured", "calibrated")}

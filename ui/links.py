@@ -34,6 +34,8 @@ JSON_FIELDS = ("speculative", "calibration", "load")
 FIELDS = ("model", "gpu", *INT_FIELDS, *STR_FIELDS, *BOOL_FIELDS, *FLOAT_FIELDS, "efficiency", *JSON_FIELDS)
 COMPARE_PARAM = "compare"
 SIZE_PARAM = "size"  # the sizing page's search, read by ui/sizing_page.py
+FLEET_PARAM = "fleet"  # a disaggregated option opened in the Plan view: its sizing request and its two pools
+FLEET_POOL_KEYS = ("gpu", "tp", "pp", "ep", "weights", "kv_cache")  # what tells one option's pool from others
 # A link's whole query string, in characters. Far above any scenario typed in the sidebar (~300) or a
 # dozen pins (~4,000), below the 64 KiB request line the web server accepts; a longer link is refused
 # whole with a message instead of being parsed (a pasted 1 MB config must not ride along in it).
@@ -145,7 +147,7 @@ def scenario_from_query(params: dict[str, str], default: dict[str, Any] | None =
     problems: list[tuple[str, str]] = []
     typed: dict[str, Any] = {}
     for field, raw in params.items():
-        if field in (COMPARE_PARAM, SIZE_PARAM):
+        if field in (COMPARE_PARAM, SIZE_PARAM, FLEET_PARAM):
             continue
         if field not in FIELDS:
             problems.append((field, "is not a scenario field; ignored"))
@@ -228,3 +230,54 @@ def sizing_request_from_link(raw: str) -> tuple[dict[str, Any] | None, str | Non
     except ScenarioError as err:
         return None, f"{err.field}: {err.reason}"
     return candidate, None
+
+
+def _fleet_pools(option: dict[str, Any]) -> dict[str, Any]:
+    return {role: {k: option[role].get(k, 1 if k in ("pp", "ep") else None) for k in FLEET_POOL_KEYS}
+            for role in ("prefill", "decode")}
+
+
+def fleet_to_query(request: dict[str, Any], option: dict[str, Any]) -> str:
+    """The `fleet` parameter of a disaggregated option: the sizing request it came from and its two pools
+    (the figures are not carried: the link's reader sizes the request again and finds the option)."""
+    return _compact({"request": request, **_fleet_pools(option)})
+
+
+LinkedFleet = tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]  # option, request, all options
+
+
+def fleet_from_link(raw: str, scenario: dict[str, Any]) -> tuple[LinkedFleet | None, str | None]:
+    """(option, sizing request, every option of that request) of a link's `fleet` parameter, or None and the
+    reason (one line). The option must be a disaggregated option of the request with the linked pools, and
+    its decode worker the linked scenario (the Plan view shows that worker under the fleet)."""
+    from planner.serving.serving_modes import decode_worker_scenario, size_with_modes
+
+    fallback = "; the single-pool fleet is shown"
+    try:
+        data = loads_json(raw, FLEET_PARAM, max_bytes=MAX_LINK_CHARS)
+    except ScenarioError as err:
+        return None, err.reason + fallback
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), dict) for k in ("request", "prefill",
+                                                                                      "decode")):
+        return None, "must be a JSON object with request, prefill and decode objects" + fallback
+    request, problem = sizing_request_from_link(json.dumps(data["request"]))
+    if request is None:
+        return None, f"request: {problem}{fallback}"
+    try:
+        options = size_with_modes(request)["options"]
+    except ScenarioError as err:
+        return None, f"request: {err.field}: {err.reason}{fallback}"
+    wanted = {role: data[role] for role in ("prefill", "decode")}
+    option = next((o for o in options
+                   if o.get("mode") == "disaggregated" and _fleet_pools(o) == wanted), None)
+    if option is None:
+        return None, "no disaggregated option of its sizing request has these pools" + fallback
+    try:
+        same = (parse_scenario(decode_worker_scenario(option, request)).model_dump()
+                == parse_scenario(scenario).model_dump())
+    except ScenarioError:
+        same = False
+    if not same:
+        return None, "the linked scenario is not this fleet's decode worker" + fallback
+    return (option, request, options), None
+

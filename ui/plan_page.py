@@ -136,18 +136,25 @@ def engine_memory(p: Plan) -> None:
 
 
 def deploy_and_benchmark(
-    scenario: dict[str, Any], plan_json: dict[str, Any] | None, key: str = "cmd"
+    scenario: dict[str, Any], plan_json: dict[str, Any] | None, key: str = "cmd",
+    fleet: dict[str, Any] | None = None,
 ) -> None:
     """The commands that deploy and benchmark this plan, and a benchmark result set beside it (issue 15).
-    Behind toggles: work a reader does not open is not done."""
-    from ui.commands_panel import render_bench_upload, render_commands_panel
+    Behind toggles: work a reader does not open is not done. `fleet`: the disaggregated option opened from the
+    sizing page (sizing_page.opened_fleet), whose whole launch set replaces its decode worker's commands."""
+    from ui.commands_panel import render_bench_upload, render_commands_panel, render_fleet_commands_panel
 
-    if st.toggle("Deploy and benchmark this plan: engine commands, script, manifest, expected figures",
-                 key=f"{key}_show"):
+    if fleet is not None:
+        if st.toggle("Deploy and benchmark this fleet: prefill and decode workers, router, benchmark at the "
+                     "fleet's rate", key=f"{key}_show"):
+            render_fleet_commands_panel(fleet["option"], fleet["request"], key=f"{key}_fleet")
+    elif st.toggle("Deploy and benchmark this plan: engine commands, script, manifest, expected figures",
+                   key=f"{key}_show"):
         render_commands_panel(scenario, plan_json, key=key)
-    if st.toggle(
-        "Compare with a benchmark you ran (`vllm bench serve --save-result` JSON)", key=f"{key}_bench_show"
-    ):
+    # an opened fleet's plan is one decode worker's: a run through the router is compared with the fleet's
+    # sheet above, a run of one decode worker at its rate with this plan
+    what = "one decode worker's benchmark" if fleet is not None else "a benchmark you ran"
+    if st.toggle(f"Compare with {what} (`vllm bench serve --save-result` JSON)", key=f"{key}_bench_show"):
         render_bench_upload(scenario, key=f"{key}_bench")
 
 
@@ -244,5 +251,5 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
     charts.show(specs["cost"])
     _time_breakdown(scenario, result)
     plan_json = clean_json(result.model_dump())
-    deploy_and_benchmark(scenario, plan_json)
+    deploy_and_benchmark(scenario, plan_json, fleet=opened)
     exports.render(scenario, plan_json, None)

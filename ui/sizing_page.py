@@ -340,10 +340,15 @@ def _open_option(options: list[dict[str, Any]], request: dict[str, Any], catalog
         st.rerun()
     if ss.get("sz_opened") is not None:
         st.success(f"Option {ss['sz_opened']} is loaded into the sidebar and the Plan view.")
-    if st.toggle(f"Commands to deploy and benchmark option {int(pick)}{worker}", key="sz_cmd_show"):
-        from ui.commands_panel import render_commands_panel
+    fleet = chosen.get("mode") == "disaggregated"  # its whole launch set: both pools, router, benchmark
+    whole = " (the whole fleet)" if fleet else ""
+    if st.toggle(f"Commands to deploy and benchmark option {int(pick)}{whole}", key="sz_cmd_show"):
+        from ui.commands_panel import render_commands_panel, render_fleet_commands_panel
 
-        render_commands_panel(scenario, key="sz_cmd")
+        if fleet:
+            render_fleet_commands_panel(chosen, request, key="sz_fleet_cmd")
+        else:
+            render_commands_panel(scenario, key="sz_cmd")
 
 
 def _options_view(result: dict[str, Any], request: dict[str, Any], catalog) -> None:

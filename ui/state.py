@@ -33,12 +33,30 @@ def init_from_link() -> None:
         _, size_problem = links.sizing_request_from_link(params[links.SIZE_PARAM])
         if size_problem:
             problems.append((links.SIZE_PARAM, f"{size_problem}; the Size view shows its default search"))
+    if links.FLEET_PARAM in params:
+        problems += _open_linked_fleet(params[links.FLEET_PARAM])
     st.session_state["size_link"] = params.get(links.SIZE_PARAM)
     st.session_state["pins"] = pins
     st.session_state["link_problems"] = problems
     # the scenario the link produced: its warnings stay only until the user changes an input
     st.session_state["link_scenario"] = widget_state.read_scenario()
     st.session_state["initialized"] = True
+
+
+def _open_linked_fleet(raw: str) -> list[tuple[str, str]]:
+    """The disaggregated option a link's `fleet` names, opened over its decode worker as the sizing page opens
+    it (ui/sizing_page.py); numbered as the sizing table lists it by default (validated GPUs first)."""
+    from planner.serving.serving_modes import decode_worker_scenario
+    from ui.sizing_options import ordered_options
+
+    found, problem = links.fleet_from_link(raw, widget_state.read_scenario())
+    if found is None:
+        return [(links.FLEET_PARAM, problem or "not read; the single-pool fleet is shown")]
+    option, request, options = found
+    st.session_state["sz_opened_fleet"] = {
+        "scenario": decode_worker_scenario(option, request), "option": option, "request": request,
+        "number": ordered_options(options, True).index(option) + 1}
+    return []
 
 
 def current_link_problems(scenario: dict[str, Any]) -> list[tuple[str, str]]:
@@ -63,6 +81,12 @@ def sync_link(scenario: dict[str, Any] | None) -> tuple[str, str | None]:
         params[links.SIZE_PARAM] = json.dumps(st.session_state["sz_request"], separators=(",", ":"))
     elif st.session_state.get("size_link"):
         params[links.SIZE_PARAM] = st.session_state["size_link"]
+    opened = st.session_state.get("sz_opened_fleet")
+    if scenario is not None and opened:
+        from ui.sizing_page import opened_fleet
+
+        if opened_fleet(scenario) is not None:  # the Plan view still shows that fleet's decode worker
+            params[links.FLEET_PARAM] = links.fleet_to_query(opened["request"], opened["option"])
     too_long = links.link_too_long(params)
     if too_long:
         return "", too_long

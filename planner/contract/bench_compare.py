@@ -18,7 +18,13 @@ from planner.contract.expected_figures import ExpectedFigure
 from planner.core.errors import ScenarioError
 from planner.physics.calibration import CalibrationProfile
 from planner.scenario.scenario import parse_scenario
-from planner.serving.calibration_fit import VllmBenchResult, parse_bench, profile_from_vllm_bench
+from planner.serving.calibration_fit import (
+    VllmBenchResult,
+    bench_scenario_error,
+    fitted_open_loop,
+    parse_bench,
+    profile_from_vllm_bench,
+)
 
 MAX_BENCH_KEYS = (
     10_000  # a saved result has ~50 keys (more with --save-detailed lists); refuse absurd objects
@@ -76,14 +82,10 @@ def check_bench(bench: Any) -> tuple[dict[str, Any], VllmBenchResult]:
 
 def open_loop_rate(bench: Any) -> tuple[float, float] | None:
     """(request rate, burstiness) of an open-loop run (`--request-rate` finite: vllm bench serve saves the
-    number, or "inf" for a closed loop), None otherwise."""
-    if not isinstance(bench, dict):
-        return None
-    rate, burst = bench.get("request_rate"), bench.get("burstiness", 1.0)
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
-        return None
-    number = not isinstance(burst, bool) and isinstance(burst, (int, float))
-    return float(rate), float(burst) if number and math.isfinite(burst) and burst > 0 else 1.0
+    number, or "inf" for a closed loop), None otherwise, and None for an open loop its --max-concurrency held
+    (planner.serving.calibration_fit.fitted_open_loop: compared, as it is fitted, as that closed loop)."""
+    run = fitted_open_loop(bench)
+    return None if run is None else (run.rate, run.burstiness)
 
 
 def scenario_at_bench_point(bench: Any, scenario: dict[str, Any],
@@ -114,7 +116,10 @@ def scenario_at_bench_point(bench: Any, scenario: dict[str, Any],
             point["load"] = {k: v for k, v in point["load"].items()
                              if k not in ("request_rate", "concurrency", "at_goodput")}
             point["load"]["concurrency"] = b.max_concurrency
-    parse_scenario(point)  # the run's point must itself be a valid scenario
+    try:
+        parse_scenario(point)  # the run's point must itself be a valid scenario
+    except ScenarioError as err:
+        raise bench_scenario_error(err) from None
     return point
 
 

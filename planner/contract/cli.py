@@ -50,9 +50,10 @@ example (data/examples/llama70b_sizing.json):
 """
 _CALIBRATE_HELP = """\
 inputs: BENCH_JSON, the file `vllm bench serve --save-result` wrote (median_tpot_ms, median_ttft_ms,
-max_concurrency, completed, total_input_tokens, total_output_tokens are read); SCENARIO_JSON, the
-scenario that benchmark ran. Output: a calibration profile (schema: python -m planner schema calibration)
-for a scenario's "calibration" field.
+max_concurrency, completed, total_input_tokens, total_output_tokens, and for an open-loop run request_rate,
+burstiness, request_throughput, mean_e2el_ms are read: fitted at its rate, --max-concurrency only a cap);
+SCENARIO_JSON, the scenario that benchmark ran. Output: a calibration profile (schema: python -m planner
+schema calibration) for a scenario's "calibration" field.
 
 example:
   python -m planner calibrate data/examples/vllm_bench_qwen3_8b_h100.json \\
@@ -61,6 +62,9 @@ example:
 _COMMANDS_HELP = """\
 input: one scenario, as for `plan` (docs/CONTRACT.md; schema: python -m planner schema scenario).
 Output: the engine launch command and the `vllm bench serve` command that reproduce its plan.
+
+With --option N the input is a sizing request: the commands of its option N (a disaggregated option's
+prefill and decode workers, the router between them and the benchmark at the fleet's rate).
 
 example:
   python -m planner commands data/examples/llama70b_h100_fp8_scenario.json --engine vllm
@@ -187,6 +191,8 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
     p_cmd.add_argument("--engine", choices=SERVING_ENGINES, default=None,
                        help="default: the scenario's engine (vllm for 'graph')")
     p_cmd.add_argument("--format", choices=["text", "script", "k8s", "json", "expected"], default="text")
+    p_cmd.add_argument("--option", type=int, metavar="N", help="FILE is a sizing request: its option N (as "
+                       "`size` lists them; a disaggregated one's whole launch set: text, json, expected)")
     # issue 10 (fidelity): the engine profiles and their evidence
     sub.add_parser(
         "engines", help="engine profiles (graph floor, vllm, sglang, trt-llm) with their evidence (no input)"
@@ -212,6 +218,10 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
 
 
 def _issue15_output(args: argparse.Namespace, stdin: TextIO) -> str:
+    if args.command == "commands" and args.option is not None:
+        from planner.contract.disaggregated_commands import option_commands
+
+        return option_commands(_read_json(args.file, "sizing", stdin), args.option, args.engine, args.format)
     if args.command == "commands":
         from planner.contract.commands import command_set, render
 

@@ -149,13 +149,15 @@ def _num_prompts(s: Scenario, concurrency: int | None) -> int:
 
 
 def bench_argv(s: Scenario, engine: str, hf_id: str, batch: int,
-               plan_json: dict[str, Any] | None = None) -> tuple[tuple[str, ...], list[str]]:
+               plan_json: dict[str, Any] | None = None,
+               port: int | None = None) -> tuple[tuple[str, ...], list[str]]:
     """`vllm bench serve` at the planned lengths and operating point; returns (argv, notes). A plan at a
-    request rate (given, or its goodput) is benchmarked open loop at that rate (open_loop)."""
+    request rate (given, or its goodput) is benchmarked open loop at that rate (open_loop). `port`: where the
+    server answers when not at the engine's default (a disaggregated fleet's router)."""
     notes: list[str] = []
     prefix = prefix_tokens(s)
     argv = ["vllm", "bench", "serve", "--backend", "vllm" if engine == "vllm" else "openai",
-            "--base-url", f"http://127.0.0.1:{PORTS[engine]}", "--model", hf_id,
+            "--base-url", f"http://127.0.0.1:{port or PORTS[engine]}", "--model", hf_id,
             "--dataset-name", "random", "--random-input-len", str(s.prompt_len - prefix),
             "--random-output-len", str(s.output_len)]
     if prefix:

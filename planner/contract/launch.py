@@ -69,8 +69,9 @@ def _weights_notes(s: Scenario, engine: str) -> list[str]:
     return []
 
 
-def vllm_launch(s: Scenario, hf_id: str, batch: int, moe: bool) -> LaunchCommand:
-    argv = ["vllm", "serve", hf_id, "--host", "0.0.0.0", "--port", str(PORTS["vllm"]),
+def vllm_launch(s: Scenario, hf_id: str, batch: int, moe: bool, port: int = PORTS["vllm"]) -> LaunchCommand:
+    """`port`: another than vLLM's default where several instances share a host (a disaggregated fleet)."""
+    argv = ["vllm", "serve", hf_id, "--host", "0.0.0.0", "--port", str(port),
             "--tensor-parallel-size", str(s.tp)]
     notes = _weights_notes(s, "vLLM")
     if s.pp > 1:
@@ -113,7 +114,7 @@ def vllm_launch(s: Scenario, hf_id: str, batch: int, moe: bool) -> LaunchCommand
         argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
         notes.append(f"replace {DRAFT_PLACEHOLDER} with a draft model of about "
                      f"{s.speculative.draft_params / 1e9:.2g}B parameters that shares the target's tokenizer")
-    return LaunchCommand("vllm", tuple(argv), PORTS["vllm"], notes=tuple(notes))
+    return LaunchCommand("vllm", tuple(argv), port, notes=tuple(notes))
 
 
 def _pp_ep_flags(s: Scenario, moe: bool, pp_flag: str, ep_flag: str, notes: list[str]) -> list[str]:
