@@ -398,12 +398,13 @@ def test_banner_table_and_opened_plan_are_one_fleet():
 
     from streamlit.testing.v1 import AppTest
 
-    from tests.test_app import APP, TIMEOUT
+    from tests.test_app import APP, TIMEOUT, press_find
 
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.query_params["size"] = json.dumps(ISSUE_31)
     at.run()
     at.radio(key="view").set_value("Size a fleet").run(timeout=TIMEOUT)
+    press_find(at)  # a sizing link only fills the form (issue 32)
     assert not at.exception
     table = at.dataframe[0].value
     shown = sorted(at.session_state["sz_result"]["options"], key=lambda o: not o.get("validated"))
