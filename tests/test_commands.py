@@ -599,3 +599,19 @@ def test_a_plan_at_its_goodput_is_benchmarked_open_loop_at_that_rate(engine):
         client = {"sglang": "sglang.bench_serving",
                   "trt-llm": "tensorrt_llm.serve.scripts.benchmark_serving"}[engine]
         assert any(client in n and f"--request-rate {b['--request-rate'][0]}" in n for n in cs.notes)
+
+
+def test_max_num_seqs_above_the_kv_cache_is_launched_as_the_plan_runs():
+    """Source: invariant: the engine must run the sequences the plan runs. Llama-3.1-70B fp8 on 4x H100 holds
+    155 sequences at its planned context (the plan's memory.max_batch); a scenario asking max_num_seqs 1,024
+    is planned at 155, so vLLM is launched with --max-num-seqs 155 and a note says why (with 1,024 it would
+    admit sequences the plan never ran and preempt: the scheduler oracle's finding, issue 32). A smaller
+    max_num_seqs is passed as given."""
+    scenario = json.loads((ROOT / "data" / "examples" / "llama70b_h100_fp8_scenario.json").read_text())
+    plan = plan_dict({**scenario, "max_num_seqs": 1024})
+    cs = command_set({**scenario, "max_num_seqs": 1024}, "vllm", plan)
+    flags = flags_of(cs.launch.argv, PROGRAM["vllm"][1])
+    assert flags["--max-num-seqs"] == [str(plan["latency"]["batch"])] == [str(plan["memory"]["max_batch"])]
+    assert any("max_num_seqs 1024" in note and "preempt" in note for note in cs.launch.notes)
+    small = command_set({**scenario, "max_num_seqs": 32}, "vllm")
+    assert flags_of(small.launch.argv, PROGRAM["vllm"][1])["--max-num-seqs"] == ["32"]

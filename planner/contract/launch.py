@@ -69,6 +69,20 @@ def _weights_notes(s: Scenario, engine: str) -> list[str]:
     return []
 
 
+def _running_sequences(s: Scenario, batch: int, notes: list[str]) -> int:
+    """vLLM's --max-num-seqs: the sequences the plan runs at once. A `max_num_seqs` above what the KV cache
+    holds at the planned context is clipped to the plan's figure: with more, vLLM admits what the plan never
+    ran and preempts once the blocks run out (the scheduler oracle measured 877-2,221 preemptions in 20,000
+    requests at 90-95% load, issue 32)."""
+    if s.max_num_seqs is None:
+        return batch
+    if s.max_num_seqs > batch:
+        notes.append(f"max_num_seqs {s.max_num_seqs} is above the {batch} sequences the KV cache holds at the "
+                     f"planned context: --max-num-seqs {batch}, as the plan runs, so vLLM does not preempt")
+        return batch
+    return s.max_num_seqs
+
+
 def vllm_launch(s: Scenario, hf_id: str, batch: int, moe: bool, port: int = PORTS["vllm"]) -> LaunchCommand:
     """`port`: another than vLLM's default where several instances share a host (a disaggregated fleet)."""
     argv = ["vllm", "serve", hf_id, "--host", "0.0.0.0", "--port", str(port),
@@ -87,7 +101,7 @@ def vllm_launch(s: Scenario, hf_id: str, batch: int, moe: bool, port: int = PORT
             notes.append(f"ep={s.ep} is ignored: the model has no experts")
     argv += ["--max-model-len", str(max_model_len(s)),
              "--gpu-memory-utilization", flag_value(s.memory.utilization),
-             "--max-num-seqs", str(s.max_num_seqs or batch),
+             "--max-num-seqs", str(_running_sequences(s, batch, notes)),
              "--max-num-batched-tokens", str(s.max_num_batched_tokens)]
     if s.block_size in VLLM_BLOCK_SIZES:
         argv += ["--block-size", str(s.block_size)]
