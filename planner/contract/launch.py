@@ -77,8 +77,8 @@ def _running_sequences(s: Scenario, batch: int, notes: list[str]) -> int:
     if s.max_num_seqs is None:
         return batch
     if s.max_num_seqs > batch:
-        notes.append(f"max_num_seqs {s.max_num_seqs} is above the {batch} sequences the KV cache holds at the "
-                     f"planned context: --max-num-seqs {batch}, as the plan runs, so vLLM does not preempt")
+        notes.append(f"max_num_seqs {s.max_num_seqs} is above the {batch} sequences the KV cache holds at "
+                     f"the planned context: --max-num-seqs {batch}, as the plan runs, so vLLM does not preempt")
         return batch
     return s.max_num_seqs
 
