@@ -78,7 +78,7 @@ def _running_sequences(s: Scenario, batch: int, notes: list[str]) -> int:
         return batch
     if s.max_num_seqs > batch:
         notes.append(f"max_num_seqs {s.max_num_seqs} is above the {batch} sequences the KV cache holds at "
-                     f"the planned context: --max-num-seqs {batch}, as the plan runs, so vLLM does not preempt")
+                     f"the planned context: --max-num-seqs {batch} as planned, so vLLM won't preempt")
         return batch
     return s.max_num_seqs
 
