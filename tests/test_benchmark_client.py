@@ -172,3 +172,63 @@ def test_a_prefill_hold_waits_its_timeout_or_its_batch():
     d = _deployment(prompt_len=400, output_len=120)
     assert base.ttft_ms.mean < batched.ttft_ms.mean < timeout.ttft_ms.mean
     assert timeout.ttft_ms.mean - base.ttft_ms.mean <= 20 * _d_ms(d, 6, 460.0)
+
+
+# Issue 30: what a prompt waits for under each engine's loop (planner.serving.scheduler_wait).
+
+
+def _three_requests(policy, budget: int):
+    """Two clients, three 100-token prompts of 3 output tokens, a `budget`-token iteration."""
+    from planner.serving.scheduler_wait import EngineScheduling
+
+    d = _deployment()
+    w = Workload(prompt_len=100, output_len=3, max_running=64, max_num_batched_tokens=budget, context=101.5)
+    return d, run_benchmark(d, w, BenchmarkClient(2, num_prompts=3), EngineScheduling(*policy))
+
+
+@pytest.mark.parametrize("missed", [0, 1, 2])
+def test_a_request_sent_to_a_busy_engine_misses_the_iterations_in_flight(missed):
+    """Source: docs: vLLM V1 EngineCore.step (schedule -> execute -> update; new requests only between
+    steps), SGLang's event_loop_overlap and TensorRT-LLM's _executor_loop_overlap (the next batch is formed
+    before the current one's results return): a request sent while the engine runs misses the iteration in
+    flight (1), and under an overlap scheduler the one already formed (2). Worked by hand, budget 100:
+    it1 = D(0) + 100 W (prompt 0), it2 = D(1) + 99 W, it3 = D(1) + 1 W (prompt 1); request 0 ends with it3
+    and its client sends request 2 while request 1 decodes. missed 0: it4 = D(1) + 99 W, it5 = D(1) + 1 W,
+    TTFT_2 = 2 D(1) + 100 W. missed 1: it4 = D(1) alone, it5 = D(1) + 99 W, it6 = D(0) + 1 W (request 1 has
+    ended). missed 2: two lone decodes, then D(0) + 100 W; the same sum."""
+    d, run = _three_requests((missed, False, True), 100)
+    ctx, w_tok = 101.5, _work_per_token_ms(d, 100)
+    d0, d1 = _d_ms(d, 0, ctx), _d_ms(d, 1, ctx)
+    it1 = d0 + 100 * w_tok
+    ttft_1 = it1 + (d1 + 99 * w_tok) + (d1 + 1 * w_tok)
+    ttft_2 = 2 * d1 + 100 * w_tok + (d0 if missed else 0.0)
+    assert run.ttft_ms.mean == pytest.approx((it1 + ttft_1 + ttft_2) / 3, rel=1e-9)
+
+
+def test_sglang_runs_prompts_in_prefill_only_iterations():
+    """Source: docs: SGLang Scheduler.get_next_batch_to_run ("Run prefill first if possible"; a prefill
+    batch carries no decodes without --enable-mixed-chunk) and its --chunked-prefill-size budget, which the
+    running decodes do not share. Budget 150, by hand: it1 = D(0) + 150 W (prompt 0, 50 tokens of prompt 1),
+    it2 = D(0) + 50 W while request 0 waits, then two decode steps D(2); both end together, so request 2
+    reaches an idle engine: D(0) + 100 W, then D(1) steps. TPOT: request 0 (it2 + 2 D(2)) / 2, request 1
+    D(2), request 2 D(1)."""
+    d, run = _three_requests((0, True, True), 150)
+    ctx, w_tok = 101.5, _work_per_token_ms(d, 100)
+    d0, d1, d2 = _d_ms(d, 0, ctx), _d_ms(d, 1, ctx), _d_ms(d, 2, ctx)
+    it1, it2 = d0 + 150 * w_tok, d0 + 50 * w_tok
+    assert run.ttft_ms.mean == pytest.approx((it1 + (it1 + it2) + (d0 + 100 * w_tok)) / 3, rel=1e-9)
+    assert run.tpot_ms.mean == pytest.approx(((it2 + 2 * d2) / 2 + d2 + d1) / 3, rel=1e-9)
+
+
+@pytest.mark.parametrize("chunked", [True, False])
+def test_trtllm_takes_a_prompt_only_whole_into_the_budget(chunked):
+    """Source: docs: TensorRT-LLM's micro-batch scheduler with context chunking off (its default) schedules
+    a context request only when its whole prompt fits the rest of max_num_tokens; vLLM chunks it. Budget
+    150, by hand: chunked, it1 = D(0) + 150 W (prompt 0, 50 tokens of prompt 1), it2 = D(1) + 50 W; whole,
+    it1 = D(0) + 100 W and prompt 1 waits for it2 = D(1) + 100 W. Then a decode step D(2) ends request 0,
+    and request 2 rides it4 = D(1) + 100 W beside request 1's last decode."""
+    d, run = _three_requests((0, False, chunked), 150)
+    ctx, w_tok = 101.5, _work_per_token_ms(d, 100)
+    d0, d1 = _d_ms(d, 0, ctx), _d_ms(d, 1, ctx)
+    it1, it2 = (d0 + 150 * w_tok, d1 + 50 * w_tok) if chunked else (d0 + 100 * w_tok, d1 + 100 * w_tok)
+    assert run.ttft_ms.mean == pytest.approx((it1 + (it1 + it2) + (d1 + 100 * w_tok)) / 3, rel=1e-9)

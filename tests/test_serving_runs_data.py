@@ -175,9 +175,16 @@ def test_mean_length_lies_inside_the_drawn_range(length: int, ratio: float) -> N
         # vLLM Llama-3.3-70B FP8 on H100 TP2, concurrency 4, 1k/1k (InferenceMAX v1 export)
         (
             {"gpu": "h100-sxm", "engine": "vllm", "tp": 2, "concurrency": 4, "prompt_len": 1024,
-             "output_len": 1024},
+             "output_len": 1024, "model_preset": "llama-3.3-70b"},
             {"ttft_median_ms": 108.1582, "tpot_median_ms": 17.4622, "e2el_median_ms": 16232.4,
              "tput_per_gpu": 221.3956},
+        ),
+        # vLLM 0.11.0 gpt-oss-120b on B200 TP4, concurrency 16, 1k/1k (InferenceMAX aggregated results)
+        (
+            {"gpu": "b200", "engine": "vllm", "tp": 4, "concurrency": 16, "prompt_len": 1024,
+             "output_len": 1024, "model_preset": "gpt-oss-120b"},
+            {"ttft_mean_ms": 47.69933, "ttft_median_ms": 39.17634, "tpot_median_ms": 4.279968,
+             "e2el_mean_ms": 3963.1455, "tput_per_gpu": 1816.5141},
         ),
     ],
 )
@@ -185,7 +192,8 @@ def test_rows_match_the_published_records(every_row: pd.DataFrame, select: dict,
     """Source: published: the same InferenceX API records read from a second copy,
     SemiAnalysisAI/InferenceX-app@3a600f1d9ce155536d52e2f58f744f27a301aac9
     packages/app/cypress/fixtures/api/benchmarks.json (seconds there), and the export file
-    fergusfinn/fergusfinn.github.io@2ef4d835 public/benchmark-data/1k1k-70b/H100/FP8.json."""
+    fergusfinn/fergusfinn.github.io@2ef4d835 public/benchmark-data/1k1k-70b/H100/FP8.json, and
+    faradawn/InferenceMAX@7a175041 official_data/agg_gptoss_1k1k.json (seconds there)."""
     rows = every_row
     for column, value in select.items():
         rows = rows[rows[column] == value]

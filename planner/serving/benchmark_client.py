@@ -22,6 +22,14 @@ waiting, or none admissible) are jumped to the next completion in one step, so a
 operations per request. Runs longer than `MAX_SIMULATED_REQUESTS` are simulated up to that many
 requests: the waves after the first repeat, and their statistics are those of the whole run.
 
+What a prompt waits for (issue 30, planner.serving.scheduler_wait): a request sent while the engine runs
+is received at the first poll after the iteration in flight and, under an overlap scheduler, runs one
+iteration after that (the one already formed; `missed_iterations` 2);
+SGLang runs prompts in prefill-only iterations of up to its chunk size while the decodes pause
+(`prefill_first`); TensorRT-LLM takes a prompt only whole into the rest of its token budget
+(`chunked_prefill` off). The decodes of each sequence are counted in decode iterations (`step_index`), which
+a prefill-only iteration does not advance.
+
 Admission (`Workload.scheduler`, issue 20): production launches hold a new prompt behind the running decodes.
 SGLang's scheduler polls for requests only every k decode iterations (`--scheduler-recv-interval`,
 `--num-continuous-decode-steps`; at once after a prefill or when idle); TensorRT-LLM holds waiting prompts up
@@ -41,6 +49,7 @@ from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
 from planner.serving.distributions import Percentiles
 from planner.serving.replica import Workload
+from planner.serving.scheduler_wait import EngineScheduling, engine_scheduling
 from planner.serving.serving import ServingPoint
 
 # InferenceX's runs send 10 x concurrency prompts (`--num-prompts $(( $CONC * 10 ))`); the benchmark
@@ -138,7 +147,8 @@ class _ClosedLoop:
     """The engine's scheduler under a closed loop of clients, one iteration at a time: the requests' lengths
     and step-time tables, the queue, the decoding sequences, and what the run records."""
 
-    def __init__(self, d: Deployment, w: Workload, client: BenchmarkClient) -> None:
+    def __init__(self, d: Deployment, w: Workload, client: BenchmarkClient,
+                 policy: EngineScheduling) -> None:
         n = max(1, min(client.prompts, MAX_SIMULATED_REQUESTS))
         self.n, self.clients = n, max(1, min(client.concurrency, n))
         rng = np.random.default_rng(client.seed)
@@ -158,9 +168,17 @@ class _ClosedLoop:
         self.found = [0] * n  # requests in flight that an arrival finds (the frontend serves them before it)
         self.first_token = [0.0] * n
         self.end = [0.0] * n
-        self.queue: deque[list[int]] = deque()  # [request, prompt tokens left, admitted (0/1)]
-        # requests sent but not yet received by the scheduler, which polls every `recv_every` decodes
+        # [request, prompt tokens left, admitted (0/1), iteration from which it may be scheduled]
+        self.queue: deque[list[int]] = deque()
+        # requests sent but not yet received by the scheduler, which polls every `recv_every` decodes and
+        # receives a request only after the iteration in flight when it arrived (its last field)
         self.arrived: deque[list[int]] = deque()
+        self.policy = policy
+        # an overlap scheduler has formed the next iteration when it polls: what it receives runs one later
+        self.ahead = max(int(policy.missed_iterations) - 1, 0)
+        self.resend = 0  # clients whose request ended this iteration, to send once the iteration is retired
+        self.stall_ms = 0.0  # prefill-only iterations since the decodes last advanced (their tokens' gap)
+        self.stalled = 0  # decoding sequences those iterations held back
         self.admission = w.scheduler
         self.recv_every = int(w.scheduler.recv_interval_steps)
         self.since_recv = self.recv_every  # decode iterations since the scheduler last polled
@@ -171,26 +189,37 @@ class _ClosedLoop:
         self.tokens: list[float] = []  # decode tokens each record produced (its duration is each one's gap)
         self.batches: list[float] = []
         self.t, self.iteration, self.sent, self.done, self.running, self.prefilling = 0.0, 0, 0, 0, 0, 0
+        self.step_index = 0  # decode iterations so far: a sequence's tokens count these
+
+    def busy(self) -> bool:
+        return self.running > 0 or self.prefilling > 0 or bool(self.queue)
 
     def send(self, now: float) -> None:
         if self.sent < self.n:
             self.arrival[self.sent] = now
             self.found[self.sent] = self.sent - self.done
-            self.arrived.append([self.sent, self.computed_l[self.sent], 0])
+            # a busy engine has started its next iteration without it
+            visible = self.iteration + (min(self.policy.missed_iterations, 1) if self.busy() else 0)
+            self.arrived.append([self.sent, self.computed_l[self.sent], 0, visible])
             self.sent += 1
 
     def complete(self, i: int, now: float) -> None:
         self.end[i] = now
         self.done += 1
-        self.send(now)  # the client sends its next request at once
+        self.resend += 1  # the client sends its next request at once (after the iteration is retired)
 
     def prefill_iteration(self, budget: int) -> list[int]:
         """One iteration with prompt chunks (first come first served up to the budget); the prompts it
-        finishes."""
+        finishes. Prefill-first (SGLang): the iteration carries no decodes; without chunked prefill
+        (TensorRT-LLM) a prompt that does not fit the rest of the budget waits for the next iteration."""
         work, finished = 0.0, []
         per_token_ms, running, prefilling, cap = self.per_token_ms, self.running, self.prefilling, self.cap
+        whole = not self.policy.chunked_prefill
+        iteration = self.iteration
         for item in self.queue:
-            if budget <= 0:
+            if budget <= 0 or item[3] > iteration:
+                break
+            if whole and item[1] > budget and work > 0.0:
                 break
             if not item[2]:
                 if running + prefilling >= cap:
@@ -206,10 +235,17 @@ class _ClosedLoop:
         self.prefilling = prefilling
         for _ in finished:
             self.queue.popleft()
-        step = self.decode_ms[running] + work
-        self.durations.append(step)
-        self.tokens.append(float(running))
-        self.batches.append(float(running))
+        if self.policy.prefill_first:  # the decodes pause: their next token's gap takes this iteration too
+            step = self.decode_ms[0] + work
+            if running:
+                self.stall_ms += step
+                self.stalled = max(self.stalled, running)
+        else:
+            step = self.decode_ms[running] + work
+            self.durations.append(step)
+            self.tokens.append(float(running))
+            self.batches.append(float(running))
+            self.step_index += 1
         self.t += step
         self.iteration += 1
         return finished
@@ -219,9 +255,11 @@ class _ClosedLoop:
         interval, so it polls right after one), it takes in every request sent since the last poll."""
         if self.since_recv >= self.recv_every:
             self.since_recv = 0
-            if self.arrived:
-                self.queue.extend(self.arrived)
-                self.arrived.clear()
+            arrived, iteration = self.arrived, self.iteration
+            while arrived and arrived[0][3] <= iteration:
+                item = arrived.popleft()
+                item[3] = iteration + (self.ahead if self.busy() else 0)
+                self.queue.append(item)
 
     def holding(self) -> bool:
         """Whether the engine holds its waiting prompts behind the running decodes this iteration:
@@ -240,26 +278,37 @@ class _ClosedLoop:
     def decode_until(self, holding: bool) -> None:
         """No prompt runs: every iteration until the next completion, the scheduler's next poll for a
         request sent meanwhile, or the end of a hold is the same decode step."""
-        stop = self.ends[0]
+        steps = self.ends[0] - self.step_index
+        if self.queue and self.queue[0][3] > self.iteration:  # received, in the iteration after next
+            steps = min(steps, self.queue[0][3] - self.iteration)
         if self.arrived:
-            stop = min(stop, self.iteration + self.recv_every - self.since_recv)
+            # the next poll, or the iteration the oldest request becomes visible, whichever is later
+            steps = min(steps, max(self.recv_every - self.since_recv, self.arrived[0][3] - self.iteration, 1))
         if holding:
-            stop = min(stop, self.iteration + self.admission.prefill_wait_steps - self.held)
-            self.held += stop - self.iteration
+            steps = min(steps, self.admission.prefill_wait_steps - self.held)
+            self.held += steps
         step = self.decode_ms[self.running]
-        self.durations.append(step)
-        self.tokens.append(float(self.running * (stop - self.iteration)))
-        self.batches.append(float(self.running))
-        self.t += step * (stop - self.iteration)
+        if self.stall_ms > 0.0:  # the first token after prefill-only iterations waited through them too
+            stalled = min(self.stalled, self.running)
+            self.durations += [step + self.stall_ms, step]
+            self.tokens += [float(stalled), float(self.running * steps - stalled)]
+            self.batches += [float(self.running), float(self.running)]
+            self.stall_ms, self.stalled = 0.0, 0
+        else:
+            self.durations.append(step)
+            self.tokens.append(float(self.running * steps))
+            self.batches.append(float(self.running))
+        self.t += step * steps
         # the poll counter runs on through the stretch: polls fall every recv_every iterations
-        self.since_recv = (self.since_recv + stop - self.iteration - 1) % self.recv_every + 1
-        self.iteration = stop
+        self.since_recv = (self.since_recv + steps - 1) % self.recv_every + 1
+        self.iteration += steps
+        self.step_index += steps
 
     def retire(self, finished: list[int]) -> None:
         """Sequences whose last token this iteration made end; prompts it finished start decoding."""
-        while self.ends and self.ends[0] == self.iteration:
+        while self.ends and self.ends[0] == self.step_index:
             heapq.heappop(self.ends)
-            for i in self.finishing.pop(self.iteration):
+            for i in self.finishing.pop(self.step_index):
                 self.running -= 1
                 self.complete(i, self.t)
         for i in finished:
@@ -267,31 +316,38 @@ class _ClosedLoop:
             self.first_token[i] = self.t
             if self.outputs_l[i] > 1:
                 self.running += 1
-                last = self.iteration + self.outputs_l[i] - 1
+                last = self.step_index + self.outputs_l[i] - 1
                 if last not in self.finishing:
                     self.finishing[last] = []
                     heapq.heappush(self.ends, last)
                 self.finishing[last].append(i)
             else:
                 self.complete(i, self.t)
+        resend, self.resend = self.resend, 0
+        for _ in range(resend):
+            self.send(self.t)
 
     def run(self) -> None:
         for _ in range(self.clients):
             self.send(0.0)
         while self.done < self.n:
             self.receive()
-            budget = self.budget_total - self.running
+            # decode-first engines give the running decodes their token out of the budget first
+            budget = self.budget_total - (0 if self.policy.prefill_first else self.running)
             queue = self.queue
             holding = self.holding()
-            if (queue and budget > 0 and (queue[0][2] == 1 or self.running + self.prefilling < self.cap)
+            ready = bool(queue) and queue[0][3] <= self.iteration
+            if (ready and budget > 0 and (queue[0][2] == 1 or self.running + self.prefilling < self.cap)
                     and not holding):
                 finished = self.prefill_iteration(budget)
                 self.since_recv, self.held = self.recv_every, 0
             elif self.ends:
                 self.decode_until(holding)
                 finished = []
-            elif self.arrived:  # an idle engine's loop spins through its poll interval at once
+            elif self.arrived or (queue and not ready):  # an idle engine takes what has arrived at once
                 self.since_recv = self.recv_every
+                for item in (*self.arrived, *queue):
+                    item[3] = min(item[3], self.iteration)
                 continue
             else:  # unreachable while work remains; guards against an inconsistent workload
                 break
@@ -322,9 +378,11 @@ class _ClosedLoop:
         )
 
 
-def run_benchmark(d: Deployment, w: Workload, client: BenchmarkClient) -> BenchmarkRun:
-    """Simulate a closed-loop benchmark of `client.concurrency` clients against one replica."""
-    loop = _ClosedLoop(d, w, client)
+def run_benchmark(d: Deployment, w: Workload, client: BenchmarkClient,
+                  policy: EngineScheduling | None = None) -> BenchmarkRun:
+    """Simulate a closed-loop benchmark of `client.concurrency` clients against one replica, scheduled as
+    `policy` says (default: the deployment's engine's, planner.serving.scheduler_wait)."""
+    loop = _ClosedLoop(d, w, client, engine_scheduling(d.engine) if policy is None else policy)
     loop.run()
     return loop.report(w)
 
