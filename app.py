@@ -17,7 +17,7 @@ from ui.text import plain
 
 _started = time.perf_counter()  # imports are cached after the first run
 
-VIEWS = ("Plan", "Compare what-ifs", "Size a fleet", "Power & fleets")
+VIEWS = state.VIEWS
 
 st.set_page_config(page_title="Ridgeline — LLM serving capacity planner", page_icon="⛰️", layout="wide")
 state.init_from_link()

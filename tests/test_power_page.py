@@ -36,6 +36,10 @@ def test_power_view_shows_the_plans_power_and_runs_each_tool():
     assert all(r["provisioned_mw"] <= 2.0 + 1e-9 for r in result["results"])  # the 2 MW default budget
 
     at.radio(key="pw_tool").set_value("Mixed fleet").run()
+    # 32,000-token prompts on Llama-3.1-70B miss the sidebar's 1 s TTFT on every GPU: a smaller model
+    at.selectbox(key="mf_model").set_value("llama-3.1-8b")
+    at.number_input(key="mf_ttft").set_value(3000.0)
+    at.number_input(key="mf_rps").set_value(20.0).run()
     at.button(key="mf_run").click().run()
     assert not at.exception and not at.error
     mix = at.session_state["mf_result"]
@@ -49,7 +53,28 @@ def test_power_view_shows_the_plans_power_and_runs_each_tool():
     at.button(key="ct_run").click().run()
     assert not at.exception and not at.error
     tiers = at.session_state["ct_result"]["tiers"]
-    assert [t["context_len"] for t in tiers] == [32768, 131072, 1000000]
+    assert [t["context_len"] for t in tiers] == [32768, 131072]
+    headers = " ".join(" ".join(map(str, df.value.columns)) for df in at.dataframe)
+    assert "gpus_total" not in headers and "Max context (tokens)" in headers
+
+
+def test_power_tools_start_from_the_sidebars_scenario_and_follow_it():
+    """Each tool starts from the sidebar's model, traffic target (50 req/s) and objective (p90 TTFT 1,000 ms,
+    ITL 50 ms), and a sidebar change reaches it; its tables show labels and rounded units.
+    Source: ui: the app (issue 31: Power & fleets opened on Llama-3.1-8B at 20 req/s; tables showed
+    gpus_total and output_tokens_per_s_per_mw with 17 digits)."""
+    at = _power_view()
+    ss = at.session_state
+    shown = (ss["pw_model"], ss["pw_rps"], ss["pw_ttft"], ss["pw_itl"])
+    assert shown == ("llama-3.1-70b", 50.0, 1000.0, 50.0)
+    at.sidebar.number_input(key="traffic_rps").set_value(20.0).run()
+    at.sidebar.selectbox(key="model_choice").set_value("llama-3.1-8b").run()
+    assert (at.session_state["pw_model"], at.session_state["pw_rps"]) == ("llama-3.1-8b", 20.0)
+    at.button(key="pw_run").click().run()
+    assert not at.exception and not at.error
+    frame = at.dataframe[0].value
+    assert "output_tokens_per_s_per_mw" not in frame.columns and "Output tokens/s per MW" in frame.columns
+    assert all(len(str(v).split(".")[-1]) <= 3 for v in frame["Provisioned MW"])
 
 
 def test_power_view_bad_input_is_one_error_line():

@@ -15,6 +15,7 @@ from planner.contract.planning import Plan
 from planner.contract.power_sizing import size_power
 from planner.model.presets import load_presets
 from planner.serving.mixed_fleet import mixed_fleet
+from ui import shared_scenario
 from ui.text import plain
 
 TOOLS = ("Power-capped sizing", "Mixed fleet", "Context tiers")
@@ -37,24 +38,60 @@ def _power_of_plan(result: Plan | None) -> None:
     cols[4].metric("Energy $ per M output tokens", f"${e.energy_usd_per_million_output_tokens or 0:.4f}")
     st.caption(
         f"Utilization {e.utilization or 0:.0%} of peak on the binding resource; {e.power_model}. "
-        f"Electricity ${e.electricity_usd_per_kwh:g}/kWh (scenario `economics.electricity_usd_per_kwh`)."
+        f"Electricity \\${e.electricity_usd_per_kwh:g}/kWh (scenario `economics.electricity_usd_per_kwh`)."
     )
+
+
+SIDEBAR_MODEL = "__sidebar_model__"  # the sidebar's custom model (not a preset)
+
+
+def _follow_sidebar(prefix: str, wl: dict[str, Any]) -> None:
+    """One scenario (issue 31): this tool's model, traffic, objective and lengths are the sidebar's, taken
+    again whenever the sidebar changes; its own inputs (GPUs, budget, tier, length classes) stay."""
+    if not shared_scenario.changed(f"{prefix}_workload", wl):
+        return
+    ss = st.session_state
+    ss[f"{prefix}_model"] = wl["model"] if isinstance(wl["model"], str) else SIDEBAR_MODEL
+    ss[f"{prefix}_rps"] = float(wl["requests_per_s"])
+    ss[f"{prefix}_ttft"] = float(wl["slo"]["ttft_ms"])
+    ss[f"{prefix}_itl"] = float(wl["slo"]["itl_ms"])
+    ss[f"{prefix}_prompt"] = int(wl["prompt_len"])
+    ss[f"{prefix}_output"] = int(wl["output_len"])
 
 
 def _common(prefix: str, catalog: dict[str, Any], gpus: list[str]) -> dict[str, Any]:
-    models = list(load_presets())
+    """The inputs every tool shares, starting from the sidebar's scenario; the sizing request's common part
+    (model, objective, precisions and context as the sidebar has them)."""
+    wl = shared_scenario.workload()
+    _follow_sidebar(prefix, wl)
+    presets = load_presets()
+    models = list(presets) + ([SIDEBAR_MODEL] if not isinstance(wl["model"], str) else [])
     c = st.columns(4)
-    model = c[0].selectbox("Model", models, index=models.index("llama-3.1-8b"), key=f"{prefix}_model")
-    rps = c[1].number_input("Requests/s", min_value=0.001, max_value=1e6, value=20.0, key=f"{prefix}_rps")
-    ttft = c[2].number_input(
-        "TTFT objective (ms)", min_value=1.0, max_value=1e6, value=3000.0, key=f"{prefix}_ttft"
+    model = c[0].selectbox(
+        "Model", models, key=f"{prefix}_model",
+        format_func=lambda k: presets[k].name if k in presets else "the sidebar's custom model",
     )
-    itl = c[3].number_input(
-        "ITL objective (ms)", min_value=0.1, max_value=1e5, value=50.0, key=f"{prefix}_itl"
+    rps = c[1].number_input("Requests/s", min_value=0.001, max_value=1e7, key=f"{prefix}_rps", format="%.3f")
+    ttft = c[2].number_input("TTFT objective (ms)", min_value=1.0, max_value=1e7, key=f"{prefix}_ttft")
+    itl = c[3].number_input("ITL objective (ms)", min_value=0.1, max_value=1e7, key=f"{prefix}_itl")
+    chosen = st.multiselect("GPUs", list(catalog), default=gpus, key=f"{prefix}_gpus",
+                            format_func=lambda k: catalog[k].name if k in catalog else str(k))
+    same = model == wl["model"] or model == SIDEBAR_MODEL
+    request: dict[str, Any] = {
+        "model": wl["model"] if model == SIDEBAR_MODEL else model,
+        "slo": {"ttft_ms": float(ttft), "itl_ms": float(itl), "percentile": int(wl["slo"]["percentile"])},
+        "gpus": chosen or gpus,
+    }
+    if same:  # the sidebar's precisions and context belong to its model
+        request.update(weights=[wl["weights"]], kv_cache=[wl["kv_cache"]])
+        if wl.get("context_len"):
+            request["context_len"] = int(wl["context_len"])
+    st.caption(
+        f"From the sidebar: {'its model' if same else 'another model'}, "
+        + (f"{wl['weights']} weights and {wl['kv_cache']} KV cache, " if same else "")
+        + f"objective at p{wl['slo']['percentile']}; change the sidebar and these follow."
     )
-    chosen = st.multiselect("GPUs", list(catalog), default=gpus, key=f"{prefix}_gpus")
-    return {"model": model, "rps": float(rps), "slo": {"ttft_ms": float(ttft), "itl_ms": float(itl)},
-            "gpus": chosen or gpus}
+    return {"request": request, "rps": float(rps)}
 
 
 def _run(fn: Any, request: dict[str, Any], key: str) -> None:
@@ -67,13 +104,44 @@ def _run(fn: Any, request: dict[str, Any], key: str) -> None:
         st.error(f"**{plain(err.field, 80)}**: {plain(err.reason)}")
 
 
+def _gpu_name(catalog: dict[str, Any], gpu: Any) -> str:
+    return catalog[gpu].name if isinstance(gpu, str) and gpu in catalog else plain(str(gpu), 60)
+
+
+def _layout(catalog: dict[str, Any], r: dict[str, Any]) -> str:
+    """An option as a buyer reads it: "B200, TP 8, fp4 weights / fp8 KV"."""
+    parts = [_gpu_name(catalog, r["gpu"]), f"TP {r['tp']}"]
+    parts += [f"{k.upper()} {r[k]}" for k in ("pp", "ep") if (r.get(k) or 1) > 1]
+    return ", ".join(parts) + f", {r['weights']} weights / {r['kv_cache']} KV"
+
+
+def _n(x: Any, fmt: str) -> str:
+    return "—" if x is None or (isinstance(x, float) and x != x) else format(x, fmt)
+
+
+def _usd(x: Any, digits: int = 2) -> str:
+    return "—" if x is None else f"${x:,.{digits}f}"
+
+
+def power_table(rows: list[dict[str, Any]], catalog: dict[str, Any]) -> pd.DataFrame:
+    """The power-capped options with labels and rounded units (no code names, no 17-digit floats)."""
+    return pd.DataFrame([{
+        "Option": _layout(catalog, r), "Batch": _n(r.get("batch"), ",.0f"),
+        "Replicas": _n(r.get("replicas"), ",.0f"),
+        "GPUs": _n(r.get("gpus_total"), ",.0f"), "Provisioned MW": _n(r.get("provisioned_mw"), ",.3f"),
+        "Output tokens/s per MW": _n(r.get("output_tokens_per_s_per_mw"), ",.0f"),
+        "Fleet $/hour": _usd(r.get("usd_per_hour")),
+        "$ per M output tokens": _usd(r.get("usd_per_million_output_tokens"), 3),
+        "Goodput (req/s)": _n(r.get("goodput_request_rate"), ",.2f"),
+        f"ITL p{r.get('percentile', 90)} (ms)": _n(r.get("itl_ms"), ",.1f"),
+    } for r in rows])
+
+
 def _power_sizing(catalog: dict[str, Any]) -> None:
     common = _common("pw", catalog, ["h100-sxm", "h200", "b200"])
     c = st.columns(4)
-    prompt = c[0].number_input(
-        "Prompt tokens", min_value=1, max_value=10_000_000, value=2000, key="pw_prompt"
-    )
-    output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, value=500, key="pw_output")
+    prompt = c[0].number_input("Prompt tokens", min_value=1, max_value=10_000_000, key="pw_prompt")
+    output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, key="pw_output")
     objective = c[2].selectbox("Objective", ["min_mw", "max_goodput"], key="pw_objective",
                                format_func=lambda o: {"min_mw": "Fewest MW for this traffic",
                                                       "max_goodput": "Most goodput for the budget"}[o])
@@ -81,11 +149,13 @@ def _power_sizing(catalog: dict[str, Any]) -> None:
                                key="pw_budget")
     c2 = st.columns(2)
     tier = c2[0].selectbox("Cost tier", list(TIERS), format_func=TIERS.__getitem__, key="pw_tier")
-    source = c2[1].selectbox("kW per GPU", ["catalog", "inferencex"], key="pw_source")
+    source = c2[1].selectbox("kW per GPU", ["catalog", "inferencex"], key="pw_source",
+                             format_func=lambda k: {"catalog": "catalog (TDP-based, all-in)",
+                                                    "inferencex": "InferenceX's all-in figure"}[k])
     if st.button("Size under power", key="pw_run"):
-        request = {"sizing": {"model": common["model"], "gpus": common["gpus"], "slo": common["slo"],
-                              "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
-                                          "output_len": int(output)}},
+        sizing = {**common["request"], "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
+                                                   "output_len": int(output)}}
+        request = {"sizing": sizing,
                    "power": {"objective": objective, "cost_tier": tier, "power_source": source}}
         if budget > 0:
             request["power"]["budget_mw"] = float(budget)
@@ -97,11 +167,18 @@ def _power_sizing(catalog: dict[str, Any]) -> None:
     if not rows:
         st.warning("No option fits: widen the GPUs or the budget.")
         return
-    keep = ["label", "replicas", "gpus_total", "provisioned_mw", "output_tokens_per_s_per_mw", "usd_per_hour",
-            "usd_per_million_output_tokens", "goodput_request_rate", "itl_ms"]
-    st.dataframe(pd.DataFrame([{k: r.get(k) for k in keep} for r in rows]), hide_index=True)
+    st.dataframe(power_table(rows, catalog), hide_index=True, width="stretch")
     for s in result["skipped"][:5]:
         st.caption(f"skipped {plain(s['candidate'], 80)}: {plain(s['reason'])}")
+
+
+def pools_table(pools: list[dict[str, Any]], catalog: dict[str, Any]) -> pd.DataFrame:
+    """A mixed fleet's pools with labels and rounded units."""
+    return pd.DataFrame([{
+        "Pool": _layout(catalog, p), "Replicas": _n(p.get("replicas"), ",.0f"),
+        "GPUs": _n(p.get("gpus_total"), ",.0f"), "Requests/s": _n(p.get("requests_per_s"), ",.2f"),
+        "$/hour": _usd(p.get("usd_per_hour")),
+    } for p in pools])
 
 
 def _mixed_fleet(catalog: dict[str, Any]) -> None:
@@ -114,10 +191,10 @@ def _mixed_fleet(catalog: dict[str, Any]) -> None:
     o2 = c[3].number_input("Long output", min_value=1, max_value=10_000_000, value=64, key="mf_o2")
     share = c[4].number_input("Short share", min_value=0.01, max_value=0.99, value=0.9, key="mf_share")
     if st.button("Find the cheapest mix", key="mf_run"):
-        request = {"model": common["model"], "requests_per_s": common["rps"], "slo": common["slo"],
-                   "gpus": common["gpus"], "lengths": {"histogram": [
-                       {"prompt_len": int(p1), "output_len": int(o1), "weight": float(share)},
-                       {"prompt_len": int(p2), "output_len": int(o2), "weight": 1.0 - float(share)}]}}
+        request = {**common["request"], "requests_per_s": common["rps"], "lengths": {"histogram": [
+            {"prompt_len": int(p1), "output_len": int(o1), "weight": float(share)},
+            {"prompt_len": int(p2), "output_len": int(o2), "weight": 1.0 - float(share)}]}}
+        request.pop("context_len", None)  # each length class has its own context
         _run(mixed_fleet, request, "mf_result")
     result = st.session_state.get("mf_result")
     if result is None:
@@ -129,67 +206,46 @@ def _mixed_fleet(catalog: dict[str, Any]) -> None:
         r = result[name]
         st.markdown(
             f"**{'Cheapest mix' if name == 'mixed' else 'Best single type'}**: "
-            f"${r['usd_per_hour']:,.2f}/hour, ${r['usd_per_million_output_tokens']:.3f} per M output tokens"
+            f"\\${r['usd_per_hour']:,.2f}/hour, "
+            f"\\${r['usd_per_million_output_tokens']:.3f} per M output tokens"
         )
-        st.dataframe(
-            pd.DataFrame(
-                [
-                    {
-                        k: p[k]
-                        for k in (
-                            "gpu", "tp", "weights", "kv_cache", "replicas", "gpus_total", "requests_per_s",
-                            "usd_per_hour",
-                        )
-                    }
-                    for p in r["pools"]
-                ]
-            ),
-            hide_index=True,
-        )
+        st.dataframe(pools_table(r["pools"], catalog), hide_index=True, width="stretch")
     route = result["mixed"]["route"]
-    st.caption(f"Routing: {route['rule'] if route else 'one pool serves every length'}; saving vs the best "
-               f"single type {result['saving'] or 0:.1%}.")
+    st.caption(f"Routing: {plain(route['rule']) if route else 'one pool serves every length'}; saving vs "
+               f"the best single type {result['saving'] or 0:.1%}.")
+
+
+def tiers_table(tiers: list[dict[str, Any]], catalog: dict[str, Any]) -> pd.DataFrame:
+    """Context tiers with labels and rounded units; memory in GiB."""
+    return pd.DataFrame([{
+        "Max context (tokens)": f"{t['context_len']:,}", "GPUs": _n(t.get("gpus_total"), ",.0f"),
+        "Fleet $/hour": _usd(t.get("usd_per_hour")),
+        "$ per M output tokens": _usd(t.get("usd_per_million_output_tokens"), 3),
+        "Max batch": _n(t.get("max_batch"), ",.0f"),
+        "KV per sequence per GPU": (f"{t['kv_gib_per_sequence_per_gpu']:,.2f} GiB"
+                                    if t.get("kv_gib_per_sequence_per_gpu") is not None else "—"),
+        "Option": _layout(catalog, t["option"]) if t["option"] else plain(t.get("reason") or "", 300),
+        "$/hour vs shortest": _n(t.get("usd_vs_shortest"), ".2f") + ("x" if t.get("usd_vs_shortest") else ""),
+    } for t in tiers])
 
 
 def _context_tiers(catalog: dict[str, Any]) -> None:
     common = _common("ct", catalog, ["h100-sxm", "h200"])
     c = st.columns(3)
-    prompt = c[0].number_input(
-        "Prompt tokens", min_value=1, max_value=10_000_000, value=2000, key="ct_prompt"
-    )
-    output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, value=500, key="ct_output")
+    prompt = c[0].number_input("Prompt tokens", min_value=1, max_value=10_000_000, key="ct_prompt")
+    output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, key="ct_output")
     tiers = c[2].multiselect("Maximum contexts", [8192, 32768, 65536, 131072, 262144, 1000000],
-                             default=[32768, 131072, 1000000], key="ct_tiers")
+                             default=[32768, 131072], key="ct_tiers", format_func=lambda t: f"{t:,}")
     if st.button("Compare context tiers", key="ct_run"):
-        request = {"sizing": {"model": common["model"], "gpus": common["gpus"], "slo": common["slo"],
-                              "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
-                                          "output_len": int(output)}},
-                   "context_lens": [int(t) for t in tiers] or [32768]}
+        sizing = {**common["request"], "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
+                                                   "output_len": int(output)}}
+        sizing.pop("context_len", None)  # each tier sets its own
+        request = {"sizing": sizing, "context_lens": [int(t) for t in tiers] or [32768]}
         _run(context_tiers, request, "ct_result")
     result = st.session_state.get("ct_result")
     if result is None:
         return
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "max context": t["context_len"], "GPUs": t["gpus_total"], "$/hour": t["usd_per_hour"],
-                    "$ per M output tokens": t["usd_per_million_output_tokens"],
-                    "max batch": t.get("max_batch"),
-                    "KV GB per sequence per GPU": t.get("kv_gb_per_sequence_per_gpu"),
-                    "option": (
-                        f"{t['option']['gpu']} tp{t['option']['tp']} "
-                        f"{t['option']['weights']}/{t['option']['kv_cache']}"
-                        if t["option"]
-                        else t.get("reason")
-                    ),
-                    "x shortest": t["usd_vs_shortest"],
-                }
-                for t in result["tiers"]
-            ]
-        ),
-        hide_index=True,
-    )
+    st.dataframe(tiers_table(result["tiers"], catalog), hide_index=True, width="stretch")
 
 
 def render(catalog: dict[str, Any], result: Plan | None) -> None:

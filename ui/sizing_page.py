@@ -15,7 +15,7 @@ from planner.economics.ownership import OwnershipCosts, break_even_utilization
 from planner.model.presets import load_presets
 from planner.serving.serving_modes import decode_worker_scenario, size_with_modes
 from planner.serving.sizing_request import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS
-from ui import charts, widget_state
+from ui import charts, shared_scenario, widget_state
 from ui.links import SIZE_PARAM, sizing_request_from_link
 from ui.sizing_options import gpu_label, options_table, ordered_options, scatter
 from ui.text import plain
@@ -117,6 +117,19 @@ def _init(catalog) -> None:
     st.session_state["sz_initialized"] = True
     if raw and "sz_link_problem" not in st.session_state:
         st.session_state["sz_run"] = True  # a shared search link runs its search
+
+
+def _follow_sidebar(catalog) -> None:
+    """One scenario (issue 31): the form takes the sidebar's model, precisions, lengths, traffic target and
+    objective whenever they change; a shared search link's own request stands until then."""
+    ss = st.session_state
+    wl = shared_scenario.workload()
+    first = "sz_workload" not in ss
+    if not shared_scenario.changed("sz_workload", wl):
+        return
+    if first and ss.get("size_link") and not ss.get("sz_link_problem"):
+        return
+    _seed(shared_scenario.with_workload(_request_from_widgets(catalog), wl), catalog)
 
 
 def _options(usual: list[Any], chosen: list[Any]) -> list[Any]:
@@ -345,6 +358,7 @@ def _run_search(req: dict[str, Any], submitted: bool) -> None:
 
 def render(catalog) -> None:
     _init(catalog)
+    _follow_sidebar(catalog)
     ss = st.session_state
     if ss.get("sz_link_problem"):
         st.warning(f"Link parameter `size`: {plain(ss['sz_link_problem'])}; using the default search")
