@@ -31,6 +31,7 @@ MANIFEST = OUT / "manifest.json"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 WIDTHS = (1440, 1024)
 HEIGHT = 900
+MAX_HEIGHT = 9000  # px: a longer view is cut here (the Plan view with its charts is about 6,000)
 IDLE = '.stApp[data-test-script-state="notRunning"]'
 
 
@@ -115,11 +116,22 @@ def shoot(page: Any, url: str, name: str, params: dict[str, str], width: int) ->
     if name == "size":
         page.wait_for_selector('[data-testid="stDataFrame"]', timeout=120_000)
         _settle(page)
-    path = OUT / f"{name}_{width}.png"
-    page.screenshot(path=str(path), full_page=True)
     if name == "plan" and width == WIDTHS[0]:
-        page.screenshot(path=str(README_SHOT), full_page=False)
+        page.screenshot(path=str(README_SHOT))
+    # Streamlit scrolls inside its main block, not the document: the whole view is a window that tall
+    for _ in range(2):
+        page.set_viewport_size({"width": width, "height": min(_page_height(page), MAX_HEIGHT)})
+        _settle(page)
+    path = OUT / f"{name}_{width}.png"
+    page.screenshot(path=str(path))
     return {"link": params, "width": width, "file": path.name, **_shown(page)}
+
+
+def _page_height(page: Any) -> int:
+    """The height the main block and the sidebar need to show whole."""
+    return int(page.evaluate(
+        """() => Math.max(...['stMain', 'stSidebarContent'].map(id =>
+             document.querySelector(`[data-testid="${id}"]`)?.scrollHeight || 0), 900)"""))
 
 
 def main() -> None:

@@ -161,7 +161,7 @@ def deploy_and_benchmark(
 
 def _headline(scenario: dict[str, Any], result: Plan) -> None:
     """What is planned (model, GPUs, precisions, efficiency) and the button that pins it."""
-    top = st.columns([3, 1])
+    top = st.columns([2, 1])  # room for the button's label at 1,024 px
     params = f"{result.model.total_params / 1e9:,.1f}B params"
     if result.model.active_params < result.model.total_params:
         params += f", {result.model.active_params / 1e9:,.1f}B active per token"

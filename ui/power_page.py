@@ -104,15 +104,11 @@ def _run(fn: Any, request: dict[str, Any], key: str) -> None:
         st.error(f"**{plain(err.field, 80)}**: {plain(err.reason)}")
 
 
-def _gpu_name(catalog: dict[str, Any], gpu: Any) -> str:
-    return catalog[gpu].name if isinstance(gpu, str) and gpu in catalog else plain(str(gpu), 60)
-
-
 def _layout(catalog: dict[str, Any], r: dict[str, Any]) -> str:
-    """An option as a buyer reads it: "B200, TP 8, fp4 weights / fp8 KV"."""
-    parts = [_gpu_name(catalog, r["gpu"]), f"TP {r['tp']}"]
-    parts += [f"{k.upper()} {r[k]}" for k in ("pp", "ep") if (r.get(k) or 1) > 1]
-    return ", ".join(parts) + f", {r['weights']} weights / {r['kv_cache']} KV"
+    """An option, short: "b200 · TP 8 · fp4/fp8" (catalog id; weights/KV cache)."""
+    gpu = r["gpu"] if isinstance(r["gpu"], str) else plain(str(r["gpu"]), 40)
+    parts = [gpu, f"TP {r['tp']}"] + [f"{k.upper()} {r[k]}" for k in ("pp", "ep") if (r.get(k) or 1) > 1]
+    return " · ".join(parts) + f" · {r['weights']}/{r['kv_cache']}"
 
 
 def _n(x: Any, fmt: str) -> str:
@@ -126,12 +122,11 @@ def _usd(x: Any, digits: int = 2) -> str:
 def power_table(rows: list[dict[str, Any]], catalog: dict[str, Any]) -> pd.DataFrame:
     """The power-capped options with labels and rounded units (no code names, no 17-digit floats)."""
     return pd.DataFrame([{
-        "Option": _layout(catalog, r), "Batch": _n(r.get("batch"), ",.0f"),
-        "Replicas": _n(r.get("replicas"), ",.0f"),
-        "GPUs": _n(r.get("gpus_total"), ",.0f"), "Provisioned MW": _n(r.get("provisioned_mw"), ",.3f"),
-        "Output tokens/s per MW": _n(r.get("output_tokens_per_s_per_mw"), ",.0f"),
-        "Fleet $/hour": _usd(r.get("usd_per_hour")),
+        "Option (weights/KV)": _layout(catalog, r), "GPUs": _n(r.get("gpus_total"), ",.0f"),
+        "Provisioned MW": _n(r.get("provisioned_mw"), ",.3f"), "Fleet $/hour": _usd(r.get("usd_per_hour")),
         "$ per M output tokens": _usd(r.get("usd_per_million_output_tokens"), 3),
+        "Output tokens/s per MW": _n(r.get("output_tokens_per_s_per_mw"), ",.0f"),
+        "Replicas": _n(r.get("replicas"), ",.0f"), "Batch": _n(r.get("batch"), ",.0f"),
         "Goodput (req/s)": _n(r.get("goodput_request_rate"), ",.2f"),
         f"ITL p{r.get('percentile', 90)} (ms)": _n(r.get("itl_ms"), ",.1f"),
     } for r in rows])
@@ -175,9 +170,9 @@ def _power_sizing(catalog: dict[str, Any]) -> None:
 def pools_table(pools: list[dict[str, Any]], catalog: dict[str, Any]) -> pd.DataFrame:
     """A mixed fleet's pools with labels and rounded units."""
     return pd.DataFrame([{
-        "Pool": _layout(catalog, p), "Replicas": _n(p.get("replicas"), ",.0f"),
-        "GPUs": _n(p.get("gpus_total"), ",.0f"), "Requests/s": _n(p.get("requests_per_s"), ",.2f"),
-        "$/hour": _usd(p.get("usd_per_hour")),
+        "Pool (weights/KV)": _layout(catalog, p), "GPUs": _n(p.get("gpus_total"), ",.0f"),
+        "$/hour": _usd(p.get("usd_per_hour")), "Replicas": _n(p.get("replicas"), ",.0f"),
+        "Requests/s": _n(p.get("requests_per_s"), ",.2f"),
     } for p in pools])
 
 
@@ -220,12 +215,13 @@ def tiers_table(tiers: list[dict[str, Any]], catalog: dict[str, Any]) -> pd.Data
     return pd.DataFrame([{
         "Max context (tokens)": f"{t['context_len']:,}", "GPUs": _n(t.get("gpus_total"), ",.0f"),
         "Fleet $/hour": _usd(t.get("usd_per_hour")),
+        "$/hour vs shortest": _n(t.get("usd_vs_shortest"), ".2f") + ("x" if t.get("usd_vs_shortest") else ""),
         "$ per M output tokens": _usd(t.get("usd_per_million_output_tokens"), 3),
         "Max batch": _n(t.get("max_batch"), ",.0f"),
         "KV per sequence per GPU": (f"{t['kv_gib_per_sequence_per_gpu']:,.2f} GiB"
                                     if t.get("kv_gib_per_sequence_per_gpu") is not None else "—"),
-        "Option": _layout(catalog, t["option"]) if t["option"] else plain(t.get("reason") or "", 300),
-        "$/hour vs shortest": _n(t.get("usd_vs_shortest"), ".2f") + ("x" if t.get("usd_vs_shortest") else ""),
+        "Option (weights/KV)": (_layout(catalog, t["option"]) if t["option"]
+                                else plain(t.get("reason") or "", 300)),
     } for t in tiers])
 
 
