@@ -66,7 +66,7 @@ def _common(prefix: str, catalog: dict[str, Any], gpus: list[str]) -> dict[str, 
     _follow_sidebar(prefix, wl)
     presets = load_presets()
     models = list(presets) + ([SIDEBAR_MODEL] if not isinstance(wl["model"], str) else [])
-    c = st.columns(4)
+    c = st.columns([2, 1, 1, 1])  # the model's name whole at 1,024 px
     model = c[0].selectbox(
         "Model", models, key=f"{prefix}_model",
         format_func=lambda k: presets[k].name if k in presets else "the sidebar's custom model",
@@ -134,7 +134,7 @@ def power_table(rows: list[dict[str, Any]], catalog: dict[str, Any]) -> pd.DataF
 
 def _power_sizing(catalog: dict[str, Any]) -> None:
     common = _common("pw", catalog, ["h100-sxm", "h200", "b200"])
-    c = st.columns(4)
+    c = st.columns([1, 1, 2, 1])  # the objective's words whole at 1,024 px
     prompt = c[0].number_input("Prompt tokens", min_value=1, max_value=10_000_000, key="pw_prompt")
     output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, key="pw_output")
     objective = c[2].selectbox("Objective", ["min_mw", "max_goodput"], key="pw_objective",
