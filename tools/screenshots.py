@@ -32,7 +32,6 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 WIDTHS = (1440, 1024)
 HEIGHT = 900
 MAX_HEIGHT = 9000  # px: a longer view is cut here (the Plan view with its charts is about 6,000)
-IDLE = '.stApp[data-test-script-state="notRunning"]'
 
 
 def _compare_pins() -> list[dict[str, Any]]:
@@ -88,11 +87,20 @@ def start_app() -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("streamlit did not start")
 
 
+# The page is drawn: the script is not running, no element is still a loading skeleton, and the main block
+# holds something (right after a load the state reads "notRunning" before the first run has begun).
+DRAWN = """() => document.querySelector('.stApp[data-test-script-state="notRunning"]') !== null
+  && document.querySelector('[data-testid="stSkeleton"]') === null
+  && document.querySelectorAll('[data-testid="stMain"] [data-testid="stElementContainer"]').length > 3"""
+
+
 def _settle(page: Any) -> None:
-    """The run the page asked for has finished and its charts are drawn."""
-    page.wait_for_selector(IDLE, timeout=120_000)
-    page.wait_for_timeout(1500)
-    page.wait_for_selector(IDLE, timeout=120_000)
+    """The run the page asked for has finished and its charts are drawn (checked twice, 2 s apart: a link
+    that rewrites the address bar runs the script once more)."""
+    for _ in range(2):
+        page.wait_for_function(DRAWN, timeout=180_000)
+        page.wait_for_timeout(2000)
+    page.wait_for_function(DRAWN, timeout=180_000)
 
 
 def _shown(page: Any) -> dict[str, Any]:

@@ -14,29 +14,13 @@ from typing import Any
 from planner.contract.chart_data import ChartData, ServingSeries
 from ui import palette
 
-# Characters of a chart title per line in a half-width column: a column is about 270 px wide at a 1,024 px
-# window, where a longer title was cut with an ellipsis.
-COLUMN_TITLE_CHARS = 32
-
-
-def in_column(spec: dict[str, Any], chars: int = COLUMN_TITLE_CHARS) -> dict[str, Any]:
-    """The spec laid out for a half-width column: its title in lines of at most `chars` characters (Vega-Lite
-    draws a list of strings as lines) and legends of two columns, instead of both cut at the edge."""
-    import textwrap
-
-    config = {**spec.get("config", {})}
-    config["legend"] = {**config.get("legend", {}), "columns": 2}
-    out = {**spec, "config": config}
-    title = spec.get("title")
-    if isinstance(title, dict) and isinstance(title.get("text"), str) and len(title["text"]) > chars:
-        out["title"] = {**title, "text": textwrap.wrap(title["text"], chars)}
-    return out
-
 
 def show(spec: dict[str, Any], container=None) -> None:
     """Render a Vega-Lite spec (Streamlit does not re-validate a dict against the schema); in a column
     (`container`), its title wraps instead of being cut."""
     import streamlit as st
+
+    from ui.layout import in_column
 
     (container or st).vega_lite_chart(spec if container is None else in_column(spec), width="stretch")
 
