@@ -247,8 +247,8 @@ def _operating_point_inputs(sb: Any, ss: Any) -> None:
             "Traffic target (requests/s, all replicas)",
             *_bounds("traffic_rps"),
             format="%.3f", key="traffic_rps",
-            help="the fleet the Plan and Compare views size for this traffic within "
-            "the objective, as the sizing page does",
+            help="every view sizes its fleets for this traffic within the objective: Plan, Compare, Size a "
+            "fleet and Power & fleets (it travels in the share link)",
         )
 
 
