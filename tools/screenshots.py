@@ -3,8 +3,8 @@
 
     .venv/bin/python -m tools.screenshots   # docs/screenshots/<view>_<width>.png, docs/screenshot.png
 
-Each view opens from a share link (the link alone reproduces it; the Power & fleets view also presses its
-first tool's button) at 1,440 and 1,024 px wide. docs/screenshot.png, the README's picture, is the top of the
+Each view opens from a share link alone (a sizing link runs its search, a `power` link its tool) at 1,440
+and 1,024 px wide. docs/screenshot.png, the README's picture, is the top of the
 Plan view at 1,440 px. docs/screenshots/manifest.json records each link and the tiles and table headers
 the page showed; tests/test_readme.py checks them against the app, so a screenshot that no longer shows what
 the app shows fails the suite until this tool is run again.
@@ -58,7 +58,7 @@ def views() -> dict[str, dict[str, str]]:
         "compare": {"compare": json.dumps(_compare_pins(), separators=(",", ":"), sort_keys=True),
                     "view": "compare"},
         "size": {"size": json.dumps(_size_request(), separators=(",", ":")), "view": "size"},
-        "power": {"view": "power"},
+        "power": {"view": "power", "power": json.dumps({"pw_tool": "Power-capped sizing"})},
     }
 
 
@@ -117,11 +117,7 @@ def shoot(page: Any, url: str, name: str, params: dict[str, str], width: int) ->
     page.set_viewport_size({"width": width, "height": HEIGHT})
     page.goto(url + "/?" + urlencode(params))
     _settle(page)
-    if name == "power":
-        page.get_by_role("button", name="Size under power").click()
-        page.wait_for_selector('[data-testid="stDataFrame"]', timeout=120_000)
-        _settle(page)
-    if name == "size":
+    if name in ("size", "power"):  # the link runs the search / the tool
         page.wait_for_selector('[data-testid="stDataFrame"]', timeout=120_000)
         _settle(page)
     if name == "plan" and width == WIDTHS[0]:

@@ -19,6 +19,10 @@ from ui import shared_scenario
 from ui.text import plain
 
 TOOLS = ("Power-capped sizing", "Mixed fleet", "Context tiers")
+OBJECTIVES = {"min_mw": "Fewest MW for this traffic", "max_goodput": "Most goodput for the budget"}
+SOURCES = {"catalog": "catalog (TDP-based, all-in)", "inferencex": "InferenceX's all-in figure"}
+CONTEXT_CHOICES = (8192, 32768, 65536, 131072, 262144, 1000000)
+MIXED_DEFAULTS = {"mf_p1": 128, "mf_o1": 1024, "mf_p2": 32000, "mf_o2": 64, "mf_share": 0.9}
 TIERS = {"rent": "Rent (catalog or your prices)", "own": "Own (ownership model)",
          "hyperscaler": "Owning - Hyperscaler (InferenceX)", "neocloud": "Owning - Neocloud (InferenceX)",
          "rental_3yr": "Renting - 3-year (InferenceX)"}
@@ -51,12 +55,16 @@ def _follow_sidebar(prefix: str, wl: dict[str, Any]) -> None:
     if not shared_scenario.changed(f"{prefix}_workload", wl):
         return
     ss = st.session_state
-    ss[f"{prefix}_model"] = wl["model"] if isinstance(wl["model"], str) else SIDEBAR_MODEL
-    ss[f"{prefix}_rps"] = float(wl["requests_per_s"])
-    ss[f"{prefix}_ttft"] = float(wl["slo"]["ttft_ms"])
-    ss[f"{prefix}_itl"] = float(wl["slo"]["itl_ms"])
-    ss[f"{prefix}_prompt"] = int(wl["prompt_len"])
-    ss[f"{prefix}_output"] = int(wl["output_len"])
+    taken = {
+        f"{prefix}_model": wl["model"] if isinstance(wl["model"], str) else SIDEBAR_MODEL,
+        f"{prefix}_rps": float(wl["requests_per_s"]), f"{prefix}_ttft": float(wl["slo"]["ttft_ms"]),
+        f"{prefix}_itl": float(wl["slo"]["itl_ms"]), f"{prefix}_prompt": int(wl["prompt_len"]),
+        f"{prefix}_output": int(wl["output_len"]),
+    }
+    ss[f"{prefix}_from_sidebar"] = taken  # what the share link leaves out (ui/power_link.py)
+    kept = ss.get("power_link_kept") or {}
+    for key, value in taken.items():
+        ss[key] = kept.pop(key) if key in kept else value  # a link's own value stands the first time
 
 
 def _common(prefix: str, catalog: dict[str, Any], gpus: list[str]) -> dict[str, Any]:
@@ -74,7 +82,8 @@ def _common(prefix: str, catalog: dict[str, Any], gpus: list[str]) -> dict[str, 
     rps = c[1].number_input("Requests/s", min_value=0.001, max_value=1e7, key=f"{prefix}_rps", format="%.3f")
     ttft = c[2].number_input("TTFT objective (ms)", min_value=1.0, max_value=1e7, key=f"{prefix}_ttft")
     itl = c[3].number_input("ITL objective (ms)", min_value=0.1, max_value=1e7, key=f"{prefix}_itl")
-    chosen = st.multiselect("GPUs", list(catalog), default=gpus, key=f"{prefix}_gpus",
+    st.session_state.setdefault(f"{prefix}_gpus", gpus)  # a share link may have set it (ui/power_link.py)
+    chosen = st.multiselect("GPUs", list(catalog), key=f"{prefix}_gpus",
                             format_func=lambda k: catalog[k].name if k in catalog else str(k))
     same = model == wl["model"] or model == SIDEBAR_MODEL
     request: dict[str, Any] = {
@@ -137,17 +146,14 @@ def _power_sizing(catalog: dict[str, Any]) -> None:
     c = st.columns([1, 1, 2, 1])  # the objective's words whole at 1,024 px
     prompt = c[0].number_input("Prompt tokens", min_value=1, max_value=10_000_000, key="pw_prompt")
     output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, key="pw_output")
-    objective = c[2].selectbox("Objective", ["min_mw", "max_goodput"], key="pw_objective",
-                               format_func=lambda o: {"min_mw": "Fewest MW for this traffic",
-                                                      "max_goodput": "Most goodput for the budget"}[o])
-    budget = c[3].number_input("Power budget (MW, 0 = none)", min_value=0.0, max_value=100_000.0, value=2.0,
+    objective = c[2].selectbox("Objective", list(OBJECTIVES), key="pw_objective", format_func=OBJECTIVES.get)
+    st.session_state.setdefault("pw_budget", 2.0)
+    budget = c[3].number_input("Power budget (MW, 0 = none)", min_value=0.0, max_value=100_000.0,
                                key="pw_budget")
     c2 = st.columns(2)
     tier = c2[0].selectbox("Cost tier", list(TIERS), format_func=TIERS.__getitem__, key="pw_tier")
-    source = c2[1].selectbox("kW per GPU", ["catalog", "inferencex"], key="pw_source",
-                             format_func=lambda k: {"catalog": "catalog (TDP-based, all-in)",
-                                                    "inferencex": "InferenceX's all-in figure"}[k])
-    if st.button("Size under power", key="pw_run"):
+    source = c2[1].selectbox("kW per GPU", list(SOURCES), key="pw_source", format_func=SOURCES.get)
+    if st.button("Size under power", key="pw_run") or st.session_state.pop("pw_autorun", False):
         sizing = {**common["request"], "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
                                                    "output_len": int(output)}}
         request = {"sizing": sizing,
@@ -179,13 +185,15 @@ def pools_table(pools: list[dict[str, Any]], catalog: dict[str, Any]) -> pd.Data
 def _mixed_fleet(catalog: dict[str, Any]) -> None:
     common = _common("mf", catalog, ["h100-sxm", "h200"])
     st.caption("Two length classes (a bimodal histogram); routing cuts on the prompt length.")
+    for key, value in MIXED_DEFAULTS.items():
+        st.session_state.setdefault(key, value)
     c = st.columns(5)
-    p1 = c[0].number_input("Short prompt", min_value=1, max_value=10_000_000, value=128, key="mf_p1")
-    o1 = c[1].number_input("Short output", min_value=1, max_value=10_000_000, value=1024, key="mf_o1")
-    p2 = c[2].number_input("Long prompt", min_value=1, max_value=10_000_000, value=32000, key="mf_p2")
-    o2 = c[3].number_input("Long output", min_value=1, max_value=10_000_000, value=64, key="mf_o2")
-    share = c[4].number_input("Short share", min_value=0.01, max_value=0.99, value=0.9, key="mf_share")
-    if st.button("Find the cheapest mix", key="mf_run"):
+    p1 = c[0].number_input("Short prompt", min_value=1, max_value=10_000_000, key="mf_p1")
+    o1 = c[1].number_input("Short output", min_value=1, max_value=10_000_000, key="mf_o1")
+    p2 = c[2].number_input("Long prompt", min_value=1, max_value=10_000_000, key="mf_p2")
+    o2 = c[3].number_input("Long output", min_value=1, max_value=10_000_000, key="mf_o2")
+    share = c[4].number_input("Short share", min_value=0.01, max_value=0.99, key="mf_share")
+    if st.button("Find the cheapest mix", key="mf_run") or st.session_state.pop("mf_autorun", False):
         request = {**common["request"], "requests_per_s": common["rps"], "lengths": {"histogram": [
             {"prompt_len": int(p1), "output_len": int(o1), "weight": float(share)},
             {"prompt_len": int(p2), "output_len": int(o2), "weight": 1.0 - float(share)}]}}
@@ -230,9 +238,10 @@ def _context_tiers(catalog: dict[str, Any]) -> None:
     c = st.columns(3)
     prompt = c[0].number_input("Prompt tokens", min_value=1, max_value=10_000_000, key="ct_prompt")
     output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, key="ct_output")
-    tiers = c[2].multiselect("Maximum contexts", [8192, 32768, 65536, 131072, 262144, 1000000],
-                             default=[32768, 131072], key="ct_tiers", format_func=lambda t: f"{t:,}")
-    if st.button("Compare context tiers", key="ct_run"):
+    st.session_state.setdefault("ct_tiers", [32768, 131072])
+    tiers = c[2].multiselect("Maximum contexts", list(CONTEXT_CHOICES), key="ct_tiers",
+                             format_func=lambda t: f"{t:,}")
+    if st.button("Compare context tiers", key="ct_run") or st.session_state.pop("ct_autorun", False):
         sizing = {**common["request"], "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
                                                    "output_len": int(output)}}
         sizing.pop("context_len", None)  # each tier sets its own

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
-from ui import links, widget_state
+from ui import links, power_link, widget_state
 
 VIEWS = ("Plan", "Compare what-ifs", "Size a fleet", "Power & fleets")
 # Link parameters beside the scenario's own (ui/links.py): the sidebar's traffic target, which every fleet
@@ -57,8 +57,9 @@ def init_from_link() -> None:
     if too_long:
         params = {}
     shared = _view_and_traffic(params)
+    power = params.pop(power_link.PARAM, None)
     scenario, problems = links.scenario_from_query(params)
-    problems += shared
+    problems += shared + (power_link.load(power) if power is not None else [])
     if too_long:
         problems.insert(0, ("link", f"{too_long}; not loaded, the default scenario is shown"))
     pins: list[dict[str, Any]] = []
@@ -98,6 +99,9 @@ def sync_link(scenario: dict[str, Any] | None) -> tuple[str, str | None]:
     view = VIEW_IDS.get(st.session_state.get("view", VIEWS[0]), "plan")
     if view != "plan":
         params[VIEW_PARAM] = view
+    power = power_link.link_value()
+    if power is not None:
+        params[power_link.PARAM] = power
     if st.session_state.get("sz_request"):
         params[links.SIZE_PARAM] = json.dumps(st.session_state["sz_request"], separators=(",", ":"))
     elif st.session_state.get("size_link"):
