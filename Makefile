@@ -54,11 +54,15 @@ team: install nginx-deps
 loadtest: install-dev nginx-deps
 	$(PY) tools/load_team.py --workers $(WORKERS)
 
-# Debian's nginx for `make team`, installed only when root and missing (no system config is touched).
+# Debian's nginx for `make team`, installed only when root and missing (no system config is touched);
+# it says so before apt-get runs.
 nginx-deps:
 	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; \
+	    echo "make team: nginx is missing; installing Debian's nginx package with apt-get (apt-get update, then apt-get install nginx; docs/TEAM.md) ..."; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; } || { \
+	      echo "error: could not install nginx with apt-get; install it (apt-get install nginx), then run make again" >&2; exit 1; }; \
+	    echo "make team: installed $$(nginx -v 2>&1 || /usr/sbin/nginx -v 2>&1)"; \
 	  else echo "error: nginx is missing: sudo apt-get install nginx, then run make again" >&2; exit 1; fi; }
 
 # Debian's chromium for the real-browser tests (Playwright's own browser download cannot work here).

@@ -12,14 +12,15 @@ import time
 import streamlit as st
 
 from gpu_catalog import load_catalog
-from ui import compare, inputs, plan_page, power_page, sizing_page, state, widget_state
+from ui import compare, inputs, layout, plan_page, power_page, sizing_page, state, widget_state
 from ui.text import plain
 
 _started = time.perf_counter()  # imports are cached after the first run
 
-VIEWS = ("Plan", "Compare what-ifs", "Size a fleet", "Power & fleets")
+VIEWS = state.VIEWS
 
 st.set_page_config(page_title="Ridgeline — LLM serving capacity planner", page_icon="⛰️", layout="wide")
+layout.apply()
 state.init_from_link()
 widget_state.apply_queued()
 inputs.render_sidebar()

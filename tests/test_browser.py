@@ -299,3 +299,21 @@ def test_tp_3_is_refused_and_the_nearest_valid_tp_offered(server, browser):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "browser_tp3_refused.png"), full_page=False)
     page.close()
+
+
+CUT_TEXT = """() => [...document.querySelectorAll(
+    '[data-testid="stMetricValue"] .stMarkdownEllipsis, [data-testid="stMetricLabel"] .stMarkdownEllipsis')]
+  .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
+
+
+@pytest.mark.parametrize("view", ["plan", "power"])
+def test_no_tile_is_cut_at_1024_px(server, browser, view):
+    """At a 1,024 px window every tile's value and label fits its box: no text runs past it into an ellipsis
+    (issue 31: "4.45…", "$14…", "288.5 …" at 1,024 px).
+    Source: ui: the page as Chromium lays it out (each tile text's scrollWidth within its clientWidth)."""
+    page = browser.new_page(viewport={"width": 1024, "height": 1200})
+    page.goto(server + ("/?view=power" if view == "power" else "/"))
+    _wait_for_metrics(page, 5)
+    assert page.evaluate(CUT_TEXT) == []
+    page.screenshot(path=str(ARTIFACTS / f"browser_tiles_1024_{view}.png"))
+    page.close()

@@ -399,12 +399,14 @@ def test_mixed_fleet_bad_inputs_name_their_field():
 def test_context_tiers_kv_per_sequence_and_cost_grow_with_the_tier():
     """Source: hand: Llama-3.1-8B's KV per token in fp8 is 32 layers x 8 KV heads x 128 x 2 (K, V) x 1 byte =
     65,536 B, so one sequence of 32,768 tokens holds 2.147 GB (over TP GPUs each); the same traffic at a
-    longer max context never costs less (invariant)."""
+    longer max context never costs less (invariant). The 1,000,000-token tier is beyond the model's
+    max_position_embeddings of 131,072 (its config.json): refused with that limit named (issue 31)."""
     req = json.loads((EXAMPLES / "context_tiers_llama8b.json").read_text())
     req["sizing"]["kv_cache"] = ["fp8"]
     r = context_tiers(req)
-    tiers = r["tiers"]
-    assert [t["context_len"] for t in tiers] == [32768, 131072, 1000000]
+    assert [t["context_len"] for t in r["tiers"]] == [32768, 131072, 1000000]
+    tiers, beyond = r["tiers"][:2], r["tiers"][2]
+    assert not beyond["feasible"] and "131,072" in beyond["reason"] and beyond["option"] is None
     for t in tiers:
         assert t["kv_gb_per_sequence_per_gpu"] * t["option"]["tp"] == pytest.approx(
             65536 * t["context_len"] / 1e9

@@ -24,6 +24,12 @@ def _lacks_native_peak(gpu_id: str, weights: str) -> bool:
     return weights in ("fp8", "fp4") and weights not in load_catalog()[gpu_id].tflops
 
 
+def _position_limit(model: str) -> int:
+    from planner.scenario.scenario import model_position_limit
+
+    return model_position_limit(load_presets()[model]) or 100_000_000
+
+
 @st.composite
 def scenarios(draw):
     gpu = draw(st.sampled_from(GPUS))
@@ -31,9 +37,11 @@ def scenarios(draw):
     model = draw(st.sampled_from(MODELS))
     # the TPs the engines load for this model (planner.hardware.parallelism.valid_tp)
     tp = draw(st.sampled_from([t for t in (1, 2, 4, 8) if valid_tp(load_presets()[model], t)]))
-    prompt = draw(st.integers(1, 16_000))
-    output = draw(st.integers(1, 4_000))
-    extra = draw(st.integers(0, 16_000))
+    # contexts within the model's positions (longer ones are refused: planner.scenario.scenario)
+    limit = _position_limit(model)
+    prompt = draw(st.integers(1, min(16_000, limit - 1)))
+    output = draw(st.integers(1, min(4_000, limit - prompt)))
+    extra = draw(st.integers(0, min(16_000, limit - prompt - output)))
     s = {"model": model, "gpu": gpu, "tp": tp, "weights": weights, "kv_cache": draw(st.sampled_from(KV)),
          "prompt_len": prompt, "output_len": output, "context_len": prompt + output + extra}
     if _lacks_native_peak(gpu, weights):
@@ -86,7 +94,8 @@ def test_realistic_itl_never_below_its_bound(s):
 def test_max_batch_never_grows_with_context(s, more):
     """Source: invariant: a longer context never fits more sequences."""
     a = plan(s).memory.max_batch
-    b = plan({**s, "context_len": s["context_len"] + more}).memory.max_batch
+    longer = min(s["context_len"] + more, _position_limit(s["model"]))  # within the model's positions
+    b = plan({**s, "context_len": longer}).memory.max_batch
     assert b <= a
 
 

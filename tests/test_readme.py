@@ -105,3 +105,69 @@ def test_no_m_d_1_caption_in_the_app():
     Source: ui"""
     for path in [ROOT / "app.py", *sorted((ROOT / "ui").glob("*.py"))]:
         assert "M/D/1" not in path.read_text(encoding="utf-8"), path.name
+
+
+# --- issue 31: screenshots made by a tool and checked against the app; the contract's formulas -----------
+def _manifest() -> dict:
+    import json
+
+    return json.loads((ROOT / "docs" / "screenshots" / "manifest.json").read_text(encoding="utf-8"))
+
+
+def test_every_view_has_screenshots_at_1440_and_1024_px_made_by_the_tool():
+    """Source: contract: tools/screenshots.py writes a PNG of each view at 1,440 and 1,024 px (its width in
+    the PNG header) and the README's picture, whose hash it records in the manifest (a hand-pasted picture
+    fails)."""
+    import hashlib
+    import struct
+
+    from tools import screenshots
+
+    manifest = _manifest()
+    shots = {(s["view"], s["width"]): s for s in manifest["shots"]}
+    assert set(shots) == {(v, w) for v in screenshots.views() for w in screenshots.WIDTHS}
+    for (view, width), shot in shots.items():
+        png = (ROOT / "docs" / "screenshots" / shot["file"]).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">I", png[16:20])[0] == width, shot["file"]
+        assert shot["link"] == screenshots.views()[view], f"{view}: run .venv/bin/python -m tools.screenshots"
+    readme_png = (ROOT / "docs" / "screenshot.png").read_bytes()
+    assert hashlib.sha256(readme_png).hexdigest() == manifest["readme_screenshot_sha256"]
+
+
+def test_the_screenshots_show_what_the_app_shows_now():
+    """The tiles the Plan and Power & fleets screenshots show are the tiles the app shows for the same link
+    now (AppTest): a figure or a label that changed since the screenshots fails here until
+    `.venv/bin/python -m tools.screenshots` is run again.
+    Source: ui: the app."""
+    from streamlit.testing.v1 import AppTest
+
+    for shot in _manifest()["shots"]:
+        if shot["view"] not in ("plan", "power"):
+            continue
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        for k, v in shot["link"].items():
+            at.query_params[k] = v
+        at.run()
+        assert not at.exception
+        shown = {m.label: m.value for m in at.metric}
+        assert shot["tiles"] == shown, (
+            f"{shot['file']} shows other tiles than the app: run .venv/bin/python -m tools.screenshots")
+
+
+def test_the_contracts_cost_formula_gives_the_plans_figure():
+    """docs/CONTRACT.md's $/M formula, evaluated on the plan's own JSON, gives the plan's $/M (issue 31: the
+    old formula, with the decode-only throughput, gave $0.468 where the plan prints $1.868).
+    Source: contract: docs/CONTRACT.md's formula row for cost.usd_per_million_output_tokens."""
+    contract = (ROOT / "docs" / "CONTRACT.md").read_text(encoding="utf-8")
+    key = "| `cost.usd_per_million_output_tokens` |"
+    row = next(line for line in contract.splitlines() if line.startswith(key))
+    formula = re.search(r"`(gpus_per_replica \* [^`]+)`", row).group(1)
+    plan = readme.run_cli(readme.PLAN_ARGS + ["--full-precision"])
+    names = {"gpus_per_replica": plan["parallelism"]["gpus_per_replica"],
+             "usd_per_gpu_hour": plan["cost"]["usd_per_gpu_hour"],
+             "serving.output_tokens_per_s": plan["serving"]["output_tokens_per_s"]}
+    expression = formula
+    for name in sorted(names, key=len, reverse=True):
+        expression = expression.replace(name, repr(float(names[name])))
+    assert re.fullmatch(r"[0-9.e+\-*/() ]+", expression), expression
+    assert eval(expression) == pytest.approx(plan["cost"]["usd_per_million_output_tokens"], rel=1e-12)

@@ -280,8 +280,10 @@ def test_a_higher_percentile_never_raises_goodput(percentile, ttft, itl):
 
 def test_does_not_fit_gives_no_serving_figures_and_what_would_fit():
     """405B in bf16 is 2 x 405.9e9 = 812 GB; one H100 offers 85.52 x 0.90 - 2 = 75.0 GB, so TP 16 is the
-    smallest power of two (812 / 16 = 50.7 GB); an H200 (150.76 x 0.9 - 2 = 133.7 GB) needs TP 8
-    (101.5 GB). Even int4 (405.9e9 x 4.125 / 8 = 209 GB) does not fit one H100: no precision fits at TP 1.
+    smallest power of two (812 / 16 = 50.7 GB), beyond an 8-GPU H100 server, so no TP within a node fits
+    (the plan's memory section keeps 16 and offers tp 4 x pp 3 across nodes); an H200 (150.76 x 0.9 - 2 =
+    133.7 GB) needs TP 8 (101.5 GB), an H100 PCIe needs TP 16 in an 8-card server: not offered. Even int4
+    (405.9e9 x 4.125 / 8 = 209 GB) does not fit one H100: no precision fits at TP 1.
 
     Source: hand: the derivation above."""
     p = plan({"model": "llama-3.1-405b", "gpu": "h100-sxm", "tp": 1, "weights": "bf16", "kv_cache": "bf16",
@@ -291,9 +293,9 @@ def test_does_not_fit_gives_no_serving_figures_and_what_would_fit():
     assert p.serving.max_request_rate is None
     assert p.cost.usd_per_million_output_tokens is None and p.cost.usd_per_million_total_tokens is None
     alt = p.fit_alternatives
-    assert alt.smallest_tp == 16 and alt.precisions == []
+    assert alt.smallest_tp is None and alt.precisions == [] and p.memory.smallest_tp_that_fits == 16
     gpus = {g.gpu: g.tp for g in alt.gpus}
-    assert gpus["h200"] == 8 and gpus["h100-pcie"] == 16
+    assert gpus["h200"] == 8 and "h100-pcie" not in gpus
     assert plan(DEFAULT).fit_alternatives is None
 
 

@@ -29,7 +29,7 @@ SIZE_ARGS = ["size", "data/examples/llama70b_sizing.json"]
 # The figures a buyer reads first, by section of the plan's JSON
 # (docs/CONTRACT.md); the rest is in the output.
 PLAN_EXCERPT: dict[str, tuple[str, ...]] = {
-    "memory": ("weights_gb_per_gpu", "kv_budget_gb_per_gpu", "max_batch"),
+    "memory": ("weights_gib_per_gpu", "kv_budget_gib_per_gpu", "max_batch"),  # GiB, as vLLM logs it
     "serving": ("at_goodput", "request_rate", "max_request_rate", "output_tokens_per_s", "ttft_ms", "itl_ms",
                 "tpot_ms"),
     "cost": ("usd_per_replica_hour", "usd_per_million_output_tokens"),

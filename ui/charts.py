@@ -16,10 +16,13 @@ from ui import palette
 
 
 def show(spec: dict[str, Any], container=None) -> None:
-    """Render a Vega-Lite spec (Streamlit does not re-validate a dict against the schema)."""
+    """Render a Vega-Lite spec (Streamlit does not re-validate a dict against the schema); in a column
+    (`container`), its title wraps instead of being cut."""
     import streamlit as st
 
-    (container or st).vega_lite_chart(spec, width="stretch")
+    from ui.layout import in_column
+
+    (container or st).vega_lite_chart(spec if container is None else in_column(spec), width="stretch")
 
 
 def _base(title: str, height: int = 260, **extra: Any) -> dict[str, Any]:
@@ -108,7 +111,7 @@ def memory_bar(c: ChartData) -> dict[str, Any]:
                 "color": {
                     "field": "part", "type": "nominal", "sort": names, "title": None,
                     "scale": palette.scale(names),
-                    "legend": {"orient": "bottom", "direction": "horizontal", "columns": 4},
+                    "legend": {"orient": "bottom", "direction": "horizontal", "columns": 3},
                 },
                 "order": {"field": "order", "type": "quantitative"},
                 "tooltip": [

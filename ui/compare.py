@@ -122,16 +122,16 @@ def equal_service_table(pins: list[dict[str, Any]], slo: ServiceObjective, traff
         sv = r.plan.serving if r.plan is not None and r.plan.memory.fits else None
         j = judge(sv.ttft_ms, sv.itl_ms, slo) if sv is not None else None
         f = r.fleet
-        records.append({
+        records.append({  # the fleet and its $ first: they stay on screen at 1,024 px
             "rank": str(r.rank) if r.rank is not None else "—", "pin": lab,  # one type: Arrow refuses a mix
+            "GPUs": f"{f.replicas:,}×{f.gpus // f.replicas:,}" if f.replicas and f.gpus else "—",
+            "$/h": _num(f.usd_per_hour, ",.0f"), "$/M": _usd(f.usd_per_million_output_tokens),
+            "Δ $/M": _change(best, f.usd_per_million_output_tokens) if best is not None else "—",
+            "$/M @goodput": _usd(r.plan.cost.usd_per_million_output_tokens if sv and r.plan else None),
             "goodput req/s": _num(sv.request_rate if sv else None, ",.2f"),
             "tok/s/GPU": _num(sv.output_tokens_per_s_per_gpu if sv else None, ",.0f"),
             f"TTFT {pct}": _ms(j.ttft_ms if j else None), f"ITL {pct}": _ms(j.itl_ms if j else None),
             "TPOT": _ms(sv.tpot_ms.mean if sv else None),
-            "$/M @goodput": _usd(r.plan.cost.usd_per_million_output_tokens if sv and r.plan else None),
-            "GPUs": f"{f.replicas:,}×{f.gpus // f.replicas:,}" if f.replicas and f.gpus else "—",
-            "$/h": _num(f.usd_per_hour, ",.0f"), "$/M": _usd(f.usd_per_million_output_tokens),
-            "Δ $/M": _change(best, f.usd_per_million_output_tokens) if best is not None else "—",
             "_order": r.rank if r.rank is not None else len(rows) + 1,
         })
     frame = pd.DataFrame(records).sort_values("_order", kind="stable").drop(columns="_order")
@@ -253,7 +253,7 @@ def _same_rate(pins: list[dict[str, Any]]) -> bool:
 
 def render(current: dict[str, Any] | None) -> None:
     pins: list[dict[str, Any]] = st.session_state.setdefault("pins", [])
-    c1, c2, c3 = st.columns([1, 1, 3])
+    c1, c2, c3 = st.columns([3, 2, 4])  # both buttons' labels whole at 1,024 px
     if c1.button("Pin current scenario", key="pin_compare", disabled=current is None):
         pins.append(current)
         st.rerun()

@@ -10,7 +10,12 @@ import streamlit as st
 from gpu_catalog import load_catalog
 from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
 from planner.core.model_shapes import ModelSpec
-from planner.core.precision import COMPUTE_PRECISIONS, KV_PRECISIONS, WEIGHT_PRECISIONS
+from planner.core.precision import (
+    COMPUTE_PRECISIONS,
+    KV_PRECISIONS,
+    WEIGHT_PRECISIONS,
+    default_compute_precision,
+)
 from planner.engines.base import ENGINE_LABELS, FLOOR_ENGINE, SERVING_ENGINES
 from planner.engines.vllm import VLLM_RELEASES as VLLM_RELEASE_CHOICES
 from planner.engines.vllm import VLLM_RULES_VERSION
@@ -48,6 +53,21 @@ def _on_gpu_change() -> None:
     if ss["gpu_choice"] != CUSTOM:
         ss["price"] = catalog_price(ss["gpu_choice"])
     ss["price_explicit"] = False
+
+
+def _on_model_change() -> None:
+    """A preset opens in its checkpoint's native precision (gpt-oss: MXFP4, DeepSeek-R1: fp8, else bf16),
+    not the previous model's; on a GPU without tensor cores for it, computed weight-only in bf16 as the
+    engines' dequantizing kernels do (planner.scenario.scenario.resolve does the same)."""
+    ss = st.session_state
+    model = load_presets().get(ss["model_choice"])
+    if model is None:
+        return
+    weights = model.checkpoint_weights or "bf16"
+    ss["weights"] = weights
+    gpu = load_catalog().get(ss.get("gpu_choice", ""))
+    native_compute = default_compute_precision(weights)
+    ss["compute"] = "auto" if gpu is None or native_compute in gpu.tflops else "bf16"
 
 
 def _on_price_change() -> None:
@@ -129,8 +149,9 @@ def _number_grid(fields: tuple[tuple[str, str], ...]) -> Any:
 
 def _model_inputs(sb: Any, ss: Any, presets: dict[str, ModelSpec]) -> None:
     """A preset, or a custom shape (typed in, or an imported config.json)."""
-    sb.selectbox("Model", [*presets, CUSTOM], key="model_choice",
-                 format_func=lambda k: presets[k].name if k in presets else "Custom shape…")
+    sb.selectbox("Model", [*presets, CUSTOM], key="model_choice", on_change=_on_model_change,
+                 format_func=lambda k: presets[k].name if k in presets else "Custom shape…",
+                 help="a preset opens in its checkpoint's native weight precision")
     if ss["model_choice"] == CUSTOM:
         with sb.container(border=True):
             if ss.get("model_extra") and set(ss["model_extra"]) == {"hf_config"}:
@@ -168,6 +189,9 @@ def _layout_inputs(sb: Any, ss: Any, presets: dict[str, ModelSpec]) -> None:
                  help="GPUs per replica (tensor parallel)")
     _offer_valid_tp(sb, presets.get(ss["model_choice"]), int(ss["tp"]))
     c2.selectbox("Weights", with_current(WEIGHTS, ss.get("weights")), key="weights")
+    model = presets.get(ss["model_choice"])
+    if ss.get("weights") == "fp4" and model is not None and model.fp4_format == "mxfp4":
+        sb.caption(f"fp4 here is {model.name}'s MXFP4 checkpoint (32 values per E8M0 scale).")
     c1.selectbox("KV cache", with_current(KV, ss.get("kv_cache")), key="kv_cache")
     c2.selectbox("Compute", with_current(COMPUTE, ss.get("compute")), key="compute",
                  help="auto: fp8 for fp8 weights, fp4 for fp4, else bf16")
@@ -223,8 +247,8 @@ def _operating_point_inputs(sb: Any, ss: Any) -> None:
             "Traffic target (requests/s, all replicas)",
             *_bounds("traffic_rps"),
             format="%.3f", key="traffic_rps",
-            help="the fleet the Plan and Compare views size for this traffic within "
-            "the objective, as the sizing page does",
+            help="every view sizes its fleets for this traffic within the objective: Plan, Compare, Size a "
+            "fleet and Power & fleets (it travels in the share link)",
         )
 
 

@@ -70,10 +70,18 @@ def _what_would_fit(p: Plan, scenario: dict[str, Any]) -> None:
             st.caption(f"The smallest TP that fits is **{alt.smallest_tp}**.")
             st.button(f"Use TP {alt.smallest_tp}", key="fit_tp", on_click=_load,
                       args=({"tp": alt.smallest_tp}, scenario))
+        elif m.smallest_layout_that_fits and m.smallest_layout_that_fits.get("nodes_per_replica", 1) > 1:
+            lay = m.smallest_layout_that_fits
+            st.caption(f"No TP within one {p.gpu} server fits at this precision. Across "
+                       f"{lay['nodes_per_replica']:,} servers: **TP {lay['tp']} x PP {lay['pp']}** "
+                       f"({lay['gpus_per_replica']:,} GPUs per replica).")
+            st.button(f"Use TP {lay['tp']} x PP {lay['pp']}", key="fit_layout", on_click=_load,
+                      args=({"tp": lay["tp"], "pp": lay["pp"]}, scenario))
         else:
             st.caption("No TP fits at this precision: use lower-precision weights or a larger GPU.")
-    # the most useful first: the scenario's own KV precision, then fp8 KV; never a wider KV than now
-    kv_order = [str(scenario.get("kv_cache", "bf16")), "fp8", "int8", "int4"]
+    # the most useful first: the scenario's own KV precision, then fp8 KV; never a wider KV than now (the
+    # plan offers only the KV precisions an engine stores)
+    kv_order = [str(scenario.get("kv_cache", "bf16")), "fp8"]
     precisions = sorted((c for c in (alt.precisions if alt is not None else []) if c.kv_cache in kv_order),
                         key=lambda c: kv_order.index(c.kv_cache))
     with cols[1]:
@@ -160,7 +168,7 @@ def deploy_and_benchmark(
 
 def _headline(scenario: dict[str, Any], result: Plan) -> None:
     """What is planned (model, GPUs, precisions, efficiency) and the button that pins it."""
-    top = st.columns([3, 1])
+    top = st.columns([2, 1])  # room for the button's label at 1,024 px
     params = f"{result.model.total_params / 1e9:,.1f}B params"
     if result.model.active_params < result.model.total_params:
         params += f", {result.model.active_params / 1e9:,.1f}B active per token"

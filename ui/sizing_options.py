@@ -13,12 +13,13 @@ from ui import charts
 # option key -> (header, format); only the keys a result carries, and only those that differ from row to row,
 # are shown, in this order. The option's `itl_ms` and `itl_ms_under_load` are one figure (ITL at the
 # objective's percentile at the rate each replica runs), so the table shows it once.
-COLUMNS: dict[str, tuple[str, str | None]] = {
-    "mode": ("mode", None), "gpu_name": ("GPU", None), "validated": ("validated GPU", None),
-    "tp": ("TP", "%d"), "weights": ("weights", None), "kv_cache": ("KV cache", None),
-    "batch": ("batch", "%d"), "replicas": ("replicas", "%d"), "gpus_total": ("GPUs", "%d"),
+COLUMNS: dict[str, tuple[str, str | None]] = {  # the fleet's GPUs and $ early: on screen at 1,024 px
+    "mode": ("mode", None), "gpu_name": ("GPU", None), "gpus_total": ("GPUs", "%d"),
     "usd_per_hour": ("fleet $/hour", "$%.2f"),
-    "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"), "ttft_ms": ("TTFT p{pct} (ms)", "%.0f"),
+    "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"),
+    "validated": ("validated GPU", None), "tp": ("TP", "%d"), "weights": ("weights", None),
+    "kv_cache": ("KV cache", None), "batch": ("batch", "%d"), "replicas": ("replicas", "%d"),
+    "ttft_ms": ("TTFT p{pct} (ms)", "%.0f"),
     "itl_ms": ("ITL p{pct} (ms)", "%.1f"), "prefill_workers": ("prefill workers", "%d"),
     "decode_workers": ("decode workers", "%d"),
     "output_tokens_per_s": ("output tokens/s per replica", "%.0f"), "pareto": ("Pareto", None),

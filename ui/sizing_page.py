@@ -17,7 +17,7 @@ from planner.model.presets import load_presets
 from planner.scenario.scenario import parse_scenario
 from planner.serving.serving_modes import decode_worker_scenario, modes_verdict
 from planner.serving.sizing_request import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS
-from ui import charts, widget_state
+from ui import charts, shared_scenario, widget_state
 from ui.links import SIZE_PARAM, sizing_request_from_link
 from ui.search_runner import run_search
 from ui.sizing_options import gpu_label, options_table, ordered_options, scatter
@@ -122,6 +122,19 @@ def _init(catalog) -> None:
         # a link fills the form; the search runs when the user presses the button (issue 32: a link that
         # ran its search on arrival let anyone hand out a minute of the server's CPU per click)
         st.session_state["sz_link_filled"] = True
+
+
+def _follow_sidebar(catalog) -> None:
+    """One scenario (issue 31): the form takes the sidebar's model, precisions, lengths, traffic target and
+    objective whenever they change; a shared search link's own request stands until then."""
+    ss = st.session_state
+    wl = shared_scenario.workload()
+    first = "sz_workload" not in ss
+    if not shared_scenario.changed("sz_workload", wl):
+        return
+    if first and ss.get("size_link") and not ss.get("sz_link_problem"):
+        return
+    _seed(shared_scenario.with_workload(_request_from_widgets(catalog), wl), catalog)
 
 
 def _options(usual: list[Any], chosen: list[Any]) -> list[Any]:
@@ -386,6 +399,7 @@ def _run_search(req: dict[str, Any], submitted: bool) -> None:
 
 def render(catalog) -> None:
     _init(catalog)
+    _follow_sidebar(catalog)
     ss = st.session_state
     if ss.get("sz_link_filled"):
         st.info("The link filled in this search: press **Find the cheapest fleet** to run it.")

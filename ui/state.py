@@ -8,7 +8,42 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from ui import links, widget_state
+from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
+from ui import links, power_link, widget_state
+
+VIEWS = ("Plan", "Compare what-ifs", "Size a fleet", "Power & fleets")
+# Link parameters beside the scenario's own (ui/links.py): the sidebar's traffic target, which every fleet
+# figure depends on, and the view shown; a link leaves each out at its default.
+TRAFFIC_PARAM = "traffic_rps"
+VIEW_PARAM = "view"
+VIEW_IDS = {"Plan": "plan", "Compare what-ifs": "compare", "Size a fleet": "size", "Power & fleets": "power"}
+
+
+def _view_and_traffic(params: dict[str, str]) -> list[tuple[str, str]]:
+    """Take the traffic target and the view out of the link's parameters into the session; a bad value is
+    named, and its default is used."""
+    problems: list[tuple[str, str]] = []
+    ss = st.session_state
+    raw = params.pop(TRAFFIC_PARAM, None)
+    if raw is not None:
+        low, high = widget_state.WIDGET_BOUNDS["traffic_rps"]
+        try:
+            value = float(raw)
+        except ValueError:
+            value = float("nan")
+        if low <= value <= high:
+            ss["traffic_rps"] = value
+        else:
+            problems.append((TRAFFIC_PARAM, f"must be a number of requests/s from {low:g} to {high:g}; "
+                             f"using the default {DEFAULT_TRAFFIC_REQUESTS_PER_S:g}"))
+    raw = params.pop(VIEW_PARAM, None)
+    if raw is not None:
+        by_id = {v: k for k, v in VIEW_IDS.items()}
+        if raw in by_id:
+            ss["view"] = by_id[raw]
+        else:
+            problems.append((VIEW_PARAM, f"must be one of {', '.join(by_id)}; showing the plan"))
+    return problems
 
 
 def init_from_link() -> None:
@@ -21,7 +56,10 @@ def init_from_link() -> None:
     too_long = links.link_too_long(params)
     if too_long:
         params = {}
+    shared = _view_and_traffic(params)
+    power = params.pop(power_link.PARAM, None)
     scenario, problems = links.scenario_from_query(params)
+    problems += shared + (power_link.load(power) if power is not None else [])
     if too_long:
         problems.insert(0, ("link", f"{too_long}; not loaded, the default scenario is shown"))
     pins: list[dict[str, Any]] = []
@@ -77,6 +115,15 @@ def sync_link(scenario: dict[str, Any] | None) -> tuple[str, str | None]:
     pins = st.session_state.get("pins") or []
     if pins:
         params[links.COMPARE_PARAM] = links.comparison_to_query(pins)
+    traffic = float(st.session_state.get("traffic_rps", DEFAULT_TRAFFIC_REQUESTS_PER_S))
+    if traffic != DEFAULT_TRAFFIC_REQUESTS_PER_S:
+        params[TRAFFIC_PARAM] = repr(traffic)
+    view = VIEW_IDS.get(st.session_state.get("view", VIEWS[0]), "plan")
+    if view != "plan":
+        params[VIEW_PARAM] = view
+    power = power_link.link_value()
+    if power is not None:
+        params[power_link.PARAM] = power
     if st.session_state.get("sz_request"):
         params[links.SIZE_PARAM] = json.dumps(st.session_state["sz_request"], separators=(",", ":"))
     elif st.session_state.get("size_link"):

@@ -211,9 +211,9 @@ def _parser() -> _Parser:  # built once: argparse setup costs more than a plan
         ("mixed-fleet", "cheapest mix of GPU types for a length distribution, routed by prompt length"),
         ("context-tiers", "GPUs and $ of the same traffic at several maximum contexts"),
     ):
-        sub.add_parser(name, help=f"{text} (JSON file or '-')").add_argument(
-            "file", help="request JSON file, or '-'"
-        )
+        p_tool = sub.add_parser(name, help=f"{text} (JSON file or '-')")
+        p_tool.add_argument("file", help="request JSON file, or '-'")
+        p_tool.add_argument("--full-precision", action="store_true", help=full)
     return parser
 
 
@@ -295,7 +295,8 @@ def run(argv: list[str], stdin: TextIO | None = None, stdout: TextIO | None = No
     bad = _first_non_finite(result)
     if bad is not None:  # a range we missed: refuse rather than print NaN/Infinity or a silent null
         raise ScenarioError(bad, "the inputs give a figure that is not a finite number (check their ranges)")
-    if args.command in ("plan", "size") and not args.full_precision:
+    rounded = ("plan", "size", "size-power", "mixed-fleet", "context-tiers")
+    if args.command in rounded and not args.full_precision:
         from planner.contract.rounding import round_figures
 
         result = round_figures(result)  # at output only: the figures above were computed unrounded

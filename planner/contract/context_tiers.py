@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.contract.planning import plan
 from planner.core.errors import ScenarioError, from_validation_error
+from planner.scenario.scenario import model_position_limit, resolve_model
 from planner.serving.request_bounds import check_work
 from planner.serving.sizing import families, parse_sizing, size
 
@@ -37,6 +38,21 @@ def parse_context_tiers(data: Any) -> ContextTiersRequest:
     return req
 
 
+def _position_limit(model: Any) -> tuple[int | None, str]:
+    """The model's position limit and name (none when the model is not valid: the search names why)."""
+    try:
+        spec = resolve_model(model, "sizing.model")
+    except ScenarioError:
+        return None, ""
+    return model_position_limit(spec), spec.name
+
+
+def _refused(context: int, reason: str) -> dict[str, Any]:
+    """A tier no option serves, and why."""
+    return {"context_len": context, "feasible": False, "gpus_total": None, "usd_per_hour": None,
+            "usd_per_million_output_tokens": None, "option": None, "reason": reason}
+
+
 def context_tiers(data: Any) -> dict[str, Any]:
     req = parse_context_tiers(data)
     contexts = len(set(req.context_lens))
@@ -47,21 +63,21 @@ def context_tiers(data: Any) -> dict[str, Any]:
         field = err.field if err.field == "sizing" else f"sizing.{err.field}"
         raise ScenarioError(field, err.reason) from None
     tiers: list[dict[str, Any]] = []
+    limit, model_name = _position_limit(req.sizing.get("model"))
     for i, context in enumerate(sorted(set(req.context_lens))):
+        if limit is not None and context > limit:  # the engine refuses this max_model_len: no search
+            tiers.append(_refused(context, f"context_len {context:,} is beyond {model_name}'s limit of "
+                                  f"{limit:,} tokens (max_position_embeddings in its config.json)"))
+            continue
         try:
             result = size({**req.sizing, "context_len": context, "max_options": 1})
         except ScenarioError as err:
             raise ScenarioError(f"context_lens.{i}" if err.field == "context_len" else f"sizing.{err.field}",
                                 err.reason) from None
         if not result["options"]:
-            tiers.append(
-                {
-                    "context_len": context, "feasible": False, "gpus_total": None, "usd_per_hour": None,
-                    "usd_per_million_output_tokens": None, "option": None,
-                    "reason": "; ".join(f"{r['candidate']}: {r['reason']}" for r in result["infeasible"][:3])
-                    or "no option meets the objectives",
-                }
-            )
+            tiers.append(_refused(context, "; ".join(f"{r['candidate']}: {r['reason']}"
+                                                     for r in result["infeasible"][:3])
+                                  or "no option meets the objectives"))
             continue
         o = result["options"][0]
         mem = plan(o["scenario"]).memory  # the chosen option at this tier: its KV per sequence and max batch
@@ -72,6 +88,7 @@ def context_tiers(data: Any) -> dict[str, Any]:
                 "usd_per_million_output_tokens": o["usd_per_million_output_tokens"],
                 "max_batch": mem.max_batch,
                 "kv_gb_per_sequence_per_gpu": mem.kv_bytes_per_sequence_per_gpu / 1e9,
+                "kv_gib_per_sequence_per_gpu": mem.kv_bytes_per_sequence_per_gpu / 2**30,
                 "option": {
                     k: o[k]
                     for k in (

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from planner.physics.bands import Band
 from planner.serving.distributions import Percentiles
 from planner.serving.queue_bands import QueueBands
+
+GB_PER_GIB = 1e9 / 2**30  # GiB per GB: a figure in GB (10^9 bytes) times this is the same bytes in GiB
 
 
 class ModelSummary(BaseModel):
@@ -51,6 +53,37 @@ class MemorySection(BaseModel):
     max_model_len: int | None = None
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
+
+    # the same figures in GiB (2^30 bytes), the unit vLLM logs and the app shows; the _gb keys stay (contract)
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def weights_gib_per_gpu(self) -> float:
+        return self.weights_gb_per_gpu * GB_PER_GIB
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kv_budget_gib_per_gpu(self) -> float:
+        return self.kv_budget_gb_per_gpu * GB_PER_GIB
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def usable_gib_per_gpu(self) -> float:
+        return self.usable_gb_per_gpu * GB_PER_GIB
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def reserve_gib(self) -> float:
+        return self.reserve_gb * GB_PER_GIB
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kv_gib_per_gpu_at_batch(self) -> float:
+        return self.kv_gb_per_gpu_at_batch * GB_PER_GIB
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kv_shortfall_gib_per_gpu(self) -> float:
+        return self.kv_shortfall_gb_per_gpu * GB_PER_GIB
 
     @property
     def usable_after_reserve_gb(self) -> float:

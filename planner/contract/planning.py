@@ -8,7 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gpu_catalog import load_catalog
+from gpu_catalog import GpuSpec, load_catalog
+from planner.contract.launch import SGLANG_KV_DTYPE, TRTLLM_KV_DTYPE, VLLM_KV_DTYPE
 from planner.contract.plan_sections import (
     BenchmarkSection,
     CostSection,
@@ -36,6 +37,7 @@ from planner.hardware.parallelism import (
     cheapest_layout_that_fits,
     parallelism_section,
     parallelism_warnings,
+    valid_tps,
 )
 from planner.physics.bands import UNVALIDATED, Band
 from planner.physics.latency import StepTime, decode_step, prefill, ttft_ms
@@ -324,27 +326,57 @@ def _speculative_section(
                               output_tokens_per_s=batch * 1000.0 / sp.itl_ms)
 
 
+# KV-cache precisions each engine stores (its --kv-cache-dtype choices, planner.contract.launch): no engine
+# has an int8 or int4 KV cache, so none is offered as a way to fit
+ENGINE_KV_PRECISIONS = {"vllm": VLLM_KV_DTYPE, "sglang": SGLANG_KV_DTYPE, "trt-llm": TRTLLM_KV_DTYPE}
+# Integer weight formats (AWQ/GPTQ int4, W8A8 int8) run on NVIDIA GPUs only: vLLM's quantization
+# "Supported Hardware" table (docs.vllm.ai/en/v0.14.0/features/quantization/) marks AWQ, GPTQ, Marlin and
+# INT8 (W8A8) unsupported on AMD GPUs and Intel Gaudi
+INTEGER_WEIGHTS_VENDORS = ("nvidia",)
+
+
+def engine_runs_precision(engine: str, gpu: GpuSpec, weights: str, kv_cache: str) -> bool:
+    """Whether a serving engine runs these weights and KV cache on this GPU (not only whether they fit)."""
+    if default_compute_precision(weights) not in gpu.tflops:
+        return False
+    if weights in ("int8", "int4") and (gpu.vendor or "nvidia") not in INTEGER_WEIGHTS_VENDORS:
+        return False
+    return kv_cache in ENGINE_KV_PRECISIONS.get(engine, VLLM_KV_DTYPE)
+
+
+def smallest_tp_in_node(d: Deployment, context_len: int) -> int | None:
+    """The smallest TP that fits within one node (a TP group never spans servers here) and splits the
+    model's heads (planner.hardware.parallelism.valid_tp); None when no such TP fits."""
+    for tp in valid_tps(d.model):
+        if tp > d.gpu.node_gpus:
+            return None
+        if plan_memory(dataclasses.replace(d, tp=tp), context_len).fits:
+            return tp
+    return None
+
+
 def _fit_alternatives(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> FitAlternatives | None:
-    """What would fit instead, when this does not: the smallest TP, the precisions at this TP, other GPUs."""
+    """What would fit instead, when this does not: the smallest TP within a node, the precisions the engine
+    runs at this TP, other GPUs (each at its smallest TP within a node)."""
     if mem.fits:
         return None
     context_len = scenario.context_len_resolved
     precisions = []
     for weights in WEIGHT_PRECISIONS:
-        if default_compute_precision(weights) not in d.gpu.tflops:
-            continue
         for kv in KV_PRECISIONS:
+            if not engine_runs_precision(d.engine, d.gpu, weights, kv):
+                continue
             if plan_memory(dataclasses.replace(d, weights=weights, kv_cache=kv), context_len).fits:
                 precisions.append(PrecisionChoice(weights=weights, kv_cache=kv))
     gpus = []
     for gpu_id, gpu in load_catalog().items():
-        if gpu_id == scenario.gpu or d.compute not in gpu.tflops:
+        if gpu_id == scenario.gpu or not engine_runs_precision(d.engine, gpu, d.weights, d.kv_cache):
             continue
-        tp = smallest_tp_that_fits(dataclasses.replace(d, gpu=gpu), context_len)
+        tp = smallest_tp_in_node(dataclasses.replace(d, gpu=gpu), context_len)
         if tp is not None:
             gpus.append(GpuChoice(gpu=gpu_id, tp=tp))
     return FitAlternatives(
-        smallest_tp=smallest_tp_that_fits(d, context_len), precisions=precisions, gpus=gpus
+        smallest_tp=smallest_tp_in_node(d, context_len), precisions=precisions, gpus=gpus
     )
 
 

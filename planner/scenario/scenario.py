@@ -314,6 +314,35 @@ def resolution_notes(scenario: Scenario, d: Deployment) -> list[str]:
     return notes
 
 
+def model_position_limit(model: ModelSpec) -> int | None:
+    """The longest sequence the model's positions allow, as vLLM derives `max_model_len`'s upper bound:
+    config.json's `max_position_embeddings`, or the rows of its one scaled rotary table (linear or YaRN
+    scaling) when longer; Gemma-3's two tables (vLLM leaves its scaling out of the bound) count
+    max_position_embeddings. None when the model does not say."""
+    limit = model.max_position_embeddings
+    rows = model.rotary_cache_positions
+    if rows is not None and len(rows) == 1 and (limit is None or rows[0] > limit):
+        limit = rows[0]
+    return limit
+
+
+def check_context_limit(scenario: Scenario, model: ModelSpec) -> None:
+    """A context beyond the model's positions is refused: vLLM refuses such a `--max-model-len` at start-up
+    (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set) and the model was never trained on it."""
+    limit = model_position_limit(model)
+    if limit is None:
+        return
+    given = scenario.context_len is not None
+    checks = (("context_len", scenario.context_len_resolved), ("max_model_len", scenario.max_model_len))
+    for field, value in checks:
+        if value is not None and value > limit:
+            what = field if given or field == "max_model_len" else "prompt_len + output_len"
+            raise ScenarioError(
+                field, f"{what} {value:,} is beyond {model.name}'s limit of {limit:,} tokens "
+                "(max_position_embeddings in its config.json)",
+            )
+
+
 def resolve(scenario: Scenario) -> Deployment:
     model = resolve_model(scenario.model)
     gpu, gpu_id = resolve_gpu(scenario.gpu)
@@ -334,6 +363,7 @@ def resolve(scenario: Scenario) -> Deployment:
         )
         raise ScenarioError(field, f"{gpu.name} has no dense {compute} peak (it has: {have}){hint}")
     validate_parallelism(model, scenario.tp, scenario.pp, scenario.ep, scenario.engine)
+    check_context_limit(scenario, model)
     is_ideal = scenario.efficiency == "ideal"
     return Deployment(
         model=model, gpu=gpu, tp=scenario.tp, weights=weights, kv_cache=scenario.kv_cache,

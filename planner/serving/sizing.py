@@ -218,7 +218,8 @@ def _prepare(req: SizingRequest, fam: LayoutCandidate,
         return FamilyResult([], reason, 0)
     mem = memo.memory(key, d, scenario.context_len_resolved)
     if not mem.fits:
-        return FamilyResult([], f"weights ({mem.weights_gb_per_gpu:.1f} GB/GPU) and one sequence do not "
+        gib = mem.weights_gb_per_gpu * 1e9 / 2**30  # GiB, the unit the app shows (issue 31)
+        return FamilyResult([], f"weights ({gib:.1f} GiB/GPU) and one sequence do not "
                                 f"fit in {d.gpu.name} memory", 0)
     caps = _caps(mem.max_batch)
     rent, own = _gpu_price(req, fam.gpu_key, fam.gpu_value)
