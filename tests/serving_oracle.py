@@ -43,7 +43,13 @@ holding both finds no pair).
 
 Arrivals: an open loop (gamma gaps of a given CV at a rate; CV 1 is Poisson) or a closed loop of N clients,
 each sending its next request the moment its last one ends, all starting at once (`vllm bench serve
---max-concurrency N --request-rate inf`).
+--max-concurrency N --request-rate inf`). The engine takes new requests only between steps: vLLM V1's
+busy loop (vllm/v1/engine/core.py, `EngineCore.run_busy_loop`: `_process_input_queue`, then
+`_process_engine_step`) drains its input queue before each step and blocks on it only when it has nothing
+to run. A request that arrives while a step runs waits for that step to end. A closed-loop client's next
+request is sent when its last token reaches the client, after the step that made it has ended, and by then
+the busy loop has scheduled its next step: that request is taken in at the step after, unless the engine
+had nothing left to run, in which case it takes the request at once.
 """
 
 from __future__ import annotations
@@ -211,13 +217,15 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
     def held_now(r: int) -> int:
         return kv[r] + (steps - since[r]) if r in running and r not in prefilling else kv[r]
 
+    late: list[int] = []  # closed-loop requests sent at the last step's end: taken in after the next step
+
     def end_request(r: int) -> None:
         nonlocal done, sent
         finish[r] = now
         done += 1
         if closed and sent < n:  # that client sends its next request now
             arrival[sent] = now
-            waiting.append(sent)
+            late.append(sent)
             sent += 1
 
     def preempt(r: int) -> None:
@@ -244,6 +252,9 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
         return next(reversed(running))
 
     while done < n:
+        if late and not running and not waiting:  # an idle engine blocks on its input queue: taken at once
+            waiting.extend(late)
+            late.clear()
         if not closed:
             while sent < n and times[sent] <= now:
                 arrival[sent] = times[sent]
@@ -252,7 +263,8 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
             if not running and not waiting:
                 now = times[sent]
                 continue
-        if jump and decoding and not prefilling and (not waiting or len(running) >= limits.max_num_seqs):
+        if (jump and decoding and not prefilling and not late
+                and (not waiting or len(running) >= limits.max_num_seqs)):
             # steps in which nothing happens but decodes (no chunk, no admission, no arrival, no request
             # ends) are alike: take all but the last of them at once, KV blocks permitting
             while last_steps[0] <= steps:
@@ -342,6 +354,9 @@ def run(limits: EngineLimits, requests: Requests, arrivals: OpenLoop | ClosedLoo
             budget -= take
             chunks.append((r, take))
 
+        # the requests sent at the last step's end reached the engine while this step was being scheduled
+        waiting.extend(late)
+        late.clear()
         if not chunks and not decoding:
             if preempted:  # the step freed blocks but may admit nothing: schedule again
                 continue

@@ -191,15 +191,20 @@ class _ClosedLoop:
         self.t, self.iteration, self.sent, self.done, self.running, self.prefilling = 0.0, 0, 0, 0, 0, 0
         self.step_index = 0  # decode iterations so far: a sequence's tokens count these
 
-    def busy(self) -> bool:
-        return self.running > 0 or self.prefilling > 0 or bool(self.queue)
+    def busy(self, now: float | None = None) -> bool:
+        """The engine has work: running or prefilling sequences, received requests, or (at `now`) requests
+        sent before now and still on their way in (a request sent at an iteration's end behind others sent at
+        the one before finds the engine busy with them; requests sent together to an idle engine do not)."""
+        if self.running > 0 or self.prefilling > 0 or self.queue:
+            return True
+        return now is not None and bool(self.arrived) and self.arrival[self.arrived[0][0]] < now
 
     def send(self, now: float) -> None:
         if self.sent < self.n:
             self.arrival[self.sent] = now
             self.found[self.sent] = self.sent - self.done
             # a busy engine has started its next iteration without it
-            visible = self.iteration + (min(self.policy.missed_iterations, 1) if self.busy() else 0)
+            visible = self.iteration + (min(self.policy.missed_iterations, 1) if self.busy(now) else 0)
             self.arrived.append([self.sent, self.computed_l[self.sent], 0, visible])
             self.sent += 1
 
