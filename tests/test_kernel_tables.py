@@ -245,3 +245,27 @@ def test_a_smaller_call_never_takes_longer_than_a_larger_measured_one():
     ms = t.gemm_ms("fp8_block", m, 1536, 7168)
     assert np.all(np.diff(ms) >= -1e-12)
     assert float(ms[0]) <= float(ms[5]) * (1 + 1e-9)
+
+
+def test_the_default_plan_of_a_family_outside_the_fit_answers_from_the_kernel_tables():
+    """Source: contract: docs/CONTRACT_EXTENSIONS.md (kernel tables as the default outside a fit; evidence in
+    docs/ACCURACY.md: held out by family, vLLM 9.8% / TensorRT-LLM 15.1% TPOT median against the production
+    fit's 40.5% / 33.4%). gpt-oss-120b on vLLM (outside vLLM's fitted families) is planned from the kernel
+    tables with their own fitted host cost (planner/data/kernel_tables/kernel_terms.json); Llama-3.1-70B
+    (inside) keeps the production fit, as do SGLang and a multi-node expert-parallel DeepSeek-R1 plan."""
+    from planner.physics.kernel_tables import kernel_terms
+
+    oss = {"model": "gpt-oss-120b", "gpu": "h200", "tp": 2, "weights": "fp4", "compute": "bf16",
+           "prompt_len": 1000, "output_len": 200}
+    d = resolve(parse_scenario(oss))
+    terms = kernel_terms("vllm", "hopper")
+    assert terms is not None
+    assert d.efficiency.kernel_tables == "h200/vllm"
+    assert d.efficiency.step_overhead_us == terms["step_overhead_us"]
+    assert plan(parse_scenario(oss)).latency.step_predictor == "kernel_tables"
+    assert resolve(parse_scenario({**oss, "engine": "sglang"})).efficiency.kernel_tables is None
+    llama = {"model": "llama-3.1-70b", "gpu": "h200", "tp": 4, "weights": "fp8"}
+    assert plan(parse_scenario(llama)).latency.step_predictor == "production"
+    r1 = resolve(parse_scenario({"model": "deepseek-r1", "gpu": "h200", "tp": 16, "ep": 16,
+                                 "weights": "fp8"}))
+    assert r1.efficiency.kernel_tables is None

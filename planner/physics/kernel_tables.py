@@ -37,6 +37,18 @@ def manifest() -> dict[str, Any]:
     return json.loads(path.read_text()) if path.exists() else {"tables": {}}
 
 
+@lru_cache(maxsize=1)
+def _terms() -> dict[str, Any]:
+    path = TABLES_DIR / "kernel_terms.json"
+    return json.loads(path.read_text()) if path.exists() else {"engines": {}}
+
+
+def kernel_terms(engine: str, generation: str | None) -> dict[str, Any] | None:
+    """The kernel-table predictor's fitted terms on an engine x GPU generation (per-step host cost, frontend
+    cost, the runs they were fitted on and the leave-one-family-out band; tools/validate_predictors.py)."""
+    return None if generation is None else _terms()["engines"].get(engine, {}).get(generation)
+
+
 def has_tables(gpu_id: str, engine: str) -> bool:
     return f"{gpu_id}/{engine}" in manifest()["tables"]
 
