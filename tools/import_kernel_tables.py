@@ -20,6 +20,21 @@ Columns and units, as the source documents them (read to understand the tables, 
   tokens on one GPU of a `moe_tp_size` x `moe_ep_size` split; all-reduce is by `message_size` bytes and
   `num_gpus`.
 
+How the source's own code reads these tables (read at the pinned commit to interpret the data; none copied):
+- every row is one call replayed from a CUDA graph (collector/helper.py, benchmark_with_power: graph of the
+  call, latency = elapsed / runs / repeat, then divided by the weight copies the collector rotated over L2) --
+  except vLLM's block-fp8 GEMM, timed eagerly (collector/vllm/collect_gemm.py, use_cuda_graph=gemm_type !=
+  "fp8_block"): its small-m rows are host launch time and SGLang's graph-timed block-fp8 rows replace them;
+- GEMM m is the tokens, n the output features, k the input features (aic-core/rust/aiconfigurator-core/src/
+  operators/gemm.rs: "M=x, N=n, K=k"; the collectors build Linear(k -> n));
+- per-tensor fp8 GEMM rows quantize the activation dynamically (no input scale: collector/trtllm/
+  collect_gemm.py; vLLM's activation_scheme="dynamic"; SGLang's per-token quant in the timed call); a static
+  checkpoint is the fp8 row less compute_scale (dynamic minus static quantization of the same m x k,
+  collector/*/collect_computescale.py), floored at the GEMM's roofline (operators/gemm.rs, fp8_static); the
+  predictor subtracts the engine's computescale table imported here (floored at half the bf16 call);
+- MoE rows are one layer's routed experts for `num_tokens` tokens on one GPU of the split, at a routing
+  distribution (the source's models default to power_law with alpha 1.2: sdk/models/moe.py).
+
 Compaction: one engine version per GPU x engine (the oldest that has GEMM, attention and MoE tables, the
 nearest to the public serving runs' releases), the fastest kernel per shape where an engine ships several,
 MoE at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where absent), context
