@@ -39,15 +39,18 @@ def test_every_table_names_its_source_commit_and_license():
 
 
 def test_a_measured_shape_is_returned_as_measured():
-    """Source: published: planner/data/kernel_tables/h200__vllm.npz (AIConfigurator's H200 vLLM GEMM table).
-    At a measured (m, n, k) the interpolation returns the measured latency (a log-space interpolation is
-    exact at grid points; float32 storage: 1e-5 relative)."""
+    """Source: published: planner/data/kernel_tables/h200__vllm.npz (AIConfigurator's H200 vLLM bf16 GEMM
+    table). At a measured (m, n, k) the interpolation returns the measured latency (exact at grid points;
+    float32 storage: 1e-5 relative), except where a larger measured call of the same weight was faster (the
+    smaller call can run padded to it): never above the measured row, exact for most rows (68% of every 7th
+    bf16 row; 96% within 10%)."""
     t = tables("h200", "vllm")
     raw = t._table("gemm")
-    for i in (0, len(raw["m"]) // 3, len(raw["m"]) - 1):
-        dtype = GEMM_DTYPES[int(raw["gemm_dtype"][i])]
-        got = float(t.gemm_ms(dtype, float(raw["m"][i]), float(raw["n"][i]), float(raw["k"][i])))
-        assert got == pytest.approx(float(raw["latency_ms"][i]), rel=1e-5)
+    rows = np.flatnonzero(raw["gemm_dtype"] == GEMM_DTYPES.index("bfloat16"))[::7]
+    ratio = np.array([float(t.gemm_ms("bfloat16", float(raw["m"][i]), float(raw["n"][i]), float(raw["k"][i])))
+                      / float(raw["latency_ms"][i]) for i in rows])
+    assert np.all(ratio <= 1 + 1e-5)
+    assert np.mean(np.abs(ratio - 1) <= 1e-5) >= 0.6 and np.mean(ratio >= 0.9) >= 0.9
 
 
 def test_a_gemm_beyond_the_table_grows_with_its_tokens():
@@ -142,3 +145,127 @@ def test_the_published_validation_is_that_of_the_shipped_predictor():
                                            "step_overhead_us": 0.0})
         tpot, _ = _simulate(run, kernel)
         assert tpot == pytest.approx(row.kernel_tpot_h0, rel=1e-3), row.run_id
+
+
+MEASURED = ROOT / "data" / "measurements"
+
+
+def _ratios(engine: str, dtype: str, precision: str, rows: list[dict]) -> np.ndarray:
+    t = tables("h100-sxm", engine)
+    return np.array([float(t.gemm_ms(dtype, r["m"], r["n"], r["k"])) / r["ms"] for r in rows
+                     if r["precision"] == precision])
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trt-llm"])
+def test_the_h100_gemm_tables_are_what_our_h100_measures(engine):
+    """Source: measured: data/measurements/h100_small_gemm_graph_2026-11-27.json (our H100 SXM, 11 weight
+    shapes of DeepSeek-R1 / Llama-70B, m = 1-256, bf16 F.linear and fp8 torch._scaled_mm with the
+    activation's cast, CUDA-graph replays over weight copies larger than L2) and
+    data/measurements/h100_physics_2026-11-26.json (m >= 1,024, where a 0.2+ ms call hides the eager launch).
+    The imported AIConfigurator H100 tables read as milliseconds per call of (m x k) @ (k x n), one GPU:
+    - bf16, every shape within 30% and the median within 5% (measured medians 0.985-1.022 at m <= 256 over
+      the three engines; 0.87-0.94 at m >= 1,024 against eager timings, median within 15%): a unit, a
+      per-layer sum or a transposed n/k would be off by 2x or more; the 30% covers cuBLAS picking other
+      kernels under other torch releases;
+    - fp8 with a static input scale (the table's dynamic-scale fp8 less its measured compute_scale), median
+      within 30% on SGLang and TensorRT-LLM (measured 1.16 and 1.12; before the subtraction TensorRT-LLM's
+      rows were 1.65x). vLLM 0.14's per-tensor fp8 rows stay 1.29x (not pinned: no cause found);
+    - block-scaled fp8 no slower than 1.3x per-tensor fp8 at the median (measured 1.04-1.06; vLLM's own rows,
+      timed without a CUDA graph by the source's collector, were 3.1x and are replaced by SGLang's)."""
+    small = json.loads((MEASURED / "h100_small_gemm_graph_2026-11-27.json").read_text())["gemm"]
+    bf16 = _ratios(engine, "bfloat16", "bf16", small)
+    assert len(bf16) == 55
+    assert abs(float(np.median(bf16)) - 1) <= 0.05 and np.all(np.abs(bf16 - 1) <= 0.30), bf16
+    large = [r for r in json.loads((MEASURED / "h100_physics_2026-11-26.json").read_text())["gemm"]
+             if not r.get("square") and r["m"] >= 1024 and r["ms"] >= 0.2]
+    big = _ratios(engine, "bfloat16", "bf16", large)
+    assert len(big) >= 35 and abs(float(np.median(big)) - 1) <= 0.15
+    if engine != "vllm":
+        assert float(np.median(_ratios(engine, "fp8_static", "fp8", small))) <= 1.30
+    assert float(np.median(_ratios(engine, "fp8_block", "fp8", small))) <= 1.30
+
+
+@pytest.mark.parametrize("gpu,name", [("h100-sxm", "h100_physics_2026-11-26.json"),
+                                      ("h200", "h200_physics_2026-11-26.json")])
+def test_a_decode_step_from_the_tables_is_no_slower_than_our_compiled_step(gpu, name):
+    """Source: measured: data/measurements/{h100,h200}_physics_2026-11-26.json: whole decode steps of real
+    shapes (Llama-3.x 1B-405B at their TP slices, Qwen3-8B, Qwen3-30B-A3B, Mixtral; bf16/fp8 weights and KV;
+    batch 1-512; context 512-32k) replayed from one CUDA graph on our H100 and H200, no all-reduce. The same
+    step assembled from each engine's tables (GEMMs, attention, MoE; all-reduce left out) is at most our
+    PyTorch step at the median (the engines' kernels are faster; measured medians 0.82-0.90) and within
+    10% above it at p90 (measured 0.92-1.04): the assembly's layers, shapes and counts are the step's."""
+    from planner.physics import kernel_step
+
+    presets = {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-3.2-1b", "llama-3.2-3b", "qwen3-8b",
+               "qwen3-30b-a3b", "mixtral-8x7b"}
+    rows = [r for r in json.loads((MEASURED / name).read_text())["decode"]
+            if r["shape"] in presets and r["precision"] != "int4"]
+    assert len(rows) >= 190
+    for engine in ("vllm", "sglang", "trt-llm"):
+        ratios = []
+        for r in rows:
+            d = resolve(parse_scenario({
+                "model": r["shape"], "gpu": gpu, "tp": r["tp_shard"], "weights": r["precision"],
+                "kv_cache": r["kv"], "engine": engine, "prompt_len": r["context"] - 1, "output_len": 2,
+                "batch": r["batch"]}))
+            eff = with_kernel_tables(d.efficiency, gpu, engine)
+            assert eff is not None
+            d = with_efficiency(d, eff.model_copy(update={"step_overhead_us": 0.0}))
+            parts = kernel_step.decode_parts(d, r["batch"], r["context"])
+            ratios.append(float(parts.gemm_ms + parts.attention_ms) / r["ms"])
+        assert 0.75 <= float(np.median(ratios)) <= 1.0, (engine, float(np.median(ratios)))
+        assert float(np.quantile(ratios, 0.9)) <= 1.10, engine
+
+
+def test_four_bit_checkpoints_read_the_four_bit_tables():
+    """Source: invariant: an fp4 checkpoint's bits per value count its scales (4.5 for NVFP4), so it is a
+    4-bit precision: on a GPU with fp4 tensor cores its routed experts read the NVFP4 MoE table (MXFP4 gpt-oss
+    included: the engines run its experts natively there), on Hopper gpt-oss reads a weight-only 4-bit
+    table, and an fp4 MoE checkpoint's dense layers stay 8-bit (DeepSeek's block-scaled fp8)."""
+    from planner.physics.kernel_step import _layer_precisions
+
+    r1 = _kernel_deployment("deepseek-r1", "b200", 8, "fp4", "trt-llm")
+    assert _layer_precisions(r1, tables("b200", "trt-llm")) == ("fp8_block", "nvfp4")
+    oss = _kernel_deployment("gpt-oss-120b", "b200", 2, "fp4", "vllm")
+    assert _layer_precisions(oss, tables("b200", "vllm")) == ("bfloat16", "nvfp4")
+    hopper = resolve(parse_scenario({"model": "gpt-oss-120b", "gpu": "h200", "tp": 2, "weights": "fp4",
+                                     "compute": "bf16", "engine": "vllm"}))
+    eff = with_kernel_tables(hopper.efficiency, "h200", "vllm")
+    assert eff is not None
+    # H200's vLLM tables have no MXFP4 rows: the weight-only int4 kernel (the same 4-bit weight-only class)
+    assert _layer_precisions(with_efficiency(hopper, eff), tables("h200", "vllm"))[1] == "int4_wo"
+
+
+def test_a_smaller_call_never_takes_longer_than_a_larger_measured_one():
+    """Source: invariant: a GEMM of fewer rows can run padded to a larger measured one, so the interpolated
+    time never exceeds a larger call's. TensorRT-LLM's B200 block-fp8 rows of 1536 x 7168 take 23-26 us
+    below 32 rows and 12 us at 32 (a kernel switch); the predictor reads at most the 32-row time below."""
+    t = tables("b200", "trt-llm")
+    m = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0])
+    ms = t.gemm_ms("fp8_block", m, 1536, 7168)
+    assert np.all(np.diff(ms) >= -1e-12)
+    assert float(ms[0]) <= float(ms[5]) * (1 + 1e-9)
+
+
+def test_the_default_plan_of_a_family_outside_the_fit_answers_from_the_kernel_tables():
+    """Source: contract: docs/CONTRACT_EXTENSIONS.md (kernel tables as the default outside a fit; evidence in
+    docs/ACCURACY.md: held out by family, vLLM 9.8% / TensorRT-LLM 15.1% TPOT median against the production
+    fit's 40.5% / 33.4%). gpt-oss-120b on vLLM (outside vLLM's fitted families) is planned from the kernel
+    tables with their own fitted host cost (planner/data/kernel_tables/kernel_terms.json); Llama-3.1-70B
+    (inside) keeps the production fit, as do SGLang and a multi-node expert-parallel DeepSeek-R1 plan."""
+    from planner.physics.kernel_tables import kernel_terms
+
+    oss = {"model": "gpt-oss-120b", "gpu": "h200", "tp": 2, "weights": "fp4", "compute": "bf16",
+           "prompt_len": 1000, "output_len": 200}
+    d = resolve(parse_scenario(oss))
+    terms = kernel_terms("vllm", "hopper")
+    assert terms is not None
+    assert d.efficiency.kernel_tables == "h200/vllm"
+    assert d.efficiency.step_overhead_us == terms["step_overhead_us"]
+    assert plan(parse_scenario(oss)).latency.step_predictor == "kernel_tables"
+    assert resolve(parse_scenario({**oss, "engine": "sglang"})).efficiency.kernel_tables is None
+    llama = {"model": "llama-3.1-70b", "gpu": "h200", "tp": 4, "weights": "fp8"}
+    assert plan(parse_scenario(llama)).latency.step_predictor == "production"
+    r1 = resolve(parse_scenario({"model": "deepseek-r1", "gpu": "h200", "tp": 16, "ep": 16,
+                                 "weights": "fp8"}))
+    assert r1.efficiency.kernel_tables is None

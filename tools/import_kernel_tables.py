@@ -20,6 +20,21 @@ Columns and units, as the source documents them (read to understand the tables, 
   tokens on one GPU of a `moe_tp_size` x `moe_ep_size` split; all-reduce is by `message_size` bytes and
   `num_gpus`.
 
+How the source's own code reads these tables (read at the pinned commit to interpret the data; none copied):
+- every row is one call replayed from a CUDA graph (collector/helper.py, benchmark_with_power: graph of the
+  call, latency = elapsed / runs / repeat, then divided by the weight copies the collector rotated over L2) --
+  except vLLM's block-fp8 GEMM, timed eagerly (collector/vllm/collect_gemm.py, use_cuda_graph=gemm_type !=
+  "fp8_block"): its small-m rows are host launch time and SGLang's graph-timed block-fp8 rows replace them;
+- GEMM m is the tokens, n the output features, k the input features (aic-core/rust/aiconfigurator-core/src/
+  operators/gemm.rs: "M=x, N=n, K=k"; the collectors build Linear(k -> n));
+- per-tensor fp8 GEMM rows quantize the activation dynamically (no input scale: collector/trtllm/
+  collect_gemm.py; vLLM's activation_scheme="dynamic"; SGLang's per-token quant in the timed call); a static
+  checkpoint is the fp8 row less compute_scale (dynamic minus static quantization of the same m x k,
+  collector/*/collect_computescale.py), floored at the GEMM's roofline (operators/gemm.rs, fp8_static); the
+  predictor subtracts the engine's computescale table imported here (floored at half the bf16 call);
+- MoE rows are one layer's routed experts for `num_tokens` tokens on one GPU of the split, at a routing
+  distribution (the source's models default to power_law with alpha 1.2: sdk/models/moe.py).
+
 Compaction: one engine version per GPU x engine (the oldest that has GEMM, attention and MoE tables, the
 nearest to the public serving runs' releases), the fastest kernel per shape where an engine ships several,
 MoE at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where absent), context
@@ -59,6 +74,8 @@ GEMM_MAX_M = 16384
 MOE_MAX_TOKENS = 16384
 # the oldest release taken where an older one's tables are sparse (SGLang 0.5.6's MoE table has 2k rows)
 OLDEST = {"sglang": "0.5.9"}
+# engines whose block-fp8 GEMMs the source timed without a CUDA graph
+EAGER_FP8_BLOCK = ("vllm",)
 NEEDED = ("gemm/{e}/{v}/gemm_perf.parquet", "attention/{e}/{v}/generation_attention_perf.parquet",
           "moe/{e}/{v}/moe_perf.parquet")
 
@@ -106,6 +123,36 @@ def _codes(values: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
     return np.array([names.index(v) for v in values], dtype=np.int8)
 
 
+def _versions(files: set[str], gpu: str, op: str, engine: str, name: str) -> list[str]:
+    return sorted({n.split("/")[-2] for n in files if n.startswith(f"{DATA}/{gpu}/{op}/{engine}/")
+                   and n.endswith(f"/{name}.parquet")}, key=_version_key)
+
+
+def _sibling_rows(mirror: Path, commit: str, files: set[str], gpu: str, op: str, name: str,
+                  used: list[dict[str, str]]) -> pd.DataFrame | None:
+    """The first graph-timing sibling engine's table on this GPU (its oldest complete release)."""
+    for eng in ("sglang", "trtllm"):
+        version = pick_version(files, gpu, eng)
+        if version is not None and version in _versions(files, gpu, op, eng, name):
+            path = f"{DATA}/{gpu}/{op}/{eng}/{version}/{name}.parquet"
+            used.append({"table": f"{name} (fp8_block rows)", "path": path, "engine": eng,
+                         "version": version})
+            return _read(mirror, commit, path)
+    return None
+
+
+def _quantize_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
+                   used: list[dict[str, str]]) -> pd.DataFrame | None:
+    """compute_scale of the engine on this GPU (its oldest release measured), else TensorRT-LLM's."""
+    for eng in (engine, "trtllm"):
+        versions = _versions(files, gpu, "quantize", eng, "computescale_perf")
+        if versions:
+            path = f"{DATA}/{gpu}/quantize/{eng}/{versions[0]}/computescale_perf.parquet"
+            used.append({"table": "computescale_perf", "path": path, "engine": eng, "version": versions[0]})
+            return _read(mirror, commit, path)
+    return None
+
+
 def import_one(mirror: Path, commit: str, files: set[str], gpu: str, engine: str, version: str
                ) -> tuple[dict[str, np.ndarray], list[dict[str, str]]]:
     arrays: dict[str, np.ndarray] = {}
@@ -121,9 +168,29 @@ def import_one(mirror: Path, commit: str, files: set[str], gpu: str, engine: str
     g = take("gemm", "gemm_perf")
     assert g is not None
     g = g[g.gemm_dtype.isin(GEMM_DTYPES) & (g.m <= GEMM_MAX_M) & (g.m & (g.m - 1) == 0)]
+    if engine in EAGER_FP8_BLOCK:
+        # the source times vLLM's block-fp8 GEMM without a CUDA graph (collector/vllm/collect_gemm.py:
+        # use_cuda_graph=gemm_type != "fp8_block"): its small-m rows are the host's launch time, 3x the
+        # kernels (vs our H100 graph replays, data/measurements/h100_small_gemm_graph_2026-11-27.json).
+        # Serving runs them in a CUDA graph: the sibling engine's graph-timed block-fp8 rows (DeepGEMM, which
+        # vLLM dispatches to)
+        sibling = _sibling_rows(mirror, commit, files, gpu, "gemm", "gemm_perf", used)
+        if sibling is not None:
+            g = pd.concat([g[g.gemm_dtype != "fp8_block"],
+                           sibling[(sibling.gemm_dtype == "fp8_block") & (sibling.m <= GEMM_MAX_M)
+                                   & (sibling.m & (sibling.m - 1) == 0)]])
     t = _compact(g, ["gemm_dtype", "m", "n", "k"])
     t["gemm_dtype"] = _codes(t["gemm_dtype"], GEMM_DTYPES)
     arrays.update({f"gemm.{k}": v for k, v in t.items()})
+
+    # per-tensor fp8 rows quantize the activations dynamically (the collectors give no input scale); a static
+    # checkpoint skips the scale's computation: the engine's measured compute_scale (dynamic minus static
+    # quantization of the same m x k), subtracted at query time as the source does for "fp8_static"
+    q = _quantize_rows(mirror, commit, files, gpu, engine, used)
+    if q is not None:
+        q = q[(q.quant_dtype == "fp8") & (q.m <= GEMM_MAX_M)]
+        t = _compact(q, ["m", "k"])
+        arrays.update({f"compute_scale.{k}": v for k, v in t.items()})
 
     a = take("attention", "generation_attention_perf")
     assert a is not None

@@ -35,11 +35,12 @@ from planner.core.efficiency import ideal  # noqa: E402
 from planner.engines.profile_records import record  # noqa: E402
 from planner.engines.profiles import with_efficiency  # noqa: E402
 from planner.physics.step_predictor import with_kernel_tables  # noqa: E402
-from planner.scenario.scenario import resolve  # noqa: E402
+from planner.scenario.scenario import resolve_efficiency  # noqa: E402
 from tools.engine_fidelity import RUNS_CSV  # noqa: E402
 from tools.fit_production_engines import Run, load_runs  # noqa: E402
 
 OUT = ROOT / "data" / "predictor_residuals.csv"
+TERMS = ROOT / "planner" / "data" / "kernel_tables" / "kernel_terms.json"
 # Architecture families (issue 30): a model's family is what its layers share with other models
 FAMILIES = {
     "deepseek-r1": "deepseek-mla-moe", "deepseek-v3": "deepseek-mla-moe", "kimi-k2": "deepseek-mla-moe",
@@ -95,13 +96,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, default=RUNS_CSV)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--terms-only", action="store_true",
+                        help="rebuild planner/data/kernel_tables/kernel_terms.json from --out's residuals")
     args = parser.parse_args(argv)
+    if args.terms_only:
+        write_terms(pd.read_csv(args.out))
+        return 0
     runs = load_runs(args.runs)
     rows = []
     for i, r in enumerate(runs):
         if i % 200 == 0:
             print(f"{i} of {len(runs)} runs", flush=True)
-        production = resolve(r.scenario).efficiency
+        # the production fit itself (the default plan answers an extrapolated family from the kernel tables)
+        production = resolve_efficiency(r.scenario, r.gpu)
         kernel = with_kernel_tables(production, r.gpu, r.engine)
         if kernel is not None:  # the frontend's cost is refitted below, leaving the family out
             kernel = kernel.model_copy(update={"ttft_overhead_ms": 0.0, "ttft_per_running_ms": 0.0})
@@ -133,8 +140,43 @@ def main(argv: list[str] | None = None) -> int:
         for e, gpu, f in zip(frame.engine, frame.gpu, frame.family, strict=True)]
     frame = leave_family_out(frame)
     frame.round(4).to_csv(args.out, index=False)
+    write_terms(frame.round(4))
     print(summary(frame).to_string())
     return 0
+
+
+def shipped_terms(frame: pd.DataFrame) -> dict:
+    """The kernel-table predictor's shipped terms per engine x GPU generation: the per-step host cost and the
+    frontend cost fitted on all of that group's runs (every family), and the held-out band of the same
+    design (leave-one-family-out residuals, predicted / measured - 1, 10th and 90th percentiles)."""
+    out: dict = {}
+    has = frame[frame["kernel_tpot_h0"].notna()] if "kernel_tpot_h0" in frame else frame.iloc[:0]
+    for (engine, generation), group in has.groupby(["engine", "generation"]):
+        _, host = _fit_kernel_terms(group, np.array([1.0]))
+        fixed, per = _fit_frontend(group)
+        record: dict = {"step_overhead_us": host, "ttft_overhead_ms": round(fixed, 3),
+                        "ttft_per_running_ms": round(per, 4),
+                        "fitted_on": {"families": sorted(group.family.unique()),
+                                      "models": sorted(group.model.unique()),
+                                      "gpus": sorted(group.gpu.unique()), "runs": len(group)}}
+        band = {}
+        for metric, pred, measured in (("tpot", "kernel_tpot_ms", "tpot_ms"),
+                                       ("ttft", "kernel_ttft_ms", "ttft_median_ms")):
+            r = (group[pred] / group[measured] - 1).replace([np.inf, -np.inf], np.nan).dropna()
+            if len(r) >= 10:
+                band[metric] = {"q10": round(float(r.quantile(0.1)), 4),
+                                "q90": round(float(r.quantile(0.9)), 4), "n": len(r)}
+        record["lofo_band"] = band
+        out.setdefault(engine, {})[generation] = record
+    return out
+
+
+def write_terms(frame: pd.DataFrame) -> None:
+    import json
+
+    terms = {"source": "tools/validate_predictors.py on data/predictor_residuals.csv",
+             "engines": shipped_terms(frame)}
+    TERMS.write_text(json.dumps(terms, indent=1) + "\n")
 
 
 def _grid(frame: pd.DataFrame) -> np.ndarray:

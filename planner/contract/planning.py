@@ -172,8 +172,9 @@ def _latency_section(d: Deployment, step: StepTime, pre: StepTime, batch: int, m
     ttft = float(ttft_ms(d, prefill_ms))
     # the band of the profile record the estimate came from (planner.physics.record_bands)
     none: tuple[Band | None, str] = (None, UNVALIDATED)
-    itl_band, itl_status = plan_band("itl", itl, engine, gpu_id, d.model) if banded else none
-    ttft_band, ttft_status = plan_band("ttft", ttft, engine, gpu_id, d.model) if banded else none
+    kernel = d.efficiency.kernel_tables is not None
+    itl_band, itl_status = plan_band("itl", itl, engine, gpu_id, d.model, kernel) if banded else none
+    ttft_band, ttft_status = plan_band("ttft", ttft, engine, gpu_id, d.model, kernel) if banded else none
     return LatencySection(
         prefill_ms=prefill_ms, ttft_ms=ttft, itl_ms=itl, itl_ms_bound=float(step.bound_ms),
         prefill_ms_bound=float(pre.bound_ms), batch=batch, mean_context=mean_ctx,
@@ -190,7 +191,9 @@ def _throughput_section(step: StepTime, batch: int, banded: bool, engine: str = 
                         gpu_id: str | None = None) -> ThroughputSection:
     """The decode-only figures at `batch`, prefill ignored: an upper bound of what serving reaches."""
     itl, bound = float(step.total_ms), float(step.bound_ms)
-    band = plan_band("itl", itl, engine, gpu_id, step.deployment.model)[0] if banded else None
+    d = step.deployment
+    kernel = d.efficiency.kernel_tables is not None
+    band = plan_band("itl", itl, engine, gpu_id, d.model, kernel)[0] if banded else None
     return ThroughputSection(
         output_tokens_per_s=batch * 1000.0 / itl, output_tokens_per_s_bound=batch * 1000.0 / bound,
         tokens_per_s_per_user=1000.0 / itl,

@@ -60,24 +60,37 @@ class StepParts:
     ep_ms: np.ndarray | float
 
 
+# bits per value with the scales counted (fp4: 4.5, int4: 4.125): below this a precision is a 4-bit one
+FOUR_BIT = 6.0
+
+
 def _gemm_dtype(t: KernelTables, precision: str, block_scaled: bool) -> str:
     """The table's GEMM precision for weights in `precision`, the nearest the table has."""
     bits = bits_per_value(precision)
-    if bits <= 4:
+    if bits < FOUR_BIT:
         wanted = ["nvfp4", "fp8_block" if block_scaled else "fp8", "bfloat16"]
     elif bits <= 8:
         wanted = ["fp8_block", "fp8", "bfloat16"] if block_scaled else ["fp8", "fp8_block", "bfloat16"]
     else:
         wanted = ["bfloat16"]
     have = t.gemm_dtypes()
-    return next(w for w in wanted if w in have)
+    chosen = next(w for w in wanted if w in have)
+    # a per-tensor fp8 checkpoint carries its activations' static scale (NVIDIA's ModelOpt FP8 releases); the
+    # table's fp8 rows computed it per call
+    return "fp8_static" if chosen == "fp8" else chosen
 
 
 def _moe_dtype(t: KernelTables, d: Deployment, block_scaled: bool) -> str:
     bits = bits_per_value(d.weights)
-    if bits <= 4:
-        wanted = (["w4a16_mxfp4", "nvfp4"] if d.model.fp4_format == "mxfp4" else ["nvfp4", "w4a16_mxfp4"])
-        wanted += ["int4_wo", "fp8_block", "fp8", "bfloat16"]
+    if bits < FOUR_BIT:
+        if bits_per_value(d.compute) < FOUR_BIT:
+            # fp4 tensor cores: the engines run MXFP4 experts natively (FlashInfer / TensorRT-LLM fp4 MoE),
+            # the class of the tables' NVFP4 kernels (4.25 vs 4.5 bits a weight), not a weight-only kernel
+            wanted = ["nvfp4", "w4a16_mxfp4", "int4_wo"]
+        else:  # weight-only (gpt-oss on Hopper: Marlin / Triton MXFP4 kernels)
+            mxfp4 = d.model.fp4_format == "mxfp4"
+            wanted = (["w4a16_mxfp4", "int4_wo"] if mxfp4 else ["int4_wo", "w4a16_mxfp4"]) + ["nvfp4"]
+        wanted += ["fp8_block", "fp8", "bfloat16"]
     elif bits <= 8:
         wanted = ["fp8_block", "fp8", "bfloat16"] if block_scaled else ["fp8", "fp8_block", "bfloat16"]
     else:
@@ -92,7 +105,7 @@ def _layer_precisions(d: Deployment, t: KernelTables) -> tuple[str, str]:
     keeps the dense layers in 16 bits (gpt-oss), an fp4 MoE checkpoint keeps them in fp8."""
     block = d.model.mla is not None
     dense = "bf16" if d.model.quantized_scope == "routed_experts" else d.weights
-    if bits_per_value(dense) <= 4 and d.model.moe is not None:
+    if bits_per_value(dense) < FOUR_BIT and d.model.moe is not None:
         # an fp4 MoE checkpoint (NVIDIA's DeepSeek-R1-FP4, Qwen3 NVFP4) quantizes the experts; its attention
         # and shared layers stay 8-bit
         dense = "fp8"

@@ -37,6 +37,18 @@ def manifest() -> dict[str, Any]:
     return json.loads(path.read_text()) if path.exists() else {"tables": {}}
 
 
+@lru_cache(maxsize=1)
+def _terms() -> dict[str, Any]:
+    path = TABLES_DIR / "kernel_terms.json"
+    return json.loads(path.read_text()) if path.exists() else {"engines": {}}
+
+
+def kernel_terms(engine: str, generation: str | None) -> dict[str, Any] | None:
+    """The kernel-table predictor's fitted terms on an engine x GPU generation (per-step host cost, frontend
+    cost, the runs they were fitted on and the leave-one-family-out band; tools/validate_predictors.py)."""
+    return None if generation is None else _terms()["engines"].get(engine, {}).get(generation)
+
+
 def has_tables(gpu_id: str, engine: str) -> bool:
     return f"{gpu_id}/{engine}" in manifest()["tables"]
 
@@ -104,8 +116,9 @@ def _multilinear(axes: tuple[np.ndarray, ...], values: np.ndarray, pts: list[np.
     return out
 
 
-def _dense(axis_values: list[np.ndarray], latency: np.ndarray) -> Curve:
-    """A dense grid over the unique values of each axis, missing cells filled along the first axis."""
+def _dense(axis_values: list[np.ndarray], latency: np.ndarray, level: bool = True) -> Curve:
+    """A dense grid over the unique values of each axis, missing cells filled along the first axis; `level`:
+    a call's time never exceeds a larger measured call's (below)."""
     uniq = [np.unique(v) for v in axis_values]
     grid = np.full(tuple(len(u) for u in uniq), np.nan)
     where = tuple(np.searchsorted(u, v) for u, v in zip(uniq, axis_values, strict=True))
@@ -120,10 +133,13 @@ def _dense(axis_values: list[np.ndarray], latency: np.ndarray) -> Curve:
                 row[~ok] = np.interp(np.flatnonzero(~ok), np.flatnonzero(ok), row[ok])
         grid = np.moveaxis(flat.reshape(moved.shape), -1, ax)
     grid = np.where(np.isfinite(grid), grid, np.nanmax(grid) if np.isfinite(grid).any() else 0.0)
-    # every axis adds work (tokens, length, width, bytes): a call never gets faster along one, so timing
-    # noise (a 4-row GEMM measured 2% under a 1-row one) is levelled up to the running maximum
-    for ax in range(grid.ndim):
-        grid = np.maximum.accumulate(grid, axis=ax)
+    # every axis adds work (tokens, length, width, bytes) and a smaller call can always run padded to a larger
+    # measured one, so a call takes at most what any larger measured call takes: the minimum from each point
+    # up. (Kernel switches make the measured rows non-monotonic: TensorRT-LLM's B200 block-fp8 GEMM of
+    # 1536 x 7168 takes 23-26 us below 32 rows and 12 us at 32.) Levelling UP to the running maximum instead
+    # carried such a small-m path's time onto every larger m.
+    for ax in range(grid.ndim if level else 0):
+        grid = np.flip(np.minimum.accumulate(np.flip(grid, axis=ax), axis=ax), axis=ax)
     return Curve(tuple(_log(u) for u in uniq), grid)
 
 
@@ -153,18 +169,54 @@ class KernelTables:
     def gemm_dtypes(self) -> set[str]:
         return {GEMM_DTYPES[c] for c in np.unique(self._raw["gemm.gemm_dtype"])}
 
-    def gemm_ms(self, dtype: str, m: npt.ArrayLike, n: float, k: float) -> npt.NDArray[np.float64]:
-        """(m x k) @ (k x n) in `dtype`; m may be an array (tokens), m = 0 costs nothing."""
+    def _gemm_curve(self, dtype: str) -> Curve:
         key = ("gemm", dtype)
         if key not in self._curves:
             t = self._table("gemm")
             sel = t["gemm_dtype"] == GEMM_DTYPES.index(dtype)
             self._curves[key] = _dense([t["m"][sel], t["n"][sel], t["k"][sel]], t["latency_ms"][sel])
-        line_key = (dtype, float(n), float(k))
-        if line_key not in self._lines:  # the GEMM of one weight matrix over its tokens: one line in log m
-            curve = self._curves[key]
+        return self._curves[key]
+
+    def _gemm_line(self, dtype: str, n: float, k: float) -> tuple[np.ndarray, np.ndarray]:
+        """The GEMM of one weight matrix over its tokens: log latency on the table's log m axis."""
+        if dtype == "bfloat16":
+            curve = self._gemm_curve(dtype)
             ms_axis = curve.axes[0]
-            self._lines[line_key] = (ms_axis, _log(curve(np.exp(ms_axis), n, k)))
+            return ms_axis, _log(curve(np.exp(ms_axis), n, k))
+        bf16_axis, bf16 = self._gemm_line("bfloat16", n, k)
+        # a quantized GEMM reads half (fp8) or a quarter (fp4) of the bf16 GEMM's weight bytes at twice or
+        # four times its tensor-core rate: where the table's quantized call is slower than the bf16 call of
+        # the same shape, it timed the collector's activation quantization (a separate kernel per call there;
+        # fused into the preceding norm or activation in the engines' serving graphs) and its small-m kernel
+        # path, so the bf16 call bounds it. (On our H100, CUDA-graph replays: fp8 with its cast 0.52-1.15 x
+        # bf16, data/measurements/h100_small_gemm_graph_2026-11-27.json.)
+        if dtype != "fp8_static":
+            curve = self._gemm_curve(dtype)
+            ms_axis = curve.axes[0]
+            capped = np.minimum(_log(curve(np.exp(ms_axis), n, k)), np.interp(ms_axis, bf16_axis, bf16))
+            return ms_axis, capped
+        # per-tensor fp8 with a static input scale (the checkpoint's): the measured dynamic-scale GEMM less
+        # the scale's computation, as AIConfigurator's own query does (operators/gemm.rs, fp8_static); never
+        # under half the bf16 GEMM of the shape (half its weight bytes, twice its tensor-core rate)
+        ms_axis = self._gemm_curve("fp8").axes[0]
+        m = np.exp(ms_axis)
+        ms = self._gemm_curve("fp8")(m, n, k)
+        if self.has("compute_scale"):
+            t = self._table("compute_scale")
+            if ("compute_scale",) not in self._curves:
+                # a difference of two timings (dynamic minus static quantization), zero where they tie
+                self._curves[("compute_scale",)] = _dense([t["m"], t["k"]], np.maximum(t["latency_ms"], 1e-6),
+                                                          level=False)
+            ms = ms - self._curves[("compute_scale",)](m, k)
+        bf16_ms = np.exp(np.interp(ms_axis, bf16_axis, bf16))
+        return ms_axis, _log(np.clip(ms, 0.5 * bf16_ms, bf16_ms))
+
+    def gemm_ms(self, dtype: str, m: npt.ArrayLike, n: float, k: float) -> npt.NDArray[np.float64]:
+        """(m x k) @ (k x n) in `dtype` ("fp8_static": per-tensor fp8 with the checkpoint's input scale); m
+        may be an array (tokens), m = 0 costs nothing."""
+        line_key = (dtype, float(n), float(k))
+        if line_key not in self._lines:
+            self._lines[line_key] = self._gemm_line(dtype, n, k)
         axis, values = self._lines[line_key]
         m_arr = np.asarray(m, dtype=float)
         lm = _log(np.maximum(m_arr, 1.0))

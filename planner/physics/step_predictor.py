@@ -24,9 +24,13 @@ import numpy.typing as npt
 
 from planner.core.deployment import Deployment
 from planner.core.efficiency import EngineEfficiency
+from planner.core.model_shapes import ModelSpec
 from planner.engines.base import ENGINES
+from planner.engines.profile_records import EXTRAPOLATED, band_quantiles
+from planner.engines.profiles import gpu_generation
 from planner.physics import latency
 from planner.physics.kernel_step import tables_key
+from planner.physics.kernel_tables import kernel_terms
 from planner.physics.latency import StepTime
 
 PredictorName = Literal["roofline", "graph", "production", "kernel_tables", "calibration", "custom"]
@@ -78,7 +82,42 @@ def predictor_for(d: Deployment, calibrated: bool = False) -> StepPredictor:
 
 def with_kernel_tables(efficiency: EngineEfficiency, gpu_id: str | None,
                        engine: str) -> EngineEfficiency | None:
-    """`efficiency` answering from the kernel tables of the GPU x engine; None where there are none (AMD GPUs,
-    GPUs the source did not measure): the plan keeps the fitted physics and says so."""
+    """`efficiency` answering from the kernel tables of the GPU x engine, with the kernel predictor's own
+    fitted host and frontend costs on the GPU's generation where they exist (planner/data/kernel_tables/
+    kernel_terms.json); None where there are no tables (AMD GPUs, GPUs the source did not measure): the plan
+    keeps the fitted physics and says so."""
     key = tables_key(gpu_id, engine)
-    return None if key is None else efficiency.model_copy(update={"kernel_tables": key})
+    if key is None:
+        return None
+    return efficiency.model_copy(update={"kernel_tables": key, **kernel_host_terms(gpu_id, engine)})
+
+
+def kernel_host_terms(gpu_id: str | None, engine: str) -> dict[str, float]:
+    """The kernel-table predictor's fitted host and frontend costs on the GPU's generation ({} where none)."""
+    terms = kernel_terms(engine, gpu_generation(gpu_id))
+    if terms is None:
+        return {}
+    names = ("step_overhead_us", "ttft_overhead_ms", "ttft_per_running_ms")
+    return {name: float(terms[name]) for name in names}
+
+
+# Engines whose default plan of a model outside its production record's fitted families ("extrapolated") is
+# answered by the kernel tables: held out by architecture family on public runs (docs/ACCURACY.md), their TPOT
+# median error on H100/H200/B200 is 9.8% (vLLM) and 15.1% (TensorRT-LLM) against the production fit's 40.5%
+# and 33.4% on the families it was not fitted on. SGLang's kernel tables miss by 27% (DeepSeek on Blackwell):
+# it keeps the production fit.
+KERNEL_DEFAULT_ENGINES = ("vllm", "trt-llm")
+
+
+def default_efficiency(base: EngineEfficiency, gpu_id: str | None, engine: str, model: ModelSpec,
+                       gpus: int, ep: int) -> EngineEfficiency:
+    """The default plan's efficiency: the engine's production fit where the model's family is inside its
+    record's fit, the kernel tables where the plan would extrapolate the fit, within what the tables and
+    their validation cover: one node (<= 8 GPUs, expert parallelism <= 8: the tables' MoE splits and
+    all-reduces; no expert all-to-all across nodes) and no MLA (no public vLLM run of an MLA model here)."""
+    if engine not in KERNEL_DEFAULT_ENGINES or gpus > 8 or ep > 8 or model.mla is not None:
+        return base
+    _, where = band_quantiles(engine, gpu_id, model, "tpot")
+    if where != EXTRAPOLATED:
+        return base
+    return with_kernel_tables(base, gpu_id, engine) or base

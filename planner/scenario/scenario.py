@@ -24,6 +24,7 @@ from planner.model.hf_import import model_from_hf_config
 from planner.model.presets import load_presets
 from planner.physics.calibration import CalibrationProfile
 from planner.physics.memory import NAPKIN_RESERVE_GB
+from planner.physics.step_predictor import default_efficiency, kernel_host_terms
 
 DEFAULT_MEMORY_UTILIZATION = 0.90  # vLLM's --gpu-memory-utilization default (0.9)
 DEFAULT_RESERVE_GB = (
@@ -281,19 +282,26 @@ def resolve_gpu(gpu: str | dict[str, Any], field: str = "gpu") -> tuple[GpuSpec,
         raise from_validation_error(err, field) from None
 
 
-def resolve_efficiency(scenario: Scenario, gpu_id: str | None) -> EngineEfficiency:
+def resolve_efficiency(scenario: Scenario, gpu_id: str | None,
+                       model: ModelSpec | None = None) -> EngineEfficiency:
     """ideal: the pure roofline; else the scenario's engine profile (planner/engines/profiles.py), under an
-    explicit efficiency object or a calibration profile where one is given."""
+    explicit efficiency object or a calibration profile where one is given; by default, a model outside the
+    profile's fitted families on an engine and GPU with kernel tables is planned from them
+    (planner.physics.step_predictor.default_efficiency)."""
     if scenario.efficiency == "ideal":
         return ideal()
     base = engine_efficiency(scenario.engine, gpu_id, scenario.weights)
     if isinstance(scenario.efficiency, EngineEfficiency):
         # fields the scenario leaves out come from its engine profile, not from the ideal roofline
         given = scenario.efficiency.model_dump(include=scenario.efficiency.model_fields_set)
-        return EngineEfficiency.model_validate({**base.model_dump(), "name": "custom", **given})
+        # kernel tables named: their own fitted host and frontend costs, unless given
+        host = kernel_host_terms(gpu_id, scenario.engine) if given.get("kernel_tables") else {}
+        return EngineEfficiency.model_validate({**base.model_dump(), **host, "name": "custom", **given})
     if scenario.calibration is not None:
         return scenario.calibration.efficiency_for(gpu_id, base)
-    return base
+    if model is None:
+        return base
+    return default_efficiency(base, gpu_id, scenario.engine, model, scenario.tp * scenario.pp, scenario.ep)
 
 
 def checkpoint_weights(scenario: Scenario, model: ModelSpec) -> str:
@@ -367,7 +375,7 @@ def resolve(scenario: Scenario) -> Deployment:
     is_ideal = scenario.efficiency == "ideal"
     return Deployment(
         model=model, gpu=gpu, tp=scenario.tp, weights=weights, kv_cache=scenario.kv_cache,
-        compute=compute, efficiency=resolve_efficiency(scenario, gpu_id),
+        compute=compute, efficiency=resolve_efficiency(scenario, gpu_id, model),
         memory_utilization=1.0 if is_ideal else scenario.memory.utilization,
         reserve_gb=0.0 if is_ideal else scenario.memory.reserve_gb,
         pp=scenario.pp, ep=effective_ep(model, scenario.ep),
