@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from planner.physics.bands import Band
 from planner.serving.distributions import Percentiles
+from planner.serving.operating_point import GoodputBinding
 from planner.serving.queue_bands import QueueBands
 
 
@@ -177,6 +178,8 @@ class ServingSection(BaseModel):
     # open loop: the percentiles bracketed by the scheduler's simulation where the queue model leaves its
     # validated range (planner.serving.queue_bands; null in a closed loop, which is simulated itself)
     queue_bands: QueueBands | None = None
+    # an open loop under load.slo: which objective binds the goodput, why, and what relaxing it buys
+    goodput_binding: GoodputBinding | None = None
 
 
 class PrecisionChoice(BaseModel):

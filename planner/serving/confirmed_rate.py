@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.serving.distributions import itl_distribution, ttft_distribution
+from planner.serving.distributions import itl_distribution, latency_percentiles, ttft_distribution
 from planner.serving.queue_bands import LOADS, arrival_class, prompt_class, queue_band
 from planner.serving.replica import ReplicaModel, load_point
 from planner.serving.slot_wait import SlotChain
@@ -220,3 +220,31 @@ def confirmed_rate(m: ReplicaModel, slots: int, objective: SizingObjective, max_
         binding = v.first_failure(first)
         lo, hi = (float(rates[first - 1]) if first > 0 else lo), float(rates[first])
     return ConfirmedRate(lo, hi, capacity, binding)
+
+
+_WHY = {"ttft_band": "the simulated range of p{pct} TTFT misses {ttft:g} ms",
+        "ttft_slots": "p{pct} TTFT with the wait for a sequence slot misses {ttft:g} ms",
+        "itl_band": "the simulated range of p{pct} ITL misses {itl:g} ms",
+        "tpot": "mean TPOT misses {tpot:g} ms", "headroom": "the replica is not stable"}
+
+
+def why_not(m: ReplicaModel, objective: SizingObjective, confirmed: ConfirmedRate | None = None) -> str:
+    """Why even a trickle of traffic misses the objectives: the percentiles of one request alone, or the
+    check that a trickle fails (the simulated range, the slot wait, mean TPOT)."""
+    pct = objective.percentile
+    point = load_point(m, float(m.capacity_per_ms()) * 1e-6)
+    ttft, itl, _ = latency_percentiles(m, point)
+    why = []
+    itl_at, ttft_at = itl.at(pct), ttft.at(pct)
+    if itl_at is not None and objective.itl_ms is not None and itl_at > objective.itl_ms:
+        why.append(f"p{pct} ITL at a trickle is {itl_at:.1f} ms > {objective.itl_ms:g} ms")
+    if ttft_at is not None and objective.ttft_ms is not None and ttft_at > objective.ttft_ms:
+        why.append(f"p{pct} TTFT at a trickle is {ttft_at:.0f} ms > {objective.ttft_ms:g} ms")
+    tpot = objective.tpot_ms
+    if tpot is not None and bool(point.stable) and float(point.iteration_ms) > tpot:
+        why.append(f"mean TPOT at a trickle is {float(point.iteration_ms):.1f} ms > {tpot:g} ms")
+    if not why and confirmed is not None and confirmed.binding in _WHY:
+        why.append(_WHY[confirmed.binding].format(pct=pct, ttft=objective.ttft_ms or 0.0,
+                                                  itl=objective.itl_ms or 0.0, tpot=tpot or 0.0)
+                   + " at a trickle")
+    return "; ".join(why) or "no request rate meets both objectives"

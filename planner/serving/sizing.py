@@ -41,6 +41,7 @@ from planner.serving.confirmed_rate import (
     SizingObjective,
     band_high_ratio,
     confirmed_rate,
+    why_not,
 )
 from planner.serving.floor_order import FloorOrder
 from planner.serving.goodput_search import itl_percentiles, rate_bound_per_s
@@ -168,33 +169,6 @@ def _label(fam: LayoutCandidate) -> str:
     return f"{fam.gpu_key} {layout} {fam.weights}/{fam.kv_cache}"
 
 
-_WHY = {"ttft_band": "the simulated range of p{pct} TTFT misses {ttft_ms:g} ms",
-        "ttft_slots": "p{pct} TTFT with the wait for a sequence slot misses {ttft_ms:g} ms",
-        "itl_band": "the simulated range of p{pct} ITL misses {itl_ms:g} ms",
-        "tpot": "mean TPOT misses {tpot_ms:g} ms", "headroom": "the replica is not stable"}
-
-
-def _why_not(m: ReplicaModel, req: SizingRequest, confirmed: ConfirmedRate | None = None) -> str:
-    """Why even a trickle of traffic misses the objectives: the percentiles of one request alone, or the
-    check that a trickle fails (the simulated range, the slot wait, mean TPOT)."""
-    pct = req.slo.percentile
-    point = load_point(m, float(m.capacity_per_ms()) * 1e-6)
-    ttft, itl, _ = latency_percentiles(m, point)
-    why = []
-    itl_at, ttft_at = itl.at(pct), ttft.at(pct)
-    if itl_at is not None and itl_at > req.slo.itl_ms:
-        why.append(f"p{pct} ITL at a trickle is {itl_at:.1f} ms > {req.slo.itl_ms:g} ms")
-    if ttft_at is not None and ttft_at > req.slo.ttft_ms:
-        why.append(f"p{pct} TTFT at a trickle is {ttft_at:.0f} ms > {req.slo.ttft_ms:g} ms")
-    tpot = req.slo.tpot_ms
-    if tpot is not None and bool(point.stable) and float(point.iteration_ms) > tpot:
-        why.append(f"mean TPOT at a trickle is {float(point.iteration_ms):.1f} ms > {tpot:g} ms")
-    if not why and confirmed is not None and confirmed.binding in _WHY:
-        why.append(_WHY[confirmed.binding].format(pct=pct, ttft_ms=req.slo.ttft_ms, itl_ms=req.slo.itl_ms,
-                                                  tpot_ms=tpot or 0.0) + " at a trickle")
-    return "; ".join(why) or "no request rate meets both objectives"
-
-
 @dataclass
 class _Prepared:
     """A family that fits, resolved, with a floor under the cost of any fleet it can give."""
@@ -313,7 +287,7 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel |
     confirmed = confirmed if confirmed is not None else _confirmed(req, prep, m)
     pct = req.slo.percentile
     if not confirmed.lo > 0:
-        return FamilyResult([], _why_not(m, req, confirmed), len(caps))
+        return FamilyResult([], why_not(m, objective_of(req), confirmed), len(caps))
     price, rent, own = prep.price, prep.rent, prep.own
     layout = sharding(d)
     gpus_per_replica = layout.gpus_per_replica
