@@ -183,6 +183,23 @@ def _figure(m: ReplicaModel, rate_per_ms: float, constraint: str, percentile: in
     return (ttft if constraint == "ttft" else itl).at(percentile)
 
 
+def _relaxed(m: ReplicaModel, slo: ServiceObjective, binding: str, goodput: float,
+             nxt_goodput: float) -> tuple[float | None, float | None]:
+    """The looser bound at which the next constraint binds: the binding figure's highest between the
+    goodput and the next constraint's goodput (it need not grow monotonically past a cliff), and the goodput
+    under the objective with that bound (every other bound kept)."""
+    rates = goodput + (nxt_goodput - goodput) * np.linspace(0.02, 1.0 - 1e-6, 9)
+    figures = [f for f in (_figure(m, float(r), binding, slo.percentile) for r in rates) if f is not None]
+    if not figures:
+        return None, None
+    bound = max(figures)
+    looser = slo.model_copy(update={f"{binding}_ms": bound * (1 + 1e-6)})
+    relaxed = float(goodput_per_ms(m, looser.percentile, looser.ttft_ms, looser.itl_ms))
+    if looser.tpot_ms is not None:
+        relaxed = min(relaxed, tpot_goodput_per_ms(m, looser.tpot_ms))
+    return bound, relaxed
+
+
 def _cause(m: ReplicaModel, w: Workload, binding: str, goodput: float,
            pct: int) -> tuple[float | None, float | None, str]:
     """The binding figure at the goodput and 2% above it, and why it binds (goodput_binding's causes)."""
@@ -234,7 +251,7 @@ def goodput_binding(d: Deployment, w: Workload, slo: ServiceObjective,
     relaxed_goodput = alone[nxt] if nxt is not None else None
     relaxed_bound = None
     if binding != "capacity" and relaxed_goodput is not None and relaxed_goodput > goodput * (1 + 1e-3):
-        relaxed_bound = _figure(m, relaxed_goodput * (1 - 1e-6), binding, pct)
+        relaxed_bound, relaxed_goodput = _relaxed(m, slo, binding, goodput, relaxed_goodput)
     else:
         relaxed_goodput = None
     names = {"ttft": f"p{pct} TTFT", "itl": f"p{pct} ITL", "tpot": "mean TPOT", "capacity": "capacity"}
