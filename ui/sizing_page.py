@@ -269,7 +269,8 @@ def _summary(result: dict[str, Any], request: dict[str, Any]) -> None:
         f"Objectives: **TTFT p{pct} ≤ {slo['ttft_ms']:,.0f} ms** and **ITL p{pct} ≤ {slo['itl_ms']:,.1f} "
         f"ms**{tpot}, "
         f"at {request['traffic']['requests_per_s']:,.3g} requests/s; {headroom}. Searched "
-        f"**{result['searched']:,}** configurations; **{result['feasible']:,}** meet the objectives."
+        f"**{result['searched']:,}** configurations; **{result['feasible']:,}** meet "
+        + ("all three objectives." if slo.get("tpot_ms") else "both objectives.")
     )
     st.caption(
         "An option meets its objectives in the serving model, with the wait for a sequence slot, and across "
