@@ -143,3 +143,21 @@ def test_slot_wait_grows_with_the_rate_and_vanishes_at_a_trickle():
     assert p49[0] == 0.0 and np.all((p49 >= 0) & (p49 <= 1))
     assert np.all(np.diff(p49) >= 0) and p49[-1] > 0.05
     assert np.all(p35[1:] >= p49[1:]) and np.all(mean49 >= 0)
+
+
+def test_the_sizing_table_shows_every_options_utilization(issue31):
+    """The sizing page's table has a utilization column (a share of capacity in percent) and the simulated
+    range's top beside TTFT and ITL, for every option, even where all options share a value.
+
+    Source: ui: issue 31 ("Show every option's utilization")."""
+    from gpu_catalog import load_catalog
+    from ui.sizing_options import options_table
+
+    frame, config, _ = options_table(issue31["options"][:10], load_catalog())
+    columns = list(frame.columns)
+    assert "utilization (% of capacity)" in columns
+    assert "TTFT p90 simulated top (ms)" in columns and "ITL p90 simulated top (ms)" in columns
+    shown = frame["utilization (% of capacity)"].to_numpy()
+    expected = [100.0 * o["utilization"] for o in issue31["options"][:10]]
+    assert shown == pytest.approx(expected)
+    assert all(0 < v <= 95 for v in shown)
