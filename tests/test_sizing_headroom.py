@@ -161,3 +161,23 @@ def test_the_sizing_table_shows_every_options_utilization(issue31):
     expected = [100.0 * o["utilization"] for o in issue31["options"][:10]]
     assert shown == pytest.approx(expected)
     assert all(0 < v <= 95 for v in shown)
+
+
+def test_slot_wait_of_a_constant_step_is_erlang_c():
+    """With a decode step that does not grow with the batch (10 ms at any population), no prefill work and
+    two output tokens, each request holds its slot 20 ms (its prompt's iteration and one decode step) at any
+    population: the chain is M/M/c with c = 4 slots. At 0.15 requests/ms the offered load is a = 3, and
+    Erlang's C formula gives P(wait) = (a^4 / 4! x 4 / (4 - 3)) / (1 + 3 + 4.5 + 4.5 + 13.5) = 13.5 / 26.5 =
+    0.50943; the wait's mean given it happens, 1 / (c / 20 ms - lambda) = 1 / (0.2 - 0.15) = 20 ms, halved by
+    Allen-Cunneen's (ca^2 + cs^2) / 2 = (1 + 0) / 2 for fixed holds: 10 ms.
+
+    Source: hand: Erlang C for c = 4, a = 3 (numbers above)."""
+    from planner.serving.replica import ReplicaModel, Workload
+
+    population = np.arange(0.0, 11.0)
+    m = ReplicaModel(Workload(prompt_len=1, output_len=2, max_running=4), np.array([1.0]), np.array([1.0]),
+                     np.array([0.0]), np.array([2.0]), population, np.full_like(population, 10.0),
+                     population / 20.0, np.zeros_like(population))
+    probability, mean = slot_wait(m, np.array([0.15]), 4)
+    assert probability[0] == pytest.approx(13.5 / 26.5, rel=1e-9)
+    assert mean[0] == pytest.approx(10.0, rel=1e-9)

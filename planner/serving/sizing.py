@@ -475,12 +475,20 @@ def size(data: Any, memo: LayoutMemo | None = None) -> dict[str, Any]:
         "fit_hints": hints,
         "assumptions": {
             "objectives": f"TTFT and ITL at p{req.slo.percentile} "
-                          f"(slo.percentile; default p{DEFAULT_PERCENTILE})",
+                          f"(slo.percentile; default p{DEFAULT_PERCENTILE})"
+                          + (f", mean TPOT <= {req.slo.tpot_ms:g} ms" if req.slo.tpot_ms is not None else ""),
+            "headroom": (f"each replica serves at most {req.max_utilization:.0%} of its capacity"
+                         if req.max_utilization is not None else
+                         "each replica serves up to the highest load at which the objective holds confirmed "
+                         "(max_utilization: null; at most 95%, 85% where the arrival CV has no simulated "
+                         "range)"),
+            "confirmed": "an option's rate per replica meets the objective in the serving model, with the "
+                         "wait for a sequence slot (max_num_seqs or the KV budget), and across the scheduler "
+                         "simulation's range at its load (the plan's queue bands): goodput_request_rate is "
+                         "that confirmed rate; replicas = ceil(traffic / it)",
             "serving_model": "the plan's serving model: continuous batching with chunked prefill "
                              "(max_num_batched_tokens 8192), Poisson arrivals unless traffic.arrival_cv, "
-                             "fixed lengths unless traffic.prompt_len_cv / output_len_cv; goodput = highest "
-                             "request rate per replica meeting the objectives; "
-                             "replicas = ceil(traffic / goodput)",
+                             "fixed lengths unless traffic.prompt_len_cv / output_len_cv",
             "queue": "G/G/1 prefill queue per replica (planner.serving.serving's wait, growing with "
                      "traffic.arrival_cv), ITL from decode and prefill-carrying iterations",
             "cost_mode": req.cost_mode,
