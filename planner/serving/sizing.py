@@ -267,10 +267,9 @@ def objective_of(req: SizingRequest) -> SizingObjective:
 
 
 def _confirmed(req: SizingRequest, prep: _Prepared, m: ReplicaModel) -> ConfirmedRate:
-    """The family's confirmed rate per replica at its largest cap on running sequences: at the same rate a
-    smaller cap has the same fast-model latencies and a longer wait for a slot, so it is never faster and
-    its fleets are dominated by the largest cap's at the same replica count
-    (planner.serving.confirmed_rate)."""
+    """The family's confirmed rate per replica (planner.serving.confirmed_rate) at its largest cap on running
+    sequences: a smaller cap is never faster at the same rate (the same fast-model latencies, a longer wait
+    for a slot), so its fleets are dominated by the largest cap's at the same replica count."""
     rate = req.traffic.requests_per_s
     return confirmed_rate(m, int(prep.caps[-1]), objective_of(req), req.max_utilization,
                           lambda lo, hi: _replicas(rate, lo) == _replicas(rate, hi))
@@ -279,9 +278,8 @@ def _confirmed(req: SizingRequest, prep: _Prepared, m: ReplicaModel) -> Confirme
 def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel | None = None,
               confirmed: ConfirmedRate | None = None, returned_to_usd: float = math.inf) -> FamilyResult:
     """The family's fleets: its largest cap at the fewest replicas the confirmed rate allows, and at the next
-    counts (_replica_counts). `m` and `confirmed`, when the caller has
-    them. `returned_to_usd` (lazy): no option dearer than this is returned, so its ITL, which only ranks
-    it, is left infinite."""
+    counts (_replica_counts). `m` and `confirmed`, when the caller has them. `returned_to_usd` (lazy): no
+    option dearer than this is returned, so its ITL, which only ranks it, is left infinite."""
     t, fam, d, caps, base = req.traffic, prep.fam, prep.d, prep.caps, prep.base
     m = m if m is not None else _replica_model(prep)
     confirmed = confirmed if confirmed is not None else _confirmed(req, prep, m)
@@ -355,10 +353,11 @@ def _finish(option: dict[str, Any]) -> None:
                    "e2e_ms": e2e.at(pct), "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50})
     load = np.array([option["utilization"]])
     ranges: dict[str, float | None] = {}
+    banded = arrival_class(m.workload.arrival_cv) is not None  # else no simulated range: null
     for name, value in (("ttft", ttft.at(pct)), ("itl", itl.at(pct))):
         ratio = float(band_high_ratio(m, f"{name}_p{pct}", load)[0])
-        ranges[f"{name}_ms_simulated_high"] = value * ratio if value is not None and math.isfinite(ratio) \
-            else None
+        known = banded and value is not None and math.isfinite(ratio)
+        ranges[f"{name}_ms_simulated_high"] = value * ratio if known and value is not None else None
     probability, mean = slot_wait(m, np.array([point.rate_per_ms]), cap)
     option.update(ranges, slot_wait_probability=float(probability[0]),
                   slot_wait_mean_ms=float(mean[0]) if probability[0] > 0 else 0.0)
