@@ -122,6 +122,9 @@ def test_the_default_plan_names_its_itl_cliff():
     relaxed = plan({**DEFAULT_PLAN, "load": {"at_goodput": True, "slo": {
         "ttft_ms": 1000.0, "itl_ms": b.relaxed_bound_ms * (1 + 1e-6), "percentile": 90}}})
     assert relaxed.serving.goodput_request_rate == pytest.approx(b.relaxed_goodput_request_rate, rel=1e-3)
+    # the rate sizing runs this replica at: confirmed at or under the goodput, its load the band's own
+    assert 0 < b.confirmed_request_rate <= b.goodput_request_rate * (1 + 1e-9)
+    assert b.confirmed_utilization == pytest.approx(b.confirmed_request_rate / p.serving.max_request_rate)
 
 
 def test_slot_wait_grows_with_the_rate_and_vanishes_at_a_trickle():

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from planner.core.deployment import Deployment
 from planner.scenario.scenario import ServiceObjective
+from planner.serving.confirmed_rate import SizingObjective, confirmed_rate
 from planner.serving.distributions import latency_percentiles
 from planner.serving.queue_bands import QueueBands
 from planner.serving.replica import ReplicaModel, Workload, load_point, replica_model
@@ -170,6 +171,10 @@ class GoodputBinding(BaseModel):
     relaxed_goodput_request_rate: float | None  # the goodput there
     next_constraint: str | None  # what binds then
     text: str
+    # the highest rate the sizing search would run this replica at: the objective confirmed with the slot
+    # wait and across the simulated range (planner.serving.confirmed_rate), and its share of capacity
+    confirmed_request_rate: float | None = None
+    confirmed_utilization: float | None = None
 
 
 def _figure(m: ReplicaModel, rate_per_ms: float, constraint: str, percentile: int) -> float | None:
@@ -243,8 +248,7 @@ def goodput_binding(d: Deployment, w: Workload, slo: ServiceObjective,
     if binding != "capacity" and alone[binding] >= alone["capacity"] * (1 - 1e-6):
         binding = "capacity"  # an objective that holds to capacity does not bind
     goodput = alone[binding]
-    bounds = {"ttft": slo.ttft_ms, "itl": slo.itl_ms, "tpot": slo.tpot_ms}
-    bound = bounds.get(binding)
+    bound = {"ttft": slo.ttft_ms, "itl": slo.itl_ms, "tpot": slo.tpot_ms}.get(binding)
     at, above, cause = _cause(m, w, binding, goodput, pct)
     others = [k for k in order if k != binding]
     nxt = others[0] if others else None
@@ -265,12 +269,19 @@ def goodput_binding(d: Deployment, w: Workload, slo: ServiceObjective,
         if relaxed_bound is not None and relaxed_goodput is not None and nxt is not None:
             text += (f" Relaxed to {relaxed_bound:,.0f} ms it would buy {relaxed_goodput * 1000:.3g} req/s "
                      f"per replica (then {names[nxt]} binds).")
+    confirmed = confirmed_rate(m, int(w.max_running), SizingObjective(pct, slo.ttft_ms, slo.itl_ms,
+                                                                      slo.tpot_ms), None)
+    if confirmed.lo > 0:
+        text += (f" The simulated range confirms the objective up to {confirmed.lo * 1000:.3g} req/s per "
+                 f"replica ({confirmed.lo / cap:.0%} of capacity): the sizing page sizes fleets there.")
     return GoodputBinding(
         constraint=binding,  # type: ignore[arg-type]
         cause=cause, goodput_request_rate=goodput * 1000.0, bound_ms=bound, value_at_goodput_ms=at,
         value_just_above_ms=above, relaxed_bound_ms=relaxed_bound,
         relaxed_goodput_request_rate=relaxed_goodput * 1000.0 if relaxed_goodput is not None else None,
-        next_constraint=nxt if relaxed_bound is not None else None, text=text)
+        next_constraint=nxt if relaxed_bound is not None else None, text=text,
+        confirmed_request_rate=confirmed.lo * 1000.0 if confirmed.lo > 0 else None,
+        confirmed_utilization=confirmed.lo / cap if confirmed.lo > 0 else None)
 
 
 __all__ = [
