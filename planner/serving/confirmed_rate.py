@@ -58,6 +58,21 @@ def _ratio_steps(metric: str, arrival_cv: float, variable: bool,
     return at, below
 
 
+def band_load_limit(metric: str, arrival_cv: float, variable: bool, prompts: str, max_ratio: float) -> float:
+    """The highest load (share of capacity) up to which the band's high ratio of `metric` stays within
+    `max_ratio` (a supremum: the tabulated load where it first exceeds it, or the open interval's start),
+    so a figure at least `objective / max_ratio` everywhere keeps every confirmed load under it."""
+    at, below = _ratio_steps(metric, arrival_cv, variable, prompts)
+    if at[0] > max_ratio:
+        return 0.0
+    for i in range(1, len(LOADS)):
+        if below[i] > max_ratio:
+            return LOADS[i - 1]
+        if at[i] > max_ratio:
+            return LOADS[i]
+    return LOADS[-1]
+
+
 def _high(metric: str, load: float, arrival_cv: float, variable: bool, prompts: str) -> float:
     band = queue_band(metric, 1.0, load, arrival_cv, variable, prompts)
     return math.inf if band is None else float(band.high)

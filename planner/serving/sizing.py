@@ -36,7 +36,6 @@ from planner.hardware.parallelism import cheapest_layout_that_fits, sharding, va
 from planner.physics.memory import plan_memory
 from planner.scenario.scenario import Scenario, resolve, resolve_model
 from planner.serving.confirmed_rate import (
-    NO_BAND_UTILIZATION,
     ConfirmedRate,
     SizingObjective,
     band_high_ratio,
@@ -44,9 +43,9 @@ from planner.serving.confirmed_rate import (
     why_not,
 )
 from planner.serving.floor_order import FloorOrder
-from planner.serving.goodput_search import itl_percentiles, rate_bound_per_s
+from planner.serving.goodput_search import confirmed_bound_per_s, itl_percentiles
 from planner.serving.layout_memo import LayoutMemo, layout_key
-from planner.serving.queue_bands import AGREEMENT, LOADS, arrival_class
+from planner.serving.queue_bands import arrival_class, prompt_class
 from planner.serving.replica import PrefillWork
 from planner.serving.request_bounds import check_work
 from planner.serving.serving import (
@@ -225,22 +224,14 @@ def _prepare(req: SizingRequest, fam: LayoutCandidate,
     cached = t.prompt_len - max(round(t.prompt_len * (1.0 - t.prefix_cache_hit)), 1)
     steps = memo.bound_steps(key, d, mem.max_batch, scenario.mean_context)  # first: it times the empty step
 
-    # A confirmed rate has its ITL percentile times the band's ratio (at least 1 + the validated agreement)
-    # within the bound, and its mean TPOT (at least the decode step) within its own; it serves at most the
-    # headroom's share of capacity, itself under the bound at the largest population.
-    banded = arrival_class(t.arrival_cv) is not None
-    decode_cap_ms = req.slo.itl_ms / (1.0 + AGREEMENT[f"p{req.slo.percentile}"]) if banded else req.slo.itl_ms
-    decode_cap_ms = min(decode_cap_ms, req.slo.tpot_ms or math.inf)
-    limit = req.max_utilization or (LOADS[-1] if banded else NO_BAND_UTILIZATION)
+    shape = (float(t.arrival_cv), t.prompt_len_cv > 0 or t.output_len_cv > 0, prompt_class(t.prompt_len))
 
     def floor(work_ms: float) -> float:  # a larger prefill work can only raise it
-        bound_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, decode_cap_ms,
-                                       work_ms, steps)
-        if bound_per_s is None:
-            return 0.0
-        top_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, math.inf, work_ms,
-                                     steps)
-        bound_per_s = min(bound_per_s, limit * top_per_s) if top_per_s is not None else bound_per_s
+        bound_per_s = confirmed_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, work_ms,
+                                            steps, objective_of(req), shape, req.max_utilization,
+                                            t.prompt_len_cv == 0)
+        if not bound_per_s:
+            return 0.0  # evaluated, so that it says why
         return math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
 
     return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own,
