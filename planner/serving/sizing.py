@@ -257,13 +257,17 @@ def objective_of(req: SizingRequest) -> SizingObjective:
     return SizingObjective(req.slo.percentile, req.slo.ttft_ms, req.slo.itl_ms, req.slo.tpot_ms)
 
 
-def _confirmed(req: SizingRequest, prep: _Prepared, m: ReplicaModel) -> ConfirmedRate:
+def _confirmed(req: SizingRequest, prep: _Prepared, m: ReplicaModel,
+               above_usd: float = math.inf) -> ConfirmedRate:
     """The family's confirmed rate per replica (planner.serving.confirmed_rate) at its largest cap on running
     sequences: a smaller cap is never faster at the same rate (the same fast-model latencies, a longer wait
-    for a slot), so its fleets are dominated by the largest cap's at the same replica count."""
-    rate = req.traffic.requests_per_s
+    for a slot), so its fleets are dominated by the largest cap's at the same replica count. Refined until
+    the fewest replicas are settled, or (`above_usd`) until even the bracket's top rate's fleet costs more:
+    then its fleets are never returned, and their cost only needs to stay above."""
+    rate, usd_per_replica = req.traffic.requests_per_s, sharding(prep.d).gpus_per_replica * prep.price
     return confirmed_rate(m, int(prep.caps[-1]), objective_of(req), req.max_utilization,
-                          lambda lo, hi: _replicas(rate, lo) == _replicas(rate, hi))
+                          lambda lo, hi: _replicas(rate, lo) == _replicas(rate, hi)
+                          or _replicas(rate, hi) * usd_per_replica > above_usd)
 
 
 def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel | None = None,
@@ -373,10 +377,11 @@ def _prepared_families(req: SizingRequest, hints: list[dict[str, Any]] | None,
 
 
 def _search_family(req: SizingRequest, prep: _Prepared, lazy: bool, defer: bool, rows: list[dict[str, Any]],
-                   infeasible: list[dict[str, str]], pending: list) -> list[float]:
-    """One family of `search`: its rows (deferred ones, ITL unranked, go to `pending`) and their $/hour."""
+                   infeasible: list[dict[str, str]], pending: list, above_usd: float) -> list[float]:
+    """One family of `search`: its rows (deferred ones, ITL unranked, go to `pending`) and their $/hour;
+    `above_usd`: the max_options-th cheapest $/hour found so far (_confirmed)."""
     m = _replica_model(prep)
-    confirmed = _confirmed(req, prep, m)
+    confirmed = _confirmed(req, prep, m, above_usd)
     if defer and lazy and confirmed.lo > 0:  # the fleet costs are settled; ITL waits until it ranks
         gpus = sharding(prep.d).gpus_per_replica
         costs = [n * gpus * prep.price for n in _replica_counts(_replicas(req.traffic.requests_per_s,
@@ -416,7 +421,8 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
         if prune and len(cheapest) == req.max_options and order.floors_above(-cheapest[0]):
             pruned = order.left  # every family left costs more than the options found: none changes them
             break
-        for usd in _search_family(req, order.pop()[1], lazy, defer, rows, infeasible, pending):
+        above = -cheapest[0] if len(cheapest) == req.max_options else math.inf
+        for usd in _search_family(req, order.pop()[1], lazy, defer, rows, infeasible, pending, above):
             if len(cheapest) < req.max_options:
                 heapq.heappush(cheapest, -usd)
             elif usd < -cheapest[0]:
