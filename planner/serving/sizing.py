@@ -57,7 +57,7 @@ from planner.serving.serving import (
 )
 from planner.serving.sizing_request import (
     DEFAULT_PERCENTILE,
-    EXTRA_REPLICAS_SHARE,
+    MIN_LOAD_SHARE,
     OPTIONS_PER_FAMILY,
     LayoutCandidate,
     SizingRequest,
@@ -287,7 +287,7 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel |
     demand_tokens_per_s = t.requests_per_s * t.output_len
     cap = int(caps[-1])
     options: list[dict[str, Any]] = []
-    for replicas in _replica_counts(_replicas(t.requests_per_s, confirmed.lo)):
+    for replicas in _replica_counts(t.requests_per_s, confirmed.lo):
         rate_per_ms = t.requests_per_s / replicas / 1000.0
         point = load_point(m, rate_per_ms, cap)
         usd_per_hour = replicas * gpus_per_replica * price
@@ -328,9 +328,12 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel |
     return FamilyResult(options, None, len(caps))
 
 
-def _replica_counts(fewest: int) -> range:
-    """A family's fleets: the fewest replicas, then one or two more while they add at most a third."""
-    most = min(fewest + OPTIONS_PER_FAMILY - 1, math.floor(fewest * (1 + EXTRA_REPLICAS_SHARE)))
+def _replica_counts(requests_per_s: float, confirmed_per_ms: float) -> range:
+    """A family's fleets: the fewest replicas, then one or two more while each replica still serves at least
+    MIN_LOAD_SHARE of the confirmed rate (a trickle gets one fleet)."""
+    fewest = _replicas(requests_per_s, confirmed_per_ms)
+    most = min(fewest + OPTIONS_PER_FAMILY - 1,
+               math.floor(requests_per_s / (MIN_LOAD_SHARE * confirmed_per_ms * 1000.0) * (1 + 1e-12)))
     return range(fewest, max(most, fewest) + 1)
 
 
@@ -384,8 +387,7 @@ def _search_family(req: SizingRequest, prep: _Prepared, lazy: bool, defer: bool,
     confirmed = _confirmed(req, prep, m, above_usd)
     if defer and lazy and confirmed.lo > 0:  # the fleet costs are settled; ITL waits until it ranks
         gpus = sharding(prep.d).gpus_per_replica
-        costs = [n * gpus * prep.price for n in _replica_counts(_replicas(req.traffic.requests_per_s,
-                                                                          confirmed.lo))]
+        costs = [n * gpus * prep.price for n in _replica_counts(req.traffic.requests_per_s, confirmed.lo)]
         pending.append((prep, m, confirmed, len(costs), len(rows)))
         rows.extend({"usd_per_hour": usd, "itl_ms": math.inf} for usd in costs)
         return costs

@@ -21,11 +21,11 @@ DEFAULT_KV: list[KvPrecision] = ["bf16", "fp8"]
 DEFAULT_PERCENTILE = 90
 SHAPE_FIELDS = tuple(TrafficShapeFields.model_fields)
 # Fleets per family: its fewest replicas at its largest cap on running sequences, and up to two more replicas
-# (more headroom, lower latency) while they add at most a third (EXTRA_REPLICAS_SHARE) to the fleet. A smaller
-# cap is never faster at the same rate (the same fast-model latencies, a longer wait for a slot): at any
-# replica count the largest cap's fleet dominates it.
+# (more headroom, lower latency) while each replica still serves at least half its confirmed rate
+# (MIN_LOAD_SHARE). A smaller cap is never faster at the same rate (the same fast-model latencies, a longer
+# wait for a slot): at any replica count the largest cap's fleet dominates it.
 OPTIONS_PER_FAMILY = 3
-EXTRA_REPLICAS_SHARE = 1.0 / 3.0
+MIN_LOAD_SHARE = 0.5
 
 
 class Traffic(TrafficShapeFields):
