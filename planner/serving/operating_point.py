@@ -14,7 +14,8 @@ from pydantic import BaseModel
 from planner.core.deployment import Deployment
 from planner.scenario.scenario import ServiceObjective
 from planner.serving.confirmed_rate import SizingObjective, confirmed_rate
-from planner.serving.distributions import latency_percentiles
+from planner.serving.distributions import PERCENTILES, ttft_itl_percentiles_over_rates
+from planner.serving.goodput_search import GoodputSearch
 from planner.serving.queue_bands import QueueBands
 from planner.serving.replica import ReplicaModel, Workload, load_point, replica_model
 from planner.serving.serving import Objective, ServingPoint, goodput_per_ms, serve_model_at_rate
@@ -177,15 +178,20 @@ class GoodputBinding(BaseModel):
     confirmed_utilization: float | None = None
 
 
-def _figure(m: ReplicaModel, rate_per_ms: float, constraint: str, percentile: int) -> float | None:
-    """The binding figure at a rate: TTFT or ITL at the percentile, or mean TPOT (the mean iteration)."""
-    point = load_point(m, rate_per_ms)
-    if not bool(point.stable):
-        return None
+def _figures(m: ReplicaModel, rates_per_ms: list[float], constraint: str,
+             percentile: int) -> list[float | None]:
+    """The binding figure at each rate (None where unstable): TTFT or ITL at the percentile (one search over
+    the rates: ttft_itl_percentiles_over_rates, latency_percentiles' figures), or mean TPOT (the mean
+    iteration)."""
+    point = load_point(m, np.asarray(rates_per_ms, dtype=float))
+    stable = np.asarray(point.stable, dtype=bool)
+    out = np.full(len(rates_per_ms), np.nan)
     if constraint == "tpot":
-        return float(point.iteration_ms)
-    ttft, itl, _ = latency_percentiles(m, point)
-    return (ttft if constraint == "ttft" else itl).at(percentile)
+        out[stable] = np.asarray(point.iteration_ms)[stable]
+    elif stable.any():
+        ttft, itl = ttft_itl_percentiles_over_rates(m, point)
+        out[stable] = (ttft if constraint == "ttft" else itl)[PERCENTILES.index(percentile)]
+    return [float(v) if np.isfinite(v) else None for v in out]
 
 
 def _relaxed(m: ReplicaModel, slo: ServiceObjective, binding: str, goodput: float,
@@ -194,12 +200,12 @@ def _relaxed(m: ReplicaModel, slo: ServiceObjective, binding: str, goodput: floa
     goodput and the next constraint's goodput (it need not grow monotonically past a cliff), and the goodput
     under the objective with that bound (every other bound kept)."""
     rates = goodput + (nxt_goodput - goodput) * np.linspace(0.02, 1.0 - 1e-6, 9)
-    figures = [f for f in (_figure(m, float(r), binding, slo.percentile) for r in rates) if f is not None]
+    figures = [f for f in _figures(m, [float(r) for r in rates], binding, slo.percentile) if f is not None]
     if not figures:
         return None, None
     bound = max(figures)
     looser = slo.model_copy(update={f"{binding}_ms": bound * (1 + 1e-6)})
-    relaxed = float(goodput_per_ms(m, looser.percentile, looser.ttft_ms, looser.itl_ms))
+    relaxed = GoodputSearch(m, looser.percentile, looser.ttft_ms, looser.itl_ms).finish()
     if looser.tpot_ms is not None:
         relaxed = min(relaxed, tpot_goodput_per_ms(m, looser.tpot_ms))
     return bound, relaxed
@@ -213,8 +219,8 @@ def _cause(m: ReplicaModel, w: Workload, binding: str, goodput: float,
         slot_limit = float(np.interp(w.max_running, m.population, m.rate_per_ms))
         return None, None, "slots" if slot_limit <= cap * (1 + 1e-9) and slot_limit < \
             m._utilization_limit_per_ms else "prefill queue"
-    at = _figure(m, goodput, binding, pct) if goodput > 0 else None
-    above = _figure(m, min(goodput * 1.02, cap * (1 - 1e-9)), binding, pct) if goodput > 0 else None
+    at, above = _figures(m, [goodput, min(goodput * 1.02, cap * (1 - 1e-9))], binding, pct) if goodput > 0 \
+        else (None, None)
     point = load_point(m, max(goodput, cap * 1e-6))
     if binding == "ttft":
         return at, above, "queueing" if float(point.wait_mean_ms) > 0.5 * float(at or 0.0) else "prefill work"
@@ -238,9 +244,9 @@ def goodput_binding(d: Deployment, w: Workload, slo: ServiceObjective,
     pct = slo.percentile
     alone = {"capacity": cap * (1.0 - 1e-9)}
     if slo.ttft_ms is not None:
-        alone["ttft"] = float(goodput_per_ms(m, pct, slo.ttft_ms, None))
+        alone["ttft"] = GoodputSearch(m, pct, slo.ttft_ms, None).finish()  # goodput_per_ms's answer
     if slo.itl_ms is not None:
-        alone["itl"] = float(goodput_per_ms(m, pct, None, slo.itl_ms))
+        alone["itl"] = GoodputSearch(m, pct, None, slo.itl_ms).finish()
     if slo.tpot_ms is not None:
         alone["tpot"] = tpot_goodput_per_ms(m, slo.tpot_ms)
     order = sorted(alone, key=lambda k: (alone[k], k != "capacity"))
