@@ -6,18 +6,35 @@ outputs took 2.9-3.1 s and 3.5-4.7 s (benchmarks/test_bench_modes.py says why an
 - WHOLE_CATALOG: a dense model over the whole catalog, tp x pp x ep x both serving modes;
 - ISSUE9: issue 9's 82,000-configuration MoE request (benchmarks/test_bench_modes.py REQUEST);
 - REPEATED: 2,000 copies of one weight precision with disaggregation (21.7 s of CPU before the lists
-  were de-duplicated; now the cost of one).
+  were de-duplicated; now the cost of one);
+- ISSUE31: issue 31's buyer (Llama-3.1-70B fp8, 50 req/s, p90 TTFT <= 1 s and ITL <= 50 ms, H100 SXM, H200,
+  B200, MI355X), every option judged with the slot wait and the simulated range.
+
+Issue 31 (each family sized at its confirmed rate: planner.serving.confirmed_rate) measured 2026-11-27
+16:33-16:35 UTC on the 2-core host at load average 5.8-9.6 (other developers' work), before (the branch point,
+25b88a8) and after, interleaved. In-process CPU, best of four: WHOLE_CATALOG 1.31 s before, 1.39 s after;
+ISSUE9 2.13 s before, 1.98 s after. The whole command `python -m planner size FILE`, user+system CPU, three
+rounds: WHOLE_CATALOG 1.85-1.98 s before, 1.99-2.12 s after; ISSUE9 2.48-2.69 s before, 2.63-2.86 s after;
+ISSUE31 0.51-0.55 s before, 0.50-0.55 s after (wall 1.1-10.5 s: the host was shared). Within this host's
+noise (about 10%) the confirmation costs what the fast goodput search did; the 2 s target is not met for
+ISSUE9 on this host before or after. Where the time goes: test_bench_modes.py.
 """
 
 from __future__ import annotations
 
 from benchmarks.test_bench_modes import REQUEST as ISSUE9
 from planner.serving.serving_modes import size_with_modes
+from planner.serving.sizing import size
 
 WHOLE_CATALOG = {
     "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
     "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "tp": [1, 2, 4, 8], "pp": [1, 2, 4], "ep": [1],
     "weights": ["bf16", "fp8", "int4"], "kv_cache": ["bf16", "fp8"], "disaggregation": True,
+}
+ISSUE31 = {
+    "model": "llama-3.1-70b", "traffic": {"requests_per_s": 50.0, "prompt_len": 2000, "output_len": 400},
+    "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200", "b200", "mi355x"],
+    "weights": ["fp8"],
 }
 REPEATED = {
     "model": "llama-3.1-8b", "traffic": {"requests_per_s": 5.0, "prompt_len": 1000, "output_len": 200},
@@ -39,3 +56,8 @@ def test_bench_issue9_request(benchmark):
 def test_bench_repeated_candidates(benchmark):
     result = benchmark(size_with_modes, REPEATED)
     assert result["options"]
+
+
+def test_bench_issue31_request(benchmark):
+    result = benchmark.pedantic(size, (ISSUE31,), rounds=1, iterations=1)
+    assert all(o["ttft_ms_simulated_high"] <= 1000.0 * (1 + 1e-4) for o in result["options"])

@@ -218,6 +218,8 @@ def _objective_inputs(ss: Any, at_objective: bool) -> None:
         c2.checkbox("ITL", key="slo_itl_on")
         c1.number_input("TTFT (ms)", *_bounds("slo_ttft"), key="slo_ttft", disabled=not ss["slo_ttft_on"])
         c2.number_input("ITL (ms)", *_bounds("slo_itl"), key="slo_itl", disabled=not ss["slo_itl_on"])
+        st.number_input("Mean TPOT (ms; 0: none)", *_bounds("slo_tpot"), key="slo_tpot",
+                        help="time per output token per request, averaged: `vllm bench serve`'s Mean TPOT")
         st.radio(
             "at percentile", [50, 90, 99], key="slo_percentile", horizontal=True,
             format_func=lambda p: f"p{p}",

@@ -234,6 +234,10 @@ def render(scenario: dict[str, Any], result: Plan | None, error: ScenarioError |
         traffic = float(st.session_state.get("traffic_rps", DEFAULT_TRAFFIC_REQUESTS_PER_S))
         fleet = _cached_fleet(json.dumps(scenario, sort_keys=True), traffic)
     figures.render(result, scenario, fleet, traffic)
+    binding = result.serving.goodput_binding
+    if result.memory.fits and result.serving.stable and binding is not None:
+        # the planner's own sentence: objective names and figures, no user text
+        st.caption("**What binds the goodput.** " + binding.text)
     if not result.memory.fits:
         _what_would_fit(result, scenario)
     _share_box(query, link_refused)

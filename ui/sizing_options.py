@@ -17,22 +17,27 @@ COLUMNS: dict[str, tuple[str, str | None]] = {  # the fleet's GPUs and $ early: 
     "mode": ("mode", None), "gpu_name": ("GPU", None), "gpus_total": ("GPUs", "%d"),
     "usd_per_hour": ("fleet $/hour", "$%.2f"),
     "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"),
+    "utilization_pct": ("utilization (% of capacity)", "%.0f%%"),
     "validated": ("validated GPU", None), "tp": ("TP", "%d"), "weights": ("weights", None),
     "kv_cache": ("KV cache", None), "batch": ("batch", "%d"), "replicas": ("replicas", "%d"),
     "ttft_ms": ("TTFT p{pct} (ms)", "%.0f"),
-    "itl_ms": ("ITL p{pct} (ms)", "%.1f"), "prefill_workers": ("prefill workers", "%d"),
+    "ttft_ms_simulated_high": ("TTFT p{pct} simulated top (ms)", "%.0f"),
+    "itl_ms": ("ITL p{pct} (ms)", "%.1f"), "itl_ms_simulated_high": ("ITL p{pct} simulated top (ms)", "%.1f"),
+    "tpot_ms": ("mean TPOT (ms)", "%.1f"), "prefill_workers": ("prefill workers", "%d"),
     "decode_workers": ("decode workers", "%d"),
     "output_tokens_per_s": ("output tokens/s per replica", "%.0f"), "pareto": ("Pareto", None),
 }
 
 
 ALWAYS_SHOWN = (
-    "gpu_name", "gpus_total", "ttft_ms", "itl_ms", "usd_per_hour", "usd_per_million_output_tokens",
+    "gpu_name", "gpus_total", "utilization_pct", "ttft_ms", "ttft_ms_simulated_high", "itl_ms",
+    "itl_ms_simulated_high", "usd_per_hour", "usd_per_million_output_tokens",
 )
 
 
 _PY_FORMATS = {
     "%d": "{:,.0f}", "%.0f": "{:,.0f}", "%.1f": "{:,.1f}", "$%.2f": "${:,.2f}", "$%.3f": "${:,.3f}",
+    "%.0f%%": "{:,.0f}%",
 }
 
 
@@ -55,6 +60,8 @@ def options_table(options: list[dict[str, Any]], catalog) -> tuple[pd.DataFrame,
     for o in options:
         row = {k: v for k, v in o.items() if k not in ("scenario", "prefill", "decode")}
         row["gpu_name"] = gpu_label(o, catalog)
+        if o.get("utilization") is not None:
+            row["utilization_pct"] = 100.0 * float(o["utilization"])
         if o.get("mode") == "disaggregated":  # its layout lives in the two pools
             row.update(tp=None, weights=f"{o['decode']['weights']}", kv_cache=f"{o['decode']['kv_cache']}",
                        batch=o["decode"].get("batch"), replicas=None, output_tokens_per_s=None)

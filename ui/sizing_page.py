@@ -30,7 +30,7 @@ DEFAULT_REQUEST: dict[str, Any] = {
 
 
 _FORM_KEYS = ("model", "traffic", "slo", "gpus", "tp", "weights", "kv_cache", "cost_mode", "ownership",
-              "disaggregation", "pp", "ep")
+              "disaggregation", "pp", "ep", "max_utilization")
 
 
 def _request_from_widgets(catalog) -> dict[str, Any]:
@@ -51,12 +51,15 @@ def _request_from_widgets(catalog) -> dict[str, Any]:
             "slo": {
                 "ttft_ms": float(ss["sz_ttft"]), "itl_ms": float(ss["sz_itl"]),
                 "percentile": int(ss["sz_pct"]),
+                **({"tpot_ms": float(ss["sz_tpot"])} if float(ss.get("sz_tpot") or 0.0) > 0 else {}),
             },
             "gpus": (list(ss["sz_gpus"]) or ([] if custom_gpus else list(catalog))) + custom_gpus,
             "tp": list(ss["sz_tp"]) or DEFAULT_TP, "weights": list(ss["sz_weights"]) or DEFAULT_WEIGHTS,
             "kv_cache": list(ss["sz_kv"]) or DEFAULT_KV, "cost_mode": ss["sz_cost_mode"],
         }
     )
+    if float(ss.get("sz_headroom") or 0.0) > 0:  # 0: the highest load the simulation confirms
+        req["max_utilization"] = float(ss["sz_headroom"]) / 100.0
     # serving modes (planner.serving.serving_modes): disaggregated
     # prefill/decode fleets, PP and EP for their pools
     if ss.get("sz_disagg"):
@@ -89,6 +92,8 @@ def _seed(req: dict[str, Any], catalog) -> None:
     ss["sz_ttft"] = float(slo["ttft_ms"])
     ss["sz_itl"] = float(slo["itl_ms"])
     ss["sz_pct"] = int(slo.get("percentile") or 90)
+    ss["sz_tpot"] = float(slo.get("tpot_ms") or 0.0)
+    ss["sz_headroom"] = float(req.get("max_utilization") or 0.0) * 100.0
     ss["sz_gpus"] = [g for g in (req.get("gpus") or []) if isinstance(g, str) and g in catalog]
     ss["sz_tp"] = list(req.get("tp") or DEFAULT_TP)
     ss["sz_weights"] = list(req.get("weights") or DEFAULT_WEIGHTS)
@@ -258,6 +263,18 @@ def _request_form(catalog, ss: Any, presets: dict[str, Any]) -> bool:
             "Objectives hold at", [50, 90, 99], key="sz_pct", format_func=lambda p: f"p{p}",
             help="the percentile of TTFT and ITL the objectives bound (p90: 9 requests in 10 within them)",
         )
+        c1.number_input(
+            "Mean TPOT objective (ms; 0: none)", 0.0, 1e7, key="sz_tpot",
+            help="time per output token per request, (E2E - TTFT) / (output - 1), averaged over requests: "
+                 "`vllm bench serve`'s Mean TPOT; beside the ITL percentile",
+        )
+        c2.number_input(
+            "Headroom: most load per replica (% of capacity; 0: the highest the simulation confirms)",
+            0.0, 95.0, key="sz_headroom", format="%.0f",
+            help="0: each replica serves up to the highest load at which the scheduler simulation's range "
+                 "of TTFT and ITL still meets the objective (at most 95%, the highest load it tabulates); "
+                 "a number caps every replica's load below that too",
+        )
         _search_space_inputs(catalog, ss)
         return st.form_submit_button("Find the cheapest fleet")
 
@@ -288,11 +305,21 @@ def _summary(result: dict[str, Any], request: dict[str, Any]) -> None:
     """The objectives, how many configurations were searched and met them, and what the prices are."""
     slo = request["slo"]
     pct = int(slo.get("percentile") or 90)
+    tpot = f" and **mean TPOT ≤ {float(slo['tpot_ms']):,.1f} ms**" if slo.get("tpot_ms") else ""
+    headroom = (f"each replica at most {float(request['max_utilization']):.0%} of its capacity"
+                if request.get("max_utilization") else
+                "each replica up to the highest load at which the simulated range still meets them")
     st.markdown(
         f"Objectives: **TTFT p{pct} ≤ {slo['ttft_ms']:,.0f} ms** and **ITL p{pct} ≤ {slo['itl_ms']:,.1f} "
-        "ms**, "
-        f"at {request['traffic']['requests_per_s']:,.3g} requests/s. Searched "
-        f"**{result['searched']:,}** configurations; **{result['feasible']:,}** meet both objectives."
+        f"ms**{tpot}, "
+        f"at {request['traffic']['requests_per_s']:,.3g} requests/s; {headroom}. Searched "
+        f"**{result['searched']:,}** configurations; **{result['feasible']:,}** meet "
+        + ("all three objectives." if slo.get("tpot_ms") else "both objectives.")
+    )
+    st.caption(
+        "An option meets its objectives in the serving model, with the wait for a sequence slot, and across "
+        "the scheduler simulation's range at its load (the plan's \"simulated range\"): the table shows "
+        "each option's utilization and the range's top."
     )
     st.caption(
         "Prices are catalog reference prices, several of them estimates. A GPU not marked validated has "
@@ -410,10 +437,10 @@ def render(catalog) -> None:
     result = ss.get("sz_result")
     if not result:
         st.caption(
-            "Each option runs as many replicas as the traffic needs at the serving model's goodput: the "
-            "highest request rate per replica whose TTFT and ITL at the objective's percentile meet the "
-            "objectives (continuous batching with chunked prefill, Poisson arrivals). See README, "
-            "'How sizing works'."
+            "Each option runs as many replicas as the traffic needs at its confirmed rate: the highest "
+            "request rate per replica whose TTFT and ITL at the objective's percentile (and mean TPOT, when "
+            "given) meet the objectives in the serving model, with the wait for a sequence slot, and across "
+            "the scheduler simulation's range, within the headroom. See README, 'How sizing works'."
         )
         return
     request = ss["sz_request"]

@@ -34,7 +34,7 @@ WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
     "output_len": (1, 100_000_000), "batch": (1, 10_000_000), "utilization": (0.0, 1.0),
     "reserve_gb": (0.0, 10_000.0), "pp": (1, 256), "ep": (1, 1024), "load_rate": (0.0, 1e6),
     "traffic_rps": (1e-6, 1e7), "load_concurrency": (1, 10_000_000), "slo_ttft": (0.0, 1e7),
-    "slo_itl": (0.0, 1e7), "arrival_cv": (0.0, 10.0), "prompt_len_cv": (0.0, 10.0),
+    "slo_itl": (0.0, 1e7), "slo_tpot": (0.0, 1e7), "arrival_cv": (0.0, 10.0), "prompt_len_cv": (0.0, 10.0),
     "output_len_cv": (0.0, 10.0), "prefix_cache_hit": (0.0, 1.0), "max_num_batched_tokens": (16, 10_000_000),
     "price": (0.0, 100_000.0), "spec_k": (1, 64), "spec_p": (0.0, 1.0), "spec_draft_b": (0.0, 10_000.0),
 }
@@ -171,6 +171,7 @@ def _seed_load(ss: Any, load: dict[str, Any]) -> None:
     ss["slo_ttft_on"] = not load.get("slo") or slo.get("ttft_ms") is not None
     ss["slo_itl_on"] = not load.get("slo") or slo.get("itl_ms") is not None
     ss["slo_percentile"] = int(slo.get("percentile") or DEFAULT_OBJECTIVE.percentile)
+    ss["slo_tpot"] = float(slo.get("tpot_ms") or 0.0)  # 0: no TPOT objective
     for key, default in LOAD_SHAPE_DEFAULTS.items():
         ss[key] = type(default)(load.get(key, default))
 
@@ -271,6 +272,8 @@ def _read_load(ss: Any) -> dict[str, Any]:
             slo["ttft_ms"] = float(ss["slo_ttft"])
         if ss.get("slo_itl_on"):
             slo["itl_ms"] = float(ss["slo_itl"])
+        if float(ss.get("slo_tpot") or 0.0) > 0:
+            slo["tpot_ms"] = float(ss["slo_tpot"])
         load["slo"] = slo
     return load
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, computed_field
 
 from planner.physics.bands import Band
 from planner.serving.distributions import Percentiles
+from planner.serving.operating_point import GoodputBinding
 from planner.serving.queue_bands import QueueBands
 
 GB_PER_GIB = 1e9 / 2**30  # GiB per GB: a figure in GB (10^9 bytes) times this is the same bytes in GiB
@@ -212,6 +213,8 @@ class ServingSection(BaseModel):
     # open loop: the percentiles bracketed by the scheduler's simulation where the queue model leaves its
     # validated range (planner.serving.queue_bands; null in a closed loop, which is simulated itself)
     queue_bands: QueueBands | None = None
+    # an open loop under load.slo: which objective binds the goodput, why, and what relaxing it buys
+    goodput_binding: GoodputBinding | None = None
 
 
 class PrecisionChoice(BaseModel):

@@ -54,7 +54,12 @@ from planner.serving.benchmark_client import (
     at_benchmark,
     run_benchmark,
 )
-from planner.serving.operating_point import serve_at_goodput, time_per_output_token
+from planner.serving.operating_point import (
+    GoodputBinding,
+    goodput_binding,
+    serve_at_goodput,
+    time_per_output_token,
+)
 from planner.serving.serving import Objective, ServingPoint, serve_at_concurrency, serve_at_rate
 from planner.serving.workload import running_cap, workload_for
 
@@ -216,7 +221,8 @@ def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan,
            if load is not None and load.slo is not None else None)
     cap = running_cap(scenario.batch, mem.max_batch)
     if load is not None and load.at_goodput and slo is not None:
-        return serve_at_goodput(d, workload_for(scenario, d, cap), slo, mem.max_batch)
+        tpot = load.slo.tpot_ms if load.slo is not None else None
+        return serve_at_goodput(d, workload_for(scenario, d, cap), slo, mem.max_batch, tpot)
     if load is not None and load.request_rate is not None:
         return serve_at_rate(d, workload_for(scenario, d, cap), load.request_rate, slo, mem.max_batch)
     if load is not None and load.concurrency is not None:
@@ -225,6 +231,16 @@ def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan,
     # no load: the closed loop at `batch` (default the max batch), running at most the max batch
     concurrency = scenario.batch if scenario.batch is not None else mem.max_batch
     return serve_at_concurrency(d, workload_for(scenario, d, mem.max_batch), concurrency, None, mem.max_batch)
+
+
+def _binding(scenario: Scenario, d: Deployment, mem: MemoryPlan,
+             point: ServingPoint | None) -> GoodputBinding | None:
+    """Which objective binds an open loop's goodput, and what relaxing it buys (issue 31)."""
+    load = scenario.load
+    if point is None or point.mode != "request_rate" or load is None or load.slo is None:
+        return None
+    cap = running_cap(scenario.batch, mem.max_batch)
+    return goodput_binding(d, workload_for(scenario, d, cap), load.slo, mem.max_batch)
 
 
 def closed_loop_benchmark(scenario: Scenario, d: Deployment,
@@ -419,7 +435,8 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
         cost=_cost_section(gpus, step, batch, price, point),
         speculative=_speculative_section(scenario, d, batch, mem.fits),
         serving=_serving_section(scenario, gpus, point).model_copy(
-            update={"benchmark": benchmark_section(bench)}),
+            update={"benchmark": benchmark_section(bench),
+                    "goodput_binding": _binding(scenario, d, mem, point)}),
         fit_alternatives=_fit_alternatives(scenario, d, mem),
         model=ModelSummary(name=d.model.name, total_params=counts.total, active_params=counts.active,
                            non_embedding_params=counts.non_embedding),

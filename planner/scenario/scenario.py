@@ -71,6 +71,8 @@ class ServiceObjective(BaseModel):
     ttft_ms: float | None = Field(default=None, gt=0, le=1e7)
     itl_ms: float | None = Field(default=None, gt=0, le=1e7)
     percentile: Literal[50, 90, 99] = 90
+    # extension: mean time per output token per request, (E2E - TTFT) / (output - 1): vLLM's "Mean TPOT"
+    tpot_ms: float | None = Field(default=None, gt=0, le=1e7)
 
 
 class TrafficShapeFields(BaseModel):

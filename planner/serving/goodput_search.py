@@ -4,11 +4,13 @@ and the TTFT or ITL percentiles alone at a load point."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
 from planner.core.deployment import Deployment
+from planner.serving.confirmed_rate import NO_BAND_UTILIZATION, SizingObjective, band_load_limit
 from planner.serving.distributions import (
     PERCENTILES,
     Percentiles,
@@ -19,6 +21,7 @@ from planner.serving.distributions import (
     window_arrivals_bound,
 )
 from planner.serving.layout_memo import StepTable, bound_steps
+from planner.serving.queue_bands import AGREEMENT, LOADS, arrival_class
 from planner.serving.replica import LoadPoint, ReplicaModel, load_point
 from planner.serving.serving import latency_percentiles, meets_objective
 
@@ -202,3 +205,29 @@ def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: 
     nxt = min(last + 1, len(population) - 1)
     n = float(population[nxt])
     return 1.01 * n / ((output_len - 1) * float(step_ms[last]) + n * 0.99 * work_ms) * 1000.0
+
+
+def confirmed_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int, work_ms: float,
+                          steps: StepTable | None, objective: SizingObjective,
+                          shape: tuple[float, bool, str], max_utilization: float | None,
+                          fixed_prompts: bool = False) -> float | None:
+    """An upper bound on a replica's confirmed rate (planner.serving.confirmed_rate), req/s: rate_bound_per_s
+    with the decode step capped by the ITL bound over the band's least ratio (1 + the validated agreement)
+    and by mean TPOT (at least the decode step), and at most the headroom's share of the bound at the largest
+    population, where the headroom is also under the load at which the band's TTFT ratio reaches objective /
+    prompt work (every TTFT is at least its prompt's work: `fixed_prompts`, every prompt as long as
+    `work_ms`'s). `shape`: (arrival CV, variable lengths, prompt class)."""
+    banded = arrival_class(shape[0]) is not None
+    pct = objective.percentile
+    decode_cap_ms = objective.itl_ms if objective.itl_ms is not None else math.inf
+    if banded:
+        decode_cap_ms /= 1.0 + AGREEMENT[f"p{pct}"]
+    decode_cap_ms = min(decode_cap_ms, objective.tpot_ms or math.inf)
+    bound = rate_bound_per_s(d, context, max_batch, output_len, decode_cap_ms, work_ms, steps)
+    top = rate_bound_per_s(d, context, max_batch, output_len, math.inf, work_ms, steps)
+    if bound is None or top is None:
+        return bound
+    load = max_utilization or (LOADS[-1] if banded else NO_BAND_UTILIZATION)
+    if banded and fixed_prompts and work_ms > 0 and objective.ttft_ms is not None:
+        load = min(load, band_load_limit(f"ttft_p{pct}", *shape, objective.ttft_ms / work_ms))
+    return min(bound, load * top)

@@ -35,21 +35,29 @@ from planner.economics.cost import usd_per_million_tokens
 from planner.hardware.parallelism import cheapest_layout_that_fits, sharding, valid_tp
 from planner.physics.memory import plan_memory
 from planner.scenario.scenario import Scenario, resolve, resolve_model
+from planner.serving.confirmed_rate import (
+    ConfirmedRate,
+    SizingObjective,
+    band_high_ratio,
+    confirmed_rate,
+    why_not,
+)
 from planner.serving.floor_order import FloorOrder
-from planner.serving.goodput_search import GoodputSearch, itl_percentiles, rate_bound_per_s
+from planner.serving.goodput_search import confirmed_bound_per_s, itl_percentiles
 from planner.serving.layout_memo import LayoutMemo, layout_key
+from planner.serving.queue_bands import arrival_class, prompt_class
 from planner.serving.replica import PrefillWork
 from planner.serving.request_bounds import check_work
 from planner.serving.serving import (
     Percentiles,
     ReplicaModel,
-    capacity_and_goodput,
     latency_percentiles,
     load_point,
     replica_model,
 )
 from planner.serving.sizing_request import (
     DEFAULT_PERCENTILE,
+    MIN_LOAD_SHARE,
     OPTIONS_PER_FAMILY,
     LayoutCandidate,
     SizingRequest,
@@ -57,6 +65,7 @@ from planner.serving.sizing_request import (
     gpu_key,
     parse_sizing,
 )
+from planner.serving.slot_wait import slot_wait
 from planner.serving.sweep import batch_grid
 from planner.serving.workload import workload_for
 
@@ -159,19 +168,6 @@ def _label(fam: LayoutCandidate) -> str:
     return f"{fam.gpu_key} {layout} {fam.weights}/{fam.kv_cache}"
 
 
-def _why_not(m: ReplicaModel, req: SizingRequest) -> str:
-    """Why even a trickle of traffic misses the objectives: the percentiles of one request alone."""
-    pct = req.slo.percentile
-    ttft, itl, _ = latency_percentiles(m, load_point(m, float(m.capacity_per_ms()) * 1e-6))
-    why = []
-    itl_at, ttft_at = itl.at(pct), ttft.at(pct)
-    if itl_at is not None and itl_at > req.slo.itl_ms:
-        why.append(f"p{pct} ITL at a trickle is {itl_at:.1f} ms > {req.slo.itl_ms:g} ms")
-    if ttft_at is not None and ttft_at > req.slo.ttft_ms:
-        why.append(f"p{pct} TTFT at a trickle is {ttft_at:.0f} ms > {req.slo.ttft_ms:g} ms")
-    return "; ".join(why) or "no request rate meets both objectives"
-
-
 @dataclass
 class _Prepared:
     """A family that fits, resolved, with a floor under the cost of any fleet it can give."""
@@ -229,11 +225,14 @@ def _prepare(req: SizingRequest, fam: LayoutCandidate,
     cached = t.prompt_len - max(round(t.prompt_len * (1.0 - t.prefix_cache_hit)), 1)
     steps = memo.bound_steps(key, d, mem.max_batch, scenario.mean_context)  # first: it times the empty step
 
+    shape = (float(t.arrival_cv), t.prompt_len_cv > 0 or t.output_len_cv > 0, prompt_class(t.prompt_len))
+
     def floor(work_ms: float) -> float:  # a larger prefill work can only raise it
-        bound_per_s = rate_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, req.slo.itl_ms,
-                                       work_ms, steps)
-        if bound_per_s is None:
-            return 0.0
+        bound_per_s = confirmed_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, work_ms,
+                                            steps, objective_of(req), shape, req.max_utilization,
+                                            t.prompt_len_cv == 0)
+        if not bound_per_s:
+            return 0.0  # evaluated, so that it says why
         return math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
 
     return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own,
@@ -255,43 +254,43 @@ def _replica_model(prep: _Prepared) -> ReplicaModel:
     return replica_model(prep.d, w, max_population=prep.max_batch, prefill_work=prep.prefill_work)
 
 
-def _capped_goodput(req: SizingRequest, m: ReplicaModel, caps: npt.NDArray[np.int_],
-                    best: float | None) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """Capacity and goodput (per ms) of each cap on running sequences: capacity_and_goodput's figures, from
-    the goodput `best` where the caller found it already."""
-    if best is None:
-        return capacity_and_goodput(m, caps, req.slo.percentile, req.slo.ttft_ms, req.slo.itl_ms)
-    capacity = np.asarray(m.capacity_per_ms(np.asarray(caps, dtype=float)), dtype=float)
-    return capacity, np.minimum(best, capacity * (1.0 - 1e-9))
+def objective_of(req: SizingRequest) -> SizingObjective:
+    return SizingObjective(req.slo.percentile, req.slo.ttft_ms, req.slo.itl_ms, req.slo.tpot_ms)
+
+
+def _confirmed(req: SizingRequest, prep: _Prepared, m: ReplicaModel,
+               above_usd: float = math.inf) -> ConfirmedRate:
+    """The family's confirmed rate per replica (planner.serving.confirmed_rate) at its largest cap on running
+    sequences: a smaller cap is never faster at the same rate (the same fast-model latencies, a longer wait
+    for a slot), so its fleets are dominated by the largest cap's at the same replica count. Refined until
+    the fewest replicas are settled, or (`above_usd`) until even the bracket's top rate's fleet costs more:
+    then its fleets are never returned, and their cost only needs to stay above."""
+    rate, usd_per_replica = req.traffic.requests_per_s, sharding(prep.d).gpus_per_replica * prep.price
+    return confirmed_rate(m, int(prep.caps[-1]), objective_of(req), req.max_utilization,
+                          lambda lo, hi: _replicas(rate, lo) == _replicas(rate, hi)
+                          or _replicas(rate, hi) * usd_per_replica > above_usd)
 
 
 def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel | None = None,
-              best: float | None = None, returned_to_usd: float = math.inf) -> FamilyResult:
-    """`m` and `best` (its goodput_per_ms), when the caller has them. `returned_to_usd` (lazy): no option
-    dearer than this is returned, so its ITL, which only ranks it, is left infinite."""
+              confirmed: ConfirmedRate | None = None, returned_to_usd: float = math.inf) -> FamilyResult:
+    """The family's fleets: its largest cap at the fewest replicas the confirmed rate allows, and at the next
+    counts (_replica_counts). `m` and `confirmed`, when the caller has them. `returned_to_usd` (lazy): no
+    option dearer than this is returned, so its ITL, which only ranks it, is left infinite."""
     t, fam, d, caps, base = req.traffic, prep.fam, prep.d, prep.caps, prep.base
     m = m if m is not None else _replica_model(prep)
+    confirmed = confirmed if confirmed is not None else _confirmed(req, prep, m)
     pct = req.slo.percentile
-    capacity, goodput = _capped_goodput(req, m, caps, best)
-    if not (goodput > 0).any():
-        return FamilyResult([], _why_not(m, req), len(caps))
+    if not confirmed.lo > 0:
+        return FamilyResult([], why_not(m, objective_of(req), confirmed), len(caps))
     price, rent, own = prep.price, prep.rent, prep.own
     layout = sharding(d)
     gpus_per_replica = layout.gpus_per_replica
     demand_tokens_per_s = t.requests_per_s * t.output_len
+    cap = int(caps[-1])
     options: list[dict[str, Any]] = []
-    seen: set[int] = set()
-    for i in np.argsort(-goodput, kind="stable"):  # caps reaching the family's goodput come first
-        if goodput[i] <= 0:
-            continue
-        replicas = _replicas(t.requests_per_s, float(goodput[i]))
-        if replicas in seen:  # a larger cap at the same replica count changes nothing the traffic sees
-            continue
-        if len(seen) == OPTIONS_PER_FAMILY:
-            break
-        seen.add(replicas)
+    for replicas in _replica_counts(t.requests_per_s, confirmed.lo):
         rate_per_ms = t.requests_per_s / replicas / 1000.0
-        point = load_point(m, rate_per_ms, int(caps[i]))
+        point = load_point(m, rate_per_ms, cap)
         usd_per_hour = replicas * gpus_per_replica * price
         if lazy:  # ITL ranks the options and draws the frontier; TTFT and E2E wait until returned
             unranked = usd_per_hour > returned_to_usd
@@ -299,75 +298,68 @@ def _evaluate(req: SizingRequest, prep: _Prepared, lazy: bool, m: ReplicaModel |
             ttft = e2e = Percentiles(None, None, None)
         else:
             ttft, itl, e2e = latency_percentiles(m, point)
-        scenario_out = {**base, "batch": int(caps[i]), "load": {
-            **req.traffic.shape(), "request_rate": rate_per_ms * 1000.0,
-            "slo": {"ttft_ms": req.slo.ttft_ms, "itl_ms": req.slo.itl_ms, "percentile": pct}}}
+        slo_out: dict[str, Any] = {"ttft_ms": req.slo.ttft_ms, "itl_ms": req.slo.itl_ms, "percentile": pct}
+        if req.slo.tpot_ms is not None:
+            slo_out["tpot_ms"] = req.slo.tpot_ms
+        scenario_out = {**base, "batch": cap, "load": {
+            **req.traffic.shape(), "request_rate": rate_per_ms * 1000.0, "slo": slo_out}}
         options.append({
             "gpu": fam.gpu_key, "tp": fam.tp, "weights": fam.weights, "kv_cache": fam.kv_cache,
-            "batch": int(caps[i]), "replicas": replicas, "gpus_total": replicas * gpus_per_replica,
+            "batch": cap, "replicas": replicas, "gpus_total": replicas * gpus_per_replica,
             "pp": fam.pp, "ep": fam.ep, "gpus_per_replica": gpus_per_replica,
             "nodes_per_replica": layout.nodes_per_replica,
             "ttft_ms": ttft.at(pct), "itl_ms": itl.at(pct), "itl_ms_under_load": itl.at(pct),
             "e2e_ms": e2e.at(pct), "percentile": pct,
             "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50,
             "request_rate_per_replica": rate_per_ms * 1000.0,
-            "goodput_request_rate": float(goodput[i]) * 1000.0,
-            "max_request_rate": float(capacity[i]) * 1000.0,
+            "goodput_request_rate": confirmed.lo * 1000.0,
+            "confirmed_binding": confirmed.binding,
+            "max_request_rate": confirmed.capacity * 1000.0,
+            "utilization": rate_per_ms / confirmed.capacity,
+            "tpot_ms": float(point.iteration_ms),
             "output_tokens_per_s": rate_per_ms * 1000.0 * t.output_len, "usd_per_hour": usd_per_hour,
             "usd_per_million_output_tokens": usd_per_million_tokens(usd_per_hour, demand_tokens_per_s),
             "usd_per_gpu_hour": price, "rent_usd_per_gpu_hour": rent, "own_usd_per_gpu_hour": own,
             "prefill_share": float(point.prefill_share),
             "scenario": scenario_out,
         })
-        if lazy:  # the ITL percentiles go along: the finish step needs TTFT and E2E alone
-            options[-1]["_finish"] = (m, point, None if unranked else itl)
+        options[-1]["_finish"] = (m, point, None if lazy and unranked else itl, cap)
+        if not lazy:
+            _finish(options[-1])
     return FamilyResult(options, None, len(caps))
+
+
+def _replica_counts(requests_per_s: float, confirmed_per_ms: float) -> range:
+    """A family's fleets: the fewest replicas, then one or two more while each replica still serves at least
+    MIN_LOAD_SHARE of the confirmed rate (a trickle gets one fleet)."""
+    fewest = _replicas(requests_per_s, confirmed_per_ms)
+    most = min(fewest + OPTIONS_PER_FAMILY - 1,
+               math.floor(requests_per_s / (MIN_LOAD_SHARE * confirmed_per_ms * 1000.0) * (1 + 1e-12)))
+    return range(fewest, max(most, fewest) + 1)
 
 
 def _replicas(requests_per_s: float, goodput_per_ms: float) -> int:
     return max(1, math.ceil(requests_per_s / (goodput_per_ms * 1000.0) * (1 - 1e-12)))  # a denormal rate: 1
 
 
-def _fleet_costs(req: SizingRequest, prep: _Prepared, m: ReplicaModel, lo: float,
-                 hi: float) -> list[float] | None:
-    """The $/hour of each option _evaluate would give this family, in its order, knowing only that the
-    family's goodput lies in [lo, hi]; None where that leaves the replica counts or their order open (or no
-    cap has goodput: _evaluate then says why). A cap's goodput is min(goodput, capacity (1 - 1e-9)): a cap
-    whose capacity is below the bracket has that capacity, one above it the family's goodput (ties keep
-    cap order)."""
-    if not lo > 0:
-        return None
-    limit = np.asarray(m.capacity_per_ms(np.asarray(prep.caps, dtype=float)), dtype=float) * (1.0 - 1e-9)
-    if ((limit >= lo) & (limit < hi)).any() or (lo < hi and (limit == hi).any()):
-        return None
-    at_goodput = limit >= hi
-    rate = req.traffic.requests_per_s
-    if at_goodput.any() and _replicas(rate, lo) != _replicas(rate, hi):
-        return None
-    goodput = np.where(at_goodput, lo, limit)  # every capped goodput is below lo: the same order
-    costs: list[float] = []
-    seen: set[int] = set()
-    gpus_per_replica = sharding(prep.d).gpus_per_replica
-    for i in np.argsort(-goodput, kind="stable"):
-        if goodput[i] <= 0:
-            continue
-        replicas = _replicas(rate, float(goodput[i]))
-        if replicas in seen:
-            continue
-        if len(seen) == OPTIONS_PER_FAMILY:
-            break
-        seen.add(replicas)
-        costs.append(replicas * gpus_per_replica * prep.price)
-    return costs or None
-
-
 def _finish(option: dict[str, Any]) -> None:
-    """Fill a lazily evaluated option's TTFT and E2E percentiles (with the ITL figures it ranked by)."""
-    m, point, itl = option.pop("_finish")
+    """Fill an option's TTFT and E2E percentiles (with the ITL figures it ranked by), the slot wait and the
+    simulated range at its rate."""
+    m, point, itl, cap = option.pop("_finish")
     pct = option["percentile"]
     ttft, itl, e2e = latency_percentiles(m, point, itl)
     option.update({"ttft_ms": ttft.at(pct), "itl_ms": itl.at(pct), "itl_ms_under_load": itl.at(pct),
                    "e2e_ms": e2e.at(pct), "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50})
+    load = np.array([option["utilization"]])
+    ranges: dict[str, float | None] = {}
+    banded = arrival_class(m.workload.arrival_cv) is not None  # else no simulated range: null
+    for name, value in (("ttft", ttft.at(pct)), ("itl", itl.at(pct))):
+        ratio = float(band_high_ratio(m, f"{name}_p{pct}", load)[0])
+        known = banded and value is not None and math.isfinite(ratio)
+        ranges[f"{name}_ms_simulated_high"] = value * ratio if known and value is not None else None
+    probability, mean = slot_wait(m, np.array([point.rate_per_ms]), cap)
+    option.update(ranges, slot_wait_probability=float(probability[0]),
+                  slot_wait_mean_ms=float(mean[0]) if probability[0] > 0 else 0.0)
 
 
 def _prepared_families(req: SizingRequest, hints: list[dict[str, Any]] | None,
@@ -389,21 +381,18 @@ def _prepared_families(req: SizingRequest, hints: list[dict[str, Any]] | None,
 
 
 def _search_family(req: SizingRequest, prep: _Prepared, lazy: bool, defer: bool, rows: list[dict[str, Any]],
-                   infeasible: list[dict[str, str]], pending: list) -> list[float]:
-    """One family of `search`: its rows (deferred ones, with their search, go to `pending`) and their
-    $/hour."""
+                   infeasible: list[dict[str, str]], pending: list, above_usd: float) -> list[float]:
+    """One family of `search`: its rows (deferred ones, ITL unranked, go to `pending`) and their $/hour;
+    `above_usd`: the max_options-th cheapest $/hour found so far (_confirmed)."""
     m = _replica_model(prep)
-    costs = goodput = None
-    if defer and lazy:  # the goodput's search goes only as far as the fleet costs need
-        goodput = GoodputSearch(m, req.slo.percentile, req.slo.ttft_ms, req.slo.itl_ms)
-        while goodput.lo > 0 and (costs := _fleet_costs(req, prep, m, goodput.lo, goodput.hi)) is None \
-                and not goodput.exact:
-            goodput.step()
-    if costs is not None and goodput is not None:
-        pending.append((prep, m, goodput, len(costs), len(rows)))
+    confirmed = _confirmed(req, prep, m, above_usd)
+    if defer and lazy and confirmed.lo > 0:  # the fleet costs are settled; ITL waits until it ranks
+        gpus = sharding(prep.d).gpus_per_replica
+        costs = [n * gpus * prep.price for n in _replica_counts(req.traffic.requests_per_s, confirmed.lo)]
+        pending.append((prep, m, confirmed, len(costs), len(rows)))
         rows.extend({"usd_per_hour": usd, "itl_ms": math.inf} for usd in costs)
         return costs
-    result = _evaluate(req, prep, lazy, m, None if goodput is None else goodput.finish())
+    result = _evaluate(req, prep, lazy, m, confirmed)
     rows.extend(result.options)
     if result.reason is not None:
         infeasible.append({"candidate": _label(prep.fam), "reason": result.reason})
@@ -430,12 +419,13 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     order = FloorOrder([(p.floor_bound_usd_per_hour, p.cost_floor_usd_per_hour, p) if prune else
                         (0.0, lambda: 0.0, p) for p in prepared])  # without pruning: list order
     cheapest: list[float] = []  # max-heap (negated) of the max_options cheapest $/hour found so far
-    pending: list[tuple[_Prepared, ReplicaModel, GoodputSearch, int, int]] = []  # deferred, with its rows
+    pending: list[tuple[_Prepared, ReplicaModel, ConfirmedRate, int, int]] = []  # deferred, with its rows
     while order.left:
         if prune and len(cheapest) == req.max_options and order.floors_above(-cheapest[0]):
             pruned = order.left  # every family left costs more than the options found: none changes them
             break
-        for usd in _search_family(req, order.pop()[1], lazy, defer, rows, infeasible, pending):
+        above = -cheapest[0] if len(cheapest) == req.max_options else math.inf
+        for usd in _search_family(req, order.pop()[1], lazy, defer, rows, infeasible, pending, above):
             if len(cheapest) < req.max_options:
                 heapq.heappush(cheapest, -usd)
             elif usd < -cheapest[0]:
@@ -443,9 +433,9 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     if pending:
         usd_all = sorted(r["usd_per_hour"] for r in rows)
         last_returned = usd_all[req.max_options - 1] if len(usd_all) > req.max_options else math.inf
-        for prep, m, goodput, n, first in pending:
+        for prep, m, confirmed, n, first in pending:
             if min(r["usd_per_hour"] for r in rows[first:first + n]) <= last_returned:
-                result = _evaluate(req, prep, lazy, m, goodput.finish(), last_returned)
+                result = _evaluate(req, prep, lazy, m, confirmed, last_returned)
                 assert [o["usd_per_hour"] for o in result.options] == [r["usd_per_hour"] for r in
                                                                         rows[first:first + n]]
                 rows[first:first + n] = result.options
@@ -485,12 +475,20 @@ def size(data: Any, memo: LayoutMemo | None = None) -> dict[str, Any]:
         "fit_hints": hints,
         "assumptions": {
             "objectives": f"TTFT and ITL at p{req.slo.percentile} "
-                          f"(slo.percentile; default p{DEFAULT_PERCENTILE})",
+                          f"(slo.percentile; default p{DEFAULT_PERCENTILE})"
+                          + (f", mean TPOT <= {req.slo.tpot_ms:g} ms" if req.slo.tpot_ms is not None else ""),
+            "headroom": (f"each replica serves at most {req.max_utilization:.0%} of its capacity"
+                         if req.max_utilization is not None else
+                         "each replica serves up to the highest load at which the objective holds confirmed "
+                         "(max_utilization: null; at most 95%, 85% where the arrival CV has no simulated "
+                         "range)"),
+            "confirmed": "an option's rate per replica meets the objective in the serving model, with the "
+                         "wait for a sequence slot (max_num_seqs or the KV budget), and across the scheduler "
+                         "simulation's range at its load (the plan's queue bands): goodput_request_rate is "
+                         "that confirmed rate; replicas = ceil(traffic / it)",
             "serving_model": "the plan's serving model: continuous batching with chunked prefill "
                              "(max_num_batched_tokens 8192), Poisson arrivals unless traffic.arrival_cv, "
-                             "fixed lengths unless traffic.prompt_len_cv / output_len_cv; goodput = highest "
-                             "request rate per replica meeting the objectives; "
-                             "replicas = ceil(traffic / goodput)",
+                             "fixed lengths unless traffic.prompt_len_cv / output_len_cv",
             "queue": "G/G/1 prefill queue per replica (planner.serving.serving's wait, growing with "
                      "traffic.arrival_cv), ITL from decode and prefill-carrying iterations",
             "cost_mode": req.cost_mode,

@@ -20,7 +20,12 @@ DEFAULT_WEIGHTS: list[WeightPrecision] = ["bf16", "fp8", "int4"]
 DEFAULT_KV: list[KvPrecision] = ["bf16", "fp8"]
 DEFAULT_PERCENTILE = 90
 SHAPE_FIELDS = tuple(TrafficShapeFields.model_fields)
-OPTIONS_PER_FAMILY = 3  # the fewest-replica fleets of each family: more replicas only cost more
+# Fleets per family: its fewest replicas at its largest cap on running sequences, and up to two more replicas
+# (more headroom, lower latency) while each replica still serves at least half its confirmed rate
+# (MIN_LOAD_SHARE). A smaller cap is never faster at the same rate (the same fast-model latencies, a longer
+# wait for a slot): at any replica count the largest cap's fleet dominates it.
+OPTIONS_PER_FAMILY = 3
+MIN_LOAD_SHARE = 0.5
 
 
 class Traffic(TrafficShapeFields):
@@ -43,6 +48,8 @@ class Slo(BaseModel):
     itl_ms: float = Field(gt=0, le=1e7)
     percentile: Literal[50, 90,
                         99] = 90  # extension (DEFAULT_PERCENTILE): the objectives hold at this percentile
+    # extension: mean time per output token per request, (E2E - TTFT) / (output - 1), vLLM's "Mean TPOT"
+    tpot_ms: float | None = Field(default=None, gt=0, le=1e7)
 
 
 class SizingRequest(BaseModel):
@@ -68,6 +75,9 @@ class SizingRequest(BaseModel):
     cost_mode: Literal["rent", "own"] = "rent"
     ownership: OwnershipCosts | None = None
     max_options: int = Field(default=200, ge=1, le=100_000)
+    # the headroom: the most a replica may serve, as a share of its capacity; null: the highest load at which
+    # the simulated range still meets the objective (planner.serving.confirmed_rate)
+    max_utilization: float | None = Field(default=None, gt=0.0, le=0.95)
 
 
 @dataclass(frozen=True)

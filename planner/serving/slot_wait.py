@@ -1,0 +1,82 @@
+"""An open loop's wait for a sequence slot, which the fast queue model (planner.serving.replica) leaves out.
+
+A replica runs at most `slots` sequences at once (max_num_seqs, or what the KV budget admits). Each request
+holds a slot from its first prompt chunk to its last token: its own prefill plus O - 1 iterations of
+D(k) / (1 - rho_w) at k running sequences, so k requests finish at mu(k) = k / hold(k). The requests in the
+replica are a birth-death chain over k = 0..slots with arrivals at lambda; the iteration lengthens with k,
+so the population swings far wider than a Poisson count of the same mean and reaches the limit before its
+mean does. Past the limit arrivals queue at the full chain's rate mu(slots): P(wait) = P(k >= slots), the
+wait exponential of rate mu(slots) - lambda, scaled by Allen-Cunneen's (ca^2 + cs^2) / 2 for clumped
+arrivals and near-fixed holds.
+
+This is the chain of the reverted commit 9bfdc98 (near a KV-limited capacity it brought TTFT p99 from 10-80x
+low to within the scheduler simulation: qwen3-30b-a3b on H100 at 90% of capacity, 107 ms planned, 3,422
+simulated, 3,895 with the chain). Here it is not part of every load point: the sizing search judges a
+replica's objective with it (planner.serving.confirmed_rate), at the few rates it checks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.serving.replica import ReplicaModel
+
+BLOCKS = 64  # the chain in at most this many blocks of states sharing one departure rate
+
+
+class SlotChain:
+    """The chain of one replica model at `slots` (its rate-free figures computed once); `wait(rates)` gives
+    (P(an arrival waits for a slot), that wait's mean in ms given it happens) at each rate."""
+
+    def __init__(self, m: ReplicaModel, slots: int) -> None:
+        self.m, self.slots = m, slots
+        self.none = slots < 1 or m.decode_steps_per_request <= 0
+        if self.none:
+            return
+        # a request's own prefill at the full replica (its chunks beside `slots` decodes), a bound on it below
+        chunk = max(m.workload.max_num_batched_tokens - slots, 1)
+        self.step_full = float(np.interp(slots, m.population, m.decode_ms))
+        self.own = float(np.mean(np.ceil(m.computed_tokens / chunk) * self.step_full + m.prefill_work_ms))
+        width = max(slots // BLOCKS, 1)
+        k = np.arange(width, slots + 1, width, dtype=float)
+        k[-1] = slots
+        self.k, self.widths = k, np.diff(np.concatenate([[0.0], k]))
+        self.step_k = np.interp(k, m.population, m.decode_ms)
+        steps = max(float(np.mean(m.output_tokens - 1.0)), 1.0)
+        self.hold_cv2 = float(np.var(m.output_tokens)) / steps ** 2
+
+    def wait(self, rate_per_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lam_all = np.atleast_1d(np.asarray(rate_per_ms, dtype=float))
+        out_p, out_mean = np.zeros(len(lam_all)), np.zeros(len(lam_all))
+        if self.none:
+            return out_p, out_mean
+        m, slots = self.m, self.slots
+        share_all = np.clip(lam_all * m.mean_prefill_work_ms, 0.0, 1.0 - 1e-9)
+        # Where the full replica drains twice as fast as requests come, the chain's mode is below slots / 2
+        # (the hold lengthens with k) and P(k >= slots) under (1/2)^(slots / 2): such rates skip the chain.
+        full_hold = self.own + m.decode_steps_per_request * self.step_full / (1.0 - share_all)
+        near = ~((slots >= 32) & (lam_all * full_hold < 0.5 * slots))
+        if not near.any():
+            return out_p, out_mean
+        lam, share = lam_all[near], share_all[near]
+        step = self.step_k[None, :] / (1.0 - share[:, None])
+        mu = self.k[None, :] / (self.own + m.decode_steps_per_request * step)
+        widths = self.widths
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            log_w = np.cumsum(widths * (np.log(np.maximum(lam, 1e-300))[:, None] - np.log(mu)), axis=-1)
+            top = np.maximum(log_w.max(axis=-1, keepdims=True), 0.0)  # w(0) = 1 is in the sum too
+            w = np.exp(log_w - top)
+            ratio = lam / mu[:, -1]
+            tail = np.where(ratio < 1.0, w[:, -1] / (1.0 - ratio), np.inf)
+            total = np.exp(-top[:, 0]) + (widths[:-1] * w[:, :-1]).sum(axis=-1) + tail
+            probability = np.nan_to_num(np.where(np.isfinite(tail), tail / total, 1.0), nan=0.0)
+            mean = np.where(ratio < 1.0, 1.0 / (mu[:, -1] - lam), np.inf) * (
+                m.workload.arrival_cv ** 2 + self.hold_cv2) / 2.0
+        out_p[near] = np.where(lam > 0, probability, 0.0)
+        out_mean[near] = np.where(out_p[near] > 0, mean, 0.0)
+        return out_p, out_mean
+
+
+def slot_wait(m: ReplicaModel, rate_per_ms: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """(P(an arrival waits for a slot), that wait's mean in ms given it happens), at each rate."""
+    return SlotChain(m, slots).wait(rate_per_ms)
