@@ -29,6 +29,7 @@ from planner.physics.roofline import (
     prefill_attention_flops,
     prefill_gemm_flops,
     prefill_work,
+    roofline_floor_ms,
 )
 
 
@@ -86,11 +87,7 @@ class StepTime:
 
 
 def _bound_ms(d: Deployment, work: StepWork) -> np.ndarray:
-    peak_c = d.gpu.peak_tflops(d.compute) * 1e12
-    peak_attn = d.gpu.peak_tflops("bf16") * 1e12
-    compute_s = work.gemm_flops / peak_c + work.attention_flops / peak_attn
-    memory_s = work.bytes / (d.gpu.hbm_tb_s * 1e12)
-    return np.maximum(compute_s, memory_s) * 1e3
+    return roofline_floor_ms(d, work)  # the one floor (planner.physics.roofline)
 
 
 def is_weight_only_4bit(d: Deployment) -> bool:

@@ -39,6 +39,7 @@ import numpy as np
 
 from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms
 from planner.serving.distributions import Percentiles
 from planner.serving.replica import Workload
 from planner.serving.serving import ServingPoint
@@ -148,10 +149,15 @@ class _ClosedLoop:
         self.per_token_ms = (np.asarray(prefill_chunk_work_ms(d, self.prompts.astype(float),
                                                               (self.prompts - computed).astype(float)),
                                         dtype=float) / computed).tolist()
+        # the roofline floor of an iteration (planner.physics.roofline): its decodes' and its chunks' compute
+        self.per_token_floor_ms = (prefill_compute_floor_ms(d, self.prompts.astype(float),
+                                                            (self.prompts - computed).astype(float))
+                                   / computed).tolist()
         self.cap = max(int(w.max_running), 1)
         context = w.context if w.context is not None else w.prompt_len + w.output_len / 2
-        self.decode_ms = np.asarray(decode_step(d, np.arange(self.cap + 1, dtype=float), context).total_ms,
-                                    dtype=float).tolist()
+        steps = decode_step(d, np.arange(self.cap + 1, dtype=float), context)
+        self.decode_ms = np.asarray(steps.total_ms, dtype=float).tolist()
+        self.decode_floor_ms = np.broadcast_to(compute_floor_ms(d, steps.work), (self.cap + 1,)).tolist()
         self.budget_total = int(w.max_num_batched_tokens)
         self.computed_l, self.outputs_l = computed.tolist(), self.outputs.tolist()
         self.arrival = [0.0] * n
@@ -187,8 +193,9 @@ class _ClosedLoop:
     def prefill_iteration(self, budget: int) -> list[int]:
         """One iteration with prompt chunks (first come first served up to the budget); the prompts it
         finishes."""
-        work, finished = 0.0, []
+        work, floor, finished = 0.0, 0.0, []
         per_token_ms, running, prefilling, cap = self.per_token_ms, self.running, self.prefilling, self.cap
+        per_token_floor_ms = self.per_token_floor_ms
         for item in self.queue:
             if budget <= 0:
                 break
@@ -201,12 +208,14 @@ class _ClosedLoop:
             budget -= chunk
             item[1] -= chunk
             work += chunk * per_token_ms[item[0]]
+            floor += chunk * per_token_floor_ms[item[0]]
             if item[1] == 0:
                 finished.append(item[0])
         self.prefilling = prefilling
         for _ in finished:
             self.queue.popleft()
-        step = self.decode_ms[running] + work
+        # prompts riding one pass share its weight read, never their FLOPs: at least the pass's compute
+        step = max(self.decode_ms[running] + work, self.decode_floor_ms[running] + floor)
         self.durations.append(step)
         self.tokens.append(float(running))
         self.batches.append(float(running))
