@@ -309,3 +309,24 @@ def test_the_reported_short_requests_stay_under_the_roofline(prompt, output):
     flops = 2.0 * (prompt * layer + 4096 * 128256) + 2.0 * (output - 1) * (layer + 4096 * 128256)
     assert sv["request_rate"] <= 989.4e12 / flops * (1 + ROOF_REL)
     assert sv["max_request_rate"] <= 989.4e12 / flops * (1 + ROOF_REL)
+
+
+@settings(max_examples=max(EXAMPLES // 3, 8), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["llama-3.1-8b", "qwen3-32b", "mixtral-8x7b"]), st.sampled_from(["h100-sxm", "l40s"]),
+       st.integers(1, 256), st.integers(1, 8), st.floats(1.0, 1e6))
+def test_sizing_never_plans_a_replica_beyond_the_roofline(model, gpu, prompt, output, rps):
+    """Source: invariant: the roofline (issue 32), on the Sizing path: each option's replica serves its
+    share of the traffic within the compute and bandwidth bounds above, and re-planned alone (its scenario,
+    the Plan and Compare path) within them too."""
+    from planner.serving.sizing import size
+
+    result = size({"model": model, "gpus": [gpu], "tp": [1, 2], "weights": ["fp8"], "kv_cache": ["fp8"],
+                   "traffic": {"requests_per_s": rps, "prompt_len": prompt, "output_len": output},
+                   "slo": {"ttft_ms": 1e5, "itl_ms": 1e4}, "max_options": 3})
+    for o in result["options"]:
+        scenario = o["scenario"]
+        p = plan_dict(scenario)
+        r = o["request_rate_per_replica"]
+        _assert_within_roofline(scenario, p, "sizing", r, r * output, r * prompt)
+        check_roofline_law(scenario)

@@ -158,6 +158,9 @@ class _ClosedLoop:
         steps = decode_step(d, np.arange(self.cap + 1, dtype=float), context)
         self.decode_ms = np.asarray(steps.total_ms, dtype=float).tolist()
         self.decode_floor_ms = np.broadcast_to(compute_floor_ms(d, steps.work), (self.cap + 1,)).tolist()
+        # the floor can only bind where a prompt's work per token is below its compute (short prompts)
+        self.floored = (any(f > w for f, w in zip(self.per_token_floor_ms, self.per_token_ms, strict=True))
+                        or any(f > s for f, s in zip(self.decode_floor_ms, self.decode_ms, strict=True)))
         self.budget_total = int(w.max_num_batched_tokens)
         self.computed_l, self.outputs_l = computed.tolist(), self.outputs.tolist()
         self.arrival = [0.0] * n
@@ -195,7 +198,7 @@ class _ClosedLoop:
         finishes."""
         work, floor, finished = 0.0, 0.0, []
         per_token_ms, running, prefilling, cap = self.per_token_ms, self.running, self.prefilling, self.cap
-        per_token_floor_ms = self.per_token_floor_ms
+        per_token_floor_ms, floored = self.per_token_floor_ms, self.floored
         for item in self.queue:
             if budget <= 0:
                 break
@@ -208,14 +211,17 @@ class _ClosedLoop:
             budget -= chunk
             item[1] -= chunk
             work += chunk * per_token_ms[item[0]]
-            floor += chunk * per_token_floor_ms[item[0]]
+            if floored:
+                floor += chunk * per_token_floor_ms[item[0]]
             if item[1] == 0:
                 finished.append(item[0])
         self.prefilling = prefilling
         for _ in finished:
             self.queue.popleft()
         # prompts riding one pass share its weight read, never their FLOPs: at least the pass's compute
-        step = max(self.decode_ms[running] + work, self.decode_floor_ms[running] + floor)
+        step = self.decode_ms[running] + work
+        if floored:
+            step = max(step, self.decode_floor_ms[running] + floor)
         self.durations.append(step)
         self.tokens.append(float(running))
         self.batches.append(float(running))

@@ -32,6 +32,11 @@ discrete-event simulation of that scheduler.
     iterations are longer, so a clump's next arrival lands in the next one) scales the share of iterations
     that carry prompts.
   * E2E = TTFT + (O - 1) x mean iteration.
+  * The roofline is a hard floor (planner.physics.roofline, issue 32): a short prompt's work W hides its
+    compute under a pass's weight read, but prompts sharing a pass share that read, never their FLOPs. So
+    every rate, iteration and service above is the larger of the engine's figure and the same figure with
+    W and D replaced by their compute at peak (Wc, Dc): lambda(N) = N / max((O - 1) D + N E[W], (O - 1) Dc +
+    N E[Wc]), T >= Dc / (1 - lambda E[Wc]), a pass of prompts lasts at least their compute.
 A closed loop (a concurrency c) runs at the rate whose mean number in the system, lambda E[E2E], is c.
 """
 
@@ -150,6 +155,14 @@ class ReplicaModel:
     @functools.cached_property
     def mean_prefill_floor_ms(self) -> float:
         return float(np.mean(self.prefill_floor_ms))
+
+    @functools.cached_property
+    def floor_may_bind(self) -> bool:
+        """Whether the roofline floor can exceed the engine's figures at some load: only where a prompt's
+        work is below its compute (a short prompt, whose compute hides under a pass's weight read) or a decode
+        step below its own; elsewhere every floored figure is the engine's, and load points skip the floor."""
+        return bool(np.any(self.prefill_floor_ms > self.prefill_work_ms)
+                    or np.any(self.decode_floor_ms > self.decode_ms))
 
     @functools.cached_property
     def capacity_at_max_running_per_ms(self) -> np.ndarray:
@@ -275,6 +288,38 @@ class LoadPoint:
     seen: np.ndarray | float = 1.0  # share of the others an arrival finds ((c - 1) / c in a closed loop of c)
     wait_probability: np.ndarray | float = 0.0  # P(an arrival waits); rho under Poisson arrivals
 
+def _floored_iteration(m: ReplicaModel, lam: np.ndarray, dc: np.ndarray, iteration: np.ndarray,
+                       share: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The roofline floor (replica_model) on the mean iteration: it lasts at least the compute of its decodes
+    and of the prompts that ride it, Tc = Dc / (1 - lambda E[Wc]). Where that binds, every iteration is
+    stretched to it (a token's decode step with it) and prompts hold the share lambda E[Wc] of the GPU's
+    time. Returns the iteration, the prompts' share and the stretch (1 where the engine's figure holds)."""
+    share_floor = lam * m.mean_prefill_floor_ms
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iteration_floor = np.where(share_floor < 1.0, dc / (1.0 - share_floor), np.inf)
+        floored = iteration_floor > iteration
+        stretch = np.where(floored & np.isfinite(iteration_floor) & (iteration > 0),
+                           iteration_floor / np.where(iteration > 0, iteration, 1.0), 1.0)
+    if not floored.any():
+        return iteration, share, stretch
+    return np.where(floored, iteration_floor, iteration), np.where(floored, share_floor, share), stretch
+
+
+def _floored_services(m: ReplicaModel, lam: np.ndarray, dc: np.ndarray, chunk: np.ndarray, held: np.ndarray,
+                      full: np.ndarray, ride: np.ndarray, rho: np.ndarray, mean_s: np.ndarray):
+    """The floor on a pass of prompts: each prompt's compute and its share of the decodes'. The services over
+    lengths keep their shape, scaled where the pass's roofline is longer than the engine's figure."""
+    full_floor = lam * mean_over_lengths(m.prefill_floor_ms + m.computed_tokens * (dc / chunk)[..., None])
+    ride_floor = mean_over_lengths(m.prefill_floor_ms + dc[..., None] * held)
+    if not ((full_floor > rho).any() or (ride_floor > mean_s).any()):
+        return full, ride, rho, mean_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        full_scale = np.where(full_floor > rho, full_floor / np.maximum(rho, 1e-300), 1.0)
+        ride_scale = np.where(ride_floor > mean_s, ride_floor / np.maximum(mean_s, 1e-300), 1.0)
+    return (full * full_scale[..., None], ride * ride_scale[..., None], np.maximum(rho, full_floor),
+            np.maximum(mean_s, ride_floor))
+
+
 def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0) -> LoadPoint:
     """`seen`: an arrival in a closed loop of c clients finds the other c - 1 (the arrival theorem), so it
     sees (c - 1) / c of the mean decoding population and queue; an open loop's arrival sees all of it."""
@@ -290,19 +335,10 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     chunk = np.maximum(w.max_num_batched_tokens - n, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         iteration = np.where(share < 1.0, d / (1.0 - share), np.inf)
-    # The roofline floor (replica_model): an iteration lasts at least the compute of its decodes and of the
-    # prompts that ride it, Tc = Dc / (1 - lambda E[Wc]). Where it binds, every iteration is stretched to it
-    # (a token's decode step with it) and prompts hold the share lambda E[Wc] of the GPU's time.
-    dc = np.interp(n, m.population, m.decode_floor_ms)
-    share_floor = lam * m.mean_prefill_floor_ms
-    with np.errstate(divide="ignore", invalid="ignore"):
-        iteration_floor = np.where(share_floor < 1.0, dc / (1.0 - share_floor), np.inf)
-        floored = iteration_floor > iteration
-        stretch = np.where(floored & np.isfinite(iteration_floor) & (iteration > 0),
-                           iteration_floor / np.where(iteration > 0, iteration, 1.0), 1.0)
-    if floored.any():
-        iteration = np.where(floored, iteration_floor, iteration)
-        share = np.where(floored, share_floor, share)
+    # the roofline floor, where it may bind (a short prompt's work below its compute)
+    dc = np.interp(n, m.population, m.decode_floor_ms) if m.floor_may_bind else None
+    if dc is not None:
+        iteration, share, stretch = _floored_iteration(m, lam, dc, iteration, share)
         d_token, spread = d_token * stretch, spread * stretch
     # Prompts that fit the budget ride an iteration with the others that arrived during the one before;
     # each holds its share of that iteration's decode step (S_ride = W + D / riders; at light load the
@@ -318,16 +354,8 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     ride = m.prefill_work_ms + d[..., None] * held
     rho = lam * mean_over_lengths(full)
     mean_s = mean_over_lengths(ride)
-    # the floor on a pass of prompts: each prompt's compute and its share of the decodes' (the same shape
-    # of service over lengths, scaled where the pass's roofline is longer than the engine's figure)
-    full_floor = lam * mean_over_lengths(m.prefill_floor_ms + m.computed_tokens * (dc / chunk)[..., None])
-    ride_floor = mean_over_lengths(m.prefill_floor_ms + dc[..., None] * held)
-    if (full_floor > rho).any() or (ride_floor > mean_s).any():
-        with np.errstate(divide="ignore", invalid="ignore"):
-            full_scale = np.where(full_floor > rho, full_floor / np.maximum(rho, 1e-300), 1.0)
-            ride_scale = np.where(ride_floor > mean_s, ride_floor / np.maximum(mean_s, 1e-300), 1.0)
-        full, ride = full * full_scale[..., None], ride * ride_scale[..., None]
-        rho, mean_s = np.maximum(rho, full_floor), np.maximum(mean_s, ride_floor)
+    if dc is not None:
+        full, ride, rho, mean_s = _floored_services(m, lam, dc, chunk, held, full, ride, rho, mean_s)
     cs2 = variance_over_lengths(ride) / np.maximum(mean_s, 1e-12) ** 2
     # at capacity itself is not below it: a rate given as the capacity may come back a rounding under it
     stable = (lam < cap * (1.0 - 1e-9)) & (rho < 1.0) & (share < 1.0)
