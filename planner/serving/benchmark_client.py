@@ -146,21 +146,20 @@ class _ClosedLoop:
         self.prompts = _lengths(rng, w.prompt_len, client, n)
         self.outputs = _lengths(rng, w.output_len, client, n)
         computed = np.maximum(np.round(self.prompts * (1.0 - w.prefix_cache_hit)), 1).astype(np.int64)
-        self.per_token_ms = (np.asarray(prefill_chunk_work_ms(d, self.prompts.astype(float),
-                                                              (self.prompts - computed).astype(float)),
-                                        dtype=float) / computed).tolist()
+        cached = (self.prompts - computed).astype(float)
+        per_token = np.asarray(prefill_chunk_work_ms(d, self.prompts.astype(float), cached),
+                               dtype=float) / computed
         # the roofline floor of an iteration (planner.physics.roofline): its decodes' and its chunks' compute
-        self.per_token_floor_ms = (prefill_compute_floor_ms(d, self.prompts.astype(float),
-                                                            (self.prompts - computed).astype(float))
-                                   / computed).tolist()
+        per_token_floor = prefill_compute_floor_ms(d, self.prompts.astype(float), cached) / computed
+        self.per_token_ms, self.per_token_floor_ms = per_token.tolist(), per_token_floor.tolist()
         self.cap = max(int(w.max_running), 1)
         context = w.context if w.context is not None else w.prompt_len + w.output_len / 2
         steps = decode_step(d, np.arange(self.cap + 1, dtype=float), context)
-        self.decode_ms = np.asarray(steps.total_ms, dtype=float).tolist()
-        self.decode_floor_ms = np.broadcast_to(compute_floor_ms(d, steps.work), (self.cap + 1,)).tolist()
+        decode = np.asarray(steps.total_ms, dtype=float)
+        decode_floor = np.broadcast_to(compute_floor_ms(d, steps.work), decode.shape)
+        self.decode_ms, self.decode_floor_ms = decode.tolist(), decode_floor.tolist()
         # the floor can only bind where a prompt's work per token is below its compute (short prompts)
-        self.floored = (any(f > w for f, w in zip(self.per_token_floor_ms, self.per_token_ms, strict=True))
-                        or any(f > s for f, s in zip(self.decode_floor_ms, self.decode_ms, strict=True)))
+        self.floored = bool(np.any(per_token_floor > per_token) or np.any(decode_floor > decode))
         self.budget_total = int(w.max_num_batched_tokens)
         self.computed_l, self.outputs_l = computed.tolist(), self.outputs.tolist()
         self.arrival = [0.0] * n

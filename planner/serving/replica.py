@@ -288,6 +288,7 @@ class LoadPoint:
     seen: np.ndarray | float = 1.0  # share of the others an arrival finds ((c - 1) / c in a closed loop of c)
     wait_probability: np.ndarray | float = 0.0  # P(an arrival waits); rho under Poisson arrivals
 
+
 def _floored_iteration(m: ReplicaModel, lam: np.ndarray, dc: np.ndarray, iteration: np.ndarray,
                        share: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The roofline floor (replica_model) on the mean iteration: it lasts at least the compute of its decodes
