@@ -189,22 +189,24 @@ def prefill_work(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1)
     return StepWork(gemm, attn, weights, kv, act)  # the weights' read spans the prompts' shape already
 
 
-def compute_floor_ms(d: Deployment, work: StepWork) -> npt.NDArray[np.float64]:
-    """The compute roofline of a pass's work: every GEMM FLOP at the compute precision's peak, every
-    attention FLOP at bf16's (attention runs in 16-bit), no overlap lost and no fixed cost."""
+def _compute_ms(d: Deployment, gemm_flops: Any, attention_flops: Any) -> npt.NDArray[np.float64]:
+    """FLOPs at peak, in ms: GEMMs at the compute precision's peak, attention at bf16's (16-bit kernels)."""
     peak_c = d.gpu.peak_tflops(d.compute) * 1e12
     peak_attn = d.gpu.peak_tflops("bf16") * 1e12
-    return np.asarray((work.gemm_flops / peak_c + work.attention_flops / peak_attn) * 1e3, dtype=float)
+    return np.asarray((gemm_flops / peak_c + attention_flops / peak_attn) * 1e3, dtype=float)
+
+
+def compute_floor_ms(d: Deployment, work: StepWork) -> npt.NDArray[np.float64]:
+    """The compute roofline of a pass's work: every FLOP at peak, no overlap lost and no fixed cost."""
+    return _compute_ms(d, work.gemm_flops, work.attention_flops)
 
 
 def roofline_floor_ms(d: Deployment, work: StepWork) -> npt.NDArray[np.float64]:
     """The hard floor of any forward pass doing `work`: max(all its FLOPs at peak, all its bytes at the
-    HBM bandwidth), the weights read once. No engine, efficiency or queue may plan a pass below it."""
-    peak_c = d.gpu.peak_tflops(d.compute) * 1e12
-    peak_attn = d.gpu.peak_tflops("bf16") * 1e12
-    compute_s = work.gemm_flops / peak_c + work.attention_flops / peak_attn
-    memory_s = work.bytes / (d.gpu.hbm_tb_s * 1e12)
-    return np.asarray(np.maximum(compute_s, memory_s) * 1e3, dtype=float)
+    HBM bandwidth), the weights read once. No engine, efficiency or queue may plan a pass below it; a pass
+    carrying several prompts and decodes has their work summed, its weights still read once."""
+    memory_ms = np.asarray(work.bytes / (d.gpu.hbm_tb_s * 1e12) * 1e3, dtype=float)
+    return np.maximum(compute_floor_ms(d, work), memory_ms)
 
 
 def prefill_compute_floor_ms(d: Deployment, prompt_len: npt.ArrayLike,
@@ -212,16 +214,14 @@ def prefill_compute_floor_ms(d: Deployment, prompt_len: npt.ArrayLike,
     """The compute a prompt's chunk `cached_tokens`..`prompt_len` adds to any pass it rides, at peak: its
     tokens' GEMMs, its logits (once) and its queries' attention over the whole prompt. Riding a pass shares
     the pass's one weight read but never its FLOPs, so however many prompts share a pass, each pays this
-    (the pass's own roofline is this summed over its prompts plus its decodes', roofline_floor_ms)."""
+    (the pass's roofline_floor_ms is at least this summed over its prompts plus its decodes' compute)."""
     s = np.asarray(prompt_len, dtype=float)
     c = np.minimum(np.asarray(cached_tokens, dtype=float), s)
-    peak_c = d.gpu.peak_tflops(d.compute) * 1e12
-    peak_attn = d.gpu.peak_tflops("bf16") * 1e12
     # prefill_gemm_flops is affine in the length, its constant the last token's logits: the chunk's tokens
     # plus that constant once
     gemm = prefill_gemm_flops(d, s) - prefill_gemm_flops(d, c) + prefill_gemm_flops(d, 0.0)
     attention = prefill_attention_flops(d, s) - prefill_attention_flops(d, c)
-    return np.asarray((gemm / peak_c + attention / peak_attn) * 1e3, dtype=float)
+    return _compute_ms(d, gemm, attention)
 
 
 def ridge_crossing_batch(d: Deployment, context: float) -> int | None:
