@@ -209,6 +209,14 @@ def roofline_floor_ms(d: Deployment, work: StepWork) -> npt.NDArray[np.float64]:
     return np.maximum(compute_floor_ms(d, work), memory_ms)
 
 
+def weights_read_ms(d: Deployment, tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """The weights a pass carrying `tokens` tokens reads on one GPU, at the HBM bandwidth: every dense weight
+    once, and each routed expert that some token selects. However many prompts share a pass, it reads them
+    once; but a pass of many tokens touches (nearly) every expert, which no prompt's work may leave out."""
+    return np.asarray(_weights_read_bytes(d, np.asarray(tokens, dtype=float)) / (d.gpu.hbm_tb_s * 1e12) * 1e3,
+                      dtype=float)
+
+
 def prefill_compute_floor_ms(d: Deployment, prompt_len: npt.ArrayLike,
                              cached_tokens: npt.ArrayLike = 0.0) -> npt.NDArray[np.float64]:
     """The compute a prompt's chunk `cached_tokens`..`prompt_len` adds to any pass it rides, at peak: its

@@ -39,7 +39,7 @@ import numpy as np
 
 from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
-from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms
+from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms, weights_read_ms
 from planner.serving.distributions import Percentiles
 from planner.serving.replica import Workload
 from planner.serving.serving import ServingPoint
@@ -158,9 +158,16 @@ class _ClosedLoop:
         decode = np.asarray(steps.total_ms, dtype=float)
         decode_floor = np.broadcast_to(compute_floor_ms(d, steps.work), decode.shape)
         self.decode_ms, self.decode_floor_ms = decode.tolist(), decode_floor.tolist()
-        # the floor can only bind where a prompt's work per token is below its compute (short prompts)
-        self.floored = bool(np.any(per_token_floor > per_token) or np.any(decode_floor > decode))
         self.budget_total = int(w.max_num_batched_tokens)
+        # Under MoE a pass reads each expert some token routes to; a cached prefix's prefill, subtracted
+        # from a prompt's work, read them, and the empty pass reads none: the pass's weight read by its
+        # tokens (a table up to 65,536 tokens, by then every expert: a lower bound past it)
+        self.pass_read_ms = (weights_read_ms(d, np.arange(min(self.budget_total, 1 << 16) + 1)).tolist()
+                             if d.model.moe is not None else [0.0])
+        # the floor can only bind where a prompt's work per token is below its compute (short prompts), or
+        # a pass's expert reads are nobody's work
+        self.floored = bool(np.any(per_token_floor > per_token) or np.any(decode_floor > decode)
+                            or d.model.moe is not None)
         self.computed_l, self.outputs_l = computed.tolist(), self.outputs.tolist()
         self.arrival = [0.0] * n
         self.found = [0] * n  # requests in flight that an arrival finds (the frontend serves them before it)
@@ -195,7 +202,7 @@ class _ClosedLoop:
     def prefill_iteration(self, budget: int) -> list[int]:
         """One iteration with prompt chunks (first come first served up to the budget); the prompts it
         finishes."""
-        work, floor, finished = 0.0, 0.0, []
+        work, floor, finished, offered = 0.0, 0.0, [], budget
         per_token_ms, running, prefilling, cap = self.per_token_ms, self.running, self.prefilling, self.cap
         per_token_floor_ms, floored = self.per_token_floor_ms, self.floored
         for item in self.queue:
@@ -217,10 +224,13 @@ class _ClosedLoop:
         self.prefilling = prefilling
         for _ in finished:
             self.queue.popleft()
-        # prompts riding one pass share its weight read, never their FLOPs: at least the pass's compute
+        # prompts riding one pass share its weight read, never their FLOPs: at least the pass's compute, and
+        # the weights its tokens touch
         step = self.decode_ms[running] + work
         if floored:
-            step = max(step, self.decode_floor_ms[running] + floor)
+            reads = self.pass_read_ms
+            step = max(step, self.decode_floor_ms[running] + floor,
+                       reads[min(running + offered - budget, len(reads) - 1)])
         self.durations.append(step)
         self.tokens.append(float(running))
         self.batches.append(float(running))

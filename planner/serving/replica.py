@@ -55,7 +55,7 @@ import numpy as np
 from planner.core.deployment import Deployment
 from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
-from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms
+from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms, weights_read_ms
 from planner.scenario.scenario import SchedulerSettings
 from planner.serving.arrivals import waiting_probability, window_counts
 
@@ -138,6 +138,8 @@ class ReplicaModel:
     # (planner.physics.roofline): a pass carrying prompts lasts at least the sum over what it carries
     prefill_floor_ms: np.ndarray
     decode_floor_ms: np.ndarray
+    # the weights a full pass (max_num_batched_tokens tokens) reads: every expert its tokens route to
+    pass_read_ms: float
 
     # The model is immutable: the figures below are computed once per model (every load point asks for them).
     @functools.cached_property
@@ -161,8 +163,10 @@ class ReplicaModel:
         """Whether the roofline floor can exceed the engine's figures at some load: only where a prompt's
         work is below its compute (a short prompt, whose compute hides under a pass's weight read) or a decode
         step below its own; elsewhere every floored figure is the engine's, and load points skip the floor."""
+        budget = self.workload.max_num_batched_tokens
         return bool(np.any(self.prefill_floor_ms > self.prefill_work_ms)
-                    or np.any(self.decode_floor_ms > self.decode_ms))
+                    or np.any(self.decode_floor_ms > self.decode_ms)
+                    or self.mean_computed_tokens * self.pass_read_ms / budget > self.mean_prefill_work_ms)
 
     @functools.cached_property
     def capacity_at_max_running_per_ms(self) -> np.ndarray:
@@ -174,9 +178,11 @@ class ReplicaModel:
         """No decode: the prefill queue alone saturates at 1 / its mean service."""
         budget = self.workload.max_num_batched_tokens
         service = self.mean_prefill_work_ms + np.mean(self.computed_tokens) * self.decode_ms[0] / budget
-        # a full pass of prompts pays their compute, however little each adds to a pass alone
+        # a full pass of prompts pays their compute and reads the weights its tokens touch, however little
+        # each prompt adds to a pass alone
         return 1.0 / max(service, self.mean_prefill_floor_ms
-                         + self.mean_computed_tokens * self.decode_floor_ms[0] / budget)
+                         + self.mean_computed_tokens * self.decode_floor_ms[0] / budget,
+                         self.mean_computed_tokens * self.pass_read_ms / budget)
 
     @functools.cached_property
     def _utilization_limit_per_ms(self) -> float:
@@ -226,6 +232,9 @@ def replica_model(d: Deployment, w: Workload, max_population: int | None = None,
     # engine's figure and this floor's (the same bits where the engine's is larger).
     work_floor = prefill_compute_floor_ms(d, prompts, prompts - computed)
     decode_floor = np.broadcast_to(compute_floor_ms(d, step.work), population.shape)
+    # and a full pass reads the weights its tokens touch (a cached prefix's prefill, subtracted from a
+    # prompt's work, already read them: under MoE the empty pass reads no expert, the full one nearly all)
+    pass_read = float(weights_read_ms(d, w.max_num_batched_tokens))
     steps = float(np.mean(outputs - 1.0))
     mean_work, mean_floor = float(np.mean(work)), float(np.mean(work_floor))
     mean_computed = float(np.mean(computed))
@@ -236,11 +245,12 @@ def replica_model(d: Deployment, w: Workload, max_population: int | None = None,
             if steps > 0 else np.zeros_like(population)
         )
         chunk = w.max_num_batched_tokens - population
-        service = np.maximum(mean_work + mean_computed * decode / chunk,
-                             mean_floor + mean_computed * decode_floor / chunk)
+        service = np.maximum(np.maximum(mean_work + mean_computed * decode / chunk,
+                                        mean_floor + mean_computed * decode_floor / chunk),
+                             mean_computed * pass_read / chunk)
         util = np.where(chunk >= 1.0, rate * service, np.inf)
     return ReplicaModel(w, prompts, computed, work, outputs, population, decode, rate, util, work_floor,
-                        decode_floor)
+                        decode_floor, pass_read)
 
 
 def mean_over_lengths(x: np.ndarray, keepdims: bool = False) -> np.ndarray:
@@ -308,9 +318,12 @@ def _floored_iteration(m: ReplicaModel, lam: np.ndarray, dc: np.ndarray, iterati
 
 def _floored_services(m: ReplicaModel, lam: np.ndarray, dc: np.ndarray, chunk: np.ndarray, held: np.ndarray,
                       full: np.ndarray, ride: np.ndarray, rho: np.ndarray, mean_s: np.ndarray):
-    """The floor on a pass of prompts: each prompt's compute and its share of the decodes'. The services over
-    lengths keep their shape, scaled where the pass's roofline is longer than the engine's figure."""
-    full_floor = lam * mean_over_lengths(m.prefill_floor_ms + m.computed_tokens * (dc / chunk)[..., None])
+    """The floor on a pass of prompts: each prompt's compute and its share of the decodes', and a full pass's
+    share of its weight read. The services over lengths keep their shape, scaled where the pass's roofline is
+    longer than the engine's figure."""
+    full_floor = lam * np.maximum(
+        mean_over_lengths(m.prefill_floor_ms + m.computed_tokens * (dc / chunk)[..., None]),
+        m.mean_computed_tokens * m.pass_read_ms / chunk)
     ride_floor = mean_over_lengths(m.prefill_floor_ms + dc[..., None] * held)
     if not ((full_floor > rho).any() or (ride_floor > mean_s).any()):
         return full, ride, rho, mean_s
