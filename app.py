@@ -7,6 +7,13 @@ Only the view the user picked is computed and drawn (st.tabs would run all three
 
 from __future__ import annotations
 
+import os
+
+# One BLAS thread, set before numpy loads (only where the user has not chosen): the app's arrays are small
+# and OpenBLAS's thread pool costs ~0.10 s of CPU per process for nothing (issue 32).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import time
 
 import streamlit as st

@@ -6,6 +6,8 @@
 - The floor is a floor: `latency.itl_ms` is never below `latency.itl_ms_floor` (efficiency "ideal" included).
 - More memory never gives less KV; more HBM bandwidth never makes a decode step or a prefill slower.
 - A looser objective never gives less goodput.
+- No plan serves beyond the roofline (issue 32): tokens/s and requests/s within the GPUs' compute and the
+  passes their HBM bandwidth allows; short outputs and one-token prompts included.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from hypothesis import strategies as st
 
 from gpu_catalog import load_catalog
 from planner import plan_dict
+from planner.core.precision import bits_per_value
+from planner.engines.base import ENGINES
+from planner.model.presets import load_presets
 from tests.test_properties import scenarios
 
 EXAMPLES = int(os.environ.get("RIDGELINE_LAW_EXAMPLES", "30"))
@@ -171,3 +176,157 @@ def test_a_looser_objective_never_gives_less_goodput(s, ttft_factor, itl_factor)
     if tight is None:
         return  # does not fit, or no rate meets even the tight objective's shape
     assert looser is not None and looser >= tight * (1 - 1e-6), (s, slo, tight, loose, looser)
+
+
+# --- The roofline as a hard floor (issue 32) ------------------------------------------------------------
+# Bounds worked from outside the serving model: datasheet peaks and bandwidth (gpu_catalog), the model's
+# shape (config.json: vocabulary, width) and its active parameter count. Each is a lower bound on the work
+# (only matmul FLOPs, only weight bytes, the embedding and LM head left out), so the throughput it allows
+# is an upper bound any plan must stay under; ROOF_REL covers floating-point rounding only.
+ROOF_REL = 1e-6
+
+
+@st.composite
+def floor_scenarios(draw):
+    """Any valid scenario, with the short outputs (1-8 tokens) and tiny prompts (1 token) the serving model
+    once let skip their compute drawn often, at every kind of operating point."""
+    s = draw(scenarios())
+    prompt = draw(st.one_of(st.just(1), st.integers(1, 16), st.integers(1, 4096), st.just(s["prompt_len"])))
+    output = draw(st.one_of(st.just(1), st.integers(1, 8), st.just(s["output_len"])))
+    s.update(prompt_len=prompt, output_len=output, context_len=prompt + output + draw(st.integers(0, 4096)),
+             engine=draw(st.sampled_from(list(ENGINES))))
+    shape = {"arrival_cv": draw(st.sampled_from([0.0, 1.0, 3.0])),
+             "prefix_cache_hit": draw(st.sampled_from([0.0, 0.5, 0.95])),
+             "prompt_len_cv": draw(st.sampled_from([0.0, 0.0, 1.0])),
+             "output_len_cv": draw(st.sampled_from([0.0, 0.0, 1.0])),
+             "max_num_batched_tokens": draw(st.sampled_from([8192, 8192, 512, 65536]))}
+    point = draw(st.sampled_from(["default", "rate", "huge_rate", "concurrency", "goodput"]))
+    if point == "rate":
+        s["load"] = {**shape, "request_rate": draw(st.floats(0.01, 1e5))}
+    elif point == "huge_rate":
+        s["load"] = {**shape, "request_rate": 1e6}
+    elif point == "concurrency":
+        s["load"] = {**shape, "concurrency": draw(st.integers(1, 100_000))}
+    elif point == "goodput":
+        s["load"] = {**shape, "at_goodput": True,
+                     "slo": {"ttft_ms": draw(st.floats(1.0, 1e5)), "itl_ms": draw(st.floats(1.0, 1e4))}}
+    return s
+
+
+def _roofline_bounds(s: dict, p: dict) -> tuple[float, float, float]:
+    """(matmul FLOPs per token, a pass's weight bytes per GPU, GPUs per replica), all lower bounds: every
+    token multiplies at least the active parameters less the embedding and LM head (2 FLOPs each), and a
+    pass that carries any token reads that token's share of them on each of the tp GPUs."""
+    spec = load_presets()[s["model"]]
+    vocab_weights = 2.0 * spec.vocab_size * spec.d_model  # the embedding and the LM head, tied or not
+    matmul_params = max(p["model"]["active_params"] - vocab_weights, 0.0)
+    gpus = float(s.get("tp", 1))
+    weight_bytes_per_gpu = matmul_params * bits_per_value(s.get("weights", "bf16")) / 8.0 / gpus
+    return 2.0 * matmul_params, weight_bytes_per_gpu, gpus
+
+
+def _assert_within_roofline(s: dict, p: dict, label: str, rate_per_s: float | None, out_tok_s: float | None,
+                            prompt_tok_s: float | None) -> None:
+    """`rate_per_s` requests/s served by one replica, with `out_tok_s` output and `prompt_tok_s` prompt
+    tokens/s:
+    - compute: (computed prompt tokens + decode tokens) x FLOPs per token <= tp x peak, the decode tokens
+      being the output tokens less each request's first (its prefill makes it);
+    - bandwidth: every pass reads the weights once, a pass carries at most max_running decodes and at most
+      max_num_batched_tokens tokens, so passes/s >= both token rates over those, and <= HBM / weight bytes.
+    """
+    if rate_per_s is None or out_tok_s is None or prompt_tok_s is None or rate_per_s <= 0:
+        return
+    gpu = load_catalog()[s["gpu"]]
+    flops_per_token, weight_bytes, gpus = _roofline_bounds(s, p)
+    load = s.get("load") or {}
+    hit = load.get("prefix_cache_hit", 0.0)
+    # each request computes at least max(round(P (1 - hit)), 1) >= P (1 - hit) - 1/2 prompt tokens
+    computed_tok_s = max(prompt_tok_s * (1.0 - hit) - 0.5 * rate_per_s, rate_per_s)
+    decode_tok_s = max(out_tok_s - rate_per_s, 0.0)
+    peak = gpu.tflops[p["roofline"]["compute_precision"]] * 1e12
+    used = (computed_tok_s + decode_tok_s) * flops_per_token / (gpus * peak)
+    assert used <= 1.0 + ROOF_REL, (label, "compute", used, s, rate_per_s)
+    budget = load.get("max_num_batched_tokens", 8192)
+    passes_per_s = max(decode_tok_s / p["serving"]["max_running"], (computed_tok_s + decode_tok_s) / budget)
+    pass_ms = weight_bytes / (gpu.hbm_tb_s * 1e12) * 1e3
+    assert passes_per_s * pass_ms <= 1000.0 * (1.0 + ROOF_REL), (label, "bandwidth", passes_per_s, s)
+
+
+def check_roofline_law(s: dict) -> None:
+    p = plan_dict(s)
+    sv = p.get("serving")
+    if not sv or sv.get("max_request_rate") is None:
+        return  # does not fit: nothing is served
+    mean_out = s["output_len"] if not (s.get("load") or {}).get("output_len_cv") else None
+    rate = sv["request_rate"]
+    out = sv["output_tokens_per_s"]
+    prompt = (sv["total_tokens_per_s_per_gpu"] * float(s.get("tp", 1)) - out
+              if sv.get("total_tokens_per_s_per_gpu") is not None else None)
+    # what the replica serves: a closed loop's rate, or a stable open loop's (an unstable one only offers it)
+    if sv["mode"] == "concurrency" or sv["stable"]:
+        _assert_within_roofline(s, p, "served", rate, out, prompt)
+    # its capacity and goodput, with the same lengths per request
+    per_request_out, per_request_prompt = (out / rate, prompt / rate) if rate and prompt is not None else (
+        None, None)
+    for label in ("max_request_rate", "goodput_request_rate"):
+        r = sv.get(label)
+        if r and per_request_out is not None:
+            _assert_within_roofline(s, p, label, r, r * per_request_out, r * per_request_prompt)
+    # every decode step reads the weights once: ITL at least that read where there is a decode
+    lat_floor_ms = _roofline_bounds(s, p)[1] / (load_catalog()[s["gpu"]].hbm_tb_s * 1e12) * 1e3
+    if s["output_len"] > 1 and mean_out and sv["itl_ms"]["p50"] is not None:
+        assert sv["itl_ms"]["p50"] >= lat_floor_ms * (1 - ROOF_REL), (s, sv["itl_ms"])
+    if sv["ttft_ms"]["p50"] is not None:
+        assert sv["ttft_ms"]["p50"] >= lat_floor_ms * (1 - ROOF_REL), (s, sv["ttft_ms"])
+
+
+FLOOR_EXAMPLES = int(os.environ.get("RIDGELINE_FLOOR_EXAMPLES", str(max(EXAMPLES, 60))))
+
+
+@settings(max_examples=FLOOR_EXAMPLES, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(floor_scenarios())
+def test_no_plan_serves_beyond_the_roofline(s):
+    """Source: invariant: the roofline (issue 32): served tokens/s and requests/s, the capacity and the
+    goodput never exceed what the GPUs' peak FLOP/s and their HBM bandwidth allow, each pass reading the
+    weights once; worked from datasheet peaks and config.json shapes, not from the serving model.
+    RIDGELINE_FLOOR_EXAMPLES=10000 runs the 10,000-scenario check (CI runs fewer)."""
+    check_roofline_law(s)
+
+
+@pytest.mark.parametrize(("prompt", "output"), [(1, 1), (128, 1), (128, 8), (1, 2), (1, 8)])
+def test_the_reported_short_requests_stay_under_the_roofline(prompt, output):
+    """Source: hand: issue 32's reproducers on Llama-3.1-8B bf16, one H100 SXM (989.4 TFLOP/s dense bf16,
+    datasheet). A 1-token prompt with 1 output token is one token through 6.98e9 matmul weights a layer stack
+    (32 x 218.1e6, config.json) plus the 4096 x 128,256 LM head: 2 x (6.979e9 + 0.525e9) = 15.0 GFLOP, so at
+    most 989.4e12 / 15.0e9 = 65,900 requests/s, where the plan said 780,800; 128 tokens and 1 out are
+    2 x (128 x 6.979e9 + 0.525e9) = 1.788 TFLOP, at most 553 requests/s (the plan said 8,877)."""
+    s = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": prompt, "output_len": output}
+    check_roofline_law(s)
+    check_roofline_law({**s, "load": {"request_rate": 1e6}})
+    sv = plan_dict(s)["serving"]
+    layer = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336)
+    flops = 2.0 * (prompt * layer + 4096 * 128256) + 2.0 * (output - 1) * (layer + 4096 * 128256)
+    assert sv["request_rate"] <= 989.4e12 / flops * (1 + ROOF_REL)
+    assert sv["max_request_rate"] <= 989.4e12 / flops * (1 + ROOF_REL)
+
+
+@settings(max_examples=max(EXAMPLES // 3, 8), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["llama-3.1-8b", "qwen3-32b", "mixtral-8x7b"]), st.sampled_from(["h100-sxm", "l40s"]),
+       st.integers(1, 256), st.integers(1, 8), st.floats(1.0, 1e6))
+def test_sizing_never_plans_a_replica_beyond_the_roofline(model, gpu, prompt, output, rps):
+    """Source: invariant: the roofline (issue 32), on the Sizing path: each option's replica serves its
+    share of the traffic within the compute and bandwidth bounds above, and re-planned alone (its scenario,
+    the Plan and Compare path) within them too."""
+    from planner.serving.sizing import size
+
+    result = size({"model": model, "gpus": [gpu], "tp": [1, 2], "weights": ["fp8"], "kv_cache": ["fp8"],
+                   "traffic": {"requests_per_s": rps, "prompt_len": prompt, "output_len": output},
+                   "slo": {"ttft_ms": 1e5, "itl_ms": 1e4}, "max_options": 3})
+    for o in result["options"]:
+        scenario = o["scenario"]
+        p = plan_dict(scenario)
+        r = o["request_rate_per_replica"]
+        _assert_within_roofline(scenario, p, "sizing", r, r * output, r * prompt)
+        check_roofline_law(scenario)

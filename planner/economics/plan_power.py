@@ -23,7 +23,8 @@ from planner.economics.power import (
     step_utilization,
     tokens_per_s_per_provisioned_mw,
 )
-from planner.physics.latency import StepTime, compute_bound_ms, decode_step, prefill
+from planner.physics.latency import StepTime, decode_step, prefill
+from planner.physics.roofline import compute_floor_ms
 
 
 class EconomicsSection(BaseModel):
@@ -71,7 +72,7 @@ def step_power(d: Deployment, step: StepTime) -> StepPower:
     if not step_ms > 0:
         return StepPower(u, 0.0, 0.0, power_spec(d.gpu).idle_power_w)
     hbm_tb_s = float(step.work.bytes) / (step_ms * 1e-3) / 1e12
-    compute_u = step_utilization(float(compute_bound_ms(d, step.work)), step_ms)
+    compute_u = step_utilization(float(compute_floor_ms(d, step.work)), step_ms)
     return StepPower(u, hbm_tb_s, compute_u, step_gpu_power_w(power_spec(d.gpu), hbm_tb_s, compute_u))
 
 

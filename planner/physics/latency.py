@@ -30,6 +30,7 @@ from planner.physics.roofline import (
     prefill_attention_flops,
     prefill_gemm_flops,
     prefill_work,
+    roofline_floor_ms,
 )
 
 
@@ -86,20 +87,8 @@ class StepTime:
     _ARRAYS = ("gemm_ms", "attention_ms", "activations_ms")
 
 
-def compute_bound_ms(d: Deployment, work: StepWork) -> np.ndarray:
-    """The step's FLOPs at the dense peaks (GEMMs in the compute precision, attention in bf16)."""
-    peak_c = d.gpu.peak_tflops(d.compute) * 1e12
-    peak_attn = d.gpu.peak_tflops("bf16") * 1e12
-    return (work.gemm_flops / peak_c + work.attention_flops / peak_attn) * 1e3
-
-
-def memory_bound_ms(d: Deployment, work: StepWork) -> np.ndarray:
-    """The step's bytes at the HBM peak."""
-    return work.bytes / (d.gpu.hbm_tb_s * 1e12) * 1e3
-
-
 def _bound_ms(d: Deployment, work: StepWork) -> np.ndarray:
-    return np.maximum(compute_bound_ms(d, work), memory_bound_ms(d, work))
+    return roofline_floor_ms(d, work)  # the one floor (planner.physics.roofline)
 
 
 def is_weight_only_4bit(d: Deployment) -> bool:

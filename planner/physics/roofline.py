@@ -189,6 +189,49 @@ def prefill_work(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1)
     return StepWork(gemm, attn, weights, kv, act)  # the weights' read spans the prompts' shape already
 
 
+def _compute_ms(d: Deployment, gemm_flops: Any, attention_flops: Any) -> npt.NDArray[np.float64]:
+    """FLOPs at peak, in ms: GEMMs at the compute precision's peak, attention at bf16's (16-bit kernels)."""
+    peak_c = d.gpu.peak_tflops(d.compute) * 1e12
+    peak_attn = d.gpu.peak_tflops("bf16") * 1e12
+    return np.asarray((gemm_flops / peak_c + attention_flops / peak_attn) * 1e3, dtype=float)
+
+
+def compute_floor_ms(d: Deployment, work: StepWork) -> npt.NDArray[np.float64]:
+    """The compute roofline of a pass's work: every FLOP at peak, no overlap lost and no fixed cost."""
+    return _compute_ms(d, work.gemm_flops, work.attention_flops)
+
+
+def roofline_floor_ms(d: Deployment, work: StepWork) -> npt.NDArray[np.float64]:
+    """The hard floor of any forward pass doing `work`: max(all its FLOPs at peak, all its bytes at the
+    HBM bandwidth), the weights read once. No engine, efficiency or queue may plan a pass below it; a pass
+    carrying several prompts and decodes has their work summed, its weights still read once."""
+    memory_ms = np.asarray(work.bytes / (d.gpu.hbm_tb_s * 1e12) * 1e3, dtype=float)
+    return np.maximum(compute_floor_ms(d, work), memory_ms)
+
+
+def weights_read_ms(d: Deployment, tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """The weights a pass carrying `tokens` tokens reads on one GPU, at the HBM bandwidth: every dense weight
+    once, and each routed expert that some token selects. However many prompts share a pass, it reads them
+    once; but a pass of many tokens touches (nearly) every expert, which no prompt's work may leave out."""
+    return np.asarray(_weights_read_bytes(d, np.asarray(tokens, dtype=float)) / (d.gpu.hbm_tb_s * 1e12) * 1e3,
+                      dtype=float)
+
+
+def prefill_compute_floor_ms(d: Deployment, prompt_len: npt.ArrayLike,
+                             cached_tokens: npt.ArrayLike = 0.0) -> npt.NDArray[np.float64]:
+    """The compute a prompt's chunk `cached_tokens`..`prompt_len` adds to any pass it rides, at peak: its
+    tokens' GEMMs, its logits (once) and its queries' attention over the whole prompt. Riding a pass shares
+    the pass's one weight read but never its FLOPs, so however many prompts share a pass, each pays this
+    (the pass's roofline_floor_ms is at least this summed over its prompts plus its decodes' compute)."""
+    s = np.asarray(prompt_len, dtype=float)
+    c = np.minimum(np.asarray(cached_tokens, dtype=float), s)
+    # prefill_gemm_flops is affine in the length, its constant the last token's logits: the chunk's tokens
+    # plus that constant once
+    gemm = prefill_gemm_flops(d, s) - prefill_gemm_flops(d, c) + prefill_gemm_flops(d, 0.0)
+    attention = prefill_attention_flops(d, s) - prefill_attention_flops(d, c)
+    return _compute_ms(d, gemm, attention)
+
+
 def ridge_crossing_batch(d: Deployment, context: float) -> int | None:
     """Smallest batch whose decode step's arithmetic intensity reaches the ridge at this context,
     or None when KV traffic keeps it memory-bound at every batch."""

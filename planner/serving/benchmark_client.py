@@ -47,6 +47,7 @@ import numpy as np
 
 from planner.core.deployment import Deployment
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms, weights_read_ms
 from planner.serving.distributions import Percentiles
 from planner.serving.replica import Workload
 from planner.serving.scheduler_wait import EngineScheduling, engine_scheduling
@@ -155,14 +156,28 @@ class _ClosedLoop:
         self.prompts = _lengths(rng, w.prompt_len, client, n)
         self.outputs = _lengths(rng, w.output_len, client, n)
         computed = np.maximum(np.round(self.prompts * (1.0 - w.prefix_cache_hit)), 1).astype(np.int64)
-        self.per_token_ms = (np.asarray(prefill_chunk_work_ms(d, self.prompts.astype(float),
-                                                              (self.prompts - computed).astype(float)),
-                                        dtype=float) / computed).tolist()
+        cached = (self.prompts - computed).astype(float)
+        per_token = np.asarray(prefill_chunk_work_ms(d, self.prompts.astype(float), cached),
+                               dtype=float) / computed
+        # the roofline floor of an iteration (planner.physics.roofline): its decodes' and its chunks' compute
+        per_token_floor = prefill_compute_floor_ms(d, self.prompts.astype(float), cached) / computed
+        self.per_token_ms, self.per_token_floor_ms = per_token.tolist(), per_token_floor.tolist()
         self.cap = max(int(w.max_running), 1)
         context = w.context if w.context is not None else w.prompt_len + w.output_len / 2
-        self.decode_ms = np.asarray(decode_step(d, np.arange(self.cap + 1, dtype=float), context).total_ms,
-                                    dtype=float).tolist()
+        steps = decode_step(d, np.arange(self.cap + 1, dtype=float), context)
+        decode = np.asarray(steps.total_ms, dtype=float)
+        decode_floor = np.broadcast_to(compute_floor_ms(d, steps.work), decode.shape)
+        self.decode_ms, self.decode_floor_ms = decode.tolist(), decode_floor.tolist()
         self.budget_total = int(w.max_num_batched_tokens)
+        # Under MoE a pass reads each expert some token routes to; a cached prefix's prefill, subtracted
+        # from a prompt's work, read them, and the empty pass reads none: the pass's weight read by its
+        # tokens (a table up to 65,536 tokens, by then every expert: a lower bound past it)
+        self.pass_read_ms = (weights_read_ms(d, np.arange(min(self.budget_total, 1 << 16) + 1)).tolist()
+                             if d.model.moe is not None else [0.0])
+        # the floor can only bind where a prompt's work per token is below its compute (short prompts), or
+        # a pass's expert reads are nobody's work
+        self.floored = bool(np.any(per_token_floor > per_token) or np.any(decode_floor > decode)
+                            or d.model.moe is not None)
         self.computed_l, self.outputs_l = computed.tolist(), self.outputs.tolist()
         self.arrival = [0.0] * n
         self.found = [0] * n  # requests in flight that an arrival finds (the frontend serves them before it)
@@ -217,8 +232,9 @@ class _ClosedLoop:
         """One iteration with prompt chunks (first come first served up to the budget); the prompts it
         finishes. Prefill-first (SGLang): the iteration carries no decodes; without chunked prefill
         (TensorRT-LLM) a prompt that does not fit the rest of the budget waits for the next iteration."""
-        work, finished = 0.0, []
+        work, floor, finished, offered = 0.0, 0.0, [], budget
         per_token_ms, running, prefilling, cap = self.per_token_ms, self.running, self.prefilling, self.cap
+        per_token_floor_ms, floored = self.per_token_floor_ms, self.floored
         whole = not self.policy.chunked_prefill
         iteration = self.iteration
         for item in self.queue:
@@ -235,18 +251,26 @@ class _ClosedLoop:
             budget -= chunk
             item[1] -= chunk
             work += chunk * per_token_ms[item[0]]
+            if floored:
+                floor += chunk * per_token_floor_ms[item[0]]
             if item[1] == 0:
                 finished.append(item[0])
         self.prefilling = prefilling
         for _ in finished:
             self.queue.popleft()
+        # prompts riding one pass share its weight read, never their FLOPs: at least the pass's compute, and
+        # the weights its tokens touch (a prefill-first iteration carries no decodes)
+        riding = 0 if self.policy.prefill_first else running
+        step = self.decode_ms[riding] + work
+        if floored:
+            reads = self.pass_read_ms
+            step = max(step, self.decode_floor_ms[riding] + floor,
+                       reads[min(riding + offered - budget, len(reads) - 1)])
         if self.policy.prefill_first:  # the decodes pause: their next token's gap takes this iteration too
-            step = self.decode_ms[0] + work
             if running:
                 self.stall_ms += step
                 self.stalled = max(self.stalled, running)
         else:
-            step = self.decode_ms[running] + work
             self.durations.append(step)
             self.tokens.append(float(running))
             self.batches.append(float(running))

@@ -32,6 +32,11 @@ discrete-event simulation of that scheduler.
     iterations are longer, so a clump's next arrival lands in the next one) scales the share of iterations
     that carry prompts.
   * E2E = TTFT + (O - 1) x mean iteration.
+  * The roofline is a hard floor (planner.physics.roofline, issue 32): a short prompt's work W hides its
+    compute under a pass's weight read, but prompts sharing a pass share that read, never their FLOPs. So
+    every rate, iteration and service above is the larger of the engine's figure and the same figure with
+    W and D replaced by their compute at peak (Wc, Dc): lambda(N) = N / max((O - 1) D + N E[W], (O - 1) Dc +
+    N E[Wc]), T >= Dc / (1 - lambda E[Wc]), a pass of prompts lasts at least their compute.
 A closed loop (a concurrency c) runs at the rate whose mean number in the system, lambda E[E2E], is c.
 """
 
@@ -50,6 +55,7 @@ import numpy as np
 from planner.core.deployment import Deployment
 from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms, weights_read_ms
 from planner.scenario.scenario import SchedulerSettings
 from planner.serving.arrivals import waiting_probability, window_counts
 
@@ -128,6 +134,12 @@ class ReplicaModel:
     decode_ms: np.ndarray  # D(N)
     rate_per_ms: np.ndarray  # lambda(N)
     utilization: np.ndarray  # rho(N) of the prefill queue
+    # the roofline's compute of each prompt on the grid and of the decode step at each N
+    # (planner.physics.roofline): a pass carrying prompts lasts at least the sum over what it carries
+    prefill_floor_ms: np.ndarray
+    decode_floor_ms: np.ndarray
+    # the weights a full pass (max_num_batched_tokens tokens) reads: every expert its tokens route to
+    pass_read_ms: float
 
     # The model is immutable: the figures below are computed once per model (every load point asks for them).
     @functools.cached_property
@@ -143,6 +155,20 @@ class ReplicaModel:
         return float(np.mean(self.computed_tokens))
 
     @functools.cached_property
+    def mean_prefill_floor_ms(self) -> float:
+        return float(np.mean(self.prefill_floor_ms))
+
+    @functools.cached_property
+    def floor_may_bind(self) -> bool:
+        """Whether the roofline floor can exceed the engine's figures at some load: only where a prompt's
+        work is below its compute (a short prompt, whose compute hides under a pass's weight read) or a decode
+        step below its own; elsewhere every floored figure is the engine's, and load points skip the floor."""
+        budget = self.workload.max_num_batched_tokens
+        return bool(np.any(self.prefill_floor_ms > self.prefill_work_ms)
+                    or np.any(self.decode_floor_ms > self.decode_ms)
+                    or self.mean_computed_tokens * self.pass_read_ms / budget > self.mean_prefill_work_ms)
+
+    @functools.cached_property
     def capacity_at_max_running_per_ms(self) -> np.ndarray:
         """capacity_per_ms() at the workload's own cap on running sequences."""
         return self.capacity_per_ms()
@@ -152,7 +178,11 @@ class ReplicaModel:
         """No decode: the prefill queue alone saturates at 1 / its mean service."""
         budget = self.workload.max_num_batched_tokens
         service = self.mean_prefill_work_ms + np.mean(self.computed_tokens) * self.decode_ms[0] / budget
-        return 1.0 / service
+        # a full pass of prompts pays their compute and reads the weights its tokens touch, however little
+        # each prompt adds to a pass alone
+        return 1.0 / max(service, self.mean_prefill_floor_ms
+                         + self.mean_computed_tokens * self.decode_floor_ms[0] / budget,
+                         self.mean_computed_tokens * self.pass_read_ms / budget)
 
     @functools.cached_property
     def _utilization_limit_per_ms(self) -> float:
@@ -193,17 +223,34 @@ def replica_model(d: Deployment, w: Workload, max_population: int | None = None,
     top = max(float(max_population or w.max_running), 1.0)
     population = np.concatenate([[0.0], geometric_grid(1e-3, top, POPULATION_GRID - 1)])
     context = w.context if w.context is not None else w.prompt_len + w.output_len / 2
-    decode = np.asarray(decode_step(d, population, context).total_ms, dtype=float)
+    step = decode_step(d, population, context)
+    decode = np.asarray(step.total_ms, dtype=float)
+    # The hard floor (planner.physics.roofline): a prompt's work is its pass's time beyond an empty pass,
+    # which a short prompt's compute hides under the weight read; but prompts sharing a pass share that
+    # read, not their FLOPs. So an iteration lasts at least the compute of all it carries: the decode
+    # step's (Dc) and each prompt's (Wc), and each rate, share and service below is the larger of the
+    # engine's figure and this floor's (the same bits where the engine's is larger).
+    work_floor = prefill_compute_floor_ms(d, prompts, prompts - computed)
+    decode_floor = np.broadcast_to(compute_floor_ms(d, step.work), population.shape)
+    # and a full pass reads the weights its tokens touch (a cached prefix's prefill, subtracted from a
+    # prompt's work, already read them: under MoE the empty pass reads no expert, the full one nearly all)
+    pass_read = float(weights_read_ms(d, w.max_num_batched_tokens))
     steps = float(np.mean(outputs - 1.0))
-    mean_work = float(np.mean(work))
+    mean_work, mean_floor = float(np.mean(work)), float(np.mean(work_floor))
+    mean_computed = float(np.mean(computed))
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = (
-            population / (steps * decode + population * mean_work) if steps > 0 else np.zeros_like(population)
+            population / np.maximum(steps * decode + population * mean_work,
+                                    steps * decode_floor + population * mean_floor)
+            if steps > 0 else np.zeros_like(population)
         )
         chunk = w.max_num_batched_tokens - population
-        service = mean_work + float(np.mean(computed)) * decode / chunk
+        service = np.maximum(np.maximum(mean_work + mean_computed * decode / chunk,
+                                        mean_floor + mean_computed * decode_floor / chunk),
+                             mean_computed * pass_read / chunk)
         util = np.where(chunk >= 1.0, rate * service, np.inf)
-    return ReplicaModel(w, prompts, computed, work, outputs, population, decode, rate, util)
+    return ReplicaModel(w, prompts, computed, work, outputs, population, decode, rate, util, work_floor,
+                        decode_floor, pass_read)
 
 
 def mean_over_lengths(x: np.ndarray, keepdims: bool = False) -> np.ndarray:
@@ -251,6 +298,42 @@ class LoadPoint:
     seen: np.ndarray | float = 1.0  # share of the others an arrival finds ((c - 1) / c in a closed loop of c)
     wait_probability: np.ndarray | float = 0.0  # P(an arrival waits); rho under Poisson arrivals
 
+
+def _floored_iteration(m: ReplicaModel, lam: np.ndarray, dc: np.ndarray, iteration: np.ndarray,
+                       share: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The roofline floor (replica_model) on the mean iteration: it lasts at least the compute of its decodes
+    and of the prompts that ride it, Tc = Dc / (1 - lambda E[Wc]). Where that binds, every iteration is
+    stretched to it (a token's decode step with it) and prompts hold the share lambda E[Wc] of the GPU's
+    time. Returns the iteration, the prompts' share and the stretch (1 where the engine's figure holds)."""
+    share_floor = lam * m.mean_prefill_floor_ms
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iteration_floor = np.where(share_floor < 1.0, dc / (1.0 - share_floor), np.inf)
+        floored = iteration_floor > iteration
+        stretch = np.where(floored & np.isfinite(iteration_floor) & (iteration > 0),
+                           iteration_floor / np.where(iteration > 0, iteration, 1.0), 1.0)
+    if not floored.any():
+        return iteration, share, stretch
+    return np.where(floored, iteration_floor, iteration), np.where(floored, share_floor, share), stretch
+
+
+def _floored_services(m: ReplicaModel, lam: np.ndarray, dc: np.ndarray, chunk: np.ndarray, held: np.ndarray,
+                      full: np.ndarray, ride: np.ndarray, rho: np.ndarray, mean_s: np.ndarray):
+    """The floor on a pass of prompts: each prompt's compute and its share of the decodes', and a full pass's
+    share of its weight read. The services over lengths keep their shape, scaled where the pass's roofline is
+    longer than the engine's figure."""
+    full_floor = lam * np.maximum(
+        mean_over_lengths(m.prefill_floor_ms + m.computed_tokens * (dc / chunk)[..., None]),
+        m.mean_computed_tokens * m.pass_read_ms / chunk)
+    ride_floor = mean_over_lengths(m.prefill_floor_ms + dc[..., None] * held)
+    if not ((full_floor > rho).any() or (ride_floor > mean_s).any()):
+        return full, ride, rho, mean_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        full_scale = np.where(full_floor > rho, full_floor / np.maximum(rho, 1e-300), 1.0)
+        ride_scale = np.where(ride_floor > mean_s, ride_floor / np.maximum(mean_s, 1e-300), 1.0)
+    return (full * full_scale[..., None], ride * ride_scale[..., None], np.maximum(rho, full_floor),
+            np.maximum(mean_s, ride_floor))
+
+
 def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0) -> LoadPoint:
     """`seen`: an arrival in a closed loop of c clients finds the other c - 1 (the arrival theorem), so it
     sees (c - 1) / c of the mean decoding population and queue; an open loop's arrival sees all of it."""
@@ -266,6 +349,11 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     chunk = np.maximum(w.max_num_batched_tokens - n, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         iteration = np.where(share < 1.0, d / (1.0 - share), np.inf)
+    # the roofline floor, where it may bind (a short prompt's work below its compute)
+    dc = np.interp(n, m.population, m.decode_floor_ms) if m.floor_may_bind else None
+    if dc is not None:
+        iteration, share, stretch = _floored_iteration(m, lam, dc, iteration, share)
+        d_token, spread = d_token * stretch, spread * stretch
     # Prompts that fit the budget ride an iteration with the others that arrived during the one before;
     # each holds its share of that iteration's decode step (S_ride = W + D / riders; at light load the
     # whole step), while a backlog drains at the full budget (S_full = W + n D / C, which sets capacity).
@@ -276,11 +364,12 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     # for (1 + cs^2) / 2 over (ca^2 + 1) / 2.
     together = riders(lam, iteration, w.arrival_cv)
     full = m.prefill_work_ms + m.computed_tokens * (d / chunk)[..., None]
-    ride = m.prefill_work_ms + d[..., None] * np.maximum(
-        m.computed_tokens / chunk[..., None], 1.0 / together[..., None]
-    )
+    held = np.maximum(m.computed_tokens / chunk[..., None], 1.0 / together[..., None])
+    ride = m.prefill_work_ms + d[..., None] * held
     rho = lam * mean_over_lengths(full)
     mean_s = mean_over_lengths(ride)
+    if dc is not None:
+        full, ride, rho, mean_s = _floored_services(m, lam, dc, chunk, held, full, ride, rho, mean_s)
     cs2 = variance_over_lengths(ride) / np.maximum(mean_s, 1e-12) ** 2
     # at capacity itself is not below it: a rate given as the capacity may come back a rounding under it
     stable = (lam < cap * (1.0 - 1e-9)) & (rho < 1.0) & (share < 1.0)
