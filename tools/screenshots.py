@@ -117,8 +117,10 @@ def shoot(page: Any, url: str, name: str, params: dict[str, str], width: int) ->
     page.set_viewport_size({"width": width, "height": HEIGHT})
     page.goto(url + "/?" + urlencode(params))
     _settle(page)
-    if name in ("size", "power"):  # the link runs the search / the tool
-        page.wait_for_selector('[data-testid="stDataFrame"]', timeout=120_000)
+    if name == "size":  # a sizing link fills the form; the search runs when the button is pressed (issue 32)
+        page.get_by_role("button", name="Find the cheapest fleet").click()
+    if name in ("size", "power"):  # the search / the tool the link asked for
+        page.wait_for_selector('[data-testid="stDataFrame"]', timeout=180_000)
         _settle(page)
     if name == "plan" and width == WIDTHS[0]:
         page.screenshot(path=str(README_SHOT))
