@@ -433,11 +433,29 @@ def planner_step_time(d, requests: Requests, context: float, max_decodes: int) -
     decode = [float(x) for x in np.atleast_1d(
         decode_step(d, np.arange(max_decodes + 1, dtype=float), context).total_ms)]
 
+    # A step is a forward pass, and no pass is shorter than its physics (planner.physics.roofline): the
+    # compute of everything it carries at the dense peak, and the weights its tokens touch read once (for an
+    # MoE model, every expert some token routes to). These are step times, like the figures above.
+    from planner.physics.latency import decode_step as _decode_work
+    from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms, weights_read_ms
+
+    decode_compute = np.atleast_1d(compute_floor_ms(
+        d, _decode_work(d, np.arange(max_decodes + 1, dtype=float), context).work)).tolist()
+    chunk_compute = (np.asarray(prefill_compute_floor_ms(d, prompt, cached), dtype=float)
+                     / np.maximum(prompt - cached, 1.0)).tolist()
+    reads: dict[int, float] = {}
+
     def step_ms(decodes: int, chunks: Sequence[tuple[int, int]]) -> float:
         total = decode[decodes]
+        compute = decode_compute[decodes]
+        carried = decodes
         for r, tokens in chunks:
             total += tokens * rate[r]
-        return total
+            compute += tokens * chunk_compute[r]
+            carried += tokens
+        if carried not in reads:
+            reads[carried] = float(weights_read_ms(d, float(carried)))
+        return max(total, compute, reads[carried])
 
     return step_ms
 

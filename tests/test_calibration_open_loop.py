@@ -90,8 +90,10 @@ ENGINES = {"slower-decode-and-overhead": (1.25, 1.0, 40.0), "slower-decode-faste
 # The fit inverts the plan to the bisection's 1e-9 and settles its rounds to 1e-7; the true profile is
 # rounded to 6 decimals like any profile: at a given rate every term comes back within 1e-4 (a fit off by
 # 1 % in either slowdown fails). At the goodput the command's rate is the goodput rounded down to 4 digits
-# (<= 0.1 % lower) while the sheet's figures are the plan's at the goodput itself: within 1e-3.
-REL = {"default-at-goodput": 1e-3, "rate-bursty-prefix": 1e-4}
+# (<= 0.1 % lower) while the sheet's figures are the plan's at the goodput itself, and a term absorbs that
+# rate error with a gain of up to about 2 (prefill compute came back 1.19e-3 off after the roofline floor and
+# the scheduler's wait joined the model): within 2e-3, still 5x tighter than the 1 % slowdown it must catch.
+REL = {"default-at-goodput": 2e-3, "rate-bursty-prefix": 1e-4}
 
 
 def _scaled(values: dict[str, float], k: float, efficiencies, costs) -> dict[str, float]:

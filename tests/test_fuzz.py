@@ -383,9 +383,16 @@ def test_size_at_the_ends_of_every_range(rng):
 
 
 def test_the_crash_input_of_issue_32_sizes():
-    """Source: contract: docs/CONTRACT_EXTENSIONS.md, "Bounded sizing requests": a legal request gives options
-    (before issue 32: TypeError in pareto_mask, exit 70); every returned option has its latency figures."""
+    """Source: contract: docs/CONTRACT_EXTENSIONS.md, "Bounded sizing requests" and issue 31's context limit:
+    issue 32's request (1e7 req/s, 1,000,000 output tokens; before: TypeError in pareto_mask, exit 70) is
+    answered without a traceback, every family refused with Llama-3.1-8B's 131,072-token limit named; the same
+    request at 131,000 output tokens (within the limit, at billions of replicas) gives options, each with its
+    latency figures."""
     result = check_cli(["size", "-"], json.dumps(PARETO_CRASH))
+    assert result is not None and not result["options"] and result["infeasible"]
+    assert all("131,072" in str(row) for row in result["infeasible"])
+    within = {**PARETO_CRASH, "traffic": {**PARETO_CRASH["traffic"], "output_len": 131_000}}
+    result = check_cli(["size", "-"], json.dumps(within))
     assert result is not None and result["options"]
     assert all(isinstance(o["itl_ms"], float) and isinstance(o["ttft_ms"], float) for o in result["options"])
 

@@ -206,7 +206,7 @@ def test_a_decode_step_from_the_tables_is_no_slower_than_our_compiled_step(gpu, 
         for r in rows:
             d = resolve(parse_scenario({
                 "model": r["shape"], "gpu": gpu, "tp": r["tp_shard"], "weights": r["precision"],
-                "kv_cache": r["kv"], "engine": engine, "prompt_len": r["context"] - 1, "output_len": 2,
+                "kv_cache": r["kv"], "engine": engine, "prompt_len": r["context"] - 2, "output_len": 2,
                 "batch": r["batch"]}))
             eff = with_kernel_tables(d.efficiency, gpu, engine)
             assert eff is not None
