@@ -24,6 +24,7 @@ from planner import plan_dict
 from planner.core.precision import bits_per_value
 from planner.engines.base import ENGINES
 from planner.model.presets import load_presets
+from planner.scenario.scenario import model_position_limit
 from tests.test_properties import scenarios
 
 EXAMPLES = int(os.environ.get("RIDGELINE_LAW_EXAMPLES", "30"))
@@ -193,7 +194,12 @@ def floor_scenarios(draw):
     s = draw(scenarios())
     prompt = draw(st.one_of(st.just(1), st.integers(1, 16), st.integers(1, 4096), st.just(s["prompt_len"])))
     output = draw(st.one_of(st.just(1), st.integers(1, 8), st.just(s["output_len"])))
-    s.update(prompt_len=prompt, output_len=output, context_len=prompt + output + draw(st.integers(0, 4096)),
+    context = prompt + output + draw(st.integers(0, 4096))
+    limit = model_position_limit(load_presets()[s["model"]])  # a longer context is refused (issue 31)
+    if limit is not None and context > limit:
+        prompt = min(prompt, limit - output)
+        context = limit
+    s.update(prompt_len=prompt, output_len=output, context_len=context,
              engine=draw(st.sampled_from(list(ENGINES))))
     shape = {"arrival_cv": draw(st.sampled_from([0.0, 1.0, 3.0])),
              "prefix_cache_hit": draw(st.sampled_from([0.0, 0.5, 0.95])),
