@@ -472,6 +472,7 @@ def test_sizing_link_reproduces_the_search():
     # the link filled the form and says so; nothing ran until the button (issue 32)
     assert not at.dataframe and any("press" in i.value for i in at.info)
     press_find(at)
+    assert not any("press" in i.value for i in at.info)  # the note goes once the search has run
     from planner.serving.sizing import size
 
     expected = size(request)

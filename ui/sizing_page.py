@@ -428,12 +428,13 @@ def render(catalog) -> None:
     _init(catalog)
     _follow_sidebar(catalog)
     ss = st.session_state
-    if ss.get("sz_link_filled"):
-        st.info("The link filled in this search: press **Find the cheapest fleet** to run it.")
+    link_note = st.empty()  # filled below once this run's search has or has not started
     st.radio("Cost", ["rent", "own"], key="sz_cost_mode", horizontal=True,
              help="rent: catalog $/GPU-hour; own: capex amortized + power + hosting")
     submitted = _request_form(catalog, ss, load_presets())
     _run_search(_request_from_widgets(catalog), submitted)
+    if ss.get("sz_link_filled"):  # the search a link filled has not run yet
+        link_note.info("The link filled in this search: press **Find the cheapest fleet** to run it.")
     result = ss.get("sz_result")
     if not result:
         st.caption(
