@@ -26,6 +26,7 @@ from planner.serving.calibration_fit import (
     open_loop_run,
     profile_from_vllm_bench,
 )
+from tests.test_commands_roundtrip import SCENARIOS as ROUND_TRIP_SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = json.loads((ROOT / "data" / "examples" / "vllm_bench_qwen3_8b_h100.json").read_text())
@@ -68,24 +69,12 @@ def test_an_open_loop_run_is_fitted_at_its_rate_and_its_cap_is_only_a_cap():
             in held.calibration.source)
 
 
-# Round trip. A "true" engine: the default profile with decode terms x `decode` (efficiencies / decode, fixed
+# Round trip, on the command round trip's two scenarios (the app's default plan at its goodput, where the
+# command's rate is the goodput rounded down; a given rate with bursty arrivals, spread lengths and a shared
+# prefix). A "true" engine: the default profile with decode terms x `decode` (efficiencies / decode, fixed
 # costs x decode), prefill terms x `prefill` and `overhead_ms` more serving overhead: the family the fit
 # solves in (a slower first token is overhead, a faster one scaled prefill).
-SCENARIOS = {
-    # the app's default plan, at its goodput: the command's rate is the goodput rounded down
-    "default-at-goodput": {
-        "model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
-        "context_len": 8192, "prompt_len": 2000, "output_len": 400,
-        "load": {"at_goodput": True, "slo": {"ttft_ms": 1000, "itl_ms": 50, "percentile": 90}},
-    },
-    # a given rate, bursty arrivals, spread lengths, a shared prefix
-    "rate-bursty-prefix": {
-        "model": "llama-3.1-8b", "gpu": "h200", "tp": 1, "weights": "bf16", "kv_cache": "bf16",
-        "context_len": 4096, "prompt_len": 1500, "output_len": 300,
-        "load": {"request_rate": 6.0, "arrival_cv": 1.5, "prompt_len_cv": 0.2, "output_len_cv": 0.2,
-                 "prefix_cache_hit": 0.4},
-    },
-}
+SCENARIOS = {name: ROUND_TRIP_SCENARIOS[name] for name in ("default-at-goodput", "rate-bursty-prefix")}
 ENGINES = {"slower-decode-and-overhead": (1.25, 1.0, 40.0), "slower-decode-faster-prefill": (1.2, 0.85, 0.0)}
 # The fit inverts the plan to the bisection's 1e-9 and settles its rounds to 1e-7; the true profile is
 # rounded to 6 decimals like any profile: at a given rate every term comes back within 1e-4 (a fit off by
