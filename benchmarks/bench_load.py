@@ -21,35 +21,17 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tools.streamlit_session import Session, cpu_s, free_port, percentile, plan_query  # noqa: E402
+from tools.streamlit_session import Session, cpu_s, percentile, plan_query, start_streamlit  # noqa: E402
 
 
 def start_server() -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-            "--server.headless", "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats",
-            "false", "--server.fileWatcherType", "none",
-        ],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"http://{url}/_stcore/health", timeout=2).read() == b"ok":
-                return proc, url
-        except OSError:
-            time.sleep(0.3)
-    proc.kill()
-    raise SystemExit("streamlit did not start")
+    proc, port = start_streamlit(ROOT)
+    return proc, f"127.0.0.1:{port}"
 
 
 async def run(sessions: int, reruns: int) -> None:

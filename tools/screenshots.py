@@ -15,14 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
+
+from tools.streamlit_session import start_streamlit
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "screenshots"
@@ -62,29 +60,9 @@ def views() -> dict[str, dict[str, str]]:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_app() -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless",
-         "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                return proc, url
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise SystemExit("streamlit did not start")
+    proc, port = start_streamlit(ROOT)
+    return proc, f"http://127.0.0.1:{port}"
 
 
 # The page is drawn: the script is not running, no element is still a loading skeleton, and the main block

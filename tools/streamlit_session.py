@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -20,6 +22,29 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def start_streamlit(root: Path, timeout_s: float = 90.0) -> tuple[subprocess.Popen, int]:
+    """`streamlit run app.py` from `root` on a free loopback port, once its /_stcore/health answers ok:
+    (the process, its port). Exits with one line when it does not start in `timeout_s`."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+            "--server.headless", "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats",
+            "false", "--server.fileWatcherType", "none",
+        ],
+        cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
+                return proc, port
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise SystemExit("streamlit did not start")
 
 
 def cpu_s(pid: int) -> float:
