@@ -50,9 +50,9 @@ def time_cuda(fn, warmup=3, iters=15):
     return statistics.median(times), min(times), max(times)
 
 
-def time_graph(fn, warmup=2, iters=20, replay_warmup=3):
-    """Capture fn in a CUDA graph and time its replays (what engines with CUDA graphs run): median, min and
-    max milliseconds of `iters` replays after `replay_warmup` of them."""
+def capture_graph(fn, warmup=2):
+    """fn captured in a CUDA graph, after `warmup` calls on a side stream (what engines with CUDA graphs
+    replay)."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -63,6 +63,13 @@ def time_graph(fn, warmup=2, iters=20, replay_warmup=3):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         fn()
+    return graph
+
+
+def time_graph(fn, warmup=2, iters=20, replay_warmup=3):
+    """Capture fn in a CUDA graph and time its replays (what engines with CUDA graphs run): median, min and
+    max milliseconds of `iters` replays after `replay_warmup` of them."""
+    graph = capture_graph(fn, warmup)
     result = time_cuda(graph.replay, warmup=replay_warmup, iters=iters)
     del graph
     return result

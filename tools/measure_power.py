@@ -41,18 +41,19 @@ def smi(query: str) -> str:
 
 
 class Sampler:
-    """power.draw every 100 ms in a thread, tagged with the phase running."""
+    """power.draw and the SM clock every 100 ms in a thread, tagged with the phase running."""
 
     def __init__(self) -> None:
         self.phase = "start"
-        self.samples: list[tuple[str, float, float]] = []
+        self.samples: list[tuple[str, float, float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
             with contextlib.suppress(ValueError, IndexError):  # a missed reading is skipped
-                self.samples.append((self.phase, time.monotonic(), float(smi("power.draw"))))
+                watts, clock = smi("power.draw,clocks.sm").split(",")
+                self.samples.append((self.phase, time.monotonic(), float(watts), float(clock)))
             time.sleep(0.1)
 
     def __enter__(self) -> Sampler:
@@ -64,8 +65,15 @@ class Sampler:
         self._thread.join()
 
     def median(self, phase: str, since: float) -> float:
-        values = [w for p, t, w in self.samples if p == phase and t >= since]
-        return statistics.median(values) if values else float("nan")
+        return self.stats(phase, since)["median_w"]
+
+    def stats(self, phase: str, since: float) -> dict:
+        """The phase's median draw and SM clock over its samples from `since`, and how many there were."""
+        rows = [(w, c) for p, t, w, c in self.samples if p == phase and t >= since]
+        if not rows:
+            return {"median_w": float("nan"), "samples": 0}
+        return {"median_w": statistics.median(w for w, _ in rows),
+                "sm_clock_mhz": statistics.median(c for _, c in rows), "samples": len(rows)}
 
 
 def run_phase(sampler: Sampler, name: str, kernel, kernel_s: float, duty: float) -> dict:

@@ -20,21 +20,19 @@ power limit in `meta`.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import statistics
-import subprocess
-import threading
 import time
 
 import torch
 
 try:
     import measure_physics as mp
-    from gpu_timing import device_meta, time_cuda
+    from gpu_timing import capture_graph, device_meta, time_cuda
+    from measure_power import Sampler, smi
 except ImportError:
     import tools.measure_physics as mp
-    from tools.gpu_timing import device_meta, time_cuda
+    from tools.gpu_timing import capture_graph, device_meta, time_cuda
+    from tools.measure_power import Sampler, smi
 
 PHASE_S = 5.0
 SETTLE_S = 1.5
@@ -43,58 +41,6 @@ LLAMA_8B = {"d_model": 4096, "n_heads": 32, "n_kv_heads": 8, "head_dim": 128, "d
             "vocab_size": 128256, "n_layers": 32}
 LLAMA_70B = {"d_model": 8192, "n_heads": 64, "n_kv_heads": 8, "head_dim": 128, "d_ff": 28672,
              "vocab_size": 128256, "n_layers": 80}
-
-
-def smi(query: str) -> str:
-    out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits", "-i", "0"],
-                         capture_output=True, text=True).stdout
-    return out.strip().splitlines()[0].strip()
-
-
-class Sampler:
-    """power.draw (and SM clock) every 100 ms in a thread, tagged with the phase running."""
-
-    def __init__(self) -> None:
-        self.phase = "start"
-        self.samples: list[tuple[str, float, float, float]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            with contextlib.suppress(ValueError, IndexError):
-                w, clk = smi("power.draw,clocks.sm").split(",")
-                self.samples.append((self.phase, time.monotonic(), float(w), float(clk)))
-            time.sleep(0.1)
-
-    def __enter__(self) -> Sampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def stats(self, phase: str, since: float) -> dict:
-        rows = [(w, c) for p, t, w, c in self.samples if p == phase and t >= since]
-        if not rows:
-            return {"median_w": float("nan"), "samples": 0}
-        return {"median_w": statistics.median(w for w, _ in rows),
-                "sm_clock_mhz": statistics.median(c for _, c in rows), "samples": len(rows)}
-
-
-def capture(fn):
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    return graph
 
 
 def sustain(sampler: Sampler, name: str, graph) -> dict:
@@ -127,7 +73,7 @@ def decode_point(model, spec_name, batch, ctx, sampler, out):
     def step():
         model.head(run())
 
-    graph = capture(step)
+    graph = capture_graph(step)
     row = {"kind": "decode", "shape": spec_name, "batch": batch, "context": ctx,
            "layers_timed": model.layers_timed, **sustain(sampler, f"{spec_name}-d{batch}-c{ctx}", graph)}
     out.append(row)
@@ -138,7 +84,7 @@ def decode_point(model, spec_name, batch, ctx, sampler, out):
 
 def prefill_point(model, spec_name, tokens, sampler, out):
     run = model.prefill_layers(tokens, model.layers_timed)
-    graph = capture(run)
+    graph = capture_graph(run)
     row = {"kind": "prefill", "shape": spec_name, "tokens": tokens, "layers_timed": model.layers_timed,
            **sustain(sampler, f"{spec_name}-p{tokens}", graph)}
     out.append(row)
