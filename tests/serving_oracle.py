@@ -430,17 +430,15 @@ def planner_step_time(d, requests: Requests, context: float, max_decodes: int) -
     cached = np.asarray(requests.cached, dtype=float)
     work = np.asarray(prefill_chunk_work_ms(d, prompt, cached), dtype=float)
     rate = (work / np.maximum(prompt - cached, 1.0)).tolist()
-    decode = [float(x) for x in np.atleast_1d(
-        decode_step(d, np.arange(max_decodes + 1, dtype=float), context).total_ms)]
+    decode_steps = decode_step(d, np.arange(max_decodes + 1, dtype=float), context)
+    decode = [float(x) for x in np.atleast_1d(decode_steps.total_ms)]
 
     # A step is a forward pass, and no pass is shorter than its physics (planner.physics.roofline): the
     # compute of everything it carries at the dense peak, and the weights its tokens touch read once (for an
     # MoE model, every expert some token routes to). These are step times, like the figures above.
-    from planner.physics.latency import decode_step as _decode_work
     from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms, weights_read_ms
 
-    decode_compute = np.atleast_1d(compute_floor_ms(
-        d, _decode_work(d, np.arange(max_decodes + 1, dtype=float), context).work)).tolist()
+    decode_compute = np.atleast_1d(compute_floor_ms(d, decode_steps.work)).tolist()
     chunk_compute = (np.asarray(prefill_compute_floor_ms(d, prompt, cached), dtype=float)
                      / np.maximum(prompt - cached, 1.0)).tolist()
     reads: dict[int, float] = {}
