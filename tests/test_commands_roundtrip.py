@@ -25,25 +25,13 @@ import pytest
 from planner.contract.commands import command_set, expected_sheet
 from planner.contract.planning import plan_dict
 from planner.model.presets import load_presets, preset_hf_id
-
-
-def _flags(argv: tuple[str, ...], skip: int) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    current = None
-    for token in argv[skip:]:
-        if token.startswith("--"):
-            current = token
-            out[current] = []
-        else:
-            assert current is not None
-            out[current].append(token)
-    return out
+from tests.test_commands import flags_of
 
 
 def scenario_from_commands(launch: tuple[str, ...], bench: tuple[str, ...], gpu: str) -> dict[str, Any]:
     """The scenario a `vllm serve` + `vllm bench serve` pair runs (the module docstring's mapping)."""
     assert launch[:2] == ("vllm", "serve") and bench[:3] == ("vllm", "bench", "serve")
-    served, b = _flags(launch, 3), _flags(bench, 3)
+    served, b = flags_of(launch, 3), flags_of(bench, 3)
     model = next(k for k in load_presets() if preset_hf_id(k) == launch[2])
     weights = "fp8" if served.get("--quantization") == ["fp8"] else "bf16"
     prefix = int(b.get("--random-prefix-len", ["0"])[0])
@@ -135,7 +123,7 @@ def test_the_emitted_benchmark_planned_again_meets_its_expected_sheet(name):
     scenario = SCENARIOS[name] if name in SCENARIOS else _sized_replica()
     cs = command_set(scenario, "vllm")
     replanned_scenario = scenario_from_commands(cs.launch.argv, cs.bench, scenario["gpu"])
-    bench = _flags(cs.bench, 3)
+    bench = flags_of(cs.bench, 3)
     assert "--request-rate" in bench  # open loop, as the plan assumes
     plan = plan_dict(replanned_scenario)
     assert plan["serving"]["stable"]
@@ -174,7 +162,7 @@ def test_a_concurrency_only_command_misses_the_sheet():
     i = bench.index("--request-rate")
     del bench[i:i + 2]
     j = bench.index("--max-concurrency")
-    bench[j + 1] = _flags(cs.launch.argv, 3)["--max-num-seqs"][0]  # 155: the server's max batch
+    bench[j + 1] = flags_of(cs.launch.argv, 3)["--max-num-seqs"][0]  # 155: the server's max batch
     replanned = scenario_from_commands(cs.launch.argv, tuple(bench), scenario["gpu"])
     assert replanned["load"]["concurrency"] == 155
     got = measured_keys(plan_dict(replanned))
