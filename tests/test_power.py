@@ -476,23 +476,52 @@ def test_operating_point_is_the_last_concurrency_within_the_interactivity_target
     assert nxt["serving"]["itl_ms"]["p50"] is None or nxt["serving"]["itl_ms"]["p50"] > ITL_90_TPS_MS
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 2026-11-26 with the production-engine profiles (issue 20; total tokens/s per provisioned MW "
-    "at the "
-    "last concurrency with median ITL <= 11.1 ms): H100 0.53 M vs InferenceX's 0.9 M (ratio 0.59; TP 8, 73 "
-    "sequences, MXFP4 as w4a16: the weight-only 4-bit MoE path has no public runs behind it, so it keeps "
-    "our torch "
-    "rig's dequantizing GEMV); B200 6.09 M vs 2.8 M (ratio 2.17; TP 8, 1,150 sequences, fp4: vLLM's "
-    "Blackwell "
-    "profile is fitted on Llama-3.3-70B alone, and no public gpt-oss run constrains its MoE, "
-    "sink-attention and "
-    "large-batch decode)"))
+def _inferencex_sweep(gpu: str) -> dict[int, list[int]]:
+    """The (TP, concurrency) points InferenceX ran for gpt-oss-120b 1k/8k on vLLM, as its public runs record
+    them (data/reference/serving_runs_published.csv): its figure is the best of these points."""
+    import csv
+
+    runs = csv.DictReader((Path(__file__).resolve().parents[1] / "data" / "reference"
+                           / "serving_runs_published.csv").open())
+    sweep: dict[int, list[int]] = {}
+    for r in runs:
+        if (r["model_preset"], r["engine"], r["gpu"], r["prompt_len"], r["output_len"]) == (
+                "gpt-oss-120b", "vllm", gpu, "1024", "8192"):
+            sweep.setdefault(int(r["tp"]), []).append(int(r["concurrency"]))
+    return sweep
+
+
 @pytest.mark.parametrize("gpu", ["h100-sxm", "b200"])
 def test_gpt_oss_tokens_per_mw_within_25_percent_of_inferencex(gpu):
     """Source: published: InferenceX (issue 24's table; tpPerMw = total tokens/s per GPU / all-in kW,
     InferenceX-app chart-utils.ts): gpt-oss-120b, 1k in / 8k out, 90 tok/s per user: H100 ~0.9 M,
-    B200 ~2.8 M tokens/s per MW."""
-    assert _per_mw(gpu)["total_tokens_per_s_per_mw"] == pytest.approx(PUBLISHED[gpu], rel=0.25)
+    B200 ~2.8 M tokens/s per MW; like with like, planned on the points InferenceX ran (its public vLLM runs:
+    H100 TP 2-8 x concurrency 4-64, B200 TP 1-8 x 4-128). On 2026-11-27 the planner gave H100 1.02 M (ratio
+    1.14, TP 4 x 64) and B200 3.23 M (ratio 1.15, TP 2 x 128), both from the kernel tables; InferenceX's own
+    best measured points there are 1.01 M and 3.21 M (TP 4 x 64 at 9.9 ms, TP 2 x 128 at 9.9 ms)."""
+    scenario = {**GPT_OSS, "gpu": gpu}
+    if DONE_WHEN[gpu]:
+        scenario["compute"] = DONE_WHEN[gpu]
+    sweep = _inferencex_sweep(gpu)
+    assert len(sweep) >= 3
+    rows = [
+        tokens_per_mw_at_interactivity(scenario, [tp], ITL_90_TPS_MS, KW[gpu], ns) for tp, ns in sweep.items()
+    ]
+    best = max((r for r in rows if r is not None), key=lambda r: r["total_tokens_per_s_per_mw"])
+    assert best["concurrency"] in sweep[best["tp"]]
+    assert best["total_tokens_per_s_per_mw"] == pytest.approx(PUBLISHED[gpu], rel=0.25)
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "b200"])
+def test_gpt_oss_beyond_the_sweep_is_the_planners_own_claim(gpu):
+    """Source: invariant: searched over every batch the memory holds, the planner's best is at least the best
+    of InferenceX's sweep (a superset of points), and past its largest concurrency. On 2026-11-27: H100 1.64 M
+    (TP 8 x 247, 1.82x the published figure), B200 5.87 M (TP 4 x 605, 2.10x): batches no public gpt-oss run
+    measured, so this is a prediction, not a check."""
+    free = _per_mw(gpu)
+    sweep = _inferencex_sweep(gpu)
+    assert free["concurrency"] > max(max(ns) for ns in sweep.values())
+    assert free["total_tokens_per_s_per_mw"] >= PUBLISHED[gpu]
 
 
 def test_gpt_oss_tokens_per_mw_mi355x_within_25_percent():

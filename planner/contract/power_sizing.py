@@ -191,10 +191,13 @@ def size_power(data: Any) -> dict[str, Any]:
 
 
 def tokens_per_mw_at_interactivity(scenario: dict[str, Any], tps: list[int], itl_ms: float,
-                                   kw_per_gpu_all_in: float) -> dict[str, Any] | None:
+                                   kw_per_gpu_all_in: float,
+                                   concurrencies: list[int] | None = None) -> dict[str, Any] | None:
     """InferenceX's figure of merit from the plan's serving model: over the given TPs, the closed-loop
     concurrency with the most tokens/s per GPU whose median ITL stays within `itl_ms` (per-user decode
-    speed >= 1000 / itl_ms tok/s), and its total and output tokens/s per provisioned MW."""
+    speed >= 1000 / itl_ms tok/s), and its total and output tokens/s per provisioned MW. `concurrencies`
+    restricts the search to a benchmark's own sweep (InferenceX runs 4-128 only: its figure is the best
+    of the points it ran, not of every batch the memory holds); None searches every batch that fits."""
     from planner.contract.planning import plan_dict  # the plan assembly: sizing's physics, not a copy
 
     best: dict[str, Any] | None = None
@@ -214,10 +217,16 @@ def tokens_per_mw_at_interactivity(scenario: dict[str, Any], tps: list[int], itl
 
         if max_batch < 1 or at(1) is None:
             continue
-        lo, hi = 1, max_batch  # ITL grows with concurrency: bisect the last concurrency within the target
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if at(mid) is not None else (lo, mid - 1)
+        if concurrencies is None:
+            lo, hi = 1, max_batch  # ITL grows with concurrency: bisect the last concurrency within the target
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if at(mid) is not None else (lo, mid - 1)
+        else:
+            within = [n for n in sorted(concurrencies) if n <= max_batch and at(n) is not None]
+            if not within:
+                continue
+            lo = within[-1]
         p = at(lo)
         assert p is not None
         s = p["serving"]
