@@ -15,11 +15,12 @@ P = load_presets()
     ("llama-3.3-70b", 70.6, 70.6), ("llama-4-scout", 109, 17), ("llama-4-maverick", 400, 17),
     ("qwen3-30b-a3b", 30.5, 3.3), ("qwen3-coder-480b-a35b", 480, 35), ("deepseek-r1", 671, 37),
     ("kimi-k2", 1000, 32), ("gemma-3-27b", 27, 27), ("mistral-small-3.1-24b", 24, 24),
-    ("gpt-oss-20b", 21, None), ("gpt-oss-120b", 117, None),
+    ("gpt-oss-20b", 21, None), ("gpt-oss-120b", 117, None), ("minimax-m2.5", 230, None),
 ])
 def test_preset_parameter_counts_match_the_model_card(preset, total_b, active_b):
     """Source: model-card: published total / active parameters (Llama-4 totals include the vision tower
-    we do not count, hence the 3% band; gpt-oss cards count active parameters without the embedding)."""
+    we do not count, hence the 3% band; gpt-oss and MiniMax-M2.5 (230B, "10B active") cards count active
+    parameters without the embedding and lm_head)."""
     m = P[preset]
     assert param_counts(m).total / 1e9 == pytest.approx(total_b, rel=0.03)
     if active_b is not None:
@@ -29,7 +30,7 @@ def test_preset_parameter_counts_match_the_model_card(preset, total_b, active_b)
 @pytest.mark.parametrize("preset, weights", [
     ("deepseek-r1", "fp8"), ("kimi-k2", "fp8"), ("gpt-oss-120b", "fp4"), ("llama-4-maverick-fp8", "fp8"),
     ("llama-3.3-70b-fp8", "fp8"), ("llama-3.3-70b-awq", "int4"), ("qwen3-30b-a3b-fp8", "fp8"),
-    ("qwen3-coder-480b-a35b-fp8", "fp8"), ("llama-3.3-70b", "bf16"),
+    ("qwen3-coder-480b-a35b-fp8", "fp8"), ("llama-3.3-70b", "bf16"), ("minimax-m2.5", "fp8"),
 ])
 def test_checkpoint_precision_is_the_default_weights(preset, weights):
     """Source: model-card: the precision each published checkpoint ships in; the plan uses it unless the
