@@ -231,12 +231,16 @@ def _same_rate(pins: list[dict[str, Any]]) -> bool:
         return False
     default = common_rate([p.serving.max_request_rate for p in base if p.memory.fits])
     if default is not None:
-        if "cmp_rate" not in st.session_state or st.session_state.get("cmp_pins_seen") != len(pins):
-            st.session_state["cmp_rate"] = round(default, 3)
-            st.session_state["cmp_pins_seen"] = len(pins)
+        ss = st.session_state
+        if ss.pop("cmp_rate_from_link", False):  # a share link's rate stands for the pins it came with
+            ss["cmp_pins_seen"] = len(pins)
+        if "cmp_rate" not in ss or ss.get("cmp_pins_seen") != len(pins):
+            ss["cmp_rate"] = round(default, 3)
+            ss["cmp_pins_seen"] = len(pins)
         rate = st.number_input(
             "Compare every pin at this request rate (req/s per replica)", 0.001, 1e6, key="cmp_rate",
             format="%.3f", help=f"default: {COMMON_RATE_FRACTION:.0%} of the lowest capacity among the pins",
+            persist_state="session",  # kept while another view is shown, and so in that view's link
         )
         st.caption(
             f"Every column below is one replica at **{rate:,.3f} req/s**, the same load for all pins "
@@ -265,7 +269,8 @@ def render(current: dict[str, Any] | None) -> None:
     if not pins:
         st.info("No pinned scenarios yet.")
         return
-    mode = st.radio("Compare", MODES, key="cmp_mode", horizontal=True, label_visibility="collapsed")
+    mode = st.radio("Compare", MODES, key="cmp_mode", horizontal=True, label_visibility="collapsed",
+                    persist_state="session")
     shown = _equal_service(pins, current) if mode == MODES[0] else _same_rate(pins)
     if not shown:
         return

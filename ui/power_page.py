@@ -18,6 +18,7 @@ from planner.model.presets import load_presets
 from planner.serving.mixed_fleet import mixed_fleet
 from ui import shared_scenario
 from ui.text import plain
+from ui.widget_state import KEEP
 
 TOOLS = ("Power-capped sizing", "Mixed fleet", "Context tiers")
 OBJECTIVES = {"min_mw": "Fewest MW for this traffic", "max_goodput": "Most goodput for the budget"}
@@ -77,14 +78,16 @@ def _common(prefix: str, catalog: dict[str, Any], gpus: list[str]) -> dict[str, 
     models = list(presets) + ([SIDEBAR_MODEL] if not isinstance(wl["model"], str) else [])
     c = st.columns([2, 1, 1, 1])  # the model's name whole at 1,024 px
     model = c[0].selectbox(
-        "Model", models, key=f"{prefix}_model",
+        "Model", models, key=f"{prefix}_model", **KEEP,
         format_func=lambda k: presets[k].name if k in presets else "the sidebar's custom model",
     )
-    rps = c[1].number_input("Requests/s", min_value=0.001, max_value=1e7, key=f"{prefix}_rps", format="%.3f")
-    ttft = c[2].number_input("TTFT objective (ms)", min_value=1.0, max_value=1e7, key=f"{prefix}_ttft")
-    itl = c[3].number_input("ITL objective (ms)", min_value=0.1, max_value=1e7, key=f"{prefix}_itl")
+    rps = c[1].number_input("Requests/s", min_value=0.001, max_value=1e7, key=f"{prefix}_rps", **KEEP,
+                            format="%.3f")
+    ttft = c[2].number_input("TTFT objective (ms)", min_value=1.0, max_value=1e7, key=f"{prefix}_ttft",
+                             **KEEP)
+    itl = c[3].number_input("ITL objective (ms)", min_value=0.1, max_value=1e7, key=f"{prefix}_itl", **KEEP)
     st.session_state.setdefault(f"{prefix}_gpus", gpus)  # a share link may have set it (ui/power_link.py)
-    chosen = st.multiselect("GPUs", list(catalog), key=f"{prefix}_gpus",
+    chosen = st.multiselect("GPUs", list(catalog), key=f"{prefix}_gpus", **KEEP,
                             format_func=lambda k: catalog[k].name if k in catalog else str(k))
     same = model == wl["model"] or model == SIDEBAR_MODEL
     request: dict[str, Any] = {
@@ -150,15 +153,16 @@ def power_table(rows: list[dict[str, Any]], catalog: dict[str, Any]) -> pd.DataF
 def _power_sizing(catalog: dict[str, Any]) -> None:
     common = _common("pw", catalog, ["h100-sxm", "h200", "b200"])
     c = st.columns([1, 1, 2, 1])  # the objective's words whole at 1,024 px
-    prompt = c[0].number_input("Prompt tokens", min_value=1, max_value=10_000_000, key="pw_prompt")
-    output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, key="pw_output")
-    objective = c[2].selectbox("Objective", list(OBJECTIVES), key="pw_objective", format_func=OBJECTIVES.get)
+    prompt = c[0].number_input("Prompt tokens", min_value=1, max_value=10_000_000, key="pw_prompt", **KEEP)
+    output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, key="pw_output", **KEEP)
+    objective = c[2].selectbox("Objective", list(OBJECTIVES), key="pw_objective", **KEEP,
+                               format_func=OBJECTIVES.get)
     st.session_state.setdefault("pw_budget", 2.0)
     budget = c[3].number_input("Power budget (MW, 0 = none)", min_value=0.0, max_value=100_000.0,
-                               key="pw_budget")
+                               key="pw_budget", **KEEP)
     c2 = st.columns(2)
-    tier = c2[0].selectbox("Cost tier", list(TIERS), format_func=TIERS.__getitem__, key="pw_tier")
-    source = c2[1].selectbox("kW per GPU", list(SOURCES), key="pw_source", format_func=SOURCES.get)
+    tier = c2[0].selectbox("Cost tier", list(TIERS), format_func=TIERS.__getitem__, key="pw_tier", **KEEP)
+    source = c2[1].selectbox("kW per GPU", list(SOURCES), key="pw_source", **KEEP, format_func=SOURCES.get)
     if st.button("Size under power", key="pw_run") or st.session_state.pop("pw_autorun", False):
         sizing = {**common["request"], "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
                                                    "output_len": int(output)}}
@@ -194,11 +198,11 @@ def _mixed_fleet(catalog: dict[str, Any]) -> None:
     for key, value in MIXED_DEFAULTS.items():
         st.session_state.setdefault(key, value)
     c = st.columns(5)
-    p1 = c[0].number_input("Short prompt", min_value=1, max_value=10_000_000, key="mf_p1")
-    o1 = c[1].number_input("Short output", min_value=1, max_value=10_000_000, key="mf_o1")
-    p2 = c[2].number_input("Long prompt", min_value=1, max_value=10_000_000, key="mf_p2")
-    o2 = c[3].number_input("Long output", min_value=1, max_value=10_000_000, key="mf_o2")
-    share = c[4].number_input("Short share", min_value=0.01, max_value=0.99, key="mf_share")
+    p1 = c[0].number_input("Short prompt", min_value=1, max_value=10_000_000, key="mf_p1", **KEEP)
+    o1 = c[1].number_input("Short output", min_value=1, max_value=10_000_000, key="mf_o1", **KEEP)
+    p2 = c[2].number_input("Long prompt", min_value=1, max_value=10_000_000, key="mf_p2", **KEEP)
+    o2 = c[3].number_input("Long output", min_value=1, max_value=10_000_000, key="mf_o2", **KEEP)
+    share = c[4].number_input("Short share", min_value=0.01, max_value=0.99, key="mf_share", **KEEP)
     if st.button("Find the cheapest mix", key="mf_run") or st.session_state.pop("mf_autorun", False):
         request = {**common["request"], "requests_per_s": common["rps"], "lengths": {"histogram": [
             {"prompt_len": int(p1), "output_len": int(o1), "weight": float(share)},
@@ -242,10 +246,10 @@ def tiers_table(tiers: list[dict[str, Any]], catalog: dict[str, Any]) -> pd.Data
 def _context_tiers(catalog: dict[str, Any]) -> None:
     common = _common("ct", catalog, ["h100-sxm", "h200"])
     c = st.columns(3)
-    prompt = c[0].number_input("Prompt tokens", min_value=1, max_value=10_000_000, key="ct_prompt")
-    output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, key="ct_output")
+    prompt = c[0].number_input("Prompt tokens", min_value=1, max_value=10_000_000, key="ct_prompt", **KEEP)
+    output = c[1].number_input("Output tokens", min_value=1, max_value=10_000_000, key="ct_output", **KEEP)
     st.session_state.setdefault("ct_tiers", [32768, 131072])
-    tiers = c[2].multiselect("Maximum contexts", list(CONTEXT_CHOICES), key="ct_tiers",
+    tiers = c[2].multiselect("Maximum contexts", list(CONTEXT_CHOICES), key="ct_tiers", **KEEP,
                              format_func=lambda t: f"{t:,}")
     if st.button("Compare context tiers", key="ct_run") or st.session_state.pop("ct_autorun", False):
         sizing = {**common["request"], "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
@@ -261,7 +265,7 @@ def _context_tiers(catalog: dict[str, Any]) -> None:
 
 def render(catalog: dict[str, Any], result: Plan | None) -> None:
     _power_of_plan(result)
-    tool = st.radio("Tool", TOOLS, key="pw_tool", horizontal=True)
+    tool = st.radio("Tool", TOOLS, key="pw_tool", **KEEP, horizontal=True)
     if tool == TOOLS[0]:
         _power_sizing(catalog)
     elif tool == TOOLS[1]:

@@ -22,6 +22,8 @@ from ui.links import SIZE_PARAM, sizing_request_from_link
 from ui.search_runner import run_search
 from ui.sizing_options import gpu_label, options_table, ordered_options, scatter
 from ui.text import plain
+from ui.view_links import SIZE_OPTION_PARAM
+from ui.widget_state import KEEP
 
 DEFAULT_REQUEST: dict[str, Any] = {
     "model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000, "output_len": 400},
@@ -252,25 +254,26 @@ def _request_form(catalog, ss: Any, presets: dict[str, Any]) -> bool:
         c1, c2, c3 = st.columns(3)
         base_model = (ss.get("sz_base") or {}).get("model")
         models = list(presets) + ([LINK_MODEL] if isinstance(base_model, dict) else [])
-        c1.selectbox("Model", models, key="sz_model", format_func=lambda k: presets[k].name if k in presets
+        c1.selectbox("Model", models, key="sz_model", **KEEP,
+                     format_func=lambda k: presets[k].name if k in presets
                      else f"custom from the link: {str(base_model.get('name', 'custom'))[:60]}")
-        c1.number_input("Requests per second", 0.001, 1e7, key="sz_rps", format="%.3f")
-        c2.number_input("Prompt tokens", 1, 10_000_000, key="sz_prompt")
-        c2.number_input("Output tokens", 1, 10_000_000, key="sz_output")
-        c3.number_input("TTFT objective (ms)", 1.0, 1e7, key="sz_ttft")
-        c3.number_input("ITL objective (ms)", 0.1, 1e7, key="sz_itl")
+        c1.number_input("Requests per second", 0.001, 1e7, key="sz_rps", **KEEP, format="%.3f")
+        c2.number_input("Prompt tokens", 1, 10_000_000, key="sz_prompt", **KEEP)
+        c2.number_input("Output tokens", 1, 10_000_000, key="sz_output", **KEEP)
+        c3.number_input("TTFT objective (ms)", 1.0, 1e7, key="sz_ttft", **KEEP)
+        c3.number_input("ITL objective (ms)", 0.1, 1e7, key="sz_itl", **KEEP)
         c3.selectbox(
-            "Objectives hold at", [50, 90, 99], key="sz_pct", format_func=lambda p: f"p{p}",
+            "Objectives hold at", [50, 90, 99], key="sz_pct", **KEEP, format_func=lambda p: f"p{p}",
             help="the percentile of TTFT and ITL the objectives bound (p90: 9 requests in 10 within them)",
         )
         c1.number_input(
-            "Mean TPOT objective (ms; 0: none)", 0.0, 1e7, key="sz_tpot",
+            "Mean TPOT objective (ms; 0: none)", 0.0, 1e7, key="sz_tpot", **KEEP,
             help="time per output token per request, (E2E - TTFT) / (output - 1), averaged over requests: "
                  "`vllm bench serve`'s Mean TPOT; beside the ITL percentile",
         )
         c2.number_input(
             "Headroom: most load per replica (% of capacity; 0: the highest the simulation confirms)",
-            0.0, 95.0, key="sz_headroom", format="%.0f",
+            0.0, 95.0, key="sz_headroom", **KEEP, format="%.0f",
             help="0: each replica serves up to the highest load at which the scheduler simulation's range "
                  "of TTFT and ITL still meets the objective (at most 95%, the highest load it tabulates); "
                  "a number caps every replica's load below that too",
@@ -282,23 +285,25 @@ def _request_form(catalog, ss: Any, presets: dict[str, Any]) -> bool:
 def _search_space_inputs(catalog, ss: Any) -> None:
     """GPUs, layouts, precisions, modes and (when owned) the ownership inputs the search covers."""
     f1, f2 = st.columns(2)
-    f1.multiselect("GPUs (empty: whole catalog)", list(catalog), key="sz_gpus",
+    f1.multiselect("GPUs (empty: whole catalog)", list(catalog), key="sz_gpus", **KEEP,
                    format_func=lambda k: catalog[k].name if k in catalog else str(k))
     # a link may name choices beyond the usual ones (TP 3, fp16): they are offered, not dropped
-    f2.multiselect("TP", _options([1, 2, 4, 8, 16], ss["sz_tp"]), key="sz_tp")
-    f1.multiselect("Weights", _options(list(WEIGHT_PRECISIONS), ss["sz_weights"]), key="sz_weights")
-    f2.multiselect("KV cache", _options(list(KV_PRECISIONS), ss["sz_kv"]), key="sz_kv")
+    f2.multiselect("TP", _options([1, 2, 4, 8, 16], ss["sz_tp"]), key="sz_tp", **KEEP)
+    f1.multiselect("Weights", _options(list(WEIGHT_PRECISIONS), ss["sz_weights"]), key="sz_weights", **KEEP)
+    f2.multiselect("KV cache", _options(list(KV_PRECISIONS), ss["sz_kv"]), key="sz_kv", **KEEP)
     m1, m2, m3 = st.columns([2, 1, 1])
     m1.checkbox("Also search disaggregated fleets (separate prefill and decode workers)", key="sz_disagg",
+                **KEEP,
                 help="each option then says its mode, and the page says which mode wins and why")
-    m2.multiselect("PP (disaggregated pools)", _options([1, 2, 4, 8], ss["sz_pp"]), key="sz_pp")
-    m3.multiselect("EP (MoE, disaggregated pools)", _options([1, 2, 4, 8, 16], ss["sz_ep"]), key="sz_ep")
+    m2.multiselect("PP (disaggregated pools)", _options([1, 2, 4, 8], ss["sz_pp"]), key="sz_pp", **KEEP)
+    m3.multiselect("EP (MoE, disaggregated pools)", _options([1, 2, 4, 8, 16], ss["sz_ep"]), key="sz_ep",
+                   **KEEP)
     if ss["sz_cost_mode"] == "own":  # ownership inputs only where they count
         o1, o2, o3, o4 = st.columns(4)
-        o1.number_input("Amortization (years)", 0.5, 30.0, key="sz_years")
-        o2.number_input("$ per kWh", 0.0, 10.0, key="sz_kwh", format="%.3f")
-        o3.number_input("PUE", 1.0, 5.0, key="sz_pue")
-        o4.number_input("Hosting $/GPU-month", 0.0, 1e6, key="sz_hosting")
+        o1.number_input("Amortization (years)", 0.5, 30.0, key="sz_years", **KEEP)
+        o2.number_input("$ per kWh", 0.0, 10.0, key="sz_kwh", **KEEP, format="%.3f")
+        o3.number_input("PUE", 1.0, 5.0, key="sz_pue", **KEEP)
+        o4.number_input("Hosting $/GPU-month", 0.0, 1e6, key="sz_hosting", **KEEP)
 
 
 def _summary(result: dict[str, Any], request: dict[str, Any]) -> None:
@@ -364,7 +369,14 @@ def _open_option(options: list[dict[str, Any]], request: dict[str, Any], catalog
     """Pick an option: open it (or its decode worker) in the planner, or show its commands."""
     ss = st.session_state
     n = len(options)
-    pick = st.number_input(f"Open option (1 to {n}) in the planner", 1, n, 1, key="sz_pick")
+    if not 1 <= int(ss.setdefault("sz_pick", 1)) <= n:  # a link's option (view_links) past this search's
+        if ss.pop("sz_pick_linked", False):
+            st.warning(f"Link parameter **size_option**: option {int(ss['sz_pick']):,} is beyond this "
+                       f"search's {n:,} options; showing option 1")
+        ss["sz_pick"] = 1
+        st.query_params.pop(SIZE_OPTION_PARAM, None)  # written before this run's search listed its options
+    ss.pop("sz_pick_linked", None)
+    pick = st.number_input(f"Open option (1 to {n}) in the planner", 1, n, key="sz_pick", **KEEP)
     chosen = options[int(pick) - 1]
     scenario = option_scenario(chosen, request)
     worker = " (its decode worker)" if chosen.get("mode") == "disaggregated" else ""
@@ -382,7 +394,7 @@ def _open_option(options: list[dict[str, Any]], request: dict[str, Any], catalog
         st.success(f"Option {ss['sz_opened']} is loaded into the sidebar and the Plan view.")
     fleet = chosen.get("mode") == "disaggregated"  # its whole launch set: both pools, router, benchmark
     whole = " (the whole fleet)" if fleet else ""
-    if st.toggle(f"Commands to deploy and benchmark option {int(pick)}{whole}", key="sz_cmd_show"):
+    if st.toggle(f"Commands to deploy and benchmark option {int(pick)}{whole}", key="sz_cmd_show", **KEEP):
         from ui.commands_panel import render_commands_panel, render_fleet_commands_panel
 
         if fleet:
@@ -397,8 +409,9 @@ def _options_view(result: dict[str, Any], request: dict[str, Any], catalog) -> N
     options = ordered_options(result["options"], ss.get("sz_validated_first", True))
     frame, config, shared = options_table(options[:50], catalog)
     _verdicts(result, options, request, catalog)
+    ss.setdefault("sz_validated_first", True)
     st.checkbox(
-        "Validated GPUs first", value=True, key="sz_validated_first",
+        "Validated GPUs first", key="sz_validated_first", **KEEP,
         help="validated: the catalog's flag, the planner's physics checked on this GPU or its generation",
     )
     if shared:
@@ -429,7 +442,7 @@ def render(catalog) -> None:
     _follow_sidebar(catalog)
     ss = st.session_state
     link_note = st.empty()  # filled below once this run's search has or has not started
-    st.radio("Cost", ["rent", "own"], key="sz_cost_mode", horizontal=True,
+    st.radio("Cost", ["rent", "own"], key="sz_cost_mode", **KEEP, horizontal=True,
              help="rent: catalog $/GPU-hour; own: capex amortized + power + hosting")
     submitted = _request_form(catalog, ss, load_presets())
     _run_search(_request_from_widgets(catalog), submitted)

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
-from ui import links, power_link, widget_state
+from ui import links, power_link, view_links, widget_state
 
 VIEWS = ("Plan", "Compare what-ifs", "Size a fleet", "Power & fleets")
 # Link parameters beside the scenario's own (ui/links.py): the sidebar's traffic target, which every fleet
@@ -58,6 +58,7 @@ def init_from_link() -> None:
         params = {}
     shared = _view_and_traffic(params)
     power = params.pop(power_link.PARAM, None)
+    shared += view_links.load(params)
     scenario, problems = links.scenario_from_query(params)
     problems += shared + (power_link.load(power) if power is not None else [])
     if too_long:
@@ -121,6 +122,7 @@ def sync_link(scenario: dict[str, Any] | None) -> tuple[str, str | None]:
     view = VIEW_IDS.get(st.session_state.get("view", VIEWS[0]), "plan")
     if view != "plan":
         params[VIEW_PARAM] = view
+    params.update(view_links.to_query())
     power = power_link.link_value()
     if power is not None:
         params[power_link.PARAM] = power

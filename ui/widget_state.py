@@ -14,6 +14,9 @@ from planner.scenario.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_RESERV
 from planner.serving.operating_point import DEFAULT_OBJECTIVE
 
 CUSTOM = "custom"
+# Streamlit drops a widget's value on a run that does not draw it (another view shown): the views' inputs keep
+# theirs for the session (`**KEEP`), so that the view, and the share link, hold them as the user left them.
+KEEP: dict[str, Any] = {"persist_state": "session"}
 
 
 AT_OBJECTIVE = "at objective"
