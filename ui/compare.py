@@ -232,8 +232,6 @@ def _same_rate(pins: list[dict[str, Any]]) -> bool:
     default = common_rate([p.serving.max_request_rate for p in base if p.memory.fits])
     if default is not None:
         ss = st.session_state
-        if ss.pop("cmp_rate_from_link", False):  # a share link's rate stands for the pins it came with
-            ss["cmp_pins_seen"] = len(pins)
         if "cmp_rate" not in ss or ss.get("cmp_pins_seen") != len(pins):
             ss["cmp_rate"] = round(default, 3)
             ss["cmp_pins_seen"] = len(pins)

@@ -55,7 +55,6 @@ def _read_one(param: str, raw: str, ss: Any) -> str | None:
         except ValueError:
             return (f"must be a number of requests/s per replica from {low:g} to {high:g}; using the "
                     "default, 70% of the lowest capacity among the pins")
-        ss["cmp_rate_from_link"] = True  # kept over the default the view computes (ui/compare.py)
     elif param == SIZE_ORDER_PARAM:
         if raw not in SIZE_ORDER:
             return "must be validated or cheapest; validated GPUs first"
