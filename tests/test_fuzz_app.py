@@ -35,7 +35,8 @@ def test_no_link_or_upload_shows_an_exception(rng: random.Random):
     st.sampled_from(
         [
             "model", "gpu", "tp", "weights", "batch", "efficiency", "load", "speculative", "calibration",
-            "memory.utilization", "compare", "size",
+            "memory.utilization", "compare", "size", "compare_at", "compare_rate", "size_order",
+            "size_option",
         ]
     ),
     st.randoms(use_true_random=False),

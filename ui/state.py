@@ -76,7 +76,7 @@ def init_from_link() -> None:
         problems += _open_linked_fleet(params[links.FLEET_PARAM])
     st.session_state["size_link"] = params.get(links.SIZE_PARAM)
     st.session_state["pins"] = pins
-    if "cmp_rate" in st.session_state:  # the link's rate belongs to its pins (ui/compare.py keeps it for them)
+    if "cmp_rate" in st.session_state:  # the link's rate belongs to its pins (ui/compare.py keeps it then)
         st.session_state["cmp_pins_seen"] = len(pins)
     st.session_state["link_problems"] = problems
     # the scenario the link produced: its warnings stay only until the user changes an input
