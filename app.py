@@ -54,6 +54,7 @@ elif view == "Size a fleet":
     sizing_page.render(load_catalog())
 else:
     power_page.render(load_catalog(), result if error is None else None)
+state.sync_link(scenario if error is None else None)  # again: drawing a view may set its inputs (a default)
 
 # Server-side time of this run, read by tools/bench_app.py and
 # benchmarks/bench_load.py (a figure, not an assertion).

@@ -17,7 +17,7 @@ from ui.links import DEFAULT_SCENARIO, scenario_to_query
 COMPARE_KEYS = ("cmp_mode", "cmp_rate")
 SIZE_KEYS = ("sz_model", "sz_rps", "sz_prompt", "sz_output", "sz_ttft", "sz_itl", "sz_pct", "sz_tpot",
              "sz_headroom", "sz_gpus", "sz_tp", "sz_weights", "sz_kv", "sz_cost_mode", "sz_disagg", "sz_pp",
-             "sz_ep", "sz_validated_first", "sz_pick")
+             "sz_ep", "sz_validated_first", "sz_pick", "sz_cmd_show", "sz_cmd_engine")
 POWER_KEYS = ("pw_tool", "ct_model", "ct_rps", "ct_ttft", "ct_itl", "ct_prompt", "ct_output", "ct_gpus",
               "ct_tiers")
 
@@ -29,6 +29,11 @@ def _view(at: AppTest, name: str) -> None:
 
 def _inputs(at: AppTest, keys: tuple[str, ...]) -> dict[str, object]:
     return {k: at.session_state[k] for k in keys}
+
+
+def _commands(at: AppTest) -> list[str]:
+    """The launch and benchmark commands a Deploy-and-benchmark panel shows (its code blocks)."""
+    return [c.value for c in at.code if "--" in c.value]
 
 
 def _set_every_view(at: AppTest) -> dict[str, object]:
@@ -50,7 +55,10 @@ def _set_every_view(at: AppTest) -> dict[str, object]:
     press_find(at)
     at.checkbox(key="sz_validated_first").uncheck().run()
     at.number_input(key="sz_pick").set_value(2).run()
+    at.toggle(key="sz_cmd_show").set_value(True).run()
+    at.radio(key="sz_cmd_engine").set_value("trt-llm").run()
     seen["size"] = at.dataframe[0].value
+    seen["size_commands"] = _commands(at)
     _view(at, "Power & fleets")
     at.radio(key="pw_tool").set_value("Context tiers").run()
     at.multiselect(key="ct_gpus").set_value(["h200"])
@@ -58,16 +66,19 @@ def _set_every_view(at: AppTest) -> dict[str, object]:
     at.button(key="ct_run").click().run(timeout=TIMEOUT)
     seen["power"] = at.dataframe[0].value
     _view(at, "Plan")  # the link is taken on the Plan view: every other view's inputs must still be in it
-    seen["plan"] = metrics(at)
+    at.toggle(key="cmd_show").set_value(True).run()
+    at.radio(key="cmd_engine").set_value("sglang").run()
+    seen["plan"], seen["commands"] = metrics(at), _commands(at)
     for keys in (COMPARE_KEYS, SIZE_KEYS, POWER_KEYS):
         seen[keys[0]] = _inputs(at, keys)
     return seen
 
 
 def test_a_share_link_reproduces_every_view():
-    """Inputs set on every view (the sidebar's GPU and an 80 req/s traffic target; two pins compared at one
-    request rate of 1.5 req/s per replica; a sizing search over two GPUs and two TPs at 80% headroom, cheapest
-    first, option 2 shown; the context tiers of one GPU) survive a switch to another view, travel in the link
+    """Inputs set on every view (the sidebar's GPU and an 80 req/s traffic target, the plan's commands for
+    SGLang; two pins compared at one request rate of 1.5 req/s per replica; a sizing search over two GPUs and
+    two TPs at 80% headroom, cheapest first, option 2 shown with its TensorRT-LLM commands; the context tiers
+    of one GPU) survive a switch to another view, travel in the link
     the app writes, and a fresh session opened on that link shows each view with the same inputs and the
     same figures (the sizing search once its button is pressed: a link never starts one, issue 32).
     Source: ui: the app's link round trip (issue 31 item 4: a share link reproduces every view)."""
@@ -76,6 +87,7 @@ def test_a_share_link_reproduces_every_view():
     link = query(at)
     assert link["compare_at"] == "rate" and float(link["compare_rate"]) == 1.5
     assert link["size_order"] == "cheapest" and link["size_option"] == "2"
+    assert (link["commands"], link["size_commands"]) == ("sglang", "trt-llm")
     assert json.loads(link["power"])["ct_tiers"] == [8192, 32768]
     plan_box = [c.value for c in at.code if c.value.startswith("?")]
     assert plan_box and "compare_rate=1.5" in plan_box[0]  # the Plan view's "Share this scenario" box
@@ -83,7 +95,8 @@ def test_a_share_link_reproduces_every_view():
     again = run_app(link)
     assert not again.warning, [w.value for w in again.warning]
     _view(again, "Plan")
-    assert metrics(again) == seen["plan"]
+    assert metrics(again) == seen["plan"] and _commands(again) == seen["commands"]
+    assert any("sglang" in c for c in seen["commands"])
     assert again.sidebar.selectbox(key="gpu_choice").value == "b200"
     _view(again, "Compare what-ifs")
     assert _inputs(again, COMPARE_KEYS) == seen["cmp_mode"]
@@ -91,7 +104,7 @@ def test_a_share_link_reproduces_every_view():
     _view(again, "Size a fleet")
     press_find(again)
     assert _inputs(again, SIZE_KEYS) == seen["sz_model"]
-    assert again.dataframe[0].value.equals(seen["size"])
+    assert again.dataframe[0].value.equals(seen["size"]) and _commands(again) == seen["size_commands"]
     _view(again, "Power & fleets")  # the link's tool ran once on arrival (ui/power_link.py)
     assert _inputs(again, POWER_KEYS) == seen["pw_tool"]
     assert again.dataframe[0].value.equals(seen["power"])
@@ -108,18 +121,19 @@ def test_bad_view_parameters_are_each_named_and_the_rest_applies():
     crafted = "[x](https://evil.example) <b>bold</b>"
     at = run_app({**scenario_to_query({**DEFAULT_SCENARIO, "gpu": "h200"}), "compare": json.dumps(pins),
                   "view": "compare", "compare_at": crafted, "compare_rate": "-1", "size_order": "nan",
-                  "size_option": "0"})
+                  "size_option": "0", "commands": "ollama"})
     warnings = [unescape(w.value) for w in at.warning]
     for param, reason in (("compare_at", "must be goodput or rate"),
                           ("compare_rate", "must be a number of requests/s per replica from 0.001"),
                           ("size_order", "must be validated or cheapest"),
-                          ("size_option", "must be a whole number from 1 to 10,000")):
+                          ("size_option", "must be a whole number from 1 to 10,000"),
+                          ("commands", "must be one of vllm, sglang, trt-llm")):
         assert sum(param in w and reason in w for w in warnings) == 1, (param, warnings)
     assert not any("evil" in w or "<b>" in w for w in warnings)
     assert at.sidebar.selectbox(key="gpu_choice").value == "h200"
     assert at.session_state["cmp_mode"] == MODES[0] and len(at.session_state["pins"]) == 2
     link = query(at)
-    assert not {"compare_at", "compare_rate", "size_order", "size_option"} & set(link)
+    assert not {"compare_at", "compare_rate", "size_order", "size_option", "commands"} & set(link)
     rate = run_app({**scenario_to_query(DEFAULT_SCENARIO), "compare": json.dumps(pins), "view": "compare",
                     "compare_at": "rate", "compare_rate": "1e999"})
     assert rate.session_state["cmp_mode"] == MODES[1] and "compare_rate" in unescape(rate.warning[0].value)

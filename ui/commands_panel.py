@@ -49,7 +49,7 @@ def render_commands_panel(scenario: dict[str, Any], plan_json: dict[str, Any] | 
     """Launch and benchmark commands per engine, the files to download and the figures to expect."""
     default = scenario.get("engine") if scenario.get("engine") in ENGINES else "vllm"
     engine = st.radio("Engine", ENGINES, index=ENGINES.index(default), format_func=ENGINE_LABELS.get,
-                      horizontal=True, key=f"{key}_engine")
+                      horizontal=True, key=f"{key}_engine", persist_state="session")  # ui/view_links.py
     try:
         cs = command_set(scenario, engine, plan_json)
     except ScenarioError as err:

@@ -16,6 +16,7 @@ from planner.contract.planning import clean_json
 from planner.serving.operating_point import DEFAULT_OBJECTIVE
 from ui import charts, exports, figures, sizing_page, widget_state
 from ui.text import plain
+from ui.widget_state import KEEP
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -154,15 +155,16 @@ def deploy_and_benchmark(
 
     if fleet is not None:
         if st.toggle("Deploy and benchmark this fleet: prefill and decode workers, router, benchmark at the "
-                     "fleet's rate", key=f"{key}_show"):
+                     "fleet's rate", key=f"{key}_show", **KEEP):
             render_fleet_commands_panel(fleet["option"], fleet["request"], key=f"{key}_fleet")
     elif st.toggle("Deploy and benchmark this plan: engine commands, script, manifest, expected figures",
-                   key=f"{key}_show"):
+                   key=f"{key}_show", **KEEP):
         render_commands_panel(scenario, plan_json, key=key)
     # an opened fleet's plan is one decode worker's: a run through the router is compared with the fleet's
     # sheet above, a run of one decode worker at its rate with this plan
     what = "one decode worker's benchmark" if fleet is not None else "a benchmark you ran"
-    if st.toggle(f"Compare with {what} (`vllm bench serve --save-result` JSON)", key=f"{key}_bench_show"):
+    if st.toggle(f"Compare with {what} (`vllm bench serve --save-result` JSON)", key=f"{key}_bench_show",
+                 **KEEP):
         render_bench_upload(scenario, key=f"{key}_bench")
 
 

@@ -22,7 +22,6 @@ from ui.links import SIZE_PARAM, sizing_request_from_link
 from ui.search_runner import run_search
 from ui.sizing_options import gpu_label, options_table, ordered_options, scatter
 from ui.text import plain
-from ui.view_links import SIZE_OPTION_PARAM
 from ui.widget_state import KEEP
 
 DEFAULT_REQUEST: dict[str, Any] = {
@@ -374,7 +373,6 @@ def _open_option(options: list[dict[str, Any]], request: dict[str, Any], catalog
             st.warning(f"Link parameter **size_option**: option {int(ss['sz_pick']):,} is beyond this "
                        f"search's {n:,} options; showing option 1")
         ss["sz_pick"] = 1
-        st.query_params.pop(SIZE_OPTION_PARAM, None)  # written before this run's search listed its options
     ss.pop("sz_pick_linked", None)
     pick = st.number_input(f"Open option (1 to {n}) in the planner", 1, n, key="sz_pick", **KEEP)
     chosen = options[int(pick) - 1]

@@ -6,6 +6,8 @@ fleet (`fleet`) and the Power & fleets tools (`power`, ui/power_link.py):
     compare_rate=1.5     that rate, req/s per replica (absent: 70% of the lowest capacity among the pins)
     size_order=cheapest  the sizing table cheapest first (absent: validated GPUs first)
     size_option=3        the sizing option shown below the table (absent: option 1)
+    commands=sglang      the Plan view's Deploy-and-benchmark panel open, on that engine (absent: closed)
+    size_commands=vllm   the same panel of the sizing option shown (absent: closed)
 
 Each leaves the link at its default. A bad value is named in one warning line and left at its default; the
 rest of the link still applies."""
@@ -19,7 +21,9 @@ import streamlit as st
 
 COMPARE_AT_PARAM, COMPARE_RATE_PARAM = "compare_at", "compare_rate"
 SIZE_ORDER_PARAM, SIZE_OPTION_PARAM = "size_order", "size_option"
-PARAMS = (COMPARE_AT_PARAM, COMPARE_RATE_PARAM, SIZE_ORDER_PARAM, SIZE_OPTION_PARAM)
+# a commands panel's parameter -> its widgets' key prefix (ui/plan_page.py, ui/sizing_page.py)
+PANELS = {"commands": "cmd", "size_commands": "sz_cmd"}
+PARAMS = (COMPARE_AT_PARAM, COMPARE_RATE_PARAM, SIZE_ORDER_PARAM, SIZE_OPTION_PARAM, *PANELS)
 COMPARE_AT = {"goodput": 0, "rate": 1}  # link id -> index in ui.compare.MODES
 SIZE_ORDER = {"validated": True, "cheapest": False}  # link id -> sz_validated_first
 COMPARE_RATE_BOUNDS = (0.001, 1e6)  # req/s per replica: the Compare view's rate input's own range
@@ -59,6 +63,12 @@ def _read_one(param: str, raw: str, ss: Any) -> str | None:
         if raw not in SIZE_ORDER:
             return "must be validated or cheapest; validated GPUs first"
         ss["sz_validated_first"] = SIZE_ORDER[raw]
+    elif param in PANELS:
+        from planner.contract.commands import ENGINES
+
+        if raw not in ENGINES:
+            return f"must be one of {', '.join(ENGINES)}; the commands stay closed"
+        ss[f"{PANELS[param]}_show"], ss[f"{PANELS[param]}_engine"] = True, raw
     else:
         try:
             ss["sz_pick"] = int(_number(raw, 1, MAX_SIZE_OPTION, whole=True))
@@ -95,4 +105,7 @@ def to_query() -> dict[str, str]:
     # the option shown below the results, or the linked one before the search has run (it runs on the button)
     if (ss.get("sz_result") or ss.get("size_link")) and int(ss.get("sz_pick") or 1) != 1:
         params[SIZE_OPTION_PARAM] = str(int(ss["sz_pick"]))
+    for param, prefix in PANELS.items():  # a disaggregated fleet's panel has no engine choice: vLLM's
+        if ss.get(f"{prefix}_show"):
+            params[param] = str(ss.get(f"{prefix}_engine") or "vllm")
     return params
