@@ -153,3 +153,20 @@ def test_a_linked_option_past_the_searchs_options_is_named_once_the_search_runs(
     warnings = [unescape(w.value) for w in at.warning]
     assert any("size_option" in w and "beyond this search's" in w for w in warnings), warnings
     assert at.session_state["sz_pick"] == 1 and "size_option" not in query(at)
+
+
+def test_every_link_parameter_is_documented():
+    """Every parameter the app reads from a link beside the scenario's fields has a row in the contract's
+    table of link parameters.
+    Source: contract: docs/CONTRACT_EXTENSIONS.md "Every view in one share link"."""
+    from pathlib import Path
+
+    from ui import links, power_link, state, view_links
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    text = (docs / "CONTRACT_EXTENSIONS.md").read_text(encoding="utf-8")
+    table = text.split("### Every view in one share link", 1)[1].split("\n\n", 3)[2]
+    rows = {line.split("|")[1].strip().strip("`") for line in table.splitlines() if line.startswith("| `")}
+    params = {state.TRAFFIC_PARAM, state.VIEW_PARAM, links.COMPARE_PARAM, links.SIZE_PARAM, links.FLEET_PARAM,
+              power_link.PARAM, *view_links.PARAMS}
+    assert params <= rows, params - rows
