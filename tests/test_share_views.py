@@ -170,3 +170,22 @@ def test_every_link_parameter_is_documented():
     params = {state.TRAFFIC_PARAM, state.VIEW_PARAM, links.COMPARE_PARAM, links.SIZE_PARAM, links.FLEET_PARAM,
               power_link.PARAM, *view_links.PARAMS}
     assert params <= rows, params - rows
+
+
+def test_a_view_keeps_its_inputs_while_another_view_is_shown():
+    """Size a fleet -> Plan -> Size a fleet: the form's inputs are as the user left them (Streamlit dropped
+    an undrawn widget's value, and the form then raised KeyError 'sz_tp', a traceback); the same for the
+    Power & fleets tool and Compare's mode.
+    Source: ui: the app (issue 31 item 4; found while checking that every view's inputs reach the link)."""
+    at = run_app({"compare": json.dumps([DEFAULT_SCENARIO])})
+    _view(at, "Size a fleet")
+    at.multiselect(key="sz_tp").set_value([2, 8])
+    press_find(at)
+    _view(at, "Compare what-ifs")
+    at.radio(key="cmp_mode").set_value(MODES[1]).run()
+    _view(at, "Power & fleets")
+    at.radio(key="pw_tool").set_value("Mixed fleet").run()
+    for view in ("Plan", "Size a fleet", "Compare what-ifs", "Power & fleets"):
+        _view(at, view)
+    ss = at.session_state
+    assert (ss["sz_tp"], ss["cmp_mode"], ss["pw_tool"]) == ([2, 8], MODES[1], "Mixed fleet")

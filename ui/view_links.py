@@ -27,7 +27,7 @@ PARAMS = (COMPARE_AT_PARAM, COMPARE_RATE_PARAM, SIZE_ORDER_PARAM, SIZE_OPTION_PA
 COMPARE_AT = {"goodput": 0, "rate": 1}  # link id -> index in ui.compare.MODES
 SIZE_ORDER = {"validated": True, "cheapest": False}  # link id -> sz_validated_first
 COMPARE_RATE_BOUNDS = (0.001, 1e6)  # req/s per replica: the Compare view's rate input's own range
-MAX_SIZE_OPTION = 10_000  # no search lists more options (planner.serving.request_bounds caps far below)
+MAX_SIZE_OPTION = 10_000  # above any search's options (planner.serving.request_bounds.MAX_OPTIONS_OUT: 1,000)
 
 
 def _modes() -> tuple[str, ...]:
