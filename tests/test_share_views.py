@@ -69,8 +69,8 @@ def _set_every_view(at: AppTest) -> dict[str, object]:
     at.toggle(key="cmd_show").set_value(True).run()
     at.radio(key="cmd_engine").set_value("sglang").run()
     seen["plan"], seen["commands"] = metrics(at), _commands(at)
-    for keys in (COMPARE_KEYS, SIZE_KEYS, POWER_KEYS):
-        seen[keys[0]] = _inputs(at, keys)
+    seen.update(compare_inputs=_inputs(at, COMPARE_KEYS), size_inputs=_inputs(at, SIZE_KEYS),
+                power_inputs=_inputs(at, POWER_KEYS))
     return seen
 
 
@@ -78,9 +78,9 @@ def test_a_share_link_reproduces_every_view():
     """Inputs set on every view (the sidebar's GPU and an 80 req/s traffic target, the plan's commands for
     SGLang; two pins compared at one request rate of 1.5 req/s per replica; a sizing search over two GPUs and
     two TPs at 80% headroom, cheapest first, option 2 shown with its TensorRT-LLM commands; the context tiers
-    of one GPU) survive a switch to another view, travel in the link
-    the app writes, and a fresh session opened on that link shows each view with the same inputs and the
-    same figures (the sizing search once its button is pressed: a link never starts one, issue 32).
+    of one GPU) survive a switch to another view, travel in the link the app writes, and a fresh session
+    opened on that link shows each view with the same inputs and the same figures (the sizing search once
+    its button is pressed: a link never starts one, issue 32).
     Source: ui: the app's link round trip (issue 31 item 4: a share link reproduces every view)."""
     at = run_app()
     seen = _set_every_view(at)
@@ -99,14 +99,14 @@ def test_a_share_link_reproduces_every_view():
     assert any("sglang" in c for c in seen["commands"])
     assert again.sidebar.selectbox(key="gpu_choice").value == "b200"
     _view(again, "Compare what-ifs")
-    assert _inputs(again, COMPARE_KEYS) == seen["cmp_mode"]
+    assert _inputs(again, COMPARE_KEYS) == seen["compare_inputs"]
     assert again.dataframe[0].value.equals(seen["compare"])
     _view(again, "Size a fleet")
     press_find(again)
-    assert _inputs(again, SIZE_KEYS) == seen["sz_model"]
+    assert _inputs(again, SIZE_KEYS) == seen["size_inputs"]
     assert again.dataframe[0].value.equals(seen["size"]) and _commands(again) == seen["size_commands"]
     _view(again, "Power & fleets")  # the link's tool ran once on arrival (ui/power_link.py)
-    assert _inputs(again, POWER_KEYS) == seen["pw_tool"]
+    assert _inputs(again, POWER_KEYS) == seen["power_inputs"]
     assert again.dataframe[0].value.equals(seen["power"])
     _view(again, "Plan")
     assert query(again) == link  # nothing lost or added on the way
