@@ -17,7 +17,7 @@ from planner.model.presets import load_presets
 from planner.scenario.scenario import parse_scenario
 from planner.serving.serving_modes import decode_worker_scenario, modes_verdict
 from planner.serving.sizing_request import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS
-from ui import charts, shared_scenario, widget_state
+from ui import charts, shared_scenario, view_links, widget_state
 from ui.links import SIZE_PARAM, sizing_request_from_link
 from ui.search_runner import run_search
 from ui.sizing_options import gpu_label, options_table, ordered_options, scatter
@@ -368,12 +368,8 @@ def _open_option(options: list[dict[str, Any]], request: dict[str, Any], catalog
     """Pick an option: open it (or its decode worker) in the planner, or show its commands."""
     ss = st.session_state
     n = len(options)
-    if not 1 <= int(ss.setdefault("sz_pick", 1)) <= n:  # a link's option (view_links) past this search's
-        if ss.pop("sz_pick_linked", False):
-            st.warning(f"Link parameter **size_option**: option {int(ss['sz_pick']):,} is beyond this "
-                       f"search's {n:,} options; showing option 1")
-        ss["sz_pick"] = 1
-    ss.pop("sz_pick_linked", None)
+    for problem in view_links.option_within(n):  # a link's option past this search's
+        st.warning(problem)
     pick = st.number_input(f"Open option (1 to {n}) in the planner", 1, n, key="sz_pick", **KEEP)
     chosen = options[int(pick) - 1]
     scenario = option_scenario(chosen, request)

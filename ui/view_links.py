@@ -109,3 +109,17 @@ def to_query() -> dict[str, str]:
         if ss.get(f"{prefix}_show"):
             params[param] = str(ss.get(f"{prefix}_engine") or "vllm")
     return params
+
+
+def option_within(n: int) -> list[str]:
+    """Keep the sizing option shown within the n options its search lists (Size a fleet calls this before
+    drawing the option's input); the warning line when it was a link's, past them."""
+    ss = st.session_state
+    linked = ss.pop("sz_pick_linked", False)
+    if 1 <= int(ss.setdefault("sz_pick", 1)) <= n:
+        return []
+    shown, ss["sz_pick"] = int(ss["sz_pick"]), 1
+    if not linked:
+        return []
+    return [f"Link parameter **{SIZE_OPTION_PARAM}**: option {shown:,} is beyond this search's {n:,} "
+            "options; showing option 1"]
