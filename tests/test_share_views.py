@@ -189,3 +189,24 @@ def test_a_view_keeps_its_inputs_while_another_view_is_shown():
         _view(at, view)
     ss = at.session_state
     assert (ss["sz_tp"], ss["cmp_mode"], ss["pw_tool"]) == ([2, 8], MODES[1], "Mixed fleet")
+
+
+def test_a_sidebar_input_hidden_and_shown_again_keeps_its_value():
+    """A request rate of 2 req/s per replica, hidden by switching the operating point to concurrency and
+    back, is still 2 (it fell back to the 1 req/s the session started with), and so is a speculative
+    decoding draft length of 3 behind its checkbox (it fell back to 4).
+    Source: ui: the app (the sidebar's conditional inputs, found with the views' ones, issue 31 item 4)."""
+    at = run_app()
+    at.sidebar.radio(key="load_mode").set_value("request rate").run()
+    at.sidebar.number_input(key="load_rate").set_value(2.0).run()
+    at.sidebar.radio(key="load_mode").set_value("concurrency").run()
+    at.sidebar.radio(key="load_mode").set_value("request rate").run()
+    at.sidebar.checkbox(key="spec_on").check().run()
+    at.sidebar.number_input(key="spec_k").set_value(3).run()
+    at.sidebar.checkbox(key="spec_on").uncheck().run()
+    at.sidebar.checkbox(key="spec_on").check().run()
+    assert not at.exception
+    assert (at.session_state["load_rate"], at.session_state["spec_k"]) == (2.0, 3)
+    link = query(at)
+    assert json.loads(link["load"])["request_rate"] == 2.0
+    assert json.loads(link["speculative"])["draft_tokens"] == 3

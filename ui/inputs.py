@@ -24,7 +24,7 @@ from planner.model.hf_import import SUPPORTED_MODEL_TYPES
 from planner.model.presets import load_presets
 from planner.serving.operating_point import DEFAULT_OBJECTIVE_SOURCE
 from ui.text import plain
-from ui.widget_state import AT_OBJECTIVE, CUSTOM, WIDGET_BOUNDS, catalog_price, queue_updates
+from ui.widget_state import AT_OBJECTIVE, CUSTOM, KEEP, WIDGET_BOUNDS, catalog_price, queue_updates
 
 ENGINES = [*SERVING_ENGINES, FLOOR_ENGINE]
 # vLLM releases whose memory rules differ (planner/engines/vllm.py); "" = the latest the planner follows
@@ -143,7 +143,7 @@ def _number_grid(fields: tuple[tuple[str, str], ...]) -> Any:
     """Number inputs two to a row, each within its WIDGET_BOUNDS; returns the two columns."""
     columns = st.columns(2)
     for i, (label, key) in enumerate(fields):
-        columns[i % 2].number_input(label, *_bounds(key), key=key)
+        columns[i % 2].number_input(label, *_bounds(key), key=key, **KEEP)
     return columns
 
 
@@ -160,11 +160,11 @@ def _model_inputs(sb: Any, ss: Any, presets: dict[str, ModelSpec]) -> None:
                     queue_updates({"model_extra": None})
                     st.rerun()
             else:
-                st.text_input("Name", key="m_name", max_chars=120)
+                st.text_input("Name", key="m_name", max_chars=120, **KEEP)
                 _, c2 = _number_grid(MODEL_SHAPE_INPUTS)
                 c2.number_input("Params (B, 0 = from shape)", *_bounds("m_n_params_b"), key="m_n_params_b",
-                                format="%.3f")
-                st.checkbox("Tied embeddings", key="m_tied")
+                                format="%.3f", **KEEP)
+                st.checkbox("Tied embeddings", key="m_tied", **KEEP)
                 if ss.get("model_extra"):
                     st.caption("Also keeps: " + plain(", ".join(sorted(ss["model_extra"]))))
         with sb:
@@ -178,7 +178,7 @@ def _gpu_inputs(sb: Any, ss: Any) -> None:
                  format_func=lambda k: catalog[k].name if k in catalog else "Custom GPU…")
     if ss["gpu_choice"] == CUSTOM:
         with sb.container(border=True):
-            st.text_input("GPU name", key="g_name", max_chars=120)
+            st.text_input("GPU name", key="g_name", max_chars=120, **KEEP)
             _number_grid(GPU_INPUTS)
 
 
@@ -204,7 +204,7 @@ def _layout_inputs(sb: Any, ss: Any, presets: dict[str, ModelSpec]) -> None:
     c3.number_input("Output", *_bounds("output_len"), key="output_len")
     sb.checkbox("Batch = max batch that fits", key="batch_auto")
     if not ss["batch_auto"]:
-        sb.number_input("Batch (concurrent sequences)", *_bounds("batch"), key="batch")
+        sb.number_input("Batch (concurrent sequences)", *_bounds("batch"), key="batch", **KEEP)
 
 
 def _objective_inputs(ss: Any, at_objective: bool) -> None:
@@ -214,14 +214,15 @@ def _objective_inputs(ss: Any, at_objective: bool) -> None:
     if ss["slo_on"] or at_objective:
         st.caption(f"Default: {DEFAULT_OBJECTIVE_SOURCE}.")
         c1, c2 = st.columns(2)
-        c1.checkbox("TTFT", key="slo_ttft_on")
-        c2.checkbox("ITL", key="slo_itl_on")
-        c1.number_input("TTFT (ms)", *_bounds("slo_ttft"), key="slo_ttft", disabled=not ss["slo_ttft_on"])
-        c2.number_input("ITL (ms)", *_bounds("slo_itl"), key="slo_itl", disabled=not ss["slo_itl_on"])
-        st.number_input("Mean TPOT (ms; 0: none)", *_bounds("slo_tpot"), key="slo_tpot",
+        c1.checkbox("TTFT", key="slo_ttft_on", **KEEP)
+        c2.checkbox("ITL", key="slo_itl_on", **KEEP)
+        c1.number_input("TTFT (ms)", *_bounds("slo_ttft"), key="slo_ttft", disabled=not ss["slo_ttft_on"],
+                        **KEEP)
+        c2.number_input("ITL (ms)", *_bounds("slo_itl"), key="slo_itl", disabled=not ss["slo_itl_on"], **KEEP)
+        st.number_input("Mean TPOT (ms; 0: none)", *_bounds("slo_tpot"), key="slo_tpot", **KEEP,
                         help="time per output token per request, averaged: `vllm bench serve`'s Mean TPOT")
         st.radio(
-            "at percentile", [50, 90, 99], key="slo_percentile", horizontal=True,
+            "at percentile", [50, 90, 99], key="slo_percentile", horizontal=True, **KEEP,
             format_func=lambda p: f"p{p}",
         )
 
@@ -238,10 +239,12 @@ def _operating_point_inputs(sb: Any, ss: Any) -> None:
         )
         if ss["load_mode"] == "request rate":
             st.number_input(
-                "Requests/s per replica", *_bounds("load_rate"), step=0.5, format="%.3f", key="load_rate"
+                "Requests/s per replica", *_bounds("load_rate"), step=0.5, format="%.3f", key="load_rate",
+                **KEEP,
             )
         elif ss["load_mode"] == "concurrency":
-            st.number_input("Concurrent clients", *_bounds("load_concurrency"), key="load_concurrency")
+            st.number_input("Concurrent clients", *_bounds("load_concurrency"), key="load_concurrency",
+                            **KEEP)
         _objective_inputs(ss, ss["load_mode"] == AT_OBJECTIVE)
         if "traffic_rps" not in ss:
             ss["traffic_rps"] = DEFAULT_TRAFFIC_REQUESTS_PER_S
@@ -279,6 +282,7 @@ def _engine_inputs(sb: Any, ss: Any) -> None:
                     help="off: one fixed reserve per GPU instead (memory.reserve_gb)")
         if not ss["reserve_auto"]:
             st.number_input("Reserve per GPU (GB)", *_bounds("reserve_gb"), step=0.5, key="reserve_gb",
+                            **KEEP,
                             help="runtime, activations, CUDA graphs")
         st.selectbox("Engine", with_current(ENGINES, ss.get("engine")), key="engine",
                      format_func=lambda e: ENGINE_LABELS.get(e, e),
@@ -287,6 +291,7 @@ def _engine_inputs(sb: Any, ss: Any) -> None:
         if ss.get("engine", "vllm") == "vllm":
             st.selectbox(
                 "vLLM release", with_current(VLLM_RELEASES, ss.get("vllm_version")), key="vllm_version",
+                **KEEP,
                 format_func=lambda v: v or f"latest rules ({VLLM_RULES_VERSION})",
                 help="whose start-up memory rules to follow: the profiling run's sampler, "
                 "the CUDA-graph pool (0.21+), non-torch memory",
@@ -304,9 +309,9 @@ def _speculative_inputs(sb: Any, ss: Any) -> None:
     with sb.expander("Speculative decoding"):
         st.checkbox("Enable", key="spec_on")
         if ss["spec_on"]:
-            st.number_input("Draft tokens k", *_bounds("spec_k"), key="spec_k")
-            st.slider("Acceptance p", *_bounds("spec_p"), step=0.01, key="spec_p")
-            st.number_input("Draft params (B)", *_bounds("spec_draft_b"), key="spec_draft_b")
+            st.number_input("Draft tokens k", *_bounds("spec_k"), key="spec_k", **KEEP)
+            st.slider("Acceptance p", *_bounds("spec_p"), step=0.01, key="spec_p", **KEEP)
+            st.number_input("Draft params (B)", *_bounds("spec_draft_b"), key="spec_draft_b", **KEEP)
 
 
 def render_sidebar() -> None:
