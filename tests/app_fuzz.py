@@ -56,7 +56,7 @@ finally:
 LINK_PARAMS = (
     "model", "gpu", "tp", "weights", "kv_cache", "context_len", "prompt_len", "output_len", "batch", "pp",
     "ep", "efficiency", "load", "speculative", "calibration", "memory.utilization", "usd_per_gpu_hour",
-    "compare", "size", "compare_at", "compare_rate", "size_order", "size_option",
+    "compare", "size", "compare_at", "compare_rate", "size_order", "size_option", "commands", "size_commands",
 )
 # uploader key -> what its error line starts with or names (ui/exports.py, ui/commands_panel.py, ui/inputs.py)
 UPLOADS = {
@@ -70,6 +70,7 @@ VALID = {
     "speculative": {"draft_tokens": 3, "acceptance": 0.7, "draft_params": 1e9}, "calibration": {"name": "x"},
     "compare": [{"model": "llama-3.1-8b", "gpu": "h100-sxm"}],
     "compare_at": "rate", "compare_rate": 1.5, "size_order": "cheapest", "size_option": 2,
+    "commands": "sglang", "size_commands": "vllm",
     "size": {"model": "llama-3.1-8b", "traffic": {"requests_per_s": 1.0, "prompt_len": 100, "output_len": 10},
              "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm"], "tp": [1], "weights": ["fp8"],
              "kv_cache": ["fp8"]},

@@ -36,7 +36,7 @@ def test_no_link_or_upload_shows_an_exception(rng: random.Random):
         [
             "model", "gpu", "tp", "weights", "batch", "efficiency", "load", "speculative", "calibration",
             "memory.utilization", "compare", "size", "compare_at", "compare_rate", "size_order",
-            "size_option",
+            "size_option", "commands", "size_commands",
         ]
     ),
     st.randoms(use_true_random=False),
