@@ -120,6 +120,55 @@ def trt_max_num_tokens(row: pd.Series) -> int:
     return max(tokens, 8192) if str(row.get("date", "")) >= "2026-01-21" else tokens
 
 
+INFERENCEX_SOURCES = ("inferencex", "inferencemax-v1-export")
+# SGLang's --max-prefill-tokens when a launch script leaves it unset (python/sglang/srt/server_args.py,
+# `max_prefill_tokens: int = 16384`): a prefill batch takes at most this many new prompt tokens
+SGLANG_MAX_PREFILL_TOKENS = 16384
+
+
+def recipe_for(row: pd.Series) -> dict[str, Any]:
+    """What the run's InferenceX / InferenceMAX launch script set and the published row leaves empty: the KV
+    cache's dtype (`kv_cache`) and the engine's prompt-token budget per iteration (`max_num_batched_tokens`).
+    Read from SemiAnalysisAI/InferenceX `benchmarks/` at the data's window (2025-09 to 2026-06):
+      * vLLM Llama-3.3-70B (`70b_fp8_{h100,h200}_slurm.sh`, `70b_{fp8,fp4}_b200_docker.sh`): `kv-cache-dtype:
+        fp8`, `max-num-batched-tokens: 8192`;
+      * TensorRT-LLM (`70b_fp8_h200_trt_slurm.sh`, `70b_{fp8,fp4}_b200_trt_slurm.sh`, `dsr1_*_trt_slurm.sh`):
+        `kv_cache_config: dtype: fp8`; `--max_num_tokens` 16384 (Llama), concurrency + ISL + 64 rounded up to
+        64 (DeepSeek-R1, at least 8192 from 2026-01-21; trt_max_num_tokens);
+      * SGLang DeepSeek-R1 on B200/B300 (`dsr1_fp8_b200.sh`, `dsr1_fp4_b200*.sh`, `dsr1_*_b300.sh`):
+        `--kv-cache-dtype fp8_e4m3`; `--chunked-prefill-size` 32768 at TP 8 and 8192 at TP 4 (fp8, with
+        `--max-prefill-tokens` the same), 16384 for fp4 (`--max-prefill-tokens` unset: 16384); on H200
+        (`dsr1_fp8_h200.sh`) 32768 and 32768, KV cache in the model's dtype; on MI300X/MI325X 131072, on
+        MI355X 196608 (fp4 8k/1k: 32768), chunk and prefill tokens alike.
+    InferenceMAX's gpt-oss export records its token budgets in the row; its TensorRT-LLM B200 script sets an
+    fp8 KV cache. GPUStack's rows record what they set."""
+    source = str(row.get("source", ""))
+    if source == "inferencemax-agg" and row["engine"] == "trt-llm" and row["gpu"] == "b200":
+        return {"kv_cache": "fp8"}  # gptoss_fp4_b200_trt_slurm.sh (H200: `dtype: auto`, the model's)
+    if source not in INFERENCEX_SOURCES:
+        return {}
+    engine, gpu, weights = str(row["engine"]), str(row["gpu"]), str(row["weights"])
+    model, tp = str(row["model_preset"]), int(row["tp"])
+    nvidia = gpu in ("h100-sxm", "h200", "b200", "b300", "gb200", "gb300")
+    if engine == "vllm" and model == "llama-3.3-70b" and nvidia:
+        return {"kv_cache": "fp8", "max_num_batched_tokens": 8192}
+    if engine == "trt-llm" and nvidia:
+        return {"kv_cache": "fp8", "max_num_batched_tokens": trt_max_num_tokens(row)}
+    if engine != "sglang" or model != "deepseek-r1":
+        return {}
+    if gpu in ("b200", "b300", "gb200", "gb300"):
+        chunk = (32768 if tp == 8 else 8192) if weights == "fp8" else min(16384, SGLANG_MAX_PREFILL_TOKENS)
+        return {"kv_cache": "fp8", "max_num_batched_tokens": chunk}
+    if gpu == "h200":
+        return {"max_num_batched_tokens": 32768}
+    if gpu in ("mi300x", "mi325x"):
+        return {"max_num_batched_tokens": 131072}
+    if gpu == "mi355x":
+        late_fp4_8k = weights == "fp4" and (int(row["prompt_len"]), int(row["output_len"])) == (8192, 1024)
+        return {"max_num_batched_tokens": 32768 if late_fp4_8k else 196608}
+    return {}
+
+
 def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     """The planner scenario of a published run. SGLang's and TensorRT-LLM's attention data parallelism
     (`dp_attention`) is the planner's EP layout with attention groups of tp / dp GPUs: TP 1 attention."""
@@ -127,7 +176,9 @@ def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     if _bool(row.get("dp_attention")):
         ep, tp = max(ep, tp), 1
     prompt, output, concurrency = int(row["prompt_len"]), int(row["output_len"]), int(row["concurrency"])
+    recipe = recipe_for(row)
     kv = str(row.get("kv_cache") or "")
+    kv = kv if kv not in ("", "nan") else str(recipe.get("kv_cache", ""))
     scenario: dict[str, Any] = {
         "model": row["model_preset"], "gpu": row["gpu"], "tp": tp, "ep": ep,
         "weights": row["weights"], "kv_cache": kv if kv in ("fp8", "bf16", "fp16") else "bf16",
@@ -137,7 +188,7 @@ def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     }
     seqs = _num(row.get("max_num_seqs"))
     scenario["max_num_seqs"] = int(seqs) if seqs else concurrency
-    tokens = _num(row.get("max_num_batched_tokens"))
+    tokens = _num(row.get("max_num_batched_tokens")) or recipe.get("max_num_batched_tokens")
     if tokens:
         scenario["load"]["max_num_batched_tokens"] = int(tokens)
     scheduler = scheduler_for(row)

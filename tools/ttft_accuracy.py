@@ -49,9 +49,14 @@ from planner.engines.profiles import PROFILES_PATH, gpu_generation, with_efficie
 from planner.physics.memory import plan_memory  # noqa: E402
 from planner.scenario.scenario import parse_scenario, resolve  # noqa: E402
 from planner.serving.benchmark_client import BenchmarkClient, run_benchmark  # noqa: E402
-from planner.serving.scheduler_wait import NONE, EngineScheduling, engine_scheduling  # noqa: E402
+from planner.serving.scheduler_wait import (  # noqa: E402
+    NONE,
+    EngineScheduling,
+    admitted_sequences,
+    engine_scheduling,
+)
 from planner.serving.workload import running_cap, workload_for  # noqa: E402
-from tools.engine_fidelity import RUNS_CSV, scenario_for, skip_reason, trt_max_num_tokens  # noqa: E402
+from tools.engine_fidelity import RUNS_CSV, scenario_for, skip_reason  # noqa: E402
 from tools.optimize import nelder_mead  # noqa: E402
 
 PREFILL_TERMS = ("prefill_compute", "prefill_quantized_compute", "attention_compute")
@@ -97,18 +102,14 @@ def _catalog() -> dict:
 
 
 def run_scenario(row: pd.Series) -> dict:
-    """The run's scenario (tools.engine_fidelity), with TensorRT-LLM's `--max_num_tokens` as InferenceX's
-    recipes set it where the row does not give it (with context chunking off, the budget decides whether a
-    whole prompt rides an iteration beside the decodes), and fp4 weights computed in bf16 where the GPU has
+    """The run's scenario (tools.engine_fidelity: its launch script's KV dtype and token budget where the row
+    does not give them, tools.engine_fidelity.recipe_for), with fp4 weights computed in bf16 where the GPU has
     no fp4 peak."""
     scenario = scenario_for(row)
     # MXFP4 experts on a GPU without fp4 tensor cores run weight-only (dequantized to bf16): vLLM's and
     # TensorRT-LLM's gpt-oss kernels on Hopper
     if row["weights"] == "fp4" and "fp4" not in _catalog()[row["gpu"]].tflops:
         scenario["compute"] = "bf16"
-    if (row["engine"] == "trt-llm" and not np.isfinite(float(row.get("max_num_batched_tokens", np.nan)))
-            and str(row.get("source")) in ("inferencex", "inferencemax-v1-export")):
-        scenario["load"]["max_num_batched_tokens"] = trt_max_num_tokens(row)
     return scenario
 
 
@@ -118,12 +119,13 @@ def _simulate(row: pd.Series, policy: EngineScheduling) -> tuple[Sim, float]:
     mem = plan_memory(d, scenario.context_len_resolved)
     if not mem.fits:
         raise ScenarioError("memory", "does not fit")
-    cap = max(running_cap(scenario.batch, mem.max_batch, scenario.max_num_seqs), 1)
     load = scenario.load
     assert load is not None and load.concurrency is not None
     b = load.benchmark
     low, high = (b.random_range_ratio, 1.0) if b.range == "below" else (1 - b.random_range_ratio,
                                                                           1 + b.random_range_ratio)
+    admitted = admitted_sequences(d, mem, scenario.prompt_len, scenario.output_len, (low + high) / 2)
+    cap = max(running_cap(scenario.batch, admitted, scenario.max_num_seqs), 1)
     client = BenchmarkClient(load.concurrency, b.num_prompts, low, high)
     w = replace(workload_for(scenario, d, cap), ttft_overhead_ms=0.0, ttft_per_running_ms=0.0)
     fast = run_benchmark(d, w, client, policy)

@@ -74,13 +74,20 @@ def _fit_host(train: pd.DataFrame) -> float:
     return float(fine[int(np.argmin(loss))])
 
 
-def _fit_frontend(train: pd.DataFrame) -> tuple[float, float]:
+def ttft_at_host(frame: pd.DataFrame, host_us: float) -> np.ndarray:
+    """Each run's simulated TTFT without a frontend cost at the per-step host cost `host_us` (linear between
+    the grid's simulations)."""
+    grid = frame[[f"kernel_ttft_h{int(h)}" for h in HOST_GRID_US]].to_numpy(dtype=float)
+    return np.array([np.interp(host_us, HOST_GRID_US, row) for row in grid])
+
+
+def _fit_frontend(train: pd.DataFrame, host_us: float) -> tuple[float, float]:
     """Frontend cost (fixed ms, ms per other request in flight) with the least L1 log error of median TTFT,
-    each run's TTFT being its simulation's without the profile's frontend cost plus these."""
+    each run's TTFT being its simulation's at the fitted host cost without a frontend cost, plus these."""
     timed = train[np.isfinite(train.ttft_median_ms)]
     if timed.empty:
         return 0.0, 0.0
-    base = timed.kernel_ttft_bare.to_numpy()
+    base = ttft_at_host(timed, host_us)
     others = timed.concurrency.to_numpy() - 1.0
     measured = timed.ttft_median_ms.to_numpy()
     best, best_loss = (0.0, 0.0), np.inf
@@ -125,15 +132,18 @@ def main(argv: list[str] | None = None) -> int:
             grid = [_simulate(r, kernel.model_copy(update={"step_overhead_us": float(h)}))
                     for h in HOST_GRID_US]
             row["kernel_grid"] = [g[0] for g in grid]
-            # TTFT without a frontend cost (refitted below), at zero host cost
-            row["kernel_ttft_bare"] = grid[0][1]
+            # TTFT without a frontend cost (refitted below), at each host cost: every iteration a prompt waits
+            # through or rides carries the same per-step host time as the decode steps TPOT fits it on
+            row["kernel_ttft_grid"] = [g[1] for g in grid]
         rows.append(row)
     frame = pd.DataFrame(rows)
     if "kernel_grid" in frame:
         for j, h in enumerate(HOST_GRID_US):
             frame[f"kernel_tpot_h{int(h)}"] = [g[j] if isinstance(g, list) else np.nan
                                                for g in frame.kernel_grid]
-        frame = frame.drop(columns=["kernel_grid"])
+            frame[f"kernel_ttft_h{int(h)}"] = [g[j] if isinstance(g, list) else np.nan
+                                               for g in frame.kernel_ttft_grid]
+        frame = frame.drop(columns=["kernel_grid", "kernel_ttft_grid"])
     # production is in-sample where the run's family is in its record's fit
     frame["production_in_fit"] = [
         f in ((record(e, gpu) or {}).get("fitted_on", {}).get("families", []))
@@ -153,7 +163,7 @@ def shipped_terms(frame: pd.DataFrame) -> dict:
     has = frame[frame["kernel_tpot_h0"].notna()] if "kernel_tpot_h0" in frame else frame.iloc[:0]
     for (engine, generation), group in has.groupby(["engine", "generation"]):
         _, host = _fit_kernel_terms(group, np.array([1.0]))
-        fixed, per = _fit_frontend(group)
+        fixed, per = _fit_frontend(group, host)
         record: dict = {"step_overhead_us": host, "ttft_overhead_ms": round(fixed, 3),
                         "ttft_per_running_ms": round(per, 4),
                         "fitted_on": {"families": sorted(group.family.unique()),
@@ -209,8 +219,8 @@ def leave_family_out(frame: pd.DataFrame) -> pd.DataFrame:
     """The kernel predictor's fitted terms, per engine x GPU generation (per engine where a generation has one
     family), each family predicted with terms fitted on the others."""
     frame = frame.copy()
-    for col in ("kernel_tpot_ms", "kernel_ttft_ms", "kernel_host_us", "kernel_scale", "kernel_scaled_tpot_ms",
-                "kernel_scaled_host_us"):
+    for col in ("kernel_tpot_ms", "kernel_ttft_ms", "kernel_ttft_bare", "kernel_host_us", "kernel_scale",
+                "kernel_scaled_tpot_ms", "kernel_scaled_host_us"):
         frame[col] = np.nan
     has = (frame["kernel_tpot_h0"].notna() if "kernel_tpot_h0" in frame
            else pd.Series(False, index=frame.index))
@@ -229,7 +239,7 @@ def leave_family_out(frame: pd.DataFrame) -> pd.DataFrame:
                 # lack, the same with a fitted scale on the kernels' time
                 _, host = _fit_kernel_terms(train, np.array([1.0]))
                 scale, scaled_host = _fit_kernel_terms(train)
-                fixed, per = _fit_frontend(train)
+                fixed, per = _fit_frontend(train, host)
                 idx = test_g.index
                 grid = _grid(test_g)
                 frame.loc[idx, "kernel_tpot_ms"] = test_g.kernel_tpot_h0 + np.array(
@@ -240,7 +250,8 @@ def leave_family_out(frame: pd.DataFrame) -> pd.DataFrame:
                 frame.loc[idx, "kernel_scale"] = scale
                 frame.loc[idx, "kernel_scaled_host_us"] = scaled_host
                 frame.loc[idx, "kernel_fit_group"] = group
-                frame.loc[idx, "kernel_ttft_ms"] = (test_g.kernel_ttft_bare + fixed
+                frame.loc[idx, "kernel_ttft_bare"] = ttft_at_host(test_g, host)
+                frame.loc[idx, "kernel_ttft_ms"] = (frame.loc[idx, "kernel_ttft_bare"] + fixed
                                                     + per * (test_g.concurrency - 1))
     return frame
 

@@ -60,6 +60,7 @@ from planner.serving.operating_point import (
     serve_at_goodput,
     time_per_output_token,
 )
+from planner.serving.scheduler_wait import admitted_sequences
 from planner.serving.serving import Objective, ServingPoint, serve_at_concurrency, serve_at_rate
 from planner.serving.workload import running_cap, workload_for
 
@@ -250,12 +251,14 @@ def closed_loop_benchmark(scenario: Scenario, d: Deployment,
     load = scenario.load
     if load is None or load.concurrency is None or not mem.fits:
         return None
-    cap = running_cap(scenario.batch, mem.max_batch, scenario.max_num_seqs)
     b = load.benchmark
     low, high = ((b.random_range_ratio, 1.0) if b.range == "below"
                  else (1.0 - b.random_range_ratio, 1.0 + b.random_range_ratio))
     if b.range == "around" and b.random_range_ratio >= 1.0:
         low = 1.0 / max(scenario.prompt_len, scenario.output_len)  # vLLM's [L(1 - r), ...] floor of one token
+    # the KV pool admits sequences at the length the engine holds them (planner.serving.scheduler_wait)
+    admitted = admitted_sequences(d, mem, scenario.prompt_len, scenario.output_len, (low + high) / 2)
+    cap = running_cap(scenario.batch, admitted, scenario.max_num_seqs)
     client = BenchmarkClient(load.concurrency, b.num_prompts, low, high)
     return client.prompts, run_benchmark(d, workload_for(scenario, d, max(cap, 1)), client)
 

@@ -33,6 +33,15 @@ Three terms, each read from the engine's own loop:
     tokens (prefill-first, separate). TensorRT-LLM's micro-batch scheduler fills `max_num_tokens` with the
     generation requests and whole context requests (context chunking, `enable_chunked_prefill`, is off by
     default: a prompt that does not fit the rest of the budget waits for the next iteration).
+  * **Admission against the KV pool** (`admitted_sequences`). vLLM V1 allocates a request's KV blocks as
+    its tokens are written (`KVCacheManager.allocate_slots` for the tokens scheduled this step; a running
+    request that finds no free block preempts the newest one, vllm/v1/core/sched/scheduler.py), and SGLang
+    takes a prompt while its tokens and a decaying share of the running requests' remaining output fit the
+    token pool (`PrefillAdder`, `new_token_ratio` from 0.7 down to 0.1), retracting decodes when the pool runs
+    out: in a closed loop the pool holds each sequence at its current length, prompt plus half its output on
+    average. TensorRT-LLM's default capacity scheduler (`CapacitySchedulerPolicy.GUARANTEED_NO_EVICT`,
+    tensorrt_llm/llmapi/llm_args.py `SchedulerConfig`) admits a request only with blocks for its prompt and
+    all of its `max_tokens` reserved. Concurrency beyond what the pool admits waits in the queue, in TTFT.
   * **The frontend** (HTTP, tokenization, detokenization) is the profile's per-request serving cost
     (`EngineEfficiency.ttft_overhead_ms`), fitted on the runs; it no longer has to stand in for the waits
     above.
@@ -40,7 +49,13 @@ Three terms, each read from the engine's own loop:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from planner.core.deployment import Deployment
+from planner.engines.rules import max_batch_for_context
+from planner.hardware.parallelism import sharding
+from planner.physics.memory import MemoryPlan
 
 
 @dataclass(frozen=True)
@@ -50,12 +65,14 @@ class EngineScheduling:
     missed_iterations: int  # iterations a request arriving at a busy engine misses (1 + overlap)
     prefill_first: bool  # prompts run in their own iterations, decodes paused (SGLang)
     chunked_prefill: bool  # a prompt may be split across iterations (vLLM, SGLang); else it waits whole
+    kv_on_demand: bool = True  # KV allocated as tokens are written (vLLM, SGLang); else reserved to the end
 
 
 # The planner's default: vLLM V1's loop without async scheduling (the replica model's own assumption).
 VLLM = EngineScheduling(missed_iterations=1, prefill_first=False, chunked_prefill=True)
 SGLANG = EngineScheduling(missed_iterations=2, prefill_first=True, chunked_prefill=True)
-TRT_LLM = EngineScheduling(missed_iterations=2, prefill_first=False, chunked_prefill=False)
+TRT_LLM = EngineScheduling(missed_iterations=2, prefill_first=False, chunked_prefill=False,
+                           kv_on_demand=False)
 # No wait and vLLM's mixed iterations: the graph floor and any engine without a policy of its own.
 NONE = EngineScheduling(missed_iterations=0, prefill_first=False, chunked_prefill=True)
 
@@ -65,3 +82,17 @@ _POLICIES = {"vllm": VLLM, "sglang": SGLANG, "trt-llm": TRT_LLM}
 def engine_scheduling(engine: str) -> EngineScheduling:
     """The scheduling policy of a serving engine by its planner name; NONE for the graph floor."""
     return _POLICIES.get(engine, NONE)
+
+
+def admitted_sequences(d: Deployment, mem: MemoryPlan, prompt_len: float, output_len: float,
+                       length_scale: float = 1.0) -> int:
+    """Sequences the engine's KV pool admits at once in a closed loop of prompts of `prompt_len` and outputs
+    of `output_len` tokens (each drawn at `length_scale` of them on average): at their current length, prompt
+    plus half the output, where the engine allocates as tokens are written; at prompt plus all the output
+    where it reserves to the end. Never fewer than the plan's sequences at full context (`mem.max_batch`)."""
+    policy = engine_scheduling(d.engine)
+    if mem.engine is None or mem.max_batch < 1:
+        return mem.max_batch
+    held = length_scale * (prompt_len + (output_len / 2 if policy.kv_on_demand else output_len))
+    admitted = max_batch_for_context(mem.engine, max(math.ceil(held), 1)) * sharding(d).attention_dp
+    return max(admitted, mem.max_batch)
