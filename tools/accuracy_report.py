@@ -517,8 +517,15 @@ def lofo_section() -> list[str]:
         "- **kernel tables, LOFO**: the engine's measured kernels (AIConfigurator's per-kernel tables, "
         "planner/data/kernel_tables/) summed over the model's layers as measured, plus one fitted term per "
         "engine x GPU generation (per engine where a generation has one family), the per-step host cost; for "
-        "TTFT also the frontend's fixed and per-request cost. All are fitted on the engine's *other* "
-        "architecture families: every figure is held out by family.",
+        "TTFT the same host cost in every iteration a prompt waits through, and the frontend's fixed and "
+        "per-request cost (fitted against the median TTFT, or the mean where a run published only a mean; "
+        "the per-request cost only where the runs it is fitted on span more than one concurrency). All are "
+        "fitted on the engine's *other* architecture families: every figure is held out by family. What a "
+        "first token waits for is each engine's own loop (planner/serving/scheduler_wait.py): the "
+        "iterations in flight, SGLang's prefill-only iterations, TensorRT-LLM's whole-prompt admission and "
+        "token budget, admission against the KV pool as the engine allocates it (vLLM and SGLang as tokens "
+        "are written, TensorRT-LLM reserved to the end), under each run's launch settings "
+        "(tools/engine_fidelity.recipe_for: KV dtype and token budget from InferenceX's scripts).",
         "- **kernel tables x scale, LOFO**: the same with a second fitted term, a scale on the kernels' time "
         "(what the engine's kernels replayed in its CUDA graph take of the same kernels timed alone), to "
         "show how much of the error one factor absorbs, and that it does not transfer between families.",
