@@ -74,13 +74,16 @@ def _row(**fields) -> pd.Series:
 
 def test_launch_settings_of_the_public_runs():
     """Source: published: SemiAnalysisAI/InferenceX launch scripts: `dsr1_fp4_b200.sh` (2026-01-05 to
-    02-08) `--kv-cache-dtype fp8_e4m3 --chunked-prefill-size 16384` (no --max-prefill-tokens: SGLang's
-    default 16384); `dsr1_fp8_h200.sh` `--chunked-prefill-size 32768 --max-prefill-tokens 32768`, no KV
-    dtype; `70b_fp8_h200_slurm.sh` (2025-09-27) `kv-cache-dtype: fp8`, `max-num-batched-tokens: 8192`;
-    `70b_fp8_h200_trt_slurm.sh` (2025-09-18) `kv_cache_config: dtype: fp8`, `--max_num_tokens 16384`.
+    02-08) `--mem-fraction-static 0.85 --kv-cache-dtype fp8_e4m3 --chunked-prefill-size 16384` (no
+    --max-prefill-tokens: SGLang's default 16384); `dsr1_fp8_h200.sh` `--chunked-prefill-size 32768
+    --max-prefill-tokens 32768 --mem-fraction-static 0.82`, no KV dtype; `70b_fp8_h200_slurm.sh`
+    (2025-09-27) `kv-cache-dtype: fp8`, `max-num-batched-tokens: 8192`; `70b_fp8_h200_trt_slurm.sh`
+    (2025-09-18) `kv_cache_config: dtype: fp8`, `--max_num_tokens 16384`, no memory fraction.
     GPUStack's rows record their own settings: nothing is added."""
-    assert recipe_for(_row()) == {"kv_cache": "fp8", "max_num_batched_tokens": 16384}
-    assert recipe_for(_row(gpu="h200", weights="fp8")) == {"max_num_batched_tokens": 32768}
+    assert recipe_for(_row()) == {"kv_cache": "fp8", "max_num_batched_tokens": 16384,
+                                  "memory_utilization": 0.85}
+    assert recipe_for(_row(gpu="h200", weights="fp8")) == {"max_num_batched_tokens": 32768,
+                                                           "memory_utilization": 0.82}
     llama = {"model_preset": "llama-3.3-70b", "gpu": "h200", "weights": "fp8",
              "source": "inferencemax-v1-export", "tp": 2}
     assert recipe_for(_row(engine="vllm", **llama)) == {"kv_cache": "fp8", "max_num_batched_tokens": 8192}

@@ -139,12 +139,17 @@ def recipe_for(row: pd.Series) -> dict[str, Any]:
         `--kv-cache-dtype fp8_e4m3`; `--chunked-prefill-size` 32768 at TP 8 and 8192 at TP 4 (fp8, with
         `--max-prefill-tokens` the same), 16384 for fp4 (`--max-prefill-tokens` unset: 16384); on H200
         (`dsr1_fp8_h200.sh`) 32768 and 32768, KV cache in the model's dtype; on MI300X/MI325X 131072, on
-        MI355X 196608 (fp4 8k/1k: 32768), chunk and prefill tokens alike.
+        MI355X 196608 (fp4 8k/1k: 32768), chunk and prefill tokens alike;
+      * the memory fraction (`memory_utilization`): SGLang `--mem-fraction-static` (H200 and B200 fp8 TP 8
+        0.82, B200 fp8 TP 4 0.95, fp4 0.85, AMD 0.8), TensorRT-LLM `free_gpu_memory_fraction` (DeepSeek-R1
+        0.75 on H200, 0.8 on B200; gpt-oss 0.85); vLLM's scripts keep `--gpu-memory-utilization 0.9`.
     InferenceMAX's gpt-oss export records its token budgets in the row; its TensorRT-LLM B200 script sets an
     fp8 KV cache. GPUStack's rows record what they set."""
     source = str(row.get("source", ""))
-    if source == "inferencemax-agg" and row["engine"] == "trt-llm" and row["gpu"] == "b200":
-        return {"kv_cache": "fp8"}  # gptoss_fp4_b200_trt_slurm.sh (H200: `dtype: auto`, the model's)
+    if source == "inferencemax-agg" and row["engine"] == "trt-llm":
+        # gptoss_fp4_{h200,b200}_trt_slurm.sh: free_gpu_memory_fraction 0.85; B200 an fp8 KV cache (H200:
+        # `dtype: auto`, the model's)
+        return {"memory_utilization": 0.85, **({"kv_cache": "fp8"} if row["gpu"] == "b200" else {})}
     if source not in INFERENCEX_SOURCES:
         return {}
     engine, gpu, weights = str(row["engine"]), str(row["gpu"]), str(row["weights"])
@@ -153,19 +158,31 @@ def recipe_for(row: pd.Series) -> dict[str, Any]:
     if engine == "vllm" and model == "llama-3.3-70b" and nvidia:
         return {"kv_cache": "fp8", "max_num_batched_tokens": 8192}
     if engine == "trt-llm" and nvidia:
-        return {"kv_cache": "fp8", "max_num_batched_tokens": trt_max_num_tokens(row)}
+        recipe = {"kv_cache": "fp8", "max_num_batched_tokens": trt_max_num_tokens(row)}
+        if model == "deepseek-r1":  # dsr1_fp8_h200_trt_slurm.sh 0.75, dsr1_*_b200_trt_slurm.sh 0.8
+            recipe["memory_utilization"] = 0.75 if gpu == "h200" else 0.8
+        return recipe
     if engine != "sglang" or model != "deepseek-r1":
         return {}
+    return _sglang_dsr1_recipe(gpu, weights, tp, (int(row["prompt_len"]), int(row["output_len"])))
+
+
+def _sglang_dsr1_recipe(gpu: str, weights: str, tp: int, lengths: tuple[int, int]) -> dict[str, Any]:
+    """SGLang DeepSeek-R1 (recipe_for): chunk size (the prompt tokens a prefill batch takes) and
+    `--mem-fraction-static` (read as memory.utilization), KV dtype on Blackwell."""
     if gpu in ("b200", "b300", "gb200", "gb300"):
-        chunk = (32768 if tp == 8 else 8192) if weights == "fp8" else min(16384, SGLANG_MAX_PREFILL_TOKENS)
-        return {"kv_cache": "fp8", "max_num_batched_tokens": chunk}
+        if weights == "fp8":  # dsr1_fp8_b200.sh: TP 8 0.82 and 32768, TP 4 0.95 and 8192
+            chunk, fraction = (32768, 0.82) if tp == 8 else (8192, 0.95)
+        else:  # dsr1_fp4_b200*.sh: --mem-fraction-static 0.85, --chunked-prefill-size 16384
+            chunk, fraction = min(16384, SGLANG_MAX_PREFILL_TOKENS), 0.85
+        return {"kv_cache": "fp8", "max_num_batched_tokens": chunk, "memory_utilization": fraction}
     if gpu == "h200":
-        return {"max_num_batched_tokens": 32768}
+        return {"max_num_batched_tokens": 32768, "memory_utilization": 0.82}
     if gpu in ("mi300x", "mi325x"):
-        return {"max_num_batched_tokens": 131072}
+        return {"max_num_batched_tokens": 131072, "memory_utilization": 0.8}
     if gpu == "mi355x":
-        late_fp4_8k = weights == "fp4" and (int(row["prompt_len"]), int(row["output_len"])) == (8192, 1024)
-        return {"max_num_batched_tokens": 32768 if late_fp4_8k else 196608}
+        late_fp4_8k = weights == "fp4" and lengths == (8192, 1024)
+        return {"max_num_batched_tokens": 32768 if late_fp4_8k else 196608, "memory_utilization": 0.8}
     return {}
 
 
@@ -191,6 +208,8 @@ def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     tokens = _num(row.get("max_num_batched_tokens")) or recipe.get("max_num_batched_tokens")
     if tokens:
         scenario["load"]["max_num_batched_tokens"] = int(tokens)
+    if "memory_utilization" in recipe:
+        scenario["memory"] = {"utilization": recipe["memory_utilization"]}
     scheduler = scheduler_for(row)
     if scheduler:
         scenario["load"]["scheduler"] = scheduler
