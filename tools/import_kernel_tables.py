@@ -37,7 +37,10 @@ How the source's own code reads these tables (read at the pinned commit to inter
 
 Compaction: one engine version per GPU x engine (the oldest that has GEMM, attention and MoE tables, the
 nearest to the public serving runs' releases), the fastest kernel per shape where an engine ships several,
-MoE at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where absent), context
+MoE from every release of the engine on the GPU (a release's collection covers some splits and kernels only;
+TensorRT-LLM also takes FlashInfer's TRT-LLM-gen MoE rows measured under SGLang, the kernels of its `TRTLLM`
+MoE backend) at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where a shape
+has none), context
 attention at batch 1 (the predictor scales by batch), and the all-reduce the engine runs inside a CUDA
 graph. Each table is a long table of its axes and latency, in one compressed .npz per GPU x engine, with
 manifest.json holding the provenance (repository, commit, path, GPU, engine, version, license).
@@ -153,6 +156,45 @@ def _quantize_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine:
     return None
 
 
+MOE_SHAPE = ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
+# MoE kernels a sibling engine's collection measured that this engine runs too: TensorRT-LLM's `TRTLLM` MoE
+# backend (its Blackwell DeepSeek recipes' `moe_config.backend`) is the trtllm-gen kernel library that
+# FlashInfer ships and SGLang's `--moe-runner-backend flashinfer_trtllm` calls; the source measured it under
+# SGLang only (its TensorRT-LLM block-fp8 MoE rows are DeepGEMM's)
+MOE_SIBLING_KERNELS = {"trtllm": ("sglang", "flashinfer_trtllm")}
+
+
+def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
+              used: list[dict[str, str]]) -> pd.DataFrame:
+    """Every MoE row the engine's releases measured on this GPU (and its sibling kernels'): a release's
+    collection covers some splits and kernels only (TensorRT-LLM 1.2's B200 block-fp8 MoE has no split of
+    fewer than 16 GPUs; SGLang 0.5.9's has Triton's kernel where the serving recipes run FlashInfer's
+    TRT-LLM-gen one, measured from 0.5.14). The fastest per shape is kept (below), at power-law routing where
+    any release measured the shape so, else balanced."""
+    frames = []
+    sources = [(engine, None)]
+    if engine in MOE_SIBLING_KERNELS:
+        sources.append(MOE_SIBLING_KERNELS[engine])
+    for eng, kernel in sources:
+        for ver in _versions(files, gpu, "moe", eng, "moe_perf"):
+            path = f"{DATA}/{gpu}/moe/{eng}/{ver}/moe_perf.parquet"
+            rows = _read(mirror, commit, path)
+            if kernel is not None:
+                rows = rows[rows.kernel_source.astype(str).str.contains(kernel)]
+            rows = rows[rows.distribution.isin(["power_law_1.01", "balanced"]) & rows.moe_dtype.isin(MOE_DTYPES)
+                        & (rows.num_tokens <= MOE_MAX_TOKENS) & (rows.num_tokens & (rows.num_tokens - 1) == 0)
+                        & (rows.moe_tp_size <= 8)]
+            if len(rows):
+                used.append({"table": "moe_perf" + (f" ({kernel} rows)" if kernel else ""), "path": path,
+                             "engine": eng, "version": ver})
+                frames.append(rows)
+    moe = pd.concat(frames, ignore_index=True)
+    power = moe.distribution == "power_law_1.01"
+    measured_so = moe[power][MOE_SHAPE].drop_duplicates().assign(_power=True)
+    moe = moe.merge(measured_so, on=MOE_SHAPE, how="left")
+    return moe[moe._power.isna() | power.to_numpy()].drop(columns="_power")
+
+
 def import_one(mirror: Path, commit: str, files: set[str], gpu: str, engine: str, version: str
                ) -> tuple[dict[str, np.ndarray], list[dict[str, str]]]:
     arrays: dict[str, np.ndarray] = {}
@@ -229,13 +271,8 @@ def import_one(mirror: Path, commit: str, files: set[str], gpu: str, engine: str
             t = _compact(m[m.batch_size == 1], ["kv_fp8", "num_heads", "isl"])
         arrays.update({f"{prefix}.{k}": v for k, v in t.items()})
 
-    moe = take("moe", "moe_perf")
-    assert moe is not None
-    dist = "power_law_1.01" if (moe.distribution == "power_law_1.01").any() else "balanced"
-    moe = moe[(moe.distribution == dist) & moe.moe_dtype.isin(MOE_DTYPES) & (moe.num_tokens <= MOE_MAX_TOKENS)
-              & (moe.num_tokens & (moe.num_tokens - 1) == 0) & (moe.moe_tp_size <= 8)]
-    t = _compact(moe, ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size",
-                       "moe_ep_size", "num_tokens"])
+    moe = _moe_rows(mirror, commit, files, gpu, engine, used)
+    t = _compact(moe, MOE_SHAPE + ["num_tokens"])
     t["moe_dtype"] = _codes(t["moe_dtype"], MOE_DTYPES)
     arrays.update({f"moe.{k}": v for k, v in t.items()})
 

@@ -299,6 +299,12 @@ class KernelTables:
     def moe_dtypes(self) -> set[str]:
         return {MOE_DTYPES[c] for c in np.unique(self._raw["moe.moe_dtype"])}
 
+    def has_moe_shape(self, dtype: str, hidden: int, inter: int, top_k: int, experts: int) -> bool:
+        """Whether the table measured this MoE shape (any split) in `dtype`."""
+        t = self._table("moe")
+        return bool(((t["moe_dtype"] == MOE_DTYPES.index(dtype)) & (t["hidden_size"] == hidden)
+                     & (t["inter_size"] == inter) & (t["topk"] == top_k) & (t["num_experts"] == experts)).any())
+
     def moe_ms(self, dtype: str, tokens: npt.ArrayLike, hidden: int, inter: int, top_k: int, experts: int,
                tp: int, ep: int) -> npt.NDArray[np.float64]:
         """One MoE layer's routed experts (grouped GEMMs, routing) for `tokens` tokens, on one GPU of a
