@@ -42,7 +42,7 @@ TensorRT-LLM also takes FlashInfer's TRT-LLM-gen MoE rows measured under SGLang,
 MoE backend) at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where a shape
 has none), context
 attention at batch 1 (the predictor scales by batch), and the all-reduce the engine runs inside a CUDA
-graph. Each table is a long table of its axes and latency, in one compressed .npz per GPU x engine, with
+graph (the fastest of its releases per size). Each table is a long table of its axes and latency, in one compressed .npz per GPU x engine, with
 manifest.json holding the provenance (repository, commit, path, GPU, engine, version, license).
 """
 
@@ -195,6 +195,24 @@ def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
     return moe[moe._power.isna() | power.to_numpy()].drop(columns="_power")
 
 
+def _allreduce_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
+                    used: list[dict[str, str]]) -> pd.DataFrame | None:
+    """The engine's custom all-reduce inside a CUDA graph, from every release measured on this GPU (the
+    fastest per size kept): single releases carry slow outliers the kernel does not have elsewhere (vLLM
+    0.14's 8-GPU H200 rows: 44 us at 512 kB where 0.18, 0.19 and SGLang's copy of the kernel take 14-17 us;
+    TensorRT-LLM 1.2's 4-GPU H100/H200 rows: 9-11 us at 32-256 kB, 3.6-7.7 us in 1.3)."""
+    frames = []
+    for ver in _versions(files, gpu, "comm", engine, "custom_allreduce_perf"):
+        path = f"{DATA}/{gpu}/comm/{engine}/{ver}/custom_allreduce_perf.parquet"
+        rows = _read(mirror, commit, path)
+        if "backend" in rows:  # vLLM and SGLang measure eager and graph; a decode step runs in a CUDA graph
+            graph = rows[rows.backend.astype(str).str.contains("graph")]
+            rows = graph if len(graph) else rows
+        used.append({"table": "custom_allreduce_perf", "path": path, "engine": engine, "version": ver})
+        frames.append(rows)
+    return pd.concat(frames, ignore_index=True) if frames else None
+
+
 def import_one(mirror: Path, commit: str, files: set[str], gpu: str, engine: str, version: str
                ) -> tuple[dict[str, np.ndarray], list[dict[str, str]]]:
     arrays: dict[str, np.ndarray] = {}
@@ -276,11 +294,8 @@ def import_one(mirror: Path, commit: str, files: set[str], gpu: str, engine: str
     t["moe_dtype"] = _codes(t["moe_dtype"], MOE_DTYPES)
     arrays.update({f"moe.{k}": v for k, v in t.items()})
 
-    ar = take("comm", "custom_allreduce_perf")
+    ar = _allreduce_rows(mirror, commit, files, gpu, engine, used)
     if ar is not None:
-        if "backend" in ar:  # vLLM measures eager and graph; a decode step runs in a CUDA graph
-            graph = ar[ar.backend.astype(str).str.contains("graph")]
-            ar = graph if len(graph) else ar
         t = _compact(ar, ["num_gpus", "message_size"])
         arrays.update({f"allreduce.{k}": v for k, v in t.items()})
     return arrays, used
