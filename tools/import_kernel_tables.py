@@ -38,8 +38,8 @@ How the source's own code reads these tables (read at the pinned commit to inter
 Compaction: one engine version per GPU x engine (the oldest that has GEMM, attention and MoE tables, the
 nearest to the public serving runs' releases), the fastest kernel per shape where an engine ships several,
 MoE from every release of the engine on the GPU (a release's collection covers some splits and kernels only;
-TensorRT-LLM also takes FlashInfer's TRT-LLM-gen MoE rows measured under SGLang, the kernels of its `TRTLLM`
-MoE backend) at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where a shape
+TensorRT-LLM and vLLM also take FlashInfer's TRT-LLM-gen MoE rows measured under SGLang, the kernels they run
+on Blackwell) at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where a shape
 has none), context
 attention at batch 1 (the predictor scales by batch), and the all-reduce the engine runs inside a CUDA
 graph (the fastest of its releases per size). Each table is a long table of its axes and latency, in one compressed .npz per GPU x engine, with
@@ -71,7 +71,7 @@ GPUS = {"h100-sxm": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200":
 # our engine name -> the source's
 ENGINES = {"vllm": "vllm", "sglang": "sglang", "trt-llm": "trtllm"}
 GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4")
-MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo")
+MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo", "w4a8_mxfp4_mxfp8")
 # GEMM rows: m up to 16,384 tokens (a decode batch or a prefill chunk); the source's odd m (4353) dropped
 GEMM_MAX_M = 16384
 MOE_MAX_TOKENS = 16384
@@ -157,11 +157,12 @@ def _quantize_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine:
 
 
 MOE_SHAPE = ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
-# MoE kernels a sibling engine's collection measured that this engine runs too: TensorRT-LLM's `TRTLLM` MoE
-# backend (its Blackwell DeepSeek recipes' `moe_config.backend`) is the trtllm-gen kernel library that
-# FlashInfer ships and SGLang's `--moe-runner-backend flashinfer_trtllm` calls; the source measured it under
-# SGLang only (its TensorRT-LLM block-fp8 MoE rows are DeepGEMM's)
-MOE_SIBLING_KERNELS = {"trtllm": ("sglang", "flashinfer_trtllm")}
+# MoE kernels a sibling engine's collection measured that this engine runs too: the trtllm-gen kernel library
+# that FlashInfer ships, which SGLang's `--moe-runner-backend flashinfer_trtllm` calls, TensorRT-LLM's `TRTLLM`
+# MoE backend is (its Blackwell DeepSeek and gpt-oss recipes' `moe_config.backend`), and vLLM calls on Blackwell
+# (its gpt-oss recipes' VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8). The source measured it under SGLang at the most
+# shapes (its TensorRT-LLM block-fp8 MoE rows are DeepGEMM's; its vLLM MXFP4 x MXFP8 rows lack gpt-oss's shape)
+MOE_SIBLING_KERNELS = {"trtllm": ("sglang", "flashinfer_trtllm"), "vllm": ("sglang", "flashinfer_trtllm")}
 
 
 def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,

@@ -84,9 +84,13 @@ def _moe_dtype(t: KernelTables, d: Deployment, block_scaled: bool) -> str:
     bits = bits_per_value(d.weights)
     if bits < FOUR_BIT:
         if bits_per_value(d.compute) < FOUR_BIT:
-            # fp4 tensor cores: the engines run MXFP4 experts natively (FlashInfer / TensorRT-LLM fp4 MoE),
-            # the class of the tables' NVFP4 kernels (4.25 vs 4.5 bits a weight), not a weight-only kernel
+            # fp4 tensor cores: the engines run fp4 experts natively, not a weight-only kernel. MXFP4 experts
+            # (gpt-oss) take MXFP8 activations in TRT-LLM-gen's kernels (vLLM's Blackwell recipes set
+            # VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8, TensorRT-LLM's run its TRTLLM MoE backend); else the
+            # class of the tables' NVFP4 kernels (4.25 vs 4.5 bits a weight)
             wanted = ["nvfp4", "w4a16_mxfp4", "int4_wo"]
+            if d.model.fp4_format == "mxfp4":
+                wanted = ["w4a8_mxfp4_mxfp8", *wanted]
         else:  # weight-only (gpt-oss on Hopper: Marlin / Triton MXFP4 kernels)
             mxfp4 = d.model.fp4_format == "mxfp4"
             wanted = (["w4a16_mxfp4", "int4_wo"] if mxfp4 else ["int4_wo", "w4a16_mxfp4"]) + ["nvfp4"]

@@ -28,7 +28,7 @@ import numpy.typing as npt
 TABLES_DIR = Path(__file__).parent.parent / "data" / "kernel_tables"
 # codes the importer stores dtypes by (tools/import_kernel_tables.py)
 GEMM_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4")
-MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo")
+MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo", "w4a8_mxfp4_mxfp8")
 
 
 @lru_cache(maxsize=1)
