@@ -219,21 +219,22 @@ def test_a_decode_step_from_the_tables_is_no_slower_than_our_compiled_step(gpu, 
 
 def test_four_bit_checkpoints_read_the_four_bit_tables():
     """Source: invariant: an fp4 checkpoint's bits per value count its scales (4.5 for NVFP4), so it is a
-    4-bit precision: on a GPU with fp4 tensor cores its routed experts read the NVFP4 MoE table (MXFP4 gpt-oss
-    included: the engines run its experts natively there), on Hopper gpt-oss reads a weight-only 4-bit
-    table, and an fp4 MoE checkpoint's dense layers stay 8-bit (DeepSeek's block-scaled fp8)."""
+    4-bit precision: on a GPU with fp4 tensor cores its routed experts read a native fp4 MoE table (NVFP4
+    DeepSeek the NVFP4 one; MXFP4 gpt-oss the MXFP4 x MXFP8 TRT-LLM-gen kernel its recipes run, measured at its
+    own expert shape), on Hopper gpt-oss reads a weight-only 4-bit table, and an fp4 MoE checkpoint's dense
+    layers stay 8-bit (DeepSeek's block-scaled fp8)."""
     from planner.physics.kernel_step import _layer_precisions
 
     r1 = _kernel_deployment("deepseek-r1", "b200", 8, "fp4", "trt-llm")
     assert _layer_precisions(r1, tables("b200", "trt-llm")) == ("fp8_block", "nvfp4")
     oss = _kernel_deployment("gpt-oss-120b", "b200", 2, "fp4", "vllm")
-    assert _layer_precisions(oss, tables("b200", "vllm")) == ("bfloat16", "nvfp4")
+    assert _layer_precisions(oss, tables("b200", "vllm")) == ("bfloat16", "w4a8_mxfp4_mxfp8")
     hopper = resolve(parse_scenario({"model": "gpt-oss-120b", "gpu": "h200", "tp": 2, "weights": "fp4",
                                      "compute": "bf16", "engine": "vllm"}))
     eff = with_kernel_tables(hopper.efficiency, "h200", "vllm")
     assert eff is not None
-    # H200's vLLM tables have no MXFP4 rows: the weight-only int4 kernel (the same 4-bit weight-only class)
-    assert _layer_precisions(with_efficiency(hopper, eff), tables("h200", "vllm"))[1] == "int4_wo"
+    # H200's vLLM releases measured MXFP4 weight-only kernels at gpt-oss's own shape (0.18 on)
+    assert _layer_precisions(with_efficiency(hopper, eff), tables("h200", "vllm"))[1] == "w4a16_mxfp4"
 
 
 def test_a_smaller_call_never_takes_longer_than_a_larger_measured_one():

@@ -75,6 +75,8 @@ MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo",
 # GEMM rows: m up to 16,384 tokens (a decode batch or a prefill chunk); the source's odd m (4353) dropped
 GEMM_MAX_M = 16384
 MOE_MAX_TOKENS = 16384
+# expert shards up to an NVL72 rack's largest power of two (the source measured up to 256; the files stay a few MB)
+MOE_MAX_EP = 64
 # the oldest release taken where an older one's tables are sparse (SGLang 0.5.6's MoE table has 2k rows)
 OLDEST = {"sglang": "0.5.9"}
 # engines whose block-fp8 GEMMs the source timed without a CUDA graph
@@ -184,7 +186,7 @@ def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
                 rows = rows[rows.kernel_source.astype(str).str.contains(kernel)]
             rows = rows[rows.distribution.isin(["power_law_1.01", "balanced"]) & rows.moe_dtype.isin(MOE_DTYPES)
                         & (rows.num_tokens <= MOE_MAX_TOKENS) & (rows.num_tokens & (rows.num_tokens - 1) == 0)
-                        & (rows.moe_tp_size <= 8)]
+                        & (rows.moe_tp_size <= 8) & (rows.moe_ep_size <= MOE_MAX_EP)]
             if len(rows):
                 used.append({"table": "moe_perf" + (f" ({kernel} rows)" if kernel else ""), "path": path,
                              "engine": eng, "version": ver})
