@@ -123,14 +123,21 @@ def _dense(axis_values: list[np.ndarray], latency: np.ndarray, level: bool = Tru
     grid = np.full(tuple(len(u) for u in uniq), np.nan)
     where = tuple(np.searchsorted(u, v) for u, v in zip(uniq, axis_values, strict=True))
     grid[where] = _log(latency)
-    # fill gaps: along each axis, nearest measured neighbour (in index)
+    # fill gaps: along each axis, between measured neighbours (in index); past the last measured value the
+    # call's work grows with the axis, linearly as Curve extrapolates (the tables leave the largest calls
+    # out: vLLM's H200 decode attention at 8 KV heads has no batch 64 past 2k tokens, and a flat fill read
+    # batch 64 x 5k tokens at 9.9 TB/s)
     for ax in range(grid.ndim):
         moved = np.moveaxis(grid, ax, -1)
         flat = moved.reshape(-1, moved.shape[-1])
+        axis_log = _log(uniq[ax])
         for row in flat:
             ok = np.isfinite(row)
             if ok.any() and not ok.all():
-                row[~ok] = np.interp(np.flatnonzero(~ok), np.flatnonzero(ok), row[ok])
+                measured, missing = np.flatnonzero(ok), np.flatnonzero(~ok)
+                row[missing] = np.interp(missing, measured, row[ok])
+                beyond = missing[missing > measured[-1]]
+                row[beyond] = row[measured[-1]] + axis_log[beyond] - axis_log[measured[-1]]
         grid = np.moveaxis(flat.reshape(moved.shape), -1, ax)
     grid = np.where(np.isfinite(grid), grid, np.nanmax(grid) if np.isfinite(grid).any() else 0.0)
     # every axis adds work (tokens, length, width, bytes) and a smaller call can always run padded to a larger
@@ -262,8 +269,38 @@ class KernelTables:
         near = self._nearest("gen_attn", want, exact=("kv_fp8", "head_dim"))
         curve = self._curve("gen_attn", near, ("batch_size", "kv_len"))
         scale = (kv_heads * head_dim) / (near["num_key_value_heads"] * near["head_dim"])
-        b = np.asarray(batch, dtype=float)
-        return np.where(b > 0, curve(np.maximum(b, 1.0), np.maximum(kv_len, 1.0)) * scale, 0.0)
+        b = np.maximum(np.asarray(batch, dtype=float), 1.0)
+        length = np.maximum(np.asarray(kv_len, dtype=float), 1.0)
+        ms = curve(b, length) * scale
+        # Decode attention reads each sequence's KV once; the engines split a long sequence's KV over thread
+        # blocks (flash-decoding: vLLM's FlashAttention num_splits in its CUDA graphs, TensorRT-LLM's XQA
+        # multi-block mode, FlashInfer's split-KV), so at few KV heads per GPU the call still fills the GPU
+        # and takes the bytes it reads at the rate the table measured with more heads (same sequences, the
+        # same GQA group): vLLM's H200 1-KV-head calls read 0.7 TB/s at batch 16 x 4k tokens where its
+        # 8-KV-head calls read 3.6 TB/s, and the engine's TP8 Llama-3.3-70B TPOT does not grow from 1.5k to
+        # 5k cached tokens at 16 sequences (9.72 vs 9.71 ms). Never below the call's own floor (its time at
+        # the shortest measured length: launch, KV write, the split's combine).
+        wider = self._wider_attention(near)
+        if wider:
+            floor = curve(b, np.exp(curve.axes[1][0])) * scale
+            spread = np.min([self._curve("gen_attn", w, ("batch_size", "kv_len"))(b, length)
+                             * (kv_heads * head_dim) / (w["num_key_value_heads"] * w["head_dim"]) for w in wider],
+                            axis=0)
+            ms = np.minimum(ms, np.maximum(spread, floor))
+        return np.where(np.asarray(batch, dtype=float) > 0, ms, 0.0)
+
+    def _wider_attention(self, near: dict[str, float]) -> list[dict[str, float]]:
+        """The measured decode-attention shapes with more KV heads than `near` (its KV precision, head size
+        and GQA group)."""
+        t = self._table("gen_attn")
+        group = near["num_heads"] / near["num_key_value_heads"]
+        sel = ((t["kv_fp8"] == near["kv_fp8"]) & (t["head_dim"] == near["head_dim"])
+               & (t["num_key_value_heads"] > near["num_key_value_heads"])
+               & (t["num_heads"] == group * t["num_key_value_heads"]))
+        shapes = {(float(h), float(k)) for h, k in zip(t["num_heads"][sel], t["num_key_value_heads"][sel],
+                                                       strict=True)}
+        return [{"kv_fp8": near["kv_fp8"], "head_dim": near["head_dim"], "num_heads": h,
+                 "num_key_value_heads": k} for h, k in sorted(shapes)]
 
     def context_attention_ms(self, prompt_len: npt.ArrayLike, heads: int, kv_heads: int, head_dim: int,
                              kv_fp8: bool) -> npt.NDArray[np.float64]:
