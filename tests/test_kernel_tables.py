@@ -220,9 +220,9 @@ def test_a_decode_step_from_the_tables_is_no_slower_than_our_compiled_step(gpu, 
 def test_four_bit_checkpoints_read_the_four_bit_tables():
     """Source: invariant: an fp4 checkpoint's bits per value count its scales (4.5 for NVFP4), so it is a
     4-bit precision: on a GPU with fp4 tensor cores its routed experts read a native fp4 MoE table (NVFP4
-    DeepSeek the NVFP4 one; MXFP4 gpt-oss the MXFP4 x MXFP8 TRT-LLM-gen kernel its recipes run, measured at its
-    own expert shape), on Hopper gpt-oss reads a weight-only 4-bit table, and an fp4 MoE checkpoint's dense
-    layers stay 8-bit (DeepSeek's block-scaled fp8)."""
+    DeepSeek the NVFP4 one; MXFP4 gpt-oss the MXFP4 x MXFP8 TRT-LLM-gen kernel its recipes run, measured at
+    its own expert shape), on Hopper gpt-oss reads a weight-only 4-bit table, and an fp4 MoE checkpoint's
+    dense layers stay 8-bit (DeepSeek's block-scaled fp8)."""
     from planner.physics.kernel_step import _layer_precisions
 
     r1 = _kernel_deployment("deepseek-r1", "b200", 8, "fp4", "trt-llm")

@@ -42,8 +42,9 @@ TensorRT-LLM and vLLM also take FlashInfer's TRT-LLM-gen MoE rows measured under
 on Blackwell) at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where a shape
 has none), context
 attention at batch 1 (the predictor scales by batch), and the all-reduce the engine runs inside a CUDA
-graph (the fastest of its releases per size). Each table is a long table of its axes and latency, in one compressed .npz per GPU x engine, with
-manifest.json holding the provenance (repository, commit, path, GPU, engine, version, license).
+graph (the fastest of its releases per size). Each table is a long table of its axes and latency, in one
+compressed .npz per GPU x engine, with manifest.json holding the provenance (repository, commit, path, GPU,
+engine, version, license).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo",
 # GEMM rows: m up to 16,384 tokens (a decode batch or a prefill chunk); the source's odd m (4353) dropped
 GEMM_MAX_M = 16384
 MOE_MAX_TOKENS = 16384
-# expert shards up to an NVL72 rack's largest power of two (the source measured up to 256; the files stay a few MB)
+# expert shards up to an NVL72 rack's largest power of two (the source measured up to 256; the files stay a
+# few MB)
 MOE_MAX_EP = 64
 # the oldest release taken where an older one's tables are sparse (SGLang 0.5.6's MoE table has 2k rows)
 OLDEST = {"sglang": "0.5.9"}
@@ -159,11 +161,12 @@ def _quantize_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine:
 
 
 MOE_SHAPE = ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"]
-# MoE kernels a sibling engine's collection measured that this engine runs too: the trtllm-gen kernel library
-# that FlashInfer ships, which SGLang's `--moe-runner-backend flashinfer_trtllm` calls, TensorRT-LLM's `TRTLLM`
-# MoE backend is (its Blackwell DeepSeek and gpt-oss recipes' `moe_config.backend`), and vLLM calls on Blackwell
-# (its gpt-oss recipes' VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8). The source measured it under SGLang at the most
-# shapes (its TensorRT-LLM block-fp8 MoE rows are DeepGEMM's; its vLLM MXFP4 x MXFP8 rows lack gpt-oss's shape)
+# MoE kernels a sibling engine's collection measured that this engine runs too: the trtllm-gen kernel
+# library that FlashInfer ships, which SGLang's `--moe-runner-backend flashinfer_trtllm` calls,
+# TensorRT-LLM's `TRTLLM` MoE backend is (its Blackwell DeepSeek and gpt-oss recipes' `moe_config.backend`),
+# and vLLM calls on Blackwell (its gpt-oss recipes' VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8). The source measured
+# it under SGLang at the most shapes (its TensorRT-LLM block-fp8 MoE rows are DeepGEMM's; its vLLM
+# MXFP4 x MXFP8 rows lack gpt-oss's shape)
 MOE_SIBLING_KERNELS = {"trtllm": ("sglang", "flashinfer_trtllm"), "vllm": ("sglang", "flashinfer_trtllm")}
 
 
@@ -184,9 +187,10 @@ def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
             rows = _read(mirror, commit, path)
             if kernel is not None:
                 rows = rows[rows.kernel_source.astype(str).str.contains(kernel)]
-            rows = rows[rows.distribution.isin(["power_law_1.01", "balanced"]) & rows.moe_dtype.isin(MOE_DTYPES)
-                        & (rows.num_tokens <= MOE_MAX_TOKENS) & (rows.num_tokens & (rows.num_tokens - 1) == 0)
-                        & (rows.moe_tp_size <= 8) & (rows.moe_ep_size <= MOE_MAX_EP)]
+            rows = rows[rows.distribution.isin(["power_law_1.01", "balanced"])
+                        & rows.moe_dtype.isin(MOE_DTYPES) & (rows.num_tokens <= MOE_MAX_TOKENS)
+                        & (rows.num_tokens & (rows.num_tokens - 1) == 0) & (rows.moe_tp_size <= 8)
+                        & (rows.moe_ep_size <= MOE_MAX_EP)]
             if len(rows):
                 used.append({"table": "moe_perf" + (f" ({kernel} rows)" if kernel else ""), "path": path,
                              "engine": eng, "version": ver})

@@ -7,11 +7,13 @@ module reads only those files. Every latency is milliseconds per kernel call on 
 
 Interpolation is linear in log latency over log-spaced axes (kernel time is close to a power law between
 grid points); outside the measured range a shape is scaled from the nearest edge by the work it adds
-(tokens, cached length, heads or bytes: linear), never extrapolated below the smallest measured call.
-Measured noise that would make a larger call faster is levelled to the running maximum along each axis.
-A shape the table has no row for (another hidden size, expert count, head count) is scaled from the
-nearest measured shape by the ratio of the bytes and FLOPs the two move, so a model nobody measured is
-predicted from its own layer shapes.
+(tokens, cached length, heads or bytes: linear), never extrapolated below the smallest measured call;
+a grid cell the source left out past its last measured neighbour is extended the same way. A call takes at
+most what any larger measured call takes (a smaller call can run padded to it). A shape the table has no
+row for (another hidden size, expert count, head count) is scaled from the nearest measured shape by the
+ratio of the bytes and FLOPs the two move, so a model nobody measured is predicted from its own layer
+shapes; decode attention at few KV heads per GPU also takes no longer than its bytes at the rate the table
+measured for the same sequences over more heads (the engines' split-KV decode fills the GPU either way).
 """
 
 from __future__ import annotations
@@ -161,6 +163,7 @@ class KernelTables:
         self._curves: dict[tuple, Curve] = {}
         self._near: dict[tuple, dict[str, float]] = {}
         self._lines: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._wider: dict[tuple, list[dict[str, float]]] = {}
         self._tables: dict[str, dict[str, np.ndarray]] = {}
 
     def _table(self, name: str) -> dict[str, np.ndarray]:
@@ -267,31 +270,44 @@ class KernelTables:
         want = {"kv_fp8": float(kv_fp8), "head_dim": float(head_dim), "num_heads": float(heads),
                 "num_key_value_heads": float(kv_heads)}
         near = self._nearest("gen_attn", want, exact=("kv_fp8", "head_dim"))
-        curve = self._curve("gen_attn", near, ("batch_size", "kv_len"))
-        scale = (kv_heads * head_dim) / (near["num_key_value_heads"] * near["head_dim"])
-        b = np.maximum(np.asarray(batch, dtype=float), 1.0)
-        length = np.maximum(np.asarray(kv_len, dtype=float), 1.0)
-        ms = curve(b, length) * scale
-        # Decode attention reads each sequence's KV once; the engines split a long sequence's KV over thread
-        # blocks (flash-decoding: vLLM's FlashAttention num_splits in its CUDA graphs, TensorRT-LLM's XQA
-        # multi-block mode, FlashInfer's split-KV), so at few KV heads per GPU the call still fills the GPU
-        # and takes the bytes it reads at the rate the table measured with more heads (same sequences, the
-        # same GQA group): vLLM's H200 1-KV-head calls read 0.7 TB/s at batch 16 x 4k tokens where its
-        # 8-KV-head calls read 3.6 TB/s, and the engine's TP8 Llama-3.3-70B TPOT does not grow from 1.5k to
-        # 5k cached tokens at 16 sequences (9.72 vs 9.71 ms). Never below the call's own floor (its time at
-        # the shortest measured length: launch, KV write, the split's combine).
-        wider = self._wider_attention(near)
-        if wider:
-            floor = curve(b, np.exp(curve.axes[1][0])) * scale
-            spread = np.min([self._curve("gen_attn", w, ("batch_size", "kv_len"))(b, length)
-                             * (kv_heads * head_dim) / (w["num_key_value_heads"] * w["head_dim"]) for w in wider],
-                            axis=0)
-            ms = np.minimum(ms, np.maximum(spread, floor))
-        return np.where(np.asarray(batch, dtype=float) > 0, ms, 0.0)
+        curve = self._attention_curve(near, kv_heads, head_dim)
+        b = np.asarray(batch, dtype=float)
+        return np.where(b > 0, curve(np.maximum(b, 1.0), np.maximum(kv_len, 1.0)), 0.0)
+
+    def _attention_curve(self, near: dict[str, float], kv_heads: int, head_dim: int) -> Curve:
+        """Decode attention of `kv_heads` x `head_dim` per GPU (ms) on the grid of the measured shape `near`,
+        scaled by the KV bytes it reads.
+
+        Decode attention reads each sequence's KV once; the engines split a long sequence's KV over thread
+        blocks (flash-decoding: vLLM's FlashAttention num_splits in its CUDA graphs, TensorRT-LLM's XQA
+        multi-block mode, FlashInfer's split-KV), so at few KV heads per GPU the call still fills the GPU and
+        takes the bytes it reads at the rate the table measured with more heads (same sequences, the same GQA
+        group): vLLM's H200 1-KV-head calls read 0.7 TB/s at batch 16 x 4k tokens where its 8-KV-head calls
+        read 3.6 TB/s, and the engine's TP8 Llama-3.3-70B TPOT does not grow from 1.5k to 5k cached tokens at
+        16 sequences (9.72 vs 9.71 ms). Never below the call's own floor (its time at the shortest measured
+        length: launch, KV write, the split's combine)."""
+        key = ("attention", tuple(sorted(near.items())), kv_heads, head_dim)
+        if key not in self._curves:
+            curve = self._curve("gen_attn", near, ("batch_size", "kv_len"))
+            batch, length = np.meshgrid(*(np.exp(a) for a in curve.axes), indexing="ij")
+            bytes_ratio = kv_heads * head_dim / (near["num_key_value_heads"] * near["head_dim"])
+            ms = curve(batch, length) * bytes_ratio
+            wider = self._wider_attention(near)
+            if wider:
+                floor = ms[:, :1]
+                spread = np.min([self._curve("gen_attn", w, ("batch_size", "kv_len"))(batch, length)
+                                 * (kv_heads * head_dim / (w["num_key_value_heads"] * w["head_dim"]))
+                                 for w in wider], axis=0)
+                ms = np.minimum(ms, np.maximum(spread, floor))
+            self._curves[key] = Curve(curve.axes, _log(ms))
+        return self._curves[key]
 
     def _wider_attention(self, near: dict[str, float]) -> list[dict[str, float]]:
         """The measured decode-attention shapes with more KV heads than `near` (its KV precision, head size
         and GQA group)."""
+        key = ("wider",) + tuple(sorted(near.items()))
+        if key in self._wider:
+            return self._wider[key]
         t = self._table("gen_attn")
         group = near["num_heads"] / near["num_key_value_heads"]
         sel = ((t["kv_fp8"] == near["kv_fp8"]) & (t["head_dim"] == near["head_dim"])
@@ -299,8 +315,9 @@ class KernelTables:
                & (t["num_heads"] == group * t["num_key_value_heads"]))
         shapes = {(float(h), float(k)) for h, k in zip(t["num_heads"][sel], t["num_key_value_heads"][sel],
                                                        strict=True)}
-        return [{"kv_fp8": near["kv_fp8"], "head_dim": near["head_dim"], "num_heads": h,
-                 "num_key_value_heads": k} for h, k in sorted(shapes)]
+        self._wider[key] = [{"kv_fp8": near["kv_fp8"], "head_dim": near["head_dim"], "num_heads": h,
+                             "num_key_value_heads": k} for h, k in sorted(shapes)]
+        return self._wider[key]
 
     def context_attention_ms(self, prompt_len: npt.ArrayLike, heads: int, kv_heads: int, head_dim: int,
                              kv_fp8: bool) -> npt.NDArray[np.float64]:
@@ -339,8 +356,9 @@ class KernelTables:
     def has_moe_shape(self, dtype: str, hidden: int, inter: int, top_k: int, experts: int) -> bool:
         """Whether the table measured this MoE shape (any split) in `dtype`."""
         t = self._table("moe")
-        return bool(((t["moe_dtype"] == MOE_DTYPES.index(dtype)) & (t["hidden_size"] == hidden)
-                     & (t["inter_size"] == inter) & (t["topk"] == top_k) & (t["num_experts"] == experts)).any())
+        rows = ((t["moe_dtype"] == MOE_DTYPES.index(dtype)) & (t["hidden_size"] == hidden)
+                & (t["inter_size"] == inter) & (t["topk"] == top_k) & (t["num_experts"] == experts))
+        return bool(rows.any())
 
     def moe_ms(self, dtype: str, tokens: npt.ArrayLike, hidden: int, inter: int, top_k: int, experts: int,
                tp: int, ep: int) -> npt.NDArray[np.float64]:
