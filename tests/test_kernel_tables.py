@@ -270,3 +270,40 @@ def test_the_default_plan_of_a_family_outside_the_fit_answers_from_the_kernel_ta
     r1 = resolve(parse_scenario({"model": "deepseek-r1", "gpu": "h200", "tp": 16, "ep": 16,
                                  "weights": "fp8"}))
     assert r1.efficiency.kernel_tables is None
+
+
+def test_a_moe_split_is_read_from_the_release_that_measured_it():
+    """Source: published: AIConfigurator's B200 per-kernel MoE tables at the pinned commit. TensorRT-LLM
+    1.2.0rc5's block-fp8 MoE has no split under 16 GPUs; 1.3.0rc10 measured DeepSeek-R1's tp 1 x ep 8 experts
+    at 64 tokens in 239 us (power-law routing), FlashInfer's TRT-LLM-gen kernel under SGLang 0.5.14 in
+    222 us. The read is a measured row, not the ep 16 row scaled by its shards (350 us before)."""
+    t = tables("b200", "trt-llm")
+    ms = float(t.moe_ms("fp8_block", np.array([64.0]), 7168, 2048, 8, 256, 1, 8)[0])
+    assert 0.20 <= ms <= 0.24
+
+
+def test_few_kv_heads_decode_attention_reads_its_bytes_at_the_many_head_rate():
+    """Source: published: AIConfigurator's H200 vLLM decode-attention table: 16 sequences of 4k tokens read
+    at 0.7 TB/s over 1 KV head per GPU (46 us) and at 3.6 TB/s over 8 (75 us); the engine's split-KV decode
+    fills the GPU either way. One KV head takes at most an eighth of the 8-head call, never less than its
+    own launch floor (its time at the shortest cached length), and never more than its own row."""
+    t = tables("h200", "vllm")
+    batch, length = np.array([16.0]), np.array([4096.0])
+    one = float(t.generation_attention_ms(batch, length, 8, 1, 128, False)[0])
+    eight = float(t.generation_attention_ms(batch, length, 64, 8, 128, False)[0])
+    floor = float(t.generation_attention_ms(batch, np.array([2.0]), 8, 1, 128, False)[0])
+    assert floor <= one <= max(eight / 8, floor) * 1.001
+    assert one < 0.046 and eight == pytest.approx(0.0745, rel=0.02)
+
+
+def test_a_call_past_the_last_measured_one_grows_with_its_work():
+    """Source: invariant: the source measured vLLM's H200 8-KV-head decode attention at batch 16 to 8k
+    tokens but at batch 64 only to 2k; 64 sequences of 5k tokens read four times the bytes of 16, so the
+    read grows about linearly in batch there (a flat fill read them at 9.9 TB/s, twice the HBM's 4.8)."""
+    t = tables("h200", "vllm")
+    length = np.array([5120.0])
+    b16 = float(t.generation_attention_ms(np.array([16.0]), length, 64, 8, 128, False)[0])
+    b64 = float(t.generation_attention_ms(np.array([64.0]), length, 64, 8, 128, False)[0])
+    bytes_64 = 64 * 5120 * 8 * 128 * 2 * 2
+    assert b64 >= 3.0 * b16
+    assert bytes_64 / (b64 * 1e-3) < 4.8e12
