@@ -472,10 +472,12 @@ scales; the 4-bit test was <= 4); the grid levelled up to the running maximum al
 kernel path's time onto larger calls; per-tensor fp8 rows that include dynamic activation quantization
 (static checkpoints subtract the measured compute_scale, as AIConfigurator's fp8_static query does); vLLM's
 block-fp8 rows timed without a CUDA graph by the source's collector (3.1x our replays; SGLang's graph-timed
-rows stand in). Five reading fixes followed (DeepSeek-R1 on Blackwell +27-30% and gpt-oss on vLLM -21 to
+rows stand in). Six reading fixes followed (DeepSeek-R1 on Blackwell +27-30% and gpt-oss on vLLM -21 to
 -24% before): MoE and all-reduce rows from every release the source measured on the GPU (TensorRT-LLM 1.2's
 B200 block-fp8 MoE had no split under 16 GPUs, SGLang 0.5.9's is Triton's where the recipes run FlashInfer's
 TRT-LLM-gen kernel, vLLM 0.14's 8-GPU H200 all-reduce took 44 us at 512 kB where later releases take 14 us);
+GEMMs at the median over the releases (vLLM 0.14's per-tensor fp8 rows alone read 1.29x our H100's cuBLASLt
+fp8, the median 1.01x);
 FlashInfer's TRT-LLM-gen MoE rows measured under SGLang for TensorRT-LLM and vLLM, which run the same
 kernels on Blackwell; a MoE precision measured at the model's own expert shape before another shape scaled
 to it, and gpt-oss's MXFP4 experts on fp4 tensor cores with MXFP8 activations (the recipes' kernel); decode
@@ -483,10 +485,11 @@ attention at 1-2 KV heads per GPU no slower than its bytes at the rate measured 
 H200 1-KV-head rows read 0.7 TB/s, its 8-head rows 3.6 TB/s; the engine's TP8 Llama TPOT is flat from 1.5k
 to 5k cached tokens); grid cells past the last measured call extended by work, not copied. The raw sum, with
 no fitted term, against the measured TPOT (signed median; + is slower than the engine ran) is now slower in
-{slower} of {groups} engine x GPU x family groups. What remains: Llama-3.3-70B fp8 on TensorRT-LLM H200
-(+11%: the runs' KV cache is planned bf16 where the recipe sets fp8), gpt-oss faster than the sum on vLLM
-(-14 to -16%: the host cost absorbs it), DeepSeek-R1 on SGLang B200 (-12%), and off the tables: the expert
-all-to-all of TensorRT-LLM's tp 8 x ep 8 fp4 runs and the prefill stalls of its attention-DP 8k/1k runs."""
+{slower} of {groups} engine x GPU x family groups; below the engine, the sum leaves out the per-step host
+cost (vLLM on Hopper -14 to -18%: its fitted host cost, 1.0-1.3 ms a step, is that gap). What remains:
+Llama-3.3-70B fp8 on TensorRT-LLM H200 (+7%: the runs' KV cache is planned bf16 where the recipe sets fp8),
+DeepSeek-R1 on SGLang B200 (-11%), and off the tables: the expert all-to-all of TensorRT-LLM's tp 8 x ep 8
+fp4 runs and the prefill stalls of its attention-DP 8k/1k runs."""
 
 
 DEFAULT_NOTE = ("What the plan uses by default (planner/physics/step_predictor.py): on vLLM and TensorRT-"

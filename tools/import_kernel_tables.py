@@ -76,9 +76,9 @@ MOE_DTYPES = ("bfloat16", "fp8", "fp8_block", "nvfp4", "w4a16_mxfp4", "int4_wo",
 # GEMM rows: m up to 16,384 tokens (a decode batch or a prefill chunk); the source's odd m (4353) dropped
 GEMM_MAX_M = 16384
 MOE_MAX_TOKENS = 16384
-# expert shards up to an NVL72 rack's largest power of two (the source measured up to 256; the files stay a
-# few MB)
-MOE_MAX_EP = 64
+# expert splits (tp x ep) up to an NVL72 rack's largest power of two (the source measured up to 256 GPUs;
+# the files stay a few MB)
+MOE_MAX_GPUS = 64
 # the oldest release taken where an older one's tables are sparse (SGLang 0.5.6's MoE table has 2k rows)
 OLDEST = {"sglang": "0.5.9"}
 # engines whose block-fp8 GEMMs the source timed without a CUDA graph
@@ -190,7 +190,7 @@ def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
             rows = rows[rows.distribution.isin(["power_law_1.01", "balanced"])
                         & rows.moe_dtype.isin(MOE_DTYPES) & (rows.num_tokens <= MOE_MAX_TOKENS)
                         & (rows.num_tokens & (rows.num_tokens - 1) == 0) & (rows.moe_tp_size <= 8)
-                        & (rows.moe_ep_size <= MOE_MAX_EP)]
+                        & (rows.moe_tp_size * rows.moe_ep_size <= MOE_MAX_GPUS)]
             if len(rows):
                 used.append({"table": "moe_perf" + (f" ({kernel} rows)" if kernel else ""), "path": path,
                              "engine": eng, "version": ver})
@@ -200,6 +200,25 @@ def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
     measured_so = moe[power][MOE_SHAPE].drop_duplicates().assign(_power=True)
     moe = moe.merge(measured_so, on=MOE_SHAPE, how="left")
     return moe[moe._power.isna() | power.to_numpy()].drop(columns="_power")
+
+
+def _gemm_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
+               used: list[dict[str, str]]) -> pd.DataFrame:
+    """The engine's GEMM rows from every release measured on this GPU, per shape the median over the releases
+    of each one's fastest kernel: one release's collection can be slow throughout (vLLM 0.14's H200
+    per-tensor fp8 GEMM of 8192 x 8192 at 4 rows: 29.8 us; 0.18, 0.19 and 0.24: 20.8-22.9 us) or hold a
+    single fast outlier, and our H100's cuBLASLt fp8 with its cast is 0.78x the 0.14-only read at the median
+    (data/measurements/h100_small_gemm_graph_2026-11-27.json)."""
+    shape = ["gemm_dtype", "m", "n", "k"]
+    frames = []
+    for ver in _versions(files, gpu, "gemm", engine, "gemm_perf"):
+        path = f"{DATA}/{gpu}/gemm/{engine}/{ver}/gemm_perf.parquet"
+        rows = _read(mirror, commit, path)
+        rows = rows[rows.gemm_dtype.isin(GEMM_DTYPES) & (rows.m <= GEMM_MAX_M) & (rows.m & (rows.m - 1) == 0)]
+        if len(rows):
+            used.append({"table": "gemm_perf", "path": path, "engine": engine, "version": ver})
+            frames.append(rows.groupby(shape, as_index=False)["latency"].min())
+    return pd.concat(frames, ignore_index=True).groupby(shape, as_index=False)["latency"].median()
 
 
 def _allreduce_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
@@ -232,9 +251,7 @@ def import_one(mirror: Path, commit: str, files: set[str], gpu: str, engine: str
         used.append({"table": name, "path": path, "engine": eng, "version": ver})
         return _read(mirror, commit, path)
 
-    g = take("gemm", "gemm_perf")
-    assert g is not None
-    g = g[g.gemm_dtype.isin(GEMM_DTYPES) & (g.m <= GEMM_MAX_M) & (g.m & (g.m - 1) == 0)]
+    g = _gemm_rows(mirror, commit, files, gpu, engine, used)
     if engine in EAGER_FP8_BLOCK:
         # the source times vLLM's block-fp8 GEMM without a CUDA graph (collector/vllm/collect_gemm.py:
         # use_cuda_graph=gemm_type != "fp8_block"): its small-m rows are the host's launch time, 3x the
