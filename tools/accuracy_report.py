@@ -486,10 +486,9 @@ H200 1-KV-head rows read 0.7 TB/s, its 8-head rows 3.6 TB/s; the engine's TP8 Ll
 to 5k cached tokens); grid cells past the last measured call extended by work, not copied. The raw sum, with
 no fitted term, against the measured TPOT (signed median; + is slower than the engine ran) is now slower in
 {slower} of {groups} engine x GPU x family groups; below the engine, the sum leaves out the per-step host
-cost (vLLM on Hopper -14 to -18%: its fitted host cost, 1.0-1.3 ms a step, is that gap). What remains:
-Llama-3.3-70B fp8 on TensorRT-LLM H200 (+7%: the runs' KV cache is planned bf16 where the recipe sets fp8),
-DeepSeek-R1 on SGLang B200 (-11%), and off the tables: the expert all-to-all of TensorRT-LLM's tp 8 x ep 8
-fp4 runs and the prefill stalls of its attention-DP 8k/1k runs."""
+cost (vLLM -13 to -18%: its fitted host cost, 1.0-1.5 ms a step, is that gap). What remains: DeepSeek-R1 on
+SGLang B200 (-15%), and off the tables: the expert all-to-all of TensorRT-LLM's tp 8 x ep 8 fp4 runs and the
+prefill stalls of its attention-DP 8k/1k runs."""
 
 
 DEFAULT_NOTE = ("What the plan uses by default (planner/physics/step_predictor.py): on vLLM and TensorRT-"
