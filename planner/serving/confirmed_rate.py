@@ -29,11 +29,10 @@ import numpy as np
 from planner.serving.distributions import itl_distribution, latency_percentiles, ttft_distribution
 from planner.serving.queue_bands import LOADS, arrival_class, prompt_class, queue_band
 from planner.serving.replica import ReplicaModel, load_point
-from planner.serving.slot_wait import SlotChain
+from planner.serving.slot_wait import SLOT_POINTS, SlotChain
 
 NO_BAND_UTILIZATION = 0.85  # the stated cap where no simulated range exists (arrival CV outside 0.75-3.5)
 GRID = 48  # loads per refinement; one resolves the rate to 1/2,304 of capacity, two to 1/110,592
-SLOT_POINTS = 8  # equal-mass points of the exponential slot wait
 _LOADS = np.array(LOADS)
 
 

@@ -33,124 +33,45 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from pydantic import ValidationError
 
 from planner.core.deployment import Deployment
 from planner.core.errors import ScenarioError
 from planner.economics.cost import usd_per_million_tokens
 from planner.engines.kv_transfer import KvTransferPath, kv_transfer_path, vendor_key
-from planner.hardware.communication import NETWORK_EFFICIENCY
 from planner.hardware.parallelism import sharding
-from planner.physics.latency import prefill
-from planner.physics.memory import MemoryPlan, kv_bytes_per_token, plan_memory
+from planner.physics.memory import MemoryPlan
 from planner.scenario.scenario import Scenario, resolve
+from planner.serving.confirmed_rate import SizingObjective
+from planner.serving.disaggregated_workers import (
+    ConfirmedDecodeRate,
+    DecodeWorker,
+    PrefillWorker,
+    TrafficShape,
+    _decode_model,
+    _decode_worker_at,
+    decode_worker,
+    kv_transfer_ms,
+    prefill_worker,
+)
 from planner.serving.floor_order import FloorOrder
-from planner.serving.goodput_search import GoodputSearch, LoadPoints, itl_percentiles, rate_bound_per_s
+from planner.serving.goodput_search import (
+    GoodputSearch,
+    confirmed_bound_per_s,
+)
 from planner.serving.layout_memo import LayoutKey, LayoutMemo, layout_key
-from planner.serving.replica import LoadPoint, PrefillWork, ReplicaModel, load_point, replica_model
-from planner.serving.serving import goodput_per_ms
+from planner.serving.pool_checks import (
+    MAX_EXTRA_DECODE,
+    DecodeSide,
+    PrefillJudge,
+    decode_side,
+    fewest_prefill_workers,
+)
+from planner.serving.replica import PrefillWork
 from planner.serving.sizing_request import LayoutCandidate
-from planner.serving.workload import replica_workload
-
-
-def kv_transfer_ms(prefill_d: Deployment, decode_d: Deployment, prompt_len: float) -> float:
-    """Time to move one prompt's KV cache from its prefill worker to its decode worker."""
-    bytes_total = float(kv_bytes_per_token(prefill_d.model, prefill_d.kv_cache)) * prompt_len
-    senders = prefill_d.tp * prefill_d.pp
-    receivers = decode_d.tp * decode_d.pp
-    nic_gb_s = min(prefill_d.gpu.network_gb_s, decode_d.gpu.network_gb_s)
-    links = max(1, min(senders, receivers))
-    latency_us = max(prefill_d.gpu.network_latency_us, decode_d.gpu.network_latency_us)
-    return bytes_total / (links * NETWORK_EFFICIENCY * nic_gb_s * 1e9) * 1e3 + latency_us / 1e3
-
-
-@dataclass(frozen=True)
-class TrafficShape:
-    """The request mix both pools serve (lengths in tokens; CVs as the scenario's `load` gives them)."""
-
-    prompt_len: int
-    output_len: int
-    arrival_cv: float = 1.0
-    prompt_len_cv: float = 0.0
-    output_len_cv: float = 0.0
-    prefix_cache_hit: float = 0.0
-
-
-@dataclass(frozen=True)
-class PrefillWorker:
-    deployment: Deployment
-    model: ReplicaModel  # one slot's prefill queue
-    slots: int  # prompts in flight at once: attention groups x pipeline stages
-    prefill_ms: float  # a lone prompt's prefill (its TTFT at a trickle, overhead excluded)
-    prompts_per_s: float  # capacity of the worker
-    gpus: int
-    # the load points of `model` the TTFT searches of every decode worker it meets share
-    points: LoadPoints = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "points", LoadPoints(self.model))
-
-
-def prefill_worker(d: Deployment, shape: TrafficShape | int,
-                   prefill_work: PrefillWork | None = None) -> PrefillWorker:
-    """`prefill_work`: replica_model's, when the caller keeps the layout's figures."""
-    shape = shape if isinstance(shape, TrafficShape) else TrafficShape(int(shape), 1)
-    s = sharding(d)
-    w = replica_workload(d, shape.prompt_len, 1, 1, replace(shape, output_len_cv=0.0))  # one token out, fixed
-    m = replica_model(d, w, prefill_work=prefill_work)
-    slots = s.attention_dp * s.pp
-    lone = float(prefill(d, shape.prompt_len).total_ms)
-    return PrefillWorker(d, m, slots, lone, slots * float(m.capacity_per_ms()) * 1000.0, s.gpus_per_replica)
-
-
-@dataclass(frozen=True)
-class DecodeWorker:
-    deployment: Deployment
-    model: ReplicaModel
-    max_running: int  # the KV cache's max batch (max_num_seqs)
-    goodput_per_s: float  # highest request rate per worker whose ITL at the percentile meets the objective
-    batch: int  # decoding sequences at that rate
-    itl_ms: float  # ITL at the percentile at that rate
-    output_tokens_per_s: float  # at that rate
-    gpus: int
-
-
-def decode_worker(d: Deployment, context_len: int, shape: TrafficShape, itl_slo_ms: float,
-                  percentile: int = 90) -> DecodeWorker | None:
-    """The decode worker at its goodput under the ITL objective (None when nothing fits or meets it)."""
-    built = _decode_model(d, context_len, shape)
-    if built is None:
-        return None
-    max_batch, m = built
-    return _decode_worker_at(d, max_batch, m, goodput_per_ms(m, percentile, None, itl_slo_ms), percentile)
-
-
-def _decode_model(d: Deployment, context_len: int, shape: TrafficShape, mem: MemoryPlan | None = None,
-                  prefill_work: PrefillWork | None = None) -> tuple[int, ReplicaModel] | None:
-    """(max batch, serving model) of a decode worker, None when one sequence does not fit. `mem` (its plan at
-    `context_len`) and `prefill_work` (replica_model's): when the caller keeps them."""
-    mem = mem if mem is not None else plan_memory(d, context_len)
-    if not mem.fits:
-        return None
-    w = replica_workload(d, shape.prompt_len, shape.output_len, mem.max_batch, shape, prefix_cache_hit=1.0,
-                         ttft_overhead_ms=0.0)
-    return mem.max_batch, replica_model(d, w, prefill_work=prefill_work)
-
-
-def _decode_worker_at(d: Deployment, max_batch: int, m: ReplicaModel, goodput: float,
-                      percentile: int) -> DecodeWorker | None:
-    if not goodput > 0:
-        return None
-    p = load_point(m, goodput)
-    itl = itl_percentiles(m, p).at(percentile)
-    if itl is None:
-        return None
-    return DecodeWorker(d, m, max_batch, goodput * 1000.0, max(1, round(float(p.population))), itl,
-                        goodput * 1000.0 * float(np.mean(m.output_tokens)), sharding(d).gpus_per_replica)
 
 
 @dataclass
@@ -158,7 +79,7 @@ class _DecodeCandidate:
     """A decode candidate whose goodput is searched only as far as the pool's ranking needs: its cost per
     request/s lies in [cost_lo, cost_hi] (equal once the goodput is exact)."""
 
-    goodput: GoodputSearch
+    goodput: ConfirmedDecodeRate
     d: Deployment
     gpu_key: str
     price: float
@@ -182,7 +103,7 @@ DecodeCandidate = tuple[float, LayoutCandidate, Deployment, float, MemoryPlan, P
 
 def _decode_pool(candidates: list[DecodeCandidate], context_len: int,
                  shape: TrafficShape, itl_slo_ms: float,
-                 percentile: int) -> list[tuple[float, DecodeWorker, str, float]]:
+                 percentile: int, max_utilization: float | None = None) -> list[Priced]:
     """decode_worker for each candidate, cheapest floor first, until the KEEP_PER_POOL cheapest found cost
     less than any floor left; those that can be among the KEEP_PER_POOL cheapest, in that order. A goodput
     is searched only as far as the comparisons need (its exact value where a comparison is close)."""
@@ -203,7 +124,7 @@ def _decode_pool(candidates: list[DecodeCandidate], context_len: int,
         built = _decode_model(d, context_len, shape, mem, prefill_work)
         if built is None:
             continue
-        goodput = GoodputSearch(built[1], percentile, None, itl_slo_ms)
+        goodput = ConfirmedDecodeRate(built[1], built[0], percentile, itl_slo_ms, max_utilization)
         if goodput.lo > 0:  # a goodput of 0 gives no worker; above 0 its load point meets the objective
             visited.append(_DecodeCandidate(goodput, d, c.gpu_key, price, built[0]))
     cutoff = kth(v.cost_hi for v in visited) if len(visited) >= KEEP_PER_POOL else math.inf
@@ -223,25 +144,30 @@ class DisaggregatedFleet:
     decode: DecodeWorker
     prefill_workers: int
     decode_workers: int
-    ttft_ms: float  # at the percentile: prefill queue + prefill + KV transfer + first decode step
+    ttft_ms: float  # at the percentile: prefill queue + prefill + slot wait + KV transfer + first decode step
     itl_ms: float  # at the percentile, at the rate each decode worker runs
     decode_batch: int  # decoding sequences a decode worker holds at that rate
     kv_transfer_ms: float
     prefill_utilization: float
+    # issue 31: the simulated range's top (None: no simulated class), the decode pool's load and slot wait
+    ttft_simulated_high_ms: float | None = None
+    itl_simulated_high_ms: float | None = None
+    decode_utilization: float = 0.0
+    slot_wait_probability: float = 0.0
+    slot_wait_mean_ms: float = 0.0
 
 
-def decode_fleet(dw: DecodeWorker, requests_per_s: float,
-                 percentile: int = 90) -> tuple[int, LoadPoint, float | None]:
-    """Decode workers for the traffic, the load point each then runs at and its ITL at the percentile."""
-    workers = max(1, math.ceil(requests_per_s / dw.goodput_per_s * (1 - 1e-12)))
-    point = load_point(dw.model, requests_per_s / workers / 1000.0)
-    return workers, point, itl_percentiles(dw.model, point).at(percentile)
+def decode_fleet(dw: DecodeWorker, requests_per_s: float, percentile: int = 90, extra: int = 0) -> DecodeSide:
+    """Decode workers for the traffic (`extra` more than the fewest), the load point each then runs at, its
+    ITL at the percentile and the range's top, its utilization and slot wait (planner.serving.pool_checks)."""
+    return decode_side(dw.model, dw.max_running, dw.goodput_per_s, requests_per_s, percentile, extra)
 
 
 def _prefill_workers(p: PrefillWorker, requests_per_s: float, budget_ms: float,
                      percentile: int) -> int | None:
-    """Fewest prefill workers whose slots each meet the TTFT budget (None when a trickle misses it); the
-    goodput's search goes only as far as the count needs."""
+    """Fewest prefill workers whose slots each meet the TTFT budget in the fast model, without the slot wait
+    (None when a trickle misses it): a floor under the confirmed count; the goodput's search goes only as
+    far as the count needs."""
     def workers(per_slot_per_ms: float) -> int:
         return max(1, math.ceil(requests_per_s / (p.slots * (per_slot_per_ms * 1000.0)) * (1 - 1e-12)))
 
@@ -254,27 +180,66 @@ def _prefill_workers(p: PrefillWorker, requests_per_s: float, budget_ms: float,
 
 
 def size_fleet(p: PrefillWorker, dw: DecodeWorker, requests_per_s: float, prompt_len: int, output_len: int,
-               ttft_slo_ms: float, percentile: int = 90,
-               decode: tuple[int, LoadPoint, float | None] | None = None) -> DisaggregatedFleet | None:
-    """Fewest prefill and decode workers for the traffic, or None when no prefill count meets TTFT.
-    `decode`: the decode side (decode_fleet's answer for `dw`), when the caller pairs `dw` more than once."""
+               ttft_slo_ms: float, percentile: int = 90, decode: DecodeSide | None = None,
+               max_utilization: float | None = None) -> DisaggregatedFleet | None:
+    """Fewest prefill and decode workers for the traffic whose TTFT and ITL hold confirmed (planner.serving.
+    pool_checks), or None when no count does. `decode`: decode_fleet's answer for `dw`, when the caller
+    pairs `dw` more than once; where its slot wait alone misses TTFT, decode workers are added."""
+    sized = _sized(p, dw, requests_per_s, prompt_len, ttft_slo_ms, percentile, decode, max_utilization)
+    return None if sized is None else sized.fleet()
+
+
+@dataclass(frozen=True)
+class _Sized:
+    """A fleet's worker counts, its TTFT figures on demand (the sizing computes them only for the options it
+    returns: nothing ranks by TTFT)."""
+
+    p: PrefillWorker
+    dw: DecodeWorker
+    judge: PrefillJudge
+    decode: DecodeSide
+    prefill_workers: int
+    requests_per_s: float
+    transfer_ms: float
+
+    @property
+    def slot_rate_per_ms(self) -> float:
+        return self.requests_per_s / (self.prefill_workers * self.p.slots) / 1000.0
+
+    @property
+    def prefill_utilization(self) -> float:
+        return self.slot_rate_per_ms / self.judge.capacity
+
+    def fleet(self) -> DisaggregatedFleet:
+        decode = self.decode
+        pre = self.judge.side(self.prefill_workers, self.slot_rate_per_ms)
+        return DisaggregatedFleet(self.p, self.dw, self.prefill_workers, decode.workers, pre.ttft_ms,
+                                  decode.itl_ms or math.inf, max(1, round(float(decode.point.population))),
+                                  self.transfer_ms, pre.utilization, pre.ttft_high_ms, decode.itl_high_ms,
+                                  decode.utilization, decode.wait_probability, decode.wait_mean_ms)
+
+
+def _sized(p: PrefillWorker, dw: DecodeWorker, requests_per_s: float, prompt_len: int, ttft_slo_ms: float,
+           percentile: int, decode: DecodeSide | None,
+           max_utilization: float | None) -> _Sized | None:
+    """size_fleet's worker counts (its TTFT figures on demand)."""
     transfer = kv_transfer_ms(p.deployment, dw.deployment, prompt_len)
-    budget = ttft_slo_ms - transfer - dw.itl_ms  # what the prefill queue and prompt may take
-    if not budget > 0:
-        return None
-    workers = _prefill_workers(p, requests_per_s, budget, percentile)
-    if workers is None:
-        return None
-    rate_per_ms = requests_per_s / (workers * p.slots) / 1000.0
-    point = p.points.point(rate_per_ms, rate_per_ms)
-    ttft = p.points.ttft_percentiles(rate_per_ms, rate_per_ms).at(percentile)
-    if decode is None:
-        decode = decode_fleet(dw, requests_per_s, percentile)
-    decode_workers, dpoint, itl = decode
-    if ttft is None or itl is None:
-        return None
-    return DisaggregatedFleet(p, dw, workers, decode_workers, ttft + transfer + itl, itl,
-                              max(1, round(float(dpoint.population))), transfer, float(point.utilization))
+    decode = decode if decode is not None else decode_fleet(dw, requests_per_s, percentile)
+    for extra in range(MAX_EXTRA_DECODE + 1):
+        if extra:
+            decode = decode_fleet(dw, requests_per_s, percentile, extra)
+        itl = decode.itl_ms
+        budget = ttft_slo_ms - transfer - itl if itl is not None else -1.0  # for the prefill queue and prompt
+        fewest = _prefill_workers(p, requests_per_s, budget, percentile) if budget > 0 else None
+        if itl is None or fewest is None:
+            return None  # a trickle misses it without the slot wait: more decode workers cannot help
+        judge = PrefillJudge(p.model, p.points, decode, transfer, ttft_slo_ms, percentile, max_utilization)
+        workers = fewest_prefill_workers(judge, p.slots, requests_per_s, fewest)
+        if workers is not None:
+            return _Sized(p, dw, judge, decode, workers, requests_per_s, transfer)
+        if decode.wait_probability <= 0:
+            return None  # no slot wait to relieve: more decode workers cannot help
+    return None
 
 
 def layout_summary(d: Deployment, gpu_key: str) -> dict[str, Any]:
@@ -369,13 +334,16 @@ def _prefill_floors(memo: LayoutMemo, key: LayoutKey, d: Deployment, shape: Traf
 def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolver,
                     key_of: Callable[[PoolCandidate], LayoutKey], price_of: Pricer,
                     memo: LayoutMemo, shape: TrafficShape, context_len: int, itl_slo_ms: float,
-                    percentile: int, pairs_with: set[PoolKey]) -> tuple[dict[PoolKey, list[Priced]], int]:
+                    percentile: int, pairs_with: set[PoolKey],
+                    max_utilization: float | None = None) -> tuple[dict[PoolKey, list[Priced]], int]:
     """Decode workers by (weights, KV, vendor), priced per request per second, and how many were searched:
-    cheapest goodput bound first, goodput searched until the KEEP_PER_POOL best found cost less per request
-    than any bound left (planner.serving.sizing's bound, prompt work 0: it is cached). Only for the pools a
-    prefill pool can pair with (`pairs_with`)."""
+    cheapest bound first, confirmed rates searched until the KEEP_PER_POOL best found cost less per request
+    than any bound left (planner.serving.sizing's bound on the confirmed rate, prompt work 0: it is cached).
+    Only for the pools a prefill pool can pair with (`pairs_with`)."""
     searched = 0
     bounded: dict[PoolKey, list[DecodeCandidate]] = {}
+    objective = SizingObjective(percentile, None, itl_slo_ms)
+    banding = (float(shape.arrival_cv), shape.prompt_len_cv > 0 or shape.output_len_cv > 0, "fits")
     for c in decode_pool:
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
@@ -388,58 +356,78 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
         if not mem.fits:
             continue
         context = shape.prompt_len + shape.output_len / 2
-        bound = rate_bound_per_s(d, context, mem.max_batch, shape.output_len, itl_slo_ms, 0.0,
-                                 memo.bound_steps(key_of(c), d, mem.max_batch, context))
+        bound = confirmed_bound_per_s(d, context, mem.max_batch, shape.output_len, 0.0,
+                                      memo.bound_steps(key_of(c), d, mem.max_batch, context), objective,
+                                      banding, max_utilization)
         floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
         bounded.setdefault(_pool_key(c, d), []).append((floor, c, d, price, mem,
                                                                 memo.prefill_work(key_of(c), d)))
-    return {key: _decode_pool(candidates, context_len, shape, itl_slo_ms, percentile)
+    return {key: _decode_pool(candidates, context_len, shape, itl_slo_ms, percentile, max_utilization)
             for key, candidates in bounded.items()}, searched
 
 
-def _option(fleet: DisaggregatedFleet, prefill: Priced, decode: Priced, requests_per_s: float,
+def _option(sized: _Sized, prefill: Priced, decode: Priced, requests_per_s: float,
             output_len: int, percentile: int, path: KvTransferPath) -> dict[str, Any]:
     """One disaggregated fleet as a sizing option (the contract's option fields). Each pool carries its GPU
     count and $/hour, which sum to the option's `gpus_total` and `usd_per_hour`: the banner, the table and
-    the opened fleet all read these."""
+    the opened fleet all read these. Its TTFT figures wait for its private `_finish()` (None until then)."""
+    side = sized.decode
     _, pw, p_key, p_price = prefill
     _, dw, d_key, d_price = decode
-    gpus_p, gpus_d = fleet.prefill_workers * pw.gpus, fleet.decode_workers * dw.gpus
+    gpus_p, gpus_d = sized.prefill_workers * pw.gpus, side.workers * dw.gpus
     usd_p, usd_d = gpus_p * p_price, gpus_d * d_price
     usd = usd_p + usd_d
-    return {
-        "mode": "disaggregated", "prefill_workers": fleet.prefill_workers,
-        "decode_workers": fleet.decode_workers,
-        "prefill_decode_ratio": fleet.prefill_workers / fleet.decode_workers,
+    option: dict[str, Any] = {
+        "mode": "disaggregated", "prefill_workers": sized.prefill_workers,
+        "decode_workers": side.workers,
+        "prefill_decode_ratio": sized.prefill_workers / side.workers,
         "prefill": {**layout_summary(pw.deployment, p_key), "prefill_ms": pw.prefill_ms,
                     "prompts_per_s_per_worker": pw.prompts_per_s,
-                    "utilization": fleet.prefill_utilization, "usd_per_gpu_hour": p_price,
-                    "workers": fleet.prefill_workers, "gpus": gpus_p, "usd_per_hour": usd_p},
-        "decode": {**layout_summary(dw.deployment, d_key), "batch": fleet.decode_batch,
-                   "itl_ms": fleet.itl_ms,
+                    "utilization": sized.prefill_utilization, "usd_per_gpu_hour": p_price,
+                    "request_rate_per_worker": requests_per_s / sized.prefill_workers,
+                    "workers": sized.prefill_workers, "gpus": gpus_p, "usd_per_hour": usd_p},
+        "decode": {**layout_summary(dw.deployment, d_key),
+                   "batch": max(1, round(float(side.point.population))),
+                   "itl_ms": side.itl_ms,
                    "max_running": dw.max_running, "goodput_request_rate": dw.goodput_per_s,
-                   "request_rate_per_worker": requests_per_s / fleet.decode_workers,
+                   "utilization": side.utilization, "itl_ms_simulated_high": side.itl_high_ms,
+                   "slot_wait_probability": side.wait_probability, "slot_wait_mean_ms": side.wait_mean_ms,
+                   "request_rate_per_worker": requests_per_s / side.workers,
                    "output_tokens_per_s_per_worker": dw.output_tokens_per_s,
                    "usd_per_gpu_hour": d_price,
-                   "workers": fleet.decode_workers, "gpus": gpus_d, "usd_per_hour": usd_d},
-        "gpus_total": gpus_p + gpus_d, "ttft_ms": fleet.ttft_ms, "itl_ms": fleet.itl_ms,
+                   "workers": side.workers, "gpus": gpus_d, "usd_per_hour": usd_d},
+        "gpus_total": gpus_p + gpus_d, "ttft_ms": None, "itl_ms": side.itl_ms,
         "percentile": percentile,
-        "kv_transfer_ms": fleet.kv_transfer_ms, "kv_transfer_path": path.as_dict(),
+        # issue 31: judged as an aggregated option is (the busier pool's utilization; the range's tops)
+        "utilization": max(sized.prefill_utilization, side.utilization),
+        "ttft_ms_simulated_high": None, "itl_ms_simulated_high": side.itl_high_ms,
+        "slot_wait_probability": side.wait_probability, "slot_wait_mean_ms": side.wait_mean_ms,
+        "kv_transfer_ms": sized.transfer_ms, "kv_transfer_path": path.as_dict(),
         "usd_per_hour": usd,
         "usd_per_million_output_tokens": usd_per_million_tokens(usd, requests_per_s * output_len),
     }
+
+    def finish() -> None:
+        fleet = sized.fleet()
+        option.update(ttft_ms=fleet.ttft_ms, ttft_ms_simulated_high=fleet.ttft_simulated_high_ms)
+    option["_finish"] = finish
+    return option
 
 
 def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
                           decode_pool: Sequence[PoolCandidate], requests_per_s: float, prompt_len: int,
                           output_len: int, context_len: int, ttft_slo_ms: float, itl_slo_ms: float,
                           price_of: Callable[[str, Any], float | None], shape: TrafficShape | None = None,
-                          percentile: int = 90,
-                          memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], int]:
+                          percentile: int = 90, memo: LayoutMemo | None = None,
+                          max_utilization: float | None = None,
+                          finish_first: int | None = None) -> tuple[list[dict[str, Any]], int]:
     """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts of one
     vendor; they share the weight and KV precision so the KV cache transfers as is, over the engine's
     documented path). Returns (options, searched).
-    `memo`: per-layout figures shared with the request's aggregated search (same model and settings)."""
+    `memo`: per-layout figures shared with the request's aggregated search (same model and settings);
+    `max_utilization`: the headroom, each pool's share of its capacity at most (serving.pool_checks);
+    `finish_first`: only the first this many options (cheapest first) carry their TTFT figures (nothing ranks
+    by them: a caller that returns no more leaves the rest's None), all when None."""
     shape = shape or TrafficShape(prompt_len, output_len)
     resolved: dict[tuple, Deployment | None] = {}
     memo = memo if memo is not None else LayoutMemo()
@@ -466,22 +454,26 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
         if path is not None:
             paths[key] = path
     decodes, searched_d = _decode_workers(decode_pool, deployment_of, key_of, price_of, memo, shape,
-                                          context_len, itl_slo_ms, percentile, set(paths))
+                                          context_len, itl_slo_ms, percentile, set(paths), max_utilization)
     options = []
-    decode_side: dict[int, tuple[int, LoadPoint, float | None]] = {}
+    decode_sides: dict[int, DecodeSide] = {}
     for key, path in paths.items():
         pre = prefills[key]
         for p_side in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
             for d_side in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
                 dw = d_side[1]
-                if id(dw) not in decode_side:  # every prefill candidate meets the same decode fleet
-                    decode_side[id(dw)] = decode_fleet(dw, requests_per_s, percentile)
-                fleet = size_fleet(p_side[1], dw, requests_per_s, prompt_len, output_len, ttft_slo_ms,
-                                   percentile, decode_side[id(dw)])
-                if fleet is not None:
-                    options.append(_option(fleet, p_side, d_side, requests_per_s, output_len, percentile,
+                if id(dw) not in decode_sides:  # every prefill candidate meets the same decode fleet
+                    decode_sides[id(dw)] = decode_fleet(dw, requests_per_s, percentile)
+                sized = _sized(p_side[1], dw, requests_per_s, prompt_len, ttft_slo_ms, percentile,
+                                   decode_sides[id(dw)], max_utilization)
+                if sized is not None:
+                    options.append(_option(sized, p_side, d_side, requests_per_s, output_len, percentile,
                                            path))
     options.sort(key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
+    for i, option in enumerate(options):
+        finish = option.pop("_finish")
+        if finish_first is None or i < finish_first:
+            finish()
     return options, searched_p + searched_d
 
 

@@ -91,7 +91,8 @@ def size_with_modes(data: Any) -> dict[str, Any]:
                                              TrafficShape(t.prompt_len, t.output_len, t.arrival_cv,
                                                           t.prompt_len_cv,
                                                           t.output_len_cv, t.prefix_cache_hit),
-                                             req.slo.percentile, memo)
+                                             req.slo.percentile, memo, req.max_utilization,
+                                             req.max_options)
     for option in disagg:  # validated only when both pools run on validated GPUs
         option["validated"] = is_validated(option["prefill"]["gpu"]) and is_validated(option["decode"]["gpu"])
     aggregated = result["options"]

@@ -17,6 +17,10 @@ replica's objective with it (planner.serving.confirmed_rate), at the few rates i
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from planner.serving.replica import ReplicaModel
@@ -80,3 +84,31 @@ class SlotChain:
 def slot_wait(m: ReplicaModel, rate_per_ms: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
     """(P(an arrival waits for a slot), that wait's mean in ms given it happens), at each rate."""
     return SlotChain(m, slots).wait(rate_per_ms)
+
+
+SLOT_POINTS = 8  # equal-mass points of the exponential slot wait
+
+
+def wait_offsets_ms(mean_ms: float) -> np.ndarray:
+    """The slot wait's SLOT_POINTS equal-mass points (ms) of an exponential wait of mean `mean_ms`."""
+    u = (np.arange(SLOT_POINTS) + 0.5) / SLOT_POINTS
+    return -np.log1p(-u) * mean_ms
+
+
+def with_slot_wait(cdf: Callable[[Any], np.ndarray], probability: float, mean_ms: float,
+                   scale: float = 1.0) -> Callable[[Any], np.ndarray]:
+    """t -> P(scale x TTFT + slot wait <= t), from TTFT's `cdf` and the wait (probability, mean given it
+    happens): no wait with 1 - P, else the exponential wait at its equal-mass points, the mixture
+    planner.serving.confirmed_rate's check evaluates at the bound. `scale`: the simulated range's high ratio
+    (the band scales the fast figure), 1 for the fast figure itself."""
+    if not probability > 0:
+        return cdf if scale == 1.0 else (lambda t: cdf(np.asarray(t, dtype=float) / scale))
+    if not math.isfinite(mean_ms):  # an unbounded wait: those who wait never start
+        return lambda t: (1.0 - probability) * cdf(np.asarray(t, dtype=float) / scale)
+    offsets = wait_offsets_ms(mean_ms)
+
+    def mixed(t_ms: Any) -> np.ndarray:
+        t = np.asarray(t_ms, dtype=float)
+        shifted = cdf((t[..., None] - offsets) / scale)
+        return (1.0 - probability) * cdf(t / scale) + probability * shifted.mean(axis=-1)
+    return mixed
