@@ -118,7 +118,8 @@ def test_fleet_counts_meet_the_objectives():
     assert f.prefill_workers >= 2  # one 1-GPU worker's capacity is below 10 prompts/s of 2,000 tokens
 
     def top_ms(workers: int) -> float:
-        """The fleet's p90 TTFT at the simulated range's top with this many prefill workers (inf: past 95%)."""
+        """The fleet's p90 TTFT at the simulated range's top with this many prefill workers (inf: over
+        95%)."""
         rate = 10.0 / (workers * p.slots) / 1000.0
         load = rate / float(p.model.capacity_per_ms())
         ttft = latency_percentiles(p.model, load_point(p.model, rate))[0].p90

@@ -239,6 +239,73 @@ def test_oracle_jumps_decode_stretches_without_changing_the_schedule():
     assert [fast.itl(q) for q in (50, 90, 99)] == pytest.approx([slow.itl(q) for q in (50, 90, 99)], rel=1e-9)
 
 
+# Slot-limited replicas (issue 31): the plan's TTFT includes the wait for a sequence slot (planner.serving.
+# slot_wait), which the fast queue model leaves out. Qwen3-30B-A3B bf16 on one H100 holds 37 sequences of
+# 3,000 tokens (KV-limited); Llama-3.1-8B with max_num_seqs 32 (batch) holds 32 though its KV holds 333.
+SLOT_LIMITED = {
+    "qwen3-30b-kv-limited": {"model": "qwen3-30b-a3b", "gpu": "h100-sxm", "prompt_len": 2000,
+                             "output_len": 1000},
+    "8b-max-num-seqs-32": {"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": 1000, "output_len": 300,
+                           "batch": 32},
+}
+_SLOT_GAP = ("the slot wait is one exponential past the chain's full-occupancy rate (Allen-Cunneen scaled); "
+             "the simulated queue for a slot is longer near capacity (seed 7, 6,000 requests): qwen3@80% p99 "
+             "2,805 ms planned vs 4,443 simulated (-37%); 8b-max-num-seqs-32@80% p99 624 vs 845 (-26%); "
+             "@90% p50 39 vs 53 (-26%), p99 1,272 vs 1,783 (-29%). Without the wait they were 163, 83 and "
+             "35 / 87 ms")
+SLOT_GAPS = {("qwen3-30b-kv-limited", 0.8), ("8b-max-num-seqs-32", 0.8), ("8b-max-num-seqs-32", 0.9)}
+
+
+@cache
+def slot_limited(name: str, fraction: float) -> dict[str, tuple[float, float, float]]:
+    """{metric: (the fast model, the plan with the slot wait, the oracle)} for TTFT p50, p90 and p99."""
+    from planner.serving.serving import serve_model_at_rate
+
+    scenario = parse_scenario(SLOT_LIMITED[name])
+    d = resolve(scenario)
+    max_batch = plan_memory(d, scenario.context_len_resolved).max_batch
+    w = Workload(scenario.prompt_len, scenario.output_len, min(max_batch, scenario.batch or max_batch))
+    m = replica_model(d, w, max_batch)
+    rate_per_ms = fraction * float(m.capacity_per_ms())
+    fast = latency_percentiles(m, load_point(m, rate_per_ms))[0]
+    planned = serve_model_at_rate(m, rate_per_ms * 1000.0).ttft_ms  # the plan's own open-loop point
+    sim = simulate(d, w, rate_per_ms * 1000.0, REQUESTS, seed=7)
+    return {f"ttft_p{q}": (fast.at(q), planned.at(q), sim.ttft(q)) for q in (50, 90, 99)}
+
+
+SLOT_POINTS = [(n, f) for n in SLOT_LIMITED for f in (0.8, 0.9)]
+
+
+@pytest.mark.parametrize("name, fraction", SLOT_POINTS, ids=[f"{n}@{f:.0%}" for n, f in SLOT_POINTS])
+def test_the_slot_wait_moves_the_plans_ttft_toward_the_oracle(name, fraction):
+    """Near a slot-limited capacity arrivals queue for a sequence slot: the fast model's TTFT tail was 10-60x
+    low against the oracle. The plan's TTFT with the slot wait is never further from the oracle than the
+    fast figure at p50, p90 or p99 (or than issue 9's agreement, 10% on p50 and 15% on the tail, where the
+    fast figure is within it), and the tail's error shrinks by more than half.
+
+    Source: oracle: tests/serving_oracle.py (vLLM V1's scheduler from its source, max_num_seqs and the KV pool
+    enforced), the plan's open-loop point (planner.serving.serving) at 80% and 90% of capacity."""
+    rows = slot_limited(name, fraction)
+    for metric, (fast, planned, oracle) in rows.items():
+        allowed = max(abs(fast / oracle - 1.0), 0.10 if metric == "ttft_p50" else 0.15)
+        assert abs(planned / oracle - 1.0) <= allowed, (metric, fast, planned, oracle)
+    fast, planned, oracle = rows["ttft_p99"]
+    assert fast < 0.2 * oracle  # the gap the wait closes
+    assert abs(planned / oracle - 1.0) < 0.5 * abs(fast / oracle - 1.0)
+
+
+@pytest.mark.parametrize("name, fraction", [
+    pytest.param(n, f, id=f"{n}@{f:.0%}",
+                 marks=[pytest.mark.xfail(strict=True, reason=_SLOT_GAP)] if (n, f) in SLOT_GAPS else [])
+    for n, f in SLOT_POINTS])
+def test_slot_limited_plan_agrees_with_the_oracle(name, fraction):
+    """Source: oracle: issue 9's tolerance (10% on p50, 15% on p99) for the plan's TTFT with the slot wait."""
+    rows = slot_limited(name, fraction)
+    bad = {k: f"{planned / oracle - 1:+.1%}" for k, (_, planned, oracle) in rows.items()
+           if k != "ttft_p90" and abs(planned / oracle - 1.0) > TOLERANCE[k[-3:]]}
+    assert not bad, bad
+
+
 BENCH_SCENARIOS = {
     "8b-1k": {"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": 1000, "output_len": 200},
     "70b-tp4-2k": {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",

@@ -18,6 +18,9 @@ COLUMNS: dict[str, tuple[str, str | None]] = {  # the fleet's GPUs and $ early: 
     "usd_per_hour": ("fleet $/hour", "$%.2f"),
     "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"),
     "utilization_pct": ("utilization (% of capacity)", "%.0f%%"),
+    # a disaggregated fleet's pools (its utilization above is the busier pool's)
+    "prefill_utilization_pct": ("prefill pool utilization", "%.0f%%"),
+    "decode_utilization_pct": ("decode pool utilization", "%.0f%%"),
     "validated": ("validated GPU", None), "tp": ("TP", "%d"), "weights": ("weights", None),
     "kv_cache": ("KV cache", None), "batch": ("batch", "%d"), "replicas": ("replicas", "%d"),
     "ttft_ms": ("TTFT p{pct} (ms)", "%.0f"),
@@ -65,6 +68,9 @@ def options_table(options: list[dict[str, Any]], catalog) -> tuple[pd.DataFrame,
         if o.get("mode") == "disaggregated":  # its layout lives in the two pools
             row.update(tp=None, weights=f"{o['decode']['weights']}", kv_cache=f"{o['decode']['kv_cache']}",
                        batch=o["decode"].get("batch"), replicas=None, output_tokens_per_s=None)
+            for pool in ("prefill", "decode"):
+                u = o[pool].get("utilization")
+                row[f"{pool}_utilization_pct"] = None if u is None else 100.0 * float(u)
         rows.append(row)
     frame = pd.DataFrame(rows)
     keys = [k for k in COLUMNS if k in frame]

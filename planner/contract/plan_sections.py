@@ -215,6 +215,12 @@ class ServingSection(BaseModel):
     queue_bands: QueueBands | None = None
     # an open loop under load.slo: which objective binds the goodput, why, and what relaxing it buys
     goodput_binding: GoodputBinding | None = None
+    # an open loop's wait for a sequence slot (max_num_seqs or the KV budget; planner.serving.slot_wait),
+    # included in ttft_ms and e2e_ms: P(an arrival waits), its mean given it does, and TTFT without it (the
+    # figure queue_bands bracket); null in a closed loop
+    slot_wait_probability: float | None = None
+    slot_wait_mean_ms: float | None = None
+    ttft_without_slot_wait_ms: LatencyPercentiles | None = None
 
 
 class PrecisionChoice(BaseModel):

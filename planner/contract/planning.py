@@ -310,7 +310,12 @@ def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) 
         slo_percentile=point.slo.percentile if point.slo is not None else None,
         tpot_ms=TpotSummary(mean=tpot.mean, p50=tpot.p50, p99=tpot.p99),
         at_goodput=bool(scenario.load is not None and scenario.load.at_goodput), saturated=point.saturated,
-        queue_bands=point.queue_bands,
+        queue_bands=point.queue_bands, slot_wait_probability=point.slot_wait_probability,
+        slot_wait_mean_ms=point.slot_wait_mean_ms,
+        ttft_without_slot_wait_ms=(
+            LatencyPercentiles.of(point.ttft_without_slot_wait_ms, point.ttft_mean_ms - (
+                point.slot_wait_probability or 0.0) * (point.slot_wait_mean_ms or 0.0))
+            if point.ttft_without_slot_wait_ms is not None and point.ttft_mean_ms is not None else None),
     )
 
 

@@ -469,12 +469,17 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
                 if sized is not None:
                     options.append(_option(sized, p_side, d_side, requests_per_s, output_len, percentile,
                                            path))
+    return _finished(options, finish_first), searched_p + searched_d
+
+
+def _finished(options: list[dict[str, Any]], first: int | None) -> list[dict[str, Any]]:
+    """The options cheapest first, the first `first` (all: None) with their TTFT figures filled."""
     options.sort(key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
     for i, option in enumerate(options):
         finish = option.pop("_finish")
-        if finish_first is None or i < finish_first:
+        if first is None or i < first:
             finish()
-    return options, searched_p + searched_d
+    return options
 
 
 __all__ = ["PoolCandidate", "disaggregated_options", "DecodeWorker", "DisaggregatedFleet", "PrefillWorker",

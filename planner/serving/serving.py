@@ -29,6 +29,7 @@ from planner.serving.distributions import itl_distribution as itl_distribution
 from planner.serving.distributions import quantile as quantile
 from planner.serving.queue_bands import QueueBands, prompt_class, queue_bands
 from planner.serving.replica import LoadPoint, ReplicaModel, Workload, load_point, replica_model
+from planner.serving.slot_wait import goodput_with_slot_wait, plan_slot_wait, with_slot_wait_percentiles
 
 
 def rate_for_concurrency(m: ReplicaModel, concurrency: float, max_running=None) -> tuple[float, bool]:
@@ -158,6 +159,11 @@ class ServingPoint:
     tpot_mean_ms: float | None = None
     # an open loop's percentiles bracketed by the scheduler's simulation (planner.serving.queue_bands)
     queue_bands: QueueBands | None = None
+    # an open loop's wait for a sequence slot (planner.serving.slot_wait, in ttft_ms and e2e_ms above):
+    # P(an arrival waits), its mean given it does, and TTFT without it (the figure the bands bracket)
+    slot_wait_probability: float | None = None
+    slot_wait_mean_ms: float | None = None
+    ttft_without_slot_wait_ms: Percentiles | None = None
 
 
 def _point(
@@ -172,27 +178,33 @@ def _point(
     saturated = mode == "concurrency" and not stable and rate_per_ms > 0
     stable = stable and bool(p.stable)
     ttft, itl, e2e = latency_percentiles(m, p) if stable else (NO_PERCENTILES,) * 3
+    fast_ttft, wait = ttft, (0.0, 0.0)
+    if mode == "request_rate" and stable:  # an open loop waits for a sequence slot near its limit: once
+        wait = plan_slot_wait(m, rate_per_ms)
+        ttft, e2e = with_slot_wait_percentiles(m, p, ttft, e2e, *wait)
     means: tuple[float | None, ...] = (None, None, None, None)
+    ttft_mean = float(mean_ttft_ms(m, p)) + wait[0] * wait[1] if stable else 0.0
     if stable:
-        ttft_mean = float(mean_ttft_ms(m, p))
         iteration = float(p.iteration_ms)
         means = (
             ttft_mean, float(mean_itl_ms(m, p)), ttft_mean + m.decode_steps_per_request * iteration,
             iteration,
         )
     if concurrency is None and stable:
-        concurrency = float(rate_per_ms * (mean_ttft_ms(m, p) + m.decode_steps_per_request * p.iteration_ms))
+        concurrency = float(rate_per_ms * (ttft_mean + m.decode_steps_per_request * p.iteration_ms))
     goodput = None
     if slo is not None and (slo.ttft_ms is not None or slo.itl_ms is not None):
         if known_goodput_per_ms is None:
-            known_goodput_per_ms = goodput_per_ms(m, slo.percentile, slo.ttft_ms, slo.itl_ms)
+            known_goodput_per_ms = goodput_with_slot_wait(  # the TTFT the plan shows includes the wait
+                m, goodput_per_ms(m, slo.percentile, slo.ttft_ms, slo.itl_ms), slo.percentile, slo.ttft_ms)
         goodput = float(known_goodput_per_ms) * 1000.0
     rate_s = rate_per_ms * 1000.0
     bands = None
     if mode == "request_rate" and stable:
         w = m.workload
+        fast = (("ttft", fast_ttft), ("itl", itl))  # the figures the bands were fitted to (no slot wait)
         bands = queue_bands(
-            {f"{name}_p{q}": v.at(q) for name, v in (("ttft", ttft), ("itl", itl)) for q in (50, 90, 99)},
+            {f"{name}_p{q}": v.at(q) for name, v in fast for q in (50, 90, 99)},
             rate_per_ms / float(m.capacity_per_ms()), w.arrival_cv,
             w.prompt_len_cv > 0 or w.output_len_cv > 0, prompt_class(w.prompt_len, w.max_num_batched_tokens),
         )
@@ -204,7 +216,10 @@ def _point(
         decoding_sequences=float(p.population), max_running=m.workload.max_running,
         ttft_ms=ttft, itl_ms=itl, e2e_ms=e2e, slo=slo, ttft_mean_ms=means[0], itl_mean_ms=means[1],
         e2e_mean_ms=means[2], mean_iteration_ms=means[3], decode_steps_per_request=m.decode_steps_per_request,
-        saturated=saturated, queue_bands=bands)
+        saturated=saturated, queue_bands=bands,
+        slot_wait_probability=wait[0] if mode == "request_rate" and stable else None,
+        slot_wait_mean_ms=wait[1] if mode == "request_rate" and stable else None,
+        ttft_without_slot_wait_ms=fast_ttft if mode == "request_rate" and stable else None)
 
 
 def serve_at_rate(d: Deployment, w: Workload, request_rate_per_s: float, slo: Objective | None = None,

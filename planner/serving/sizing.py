@@ -65,7 +65,7 @@ from planner.serving.sizing_request import (
     gpu_key,
     parse_sizing,
 )
-from planner.serving.slot_wait import slot_wait
+from planner.serving.slot_wait import slot_wait, with_slot_wait_percentiles
 from planner.serving.sweep import batch_grid
 from planner.serving.workload import workload_for
 
@@ -348,8 +348,10 @@ def _finish(option: dict[str, Any]) -> None:
     m, point, itl, cap = option.pop("_finish")
     pct = option["percentile"]
     ttft, itl, e2e = latency_percentiles(m, point, itl)
-    option.update({"ttft_ms": ttft.at(pct), "itl_ms": itl.at(pct), "itl_ms_under_load": itl.at(pct),
-                   "e2e_ms": e2e.at(pct), "ttft_ms_p50": ttft.p50, "itl_ms_p50": itl.p50})
+    probability, mean = slot_wait(m, np.array([point.rate_per_ms]), cap)
+    waited, e2e = with_slot_wait_percentiles(m, point, ttft, e2e, float(probability[0]), float(mean[0]))
+    option.update({"ttft_ms": waited.at(pct), "itl_ms": itl.at(pct), "itl_ms_under_load": itl.at(pct),
+                   "e2e_ms": e2e.at(pct), "ttft_ms_p50": waited.p50, "itl_ms_p50": itl.p50})
     load = np.array([option["utilization"]])
     ranges: dict[str, float | None] = {}
     banded = arrival_class(m.workload.arrival_cv) is not None  # else no simulated range: null
@@ -357,7 +359,6 @@ def _finish(option: dict[str, Any]) -> None:
         ratio = float(band_high_ratio(m, f"{name}_p{pct}", load)[0])
         known = banded and value is not None and math.isfinite(ratio)
         ranges[f"{name}_ms_simulated_high"] = value * ratio if known and value is not None else None
-    probability, mean = slot_wait(m, np.array([point.rate_per_ms]), cap)
     option.update(ranges, slot_wait_probability=float(probability[0]),
                   slot_wait_mean_ms=float(mean[0]) if probability[0] > 0 else 0.0)
 

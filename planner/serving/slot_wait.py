@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from planner.serving.replica import ReplicaModel
+from planner.serving.distributions import (
+    PERCENTILES,
+    Percentiles,
+    e2e_distribution,
+    quantile,
+    ttft_distribution,
+)
+from planner.serving.replica import LoadPoint, ReplicaModel, load_point
 
 BLOCKS = 64  # the chain in at most this many blocks of states sharing one departure rate
 
@@ -112,3 +119,71 @@ def with_slot_wait(cdf: Callable[[Any], np.ndarray], probability: float, mean_ms
         shifted = cdf((t[..., None] - offsets) / scale)
         return (1.0 - probability) * cdf(t / scale) + probability * shifted.mean(axis=-1)
     return mixed
+
+
+def with_slot_wait_percentiles(m: ReplicaModel, p: LoadPoint, ttft: Percentiles, e2e: Percentiles,
+                               probability: float, mean_ms: float) -> tuple[Percentiles, Percentiles]:
+    """TTFT and E2E percentiles at a scalar load point with the wait for a sequence slot added (the plan's:
+    with_slot_wait's mixture, the one sizing judges options with); `ttft` and `e2e` without it (returned as
+    they are where no request waits). A percentile the wait puts out of reach (an unbounded wait's mass
+    beyond it) is None."""
+    if not probability > 0:
+        return ttft, e2e
+    q = np.array(PERCENTILES) / 100.0
+    reach = q < 1.0 - probability if not math.isfinite(mean_ms) else np.ones(len(q), dtype=bool)
+    if not reach.any():
+        return Percentiles(None, None, None), Percentiles(None, None, None)
+    hint = max(float(ttft.p99 or 0.0) + (mean_ms if math.isfinite(mean_ms) else 0.0), 1e-3)
+    t = quantile(with_slot_wait(ttft_distribution(m, p), probability, mean_ms), q[reach], hint)
+    shown = np.full(len(q), np.nan)
+    shown[reach] = t
+    if np.ptp(m.output_tokens) == 0:  # fixed output length: E2E is TTFT shifted by the decode
+        e = shown + float((m.output_tokens[0] - 1.0) * p.iteration_ms)
+    else:
+        e = np.full(len(q), np.nan)
+        shift = float(np.max(m.output_tokens) * p.iteration_ms)
+        e2e_cdf = with_slot_wait(e2e_distribution(m, p), probability, mean_ms)
+        e[reach] = quantile(e2e_cdf, q[reach], hint + shift)
+
+    def of(values: np.ndarray) -> Percentiles:
+        return Percentiles(*(float(v) if np.isfinite(v) else None for v in values))
+    return of(shown), of(e)
+
+
+def plan_slot_wait(m: ReplicaModel, rate_per_ms: float) -> tuple[float, float]:
+    """An open loop's slot wait at its rate, on a replica running at most its workload's `max_running`
+    sequences (the plan's running cap, the cap sizing judges): (P(wait), its mean in ms given it happens;
+    0 where none waits; inf where the full replica cannot drain the arrivals)."""
+    probability, mean = slot_wait(m, np.array([rate_per_ms]), int(m.workload.max_running))
+    p = float(probability[0])
+    return p, float(mean[0]) if p > 0 else 0.0
+
+
+def within_ttft_with_slot_wait(m: ReplicaModel, rate_per_ms: float, percentile: int, ttft_ms: float) -> bool:
+    """Whether the plan's TTFT with the slot wait at `rate_per_ms` meets `ttft_ms` at the percentile."""
+    p = load_point(m, rate_per_ms)
+    if not bool(p.stable):
+        return False
+    probability, mean = plan_slot_wait(m, rate_per_ms)
+    cdf = with_slot_wait(ttft_distribution(m, p), probability, mean)
+    return float(cdf(ttft_ms)) >= percentile / 100.0
+
+
+def goodput_with_slot_wait(m: ReplicaModel, goodput_per_ms: float, percentile: int,
+                           ttft_ms: float | None, steps: int = 24) -> float:
+    """The fast goodput lowered, where the wait for a sequence slot makes TTFT miss its bound there, to the
+    highest rate whose TTFT with the wait meets it (bisection below the goodput: the wait grows with the
+    rate). Unchanged without a TTFT bound or where no request waits at the goodput."""
+    if ttft_ms is None or not goodput_per_ms > 0:
+        return goodput_per_ms
+    if plan_slot_wait(m, goodput_per_ms)[0] <= 0 or within_ttft_with_slot_wait(m, goodput_per_ms, percentile,
+                                                                             ttft_ms):
+        return goodput_per_ms
+    lo, hi = 0.0, goodput_per_ms
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        if within_ttft_with_slot_wait(m, mid, percentile, ttft_ms):
+            lo = mid
+        else:
+            hi = mid
+    return lo
