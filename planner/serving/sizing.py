@@ -355,10 +355,10 @@ def _finish(option: dict[str, Any]) -> None:
     load = np.array([option["utilization"]])
     ranges: dict[str, float | None] = {}
     banded = arrival_class(m.workload.arrival_cv) is not None  # else no simulated range: null
-    for name, value in (("ttft", ttft.at(pct)), ("itl", itl.at(pct))):
-        ratio = float(band_high_ratio(m, f"{name}_p{pct}", load)[0])
-        known = banded and value is not None and math.isfinite(ratio)
-        ranges[f"{name}_ms_simulated_high"] = value * ratio if known and value is not None else None
+    for name, fig, least in (("ttft", ttft.at(pct), waited.at(pct) or math.inf), ("itl", itl.at(pct), 0.0)):
+        ratio = float(band_high_ratio(m, f"{name}_p{pct}", load)[0])  # TTFT's top holds the slot wait too
+        known = banded and fig is not None and math.isfinite(ratio)
+        ranges[f"{name}_ms_simulated_high"] = max(fig * ratio, least) if known and fig is not None else None
     option.update(ranges, slot_wait_probability=float(probability[0]),
                   slot_wait_mean_ms=float(mean[0]) if probability[0] > 0 else 0.0)
 
