@@ -188,12 +188,31 @@ def _latency_vs_rate(m: Any, capacity: float, goodput_rate: float | None) -> lis
     points = load_point(m, rates / 1000.0)
     ttft, itl = ttft_itl_percentiles_over_rates(m, points)
     stable = np.asarray(points.stable, dtype=bool)
+    _add_slot_wait(m, rates, stable, ttft)
     return [
         {"request_rate": float(rate), **{f"{name}_p{q}_ms": float(values[i, j])
                                          for name, values in (("ttft", ttft), ("itl", itl))
                                          for i, q in enumerate(PERCENTILES)}}
         for j, rate in enumerate(rates[stable])
     ]
+
+
+def _add_slot_wait(m: Any, rates: Any, stable: Any, ttft: Any) -> None:
+    """TTFT percentiles (rows: PERCENTILES; columns: rates per s) with the wait for a sequence slot where
+    arrivals wait, as the plan shows them (planner.serving.slot_wait, once per rate that waits)."""
+    import numpy as np
+
+    from planner.serving.distributions import Percentiles
+    from planner.serving.replica import load_point
+    from planner.serving.slot_wait import plan_slot_wait, with_slot_wait_percentiles
+
+    for j in np.nonzero(stable)[0]:
+        probability, mean = plan_slot_wait(m, float(rates[j]) / 1000.0)
+        if probability > 0:
+            fast = Percentiles(*(float(v) for v in ttft[:, j]))
+            point = load_point(m, float(rates[j]) / 1000.0)
+            waited = with_slot_wait_percentiles(m, point, fast, fast, probability, mean)[0]
+            ttft[:, j] = [np.nan if v is None else v for v in (waited.p50, waited.p90, waited.p99)]
 
 
 def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -> ServingSeries | None:
@@ -228,6 +247,13 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
     lp = load_point(m, rates)
     meets = (meets_objective(m, lp, slo.percentile, slo.ttft_ms, slo.itl_ms) if slo is not None
              else np.ones_like(rates, dtype=bool))
+    if slo is not None and slo.ttft_ms is not None:  # the TTFT the plan shows has the slot wait
+        from planner.serving.slot_wait import slot_wait, within_ttft_with_slot_wait
+
+        waits = slot_wait(m, rates, int(m.workload.max_running))[0] > 0  # the chain over every rate at once
+        meets = np.array([bool(ok) and (not w or within_ttft_with_slot_wait(m, float(r), slo.percentile,
+                                                                             slo.ttft_ms))
+                          for r, ok, w in zip(rates, meets, waits, strict=True)])
     frontier = [
         {
             "request_rate": float(r * 1000.0),

@@ -133,7 +133,9 @@ def with_slot_wait_percentiles(m: ReplicaModel, p: LoadPoint, ttft: Percentiles,
     reach = q < 1.0 - probability if not math.isfinite(mean_ms) else np.ones(len(q), dtype=bool)
     if not reach.any():
         return Percentiles(None, None, None), Percentiles(None, None, None)
-    hint = max(float(ttft.p99 or 0.0) + (mean_ms if math.isfinite(mean_ms) else 0.0), 1e-3)
+    # a power of two: the same search grid for figures equal to rounding (the plan's and its chart's)
+    top = float(ttft.p99 or 0.0) + (mean_ms if math.isfinite(mean_ms) else 0.0)
+    hint = 2.0 ** math.ceil(math.log2(max(top, 1e-3)))
     t = quantile(with_slot_wait(ttft_distribution(m, p), probability, mean_ms), q[reach], hint)
     shown = np.full(len(q), np.nan)
     shown[reach] = t
