@@ -220,7 +220,7 @@ def _point(
         e2e_mean_ms=means[2], mean_iteration_ms=means[3], decode_steps_per_request=m.decode_steps_per_request,
         saturated=saturated, queue_bands=bands,
         slot_wait_probability=wait[0] if mode == "request_rate" and stable else None,
-        slot_wait_mean_ms=wait[1] if mode == "request_rate" and stable else None,
+        slot_wait_mean_ms=wait[1] if mode == "request_rate" and stable and math.isfinite(wait[1]) else None,
         ttft_without_slot_wait_ms=fast_ttft if mode == "request_rate" and stable else None)
 
 

@@ -107,7 +107,9 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     result["assumptions"]["modes"] = modes_verdict(shown)
     result["assumptions"]["kv_transfer"] = (
         "prefill and decode pools pair only on one vendor's accelerators, on an engine with a documented "
-        "KV-transfer path (planner/data/kv_transfer_paths.toml); each disaggregated option names its path")
+        "KV-transfer path (planner/data/kv_transfer_paths.toml); each disaggregated option names its path; "
+        "both pools are confirmed as replicas are (the simulated range's top, the decode slot wait, the "
+        "headroom: planner/serving/pool_checks.py) and each shows its utilization")
     return result
 
 
