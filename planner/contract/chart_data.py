@@ -215,6 +215,17 @@ def _add_slot_wait(m: Any, rates: Any, stable: Any, ttft: Any) -> None:
             ttft[:, j] = [np.nan if v is None else v for v in (waited.p50, waited.p90, waited.p99)]
 
 
+def _meets_with_slot_wait(m: Any, rates_per_ms: Any, meets: Any, percentile: int, ttft_ms: float) -> Any:
+    """`meets` where the TTFT with the wait for a sequence slot (the plan's figure) meets `ttft_ms` too."""
+    import numpy as np
+
+    from planner.serving.slot_wait import slot_wait, within_ttft_with_slot_wait
+
+    waits = slot_wait(m, rates_per_ms, int(m.workload.max_running))[0] > 0  # one chain over every rate
+    return np.array([bool(ok) and (not w or within_ttft_with_slot_wait(m, float(r), percentile, ttft_ms))
+                     for r, ok, w in zip(rates_per_ms, meets, waits, strict=True)])
+
+
 def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -> ServingSeries | None:
     """The serving charts' data from the serving model's own functions (planner.serving.serving), vectorized
     over rates where the model allows; None when the deployment does not fit."""
@@ -248,12 +259,7 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
     meets = (meets_objective(m, lp, slo.percentile, slo.ttft_ms, slo.itl_ms) if slo is not None
              else np.ones_like(rates, dtype=bool))
     if slo is not None and slo.ttft_ms is not None:  # the TTFT the plan shows has the slot wait
-        from planner.serving.slot_wait import slot_wait, within_ttft_with_slot_wait
-
-        waits = slot_wait(m, rates, int(m.workload.max_running))[0] > 0  # the chain over every rate at once
-        meets = np.array([bool(ok) and (not w or within_ttft_with_slot_wait(m, float(r), slo.percentile,
-                                                                             slo.ttft_ms))
-                          for r, ok, w in zip(rates, meets, waits, strict=True)])
+        meets = _meets_with_slot_wait(m, rates, meets, slo.percentile, slo.ttft_ms)
     frontier = [
         {
             "request_rate": float(r * 1000.0),

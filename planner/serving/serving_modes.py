@@ -26,6 +26,11 @@ from planner.serving.request_bounds import check_work, dedupe_lists
 from planner.serving.sizing import families, fit_hints, gpu_key, parse_sizing, size
 
 MODE_FIELDS = ("disaggregation", "prefill_gpus", "decode_gpus")  # pp and ep are the sizing request's own
+KV_TRANSFER_ASSUMPTION = (
+    "prefill and decode pools pair only on one vendor's accelerators, on an engine with a documented "
+    "KV-transfer path (planner/data/kv_transfer_paths.toml); each disaggregated option names its path; "
+    "both pools are confirmed as replicas are (the simulated range's top, the decode slot wait, the "
+    "headroom: planner/serving/pool_checks.py) and each shows its utilization")
 
 
 class ModeSettings(BaseModel):
@@ -105,11 +110,7 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     result.update(options=shown, feasible=result["feasible"] + len(disagg),
                   searched=result["searched"] + searched)
     result["assumptions"]["modes"] = modes_verdict(shown)
-    result["assumptions"]["kv_transfer"] = (
-        "prefill and decode pools pair only on one vendor's accelerators, on an engine with a documented "
-        "KV-transfer path (planner/data/kv_transfer_paths.toml); each disaggregated option names its path; "
-        "both pools are confirmed as replicas are (the simulated range's top, the decode slot wait, the "
-        "headroom: planner/serving/pool_checks.py) and each shows its utilization")
+    result["assumptions"]["kv_transfer"] = KV_TRANSFER_ASSUMPTION
     return result
 
 
