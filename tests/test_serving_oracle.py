@@ -306,6 +306,32 @@ def test_slot_limited_plan_agrees_with_the_oracle(name, fraction):
     assert not bad, bad
 
 
+_SHORT_HOLDS = ("dense-8b-short at 90% (256 slots, 128-token prompts, 512 out): the chain puts P(wait) at "
+                "0.6% with a 150 ms mean wait, the oracle's scheduler admits nearly every arrival at once: "
+                "TTFT p99 29 ms fast (+7% against the oracle's 27), 32 ms with the wait (+18.5%)")
+
+
+_SHORT_GAP = {("dense-8b-short", 0.9)}
+
+
+@pytest.mark.parametrize("name, fraction", [
+    pytest.param(n, f, id=f"{n}@{f:.0%}",
+                 marks=[pytest.mark.xfail(strict=True, reason=_SHORT_HOLDS)] if (n, f) in _SHORT_GAP else [])
+    for n in SCENARIOS for f in LOADS])
+def test_the_slot_wait_keeps_the_plan_where_the_fast_model_agrees(name, fraction):
+    """Source: oracle: the plan's open-loop TTFT (with the slot wait) stays within issue 9's tolerance of the
+    oracle wherever the fast model's does (10% on p50, 15% on p99), at every issue 9 point."""
+    from planner.serving.serving import serve_model_at_rate
+
+    _, _, m = _setup(name)
+    rate_per_ms = fraction * float(m.capacity_per_ms())
+    planned = serve_model_at_rate(m, rate_per_ms * 1000.0).ttft_ms
+    for q in (50, 99):
+        fast, oracle = compare(name, fraction)[f"ttft_p{q}"]
+        if abs(fast / oracle - 1.0) <= TOLERANCE[f"p{q}"]:
+            assert abs(planned.at(q) / oracle - 1.0) <= TOLERANCE[f"p{q}"], (q, fast, planned.at(q), oracle)
+
+
 BENCH_SCENARIOS = {
     "8b-1k": {"model": "llama-3.1-8b", "gpu": "h100-sxm", "prompt_len": 1000, "output_len": 200},
     "70b-tp4-2k": {"model": "llama-3.1-70b", "gpu": "h100-sxm", "tp": 4, "weights": "fp8", "kv_cache": "fp8",
