@@ -151,12 +151,15 @@ def fewest_prefill_workers(judge: PrefillJudge, slots: int, requests_per_s: floa
     def rate(workers: int) -> float:
         return requests_per_s / (workers * slots) / 1000.0
 
+    if judge.capacity > 0:  # the headroom alone needs this many: a second floor
+        fewest = max(fewest, math.ceil(requests_per_s / (slots * judge.limit * judge.capacity * 1000.0)
+                                       * (1 - 1e-12)))
     if judge.holds(rate(fewest)):
         return fewest
     if not judge.holds(judge.capacity * 1e-6):
         return None
-    failing, step = fewest, 1
-    while not judge.holds(rate(failing + step)):  # doubling, then bisection: few judgements
+    failing, step = fewest, max(1, fewest // 8)
+    while not judge.holds(rate(failing + step)):  # growing steps, then bisection: few judgements
         failing += step
         step *= 2
     passing = failing + step
