@@ -199,29 +199,28 @@ def _latency_vs_rate(m: Any, capacity: float, goodput_rate: float | None) -> lis
 
 def _add_slot_wait(m: Any, rates: Any, stable: Any, ttft: Any) -> None:
     """TTFT percentiles (rows: PERCENTILES; columns: rates per s) with the wait for a sequence slot where
-    arrivals wait, as the plan shows them (planner.serving.slot_wait, once per rate that waits)."""
+    arrivals wait, as the plan shows them (planner.serving.slot_wait: the chain over every rate at once)."""
     import numpy as np
 
     from planner.serving.distributions import Percentiles
     from planner.serving.replica import load_point
-    from planner.serving.slot_wait import plan_slot_wait, with_slot_wait_percentiles
+    from planner.serving.slot_wait import NEGLIGIBLE_WAIT, slot_wait, with_slot_wait_percentiles
 
-    for j in np.nonzero(stable)[0]:
-        probability, mean = plan_slot_wait(m, float(rates[j]) / 1000.0)
-        if probability > 0:
-            fast = Percentiles(*(float(v) for v in ttft[:, j]))
-            point = load_point(m, float(rates[j]) / 1000.0)
-            waited = with_slot_wait_percentiles(m, point, fast, fast, probability, mean)[0]
-            ttft[:, j] = [np.nan if v is None else v for v in (waited.p50, waited.p90, waited.p99)]
+    probability, mean = slot_wait(m, np.asarray(rates) / 1000.0, int(m.workload.max_running))  # elementwise
+    for j in np.nonzero(np.asarray(stable) & (probability > NEGLIGIBLE_WAIT))[0]:
+        fast = Percentiles(*(float(v) for v in ttft[:, j]))
+        point = load_point(m, float(rates[j]) / 1000.0)
+        waited = with_slot_wait_percentiles(m, point, fast, fast, float(probability[j]), float(mean[j]))[0]
+        ttft[:, j] = [np.nan if v is None else v for v in (waited.p50, waited.p90, waited.p99)]
 
 
 def _meets_with_slot_wait(m: Any, rates_per_ms: Any, meets: Any, percentile: int, ttft_ms: float) -> Any:
     """`meets` where the TTFT with the wait for a sequence slot (the plan's figure) meets `ttft_ms` too."""
     import numpy as np
 
-    from planner.serving.slot_wait import slot_wait, within_ttft_with_slot_wait
+    from planner.serving.slot_wait import NEGLIGIBLE_WAIT, slot_wait, within_ttft_with_slot_wait
 
-    waits = slot_wait(m, rates_per_ms, int(m.workload.max_running))[0] > 0  # one chain over every rate
+    waits = slot_wait(m, rates_per_ms, int(m.workload.max_running))[0] > NEGLIGIBLE_WAIT  # one chain
     return np.array([bool(ok) and (not w or within_ttft_with_slot_wait(m, float(r), percentile, ttft_ms))
                      for r, ok, w in zip(rates_per_ms, meets, waits, strict=True)])
 

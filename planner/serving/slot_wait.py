@@ -94,6 +94,9 @@ def slot_wait(m: ReplicaModel, rate_per_ms: np.ndarray, slots: int) -> tuple[np.
 
 
 SLOT_POINTS = 8  # equal-mass points of the exponential slot wait
+# a wait this unlikely moves no percentile a plan shows (p99 needs 1e-2) and its mean by under a nanosecond
+# per second of wait: the figures skip it (the chain's tail gives probabilities down to 1e-90)
+NEGLIGIBLE_WAIT = 1e-9
 
 
 def wait_offsets_ms(mean_ms: float) -> np.ndarray:
@@ -108,7 +111,7 @@ def with_slot_wait(cdf: Callable[[Any], np.ndarray], probability: float, mean_ms
     happens): no wait with 1 - P, else the exponential wait at its equal-mass points, the mixture
     planner.serving.confirmed_rate's check evaluates at the bound. `scale`: the simulated range's high ratio
     (the band scales the fast figure), 1 for the fast figure itself."""
-    if not probability > 0:
+    if not probability > NEGLIGIBLE_WAIT:
         return cdf if scale == 1.0 else (lambda t: cdf(np.asarray(t, dtype=float) / scale))
     if not math.isfinite(mean_ms):  # an unbounded wait: those who wait never start
         return lambda t: (1.0 - probability) * cdf(np.asarray(t, dtype=float) / scale)
@@ -127,7 +130,7 @@ def with_slot_wait_percentiles(m: ReplicaModel, p: LoadPoint, ttft: Percentiles,
     with_slot_wait's mixture, the one sizing judges options with); `ttft` and `e2e` without it (returned as
     they are where no request waits). A percentile the wait puts out of reach (an unbounded wait's mass
     beyond it) is None."""
-    if not probability > 0:
+    if not probability > NEGLIGIBLE_WAIT:
         return ttft, e2e
     q = np.array(PERCENTILES) / 100.0
     reach = q < 1.0 - probability if not math.isfinite(mean_ms) else np.ones(len(q), dtype=bool)
@@ -178,8 +181,8 @@ def goodput_with_slot_wait(m: ReplicaModel, goodput_per_ms: float, percentile: i
     rate). Unchanged without a TTFT bound or where no request waits at the goodput."""
     if ttft_ms is None or not goodput_per_ms > 0:
         return goodput_per_ms
-    if plan_slot_wait(m, goodput_per_ms)[0] <= 0 or within_ttft_with_slot_wait(m, goodput_per_ms, percentile,
-                                                                             ttft_ms):
+    if plan_slot_wait(m, goodput_per_ms)[0] <= NEGLIGIBLE_WAIT or within_ttft_with_slot_wait(
+            m, goodput_per_ms, percentile, ttft_ms):
         return goodput_per_ms
     lo, hi = 0.0, goodput_per_ms
     for _ in range(steps):
