@@ -8,8 +8,9 @@ beside it. Both pools are the plan's serving model (planner.serving.serving), no
     decode: its prefill queue alone, whose wait grows with the traffic's arrival CV). A worker
     runs `attention_dp` prompts at once (one per attention group under EP) and `pp` more in its pipeline:
     each of these slots is one such queue fed 1 / slots of the worker's prompts. Prefill workers = the
-    fewest whose TTFT at the objective's percentile, plus the KV transfer and the decode worker's first
-    step (its ITL at the percentile), meets the TTFT objective: traffic / (slots x goodput per slot).
+    fewest whose TTFT at the objective's percentile, plus the decode worker's wait for a sequence slot, the
+    KV transfer and the decode worker's first step (its ITL at the percentile), meets the TTFT objective in
+    the fast model and at the simulated range's top, each slot within the headroom (serving.pool_checks).
   * KV transfer: prompt_len x the model's KV bytes per token (all layers), sent by the prefill worker's
     GPUs that hold it (tp x pp, each its share) to the decode worker's over one NIC each, at
     NETWORK_EFFICIENCY of the slower NIC, plus one network latency. Engines stream it layer by layer
@@ -18,7 +19,8 @@ beside it. Both pools are the plan's serving model (planner.serving.serving), no
     1: the KV arrives computed; one token is computed, as the engine does); its ITL at a request rate is
     the serving model's decode at the population N = lambda (O - 1) T it then holds, up to the KV cache's
     max batch. Decode workers = ceil(traffic / the highest rate per worker whose ITL at the percentile
-    meets the objective). The prefill:decode ratio is what balances this traffic mix.
+    meets the objective at the simulated range's top, within the headroom: its confirmed rate), more where
+    their slot wait alone misses TTFT. The prefill:decode ratio is what balances this traffic mix.
 Pairing: a prefill pool meets a decode pool only on one vendor's accelerators, with the weight and KV
 precisions they share, and only where the engine the fleet is planned on documents a KV-transfer path
 between them (planner.engines.kv_transfer, planner/data/kv_transfer_paths.toml): no engine moves a KV
