@@ -236,9 +236,12 @@ def prefill_floor_ms(d: Deployment, prompt_len: float) -> float:
     """A lower bound on prefill(d, [prompt_len]).total_ms without its p-norm joins: each join (GEMMs,
     attention) is at least its compute input, the other terms are those of the step, pipeline sends and
     expert all-to-alls are at least 0, and a sum in the step's order of terms no larger than the step's is
-    no larger in floating point; 1e-9 off for the rounding of terms computed here apart."""
+    no larger in floating point; 1e-9 off for the rounding of terms computed here apart. A kernel-table
+    deployment's prefill is bounded by the roofline of its work instead (its joins are measured kernels)."""
     e = d.efficiency
     s = float(prompt_len)
+    if e.kernel_tables is not None:  # the kernel-table step is held at its work's roofline, never below
+        return float(_bound_ms(d, prefill_work(d, [s]))[0]) * (1.0 - 1e-9)
     bw = d.gpu.hbm_tb_s * 1e12
     peak_c = d.gpu.peak_tflops(d.compute) * 1e12
     peak_attn = d.gpu.peak_tflops("bf16") * 1e12
