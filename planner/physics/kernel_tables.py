@@ -165,6 +165,7 @@ class KernelTables:
         self._lines: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._wider: dict[tuple, list[dict[str, float]]] = {}
         self._tables: dict[str, dict[str, np.ndarray]] = {}
+        self._dtypes: dict[str, frozenset[str]] = {}  # the GEMM and MoE precisions the tables hold
 
     def _table(self, name: str) -> dict[str, np.ndarray]:
         if name not in self._tables:
@@ -176,8 +177,11 @@ class KernelTables:
         return f"{name}.latency_ms" in self._raw
 
     # -- GEMM ---------------------------------------------------------------------------------------
-    def gemm_dtypes(self) -> set[str]:
-        return {GEMM_DTYPES[c] for c in np.unique(self._raw["gemm.gemm_dtype"])}
+    def gemm_dtypes(self) -> frozenset[str]:
+        # kept: a decode step or prefill asks for every layer's precision (np.unique of the whole table)
+        if "gemm" not in self._dtypes:
+            self._dtypes["gemm"] = frozenset(GEMM_DTYPES[c] for c in np.unique(self._raw["gemm.gemm_dtype"]))
+        return self._dtypes["gemm"]
 
     def _gemm_curve(self, dtype: str) -> Curve:
         key = ("gemm", dtype)
@@ -350,8 +354,10 @@ class KernelTables:
         return curve(np.minimum(s, top)) * (heads / near["num_heads"]) * np.maximum(s / top, 1.0) ** 2
 
     # -- MoE ----------------------------------------------------------------------------------------
-    def moe_dtypes(self) -> set[str]:
-        return {MOE_DTYPES[c] for c in np.unique(self._raw["moe.moe_dtype"])}
+    def moe_dtypes(self) -> frozenset[str]:
+        if "moe" not in self._dtypes:
+            self._dtypes["moe"] = frozenset(MOE_DTYPES[c] for c in np.unique(self._raw["moe.moe_dtype"]))
+        return self._dtypes["moe"]
 
     def has_moe_shape(self, dtype: str, hidden: int, inter: int, top_k: int, experts: int) -> bool:
         """Whether the table measured this MoE shape (any split) in `dtype`."""

@@ -66,7 +66,7 @@ from planner.serving.sizing_request import (
     parse_sizing,
 )
 from planner.serving.slot_wait import slot_wait, with_slot_wait_percentiles
-from planner.serving.sweep import batch_grid
+from planner.serving.sweep import batch_caps
 from planner.serving.workload import workload_for
 
 
@@ -190,8 +190,7 @@ class _Prepared:
 @functools.lru_cache(maxsize=4096)
 def _caps(max_batch: int) -> npt.NDArray[np.int_]:
     """Caps on running sequences searched: the batch grid up to the KV cache's max batch (read-only)."""
-    caps = batch_grid(max_batch)
-    caps = caps[caps <= max_batch]
+    caps = batch_caps(max_batch)
     caps.flags.writeable = False
     return caps
 

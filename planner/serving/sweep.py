@@ -24,6 +24,27 @@ def batch_grid(max_batch: int, chosen: int | None = None, points_per_octave: int
     return np.unique(np.concatenate([grid, np.array(extra, dtype=float)])).astype(int)
 
 
+def batch_caps(max_batch: int) -> np.ndarray:
+    """batch_grid(max_batch) up to the max batch (every batch that fits), from the same grid without
+    batch_grid's sorts (its rounded log grid is already ascending): the sizing search asks for it for
+    thousands of max batches."""
+    top = max(2 * max(max_batch, 1), 16)
+    stop = np.log2(top)
+    num = int(stop * 4) + 1  # at least 17
+    exponents = np.arange(num, dtype=float)  # np.logspace(0, stop, num, base=2)'s linspace, as numpy steps it
+    exponents *= stop / (num - 1)
+    exponents[-1] = stop
+    grid = np.round(np.power(2, exponents))
+    grid = grid[grid <= max_batch]
+    fresh = np.empty(len(grid), dtype=bool)
+    fresh[:1] = True
+    np.not_equal(grid[1:], grid[:-1], out=fresh[1:])
+    grid = grid[fresh]
+    if max_batch >= 1 and (not len(grid) or grid[-1] != max_batch):
+        grid = np.append(grid, float(max_batch))
+    return grid.astype(int)
+
+
 def batch_sweep(
     scenario: Scenario | dict[str, Any], batches: np.ndarray | None = None
 ) -> dict[str, np.ndarray]:
