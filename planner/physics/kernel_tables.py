@@ -77,6 +77,8 @@ class Curve:
 
     def __call__(self, *points: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Latency at the points; beyond an axis's last value, linear in that axis (work grows with it)."""
+        if len(self.axes) <= 2 and all(len(axis) > 1 for axis in self.axes):
+            return self._interpolate(points)
         pts = [_log(p) for p in points]
         shape = np.broadcast_shapes(*(p.shape for p in pts))
         pts = [np.broadcast_to(p, shape) for p in pts]
@@ -89,6 +91,34 @@ class Curve:
             scale = scale + np.maximum(p - axis[-1], 0.0)
             clipped.append(np.clip(p, axis[0], axis[-1]))
         return np.exp(_multilinear(self.axes, self.log_ms, clipped) + scale)
+
+    def _interpolate(self, points: tuple[npt.ArrayLike, ...]) -> npt.NDArray[np.float64]:
+        """__call__ on a grid with no single-valued axis, in fewer array passes: the same products and sums
+        in the same order (a sum that starts at 0 or a weight that starts at 1 leaves the first term as it
+        is), so the same latencies (tests/test_kernel_tables.py)."""
+        pts = [_log(p) for p in points]
+        if len(pts) > 1:
+            shape = np.broadcast_shapes(*(p.shape for p in pts))
+            pts = [np.broadcast_to(p, shape) for p in pts]
+        scale: npt.NDArray[np.float64] | None = None
+        cell, frac = [], []
+        for axis, p in zip(self.axes, pts, strict=True):
+            over = np.maximum(p - axis[-1], 0.0)
+            scale = over if scale is None else scale + over
+            inside = np.minimum(np.maximum(p, axis[0]), axis[-1])  # np.clip's figures
+            i = np.minimum(np.maximum(np.searchsorted(axis, inside, side="right") - 1, 0), len(axis) - 2)
+            cell.append(i)
+            frac.append((inside - axis[i]) / (axis[i + 1] - axis[i]))
+        v = self.log_ms
+        if len(pts) == 1:
+            (i,), (f,) = cell, frac
+            out = (1.0 - f) * v[i] + f * v[i + 1]
+        else:
+            (i, j), (f, g) = cell, frac
+            out = ((1.0 - f) * (1.0 - g) * v[i, j] + f * (1.0 - g) * v[i + 1, j]
+                   + (1.0 - f) * g * v[i, j + 1] + f * g * v[i + 1, j + 1])
+        assert scale is not None
+        return np.exp(out + scale)
 
 
 def _multilinear(axes: tuple[np.ndarray, ...], values: np.ndarray, pts: list[np.ndarray]) -> np.ndarray:

@@ -223,33 +223,21 @@ def quantile(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.
             break
         high *= 4.0
     cell = np.clip(np.searchsorted(values, prob), 1, grid)
-    lo, hi = ts[cell - 1], ts[cell]
-    rows = np.arange(len(prob))
+    lo, hi = [float(t) for t in ts[cell - 1]], [float(t) for t in ts[cell]]
     done = 0
     while done < refine:
         depth = min(QUANTILE_DEPTH, refine - done)
-        trees = _midpoint_trees(lo, hi, depth)
-        below = cdf(trees.ravel()).reshape(trees.shape) < prob[:, None]
-        node = np.zeros(len(prob), dtype=int)
-        for _ in range(depth):  # each probability walks its own tree, as one bisection step at a time would
-            at, left = trees[rows, node], below[rows, node]
-            lo, hi = np.where(left, at, lo), np.where(left, hi, at)
-            node = np.where(left, 2 * node + 2, 2 * node + 1)
+        trees = [bisection_midpoints(a, b, depth) for a, b in zip(lo, hi, strict=True)]
+        below = cdf(np.array([mid for tree in trees for mid in tree])).reshape(len(trees), -1) < prob[:, None]
+        for j, tree in enumerate(trees):
+            node = 0
+            for _ in range(depth):
+                if below[j, node]:
+                    lo[j], node = tree[node], 2 * node + 2
+                else:
+                    hi[j], node = tree[node], 2 * node + 1
         done += depth
-    return 0.5 * (lo + hi)
-
-
-def _midpoint_trees(lo: np.ndarray, hi: np.ndarray, depth: int) -> np.ndarray:
-    """bisection_midpoints(lo[j], hi[j], depth) for every j at once, row j (the same sums 0.5 (a + b) in
-    double precision, so the same numbers)."""
-    a, b = lo[:, None], hi[:, None]
-    levels = []
-    for _ in range(depth):
-        mid = 0.5 * (a + b)
-        levels.append(mid)
-        a = np.stack([a, mid], axis=-1).reshape(len(lo), -1)
-        b = np.stack([mid, b], axis=-1).reshape(len(lo), -1)
-    return np.concatenate(levels, axis=1)
+    return 0.5 * (np.array(lo) + np.array(hi))
 
 
 def quantiles_over_points(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.ndarray:
