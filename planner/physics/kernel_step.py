@@ -27,7 +27,7 @@ from planner.core.deployment import Deployment
 from planner.core.precision import bits_per_value
 from planner.hardware.communication import ep_communication_ms, pp_communication_ms
 from planner.hardware.parallelism import sharding
-from planner.physics.kernel_tables import KernelTables, has_tables, tables
+from planner.physics.kernel_tables import KernelTables, gemm_rows, has_tables, tables
 from planner.physics.roofline import decode_micro_batch
 
 # the catalog GPUs whose tables stand in for a sibling without its own (same chip and memory)
@@ -131,34 +131,37 @@ def _layer_ms(d: Deployment, t: KernelTables, tokens: np.ndarray, attention_ms: 
     tp = d.tp
     hd = m.head_dim_resolved
     dense_dt, moe_dt = _layer_precisions(d, t)
+    rows = gemm_rows(tokens)  # every GEMM of the layer runs on these tokens
     heads = max(m.n_heads // tp, 1)
     kv_heads = max(m.n_kv_heads // tp, 1)
     D = m.d_model
     if m.mla is None:
-        attn_proj = (t.gemm_ms(dense_dt, tokens, (heads + 2 * kv_heads) * hd, D)
-                     + t.gemm_ms(dense_dt, tokens, D, heads * hd))
+        attn_proj = (t.gemm_ms(dense_dt, rows, (heads + 2 * kv_heads) * hd, D)
+                     + t.gemm_ms(dense_dt, rows, D, heads * hd))
     else:
         a = m.mla
         qk = a.qk_nope_head_dim + a.qk_rope_head_dim
-        q = (t.gemm_ms(dense_dt, tokens, a.q_lora_rank, D)
-             + t.gemm_ms(dense_dt, tokens, heads * qk, a.q_lora_rank)
-             if a.q_lora_rank else t.gemm_ms(dense_dt, tokens, heads * qk, D))
-        kv_a = t.gemm_ms(dense_dt, tokens, a.kv_lora_rank + a.qk_rope_head_dim, D)
+        q = (t.gemm_ms(dense_dt, rows, a.q_lora_rank, D)
+             + t.gemm_ms(dense_dt, rows, heads * qk, a.q_lora_rank)
+             if a.q_lora_rank else t.gemm_ms(dense_dt, rows, heads * qk, D))
+        kv_a = t.gemm_ms(dense_dt, rows, a.kv_lora_rank + a.qk_rope_head_dim, D)
         # absorbed up-projections (per head: nope -> latent for the query, latent -> v for the output)
-        absorbed = (t.gemm_ms("bfloat16", tokens, heads * a.kv_lora_rank, a.qk_nope_head_dim)
-                    + t.gemm_ms("bfloat16", tokens, heads * a.v_head_dim, a.kv_lora_rank))
-        attn_proj = q + kv_a + absorbed + t.gemm_ms(dense_dt, tokens, D, heads * a.v_head_dim)
+        absorbed = (t.gemm_ms("bfloat16", rows, heads * a.kv_lora_rank, a.qk_nope_head_dim)
+                    + t.gemm_ms("bfloat16", rows, heads * a.v_head_dim, a.kv_lora_rank))
+        attn_proj = q + kv_a + absorbed + t.gemm_ms(dense_dt, rows, D, heads * a.v_head_dim)
     per_layer = attn_proj
     layers = m.n_layers
     if m.moe is None:
         ff = m.d_ff // tp
-        mlp = t.gemm_ms(dense_dt, tokens, 2 * ff, D) + t.gemm_ms(dense_dt, tokens, D, ff)
+        mlp = t.gemm_ms(dense_dt, rows, 2 * ff, D) + t.gemm_ms(dense_dt, rows, D, ff)
         total = layers * (per_layer + mlp)
     else:
         moe = m.moe
         dense_layers = moe.first_dense_layers
         ff = m.d_ff // tp
-        dense_mlp = t.gemm_ms(dense_dt, tokens, 2 * ff, D) + t.gemm_ms(dense_dt, tokens, D, ff)
+        # without dense layers their term is 0 x a finite time: adding it leaves the total as it is
+        dense_mlp = (t.gemm_ms(dense_dt, rows, 2 * ff, D) + t.gemm_ms(dense_dt, rows, D, ff)
+                     if dense_layers else None)
         s = sharding(d)
         expert_tp = 1 if d.ep > 1 else tp
         routed = t.moe_ms(moe_dt, moe_tokens, D, moe.d_ff_expert, moe.top_k, moe.n_experts, expert_tp,
@@ -166,12 +169,14 @@ def _layer_ms(d: Deployment, t: KernelTables, tokens: np.ndarray, attention_ms: 
         shared = np.zeros_like(tokens)
         if moe.n_shared_experts:
             sff = moe.n_shared_experts * moe.d_ff_expert // tp
-            shared = t.gemm_ms(dense_dt, tokens, 2 * sff, D) + t.gemm_ms(dense_dt, tokens, D, sff)
-        router = t.gemm_ms("bfloat16", tokens, moe.n_experts, D)
-        total = layers * per_layer + dense_layers * dense_mlp + (layers - dense_layers) * (
-            routed + shared + router)
+            shared = t.gemm_ms(dense_dt, rows, 2 * sff, D) + t.gemm_ms(dense_dt, rows, D, sff)
+        router = t.gemm_ms("bfloat16", rows, moe.n_experts, D)
+        total = layers * per_layer
+        if dense_mlp is not None:
+            total = total + dense_layers * dense_mlp
+        total = total + (layers - dense_layers) * (routed + shared + router)
         del s
-    head = t.gemm_ms(dense_dt if m.quantized_scope != "routed_experts" else "bfloat16", tokens,
+    head = t.gemm_ms(dense_dt if m.quantized_scope != "routed_experts" else "bfloat16", rows,
                      max(m.vocab_size // tp, 1), D)
     total = total + head + attention_ms
     allreduce = np.zeros_like(tokens)

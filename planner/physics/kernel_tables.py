@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -255,17 +255,16 @@ class KernelTables:
         bf16_ms = np.exp(np.interp(ms_axis, bf16_axis, bf16))
         return ms_axis, _log(np.clip(ms, 0.5 * bf16_ms, bf16_ms))
 
-    def gemm_ms(self, dtype: str, m: npt.ArrayLike, n: float, k: float) -> npt.NDArray[np.float64]:
+    def gemm_ms(self, dtype: str, m: npt.ArrayLike | GemmRows, n: float, k: float) -> npt.NDArray[np.float64]:
         """(m x k) @ (k x n) in `dtype` ("fp8_static": per-tensor fp8 with the checkpoint's input scale); m
-        may be an array (tokens), m = 0 costs nothing."""
+        may be an array (tokens), m = 0 costs nothing; or gemm_rows(tokens), for a layer's many GEMMs."""
         line_key = (dtype, float(n), float(k))
         if line_key not in self._lines:
             self._lines[line_key] = self._gemm_line(dtype, n, k)
         axis, values = self._lines[line_key]
-        m_arr = np.asarray(m, dtype=float)
-        lm = _log(np.maximum(m_arr, 1.0))
-        ms = np.exp(np.interp(lm, axis, values) + np.maximum(lm - axis[-1], 0.0))
-        return np.where(m_arr > 0, ms, 0.0)
+        rows = m if isinstance(m, GemmRows) else gemm_rows(m)
+        ms = np.exp(np.interp(rows.log_m, axis, values) + np.maximum(rows.log_m - axis[-1], 0.0))
+        return np.where(rows.positive, ms, 0.0)
 
     # -- attention ----------------------------------------------------------------------------------
     def _nearest(self, name: str, columns: dict[str, float], exact: tuple[str, ...] = ()) -> dict[str, float]:
@@ -433,6 +432,18 @@ class KernelTables:
         near = self._nearest("allreduce", {"num_gpus": float(gpus)})
         curve = self._curve("allreduce", {"num_gpus": near["num_gpus"]}, ("message_size",))
         return curve(np.maximum(np.asarray(message_bytes, dtype=float), 1.0))
+
+
+class GemmRows(NamedTuple):
+    """A GEMM's rows (tokens) as gemm_ms reads them: log of max(m, 1), and where m > 0."""
+
+    log_m: np.ndarray
+    positive: np.ndarray
+
+
+def gemm_rows(m: npt.ArrayLike) -> GemmRows:
+    m_arr = np.asarray(m, dtype=float)
+    return GemmRows(_log(np.maximum(m_arr, 1.0)), m_arr > 0)
 
 
 @lru_cache(maxsize=32)
