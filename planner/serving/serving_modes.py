@@ -23,7 +23,7 @@ from planner.scenario.scenario import resolve_gpu, resolve_model
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
 from planner.serving.layout_memo import LayoutMemo
 from planner.serving.request_bounds import check_work, dedupe_lists
-from planner.serving.sizing import families, fit_hints, gpu_key, parse_sizing, size
+from planner.serving.sizing import _finish, families, fit_hints, gpu_key, parse_sizing, size
 
 MODE_FIELDS = ("disaggregation", "prefill_gpus", "decode_gpus")  # pp and ep are the sizing request's own
 KV_TRANSFER_ASSUMPTION = (
@@ -63,7 +63,8 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     check_work([families(req)] + ([families(req, modes.prefill_gpus), families(req, modes.decode_gpus)]
                                   if modes.disaggregation else []), req.max_options)
     memo = LayoutMemo()  # the aggregated and disaggregated searches plan the same layouts
-    result = size(req, memo)
+    # with disaggregation only the aggregated options shown are finished (TTFT, E2E, slot wait, range)
+    result = size(req, memo, finish=not modes.disaggregation)
     for option in result["options"]:  # an aggregated replica prefills and decodes: no separate workers
         option.setdefault("mode", "aggregated")
         option.setdefault("prefill_workers", None)
@@ -101,17 +102,30 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     for option in disagg:  # validated only when both pools run on validated GPUs
         option["validated"] = is_validated(option["prefill"]["gpu"]) and is_validated(option["decode"]["gpu"])
     aggregated = result["options"]
+    unfinished = {id(o): o.pop("_finish") for o in aggregated}  # its ranking ITL is final already
     options = sorted(aggregated + disagg, key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
     shown = options[: req.max_options]
     for mode in ("aggregated", "disaggregated"):  # each mode's cheapest stays listed: the verdict names it
         best = next((o for o in options if o["mode"] == mode), None)
         if best is not None and best not in shown and len(shown) > 1:
             shown[-1] = best  # dearer than every option before it, so the order holds
+    for option in shown:
+        if id(option) in unfinished:
+            _finish_shown(option, unfinished[id(option)])
     result.update(options=shown, feasible=result["feasible"] + len(disagg),
                   searched=result["searched"] + searched)
     result["assumptions"]["modes"] = modes_verdict(shown)
     result["assumptions"]["kv_transfer"] = KV_TRANSFER_ASSUMPTION
     return result
+
+
+def _finish_shown(option: dict[str, Any], finish: tuple) -> None:
+    """planner.serving.sizing._finish on an aggregated option, its fields in the order size gives them (the
+    mode fields last)."""
+    option["_finish"] = finish
+    _finish(option)
+    for key in ("mode", "prefill_workers", "decode_workers", "validated"):
+        option[key] = option.pop(key)
 
 
 def decode_worker_scenario(option: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:

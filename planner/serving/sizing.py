@@ -448,8 +448,9 @@ def families(req: SizingRequest, gpus: list[Any] | None = None) -> int:
     return n_gpus * len(req.tp) * len(req.pp) * len(req.ep) * len(req.weights) * len(req.kv_cache)
 
 
-def size(data: Any, memo: LayoutMemo | None = None) -> dict[str, Any]:
-    """The sizing search (`memo`: per-layout figures shared with the request's disaggregated search)."""
+def size(data: Any, memo: LayoutMemo | None = None, finish: bool = True) -> dict[str, Any]:
+    """The sizing search (`memo`: per-layout figures shared with the request's disaggregated search).
+    `finish` False: the caller fills the options it shows (_finish) and drops the others' `_finish`."""
     req = data if isinstance(data, SizingRequest) else parse_sizing(data)
     if not isinstance(data, SizingRequest):
         check_work([families(req)], req.max_options)  # size_with_modes checks its modes too
@@ -462,7 +463,7 @@ def size(data: Any, memo: LayoutMemo | None = None) -> dict[str, Any]:
         for r, on in zip(rows, mask, strict=True):
             r["pareto"] = bool(on)
     options = rows[: req.max_options]
-    for r in options:
+    for r in options if finish else []:
         _finish(r)
     for r in rows[req.max_options:]:  # not returned: drop the model the finish step would have used
         r.pop("_finish", None)
