@@ -12,6 +12,7 @@ The bound (`*_bound_ms`) is the pure roofline of the same step: max(all FLOPs / 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -259,8 +260,9 @@ def empty_iteration_ms(d: Deployment) -> float:
 
 
 def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike, cached_tokens: npt.ArrayLike = 0,
-                          riding_tokens: npt.ArrayLike = 0.0,
-                          empty_ms: float | None = None) -> npt.NDArray[np.float64]:
+                          riding_tokens: npt.ArrayLike = 0.0, empty_ms: float | None = None,
+                          prefill_ms: Callable[[npt.ArrayLike], npt.ArrayLike] | None = None,
+                          ) -> npt.NDArray[np.float64]:
     """Extra time that computing prompt tokens `cached_tokens`..`prompt_len` adds to an engine iteration
     it rides in (chunked prefill): the prompt's prefill minus that of its cached prefix, or, with nothing
     cached, minus an empty iteration (decode step at batch 0: weights read once, fixed costs), which the
@@ -268,17 +270,19 @@ def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike, cached_token
     `riding_tokens`: tokens the iteration already carries (its decodes, chunks added before this one);
     they share the one weight read, so the chunk pays more of its own GEMM compute
     (shared_pass_gemm_ms; 0 by default, the chunk riding an empty iteration). `empty_ms`:
-    empty_iteration_ms(d), when the caller holds it."""
+    empty_iteration_ms(d), when the caller holds it. `prefill_ms`: prefill(d, lengths).total_ms, when the caller
+    keeps those figures (planner.serving.layout_memo)."""
     cached = np.asarray(cached_tokens, dtype=float)
     empty = empty_ms if empty_ms is not None else empty_iteration_ms(d)
+    total = prefill_ms if prefill_ms is not None else (lambda length: prefill(d, length).total_ms)
     # A cached prefix is subtracted as its own prefill, but never below the empty iteration: a short
     # prefix's prefill (no decode-step fixed costs) can be cheaper than the empty step, and subtracting it
     # would make a cache hit add work (gemma-3-12b on 2x B200: 523 req/s at hit rate 0, 341 at 0.25).
     has_prefix = cached > 0
     # np.where evaluates both branches: the prefix's prefill only where some prompt has one
-    prefix_ms = prefill(d, np.maximum(cached, 1.0)).total_ms if has_prefix.any() else 0.0
+    prefix_ms = total(np.maximum(cached, 1.0)) if has_prefix.any() else 0.0
     before = np.maximum(np.where(has_prefix, prefix_ms, empty), empty)
-    work = np.maximum(np.asarray(prefill(d, prompt_len).total_ms, dtype=float) - before, 0.0)
+    work = np.maximum(np.asarray(total(prompt_len), dtype=float) - before, 0.0)
     chunk = np.asarray(prompt_len, dtype=float) - cached
     return work + shared_pass_gemm_ms(d, chunk, riding_tokens)
 

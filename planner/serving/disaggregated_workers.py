@@ -57,15 +57,16 @@ class PrefillWorker:
         object.__setattr__(self, "points", LoadPoints(self.model))
 
 
-def prefill_worker(d: Deployment, shape: TrafficShape | int,
-                   prefill_work: PrefillWork | None = None) -> PrefillWorker:
-    """`prefill_work`: replica_model's, when the caller keeps the layout's figures."""
+def prefill_worker(d: Deployment, shape: TrafficShape | int, prefill_work: PrefillWork | None = None,
+                   lone_ms: float | None = None) -> PrefillWorker:
+    """`prefill_work`: replica_model's, and `lone_ms`: prefill(d, prompt_len).total_ms, when the caller keeps
+    the layout's figures."""
     shape = shape if isinstance(shape, TrafficShape) else TrafficShape(int(shape), 1)
     s = sharding(d)
     w = replica_workload(d, shape.prompt_len, 1, 1, replace(shape, output_len_cv=0.0))  # one token out, fixed
     m = replica_model(d, w, prefill_work=prefill_work)
     slots = s.attention_dp * s.pp
-    lone = float(prefill(d, shape.prompt_len).total_ms)
+    lone = float(prefill(d, shape.prompt_len).total_ms) if lone_ms is None else lone_ms
     return PrefillWorker(d, m, slots, lone, slots * float(m.capacity_per_ms()) * 1000.0, s.gpus_per_replica)
 
 

@@ -315,7 +315,8 @@ def _prefill_pool_workers(prefill_pool: Sequence[PoolCandidate], deployment_of: 
                                                                                                   - 1]):
                 break
             i, c, d, price = order.pop()[1]
-            w = prefill_worker(d, shape, memo.prefill_work(key_of(c), d))
+            w = prefill_worker(d, shape, memo.prefill_work(key_of(c), d), memo.prefill_ms(key_of(c), d,
+                                                                                     shape.prompt_len))
             if w.prefill_ms + d.efficiency.ttft_overhead_ms > ttft_slo_ms:  # even a lone prompt is too slow
                 continue
             built.append((price * w.gpus / w.prompts_per_s, i, w, c.gpu_key, price))

@@ -15,7 +15,13 @@ import numpy as np
 import numpy.typing as npt
 
 from planner.core.deployment import Deployment
-from planner.physics.latency import decode_step, empty_iteration_ms, prefill_chunk_work_ms, prefill_floor_ms
+from planner.physics.latency import (
+    decode_step,
+    empty_iteration_ms,
+    prefill,
+    prefill_chunk_work_ms,
+    prefill_floor_ms,
+)
 from planner.physics.memory import MemoryPlan, plan_memory
 from planner.serving.replica import PrefillWork, geometric_grid
 
@@ -44,6 +50,7 @@ class LayoutMemo:
         self._work_floor: dict[tuple[LayoutKey, float], float] = {}  # bounds on a whole prompt's work
         self._steps: dict[tuple[LayoutKey, int, float], StepTable] = {}
         self._empty: dict[LayoutKey, float] = {}
+        self._prefill: dict[tuple[LayoutKey, float], float] = {}  # a lone prompt's prefill by its length
 
     def deployment(self, key: LayoutKey, build: Callable[[], Deployment]) -> Deployment:
         """The layout's deployment (`build` raises for a layout that does not resolve; nothing is kept)."""
@@ -78,12 +85,21 @@ class LayoutMemo:
             self._empty[key] = empty_iteration_ms(d)
         return self._empty[key]
 
+    def prefill_ms(self, key: LayoutKey, d: Deployment, prompt_len: float) -> float:
+        """prefill(d, [prompt_len]).total_ms: a prompt's work, a cached prefix's and a prefill worker's lone
+        prompt all read it."""
+        if (key, prompt_len) not in self._prefill:
+            self._prefill[key, prompt_len] = float(np.asarray(prefill(d, [float(prompt_len)]).total_ms)[0])
+        return self._prefill[key, prompt_len]
+
     def prefill_work_ms(self, key: LayoutKey, d: Deployment, prompt_len: float,
                         cached_tokens: float) -> float:
         """Prefill work of one prompt riding an iteration (planner.physics.latency.prefill_chunk_work_ms)."""
         if (key, prompt_len, cached_tokens) not in self._work:
+            def lone(lengths: npt.ArrayLike) -> np.ndarray:  # lengths: [prompt] or [cached prefix]
+                return np.array([self.prefill_ms(key, d, float(np.asarray(lengths, dtype=float)[0]))])
             work = prefill_chunk_work_ms(d, [float(prompt_len)], [float(cached_tokens)],
-                                         empty_ms=self.empty_iteration_ms(key, d))
+                                         empty_ms=self.empty_iteration_ms(key, d), prefill_ms=lone)
             self._work[key, prompt_len, cached_tokens] = float(np.asarray(work)[0])
         return self._work[key, prompt_len, cached_tokens]
 
