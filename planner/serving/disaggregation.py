@@ -119,7 +119,10 @@ def _decode_pool(candidates: list[DecodeCandidate], context_len: int,
             if floor > kth(v.cost_hi for v in visited):
                 break
             if floor > kth(v.cost_lo for v in visited):  # close: decide on exact costs
-                for v in visited:
+                # only a cost that may be under the floor counts, cheapest first, until the answer is known
+                for v in sorted(visited, key=lambda v: v.cost_lo):
+                    if not v.cost_lo < floor or floor > kth(v.cost_hi for v in visited):
+                        break
                     v.goodput.finish()
                 if floor > kth(v.cost_hi for v in visited):
                     break
