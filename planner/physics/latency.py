@@ -270,8 +270,8 @@ def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike, cached_token
     `riding_tokens`: tokens the iteration already carries (its decodes, chunks added before this one);
     they share the one weight read, so the chunk pays more of its own GEMM compute
     (shared_pass_gemm_ms; 0 by default, the chunk riding an empty iteration). `empty_ms`:
-    empty_iteration_ms(d), when the caller holds it. `prefill_ms`: prefill(d, lengths).total_ms, when the caller
-    keeps those figures (planner.serving.layout_memo)."""
+    empty_iteration_ms(d), when the caller holds it. `prefill_ms`: prefill(d, lengths).total_ms, when the
+    caller keeps those figures (planner.serving.layout_memo)."""
     cached = np.asarray(cached_tokens, dtype=float)
     empty = empty_ms if empty_ms is not None else empty_iteration_ms(d)
     total = prefill_ms if prefill_ms is not None else (lambda length: prefill(d, length).total_ms)
