@@ -159,10 +159,6 @@ def _layer_ms(d: Deployment, t: KernelTables, tokens: np.ndarray, attention_ms: 
         moe = m.moe
         dense_layers = moe.first_dense_layers
         ff = m.d_ff // tp
-        # without dense layers their term is 0 x a finite time: adding it leaves the total as it is
-        dense_mlp = (t.gemm_ms(dense_dt, rows, 2 * ff, D) + t.gemm_ms(dense_dt, rows, D, ff)
-                     if dense_layers else None)
-        s = sharding(d)
         expert_tp = 1 if d.ep > 1 else tp
         routed = t.moe_ms(moe_dt, moe_tokens, D, moe.d_ff_expert, moe.top_k, moe.n_experts, expert_tp,
                           max(d.ep, 1))
@@ -172,10 +168,10 @@ def _layer_ms(d: Deployment, t: KernelTables, tokens: np.ndarray, attention_ms: 
             shared = t.gemm_ms(dense_dt, rows, 2 * sff, D) + t.gemm_ms(dense_dt, rows, D, sff)
         router = t.gemm_ms("bfloat16", rows, moe.n_experts, D)
         total = layers * per_layer
-        if dense_mlp is not None:
-            total = total + dense_layers * dense_mlp
+        if dense_layers:  # none: their term would be 0 x a finite time, which adds nothing
+            total = total + dense_layers * (t.gemm_ms(dense_dt, rows, 2 * ff, D)
+                                            + t.gemm_ms(dense_dt, rows, D, ff))
         total = total + (layers - dense_layers) * (routed + shared + router)
-        del s
     head = t.gemm_ms(dense_dt if m.quantized_scope != "routed_experts" else "bfloat16", rows,
                      max(m.vocab_size // tp, 1), D)
     total = total + head + attention_ms

@@ -101,17 +101,7 @@ def size_with_modes(data: Any) -> dict[str, Any]:
                                              req.max_options)
     for option in disagg:  # validated only when both pools run on validated GPUs
         option["validated"] = is_validated(option["prefill"]["gpu"]) and is_validated(option["decode"]["gpu"])
-    aggregated = result["options"]
-    unfinished = {id(o): o.pop("_finish") for o in aggregated}  # its ranking ITL is final already
-    options = sorted(aggregated + disagg, key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
-    shown = options[: req.max_options]
-    for mode in ("aggregated", "disaggregated"):  # each mode's cheapest stays listed: the verdict names it
-        best = next((o for o in options if o["mode"] == mode), None)
-        if best is not None and best not in shown and len(shown) > 1:
-            shown[-1] = best  # dearer than every option before it, so the order holds
-    for option in shown:
-        if id(option) in unfinished:
-            _finish_shown(option, unfinished[id(option)])
+    shown = _shown(result["options"], disagg, req.max_options)
     result.update(options=shown, feasible=result["feasible"] + len(disagg),
                   searched=result["searched"] + searched)
     result["assumptions"]["modes"] = modes_verdict(shown)
@@ -119,13 +109,27 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     return result
 
 
-def _finish_shown(option: dict[str, Any], finish: tuple) -> None:
-    """planner.serving.sizing._finish on an aggregated option, its fields in the order size gives them (the
-    mode fields last)."""
-    option["_finish"] = finish
-    _finish(option)
-    for key in ("mode", "prefill_workers", "decode_workers", "validated"):
-        option[key] = option.pop(key)
+Options = list[dict[str, Any]]
+
+
+def _shown(aggregated: Options, disagg: Options, max_options: int) -> Options:
+    """Both modes' options by $/hour then ITL, the first `max_options` with each mode's cheapest kept; only
+    the aggregated options shown are finished (planner.serving.sizing._finish: TTFT, E2E, slot wait, simulated
+    range; their ranking ITL is final already), their fields in the order size gives them."""
+    unfinished = {id(o): o.pop("_finish") for o in aggregated}
+    options = sorted(aggregated + disagg, key=lambda o: (o["usd_per_hour"], o["itl_ms"]))
+    shown = options[:max_options]
+    for mode in ("aggregated", "disaggregated"):  # each mode's cheapest stays listed: the verdict names it
+        best = next((o for o in options if o["mode"] == mode), None)
+        if best is not None and best not in shown and len(shown) > 1:
+            shown[-1] = best  # dearer than every option before it, so the order holds
+    for option in shown:
+        if id(option) in unfinished:
+            option["_finish"] = unfinished[id(option)]
+            _finish(option)
+            for key in ("mode", "prefill_workers", "decode_workers", "validated"):  # the mode fields last
+                option[key] = option.pop(key)
+    return shown
 
 
 def decode_worker_scenario(option: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
