@@ -175,7 +175,10 @@ def layout_problem(model: ModelSpec, tp: int, pp: int, ep: int, engine: str = "v
     if ep > 1 and model.moe is not None:
         # a dense model has no experts to spread: engines ignore the flag, and so does resolve()
         n = model.moe.n_experts
-        multiples = [e for e in range(tp, n + 1, tp) if engine not in _EP_MUST_DIVIDE_EXPERTS or n % e == 0]
+        ep_fits = not (ep > n or ep % tp != 0 or (engine in _EP_MUST_DIVIDE_EXPERTS and n % ep != 0))
+        # the valid sizes only name the nearest in an error (every layout of a sizing request asks)
+        multiples = [] if ep_fits else [e for e in range(tp, n + 1, tp)
+                                        if engine not in _EP_MUST_DIVIDE_EXPERTS or n % e == 0]
         if ep > n:
             return ScenarioError("ep", f"{ep} cannot exceed the model's {n} routed experts: nearest valid "
                                        f"{_or_list(multiples[-1:])}")
