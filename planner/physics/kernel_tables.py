@@ -195,7 +195,8 @@ class KernelTables:
         self._lines: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._wider: dict[tuple, list[dict[str, float]]] = {}
         self._tables: dict[str, dict[str, np.ndarray]] = {}
-        self._dtypes: dict[str, frozenset[str]] = {}  # the GEMM and MoE precisions the tables hold
+        self._dtypes: dict[str, frozenset[str]] = {}
+        self._moe_shapes: dict[tuple, bool] = {}  # the GEMM and MoE precisions the tables hold
 
     def _table(self, name: str) -> dict[str, np.ndarray]:
         if name not in self._tables:
@@ -390,10 +391,13 @@ class KernelTables:
 
     def has_moe_shape(self, dtype: str, hidden: int, inter: int, top_k: int, experts: int) -> bool:
         """Whether the table measured this MoE shape (any split) in `dtype`."""
-        t = self._table("moe")
-        rows = ((t["moe_dtype"] == MOE_DTYPES.index(dtype)) & (t["hidden_size"] == hidden)
-                & (t["inter_size"] == inter) & (t["topk"] == top_k) & (t["num_experts"] == experts))
-        return bool(rows.any())
+        key = (dtype, hidden, inter, top_k, experts)  # kept: every MoE step asks, for each precision
+        if key not in self._moe_shapes:
+            t = self._table("moe")
+            rows = ((t["moe_dtype"] == MOE_DTYPES.index(dtype)) & (t["hidden_size"] == hidden)
+                    & (t["inter_size"] == inter) & (t["topk"] == top_k) & (t["num_experts"] == experts))
+            self._moe_shapes[key] = bool(rows.any())
+        return self._moe_shapes[key]
 
     def moe_ms(self, dtype: str, tokens: npt.ArrayLike, hidden: int, inter: int, top_k: int, experts: int,
                tp: int, ep: int) -> npt.NDArray[np.float64]:
