@@ -37,6 +37,13 @@ class LoadPoints:
         self.m = m
         self._points: dict[object, tuple[LoadPoint, Callable | None]] = {}
         self._percentiles: dict[object, Percentiles] = {}
+        self._grid: tuple[np.ndarray | None] | None = None
+
+    def grid_rates(self) -> np.ndarray | None:
+        """_grid_rates(m), kept: every search on the model starts from it."""
+        if self._grid is None:
+            self._grid = (_grid_rates(self.m),)
+        return self._grid[0]
 
     def point(self, key: object, rate_per_ms: float | np.ndarray) -> LoadPoint:
         """The load point at `rate_per_ms`, which `key` names (a float rate, or a name for a grid)."""
@@ -84,7 +91,7 @@ def goodput_bracket(m: ReplicaModel, percentile: int, ttft_ms: float | None,
     capacity, the same call on the same rates, so the same verdicts); lo == hi where that step is the
     answer, (0, 0) where it is 0. Its bisection then only moves inside the bracketing cell. `points`
     (a TTFT objective alone): the model's shared load points."""
-    rates = _grid_rates(m)
+    rates = points.grid_rates() if points is not None and points.m is m else _grid_rates(m)
     if rates is None:
         return 0.0, 0.0
     if points is not None and ttft_ms is not None and itl_ms is None:
