@@ -18,6 +18,14 @@ rounds: WHOLE_CATALOG 1.85-1.98 s before, 1.99-2.12 s after; ISSUE9 2.48-2.69 s 
 ISSUE31 0.51-0.55 s before, 0.50-0.55 s after (wall 1.1-10.5 s: the host was shared). Within this host's
 noise (about 10%) the confirmation costs what the fast goodput search did; the 2 s target is not met for
 ISSUE9 on this host before or after. Where the time goes: test_bench_modes.py.
+
+Issue 31's speed work (what changed: test_bench_modes.py), 2026-11-27 19:01-19:10 UTC, the same host at load
+average 3.4-4.6, main at 8fddb4f (before) and the branch (after) interleaved, every output byte-identical.
+In-process CPU, best of three: WHOLE_CATALOG 1.98-2.09 s before, 1.81-1.88 s after; ISSUE9 3.64-3.65 s,
+2.83-2.86 s; REPEATED 0.035 s, 0.027 s; ISSUE31 0.140 s, 0.133 s. The whole command, user+system CPU, three
+rounds: WHOLE_CATALOG 2.33-2.40 s before, 2.14-2.27 s after; ISSUE9 3.70-4.03 s, 2.93-3.31 s; REPEATED
+0.31-0.33 s both; ISSUE31 0.42-0.46 s, 0.42-0.44 s (about 0.3 s of each is process start and imports). The
+2 s target holds for REPEATED and ISSUE31; WHOLE_CATALOG misses it by ~0.2 s and ISSUE9 by ~1 s on this host.
 """
 
 from __future__ import annotations
