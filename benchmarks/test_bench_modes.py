@@ -13,16 +13,16 @@ us, a memory plan ~55 us, a resolve ~18 us each: per-call costs of small numpy o
 searching the 581 unpruned families ~0.9 s, the disaggregated pools ~0.6 s. Closing it there needs the
 physics evaluated over many layouts per call (arrays of layouts, not one Deployment at a time).
 
-Issue 31 (any legal sizing request under 2 s), measured 2026-11-27 19:01-19:10 UTC on that host at load
-average 3.4-4.6 (other developers' work), main at 8fddb4f (before) against the issue-31 branch (after),
-interleaved, outputs byte-identical: in-process CPU, best of three, 3.64-3.65 s before, 2.83-2.86 s after
-(-22 %); the whole command, user+system CPU, three rounds, 3.70-4.03 s before, 2.93-3.31 s after (wall
-5.6-7.8 s and 4.5-5.0 s: the host was shared). What went: kernel-table steps no longer sort the whole
-table for its precisions (np.unique per step) or scan its MoE shapes, and take one log of the tokens for all
-of a layer's GEMMs; a layout's lone-prompt prefill is computed once per request (it was computed up to
-three times); the decode pool finishes only the goodputs that may cost under a candidate's floor (3,090
-goodput steps -> 1,670); only the aggregated options shown are finished (35 of 200 here). Still over 2 s on
-this host: the time is spread over ~3,600 layouts x a dozen numpy calls each (preparing ~1.1 s) and the
+Issue 31 (any legal sizing request under 2 s), measured 2026-11-27 19:13-19:15 UTC on that host at load
+average 1.5-2.0, main at f863e5a (before) against the issue-31 branch (after), interleaved, outputs
+byte-identical: in-process CPU, best of three, 3.68 s before, 2.92 s after (-21 %); the whole command, three
+rounds, 3.83-4.04 s wall (3.83-4.03 s user+system) before, 3.01-3.08 s (3.00-3.07 s) after. What went:
+kernel-table steps no longer sort the whole table for its precisions (np.unique per step) or scan its MoE
+shapes per step, and take one log of the tokens for all of a layer's GEMMs; a layout's lone-prompt prefill
+is computed once per request (it was computed up to three times); the decode pool finishes only the
+goodputs that may cost under a candidate's floor (goodput steps 3,090 -> 1,670 before the decode pool was
+confirmed); only the aggregated options shown are finished (35 of 200 here). Still ~1 s over 2 s on this
+host: the time is spread over ~3,600 layouts x a dozen numpy calls each (preparing them ~1.1 s) and the
 per-family searches (~1.6 s); closing it needs the physics over arrays of layouts, as above.
 No timing is asserted; `make bench` times it."""
 

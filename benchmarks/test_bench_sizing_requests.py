@@ -19,13 +19,14 @@ ISSUE31 0.51-0.55 s before, 0.50-0.55 s after (wall 1.1-10.5 s: the host was sha
 noise (about 10%) the confirmation costs what the fast goodput search did; the 2 s target is not met for
 ISSUE9 on this host before or after. Where the time goes: test_bench_modes.py.
 
-Issue 31's speed work (what changed: test_bench_modes.py), 2026-11-27 19:01-19:10 UTC, the same host at load
-average 3.4-4.6, main at 8fddb4f (before) and the branch (after) interleaved, every output byte-identical.
-In-process CPU, best of three: WHOLE_CATALOG 1.98-2.09 s before, 1.81-1.88 s after; ISSUE9 3.64-3.65 s,
-2.83-2.86 s; REPEATED 0.035 s, 0.027 s; ISSUE31 0.140 s, 0.133 s. The whole command, user+system CPU, three
-rounds: WHOLE_CATALOG 2.33-2.40 s before, 2.14-2.27 s after; ISSUE9 3.70-4.03 s, 2.93-3.31 s; REPEATED
-0.31-0.33 s both; ISSUE31 0.42-0.46 s, 0.42-0.44 s (about 0.3 s of each is process start and imports). The
-2 s target holds for REPEATED and ISSUE31; WHOLE_CATALOG misses it by ~0.2 s and ISSUE9 by ~1 s on this host.
+Issue 31's speed work (what changed: test_bench_modes.py), 2026-11-27 19:13-19:15 UTC, the same host at load
+average 1.5-2.0, main at f863e5a (before) and the branch (after) interleaved, every output byte-identical.
+In-process CPU, best of three: WHOLE_CATALOG 2.14 s before, 1.99 s after; ISSUE9 3.68 s, 2.92 s; REPEATED
+0.035 s, 0.026 s; ISSUE31 0.140 s, 0.132 s. The whole command, three rounds, wall (user+system CPU):
+WHOLE_CATALOG 2.38-2.48 s (2.37-2.44 s) before, 2.17-2.25 s (2.17-2.25 s) after; ISSUE9 3.83-4.04 s
+(3.83-4.03 s), 3.01-3.08 s (3.00-3.07 s); REPEATED 0.31-0.32 s, 0.30-0.31 s; ISSUE31 0.42-0.51 s, 0.41-0.48 s
+(about 0.3 s of each is process start and imports). The 2 s target holds for REPEATED and ISSUE31;
+WHOLE_CATALOG misses it by ~0.2 s and ISSUE9 by ~1 s on this host.
 """
 
 from __future__ import annotations
