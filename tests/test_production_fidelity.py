@@ -150,7 +150,8 @@ def test_each_run_is_predicted_under_its_launch_scheduler():
     to 2026-06): SGLang on B200/B300 polls for requests every 10 decode iterations, 30 from concurrency 16
     (--scheduler-recv-interval); on AMD GPUs it runs 4 decodes per poll (--num-continuous-decode-steps);
     TensorRT-LLM with attention DP holds prompts until every rank has one (timeout 60 iterations), and its
-    Llama-3.3-70B 1k/1k recipes below TP 8 batch-wait 20 iterations or 0.9 x 16,384 tokens. H200 SGLang and
+    Llama-3.3-70B 1k/1k recipes below TP 8 batch-wait 20 iterations or 0.9 x 16,384 tokens; every vLLM
+    recipe (`70b_*`, `gptoss_fp4_*`, read at 2025-10-21) sets `async-scheduling: true`. H200 SGLang and
     other sources hold nothing."""
     from tools.engine_fidelity import scheduler_for
 
@@ -172,4 +173,6 @@ def test_each_run_is_predicted_under_its_launch_scheduler():
     assert first(engine="trt-llm", model_preset="llama-3.3-70b", tp=2, prompt_len=1024, output_len=1024) == {
         "prefill_wait_steps": 20, "prefill_wait_tokens": 14745}
     assert first(engine="trt-llm", model_preset="llama-3.3-70b", tp=8) == {}
-    assert first(engine="vllm") == {}
+    assert first(engine="vllm", source="inferencemax-v1-export") == {"async_scheduling": True}
+    assert first(engine="vllm", source="inferencemax-agg") == {"async_scheduling": True}
+    assert first(engine="vllm", source="gpustack-performance-lab") == {}

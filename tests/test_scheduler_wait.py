@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from planner.engines.rules import max_batch_for_context
 from planner.physics.memory import plan_memory
-from planner.scenario.scenario import parse_scenario, resolve
-from planner.serving.scheduler_wait import admitted_sequences, engine_scheduling
+from planner.scenario.scenario import SchedulerSettings, parse_scenario, resolve
+from planner.serving.scheduler_wait import NONE, admitted_sequences, engine_scheduling, launched_scheduling
 from tools.engine_fidelity import recipe_for
 
 SCENARIO = {"model": "llama-3.3-70b", "gpu": "h200", "tp": 2, "weights": "fp8", "prompt_len": 1024,
@@ -48,6 +48,23 @@ def test_trt_llm_reserves_to_the_end():
     assert admitted_sequences(d, mem, 1024, 8192) == mem.max_batch  # full context: the plan's own count
     assert admitted_sequences(d, mem, 1024, 8192, 0.9) == max(max_batch_for_context(mem.engine, 8295),
                                                               mem.max_batch)
+
+
+def test_vllm_async_scheduling_misses_one_iteration_more():
+    """Source: docs: vLLM V1 with `--async-scheduling` runs `EngineCore.step_with_batch_queue` with a batch
+    queue of 2 (vllm/v1/engine/core.py: the next batch is scheduled before the current one's output is
+    processed), so a request reaching a busy engine misses the iteration in flight and the one already
+    formed, as SGLang's and TensorRT-LLM's overlap schedulers do by default; without it, one. InferenceX's
+    vLLM recipes set `async-scheduling: true` (SemiAnalysisAI/InferenceX `benchmarks/70b_*`,
+    `gptoss_fp4_*`, 2025-10-21); vLLM turned it on by default in 0.14 (InferenceX perf-changelog.yaml)."""
+    on = SchedulerSettings(async_scheduling=True)
+    assert engine_scheduling("vllm").missed_iterations == 1
+    assert launched_scheduling("vllm", SchedulerSettings()) == engine_scheduling("vllm")
+    assert launched_scheduling("vllm", on).missed_iterations == 2
+    assert launched_scheduling("vllm", on).chunked_prefill  # only the wait changes
+    for engine in ("sglang", "trt-llm"):  # already an overlap scheduler: nothing more is formed ahead
+        assert launched_scheduling(engine, on) == engine_scheduling(engine)
+    assert launched_scheduling("graph", on) is NONE  # the graph floor waits for nothing
 
 
 @settings(max_examples=25, deadline=None)

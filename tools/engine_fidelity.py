@@ -75,7 +75,7 @@ def skip_reason(row: pd.Series, gpus: set[str]) -> str | None:
     return None
 
 
-def scheduler_for(row: pd.Series) -> dict[str, int]:
+def scheduler_for(row: pd.Series) -> dict[str, int | bool]:
     """How the run's engine admitted prompts behind running decodes, as its launch script set it
     (load.scheduler; planner.scenario.scenario.SchedulerSettings). InferenceX's single-node recipes
     (SemiAnalysisAI/InferenceX `benchmarks/**/dsr1_*.sh` and `70b_*_trt_slurm.sh`, read at every commit of
@@ -85,9 +85,15 @@ def scheduler_for(row: pd.Series) -> dict[str, int]:
       * TensorRT-LLM, attention DP: `attention_dp_config` balance, timeout_iters 60, a prompt per rank;
       * TensorRT-LLM Llama-3.3-70B 1k/1k below TP 8: batch_wait_timeout_iters 20, batch_wait_max_tokens_ratio
         0.9 of max_num_tokens 16384; DeepSeek-R1 FP8 on B200 1k/1k from concurrency 64 (from 2026-01-29):
-        40 and 0.8 of its max_num_tokens (batch waiting never applies with attention DP).
+        40 and 0.8 of its max_num_tokens (batch waiting never applies with attention DP);
+      * vLLM: `async-scheduling: true` in every `70b_*` and `gptoss_fp4_*` script's config.yaml (NVIDIA and
+        AMD, read at 2025-10-21, the Llama-3.3-70B export's date, and through 2026-02; InferenceX dropped the
+        line with vLLM 0.15.1 as "now enabled by default since v0.14.0"): one iteration formed ahead.
     Other sources' runs (GPUStack) used the engines' defaults: nothing held."""
-    if str(row.get("source", "")) not in ("inferencex", "inferencemax-v1-export"):
+    source = str(row.get("source", ""))
+    if row["engine"] == "vllm" and source in (*INFERENCEX_SOURCES, "inferencemax-agg"):
+        return {"async_scheduling": True}
+    if source not in INFERENCEX_SOURCES:
         return {}
     engine, gpu, weights = str(row["engine"]), str(row["gpu"]), str(row["weights"])
     tp, concurrency, date = int(row["tp"]), int(row["concurrency"]), str(row.get("date", ""))

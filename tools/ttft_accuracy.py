@@ -53,7 +53,6 @@ from planner.serving.scheduler_wait import (  # noqa: E402
     NONE,
     EngineScheduling,
     admitted_sequences,
-    engine_scheduling,
 )
 from planner.serving.workload import running_cap, workload_for  # noqa: E402
 from tools.engine_fidelity import RUNS_CSV, scenario_for, skip_reason  # noqa: E402
@@ -113,7 +112,8 @@ def run_scenario(row: pd.Series) -> dict:
     return scenario
 
 
-def _simulate(row: pd.Series, policy: EngineScheduling) -> tuple[Sim, float]:
+def _simulate(row: pd.Series, policy: EngineScheduling | None) -> tuple[Sim, float]:
+    """The run without its frontend cost under `policy` (None: the engine's as its launch set it)."""
     scenario = parse_scenario(run_scenario(row))
     d = resolve(scenario)
     mem = plan_memory(d, scenario.context_len_resolved)
@@ -149,7 +149,7 @@ def simulate_runs(frame: pd.DataFrame) -> pd.DataFrame:
                                    "ttft_mean_ms", "tpot_median_ms")}
         try:
             for name in CLIENTS:
-                policy = NONE if name == "before" else engine_scheduling(str(row["engine"]))
+                policy = NONE if name == "before" else None  # None: the engine's as launched
                 sim, today = _simulate(row, policy)
                 rec.update({f"{name}_{k}": v for k, v in sim.__dict__.items()})
                 rec["today_median"] = today

@@ -133,6 +133,11 @@ class SchedulerSettings(BaseModel):
         description="the hold ends once this many prompts wait (attention-DP balance: one per rank); "
         "0: no count condition",
     )
+    async_scheduling: bool = Field(
+        default=False,
+        description="vLLM --async-scheduling (its default from 0.14): the next iteration is formed before "
+        "the current one's output is processed, so a request reaching a busy engine misses two iterations",
+    )
 
 
 class LoadSettings(TrafficShapeFields):

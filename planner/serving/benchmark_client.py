@@ -50,7 +50,7 @@ from planner.physics.latency import decode_step, prefill_chunk_work_ms
 from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms, weights_read_ms
 from planner.serving.distributions import Percentiles
 from planner.serving.replica import Workload
-from planner.serving.scheduler_wait import EngineScheduling, engine_scheduling
+from planner.serving.scheduler_wait import EngineScheduling, launched_scheduling
 from planner.serving.serving import ServingPoint
 
 # InferenceX's runs send 10 x concurrency prompts (`--num-prompts $(( $CONC * 10 ))`); the benchmark
@@ -410,8 +410,8 @@ class _ClosedLoop:
 def run_benchmark(d: Deployment, w: Workload, client: BenchmarkClient,
                   policy: EngineScheduling | None = None) -> BenchmarkRun:
     """Simulate a closed-loop benchmark of `client.concurrency` clients against one replica, scheduled as
-    `policy` says (default: the deployment's engine's, planner.serving.scheduler_wait)."""
-    loop = _ClosedLoop(d, w, client, engine_scheduling(d.engine) if policy is None else policy)
+    `policy` says (default: the deployment's engine's as launched, planner.serving.scheduler_wait)."""
+    loop = _ClosedLoop(d, w, client, launched_scheduling(d.engine, w.scheduler) if policy is None else policy)
     loop.run()
     return loop.report(w)
 

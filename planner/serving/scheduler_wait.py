@@ -13,7 +13,8 @@ Three terms, each read from the engine's own loop:
         `update_from_output`; the busy loop drains the input queue only between steps. With
         `--async-scheduling` (`step_with_batch_queue`, a batch queue of 2: "fulfilling the batch queue has a
         higher priority than getting model outputs") one batch more is formed ahead. Off by default in
-        vLLM 0.10-0.11: 1 missed iteration.
+        vLLM 0.10-0.13: 1 missed iteration; on by default from 0.14, and set by InferenceX's vLLM launch
+        scripts (`load.scheduler.async_scheduling`, `launched_scheduling`): 2.
       - SGLang `Scheduler.event_loop_overlap` (python/sglang/srt/managers/scheduler.py): `recv_requests` ->
         `get_next_batch_to_run` -> `run_batch` -> the *previous* batch's `process_batch_result`; the overlap
         scheduler is on by default (`--disable-overlap-schedule` off): 2 missed iterations.
@@ -50,12 +51,13 @@ Three terms, each read from the engine's own loop:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.core.deployment import Deployment
 from planner.engines.rules import max_batch_for_context
 from planner.hardware.parallelism import sharding
 from planner.physics.memory import MemoryPlan
+from planner.scenario.scenario import SchedulerSettings
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,15 @@ _POLICIES = {"vllm": VLLM, "sglang": SGLANG, "trt-llm": TRT_LLM}
 def engine_scheduling(engine: str) -> EngineScheduling:
     """The scheduling policy of a serving engine by its planner name; NONE for the graph floor."""
     return _POLICIES.get(engine, NONE)
+
+
+def launched_scheduling(engine: str, settings: SchedulerSettings) -> EngineScheduling:
+    """The engine's policy as launched: vLLM's `--async-scheduling` (`step_with_batch_queue`, a batch queue
+    of 2) forms one iteration ahead, as SGLang's and TensorRT-LLM's overlap schedulers do by default."""
+    policy = engine_scheduling(engine)
+    if settings.async_scheduling and policy is not NONE:
+        return replace(policy, missed_iterations=max(policy.missed_iterations, 2))
+    return policy
 
 
 def admitted_sequences(d: Deployment, mem: MemoryPlan, prompt_len: float, output_len: float,
