@@ -200,3 +200,54 @@ def test_prefill_bound_is_below_the_prefill(fields):
                 assert prefill_floor_ms(d, prompt) <= float(prefill(d, [float(prompt)]).total_ms[0])
                 bound = LayoutMemo().prefill_work_floor_ms(key, d, prompt, 0)
                 assert 0.0 <= bound <= LayoutMemo().prefill_work_ms(key, d, prompt, 0)
+
+
+def test_cost_cutoff_never_drops_a_shown_row():
+    """Source: invariant: at every point of the search, no aggregated row that the modes' merge shows (the
+    max_options cheapest of both modes, each mode's cheapest kept) costs more than CostCutoff's cutoff, so
+    skipping or leaving unfinished every row above it changes no shown option."""
+    import math
+    import random
+
+    from planner.serving.cost_cutoff import CostCutoff, shown_below_usd
+
+    rng = random.Random(31)
+    for _ in range(300):
+        keep = rng.randint(1, 8)
+        prices = [1.0, 2.0, 2.5, 4.0]
+        aggregated = [rng.choice(prices) * rng.randint(1, 6) for _ in range(rng.randint(1, 25))]
+        disagg = [{"usd_per_hour": rng.choice(prices) * rng.randint(1, 6)} for _ in range(rng.randint(0, 25))]
+        merged = sorted([(usd, "aggregated") for usd in aggregated]
+                        + [(o["usd_per_hour"], "disaggregated") for o in disagg])
+        shown = [usd for usd, mode in merged[:keep] if mode == "aggregated"] + [min(aggregated)]
+        cutoff, plain = CostCutoff(keep, shown_below_usd(disagg, keep)), CostCutoff(keep)
+        for usd in rng.sample(aggregated, len(aggregated)):
+            cutoff.add(usd)
+            plain.add(usd)
+            assert max(shown) <= cutoff.usd_per_hour  # every aggregated row the merge shows is kept
+            assert sorted(aggregated)[:keep][-1] <= plain.usd_per_hour  # alone: its own keep cheapest
+        assert plain.usd_per_hour < math.inf or len(aggregated) < keep
+
+
+def test_modes_cutoff_shows_the_same_options(monkeypatch):
+    """Source: invariant: the aggregated search cut at the max_options-th cheapest disaggregated option
+    (planner.serving.cost_cutoff) shows the options, figures, order, verdict and infeasible families of the
+    search without that cut; only the work counts `pruned` and `feasible` (options of evaluated families) may
+    fall."""
+    import json
+    import math
+
+    from planner.serving import serving_modes
+
+    request = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000,
+               "output_len": 400}, "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "tp": [1, 2, 4, 8],
+               "gpus": ["h100-sxm", "h200", "b200", "mi300x", "l40s"], "weights": ["fp8", "bf16"],
+               "disaggregation": True, "max_options": 12}
+    cut = serving_modes.size_with_modes(request)
+    monkeypatch.setattr(serving_modes, "shown_below_usd", lambda options, max_options: math.inf)
+    full = serving_modes.size_with_modes(request)
+    assert json.dumps(cut["options"]) == json.dumps(full["options"])
+    for key in ("assumptions", "infeasible", "fit_hints", "searched"):
+        assert cut[key] == full[key], key
+    assert cut["pruned"] > full["pruned"] and cut["feasible"] < full["feasible"]  # the cut did prune
+    assert {o["mode"] for o in cut["options"]} == {"aggregated", "disaggregated"}

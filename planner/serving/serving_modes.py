@@ -20,11 +20,14 @@ from planner.economics.cost import gpu_price
 from planner.engines.base import ENGINE_LABELS
 from planner.hardware.validated import is_validated
 from planner.scenario.scenario import resolve_gpu, resolve_model
+from planner.serving.cost_cutoff import shown_below_usd
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
 from planner.serving.layout_memo import LayoutMemo
 from planner.serving.request_bounds import check_work, dedupe_lists
 from planner.serving.sizing import _finish, families, fit_hints, gpu_key, parse_sizing, size
+from planner.serving.sizing_request import SizingRequest
 
+Options = list[dict[str, Any]]
 MODE_FIELDS = ("disaggregation", "prefill_gpus", "decode_gpus")  # pp and ep are the sizing request's own
 KV_TRANSFER_ASSUMPTION = (
     "prefill and decode pools pair only on one vendor's accelerators, on an engine with a documented "
@@ -63,8 +66,16 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     check_work([families(req)] + ([families(req, modes.prefill_gpus), families(req, modes.decode_gpus)]
                                   if modes.disaggregation else []), req.max_options)
     memo = LayoutMemo()  # the aggregated and disaggregated searches plan the same layouts
+    disagg: list[Options] = []  # the disaggregated options, searched once the aggregated layouts are prepared
+    searched = [0]
+
+    def shown_below() -> float:  # no aggregated option dearer than this is shown, but its mode's cheapest
+        options, searched[0] = _disaggregated(req, modes, memo)
+        disagg.append(options)
+        return shown_below_usd(options, req.max_options)
     # with disaggregation only the aggregated options shown are finished (TTFT, E2E, slot wait, range)
-    result = size(req, memo, finish=not modes.disaggregation)
+    result = size(req, memo, finish=not modes.disaggregation,
+                  shown_below=shown_below if modes.disaggregation else None)
     for option in result["options"]:  # an aggregated replica prefills and decodes: no separate workers
         option.setdefault("mode", "aggregated")
         option.setdefault("prefill_workers", None)
@@ -72,7 +83,16 @@ def size_with_modes(data: Any) -> dict[str, Any]:
         option["validated"] = is_validated(option["gpu"])
     if not modes.disaggregation:
         return result
+    shown = _shown(result["options"], disagg[0], req.max_options)
+    result.update(options=shown, feasible=result["feasible"] + len(disagg[0]),
+                  searched=result["searched"] + searched[0])
+    result["assumptions"]["modes"] = modes_verdict(shown)
+    result["assumptions"]["kv_transfer"] = KV_TRANSFER_ASSUMPTION
+    return result
 
+
+def _disaggregated(req: SizingRequest, modes: ModeSettings, memo: LayoutMemo) -> tuple[Options, int]:
+    """The request's disaggregated options (each with `validated`) and the configurations searched."""
     model = resolve_model(req.model)
     if model.moe is None and any(e > 1 for e in req.ep):
         raise ScenarioError("ep", "expert parallelism needs a mixture-of-experts model; this one is dense")
@@ -101,15 +121,8 @@ def size_with_modes(data: Any) -> dict[str, Any]:
                                              req.max_options)
     for option in disagg:  # validated only when both pools run on validated GPUs
         option["validated"] = is_validated(option["prefill"]["gpu"]) and is_validated(option["decode"]["gpu"])
-    shown = _shown(result["options"], disagg, req.max_options)
-    result.update(options=shown, feasible=result["feasible"] + len(disagg),
-                  searched=result["searched"] + searched)
-    result["assumptions"]["modes"] = modes_verdict(shown)
-    result["assumptions"]["kv_transfer"] = KV_TRANSFER_ASSUMPTION
-    return result
+    return disagg, searched
 
-
-Options = list[dict[str, Any]]
 
 
 def _shown(aggregated: Options, disagg: Options, max_options: int) -> Options:

@@ -18,7 +18,6 @@ tokens at the traffic actually served: the same figure `plan` gives for the opti
 from __future__ import annotations
 
 import functools
-import heapq
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from planner.serving.confirmed_rate import (
     confirmed_rate,
     why_not,
 )
+from planner.serving.cost_cutoff import CostCutoff
 from planner.serving.floor_order import FloorOrder
 from planner.serving.goodput_search import confirmed_bound_per_s, itl_percentiles
 from planner.serving.layout_memo import LayoutMemo, layout_key
@@ -400,8 +400,9 @@ def _search_family(req: SizingRequest, prep: _Prepared, lazy: bool, defer: bool,
 
 
 def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: bool = False,
-           prune: bool = False, defer: bool = False,
-           memo: LayoutMemo | None = None) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
+           prune: bool = False, defer: bool = False, memo: LayoutMemo | None = None,
+           shown_below: Callable[[], float] | None = None
+           ) -> tuple[list[dict[str, Any]], list[dict[str, str]], int, int]:
     """Every family: (options, infeasible families with their reason, configurations searched, families
     pruned). `prune`: families go cheapest cost floor first, and one whose floor is above the
     `max_options`-th cheapest option found so far is skipped: every fleet it gives costs more than every
@@ -411,25 +412,22 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     family's goodput is searched only as far as its fleet costs need, and the family is finished (exact
     goodput, ITL) only when one of its fleets is among the `max_options` cheapest; the others' rows carry
     their $/hour alone and an infinite ITL, and rank past every returned row. `memo`: per-layout figures
-    shared with another search of the same request."""
+    shared with another search of the request; `shown_below`: planner.serving.cost_cutoff."""
     rows: list[dict[str, Any]] = []
     prepared, infeasible, searched = _prepared_families(req, hints, memo)
     searched += sum(len(prep.caps) for prep in prepared)
     pruned = 0
     order = FloorOrder([(p.floor_bound_usd_per_hour, p.cost_floor_usd_per_hour, p) if prune else
                         (0.0, lambda: 0.0, p) for p in prepared])  # without pruning: list order
-    cheapest: list[float] = []  # max-heap (negated) of the max_options cheapest $/hour found so far
+    cutoff = CostCutoff(req.max_options, shown_below() if shown_below is not None else math.inf)
     pending: list[tuple[_Prepared, ReplicaModel, ConfirmedRate, int, int]] = []  # deferred, with its rows
     while order.left:
-        if prune and len(cheapest) == req.max_options and order.floors_above(-cheapest[0]):
+        above = cutoff.usd_per_hour
+        if prune and above < math.inf and order.floors_above(above):
             pruned = order.left  # every family left costs more than the options found: none changes them
             break
-        above = -cheapest[0] if len(cheapest) == req.max_options else math.inf
         for usd in _search_family(req, order.pop()[1], lazy, defer, rows, infeasible, pending, above):
-            if len(cheapest) < req.max_options:
-                heapq.heappush(cheapest, -usd)
-            elif usd < -cheapest[0]:
-                heapq.heapreplace(cheapest, -usd)
+            cutoff.add(usd)
     if pending:
         usd_all = sorted(r["usd_per_hour"] for r in rows)
         last_returned = usd_all[req.max_options - 1] if len(usd_all) > req.max_options else math.inf
@@ -448,14 +446,16 @@ def families(req: SizingRequest, gpus: list[Any] | None = None) -> int:
     return n_gpus * len(req.tp) * len(req.pp) * len(req.ep) * len(req.weights) * len(req.kv_cache)
 
 
-def size(data: Any, memo: LayoutMemo | None = None, finish: bool = True) -> dict[str, Any]:
+def size(data: Any, memo: LayoutMemo | None = None, finish: bool = True,
+         shown_below: Callable[[], float] | None = None) -> dict[str, Any]:
     """The sizing search (`memo`: per-layout figures shared with the request's disaggregated search).
     `finish` False: the caller fills the options it shows (_finish) and drops the others' `_finish`."""
     req = data if isinstance(data, SizingRequest) else parse_sizing(data)
     if not isinstance(data, SizingRequest):
         check_work([families(req)], req.max_options)  # size_with_modes checks its modes too
     hints = fit_hints(req)
-    rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True, defer=True, memo=memo)
+    rows, infeasible, searched, pruned = search(req, hints, lazy=True, prune=True, defer=True, memo=memo,
+                                               shown_below=shown_below)
     rows = [r for r in rows if r["itl_ms"] is not None]  # None: not stable at its rate: no option (issue 32)
     rows.sort(key=lambda r: (r["usd_per_hour"], r["itl_ms"]))
     if rows:
