@@ -251,3 +251,50 @@ def test_modes_cutoff_shows_the_same_options(monkeypatch):
         assert cut[key] == full[key], key
     assert cut["pruned"] > full["pruned"] and cut["feasible"] < full["feasible"]  # the cut did prune
     assert {o["mode"] for o in cut["options"]} == {"aggregated", "disaggregated"}
+
+
+def test_build_cheapest_keeps_what_building_every_candidate_keeps():
+    """Source: invariant: build_cheapest builds in floor order and stops once the keep-th cheapest built is
+    below the next floor, so its keep cheapest (by cost, then list order) are those of building everything,
+    and it returns what it built in list order."""
+    import random
+
+    from planner.serving.cheapest_first import build_cheapest
+
+    rng = random.Random(12)
+    for _ in range(300):
+        costs = [rng.choice([None, 1.0, 2.0, 3.0, rng.uniform(0, 10)]) for _ in range(rng.randint(0, 30))]
+        floors = [0.0 if c is None else c * rng.choice([1.0, 0.5, 0.0, rng.random()]) for c in costs]
+        keep = rng.randint(1, 6)
+        results = [None if c is None else (c, i) for i, c in enumerate(costs)]
+        built = build_cheapest([(f, (lambda r=r: r)) for f, r in zip(floors, results, strict=True)], keep,
+                               lambda r: r[0])
+        everything = [(c, i) for i, c in enumerate(costs) if c is not None]
+        assert sorted(built)[:keep] == sorted(everything)[:keep]
+        assert built == sorted(built, key=lambda r: r[1]) and set(built) <= set(everything)
+
+
+def test_pairing_floors_are_below_their_fleets(monkeypatch):
+    """Source: invariant: a disaggregated pairing's floor (its decode workers, and the fewest prefill workers
+    their capacity allows) is at most its fleet's $/hour, so pairing the pools cheapest floor first shows
+    the options of pairing them all; only `feasible` (options of evaluated pairings) falls."""
+    import json
+
+    from planner.serving import disaggregation, serving_modes
+
+    request = {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 10.0, "prompt_len": 2000,
+               "output_len": 400}, "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "tp": [1, 2, 4, 8],
+               "gpus": ["h100-sxm", "h200", "b200", "mi300x"], "weights": ["fp8", "bf16"],
+               "disaggregation": True, "max_options": 10}
+    cut = serving_modes.size_with_modes(request)
+    seen: list[tuple[float, float]] = []
+
+    def build_every(candidates, keep, cost):
+        built = [(floor, build()) for floor, build in candidates]
+        seen.extend((floor, cost(option)) for floor, option in built if option is not None)
+        return [option for _, option in built if option is not None]
+    monkeypatch.setattr(disaggregation, "build_cheapest", build_every)
+    full = serving_modes.size_with_modes(request)
+    assert len(seen) > 10 and all(floor <= usd * (1 + 1e-12) for floor, usd in seen)
+    assert json.dumps(cut["options"]) == json.dumps(full["options"])
+    assert cut["feasible"] < full["feasible"] and cut["searched"] == full["searched"]

@@ -42,11 +42,11 @@ from pydantic import ValidationError
 
 from planner.core.deployment import Deployment
 from planner.core.errors import ScenarioError
-from planner.economics.cost import usd_per_million_tokens
 from planner.engines.kv_transfer import KvTransferPath, kv_transfer_path, vendor_key
 from planner.hardware.parallelism import sharding
 from planner.physics.memory import MemoryPlan
 from planner.scenario.scenario import Scenario, resolve
+from planner.serving.cheapest_first import build_cheapest
 from planner.serving.confirmed_rate import SizingObjective
 from planner.serving.disaggregated_workers import (
     ConfirmedDecodeRate,
@@ -59,6 +59,7 @@ from planner.serving.disaggregated_workers import (
     kv_transfer_ms,
     prefill_worker,
 )
+from planner.serving.fleet_option import Priced, fleet_option, layout_summary
 from planner.serving.floor_order import FloorOrder
 from planner.serving.goodput_search import (
     GoodputSearch,
@@ -247,12 +248,6 @@ def _sized(p: PrefillWorker, dw: DecodeWorker, requests_per_s: float, prompt_len
     return None
 
 
-def layout_summary(d: Deployment, gpu_key: str) -> dict[str, Any]:
-    s = sharding(d)
-    return {"gpu": gpu_key, "tp": s.tp, "pp": s.pp, "ep": s.ep, "weights": d.weights, "kv_cache": d.kv_cache,
-            "gpus_per_worker": s.gpus_per_replica, "nodes_per_worker": s.nodes_per_replica}
-
-
 KEEP_PER_POOL = 8  # best candidates per pool that are paired (cost per unit of work)
 
 
@@ -278,7 +273,6 @@ def _prefill_cost_floor(d: Deployment, shape: TrafficShape, price: float, work_m
     return price * s.gpus_per_replica * 0.99 * work_ms / (s.attention_dp * s.pp * 1000.0)
 
 
-Priced = tuple[float, Any, str, float]  # (cost per unit of work, worker, GPU key, $/GPU-hour)
 # the pools that may pair: (weights, KV cache, vendor); a vendor of None (a custom GPU that names none) pairs
 # with nothing
 PoolKey = tuple[str, str, str | None]
@@ -372,54 +366,6 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
             for key, candidates in bounded.items()}, searched
 
 
-def _option(sized: _Sized, prefill: Priced, decode: Priced, requests_per_s: float,
-            output_len: int, percentile: int, path: KvTransferPath) -> dict[str, Any]:
-    """One disaggregated fleet as a sizing option (the contract's option fields). Each pool carries its GPU
-    count and $/hour, which sum to the option's `gpus_total` and `usd_per_hour`: the banner, the table and
-    the opened fleet all read these. Its TTFT figures wait for its private `_finish()` (None until then)."""
-    side = sized.decode
-    _, pw, p_key, p_price = prefill
-    _, dw, d_key, d_price = decode
-    gpus_p, gpus_d = sized.prefill_workers * pw.gpus, side.workers * dw.gpus
-    usd_p, usd_d = gpus_p * p_price, gpus_d * d_price
-    usd = usd_p + usd_d
-    option: dict[str, Any] = {
-        "mode": "disaggregated", "prefill_workers": sized.prefill_workers,
-        "decode_workers": side.workers,
-        "prefill_decode_ratio": sized.prefill_workers / side.workers,
-        "prefill": {**layout_summary(pw.deployment, p_key), "prefill_ms": pw.prefill_ms,
-                    "prompts_per_s_per_worker": pw.prompts_per_s,
-                    "utilization": sized.prefill_utilization, "usd_per_gpu_hour": p_price,
-                    "request_rate_per_worker": requests_per_s / sized.prefill_workers,
-                    "workers": sized.prefill_workers, "gpus": gpus_p, "usd_per_hour": usd_p},
-        "decode": {**layout_summary(dw.deployment, d_key),
-                   "batch": max(1, round(float(side.point.population))),
-                   "itl_ms": side.itl_ms,
-                   "max_running": dw.max_running, "goodput_request_rate": dw.goodput_per_s,
-                   "utilization": side.utilization, "itl_ms_simulated_high": side.itl_high_ms,
-                   "slot_wait_probability": side.wait_probability, "slot_wait_mean_ms": side.wait_mean_ms,
-                   "request_rate_per_worker": requests_per_s / side.workers,
-                   "output_tokens_per_s_per_worker": dw.output_tokens_per_s,
-                   "usd_per_gpu_hour": d_price,
-                   "workers": side.workers, "gpus": gpus_d, "usd_per_hour": usd_d},
-        "gpus_total": gpus_p + gpus_d, "ttft_ms": None, "itl_ms": side.itl_ms,
-        "percentile": percentile,
-        # issue 31: judged as an aggregated option is (the busier pool's utilization; the range's tops)
-        "utilization": max(sized.prefill_utilization, side.utilization),
-        "ttft_ms_simulated_high": None, "itl_ms_simulated_high": side.itl_high_ms,
-        "slot_wait_probability": side.wait_probability, "slot_wait_mean_ms": side.wait_mean_ms,
-        "kv_transfer_ms": sized.transfer_ms, "kv_transfer_path": path.as_dict(),
-        "usd_per_hour": usd,
-        "usd_per_million_output_tokens": usd_per_million_tokens(usd, requests_per_s * output_len),
-    }
-
-    def finish() -> None:
-        fleet = sized.fleet()
-        option.update(ttft_ms=fleet.ttft_ms, ttft_ms_simulated_high=fleet.ttft_simulated_high_ms)
-    option["_finish"] = finish
-    return option
-
-
 def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
                           decode_pool: Sequence[PoolCandidate], requests_per_s: float, prompt_len: int,
                           output_len: int, context_len: int, ttft_slo_ms: float, itl_slo_ms: float,
@@ -433,7 +379,8 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
     `memo`: per-layout figures shared with the request's aggregated search (same model and settings);
     `max_utilization`: the headroom, each pool's share of its capacity at most (serving.pool_checks);
     `finish_first`: only the first this many options (cheapest first) carry their TTFT figures (nothing ranks
-    by them: a caller that returns no more leaves the rest's None), all when None."""
+    by them: a caller that returns no more leaves the rest's None), all when None; a pairing whose floor is
+    above the `finish_first`-th cheapest option is not built at all (planner.serving.cheapest_first)."""
     shape = shape or TrafficShape(prompt_len, output_len)
     resolved: dict[tuple, Deployment | None] = {}
     memo = memo if memo is not None else LayoutMemo()
@@ -461,7 +408,7 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
             paths[key] = path
     decodes, searched_d = _decode_workers(decode_pool, deployment_of, key_of, price_of, memo, shape,
                                           context_len, itl_slo_ms, percentile, set(paths), max_utilization)
-    options = []
+    pairings: list[tuple[float, Callable[[], dict[str, Any] | None]]] = []
     decode_sides: dict[int, DecodeSide] = {}
     for key, path in paths.items():
         pre = prefills[key]
@@ -470,12 +417,27 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
                 dw = d_side[1]
                 if id(dw) not in decode_sides:  # every prefill candidate meets the same decode fleet
                     decode_sides[id(dw)] = decode_fleet(dw, requests_per_s, percentile)
-                sized = _sized(p_side[1], dw, requests_per_s, prompt_len, ttft_slo_ms, percentile,
-                                   decode_sides[id(dw)], max_utilization)
-                if sized is not None:
-                    options.append(_option(sized, p_side, d_side, requests_per_s, output_len, percentile,
-                                           path))
+                pairings.append(_pairing(p_side, d_side, decode_sides[id(dw)], path, requests_per_s,
+                                         prompt_len, output_len, ttft_slo_ms, percentile, max_utilization))
+    options = build_cheapest(pairings, finish_first or len(pairings) + 1, lambda o: o["usd_per_hour"])
     return _finished(options, finish_first), searched_p + searched_d
+
+
+def _pairing(p_side: Priced, d_side: Priced, decode: DecodeSide, path: KvTransferPath, requests_per_s: float,
+             prompt_len: int, output_len: int, ttft_slo_ms: float, percentile: int,
+             max_utilization: float | None) -> tuple[float, Callable[[], dict[str, Any] | None]]:
+    """A pairing of the pools: a floor under its fleet's $/hour (its decode workers, and the fewest prefill
+    workers their capacity allows: pool_checks.fewest_prefill_workers never goes below its headroom's count)
+    and the fleet's option on demand (None where no count meets the objectives)."""
+    pw, dw = p_side[1], d_side[1]
+    prefill_workers = math.ceil(requests_per_s / pw.prompts_per_s * (1 - 1e-9)) if pw.prompts_per_s > 0 else 1
+    floor = max(prefill_workers, 1) * pw.gpus * p_side[3] + decode.workers * dw.gpus * d_side[3]
+
+    def build() -> dict[str, Any] | None:
+        sized = _sized(pw, dw, requests_per_s, prompt_len, ttft_slo_ms, percentile, decode, max_utilization)
+        return None if sized is None else fleet_option(sized, p_side, d_side, requests_per_s, output_len,
+                                                  percentile, path)
+    return floor, build
 
 
 def _finished(options: list[dict[str, Any]], first: int | None) -> list[dict[str, Any]]:
