@@ -25,21 +25,21 @@ confirmed); only the aggregated options shown are finished (35 of 200 here). Sti
 host: the time is spread over ~3,600 layouts x a dozen numpy calls each (preparing them ~1.1 s) and the
 per-family searches (~1.6 s); closing it needs the physics over arrays of layouts, as above.
 
-Issue 31, less work (2026-11-27 19:28-19:30 UTC, the same host at load average 0.75-1.1, main at 832291c
-(before) against the branch (after), interleaved; shown options, order, figures, verdict, infeasible and
-searched identical; `pruned` and `feasible`, counts of the work done, change): the aggregated families are
-searched after the disaggregated pools and cut at the max_options-th cheapest disaggregated option
-(planner.serving.cost_cutoff: families searched 552 -> 341, pruned 2,226 -> 2,437), and the pools' pairings
-are built cheapest floor first until the max_options-th cheapest fleet is below every floor left
-(planner.serving.cheapest_first: feasible 2,600 -> 1,092). In-process CPU, best of three, two rounds:
-2.63-2.65 s before, 2.25-2.38 s after; the whole command, three rounds, wall 3.15-3.21 s (CPU 3.14-3.20 s)
-before, 2.84-2.96 s (2.84-2.95 s) after. Still ~0.9 s over 2 s: what is left is work every shown option needs
-with the floors as they are: the 2,778 layouts' decode-step tables (~0.3 s; the decode pool sorts every layout
-by its bound), memory plans and resolves (~0.4 s), the decode pool's confirmed rates (~0.5 s, 468 workers for
-144 kept) and the 341 families (~0.3 s). Those families' cheapest fleets cost 2.0-3.0x their floors
-(quartiles; before the cut): their confirmed rate stops at the ITL band (539 of 552 searched), while the
+Issue 31, less work (2026-11-27 19:35-19:37 UTC, the same host at load average 1.5-2.0, main at 8b77b21
+(before) against the branch (after), interleaved; shown options, order, figures, pareto flags, verdict,
+infeasible and searched identical; `pruned` and `feasible`, counts of the work done, change): the aggregated
+families are searched after the disaggregated pools and cut at the max_options-th cheapest disaggregated
+option (planner.serving.cost_cutoff: families searched 548 -> 294, pruned 2,230 -> 2,484), and the pools'
+pairings are built cheapest floor first until the max_options-th cheapest fleet is below every floor left
+(planner.serving.cheapest_first: pairings sized 1,152 -> 204; feasible 2,626 -> 992). In-process CPU, best of
+three, two rounds: 2.73-2.75 s before, 2.36-2.39 s after; the whole command, three rounds, wall 3.12-3.27 s
+(CPU 3.11-3.19 s) before, 2.73-2.96 s (2.73-2.92 s) after. Still ~0.8 s over 2 s: what is left is work every
+shown option needs with the floors as they are: the 2,778 layouts' decode-step tables (~0.3 s; the decode pool
+sorts every layout by its bound), memory plans and resolves (~0.4 s), the decode pool (~0.75 s, 495 workers
+built for 144 kept) and the 294 families (~0.4 s). The families' cheapest fleets cost 2.0-3.0x their floors
+(quartiles, measured at 832291c): their confirmed rate stops at the ITL band (539 of 552 searched), while the
 goodput bound caps the population by the decode step alone, leaving out the iterations that carry prompt
-chunks; a floor with them in would cut most of the ~430 families searched that show nothing.
+chunks; a floor with them in would skip most of the families searched that show nothing.
 No timing is asserted; `make bench` times it."""
 
 from __future__ import annotations
