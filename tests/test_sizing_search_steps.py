@@ -298,3 +298,39 @@ def test_pairing_floors_are_below_their_fleets(monkeypatch):
     assert len(seen) > 10 and all(floor <= usd * (1 + 1e-12) for floor, usd in seen)
     assert json.dumps(cut["options"]) == json.dumps(full["options"])
     assert cut["feasible"] < full["feasible"] and cut["searched"] == full["searched"]
+
+
+@pytest.mark.parametrize("itl_ms", [20.0, 50.0])
+def test_a_decode_worker_without_a_goodput_bound_has_no_goodput(itl_ms):
+    """Source: invariant: where even one sequence's decode step misses the ITL objective (the goodput bound is
+    None), the decode pool skips the candidate: a token's mean ITL is the step at N + 1 >= 1 sequences (the
+    serving model's load point), so its confirmed rate is 0 and it would give no worker."""
+    from gpu_catalog import load_catalog
+    from planner.serving.confirmed_rate import SizingObjective
+    from planner.serving.disaggregated_workers import ConfirmedDecodeRate, _decode_model
+    from planner.serving.goodput_search import confirmed_bound_per_s
+    from planner.serving.layout_memo import bound_steps
+
+    shape = TrafficShape(2000, 400)
+    context_len, context = 2400, 2000 + 400 / 2
+    none = 0
+    for gpu in load_catalog():
+        for tp, weights in ((1, "bf16"), (2, "fp8"), (4, "bf16")):
+            try:
+                d = resolve(Scenario.model_validate({"model": "llama-3.1-70b", "gpu": gpu, "tp": tp,
+                                                     "weights": weights, "kv_cache": "fp8",
+                                                     "context_len": context_len, "prompt_len": 2000,
+                                                     "output_len": 400}))
+            except Exception:  # a layout the catalog's GPU cannot run is no candidate
+                continue
+            mem = plan_memory(d, context_len)
+            if not mem.fits:
+                continue
+            bound = confirmed_bound_per_s(d, context, mem.max_batch, 400, 0.0,
+                                          bound_steps(d, mem.max_batch, context),
+                                          SizingObjective(90, None, itl_ms), (1.0, False, "fits"), None)
+            if bound is None:
+                none += 1
+                max_batch, m = _decode_model(d, context_len, shape, mem)
+                assert ConfirmedDecodeRate(m, max_batch, 90, itl_ms, None).hi == 0.0, (gpu, tp, weights)
+    assert none > 0

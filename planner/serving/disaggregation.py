@@ -359,6 +359,8 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
         bound = confirmed_bound_per_s(d, context, mem.max_batch, shape.output_len, 0.0,
                                       memo.bound_steps(key_of(c), d, mem.max_batch, context), objective,
                                       banding, max_utilization)
+        if bound is None and shape.output_len > 1:
+            continue  # one sequence's step misses ITL already: a token's mean ITL is D(N + 1) >= D(1)
         floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
         bounded.setdefault(_pool_key(c, d), []).append((floor, c, d, price, mem,
                                                                 memo.prefill_work(key_of(c), d)))
