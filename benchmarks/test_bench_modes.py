@@ -25,21 +25,23 @@ confirmed); only the aggregated options shown are finished (35 of 200 here). Sti
 host: the time is spread over ~3,600 layouts x a dozen numpy calls each (preparing them ~1.1 s) and the
 per-family searches (~1.6 s); closing it needs the physics over arrays of layouts, as above.
 
-Issue 31, less work (2026-11-27 19:35-19:37 UTC, the same host at load average 1.5-2.0, main at 8b77b21
+Issue 31, less work (2026-11-27 19:39-19:41 UTC, the same host at load average 2.2-2.9, main at 8b77b21
 (before) against the branch (after), interleaved; shown options, order, figures, pareto flags, verdict,
 infeasible and searched identical; `pruned` and `feasible`, counts of the work done, change): the aggregated
 families are searched after the disaggregated pools and cut at the max_options-th cheapest disaggregated
-option (planner.serving.cost_cutoff: families searched 548 -> 294, pruned 2,230 -> 2,484), and the pools'
-pairings are built cheapest floor first until the max_options-th cheapest fleet is below every floor left
-(planner.serving.cheapest_first: pairings sized 1,152 -> 204; feasible 2,626 -> 992). In-process CPU, best of
-three, two rounds: 2.73-2.75 s before, 2.36-2.39 s after; the whole command, three rounds, wall 3.12-3.27 s
-(CPU 3.11-3.19 s) before, 2.73-2.96 s (2.73-2.92 s) after. Still ~0.8 s over 2 s: what is left is work every
-shown option needs with the floors as they are: the 2,778 layouts' decode-step tables (~0.3 s; the decode pool
-sorts every layout by its bound), memory plans and resolves (~0.4 s), the decode pool (~0.75 s, 495 workers
-built for 144 kept) and the 294 families (~0.4 s). The families' cheapest fleets cost 2.0-3.0x their floors
-(quartiles, measured at 832291c): their confirmed rate stops at the ITL band (539 of 552 searched), while the
-goodput bound caps the population by the decode step alone, leaving out the iterations that carry prompt
-chunks; a floor with them in would skip most of the families searched that show nothing.
+option (planner.serving.cost_cutoff: families searched 548 -> 294, pruned 2,230 -> 2,484); the pools' pairings
+are built cheapest floor first until the max_options-th cheapest fleet is below every floor left
+(planner.serving.cheapest_first: pairings sized 1,152 -> 204; feasible 2,626 -> 992); and the decode pool
+skips a layout whose one-sequence decode step already misses ITL (none here; 182 decode models in
+WHOLE_CATALOG). In-process CPU, best of three, two rounds: 2.61-2.74 s before, 2.25-2.26 s after; the whole
+command, three rounds, wall 3.03-3.12 s (CPU 3.01-3.11 s) before, 2.61-2.67 s (2.61-2.65 s) after. Still ~0.65
+s over 2 s: what is left is work every shown option needs with the floors as they are: the 2,778 layouts'
+decode-step tables (~0.3 s; the decode pool sorts every layout by its bound), memory plans and resolves (~0.4
+s), the decode pool (~0.5 s, 495 workers built for 144 kept) and the 294 families (~0.35 s). The families'
+cheapest fleets cost 2.0-3.0x their floors (quartiles, measured at 832291c): their confirmed rate stops at the
+ITL band (539 of 552 searched), while the goodput bound caps the population by the decode step alone, leaving
+out the iterations that carry prompt chunks; a floor with them in would skip most of the families searched
+that show nothing.
 No timing is asserted; `make bench` times it."""
 
 from __future__ import annotations
