@@ -336,3 +336,17 @@ def test_sizing_never_plans_a_replica_beyond_the_roofline(model, gpu, prompt, ou
         r = o["request_rate_per_replica"]
         _assert_within_roofline(scenario, p, "sizing", r, r * output, r * prompt)
         check_roofline_law(scenario)
+
+
+def test_a_closed_loop_reports_the_running_cap_its_benchmark_ran():
+    """Source: invariant: the roofline (issue 32), on the case the 10,000-scenario run found: Llama-3.1-8B
+    fp32 on one H100, 1-token prompts and 7-token outputs, 149 clients. The memory holds 74 sequences at the
+    full 2,081-token context, but vLLM allocates KV as tokens are written, so its benchmark runs all 149 at
+    once; the plan reported the served rate of 149 running with a cap of 74, which put its passes 0.6% past
+    the bandwidth roofline. The plan now reports the cap its benchmark ran, and the law holds."""
+    s = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "tp": 1, "weights": "fp32", "kv_cache": "fp32",
+         "prompt_len": 1, "output_len": 7, "context_len": 2081, "engine": "vllm",
+         "load": {"max_num_batched_tokens": 8192, "concurrency": 149}}
+    check_roofline_law(s)
+    sv = plan_dict(s)["serving"]
+    assert plan_dict(s)["memory"]["max_batch"] < sv["max_running"] == 149 and sv["saturated"] is False

@@ -40,6 +40,7 @@ meanwhile waits whole decode steps before its prefill: TTFT grows with the decod
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from dataclasses import dataclass, replace
 
@@ -109,6 +110,7 @@ class BenchmarkRun:
     itl_ms: Summary
     e2e_ms: Summary
     mean_decode_batch: float  # decode tokens per iteration, token-weighted
+    max_running: int = 0  # sequences the engine ran at once at most (the KV pool's admission, max_num_seqs)
 
 
 def _summary(values: np.ndarray) -> Summary:
@@ -404,6 +406,7 @@ class _ClosedLoop:
             mean_decode_batch=float(
                 np.sum(weights * np.array(self.batches)) / max(float(np.sum(weights)), 1e-12)
             ),
+            max_running=int(w.max_running),
         )
 
 
@@ -426,8 +429,13 @@ def at_benchmark(point: ServingPoint, run: BenchmarkRun) -> ServingPoint:
     def pct(s: Summary) -> Percentiles:
         return Percentiles(s.p50, s.p90, s.p99)
 
+    # the run's running cap, not the queue's: the run admits sequences at the length the engine holds them
+    # (planner.serving.scheduler_wait.admitted_sequences), so its throughput is that many per step
+    clients = math.ceil(point.concurrency or 0)
     return replace(point, request_rate=run.request_throughput, output_tokens_per_s=run.output_throughput,
                    total_tokens_per_s=run.total_token_throughput, stable=True,
+                   max_running=max(min(run.max_running, clients), point.max_running),
+                   saturated=point.saturated and (point.concurrency or 0) > run.max_running,
                    ttft_ms=pct(run.ttft_ms), itl_ms=pct(run.itl_ms), e2e_ms=pct(run.e2e_ms),
                    ttft_mean_ms=run.ttft_ms.mean, itl_mean_ms=run.itl_ms.mean, e2e_mean_ms=run.e2e_ms.mean,
                    tpot_ms=pct(run.tpot_ms), tpot_mean_ms=run.tpot_ms.mean)
