@@ -24,6 +24,13 @@ SIZING = {
 
 
 def test_bench_plan_with_percentiles_and_goodput(benchmark):
+    """Target (issue 30): a plan with percentiles under 20 ms. This open loop at 4 req/s (bursty arrivals, an
+    objective) also names the constraint that binds its goodput and what relaxing it buys (issue 31's
+    `serving.goodput_binding`: each objective's goodput alone, a relaxed search, the confirmed rate).
+    2026-11-27, 20:03 UTC, load 0.9, median of 27+ rounds: 32.9 ms at the start of the day's work (4e25aaa),
+    35.9 ms after the slot wait joined the plan (737c905): the target is missed here. Of one plan's
+    ~48 ms under cProfile, 33 ms are the binding's four goodput searches. The plan at the objective takes
+    18.0 ms (10.5 ms before), the closed loop at 64 clients 5.3 ms."""
     result = benchmark(plan, SCENARIO)
     assert result.serving.stable and result.serving.ttft_ms.p99 is not None
     assert result.serving.goodput_request_rate is not None
