@@ -7,8 +7,6 @@ tests/test_commands_bench.py).
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,11 +24,8 @@ from planner.serving.calibration_fit import (
     open_loop_run,
     profile_from_vllm_bench,
 )
+from tests.test_commands_bench import BENCH, SCENARIO
 from tests.test_commands_roundtrip import SCENARIOS as ROUND_TRIP_SCENARIOS
-
-ROOT = Path(__file__).resolve().parents[1]
-BENCH = json.loads((ROOT / "data" / "examples" / "vllm_bench_qwen3_8b_h100.json").read_text())
-SCENARIO = json.loads((ROOT / "data" / "examples" / "qwen3_8b_h100_scenario.json").read_text())
 
 
 def _open_run(**extra: Any) -> dict[str, Any]:
