@@ -56,12 +56,14 @@ from planner.serving.benchmark_client import (
 )
 from planner.serving.operating_point import (
     GoodputBinding,
-    goodput_binding,
+    goodput_binding_of,
     serve_at_goodput,
+    serve_under_objective,
     time_per_output_token,
 )
 from planner.serving.scheduler_wait import admitted_sequences
 from planner.serving.serving import Objective, ServingPoint, serve_at_concurrency, serve_at_rate
+from planner.serving.shared_searches import SharedSearches
 from planner.serving.workload import running_cap, workload_for
 
 MAX_TP_SUGGESTION = 64
@@ -211,10 +213,22 @@ def _throughput_section(step: StepTime, batch: int, banded: bool, engine: str = 
     )
 
 
+def open_loop_searches(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> SharedSearches | None:
+    """An open loop under an objective: its replica model's goodput searches, which its point and its
+    goodput binding share (issue 30); None otherwise."""
+    load = scenario.load
+    if not mem.fits or load is None or load.slo is None or not (load.request_rate or load.at_goodput):
+        return None
+    cap = running_cap(scenario.batch, mem.max_batch)
+    return SharedSearches.of(d, workload_for(scenario, d, cap), mem.max_batch)
+
+
 def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan,
-                    bench: tuple[int, BenchmarkRun] | None = None) -> ServingPoint | None:
+                    bench: tuple[int, BenchmarkRun] | None = None,
+                    searches: SharedSearches | None = None) -> ServingPoint | None:
     """The serving model at the scenario's operating point (None when the deployment does not fit); a closed
-    loop at `load.concurrency` as its benchmark `bench` reports it (issue 20)."""
+    loop at `load.concurrency` as its benchmark `bench` reports it (issue 20); an open loop under an
+    objective on `searches` (open_loop_searches) where given."""
     if not mem.fits:
         return None
     load = scenario.load
@@ -223,7 +237,9 @@ def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan,
     cap = running_cap(scenario.batch, mem.max_batch)
     if load is not None and load.at_goodput and slo is not None:
         tpot = load.slo.tpot_ms if load.slo is not None else None
-        return serve_at_goodput(d, workload_for(scenario, d, cap), slo, mem.max_batch, tpot)
+        return serve_at_goodput(d, workload_for(scenario, d, cap), slo, mem.max_batch, tpot, searches)
+    if load is not None and load.request_rate is not None and slo is not None and searches is not None:
+        return serve_under_objective(searches, load.request_rate, slo)
     if load is not None and load.request_rate is not None:
         return serve_at_rate(d, workload_for(scenario, d, cap), load.request_rate, slo, mem.max_batch)
     if load is not None and load.concurrency is not None:
@@ -234,14 +250,11 @@ def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan,
     return serve_at_concurrency(d, workload_for(scenario, d, mem.max_batch), concurrency, None, mem.max_batch)
 
 
-def _binding(scenario: Scenario, d: Deployment, mem: MemoryPlan,
-             point: ServingPoint | None) -> GoodputBinding | None:
-    """Which objective binds an open loop's goodput, and what relaxing it buys (issue 31)."""
-    load = scenario.load
-    if point is None or point.mode != "request_rate" or load is None or load.slo is None:
-        return None
-    cap = running_cap(scenario.batch, mem.max_batch)
-    return goodput_binding(d, workload_for(scenario, d, cap), load.slo, mem.max_batch)
+def _binding(scenario: Scenario, searches: SharedSearches | None) -> GoodputBinding | None:
+    """Which objective binds an open loop's goodput, and what relaxing it buys (issue 31), on the searches
+    its point ran (an open loop under an objective has them: open_loop_searches)."""
+    slo = scenario.load.slo if scenario.load is not None else None
+    return goodput_binding_of(searches, slo) if searches is not None and slo is not None else None
 
 
 def closed_loop_benchmark(scenario: Scenario, d: Deployment,
@@ -419,7 +432,8 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
     price = _price(scenario, d)
     profile = scenario.efficiency == "default"  # the engine profile, maybe under a calibration
     bench = closed_loop_benchmark(scenario, d, mem)
-    point = operating_point(scenario, d, mem, bench)
+    searches = open_loop_searches(scenario, d, mem)  # the point's goodput search and its binding's share
+    point = operating_point(scenario, d, mem, bench, searches)
     layout = parallelism_section(d)
     gpus = layout.gpus_per_replica
     counts = d.params
@@ -444,7 +458,7 @@ def plan(scenario: Scenario | dict[str, Any]) -> Plan:
         speculative=_speculative_section(scenario, d, batch, mem.fits),
         serving=_serving_section(scenario, gpus, point).model_copy(
             update={"benchmark": benchmark_section(bench),
-                    "goodput_binding": _binding(scenario, d, mem, point)}),
+                    "goodput_binding": _binding(scenario, searches)}),
         fit_alternatives=_fit_alternatives(scenario, d, mem),
         model=ModelSummary(name=d.model.name, total_params=counts.total, active_params=counts.active,
                            non_embedding_params=counts.non_embedding),

@@ -270,17 +270,22 @@ def _stable_points(p: LoadPoint) -> LoadPoint:
     return _map_point(p, lambda v: np.asarray(v)[keep] if np.ndim(v) else v)
 
 
-def ttft_itl_percentiles_over_rates(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
-    """TTFT and ITL percentiles (PERCENTILES) at every stable point of a load point over rates, in one search
-    (latency_percentiles' figures, a point at a time; the ITL window bound is the widest window's, so a
-    point's ITL matches its own to the renormalised tail, well under 1e-6): (TTFT, ITL), each (Q, R) over
-    the stable points in order."""
+def percentiles_over_rates(m: ReplicaModel, p: LoadPoint, metric: str) -> np.ndarray:
+    """TTFT or ITL (`metric`) percentiles (PERCENTILES) at every stable point of a load point over rates, in
+    one search (latency_percentiles' figures, a point at a time; the ITL window bound is the widest
+    window's, so a point's ITL matches its own to the renormalised tail, well under 1e-6): (Q, R) over the
+    stable points in order."""
     s = _stable_points(p)
     probability = np.array(PERCENTILES) / 100.0
-    first = np.max(m.prefill_work_ms) + s.iteration_ms + s.wait_mean_ms + 1.0
-    ttft = quantiles_over_points(ttft_distribution(m, s), probability, np.maximum(first, 1e-3))
-    itl = quantiles_over_points(itl_distribution(m, s), probability, np.maximum(s.iteration_ms * 2, 1e-3))
-    return ttft, itl
+    if metric == "ttft":
+        first = np.max(m.prefill_work_ms) + s.iteration_ms + s.wait_mean_ms + 1.0
+        return quantiles_over_points(ttft_distribution(m, s), probability, np.maximum(first, 1e-3))
+    return quantiles_over_points(itl_distribution(m, s), probability, np.maximum(s.iteration_ms * 2, 1e-3))
+
+
+def ttft_itl_percentiles_over_rates(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
+    """TTFT and ITL percentiles_over_rates: (TTFT, ITL), each (Q, R) over the stable points in order."""
+    return percentiles_over_rates(m, p, "ttft"), percentiles_over_rates(m, p, "itl")
 
 
 @dataclass(frozen=True)

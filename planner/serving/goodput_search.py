@@ -29,13 +29,16 @@ GOODPUT_GRID = 48  # goodput_per_ms's default grid of rates, whose first step go
 
 
 class LoadPoints:
-    """One replica model's load points and TTFT distributions, each computed on first use: the searches of
-    several objectives on one model (a prefill worker paired with several decode workers, each leaving
-    its own TTFT budget) share them. Each figure is the one the plain call gives (the same call, once)."""
+    """One replica model's load points and TTFT and ITL distributions, each computed on first use: the
+    searches of several objectives on one model share them (a prefill worker paired with several decode
+    workers, each leaving its own TTFT budget; a plan's goodput, each objective's alone and the relaxed
+    one: the figures at a rate are the same whichever objective is tested on them). Each figure is the one
+    the plain call gives (the same call, once)."""
 
     def __init__(self, m: ReplicaModel) -> None:
         self.m = m
-        self._points: dict[object, tuple[LoadPoint, Callable | None]] = {}
+        # key -> [the load point, its TTFT distribution, its ITL distribution] (None until asked for)
+        self._points: dict[object, list] = {}
         self._percentiles: dict[object, Percentiles] = {}
         self._grid: tuple[np.ndarray | None] | None = None
 
@@ -45,19 +48,27 @@ class LoadPoints:
             self._grid = (_grid_rates(self.m),)
         return self._grid[0]
 
+    def _entry(self, key: object, rate_per_ms: float | np.ndarray) -> list:
+        entry = self._points.get(key)
+        if entry is None:
+            entry = self._points[key] = [load_point(self.m, rate_per_ms), None, None]
+        return entry
+
     def point(self, key: object, rate_per_ms: float | np.ndarray) -> LoadPoint:
         """The load point at `rate_per_ms`, which `key` names (a float rate, or a name for a grid)."""
-        if key not in self._points:
-            self._points[key] = (load_point(self.m, rate_per_ms), None)
-        return self._points[key][0]
+        return self._entry(key, rate_per_ms)[0]
 
     def ttft_distribution(self, key: object, rate_per_ms: float | np.ndarray) -> Callable:
-        point = self.point(key, rate_per_ms)
-        cdf = self._points[key][1]
-        if cdf is None:
-            cdf = ttft_distribution(self.m, point)
-            self._points[key] = (point, cdf)
-        return cdf
+        entry = self._entry(key, rate_per_ms)
+        if entry[1] is None:
+            entry[1] = ttft_distribution(self.m, entry[0])
+        return entry[1]
+
+    def itl_distribution(self, key: object, rate_per_ms: float | np.ndarray) -> Callable:
+        entry = self._entry(key, rate_per_ms)
+        if entry[2] is None:
+            entry[2] = itl_distribution(self.m, entry[0])
+        return entry[2]
 
     def ttft_percentiles(self, key: object, rate_per_ms: float) -> Percentiles:
         """ttft_percentiles(m, load_point(m, rate)), from the shared figures (kept: every decode worker that
@@ -68,13 +79,22 @@ class LoadPoints:
             self._percentiles[key] = ttft_percentiles(self.m, point, cdf)
         return self._percentiles[key]
 
+    def meets(self, key: object, rate_per_ms: float | np.ndarray, percentile: int, ttft_ms: float | None,
+              itl_ms: float | None) -> np.ndarray:
+        """meets_objective(m, load_point(m, rate), percentile, ttft_ms, itl_ms), from the shared figures
+        (a distribution is evaluated only where some point may still pass, as there)."""
+        ok = np.asarray(self.point(key, rate_per_ms).stable, dtype=bool).copy()
+        prob = percentile / 100.0
+        if ttft_ms is not None and ok.any():
+            ok &= self.ttft_distribution(key, rate_per_ms)(ttft_ms) >= prob
+        if itl_ms is not None and ok.any():
+            ok &= self.itl_distribution(key, rate_per_ms)(itl_ms) >= prob
+        return ok
+
     def meets_ttft(self, key: object, rate_per_ms: float | np.ndarray, percentile: int,
                    ttft_ms: float) -> np.ndarray:
         """meets_objective(m, load_point(m, rate), percentile, ttft_ms, None), from the shared figures."""
-        ok = np.asarray(self.point(key, rate_per_ms).stable, dtype=bool).copy()
-        if ok.any():
-            ok &= self.ttft_distribution(key, rate_per_ms)(ttft_ms) >= percentile / 100.0
-        return ok
+        return self.meets(key, rate_per_ms, percentile, ttft_ms, None)
 
 
 def _grid_rates(m: ReplicaModel) -> np.ndarray | None:
@@ -89,13 +109,14 @@ def goodput_bracket(m: ReplicaModel, percentile: int, ttft_ms: float | None,
                     itl_ms: float | None, points: LoadPoints | None = None) -> tuple[float, float]:
     """[lo, hi] holding goodput_per_ms's answer, from its first step alone (the grid of rates up to
     capacity, the same call on the same rates, so the same verdicts); lo == hi where that step is the
-    answer, (0, 0) where it is 0. Its bisection then only moves inside the bracketing cell. `points`
-    (a TTFT objective alone): the model's shared load points."""
-    rates = points.grid_rates() if points is not None and points.m is m else _grid_rates(m)
+    answer, (0, 0) where it is 0. Its bisection then only moves inside the bracketing cell. `points`: the
+    model's shared load points (the grid's figures, whichever objective is tested on them)."""
+    shared = points is not None and points.m is m
+    rates = points.grid_rates() if points is not None and shared else _grid_rates(m)
     if rates is None:
         return 0.0, 0.0
-    if points is not None and ttft_ms is not None and itl_ms is None:
-        ok = points.meets_ttft("grid", rates, percentile, ttft_ms)
+    if points is not None and shared:
+        ok = points.meets("grid", rates, percentile, ttft_ms, itl_ms)
     else:
         ok = meets_objective(m, load_point(m, rates), percentile, ttft_ms, itl_ms)
     if not ok[0]:
@@ -116,28 +137,31 @@ STEP_DEPTH = 2
 class GoodputSearch:
     """goodput_per_ms's search one step at a time (its grid, then its bisection in the bracketing cell,
     the same midpoints in the same order, the same verdicts): the goodput lies in [lo, hi]; once `exact`,
-    it is lo."""
+    it is lo. `points`: the model's shared load points, whose figures the searches of other objectives on
+    the same model reuse (each rate, grid and midpoint tree computed once); with them, midpoints are judged
+    ahead (a tree at once) only where `ahead` asks for it (a prefill worker's many budgets share lone
+    midpoints instead)."""
 
     def __init__(self, m: ReplicaModel, percentile: int, ttft_ms: float | None, itl_ms: float | None,
-                 refine: int = 10, points: LoadPoints | None = None) -> None:
+                 refine: int = 10, points: LoadPoints | None = None, ahead: bool = False) -> None:
         self.m, self.percentile, self.ttft_ms, self.itl_ms = m, percentile, ttft_ms, itl_ms
-        # shared load points serve a TTFT objective alone (a prefill worker's)
-        self.points = points if points is not None and ttft_ms is not None and itl_ms is None else None
+        self.points = points if points is not None and points.m is m else None
         self.lo, self.hi = goodput_bracket(m, percentile, ttft_ms, itl_ms, self.points)
         self.steps_left = refine if self.lo < self.hi else 0
         self._verdicts: dict[float, bool] = {}  # midpoints judged ahead of their step
         # A vectorized evaluation gives each rate the figures a lone one gets where every figure is
         # elementwise: Poisson or smoother arrivals (a clumped window's series stops when the whole array
         # has converged) and one arrival bound for all the rates' ITL windows (_speculate checks it).
-        self._ahead = self.points is None and m.workload.arrival_cv <= 1.0
+        self._ahead = (self.points is None or ahead) and m.workload.arrival_cv <= 1.0
 
     @property
     def exact(self) -> bool:
         return self.steps_left == 0
 
     def _meets(self, rate_per_ms: float) -> bool:
-        if self.points is not None and self.ttft_ms is not None:
-            return bool(self.points.meets_ttft(rate_per_ms, rate_per_ms, self.percentile, self.ttft_ms))
+        if self.points is not None:
+            return bool(self.points.meets(rate_per_ms, rate_per_ms, self.percentile, self.ttft_ms,
+                                          self.itl_ms))
         return bool(meets_objective(self.m, load_point(self.m, rate_per_ms), self.percentile, self.ttft_ms,
                                     self.itl_ms))
 
@@ -145,14 +169,18 @@ class GoodputSearch:
         """Judge every midpoint the next `depth` steps may take (as step() computes them), in one call."""
         mids = bisection_midpoints(self.lo, self.hi, depth)
         rates = np.array(mids)
-        point = load_point(self.m, rates)
+        key = ("tree", self.lo, self.hi, depth)
+        point = self.points.point(key, rates) if self.points is not None else load_point(self.m, rates)
         if self.itl_ms is not None:
             window = np.asarray(point.rate_per_ms * point.iteration_ms, dtype=float)
             cv = self.m.workload.arrival_cv
             if not np.isfinite(window).all() or (window_arrivals_bound(float(window.min()), cv)
                                                   != window_arrivals_bound(float(window.max()), cv)):
                 return  # the ITL of these rates together would count arrivals up to another bound
-        ok = meets_objective(self.m, point, self.percentile, self.ttft_ms, self.itl_ms)
+        if self.points is not None:
+            ok = self.points.meets(key, rates, self.percentile, self.ttft_ms, self.itl_ms)
+        else:
+            ok = meets_objective(self.m, point, self.percentile, self.ttft_ms, self.itl_ms)
         self._verdicts.update(zip(mids, (bool(v) for v in ok), strict=True))
 
     def step(self, depth: int = STEP_DEPTH) -> None:

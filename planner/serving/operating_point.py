@@ -14,12 +14,11 @@ from pydantic import BaseModel
 from planner.core.deployment import Deployment
 from planner.scenario.scenario import ServiceObjective
 from planner.serving.confirmed_rate import SizingObjective, confirmed_rate
-from planner.serving.distributions import PERCENTILES, ttft_itl_percentiles_over_rates
-from planner.serving.goodput_search import GoodputSearch
+from planner.serving.distributions import PERCENTILES, percentiles_over_rates
 from planner.serving.queue_bands import QueueBands
-from planner.serving.replica import ReplicaModel, Workload, load_point, replica_model
-from planner.serving.serving import Objective, ServingPoint, goodput_per_ms, serve_model_at_rate
-from planner.serving.slot_wait import goodput_with_slot_wait
+from planner.serving.replica import ReplicaModel, Workload, load_point
+from planner.serving.serving import Objective, ServingPoint, serve_model_at_rate
+from planner.serving.shared_searches import SharedSearches, tpot_goodput_per_ms
 
 # The default latency objective: what an interactive chat product accepts, at p90.
 # Public practice it sits between: MLPerf Inference's Llama-2-70B scenarios hold TTFT p99 <= 2 s and
@@ -41,47 +40,28 @@ def objective_of(slo: ServiceObjective) -> Objective:
     return Objective(slo.ttft_ms, slo.itl_ms, slo.percentile)
 
 
-def tpot_goodput_per_ms(m: ReplicaModel, tpot_ms: float | None, steps: int = 40) -> float:
-    """The highest rate whose mean TPOT (the mean iteration, time_per_output_token) is within `tpot_ms`: the
-    iteration D(N) / (1 - rho_w) grows with the rate, so a grid to capacity, then bisection in the cell
-    (capacity where the bound holds throughout; 0 where even a trickle misses it)."""
-    cap = float(m.capacity_per_ms())
-    if tpot_ms is None:
-        return cap
-    if not cap > 0 or m.decode_steps_per_request <= 0:
-        return cap if cap > 0 else 0.0
-    rates = cap * np.concatenate([[1e-6], np.linspace(1.0 / 48, 1.0, 48) * (1.0 - 1e-9)])
-    ok = np.asarray(load_point(m, rates).iteration_ms) <= tpot_ms
-    if not ok[0]:
-        return 0.0
-    if ok.all():
-        return float(rates[-1])
-    last = int(np.argmin(ok)) - 1
-    lo, hi = float(rates[last]), float(rates[last + 1])
-    for _ in range(steps):
-        mid = 0.5 * (lo + hi)
-        if float(load_point(m, mid).iteration_ms) <= tpot_ms:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
 def serve_at_goodput(
     d: Deployment, w: Workload, slo: Objective, max_population: int | None = None,
-    tpot_ms: float | None = None,
+    tpot_ms: float | None = None, searches: SharedSearches | None = None,
 ) -> ServingPoint:
     """Open loop at the replica's goodput: the highest rate whose TTFT and ITL at the objective's
     percentile meet it (serving.goodput_per_ms), and whose mean TPOT meets `tpot_ms` where given. Where even
     a trickle misses it, the replica at a trickle (a millionth of its capacity), so that the page can say by
-    how much."""
-    m = replica_model(d, w, max_population)
-    goodput = goodput_with_slot_wait(m, float(goodput_per_ms(m, slo.percentile, slo.ttft_ms, slo.itl_ms)),
-                                     slo.percentile, slo.ttft_ms)  # the TTFT the plan shows has the wait
+    how much. `searches`: the replica model's shared searches (its goodput_binding reads them too)."""
+    searches = searches if searches is not None else SharedSearches.of(d, w, max_population)
+    m = searches.m
+    goodput = searches.plan_goodput(slo.percentile, slo.ttft_ms, slo.itl_ms)  # TTFT with the slot wait
     if tpot_ms is not None:
-        goodput = min(goodput, tpot_goodput_per_ms(m, tpot_ms))
+        goodput = min(goodput, searches.tpot_goodput(tpot_ms))
     rate_per_ms = goodput if goodput > 0 else float(m.capacity_per_ms()) * 1e-6
     return serve_model_at_rate(m, rate_per_ms * 1000.0, slo, goodput)
+
+
+def serve_under_objective(searches: SharedSearches, request_rate_per_s: float,
+                          slo: Objective) -> ServingPoint:
+    """serve_at_rate under `slo` on a replica model's shared searches (its goodput_binding reads them too)."""
+    goodput = searches.plan_goodput(slo.percentile, slo.ttft_ms, slo.itl_ms)
+    return serve_model_at_rate(searches.m, request_rate_per_s, slo, goodput)
 
 
 @dataclass(frozen=True)
@@ -183,7 +163,7 @@ class GoodputBinding(BaseModel):
 def _figures(m: ReplicaModel, rates_per_ms: list[float], constraint: str,
              percentile: int) -> list[float | None]:
     """The binding figure at each rate (None where unstable): TTFT or ITL at the percentile (one search over
-    the rates: ttft_itl_percentiles_over_rates, latency_percentiles' figures), or mean TPOT (the mean
+    the rates: percentiles_over_rates, latency_percentiles' figures), or mean TPOT (the mean
     iteration)."""
     point = load_point(m, np.asarray(rates_per_ms, dtype=float))
     stable = np.asarray(point.stable, dtype=bool)
@@ -191,31 +171,32 @@ def _figures(m: ReplicaModel, rates_per_ms: list[float], constraint: str,
     if constraint == "tpot":
         out[stable] = np.asarray(point.iteration_ms)[stable]
     elif stable.any():
-        ttft, itl = ttft_itl_percentiles_over_rates(m, point)
-        out[stable] = (ttft if constraint == "ttft" else itl)[PERCENTILES.index(percentile)]
+        out[stable] = percentiles_over_rates(m, point, constraint)[PERCENTILES.index(percentile)]
     return [float(v) if np.isfinite(v) else None for v in out]
 
 
-def _relaxed(m: ReplicaModel, slo: ServiceObjective, binding: str, goodput: float,
+def _relaxed(searches: SharedSearches, slo: ServiceObjective, binding: str, goodput: float,
              nxt_goodput: float) -> tuple[float | None, float | None]:
     """The looser bound at which the next constraint binds: the binding figure's highest between the
     goodput and the next constraint's goodput (it need not grow monotonically past a cliff), and the goodput
     under the objective with that bound (every other bound kept)."""
+    m = searches.m
     rates = goodput + (nxt_goodput - goodput) * np.linspace(0.02, 1.0 - 1e-6, 9)
     figures = [f for f in _figures(m, [float(r) for r in rates], binding, slo.percentile) if f is not None]
     if not figures:
         return None, None
     bound = max(figures)
     looser = slo.model_copy(update={f"{binding}_ms": bound * (1 + 1e-6)})
-    relaxed = GoodputSearch(m, looser.percentile, looser.ttft_ms, looser.itl_ms).finish()
+    relaxed = searches.goodput(looser.percentile, looser.ttft_ms, looser.itl_ms)
     if looser.tpot_ms is not None:
-        relaxed = min(relaxed, tpot_goodput_per_ms(m, looser.tpot_ms))
+        relaxed = min(relaxed, searches.tpot_goodput(looser.tpot_ms))
     return bound, relaxed
 
 
-def _cause(m: ReplicaModel, w: Workload, binding: str, goodput: float,
+def _cause(searches: SharedSearches, binding: str, goodput: float,
            pct: int) -> tuple[float | None, float | None, str]:
     """The binding figure at the goodput and 2% above it, and why it binds (goodput_binding's causes)."""
+    m, w = searches.m, searches.m.workload
     cap = float(m.capacity_per_ms())
     if binding == "capacity":
         slot_limit = float(np.interp(w.max_running, m.population, m.rate_per_ms))
@@ -223,62 +204,72 @@ def _cause(m: ReplicaModel, w: Workload, binding: str, goodput: float,
             m._utilization_limit_per_ms else "prefill queue"
     at, above = _figures(m, [goodput, min(goodput * 1.02, cap * (1 - 1e-9))], binding, pct) if goodput > 0 \
         else (None, None)
-    point = load_point(m, max(goodput, cap * 1e-6))
+    rate = max(goodput, cap * 1e-6)
+    point = searches.points.point(rate, rate)  # the search's own where it judged this rate
     if binding == "ttft":
         return at, above, "queueing" if float(point.wait_mean_ms) > 0.5 * float(at or 0.0) else "prefill work"
     figure = above if above is not None else (at or 0.0)
     return at, above, "prefill interruptions" if figure > 1.2 * float(point.decode_ms) else "decode batch"
 
 
-def _alone(m: ReplicaModel, slo: ServiceObjective, cap: float) -> tuple[dict[str, float], bool]:
+def _alone(searches: SharedSearches, slo: ServiceObjective, cap: float) -> tuple[dict[str, float], bool]:
     """Each objective's goodput alone (per ms), and whether the slot wait lowers TTFT's (the plan's TTFT
-    includes it: planner.serving.slot_wait.goodput_with_slot_wait)."""
+    includes it: planner.serving.slot_wait.goodput_with_slot_wait). The searches share their figures with
+    the plan's own goodput search (the whole objective's)."""
     pct = slo.percentile
     alone = {"capacity": cap * (1.0 - 1e-9)}
     slots_lower_ttft = False
     if slo.ttft_ms is not None:
-        fast = GoodputSearch(m, pct, slo.ttft_ms, None).finish()  # goodput_per_ms's answer
-        alone["ttft"] = goodput_with_slot_wait(m, fast, pct, slo.ttft_ms)
+        fast = searches.goodput(pct, slo.ttft_ms, None)  # goodput_per_ms's answer
+        alone["ttft"] = searches.with_slot_wait(fast, pct, slo.ttft_ms)
         slots_lower_ttft = alone["ttft"] < fast
     if slo.itl_ms is not None:
-        alone["itl"] = GoodputSearch(m, pct, None, slo.itl_ms).finish()
+        alone["itl"] = searches.goodput(pct, None, slo.itl_ms)
     if slo.tpot_ms is not None:
-        alone["tpot"] = tpot_goodput_per_ms(m, slo.tpot_ms)
+        alone["tpot"] = searches.tpot_goodput(slo.tpot_ms)
     return alone, slots_lower_ttft
 
 
 def goodput_binding(d: Deployment, w: Workload, slo: ServiceObjective,
                     max_population: int | None = None) -> GoodputBinding | None:
+    """goodput_binding_of the replica model of `d` under `w`."""
+    return goodput_binding_of(SharedSearches.of(d, w, max_population), slo)
+
+
+def goodput_binding_of(searches: SharedSearches, slo: ServiceObjective) -> GoodputBinding | None:
     """Each objective's goodput alone (TTFT, ITL at the percentile, mean TPOT; capacity); the lowest binds.
     Its cause: TTFT by queueing (the prefill queue's wait is most of it) or the prompt's own prefill work; ITL
     or TPOT by prefill interruptions (prompt chunks in the iterations a token waits on; a cliff: the figure
     jumps just above the goodput) or the decode batch itself; capacity by the slots (max_num_seqs or the KV
-    budget) or the prefill queue. Relaxing: the bound at which the next constraint binds, and that goodput."""
+    budget) or the prefill queue. Relaxing: the bound at which the next constraint binds, and that goodput.
+    `searches`: the replica model's goodput searches (the plan's own among them: planning's
+    open_loop_searches)."""
     if slo.ttft_ms is None and slo.itl_ms is None and slo.tpot_ms is None:
         return None
-    m = replica_model(d, w, max_population)
+    m = searches.m
     cap = float(m.capacity_per_ms())
     if not cap > 0:
         return None
     pct = slo.percentile
-    alone, slots_lower_ttft = _alone(m, slo, cap)
+    alone, slots_lower_ttft = _alone(searches, slo, cap)
     order = sorted(alone, key=lambda k: (alone[k], k != "capacity"))
     binding = order[0]
     if binding != "capacity" and alone[binding] >= alone["capacity"] * (1 - 1e-6):
         binding = "capacity"  # an objective that holds to capacity does not bind
     goodput = alone[binding]
     bound = {"ttft": slo.ttft_ms, "itl": slo.itl_ms, "tpot": slo.tpot_ms}.get(binding)
-    at, above, cause = _cause(m, w, binding, goodput, pct)
     if binding == "ttft" and slots_lower_ttft:  # the wait for a sequence slot sets it: the plan's figures
         at, above = (serve_model_at_rate(m, r * 1000.0).ttft_ms.at(pct)
                      for r in (goodput, min(goodput * 1.02, cap * (1 - 1e-9))))
         cause = "slots"
+    else:
+        at, above, cause = _cause(searches, binding, goodput, pct)
     others = [k for k in order if k != binding]
     nxt = others[0] if others else None
     relaxed_goodput = alone[nxt] if nxt is not None else None
     relaxed_bound = None
     if binding != "capacity" and relaxed_goodput is not None and relaxed_goodput > goodput * (1 + 1e-3):
-        relaxed_bound, relaxed_goodput = _relaxed(m, slo, binding, goodput, relaxed_goodput)
+        relaxed_bound, relaxed_goodput = _relaxed(searches, slo, binding, goodput, relaxed_goodput)
     else:
         relaxed_goodput = None
     names = {"ttft": f"p{pct} TTFT", "itl": f"p{pct} ITL", "tpot": "mean TPOT", "capacity": "capacity"}
@@ -292,7 +283,7 @@ def goodput_binding(d: Deployment, w: Workload, slo: ServiceObjective,
         if relaxed_bound is not None and relaxed_goodput is not None and nxt is not None:
             text += (f" Relaxed to {relaxed_bound:,.0f} ms it would buy {relaxed_goodput * 1000:.3g} req/s "
                      f"per replica (then {names[nxt]} binds).")
-    confirmed = confirmed_rate(m, int(w.max_running), SizingObjective(pct, slo.ttft_ms, slo.itl_ms,
+    confirmed = confirmed_rate(m, int(m.workload.max_running), SizingObjective(pct, slo.ttft_ms, slo.itl_ms,
                                                                       slo.tpot_ms), None)
     if confirmed.lo > 0:
         text += (f" The simulated range confirms the objective up to {confirmed.lo * 1000:.3g} req/s per "
@@ -309,6 +300,6 @@ def goodput_binding(d: Deployment, w: Workload, slo: ServiceObjective,
 
 __all__ = [
     "DEFAULT_OBJECTIVE", "DEFAULT_OBJECTIVE_SOURCE", "GoodputBinding", "Judgement", "TimePerOutputToken",
-    "goodput_binding", "judge", "meets", "objective_of", "serve_at_goodput", "time_per_output_token",
-    "tpot_goodput_per_ms",
+    "goodput_binding", "goodput_binding_of", "judge", "meets", "objective_of", "serve_at_goodput",
+    "serve_under_objective", "time_per_output_token", "tpot_goodput_per_ms",
 ]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -155,39 +155,57 @@ def with_slot_wait_percentiles(m: ReplicaModel, p: LoadPoint, ttft: Percentiles,
     return of(shown), of(e)
 
 
-def plan_slot_wait(m: ReplicaModel, rate_per_ms: float) -> tuple[float, float]:
+class RateFigures(Protocol):
+    """A replica model's load points and TTFT distributions kept by rate (planner.serving.goodput_search's
+    LoadPoints: each the figure the plain call gives)."""
+
+    def point(self, key: object, rate_per_ms: float) -> LoadPoint: ...
+
+    def ttft_distribution(self, key: object, rate_per_ms: float) -> Callable: ...
+
+
+def plan_slot_wait(m: ReplicaModel, rate_per_ms: float,
+                   chain: SlotChain | None = None) -> tuple[float, float]:
     """An open loop's slot wait at its rate, on a replica running at most its workload's `max_running`
     sequences (the plan's running cap, the cap sizing judges): (P(wait), its mean in ms given it happens;
-    0 where none waits; inf where the full replica cannot drain the arrivals)."""
-    probability, mean = slot_wait(m, np.array([rate_per_ms]), int(m.workload.max_running))
+    0 where none waits; inf where the full replica cannot drain the arrivals). `chain`: SlotChain(m,
+    max_running), when the caller keeps it."""
+    chain = chain if chain is not None else SlotChain(m, int(m.workload.max_running))
+    probability, mean = chain.wait(np.array([rate_per_ms]))
     p = float(probability[0])
     return p, float(mean[0]) if p > 0 else 0.0
 
 
-def within_ttft_with_slot_wait(m: ReplicaModel, rate_per_ms: float, percentile: int, ttft_ms: float) -> bool:
-    """Whether the plan's TTFT with the slot wait at `rate_per_ms` meets `ttft_ms` at the percentile."""
-    p = load_point(m, rate_per_ms)
+def within_ttft_with_slot_wait(m: ReplicaModel, rate_per_ms: float, percentile: int, ttft_ms: float,
+                               chain: SlotChain | None = None, figures: RateFigures | None = None) -> bool:
+    """Whether the plan's TTFT with the slot wait at `rate_per_ms` meets `ttft_ms` at the percentile.
+    `chain`, `figures`: the model's slot chain and figures by rate, when the caller keeps them."""
+    p = load_point(m, rate_per_ms) if figures is None else figures.point(rate_per_ms, rate_per_ms)
     if not bool(p.stable):
         return False
-    probability, mean = plan_slot_wait(m, rate_per_ms)
-    cdf = with_slot_wait(ttft_distribution(m, p), probability, mean)
+    probability, mean = plan_slot_wait(m, rate_per_ms, chain)
+    ttft = ttft_distribution(m, p) if figures is None else figures.ttft_distribution(rate_per_ms, rate_per_ms)
+    cdf = with_slot_wait(ttft, probability, mean)
     return float(cdf(ttft_ms)) >= percentile / 100.0
 
 
 def goodput_with_slot_wait(m: ReplicaModel, goodput_per_ms: float, percentile: int,
-                           ttft_ms: float | None, steps: int = 24) -> float:
+                           ttft_ms: float | None, steps: int = 24, chain: SlotChain | None = None,
+                           figures: RateFigures | None = None) -> float:
     """The fast goodput lowered, where the wait for a sequence slot makes TTFT miss its bound there, to the
     highest rate whose TTFT with the wait meets it (bisection below the goodput: the wait grows with the
-    rate). Unchanged without a TTFT bound or where no request waits at the goodput."""
+    rate). Unchanged without a TTFT bound or where no request waits at the goodput. `chain`, `figures`: as
+    within_ttft_with_slot_wait's."""
     if ttft_ms is None or not goodput_per_ms > 0:
         return goodput_per_ms
-    if plan_slot_wait(m, goodput_per_ms)[0] <= NEGLIGIBLE_WAIT or within_ttft_with_slot_wait(
-            m, goodput_per_ms, percentile, ttft_ms):
+    chain = chain if chain is not None else SlotChain(m, int(m.workload.max_running))
+    if plan_slot_wait(m, goodput_per_ms, chain)[0] <= NEGLIGIBLE_WAIT or within_ttft_with_slot_wait(
+            m, goodput_per_ms, percentile, ttft_ms, chain, figures):
         return goodput_per_ms
     lo, hi = 0.0, goodput_per_ms
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
-        if within_ttft_with_slot_wait(m, mid, percentile, ttft_ms):
+        if within_ttft_with_slot_wait(m, mid, percentile, ttft_ms, chain, figures):
             lo = mid
         else:
             hi = mid

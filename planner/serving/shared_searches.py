@@ -1,0 +1,98 @@
+"""One replica model's goodput searches, sharing what they compute: a plan's goodput (with the wait for a
+sequence slot), each objective's goodput alone, the relaxed objective's (planner.serving.operating_point's
+goodput_binding) and the mean-TPOT goodput. The figures at a rate are the same whichever objective is tested
+on them, so each rate's load point and TTFT and ITL distributions are computed once (goodput_search's
+LoadPoints: the grid, every midpoint tree and every lone midpoint) and each search reads its verdicts from
+them; a search asked twice is answered once. Each answer is the number its plain search gives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.core.deployment import Deployment
+from planner.serving.goodput_search import GoodputSearch, LoadPoints
+from planner.serving.replica import ReplicaModel, Workload, replica_model
+from planner.serving.slot_wait import SlotChain, goodput_with_slot_wait
+
+
+def tpot_goodput_per_ms(m: ReplicaModel, tpot_ms: float | None, steps: int = 40,
+                        points: LoadPoints | None = None) -> float:
+    """The highest rate whose mean TPOT (the mean iteration, time_per_output_token) is within `tpot_ms`: the
+    iteration D(N) / (1 - rho_w) grows with the rate, so a grid to capacity, then bisection in the cell
+    (capacity where the bound holds throughout; 0 where even a trickle misses it). `points`: the model's
+    shared load points (its grid is the goodput searches' grid)."""
+    cap = float(m.capacity_per_ms())
+    if tpot_ms is None:
+        return cap
+    if not cap > 0 or m.decode_steps_per_request <= 0:
+        return cap if cap > 0 else 0.0
+    rates = cap * np.concatenate([[1e-6], np.linspace(1.0 / 48, 1.0, 48) * (1.0 - 1e-9)])
+    shared = points if points is not None and points.m is m else LoadPoints(m)
+    ok = np.asarray(shared.point("grid", rates).iteration_ms) <= tpot_ms
+    if not ok[0]:
+        return 0.0
+    if ok.all():
+        return float(rates[-1])
+    last = int(np.argmin(ok)) - 1
+    lo, hi = float(rates[last]), float(rates[last + 1])
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        if float(shared.point(mid, mid).iteration_ms) <= tpot_ms:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+class SharedSearches:
+    """The goodput searches of one replica model (each kept once asked): `goodput` is goodput_per_ms's
+    answer, `with_slot_wait` goodput_with_slot_wait's, `tpot_goodput` tpot_goodput_per_ms's."""
+
+    def __init__(self, m: ReplicaModel) -> None:
+        self.m = m
+        self.points = LoadPoints(m)
+        self._chain: SlotChain | None = None
+        self._answers: dict[tuple, float] = {}
+
+    @classmethod
+    def of(cls, d: Deployment, w: Workload, max_population: int | None = None) -> SharedSearches:
+        """The searches of replica_model(d, w, max_population)."""
+        return cls(replica_model(d, w, max_population))
+
+    @property
+    def chain(self) -> SlotChain:
+        """The slot chain at the plan's running cap (planner.serving.slot_wait.plan_slot_wait's)."""
+        if self._chain is None:
+            self._chain = SlotChain(self.m, int(self.m.workload.max_running))
+        return self._chain
+
+    def goodput(self, percentile: int, ttft_ms: float | None, itl_ms: float | None) -> float:
+        """goodput_per_ms(m, percentile, ttft_ms, itl_ms): GoodputSearch's steps on the shared figures."""
+        key = ("goodput", percentile, ttft_ms, itl_ms)
+        if key not in self._answers:
+            self._answers[key] = GoodputSearch(self.m, percentile, ttft_ms, itl_ms, points=self.points,
+                                               ahead=True).finish()
+        return self._answers[key]
+
+    def with_slot_wait(self, goodput_per_ms: float, percentile: int, ttft_ms: float | None) -> float:
+        """goodput_with_slot_wait(m, goodput_per_ms, percentile, ttft_ms) on the shared figures."""
+        key = ("slot wait", goodput_per_ms, percentile, ttft_ms)
+        if key not in self._answers:
+            self._answers[key] = goodput_with_slot_wait(self.m, goodput_per_ms, percentile, ttft_ms,
+                                                        chain=self.chain, figures=self.points)
+        return self._answers[key]
+
+    def plan_goodput(self, percentile: int, ttft_ms: float | None, itl_ms: float | None) -> float:
+        """The goodput a plan shows under TTFT and ITL bounds: TTFT with the slot wait (serving._point's)."""
+        return self.with_slot_wait(self.goodput(percentile, ttft_ms, itl_ms), percentile, ttft_ms)
+
+    def tpot_goodput(self, tpot_ms: float | None) -> float:
+        """tpot_goodput_per_ms(m, tpot_ms) on the shared figures."""
+        key = ("tpot", tpot_ms)
+        if key not in self._answers:
+            self._answers[key] = tpot_goodput_per_ms(self.m, tpot_ms, points=self.points)
+        return self._answers[key]
+
+
+__all__ = ["SharedSearches", "tpot_goodput_per_ms"]
