@@ -36,9 +36,12 @@ def waiting_probability(utilization: np.ndarray, arrival_cv: float) -> np.ndarra
     return 0.5 * (lo + hi)
 
 
-def _lower_gamma_regularized(a: float, x: np.ndarray, terms: int = 80) -> np.ndarray:
+def _lower_gamma_regularized(a: float, x: np.ndarray, terms: int = 80,
+                             elementwise: bool = False) -> np.ndarray:
     """P(a, x) by its power series x^a e^-x / Gamma(a + 1) sum_n x^n / ((a + 1)...(a + n)); numpy has no
-    incomplete gamma, and the windows here keep x below a few tens (the series then converges)."""
+    incomplete gamma, and the windows here keep x below a few tens (the series then converges). The series
+    stops once it has converged everywhere; `elementwise`: each element's sum stops where it converges, so
+    each is the number it would be alone (an array's figures then match each rate's lone call)."""
     given = np.maximum(np.asarray(x, dtype=float), 0.0)
     # An unstable point's window is infinite: P(a, inf) = 1 exactly. The series runs on finite x only
     # (inf - inf in the log front would be NaN, and numpy would warn); a NaN x stays NaN.
@@ -46,32 +49,41 @@ def _lower_gamma_regularized(a: float, x: np.ndarray, terms: int = 80) -> np.nda
     x = np.where(finite, given, 0.0)
     term = np.ones_like(x)
     total = np.ones_like(x)
+    going = np.ones(x.shape, dtype=bool) if elementwise else None
     for n in range(1, terms):
         term = term * x / (a + n)
-        total = total + term
-        if n % 4 == 0 and not np.any(term > 1e-10 * total):  # converged everywhere
-            break
+        total = total + term if going is None else np.where(going, total + term, total)
+        if n % 4 == 0:
+            if going is None and not np.any(term > 1e-10 * total):  # converged everywhere
+                break
+            if going is not None:
+                going &= term > 1e-10 * total
+                if not going.any():
+                    break
     log_front = a * np.log(np.maximum(x, 1e-300)) - x - math.lgamma(a + 1.0)
     series = np.where(x > 0, np.minimum(np.exp(log_front) * total, 1.0), 0.0)
     return np.where(finite, series, np.where(given == np.inf, 1.0, np.nan))
 
 
-def gap_cdf(rate_per_ms: np.ndarray, t_ms: np.ndarray, arrival_cv: float) -> np.ndarray:
-    """P(inter-arrival time <= t) for gamma gaps of mean 1 / rate and CV `arrival_cv`."""
+def gap_cdf(rate_per_ms: np.ndarray, t_ms: np.ndarray, arrival_cv: float,
+            elementwise: bool = False) -> np.ndarray:
+    """P(inter-arrival time <= t) for gamma gaps of mean 1 / rate and CV `arrival_cv` (`elementwise`: as
+    _lower_gamma_regularized's)."""
     lam_t = np.asarray(rate_per_ms, dtype=float) * np.asarray(t_ms, dtype=float)
     ca2 = float(arrival_cv) ** 2
     if ca2 < 1e-6:
         return (lam_t >= 1.0).astype(float)
     if abs(ca2 - 1.0) < 1e-9:
         return -np.expm1(-lam_t)
-    return _lower_gamma_regularized(1.0 / ca2, lam_t / ca2)
+    return _lower_gamma_regularized(1.0 / ca2, lam_t / ca2, elementwise=elementwise)
 
 
-def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: float, kmax: int) -> np.ndarray:
+def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: float, kmax: int,
+                  elementwise: bool = False) -> np.ndarray:
     """P(k prompt arrivals in an iteration window), k = 0..kmax, renormalised. Poisson arrivals: Poisson.
     Gamma inter-arrival times of CV ca > 1 (clumps): P(0) exact for the stationary renewal process, 1 - lambda
     E[min(gap, window)], and the windows that do get arrivals get them in clumps, a geometric count on 1, 2,
-    ... keeping the mean lambda x window."""
+    ... keeping the mean lambda x window. `elementwise`: as _lower_gamma_regularized's."""
     mu = np.maximum(np.asarray(rate_per_ms * window_ms, dtype=float), 1e-300)[..., None]
     k = np.arange(kmax + 1, dtype=float)
     ca2 = float(arrival_cv) ** 2
@@ -86,7 +98,7 @@ def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: fl
     x = (np.asarray(rate_per_ms, dtype=float) * shape * np.asarray(window_ms, dtype=float))[
         ..., None
     ]  # window / theta
-    lower = _lower_gamma_regularized(shape, x)
+    lower = _lower_gamma_regularized(shape, x, elementwise=elementwise)
     survival = 1.0 - lower
     # P(a + 1, x) = P(a, x) - x^a e^-x / Gamma(a + 1); the front is 0 at an infinite window (on finite x only)
     safe_x = np.where(np.isfinite(x), x, 0.0)

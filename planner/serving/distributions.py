@@ -84,7 +84,7 @@ def window_arrivals_bound(top: float, arrival_cv: float) -> int:
                int(math.ceil(top + 8.0 * math.sqrt(top * dispersion) + 8.0 * dispersion)))
 
 
-def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
+def _itl_atoms(m: ReplicaModel, p: LoadPoint, elementwise: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Extra time an iteration's prompt chunks add, and the share of tokens that see it."""
     n = m.computed_tokens
     per_token = m.prefill_work_ms / n
@@ -96,7 +96,7 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     full_extra = mean_over_lengths(chunk * per_token)
     # prompts arriving during the previous iteration: Poisson count, their first chunks together
     kmax = window_arrivals_bound(float(np.max(window, initial=0.0)), m.workload.arrival_cv)
-    pk = window_counts(p.rate_per_ms, p.iteration_ms, m.workload.arrival_cv, kmax)
+    pk = window_counts(p.rate_per_ms, p.iteration_ms, m.workload.arrival_cv, kmax, elementwise)
     k = np.arange(kmax + 1, dtype=float)
     mean_first_tokens = mean_over_lengths(first, keepdims=True)
     mean_first_work = mean_over_lengths(first * per_token, keepdims=True)
@@ -114,8 +114,8 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
         after_prompts = p.decode_ms + (pk[..., 1:] * extra_k[..., 1:]).sum(axis=-1) / some
 
         def chain(cv: float) -> np.ndarray:
-            enter = 1.0 - window_counts(rate, p.decode_ms, cv, 1)[..., 0]
-            return enter / np.maximum(enter + 1.0 - gap_cdf(rate, after_prompts, cv), 1e-300)
+            enter = 1.0 - window_counts(rate, p.decode_ms, cv, 1, elementwise)[..., 0]
+            return enter / np.maximum(enter + 1.0 - gap_cdf(rate, after_prompts, cv, elementwise), 1e-300)
 
         poisson_share = 1.0 - window_counts(rate, p.iteration_ms, 1.0, 1)[..., 0]
         carrying = np.minimum(
@@ -132,9 +132,11 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray]:
     return atoms, weights
 
 
-def itl_distribution(m: ReplicaModel, p: LoadPoint):
-    """t -> P(ITL <= t), pooled over tokens, at the load point (its atoms computed once)."""
-    atoms, weights = _itl_atoms(m, p)
+def itl_distribution(m: ReplicaModel, p: LoadPoint, elementwise: bool = False):
+    """t -> P(ITL <= t), pooled over tokens, at the load point (its atoms computed once). `elementwise`: each
+    point of an array gets the figures it gets alone, where its window's arrival bound is the array's
+    (arrivals.window_counts; the caller checks the bound: window_arrivals_bound)."""
+    atoms, weights = _itl_atoms(m, p, elementwise)
     mean = p.decode_ms[..., None] + atoms
     spread = np.maximum(p.decode_spread_ms[..., None], 1e-6 * mean)
 

@@ -37,7 +37,8 @@ class LoadPoints:
 
     def __init__(self, m: ReplicaModel) -> None:
         self.m = m
-        # key -> [the load point, its TTFT distribution, its ITL distribution] (None until asked for)
+        # key -> [the load point, its TTFT distribution, its ITL distribution (None until asked for), whether
+        # each rate's figures are its own alone (elementwise)]
         self._points: dict[object, list] = {}
         self._percentiles: dict[object, Percentiles] = {}
         self._grid: tuple[np.ndarray | None] | None = None
@@ -48,15 +49,17 @@ class LoadPoints:
             self._grid = (_grid_rates(self.m),)
         return self._grid[0]
 
-    def _entry(self, key: object, rate_per_ms: float | np.ndarray) -> list:
+    def _entry(self, key: object, rate_per_ms: float | np.ndarray, elementwise: bool = False) -> list:
         entry = self._points.get(key)
         if entry is None:
-            entry = self._points[key] = [load_point(self.m, rate_per_ms), None, None]
+            point = load_point(self.m, rate_per_ms, elementwise=elementwise)
+            entry = self._points[key] = [point, None, None, elementwise]
         return entry
 
-    def point(self, key: object, rate_per_ms: float | np.ndarray) -> LoadPoint:
-        """The load point at `rate_per_ms`, which `key` names (a float rate, or a name for a grid)."""
-        return self._entry(key, rate_per_ms)[0]
+    def point(self, key: object, rate_per_ms: float | np.ndarray, elementwise: bool = False) -> LoadPoint:
+        """The load point at `rate_per_ms`, which `key` names (a float rate, or a name for a grid);
+        `elementwise` (on its first use): each rate's figures are its own alone (load_point's)."""
+        return self._entry(key, rate_per_ms, elementwise)[0]
 
     def ttft_distribution(self, key: object, rate_per_ms: float | np.ndarray) -> Callable:
         entry = self._entry(key, rate_per_ms)
@@ -67,7 +70,7 @@ class LoadPoints:
     def itl_distribution(self, key: object, rate_per_ms: float | np.ndarray) -> Callable:
         entry = self._entry(key, rate_per_ms)
         if entry[2] is None:
-            entry[2] = itl_distribution(self.m, entry[0])
+            entry[2] = itl_distribution(self.m, entry[0], entry[3])
         return entry[2]
 
     def ttft_percentiles(self, key: object, rate_per_ms: float) -> Percentiles:
@@ -139,8 +142,8 @@ class GoodputSearch:
     the same midpoints in the same order, the same verdicts): the goodput lies in [lo, hi]; once `exact`,
     it is lo. `points`: the model's shared load points, whose figures the searches of other objectives on
     the same model reuse (each rate, grid and midpoint tree computed once); with them, midpoints are judged
-    ahead (a tree at once) only where `ahead` asks for it (a prefill worker's many budgets share lone
-    midpoints instead)."""
+    ahead (a tree at once, each midpoint's figures its own alone, so under any arrivals) only where `ahead`
+    asks for it (a prefill worker's many budgets share lone midpoints instead)."""
 
     def __init__(self, m: ReplicaModel, percentile: int, ttft_ms: float | None, itl_ms: float | None,
                  refine: int = 10, points: LoadPoints | None = None, ahead: bool = False) -> None:
@@ -151,8 +154,9 @@ class GoodputSearch:
         self._verdicts: dict[float, bool] = {}  # midpoints judged ahead of their step
         # A vectorized evaluation gives each rate the figures a lone one gets where every figure is
         # elementwise: Poisson or smoother arrivals (a clumped window's series stops when the whole array
-        # has converged) and one arrival bound for all the rates' ITL windows (_speculate checks it).
-        self._ahead = (self.points is None or ahead) and m.workload.arrival_cv <= 1.0
+        # has converged, unless it is asked to stop each rate's where it converges: the shared points' trees)
+        # and one arrival bound for all the rates' ITL windows (_speculate checks it).
+        self._ahead = ahead if self.points is not None else m.workload.arrival_cv <= 1.0
 
     @property
     def exact(self) -> bool:
@@ -170,7 +174,8 @@ class GoodputSearch:
         mids = bisection_midpoints(self.lo, self.hi, depth)
         rates = np.array(mids)
         key = ("tree", self.lo, self.hi, depth)
-        point = self.points.point(key, rates) if self.points is not None else load_point(self.m, rates)
+        point = (self.points.point(key, rates, elementwise=True) if self.points is not None
+                 else load_point(self.m, rates))
         if self.itl_ms is not None:
             window = np.asarray(point.rate_per_ms * point.iteration_ms, dtype=float)
             cv = self.m.workload.arrival_cv

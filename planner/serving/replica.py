@@ -269,14 +269,15 @@ def variance_over_lengths(x: np.ndarray) -> np.ndarray:
     return x.var(axis=-1)
 
 
-def riders(rate_per_ms: np.ndarray, iteration_ms: np.ndarray, arrival_cv: float) -> np.ndarray:
+def riders(rate_per_ms: np.ndarray, iteration_ms: np.ndarray, arrival_cv: float,
+           elementwise: bool = False) -> np.ndarray:
     """Mean prompts in an iteration that carries prompts: those that arrived during the previous iteration,
     given at least one did (lambda T / P(N >= 1); Poisson: mu / (1 - e^-mu)). A prompt that fits the budget
     rides with them and pays its share of that iteration's decode step, not n / C of it: at light load each
-    prompt holds a whole decode step."""
+    prompt holds a whole decode step. `elementwise`: as arrivals.window_counts'."""
     window = np.asarray(rate_per_ms * iteration_ms, dtype=float)
     some = 1.0 - window_counts(np.asarray(rate_per_ms, dtype=float), np.asarray(iteration_ms, dtype=float),
-                               arrival_cv, 1)[..., 0]
+                               arrival_cv, 1, elementwise)[..., 0]
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(some > 1e-12, np.maximum(window / some, 1.0), 1.0)
 
@@ -334,9 +335,12 @@ def _floored_services(m: ReplicaModel, lam: np.ndarray, dc: np.ndarray, chunk: n
             np.maximum(mean_s, ride_floor))
 
 
-def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0) -> LoadPoint:
+def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0,
+               elementwise: bool = False) -> LoadPoint:
     """`seen`: an arrival in a closed loop of c clients finds the other c - 1 (the arrival theorem), so it
-    sees (c - 1) / c of the mean decoding population and queue; an open loop's arrival sees all of it."""
+    sees (c - 1) / c of the mean decoding population and queue; an open loop's arrival sees all of it.
+    `elementwise`: each rate of an array gets the figures it gets alone (clumped arrivals' series otherwise
+    run until the whole array converges: arrivals.window_counts)."""
     lam = np.asarray(rate_per_ms, dtype=float)
     w = m.workload
     cap = m.capacity_per_ms(max_running) if max_running is not None else m.capacity_at_max_running_per_ms
@@ -362,7 +366,7 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     # backlog ahead at the full rate: Wq = rho_ride R / (1 - rho_full). Clumped arrivals: both shares as
     # GI/M/1 waiting probabilities sigma (gamma arrivals; sigma = rho under Poisson), (ca^2 + cs^2) / 2
     # for (1 + cs^2) / 2 over (ca^2 + 1) / 2.
-    together = riders(lam, iteration, w.arrival_cv)
+    together = riders(lam, iteration, w.arrival_cv, elementwise)
     full = m.prefill_work_ms + m.computed_tokens * (d / chunk)[..., None]
     held = np.maximum(m.computed_tokens / chunk[..., None], 1.0 / together[..., None])
     ride = m.prefill_work_ms + d[..., None] * held
