@@ -259,7 +259,7 @@ def goodput_binding_of(searches: SharedSearches, slo: ServiceObjective) -> Goodp
     goodput = alone[binding]
     bound = {"ttft": slo.ttft_ms, "itl": slo.itl_ms, "tpot": slo.tpot_ms}.get(binding)
     if binding == "ttft" and slots_lower_ttft:  # the wait for a sequence slot sets it: the plan's figures
-        at, above = (serve_model_at_rate(m, r * 1000.0).ttft_ms.at(pct)
+        at, above = (searches.plan_ttft(r * 1000.0).at(pct)
                      for r in (goodput, min(goodput * 1.02, cap * (1 - 1e-9))))
         cause = "slots"
     else:

@@ -11,9 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from planner.core.deployment import Deployment
+from planner.serving.distributions import NO_PERCENTILES, Percentiles
 from planner.serving.goodput_search import GoodputSearch, LoadPoints
 from planner.serving.replica import ReplicaModel, Workload, replica_model
-from planner.serving.slot_wait import SlotChain, goodput_with_slot_wait
+from planner.serving.slot_wait import (
+    SlotChain,
+    goodput_with_slot_wait,
+    plan_slot_wait,
+    ttft_with_slot_wait_percentiles,
+)
 
 
 def tpot_goodput_per_ms(m: ReplicaModel, tpot_ms: float | None, steps: int = 40,
@@ -86,6 +92,18 @@ class SharedSearches:
     def plan_goodput(self, percentile: int, ttft_ms: float | None, itl_ms: float | None) -> float:
         """The goodput a plan shows under TTFT and ITL bounds: TTFT with the slot wait (serving._point's)."""
         return self.with_slot_wait(self.goodput(percentile, ttft_ms, itl_ms), percentile, ttft_ms)
+
+    def plan_ttft(self, request_rate_per_s: float) -> Percentiles:
+        """The TTFT percentiles an open loop's plan shows at this rate (serving.serve_model_at_rate's: the
+        fast model's with the slot wait; None where not stable), without its other figures."""
+        rate_per_ms = request_rate_per_s / 1000.0  # as serve_model_at_rate takes it
+        point = self.points.point(rate_per_ms, rate_per_ms)
+        if not bool(point.stable):
+            return NO_PERCENTILES
+        fast = self.points.ttft_percentiles(rate_per_ms, rate_per_ms)
+        probability, mean = plan_slot_wait(self.m, rate_per_ms, self.chain)
+        return ttft_with_slot_wait_percentiles(self.m, point, fast, probability, mean,
+                                               self.points.ttft_distribution(rate_per_ms, rate_per_ms))
 
     def tpot_goodput(self, tpot_ms: float | None) -> float:
         """tpot_goodput_per_ms(m, tpot_ms) on the shared figures."""

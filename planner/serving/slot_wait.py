@@ -124,6 +124,35 @@ def with_slot_wait(cdf: Callable[[Any], np.ndarray], probability: float, mean_ms
     return mixed
 
 
+def _waited_ttft_ms(m: ReplicaModel, p: LoadPoint, ttft: Percentiles, probability: float, mean_ms: float,
+                    cdf: Callable | None) -> tuple[np.ndarray, np.ndarray, float]:
+    """TTFT's PERCENTILES with a slot wait that some request has (NaN where out of reach), which of them are
+    within reach, and the quantile search's top (with_slot_wait_percentiles' figures)."""
+    q = np.array(PERCENTILES) / 100.0
+    reach = q < 1.0 - probability if not math.isfinite(mean_ms) else np.ones(len(q), dtype=bool)
+    shown = np.full(len(q), np.nan)
+    if not reach.any():
+        return shown, reach, 0.0
+    # a power of two: the same search grid for figures equal to rounding (the plan's and its chart's)
+    top = float(ttft.p99 or 0.0) + (mean_ms if math.isfinite(mean_ms) else 0.0)
+    hint = 2.0 ** math.ceil(math.log2(max(top, 1e-3)))
+    cdf = cdf if cdf is not None else ttft_distribution(m, p)
+    shown[reach] = quantile(with_slot_wait(cdf, probability, mean_ms), q[reach], hint)
+    return shown, reach, hint
+
+
+def _percentiles_of(values: np.ndarray) -> Percentiles:
+    return Percentiles(*(float(v) if np.isfinite(v) else None for v in values))
+
+
+def ttft_with_slot_wait_percentiles(m: ReplicaModel, p: LoadPoint, ttft: Percentiles, probability: float,
+                                    mean_ms: float, cdf: Callable | None = None) -> Percentiles:
+    """with_slot_wait_percentiles' TTFT alone (`cdf`: ttft_distribution(m, p), when the caller keeps it)."""
+    if not probability > NEGLIGIBLE_WAIT:
+        return ttft
+    return _percentiles_of(_waited_ttft_ms(m, p, ttft, probability, mean_ms, cdf)[0])
+
+
 def with_slot_wait_percentiles(m: ReplicaModel, p: LoadPoint, ttft: Percentiles, e2e: Percentiles,
                                probability: float, mean_ms: float) -> tuple[Percentiles, Percentiles]:
     """TTFT and E2E percentiles at a scalar load point with the wait for a sequence slot added (the plan's:
@@ -132,27 +161,17 @@ def with_slot_wait_percentiles(m: ReplicaModel, p: LoadPoint, ttft: Percentiles,
     beyond it) is None."""
     if not probability > NEGLIGIBLE_WAIT:
         return ttft, e2e
-    q = np.array(PERCENTILES) / 100.0
-    reach = q < 1.0 - probability if not math.isfinite(mean_ms) else np.ones(len(q), dtype=bool)
+    shown, reach, hint = _waited_ttft_ms(m, p, ttft, probability, mean_ms, None)
     if not reach.any():
         return Percentiles(None, None, None), Percentiles(None, None, None)
-    # a power of two: the same search grid for figures equal to rounding (the plan's and its chart's)
-    top = float(ttft.p99 or 0.0) + (mean_ms if math.isfinite(mean_ms) else 0.0)
-    hint = 2.0 ** math.ceil(math.log2(max(top, 1e-3)))
-    t = quantile(with_slot_wait(ttft_distribution(m, p), probability, mean_ms), q[reach], hint)
-    shown = np.full(len(q), np.nan)
-    shown[reach] = t
     if np.ptp(m.output_tokens) == 0:  # fixed output length: E2E is TTFT shifted by the decode
         e = shown + float((m.output_tokens[0] - 1.0) * p.iteration_ms)
     else:
-        e = np.full(len(q), np.nan)
+        e = np.full(len(shown), np.nan)
         shift = float(np.max(m.output_tokens) * p.iteration_ms)
         e2e_cdf = with_slot_wait(e2e_distribution(m, p), probability, mean_ms)
-        e[reach] = quantile(e2e_cdf, q[reach], hint + shift)
-
-    def of(values: np.ndarray) -> Percentiles:
-        return Percentiles(*(float(v) if np.isfinite(v) else None for v in values))
-    return of(shown), of(e)
+        e[reach] = quantile(e2e_cdf, np.array(PERCENTILES)[reach] / 100.0, hint + shift)
+    return _percentiles_of(shown), _percentiles_of(e)
 
 
 class RateFigures(Protocol):
