@@ -94,3 +94,27 @@ def test_elementwise_load_points_are_each_rates_own(fields):
         assert float(together.iteration_ms[i]) == float(alone.iteration_ms)
         assert float(ttft[i]) == float(ttft_distribution(m, alone)(400.0))
         assert float(itl[i]) == float(itl_distribution(m, alone)(40.0))
+
+
+def _tpot_goodput_step_by_step(m, tpot_ms: float, steps: int = 40) -> float:
+    """tpot_goodput_per_ms as one load point a step: the grid, then the bisection's lone midpoints."""
+    cap = float(m.capacity_per_ms())
+    rates = cap * np.concatenate([[1e-6], np.linspace(1.0 / 48, 1.0, 48) * (1.0 - 1e-9)])
+    ok = np.asarray(load_point(m, rates).iteration_ms) <= tpot_ms
+    if not ok[0] or ok.all():
+        return 0.0 if not ok[0] else float(rates[-1])
+    last = int(np.argmin(ok)) - 1
+    lo, hi = float(rates[last]), float(rates[last + 1])
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if float(load_point(m, mid).iteration_ms) <= tpot_ms else (lo, mid)
+    return lo
+
+
+@pytest.mark.parametrize("fields", SCENARIOS)
+def test_tpot_goodput_judged_a_tree_at_once_is_step_by_step(fields):
+    """Source: invariant: tpot_goodput_per_ms judges its bisection's midpoints several steps at once, each
+    rate's mean iteration its own, so it ends on the lone steps' number."""
+    _, m = _model(fields)
+    for tpot_ms in (15.0, 25.0, 40.0, 80.0):
+        assert tpot_goodput_per_ms(m, tpot_ms) == _tpot_goodput_step_by_step(m, tpot_ms)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.core.deployment import Deployment
-from planner.serving.distributions import NO_PERCENTILES, Percentiles
+from planner.serving.distributions import NO_PERCENTILES, Percentiles, bisection_midpoints
 from planner.serving.goodput_search import GoodputSearch, LoadPoints
 from planner.serving.replica import ReplicaModel, Workload, replica_model
 from planner.serving.slot_wait import (
@@ -21,13 +21,16 @@ from planner.serving.slot_wait import (
     ttft_with_slot_wait_percentiles,
 )
 
+TREE_DEPTH = 5  # bisection steps whose midpoints one load point over rates judges
+
 
 def tpot_goodput_per_ms(m: ReplicaModel, tpot_ms: float | None, steps: int = 40,
                         points: LoadPoints | None = None) -> float:
     """The highest rate whose mean TPOT (the mean iteration, time_per_output_token) is within `tpot_ms`: the
     iteration D(N) / (1 - rho_w) grows with the rate, so a grid to capacity, then bisection in the cell
-    (capacity where the bound holds throughout; 0 where even a trickle misses it). `points`: the model's
-    shared load points (its grid is the goodput searches' grid)."""
+    (capacity where the bound holds throughout; 0 where even a trickle misses it), the midpoints of several
+    steps judged at once (the same midpoints, each rate's figures its own: load_point elementwise). `points`:
+    the model's shared load points (its grid is the goodput searches' grid)."""
     cap = float(m.capacity_per_ms())
     if tpot_ms is None:
         return cap
@@ -42,12 +45,19 @@ def tpot_goodput_per_ms(m: ReplicaModel, tpot_ms: float | None, steps: int = 40,
         return float(rates[-1])
     last = int(np.argmin(ok)) - 1
     lo, hi = float(rates[last]), float(rates[last + 1])
-    for _ in range(steps):
-        mid = 0.5 * (lo + hi)
-        if float(shared.point(mid, mid).iteration_ms) <= tpot_ms:
-            lo = mid
-        else:
-            hi = mid
+    done = 0
+    while done < steps:  # the bisection's midpoints TREE_DEPTH steps at a time, each rate's figures its own
+        depth = min(TREE_DEPTH, steps - done)
+        mids = bisection_midpoints(lo, hi, depth)
+        point = shared.point(("tree", lo, hi, depth), np.array(mids), elementwise=True)
+        within = np.asarray(point.iteration_ms) <= tpot_ms
+        node = 0
+        for _ in range(depth):
+            if within[node]:
+                lo, node = mids[node], 2 * node + 2
+            else:
+                hi, node = mids[node], 2 * node + 1
+        done += depth
     return lo
 
 
