@@ -15,7 +15,12 @@ from planner.serving.operating_point import goodput_binding_of
 from planner.serving.replica import load_point
 from planner.serving.serving import goodput_per_ms
 from planner.serving.shared_searches import SharedSearches, tpot_goodput_per_ms
-from planner.serving.slot_wait import goodput_with_slot_wait
+from planner.serving.slot_wait import (
+    NEGLIGIBLE_WAIT,
+    goodput_with_slot_wait,
+    plan_slot_wait,
+    within_ttft_with_slot_wait,
+)
 from tests.test_sizing_search_steps import _model
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
@@ -118,3 +123,38 @@ def test_tpot_goodput_judged_a_tree_at_once_is_step_by_step(fields):
     _, m = _model(fields)
     for tpot_ms in (15.0, 25.0, 40.0, 80.0):
         assert tpot_goodput_per_ms(m, tpot_ms) == _tpot_goodput_step_by_step(m, tpot_ms)
+
+
+def _slot_goodput_step_by_step(m, goodput: float, percentile: int, ttft_ms: float, steps: int = 24) -> float:
+    """goodput_with_slot_wait as one rate a step (within_ttft_with_slot_wait at each lone midpoint)."""
+    if plan_slot_wait(m, goodput)[0] <= NEGLIGIBLE_WAIT or within_ttft_with_slot_wait(m, goodput, percentile,
+                                                                                      ttft_ms):
+        return goodput
+    lo, hi = 0.0, goodput
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if within_ttft_with_slot_wait(m, mid, percentile, ttft_ms) else (lo, mid)
+    return lo
+
+
+SLOT_BOUND = [
+    {"model": "qwen3-30b-a3b", "gpu": "h100-sxm", "tp": 1, "weights": "bf16", "kv_cache": "bf16",
+     "load": {"arrival_cv": cv, "prompt_len_cv": 0.5, "output_len_cv": 1.0}} for cv in (0.5, 1.0, 2.0)
+]
+
+
+@pytest.mark.parametrize("fields", SLOT_BOUND)
+def test_slot_wait_goodput_judged_a_tree_at_once_is_step_by_step(fields):
+    """Source: invariant: goodput_with_slot_wait judges several bisection steps' midpoints in one call, each
+    rate's load point, slot wait and mixture its own, so it ends on the lone steps' number; the slot wait
+    lowers the goodput in some of these cases (a KV-limited MoE replica at 256 slots), so the walk is
+    exercised."""
+    _, m = _model(fields)
+    lowered = 0
+    for percentile in (50, 90, 99):
+        for ttft_ms in (300.0, 1000.0, 3000.0, 10000.0):
+            fast = goodput_per_ms(m, percentile, ttft_ms, None)
+            got = goodput_with_slot_wait(m, fast, percentile, ttft_ms)
+            assert got == _slot_goodput_step_by_step(m, fast, percentile, ttft_ms)
+            lowered += got < fast
+    assert lowered > 0
