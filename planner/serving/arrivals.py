@@ -36,6 +36,16 @@ def waiting_probability(utilization: np.ndarray, arrival_cv: float) -> np.ndarra
     return 0.5 * (lo + hi)
 
 
+def waiting_probabilities(first: np.ndarray, second: np.ndarray,
+                          arrival_cv: float) -> tuple[np.ndarray, np.ndarray]:
+    """waiting_probability at two utilizations, clumped arrivals' root search run once for both (it is
+    elementwise: the same numbers in half the calls)."""
+    if abs(float(arrival_cv) ** 2 - 1.0) < 1e-9:  # Poisson: each is its utilization, no search to share
+        return waiting_probability(first, arrival_cv), waiting_probability(second, arrival_cv)
+    roots = waiting_probability(np.stack(np.broadcast_arrays(first, second)), arrival_cv)
+    return roots[0, ...], roots[1, ...]
+
+
 def _lower_gamma_regularized(a: float, x: np.ndarray, terms: int = 80,
                              elementwise: bool = False) -> np.ndarray:
     """P(a, x) by its power series x^a e^-x / Gamma(a + 1) sum_n x^n / ((a + 1)...(a + n)); numpy has no

@@ -57,7 +57,7 @@ from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.physics.latency import decode_step, prefill_chunk_work_ms
 from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms, weights_read_ms
 from planner.scenario.scenario import SchedulerSettings
-from planner.serving.arrivals import waiting_probability, window_counts
+from planner.serving.arrivals import waiting_probabilities, window_counts
 
 LENGTH_GRID = 32  # equal-mass quantiles that stand for a length distribution
 POPULATION_GRID = 160  # decoding-population points that tabulate the decode step
@@ -378,10 +378,8 @@ def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0
     # at capacity itself is not below it: a rate given as the capacity may come back a rounding under it
     stable = (lam < cap * (1.0 - 1e-9)) & (rho < 1.0) & (share < 1.0)
     ca2 = w.arrival_cv ** 2
-    # both shares' roots in one call (the root search is elementwise: the same numbers, half the calls)
-    roots = waiting_probability(
-        np.stack(np.broadcast_arrays(np.minimum(lam * mean_s, 1.0), np.minimum(rho, 1.0))), w.arrival_cv)
-    sigma, sigma_full = roots[0, ...], roots[1, ...]
+    sigma, sigma_full = waiting_probabilities(np.minimum(lam * mean_s, 1.0), np.minimum(rho, 1.0),
+                                              w.arrival_cv)
     with np.errstate(divide="ignore", invalid="ignore"):
         wait = np.where(rho < 1.0, sigma / (1.0 - sigma_full) * (ca2 + cs2) / (ca2 + 1.0) * mean_s, np.inf)
     return LoadPoint(lam, n, d_token, spread, iteration, chunk, rho, share, wait, stable, seen, sigma)
