@@ -28,9 +28,15 @@ def test_bench_plan_with_percentiles_and_goodput(benchmark):
     objective) also names the constraint that binds its goodput and what relaxing it buys (issue 31's
     `serving.goodput_binding`: each objective's goodput alone, a relaxed search, the confirmed rate).
     2026-11-27, 20:03 UTC, load 0.9, median of 27+ rounds: 32.9 ms at the start of the day's work (4e25aaa),
-    35.9 ms after the slot wait joined the plan (737c905): the target is missed here. Of one plan's
-    ~48 ms under cProfile, 33 ms are the binding's four goodput searches. The plan at the objective takes
-    18.0 ms (10.5 ms before), the closed loop at 64 clients 5.3 ms."""
+    35.9 ms after the slot wait joined the plan (737c905), missed; then ~48 ms under cProfile, 33 ms of it the
+    binding's four goodput searches. Since the plan's goodput search and the binding's share one replica
+    model's figures (planner.serving.shared_searches: each rate's load point and distributions computed once
+    for every objective, a bisection's midpoints judged a tree at once, each rate's figures its own alone):
+    2026-11-27, 20:52 UTC, load 2.3-2.6 on 2 shared cores, 30+ rounds, main 5e266e5 and this change run
+    alternately: fastest round 34.6 -> 12.5 ms, median 48.3 -> 12.7 ms (met); ~25 ms under cProfile, 12.5
+    of it the binding. The plan at the objective (data/examples/llama70b_h100_fp8_at_objective.json, 18.0 ms
+    at 20:03) 17.3 -> 10.5-10.9 ms CPU-time median; this scenario at its objective's goodput 35.4 -> 13.7
+    ms; the closed loop at 64 clients 8.7 ms fastest round both (5.3 ms median at 20:03, load 0.9)."""
     result = benchmark(plan, SCENARIO)
     assert result.serving.stable and result.serving.ttft_ms.p99 is not None
     assert result.serving.goodput_request_rate is not None
