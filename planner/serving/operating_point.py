@@ -60,7 +60,8 @@ def serve_at_goodput(
 def serve_under_objective(searches: SharedSearches, request_rate_per_s: float,
                           slo: Objective) -> ServingPoint:
     """serve_at_rate under `slo` on a replica model's shared searches (its goodput_binding reads them too)."""
-    goodput = searches.plan_goodput(slo.percentile, slo.ttft_ms, slo.itl_ms)
+    bounded = slo.ttft_ms is not None or slo.itl_ms is not None  # a goodput only under TTFT or ITL bounds
+    goodput = searches.plan_goodput(slo.percentile, slo.ttft_ms, slo.itl_ms) if bounded else None
     return serve_model_at_rate(searches.m, request_rate_per_s, slo, goodput)
 
 
