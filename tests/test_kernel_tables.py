@@ -306,3 +306,14 @@ def test_a_call_past_the_last_measured_one_grows_with_its_work():
     bytes_64 = 64 * 5120 * 8 * 128 * 2 * 2
     assert b64 >= 3.0 * b16
     assert bytes_64 / (b64 * 1e-3) < 4.8e12
+
+
+def test_moe_rows_are_the_kernel_the_recipes_launch():
+    """Source: published: AIConfigurator's B200 SGLang MoE tables at the pinned commit (DeepSeek-R1's NVFP4
+    experts, 7168 x 2048, top 8 of 256, EP 8, power-law routing, 8,192 tokens: FlashInfer's TRT-LLM-gen kernel
+    0.684 ms in 0.5.14, CuteDSL's 0.569 ms in 0.5.9) and InferenceX's dsr1_fp4_b200.sh
+    `--moe-runner-backend flashinfer_trtllm`. The shipped table keeps the launched kernel's row at a prefill's
+    token count, not the fastest of every kernel measured (tools/import_kernel_tables.LAUNCHED_MOE_KERNEL)."""
+    t = tables("b200", "sglang")
+    ms = float(t.moe_ms("nvfp4", np.array([8192.0]), 7168, 2048, 8, 256, 1, 8)[0])
+    assert ms == pytest.approx(0.684, rel=0.01)

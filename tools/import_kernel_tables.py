@@ -36,7 +36,8 @@ How the source's own code reads these tables (read at the pinned commit to inter
   distribution (the source's models default to power_law with alpha 1.2: sdk/models/moe.py).
 
 Compaction: one engine version per GPU x engine (the oldest that has GEMM, attention and MoE tables, the
-nearest to the public serving runs' releases), the fastest kernel per shape where an engine ships several,
+nearest to the public serving runs' releases), the fastest kernel per shape where an engine ships several
+(for MoE, the kernel the engine's serving recipes launch where measured: LAUNCHED_MOE_KERNEL),
 MoE from every release of the engine on the GPU (a release's collection covers some splits and kernels only;
 TensorRT-LLM and vLLM also take FlashInfer's TRT-LLM-gen MoE rows measured under SGLang, the kernels they run
 on Blackwell) at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where a shape
@@ -170,13 +171,46 @@ MOE_SHAPE = ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "m
 MOE_SIBLING_KERNELS = {"trtllm": ("sglang", "flashinfer_trtllm"), "vllm": ("sglang", "flashinfer_trtllm")}
 
 
+# The MoE kernel each engine's serving recipes launch, per GPU generation and expert precision, by the
+# source's `kernel_source` (a substring): where the tables measured it at a shape, that shape keeps only its
+# rows, at every token count (a prefill's and a decode's alike: the runner is chosen at launch, not per
+# batch), instead of the fastest of every kernel the releases measured. InferenceX's DeepSeek-R1 recipes:
+# SGLang on B200/B300 `--moe-runner-backend flashinfer_trtllm` (dsr1_fp8_b200.sh, dsr1_fp4_b200.sh,
+# dsr1_fp{4,8}_b300.sh), where SGLang 0.5.9/0.5.10's tables hold Triton's fp8 and CuteDSL's fp4 kernels too
+# (CuteDSL's NVFP4 at 8,192 tokens, EP 8: 0.57 ms, TRT-LLM-gen's 0.68 ms); TensorRT-LLM on Blackwell
+# `moe_config.backend: TRTLLM` without attention DP (dsr1_fp{4,8}_b200_trt.sh), FlashInfer's TRT-LLM-gen
+# kernels (measured under SGLang), where its own tables hold DeepGEMM's fp8 and CUTLASS's fp4 kernels. On
+# Hopper each engine's tables hold one kernel per precision (SGLang Triton, TensorRT-LLM CUTLASS).
+LAUNCHED_MOE_KERNEL = {
+    ("sglang", "blackwell"): {"fp8_block": "flashinfer_trtllm", "nvfp4": "flashinfer_trtllm"},
+    ("trtllm", "blackwell"): {"fp8_block": "flashinfer_trtllm", "nvfp4": "flashinfer_trtllm"},
+}
+BLACKWELL = ("b200_sxm", "gb200", "b300_sxm")
+
+
+def _launched_kernel_only(moe: pd.DataFrame, gpu: str, engine: str) -> pd.DataFrame:
+    """Per shape, the rows of the kernel the engine's recipes launch where any release measured it."""
+    generation = "blackwell" if gpu in BLACKWELL else "hopper"
+    kernels = LAUNCHED_MOE_KERNEL.get((engine, generation), {})
+    if not kernels:
+        return moe
+    wanted = moe.moe_dtype.map(kernels).fillna("")
+    launched = pd.Series([bool(k) and k in str(src)
+                          for k, src in zip(wanted, moe.kernel_source, strict=True)], index=moe.index)
+    has = moe[launched][MOE_SHAPE].drop_duplicates().assign(_has=True)
+    moe = moe.merge(has, on=MOE_SHAPE, how="left")
+    keep = moe._has.isna().to_numpy() | launched.to_numpy()
+    return moe[keep].drop(columns="_has")
+
+
 def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
               used: list[dict[str, str]]) -> pd.DataFrame:
     """Every MoE row the engine's releases measured on this GPU (and its sibling kernels'): a release's
     collection covers some splits and kernels only (TensorRT-LLM 1.2's B200 block-fp8 MoE has no split of
     fewer than 16 GPUs; SGLang 0.5.9's has Triton's kernel where the serving recipes run FlashInfer's
-    TRT-LLM-gen one, measured from 0.5.14). The fastest per shape is kept (below), at power-law routing where
-    any release measured the shape so, else balanced."""
+    TRT-LLM-gen one, measured from 0.5.14). At power-law routing where any release measured the shape so, else
+    balanced; the kernel the engine's recipes launch where measured (LAUNCHED_MOE_KERNEL), and of what is
+    left the fastest per shape (below)."""
     frames = []
     sources = [(engine, None)]
     if engine in MOE_SIBLING_KERNELS:
@@ -199,7 +233,8 @@ def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
     power = moe.distribution == "power_law_1.01"
     measured_so = moe[power][MOE_SHAPE].drop_duplicates().assign(_power=True)
     moe = moe.merge(measured_so, on=MOE_SHAPE, how="left")
-    return moe[moe._power.isna() | power.to_numpy()].drop(columns="_power")
+    moe = moe[moe._power.isna() | power.to_numpy()].drop(columns="_power")
+    return _launched_kernel_only(moe.reset_index(drop=True), gpu, engine)
 
 
 def _gemm_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
