@@ -317,3 +317,44 @@ def test_moe_rows_are_the_kernel_the_recipes_launch():
     t = tables("b200", "sglang")
     ms = float(t.moe_ms("nvfp4", np.array([8192.0]), 7168, 2048, 8, 256, 1, 8)[0])
     assert ms == pytest.approx(0.684, rel=0.01)
+
+
+def test_attention_dp_prefills_share_the_experts():
+    """Source: invariant: under attention data parallelism each attention group prefills its own prompt and
+    the MoE layer serves the routed tokens of every group at once (TensorRT-LLM's and SGLang's attention DP).
+    A prefill with `busy_groups` groups busy takes its own attention and dense layers plus the experts at
+    busy_groups x its tokens: never less than alone, no more than busy_groups prompts run one after another,
+    and without attention DP (or with one group busy) exactly the prompt alone."""
+    d = resolve(parse_scenario({"model": "deepseek-r1", "gpu": "b200", "tp": 1, "ep": 8, "weights": "fp4",
+                                "kv_cache": "fp8", "engine": "trt-llm"}))
+    eff = with_kernel_tables(d.efficiency, "b200", "trt-llm")
+    assert eff is not None
+    d = with_efficiency(d, eff)
+    prompts = np.array([1024.0, 8192.0])
+    alone = prefill(d, prompts).total_ms
+    assert np.array_equal(prefill(d, prompts, 1).total_ms, alone)
+    busy = prefill(d, prompts, 8).total_ms
+    assert np.all(busy > alone) and np.all(busy < 8 * alone)
+    tp8 = _kernel_deployment("deepseek-r1", "b200", 8, "fp4", "trt-llm")
+    assert np.array_equal(prefill(tp8, prompts, 8).total_ms, prefill(tp8, prompts).total_ms)
+
+
+def test_an_attention_dp_iteration_shares_its_prefill():
+    """Source: invariant: an iteration in which every attention group prefills a prompt lasts the prefill
+    with every group busy; each prompt's share is that less an empty iteration, over the groups
+    (planner.physics.latency.attention_dp_share_ms). Without attention DP a prompt's share is its own
+    prefill less the empty iteration, what it adds to an iteration alone."""
+    from planner.physics.latency import attention_dp_share_ms, empty_iteration_ms, prefill_chunk_work_ms
+
+    d = resolve(parse_scenario({"model": "deepseek-r1", "gpu": "h200", "tp": 1, "ep": 8, "weights": "fp8",
+                                "engine": "trt-llm"}))
+    eff = with_kernel_tables(d.efficiency, "h200", "trt-llm")
+    assert eff is not None
+    d = with_efficiency(d, eff)
+    prompts = np.array([1024.0, 8192.0])
+    share = attention_dp_share_ms(d, prompts)
+    full = prefill(d, prompts, 8).total_ms
+    assert np.allclose(8 * share + empty_iteration_ms(d), full)
+    assert np.all(share < prefill_chunk_work_ms(d, prompts))  # side by side beats one after another
+    tp8 = _kernel_deployment("deepseek-r1", "h200", 8, "fp8", "trt-llm")
+    assert np.allclose(attention_dp_share_ms(tp8, prompts), prefill_chunk_work_ms(tp8, prompts))

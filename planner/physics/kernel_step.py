@@ -212,9 +212,13 @@ def decode_parts(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike,
     return _parts(d, t, tokens, attention, moe_tokens, d.efficiency.step_overhead_us / 1e3)
 
 
-def prefill_parts(d: Deployment, prompt_len: npt.ArrayLike) -> StepParts:
-    """One prompt prefilled alone from the kernel tables (context attention at its length), plus the
-    engine's fixed per-prefill cost."""
+def prefill_parts(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepParts:
+    """One prompt prefilled from the kernel tables (context attention at its length), plus the engine's
+    fixed per-prefill cost. `busy_groups` attention groups (data-parallel under EP) prefill a prompt of this
+    length each at once: each group runs its own prompt's attention and dense layers, the experts serve the
+    routed tokens of all of them (TensorRT-LLM's and SGLang's attention DP: the MoE layer's tokens are the
+    union of every rank's, gathered or sent all-to-all), so the MoE kernels run at busy_groups x the prompt's
+    tokens. 1: the prompt alone."""
     t = _tables(d)
     m = d.model
     s_len = np.asarray(prompt_len, dtype=float)
@@ -232,7 +236,8 @@ def prefill_parts(d: Deployment, prompt_len: npt.ArrayLike) -> StepParts:
         w = np.minimum(s_len, float(m.sliding_window or 0))
         attention = attention + windowed * layer(w) * s_len / np.maximum(w, 1.0)
     attention = np.where(s_len > 0, attention, 0.0)
-    return _parts(d, t, s_len, attention, s_len, d.efficiency.prefill_overhead_ms)
+    groups = max(min(int(busy_groups), sharding(d).attention_dp), 1)
+    return _parts(d, t, s_len, attention, s_len * groups, d.efficiency.prefill_overhead_ms)
 
 
 def _parts(d: Deployment, t: KernelTables, tokens: np.ndarray, attention: np.ndarray, moe_tokens: np.ndarray,
