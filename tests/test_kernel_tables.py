@@ -358,3 +358,16 @@ def test_an_attention_dp_iteration_shares_its_prefill():
     assert np.all(share < prefill_chunk_work_ms(d, prompts))  # side by side beats one after another
     tp8 = _kernel_deployment("deepseek-r1", "h200", 8, "fp8", "trt-llm")
     assert np.allclose(attention_dp_share_ms(tp8, prompts), prefill_chunk_work_ms(tp8, prompts))
+
+
+def test_attention_dp_reads_the_kernel_its_recipe_launches():
+    """Source: published: InferenceX's dsr1_fp4_b200_trt.sh (6eecc0e66, 2026-02-03): `MOE_BACKEND="CUTLASS"`
+    when DP_ATTENTION is true, TRTLLM otherwise; AIConfigurator's B200 TensorRT-LLM CUTLASS NVFP4 rows for
+    DeepSeek-R1's experts (EP 8, power-law routing: 0.87-1.0 ms at 8,192 tokens, FlashInfer's TRT-LLM-gen 0.68
+    ms). The attention-DP layout's experts read the CUTLASS table, the TP layout's the TRT-LLM-gen one."""
+    t = tables("b200", "trt-llm")
+    tokens = np.array([8192.0])
+    adp = float(t.moe_ms("nvfp4", tokens, 7168, 2048, 8, 256, 1, 8, "moe_adp")[0])
+    tp = float(t.moe_ms("nvfp4", tokens, 7168, 2048, 8, 256, 1, 8)[0])
+    assert 0.85 <= adp <= 1.0 and tp == pytest.approx(0.684, rel=0.01)
+    assert "moe_adp" not in {k.split(".")[0] for k in np.load(TABLES_DIR / "b200__sglang.npz").files}

@@ -33,6 +33,7 @@ from planner.model.presets import load_presets  # noqa: E402
 from planner.physics.memory import plan_memory  # noqa: E402
 from planner.scenario.scenario import parse_scenario, resolve  # noqa: E402
 from planner.serving.benchmark_client import BenchmarkRun  # noqa: E402
+from planner.serving.scheduler_wait import prompts_until_every_rank_has_one  # noqa: E402
 from planner.serving.workload import running_cap  # noqa: E402
 
 RUNS_CSV = ROOT / "data" / "reference" / "serving_runs_published.csv"
@@ -82,7 +83,8 @@ def scheduler_for(row: pd.Series) -> dict[str, int | bool]:
     the data's window, 2025-10 to 2026-06):
       * SGLang on B200/B300: `--scheduler-recv-interval` 10, 30 from concurrency 16 (TP 4 FP8: 10);
       * SGLang on MI300X/MI325X/MI355X: `--num-continuous-decode-steps` 4 (MI355X FP8: 8 from 2026-05-03);
-      * TensorRT-LLM, attention DP: `attention_dp_config` balance, timeout_iters 60, a prompt per rank;
+      * TensorRT-LLM, attention DP: `attention_dp_config` balance, timeout_iters 60, a prompt on every rank
+        (planner.serving.scheduler_wait.prompts_until_every_rank_has_one: 22 arrivals for 8 ranks);
       * TensorRT-LLM Llama-3.3-70B 1k/1k below TP 8: batch_wait_timeout_iters 20, batch_wait_max_tokens_ratio
         0.9 of max_num_tokens 16384; DeepSeek-R1 FP8 on B200 1k/1k from concurrency 64 (from 2026-01-29):
         40 and 0.8 of its max_num_tokens (batch waiting never applies with attention DP);
@@ -108,7 +110,8 @@ def scheduler_for(row: pd.Series) -> dict[str, int | bool]:
     if engine != "trt-llm":
         return {}
     if _bool(row.get("dp_attention")):
-        return {"prefill_wait_steps": 60, "prefill_wait_prompts": tp}
+        # until every rank holds a prompt: arrivals land on the ranks completions free, at random
+        return {"prefill_wait_steps": 60, "prefill_wait_prompts": prompts_until_every_rank_has_one(tp)}
     if row["model_preset"] == "llama-3.3-70b" and (prompt, output) == (1024, 1024) and tp < 8:
         return {"prefill_wait_steps": 20, "prefill_wait_tokens": int(0.9 * 16384)}
     if (row["model_preset"] == "deepseek-r1" and gpu == "b200" and weights == "fp8" and date >= "2026-01-29"

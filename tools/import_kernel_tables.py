@@ -186,6 +186,12 @@ LAUNCHED_MOE_KERNEL = {
     ("trtllm", "blackwell"): {"fp8_block": "flashinfer_trtllm", "nvfp4": "flashinfer_trtllm"},
 }
 BLACKWELL = ("b200_sxm", "gb200", "b300_sxm")
+# ... and the kernel they launch with attention data parallelism where it differs (a second table, `moe_adp`,
+# read for attention-DP layouts): TensorRT-LLM's DeepSeek-R1 FP4 recipe on B200 sets `MOE_BACKEND="CUTLASS"`
+# when DP_ATTENTION is true (dsr1_fp4_b200_trt.sh from 6eecc0e66, 2026-02-03; before, CUTLASS from
+# concurrency 256 at 1k prompts and above 32 at 8k, the concurrencies its configs ran attention DP at): its
+# own CUTLASS rows, 1.3-1.9x FlashInfer's TRT-LLM-gen kernel at 256-8,192 tokens, EP 8
+LAUNCHED_MOE_KERNEL_ADP = {("trtllm", "blackwell"): {"nvfp4": "moe_torch_flow_cutlass"}}
 
 
 def _launched_kernel_only(moe: pd.DataFrame, gpu: str, engine: str) -> pd.DataFrame:
@@ -233,8 +239,18 @@ def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
     power = moe.distribution == "power_law_1.01"
     measured_so = moe[power][MOE_SHAPE].drop_duplicates().assign(_power=True)
     moe = moe.merge(measured_so, on=MOE_SHAPE, how="left")
-    moe = moe[moe._power.isna() | power.to_numpy()].drop(columns="_power")
-    return _launched_kernel_only(moe.reset_index(drop=True), gpu, engine)
+    return moe[moe._power.isna() | power.to_numpy()].drop(columns="_power").reset_index(drop=True)
+
+
+def _adp_moe_rows(moe: pd.DataFrame, gpu: str, engine: str) -> pd.DataFrame | None:
+    """The MoE rows of the kernel the engine launches under attention DP, where that differs
+    (LAUNCHED_MOE_KERNEL_ADP): only its precisions, only the shapes it was measured at."""
+    kernels = LAUNCHED_MOE_KERNEL_ADP.get((engine, "blackwell" if gpu in BLACKWELL else "hopper"), {})
+    if not kernels:
+        return None
+    rows = moe[moe.moe_dtype.isin(list(kernels))]
+    rows = rows[[kernels[d] in str(k) for d, k in zip(rows.moe_dtype, rows.kernel_source, strict=True)]]
+    return rows if len(rows) else None
 
 
 def _gemm_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
@@ -349,9 +365,13 @@ def import_one(mirror: Path, commit: str, files: set[str], gpu: str, engine: str
         arrays.update({f"{prefix}.{k}": v for k, v in t.items()})
 
     moe = _moe_rows(mirror, commit, files, gpu, engine, used)
-    t = _compact(moe, MOE_SHAPE + ["num_tokens"])
-    t["moe_dtype"] = _codes(t["moe_dtype"], MOE_DTYPES)
-    arrays.update({f"moe.{k}": v for k, v in t.items()})
+    adp = _adp_moe_rows(moe, gpu, engine)
+    for prefix, rows in (("moe", _launched_kernel_only(moe, gpu, engine)), ("moe_adp", adp)):
+        if rows is None:
+            continue
+        t = _compact(rows, MOE_SHAPE + ["num_tokens"])
+        t["moe_dtype"] = _codes(t["moe_dtype"], MOE_DTYPES)
+        arrays.update({f"{prefix}.{k}": v for k, v in t.items()})
 
     ar = _allreduce_rows(mirror, commit, files, gpu, engine, used)
     if ar is not None:

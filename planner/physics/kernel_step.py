@@ -109,6 +109,18 @@ def _moe_dtype(t: KernelTables, d: Deployment, block_scaled: bool) -> str:
     return (own or have)[0]
 
 
+def _moe_table(d: Deployment, t: KernelTables, dtype: str) -> str:
+    """The MoE table of the kernel the engine launches for this layout: "moe_adp" under attention data
+    parallelism where the import found the engine's recipes launch another kernel there and measured it at
+    the model's experts (TensorRT-LLM's FP4 DeepSeek-R1 on Blackwell: CUTLASS), else "moe"."""
+    moe = d.model.moe
+    if (moe is None or sharding(d).attention_dp <= 1
+            or not t.has_moe_shape(dtype, d.model.d_model, moe.d_ff_expert, moe.top_k, moe.n_experts,
+                                   "moe_adp")):
+        return "moe"
+    return "moe_adp"
+
+
 def _layer_precisions(d: Deployment, t: KernelTables) -> tuple[str, str]:
     """GEMM precision of the dense layers (attention, shared experts) and of the routed experts. An MLA
     model's fp8 checkpoints are block-scaled (DeepSeek's 128x128 scales); a routed-experts-only quantization
@@ -161,7 +173,7 @@ def _layer_ms(d: Deployment, t: KernelTables, tokens: np.ndarray, attention_ms: 
         ff = m.d_ff // tp
         expert_tp = 1 if d.ep > 1 else tp
         routed = t.moe_ms(moe_dt, moe_tokens, D, moe.d_ff_expert, moe.top_k, moe.n_experts, expert_tp,
-                          max(d.ep, 1))
+                          max(d.ep, 1), _moe_table(d, t, moe_dt))
         shared = np.zeros_like(tokens)
         if moe.n_shared_experts:
             sff = moe.n_shared_experts * moe.d_ff_expert // tp
