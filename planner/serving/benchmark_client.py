@@ -212,8 +212,8 @@ class _ClosedLoop:
         self.recv_every = int(w.scheduler.recv_interval_steps)
         self.since_recv = self.recv_every  # decode iterations since the scheduler last polled
         self.held = 0  # iterations the waiting prompts have been held behind the decodes
-        self.ranks_busy: list[float] = []  # attention DP: this iteration's prompt work on each rank
-        self.shares = 0.0  # attention DP: this iteration's prompts' shares of an every-rank prefill
+        # attention DP: this iteration's prompt work and compute floor on each rank, its prompts' shares
+        self.ranks_busy, self.ranks_floor, self.shares = [0.0] * 0, [0.0] * 0, 0.0
         self.ends: list[int] = []  # heap of iterations at which decodes finish
         self.finishing: dict[int, list[int]] = {}
         self.durations: list[float] = []
@@ -278,7 +278,7 @@ class _ClosedLoop:
         for _ in finished:
             self.queue.popleft()
         if self.ranks > 1:
-            work = self.attention_dp_work()
+            work, floor = self.attention_dp_work(floor)
         # prompts riding one pass share its weight read, never their FLOPs: at least the pass's compute, and
         # the weights its tokens touch (a prefill-first iteration carries no decodes)
         riding = 0 if self.policy.prefill_first else running
@@ -329,16 +329,20 @@ class _ClosedLoop:
         """Record a chunk of the iteration's prompt at `position` (from 0) on its rank (round robin, as
         TensorRT-LLM's router balances a wave of new requests) and its share of an every-rank prefill."""
         if not self.ranks_busy:
-            self.ranks_busy = [0.0] * self.ranks
+            self.ranks_busy, self.ranks_floor = [0.0] * self.ranks, [0.0] * self.ranks
         self.ranks_busy[position % self.ranks] += chunk * self.per_token_ms[request]
+        self.ranks_floor[position % self.ranks] += chunk * self.per_token_floor_ms[request]
         self.shares += chunk * self.share_per_token_ms[request]
 
-    def attention_dp_work(self) -> float:
+    def attention_dp_work(self, floor: float) -> tuple[float, float]:
         """The iteration's prompt work under attention DP: at least its busiest rank's prompts alone, and at
-        least the sum of the prompts' shares (the experts serve every rank's tokens)."""
+        least the sum of the prompts' shares (the experts serve every rank's tokens); and its compute floor,
+        the busiest rank's (every GPU its own rank's dense layers and a share of every rank's experts), at
+        least the iteration's over the ranks. `floor`: the prompts' floors one after another."""
         work = max(max(self.ranks_busy, default=0.0), self.shares)
-        self.ranks_busy, self.shares = [], 0.0
-        return work
+        floor = max(max(self.ranks_floor, default=0.0), floor / self.ranks)
+        self.ranks_busy, self.ranks_floor, self.shares = [], [], 0.0
+        return work, floor
 
     def decode_until(self, holding: bool) -> None:
         """No prompt runs: every iteration until the next completion, the scheduler's next poll for a
