@@ -262,3 +262,27 @@ def test_async_scheduling_adds_an_iteration_to_a_busy_engines_wait():
     added = on.ttft_ms.p50 - off.ttft_ms.p50
     assert 0.5 * off.itl_ms.p50 <= added <= 2.0 * off.itl_ms.p50
     assert on.tpot_ms.p50 == pytest.approx(off.tpot_ms.p50, rel=0.05)
+
+
+def test_attention_dp_ranks_prefill_their_prompts_side_by_side():
+    """Source: docs: TensorRT-LLM's attention DP (each rank schedules its own context requests within its own
+    max_num_tokens; the MoE layers serve every rank's tokens; its ADP balance blog takes an iteration's time
+    as its busiest rank's) and planner.physics.latency.attention_dp_share_ms. DeepSeek-R1 on 8 H200s with
+    attention DP, 8 clients of 1,024-token prompts, 1,024 tokens a rank, by hand: the idle engine takes the
+    first prompt alone, D(0) + W; the other 7 ride the next iteration together, D(1) plus at least the
+    busiest rank's prompt alone (W) and at least their 7 shares (the pass's floor may add), and under half
+    of the 7 prompts one after another."""
+    from planner.physics.latency import attention_dp_share_ms
+
+    d = resolve(parse_scenario({"model": "deepseek-r1", "gpu": "h200", "tp": 1, "ep": 8, "weights": "fp8",
+                                "engine": "trt-llm", "prompt_len": 1024, "output_len": 3}))
+    w = Workload(prompt_len=1024, output_len=3, max_running=64, max_num_batched_tokens=1024, context=1025.5)
+    run = run_benchmark(d, w, BenchmarkClient(8, num_prompts=8))
+    d0, d1, alone = _d_ms(d, 0, 1025.5), _d_ms(d, 1, 1025.5), float(prefill_chunk_work_ms(d, 1024.0))
+    shares = 7 * float(attention_dp_share_ms(d, 1024.0))
+    first = d0 + alone
+    second = run.ttft_ms.p99 - first
+    assert run.ttft_ms.p50 == pytest.approx(run.ttft_ms.p99, rel=1e-9)  # the 7 share one iteration
+    assert run.ttft_ms.mean == pytest.approx((first + 7 * run.ttft_ms.p99) / 8, rel=1e-9)
+    assert second >= d1 + max(alone, shares) - 1e-9
+    assert second < 0.5 * (d1 + 7 * alone)

@@ -306,3 +306,68 @@ def test_a_call_past_the_last_measured_one_grows_with_its_work():
     bytes_64 = 64 * 5120 * 8 * 128 * 2 * 2
     assert b64 >= 3.0 * b16
     assert bytes_64 / (b64 * 1e-3) < 4.8e12
+
+
+def test_moe_rows_are_the_kernel_the_recipes_launch():
+    """Source: published: AIConfigurator's B200 SGLang MoE tables at the pinned commit (DeepSeek-R1's NVFP4
+    experts, 7168 x 2048, top 8 of 256, EP 8, power-law routing, 8,192 tokens: FlashInfer's TRT-LLM-gen kernel
+    0.684 ms in 0.5.14, CuteDSL's 0.569 ms in 0.5.9) and InferenceX's dsr1_fp4_b200.sh
+    `--moe-runner-backend flashinfer_trtllm`. The shipped table keeps the launched kernel's row at a prefill's
+    token count, not the fastest of every kernel measured (tools/import_kernel_tables.LAUNCHED_MOE_KERNEL)."""
+    t = tables("b200", "sglang")
+    ms = float(t.moe_ms("nvfp4", np.array([8192.0]), 7168, 2048, 8, 256, 1, 8)[0])
+    assert ms == pytest.approx(0.684, rel=0.01)
+
+
+def test_attention_dp_prefills_share_the_experts():
+    """Source: invariant: under attention data parallelism each attention group prefills its own prompt and
+    the MoE layer serves the routed tokens of every group at once (TensorRT-LLM's and SGLang's attention DP).
+    A prefill with `busy_groups` groups busy takes its own attention and dense layers plus the experts at
+    busy_groups x its tokens: never less than alone, no more than busy_groups prompts run one after another,
+    and without attention DP (or with one group busy) exactly the prompt alone."""
+    d = resolve(parse_scenario({"model": "deepseek-r1", "gpu": "b200", "tp": 1, "ep": 8, "weights": "fp4",
+                                "kv_cache": "fp8", "engine": "trt-llm"}))
+    eff = with_kernel_tables(d.efficiency, "b200", "trt-llm")
+    assert eff is not None
+    d = with_efficiency(d, eff)
+    prompts = np.array([1024.0, 8192.0])
+    alone = prefill(d, prompts).total_ms
+    assert np.array_equal(prefill(d, prompts, 1).total_ms, alone)
+    busy = prefill(d, prompts, 8).total_ms
+    assert np.all(busy > alone) and np.all(busy < 8 * alone)
+    tp8 = _kernel_deployment("deepseek-r1", "b200", 8, "fp4", "trt-llm")
+    assert np.array_equal(prefill(tp8, prompts, 8).total_ms, prefill(tp8, prompts).total_ms)
+
+
+def test_an_attention_dp_iteration_shares_its_prefill():
+    """Source: invariant: an iteration in which every attention group prefills a prompt lasts the prefill
+    with every group busy; each prompt's share is that less an empty iteration, over the groups
+    (planner.physics.latency.attention_dp_share_ms). Without attention DP a prompt's share is its own
+    prefill less the empty iteration, what it adds to an iteration alone."""
+    from planner.physics.latency import attention_dp_share_ms, empty_iteration_ms, prefill_chunk_work_ms
+
+    d = resolve(parse_scenario({"model": "deepseek-r1", "gpu": "h200", "tp": 1, "ep": 8, "weights": "fp8",
+                                "engine": "trt-llm"}))
+    eff = with_kernel_tables(d.efficiency, "h200", "trt-llm")
+    assert eff is not None
+    d = with_efficiency(d, eff)
+    prompts = np.array([1024.0, 8192.0])
+    share = attention_dp_share_ms(d, prompts)
+    full = prefill(d, prompts, 8).total_ms
+    assert np.allclose(8 * share + empty_iteration_ms(d), full)
+    assert np.all(share < prefill_chunk_work_ms(d, prompts))  # side by side beats one after another
+    tp8 = _kernel_deployment("deepseek-r1", "h200", 8, "fp8", "trt-llm")
+    assert np.allclose(attention_dp_share_ms(tp8, prompts), prefill_chunk_work_ms(tp8, prompts))
+
+
+def test_attention_dp_reads_the_kernel_its_recipe_launches():
+    """Source: published: InferenceX's dsr1_fp4_b200_trt.sh (6eecc0e66, 2026-02-03): `MOE_BACKEND="CUTLASS"`
+    when DP_ATTENTION is true, TRTLLM otherwise; AIConfigurator's B200 TensorRT-LLM CUTLASS NVFP4 rows for
+    DeepSeek-R1's experts (EP 8, power-law routing: 0.87-1.0 ms at 8,192 tokens, FlashInfer's TRT-LLM-gen 0.68
+    ms). The attention-DP layout's experts read the CUTLASS table, the TP layout's the TRT-LLM-gen one."""
+    t = tables("b200", "trt-llm")
+    tokens = np.array([8192.0])
+    adp = float(t.moe_ms("nvfp4", tokens, 7168, 2048, 8, 256, 1, 8, "moe_adp")[0])
+    tp = float(t.moe_ms("nvfp4", tokens, 7168, 2048, 8, 256, 1, 8)[0])
+    assert 0.85 <= adp <= 1.0 and tp == pytest.approx(0.684, rel=0.01)
+    assert "moe_adp" not in {k.split(".")[0] for k in np.load(TABLES_DIR / "b200__sglang.npz").files}

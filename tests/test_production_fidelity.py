@@ -149,7 +149,8 @@ def test_each_run_is_predicted_under_its_launch_scheduler():
     """Source: docs: InferenceX's single-node launch scripts (SemiAnalysisAI/InferenceX benchmarks/, 2025-10
     to 2026-06): SGLang on B200/B300 polls for requests every 10 decode iterations, 30 from concurrency 16
     (--scheduler-recv-interval); on AMD GPUs it runs 4 decodes per poll (--num-continuous-decode-steps);
-    TensorRT-LLM with attention DP holds prompts until every rank has one (timeout 60 iterations), and its
+    TensorRT-LLM with attention DP holds prompts until every rank has one (timeout 60 iterations; 22 arrivals
+    for 8 ranks, as its router sends each to the rank a completion freed), and its
     Llama-3.3-70B 1k/1k recipes below TP 8 batch-wait 20 iterations or 0.9 x 16,384 tokens; every vLLM
     recipe (`70b_*`, `gptoss_fp4_*`, read at 2025-10-21) sets `async-scheduling: true`. H200 SGLang and
     other sources hold nothing."""
@@ -169,7 +170,7 @@ def test_each_run_is_predicted_under_its_launch_scheduler():
     assert first(engine="sglang", gpu="mi300x") == {"recv_interval_steps": 4}
     assert first(engine="sglang", gpu="h200") == {}
     assert first(engine="trt-llm", gpu="h200", dp_attention=True) == {"prefill_wait_steps": 60,
-                                                                      "prefill_wait_prompts": 8}
+                                                                      "prefill_wait_prompts": 22}
     assert first(engine="trt-llm", model_preset="llama-3.3-70b", tp=2, prompt_len=1024, output_len=1024) == {
         "prefill_wait_steps": 20, "prefill_wait_tokens": 14745}
     assert first(engine="trt-llm", model_preset="llama-3.3-70b", tp=8) == {}

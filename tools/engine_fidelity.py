@@ -33,6 +33,7 @@ from planner.model.presets import load_presets  # noqa: E402
 from planner.physics.memory import plan_memory  # noqa: E402
 from planner.scenario.scenario import parse_scenario, resolve  # noqa: E402
 from planner.serving.benchmark_client import BenchmarkRun  # noqa: E402
+from planner.serving.scheduler_wait import prompts_until_every_rank_has_one  # noqa: E402
 from planner.serving.workload import running_cap  # noqa: E402
 
 RUNS_CSV = ROOT / "data" / "reference" / "serving_runs_published.csv"
@@ -82,7 +83,8 @@ def scheduler_for(row: pd.Series) -> dict[str, int | bool]:
     the data's window, 2025-10 to 2026-06):
       * SGLang on B200/B300: `--scheduler-recv-interval` 10, 30 from concurrency 16 (TP 4 FP8: 10);
       * SGLang on MI300X/MI325X/MI355X: `--num-continuous-decode-steps` 4 (MI355X FP8: 8 from 2026-05-03);
-      * TensorRT-LLM, attention DP: `attention_dp_config` balance, timeout_iters 60, a prompt per rank;
+      * TensorRT-LLM, attention DP: `attention_dp_config` balance, timeout_iters 60, a prompt on every rank
+        (planner.serving.scheduler_wait.prompts_until_every_rank_has_one: 22 arrivals for 8 ranks);
       * TensorRT-LLM Llama-3.3-70B 1k/1k below TP 8: batch_wait_timeout_iters 20, batch_wait_max_tokens_ratio
         0.9 of max_num_tokens 16384; DeepSeek-R1 FP8 on B200 1k/1k from concurrency 64 (from 2026-01-29):
         40 and 0.8 of its max_num_tokens (batch waiting never applies with attention DP);
@@ -108,7 +110,8 @@ def scheduler_for(row: pd.Series) -> dict[str, int | bool]:
     if engine != "trt-llm":
         return {}
     if _bool(row.get("dp_attention")):
-        return {"prefill_wait_steps": 60, "prefill_wait_prompts": tp}
+        # until every rank holds a prompt: arrivals land on the ranks completions free, at random
+        return {"prefill_wait_steps": 60, "prefill_wait_prompts": prompts_until_every_rank_has_one(tp)}
     if row["model_preset"] == "llama-3.3-70b" and (prompt, output) == (1024, 1024) and tp < 8:
         return {"prefill_wait_steps": 20, "prefill_wait_tokens": int(0.9 * 16384)}
     if (row["model_preset"] == "deepseek-r1" and gpu == "b200" and weights == "fp8" and date >= "2026-01-29"
@@ -146,9 +149,15 @@ def recipe_for(row: pd.Series) -> dict[str, Any]:
         `--max-prefill-tokens` the same), 16384 for fp4 (`--max-prefill-tokens` unset: 16384); on H200
         (`dsr1_fp8_h200.sh`) 32768 and 32768, KV cache in the model's dtype; on MI300X/MI325X 131072, on
         MI355X 196608 (fp4 8k/1k: 32768), chunk and prefill tokens alike;
+      * vLLM Llama-3.3-70B on MI300X/MI325X/MI355X (`70b_{fp8,fp4}_mi3*x_*.sh` at ac1998a50, the
+        InferenceMAX v1 export's): `--kv-cache-dtype=fp8`, `--max-num-batched-tokens=131072`,
+        `--gpu-memory-utilization=0.94`;
+      * SGLang DeepSeek-R1 on AMD: `--kv-cache-dtype fp8_e4m3` from MI355X FP4 2025-12-17, MI300X/MI325X
+        2026-01-23, MI355X FP8 2026-03-05 (SGLANG_DSR1_AMD_FP8_KV);
       * the memory fraction (`memory_utilization`): SGLang `--mem-fraction-static` (H200 and B200 fp8 TP 8
         0.82, B200 fp8 TP 4 0.95, fp4 0.85, AMD 0.8), TensorRT-LLM `free_gpu_memory_fraction` (DeepSeek-R1
-        0.75 on H200, 0.8 on B200; gpt-oss 0.85); vLLM's scripts keep `--gpu-memory-utilization 0.9`.
+        0.75 on H200, 0.8 on B200; gpt-oss 0.85); vLLM's NVIDIA scripts keep `--gpu-memory-utilization 0.9`
+        (AMD: 0.94).
     InferenceMAX's gpt-oss export records its token budgets in the row; its TensorRT-LLM B200 script sets an
     fp8 KV cache. GPUStack's rows record what they set."""
     source = str(row.get("source", ""))
@@ -163,6 +172,10 @@ def recipe_for(row: pd.Series) -> dict[str, Any]:
     nvidia = gpu in ("h100-sxm", "h200", "b200", "b300", "gb200", "gb300")
     if engine == "vllm" and model == "llama-3.3-70b" and nvidia:
         return {"kv_cache": "fp8", "max_num_batched_tokens": 8192}
+    if engine == "vllm" and model == "llama-3.3-70b" and gpu in AMD_GPUS:
+        # 70b_{fp8,fp4}_mi3*x_{docker,slurm}.sh at ac1998a50 (the InferenceMAX v1 export's, 2025-10-20):
+        # `--kv-cache-dtype=fp8`, `--max-num-batched-tokens=131072`, `--gpu-memory-utilization=0.94`
+        return {"kv_cache": "fp8", "max_num_batched_tokens": 131072, "memory_utilization": 0.94}
     if engine == "trt-llm" and nvidia:
         recipe = {"kv_cache": "fp8", "max_num_batched_tokens": trt_max_num_tokens(row)}
         if model == "deepseek-r1":  # dsr1_fp8_h200_trt_slurm.sh 0.75, dsr1_*_b200_trt_slurm.sh 0.8
@@ -170,12 +183,25 @@ def recipe_for(row: pd.Series) -> dict[str, Any]:
         return recipe
     if engine != "sglang" or model != "deepseek-r1":
         return {}
-    return _sglang_dsr1_recipe(gpu, weights, tp, (int(row["prompt_len"]), int(row["output_len"])))
+    recipe = _sglang_dsr1_recipe(gpu, weights, tp, (int(row["prompt_len"]), int(row["output_len"])))
+    if gpu in AMD_GPUS and str(row.get("date", "")) >= SGLANG_DSR1_AMD_FP8_KV.get((gpu, weights), "9999"):
+        recipe["kv_cache"] = "fp8"
+    return recipe
+
+
+AMD_GPUS = ("mi300x", "mi325x", "mi355x")
+# The first run date (UTC) whose SGLang DeepSeek-R1 launch script on an AMD GPU sets `--kv-cache-dtype
+# fp8_e4m3` (SemiAnalysisAI/InferenceX, the script each runner launches): MI355X FP4 332fec529
+# (dsr1_fp4_mi355x_docker.sh, the MI355X runner's script, committed 2025-12-17 00:01 UTC); MI300X 32772c579
+# and MI325X e9b6e0fde (dsr1_fp8_mi3{00,25}x.sh, 2026-01-23 05:33 and 06:17 UTC); MI355X FP8 9d39c92ee
+# (dsr1_fp8_mi355x.sh, 2026-03-05 15:48 UTC). None of the scripts drops it later (read through 2026-06).
+SGLANG_DSR1_AMD_FP8_KV = {("mi355x", "fp4"): "2025-12-17", ("mi300x", "fp8"): "2026-01-23",
+                          ("mi325x", "fp8"): "2026-01-23", ("mi355x", "fp8"): "2026-03-05"}
 
 
 def _sglang_dsr1_recipe(gpu: str, weights: str, tp: int, lengths: tuple[int, int]) -> dict[str, Any]:
     """SGLang DeepSeek-R1 (recipe_for): chunk size (the prompt tokens a prefill batch takes) and
-    `--mem-fraction-static` (read as memory.utilization), KV dtype on Blackwell."""
+    `--mem-fraction-static` (read as memory.utilization), KV dtype on Blackwell (AMD: recipe_for)."""
     if gpu in ("b200", "b300", "gb200", "gb300"):
         if weights == "fp8":  # dsr1_fp8_b200.sh: TP 8 0.82 and 32768, TP 4 0.95 and 8192
             chunk, fraction = (32768, 0.82) if tp == 8 else (8192, 0.95)

@@ -36,7 +36,8 @@ How the source's own code reads these tables (read at the pinned commit to inter
   distribution (the source's models default to power_law with alpha 1.2: sdk/models/moe.py).
 
 Compaction: one engine version per GPU x engine (the oldest that has GEMM, attention and MoE tables, the
-nearest to the public serving runs' releases), the fastest kernel per shape where an engine ships several,
+nearest to the public serving runs' releases), the fastest kernel per shape where an engine ships several
+(for MoE, the kernel the engine's serving recipes launch where measured: LAUNCHED_MOE_KERNEL),
 MoE from every release of the engine on the GPU (a release's collection covers some splits and kernels only;
 TensorRT-LLM and vLLM also take FlashInfer's TRT-LLM-gen MoE rows measured under SGLang, the kernels they run
 on Blackwell) at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where a shape
@@ -170,13 +171,52 @@ MOE_SHAPE = ["moe_dtype", "hidden_size", "inter_size", "topk", "num_experts", "m
 MOE_SIBLING_KERNELS = {"trtllm": ("sglang", "flashinfer_trtllm"), "vllm": ("sglang", "flashinfer_trtllm")}
 
 
+# The MoE kernel each engine's serving recipes launch, per GPU generation and expert precision, by the
+# source's `kernel_source` (a substring): where the tables measured it at a shape, that shape keeps only its
+# rows, at every token count (a prefill's and a decode's alike: the runner is chosen at launch, not per
+# batch), instead of the fastest of every kernel the releases measured. InferenceX's DeepSeek-R1 recipes:
+# SGLang on B200/B300 `--moe-runner-backend flashinfer_trtllm` (dsr1_fp8_b200.sh, dsr1_fp4_b200.sh,
+# dsr1_fp{4,8}_b300.sh), where SGLang 0.5.9/0.5.10's tables hold Triton's fp8 and CuteDSL's fp4 kernels too
+# (CuteDSL's NVFP4 at 8,192 tokens, EP 8: 0.57 ms, TRT-LLM-gen's 0.68 ms); TensorRT-LLM on Blackwell
+# `moe_config.backend: TRTLLM` without attention DP (dsr1_fp{4,8}_b200_trt.sh), FlashInfer's TRT-LLM-gen
+# kernels (measured under SGLang), where its own tables hold DeepGEMM's fp8 and CUTLASS's fp4 kernels. On
+# Hopper each engine's tables hold one kernel per precision (SGLang Triton, TensorRT-LLM CUTLASS).
+LAUNCHED_MOE_KERNEL = {
+    ("sglang", "blackwell"): {"fp8_block": "flashinfer_trtllm", "nvfp4": "flashinfer_trtllm"},
+    ("trtllm", "blackwell"): {"fp8_block": "flashinfer_trtllm", "nvfp4": "flashinfer_trtllm"},
+}
+BLACKWELL = ("b200_sxm", "gb200", "b300_sxm")
+# ... and the kernel they launch with attention data parallelism where it differs (a second table, `moe_adp`,
+# read for attention-DP layouts): TensorRT-LLM's DeepSeek-R1 FP4 recipe on B200 sets `MOE_BACKEND="CUTLASS"`
+# when DP_ATTENTION is true (dsr1_fp4_b200_trt.sh from 6eecc0e66, 2026-02-03; before, CUTLASS from
+# concurrency 256 at 1k prompts and above 32 at 8k, the concurrencies its configs ran attention DP at): its
+# own CUTLASS rows, 1.3-1.9x FlashInfer's TRT-LLM-gen kernel at 256-8,192 tokens, EP 8
+LAUNCHED_MOE_KERNEL_ADP = {("trtllm", "blackwell"): {"nvfp4": "moe_torch_flow_cutlass"}}
+
+
+def _launched_kernel_only(moe: pd.DataFrame, gpu: str, engine: str) -> pd.DataFrame:
+    """Per shape, the rows of the kernel the engine's recipes launch where any release measured it."""
+    generation = "blackwell" if gpu in BLACKWELL else "hopper"
+    kernels = LAUNCHED_MOE_KERNEL.get((engine, generation), {})
+    if not kernels:
+        return moe
+    wanted = moe.moe_dtype.map(kernels).fillna("")
+    launched = pd.Series([bool(k) and k in str(src)
+                          for k, src in zip(wanted, moe.kernel_source, strict=True)], index=moe.index)
+    has = moe[launched][MOE_SHAPE].drop_duplicates().assign(_has=True)
+    moe = moe.merge(has, on=MOE_SHAPE, how="left")
+    keep = moe._has.isna().to_numpy() | launched.to_numpy()
+    return moe[keep].drop(columns="_has")
+
+
 def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
               used: list[dict[str, str]]) -> pd.DataFrame:
     """Every MoE row the engine's releases measured on this GPU (and its sibling kernels'): a release's
     collection covers some splits and kernels only (TensorRT-LLM 1.2's B200 block-fp8 MoE has no split of
     fewer than 16 GPUs; SGLang 0.5.9's has Triton's kernel where the serving recipes run FlashInfer's
-    TRT-LLM-gen one, measured from 0.5.14). The fastest per shape is kept (below), at power-law routing where
-    any release measured the shape so, else balanced."""
+    TRT-LLM-gen one, measured from 0.5.14). At power-law routing where any release measured the shape so, else
+    balanced; the kernel the engine's recipes launch where measured (LAUNCHED_MOE_KERNEL), and of what is
+    left the fastest per shape (below)."""
     frames = []
     sources = [(engine, None)]
     if engine in MOE_SIBLING_KERNELS:
@@ -199,7 +239,18 @@ def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
     power = moe.distribution == "power_law_1.01"
     measured_so = moe[power][MOE_SHAPE].drop_duplicates().assign(_power=True)
     moe = moe.merge(measured_so, on=MOE_SHAPE, how="left")
-    return moe[moe._power.isna() | power.to_numpy()].drop(columns="_power")
+    return moe[moe._power.isna() | power.to_numpy()].drop(columns="_power").reset_index(drop=True)
+
+
+def _adp_moe_rows(moe: pd.DataFrame, gpu: str, engine: str) -> pd.DataFrame | None:
+    """The MoE rows of the kernel the engine launches under attention DP, where that differs
+    (LAUNCHED_MOE_KERNEL_ADP): only its precisions, only the shapes it was measured at."""
+    kernels = LAUNCHED_MOE_KERNEL_ADP.get((engine, "blackwell" if gpu in BLACKWELL else "hopper"), {})
+    if not kernels:
+        return None
+    rows = moe[moe.moe_dtype.isin(list(kernels))]
+    rows = rows[[kernels[d] in str(k) for d, k in zip(rows.moe_dtype, rows.kernel_source, strict=True)]]
+    return rows if len(rows) else None
 
 
 def _gemm_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
@@ -314,9 +365,13 @@ def import_one(mirror: Path, commit: str, files: set[str], gpu: str, engine: str
         arrays.update({f"{prefix}.{k}": v for k, v in t.items()})
 
     moe = _moe_rows(mirror, commit, files, gpu, engine, used)
-    t = _compact(moe, MOE_SHAPE + ["num_tokens"])
-    t["moe_dtype"] = _codes(t["moe_dtype"], MOE_DTYPES)
-    arrays.update({f"moe.{k}": v for k, v in t.items()})
+    adp = _adp_moe_rows(moe, gpu, engine)
+    for prefix, rows in (("moe", _launched_kernel_only(moe, gpu, engine)), ("moe_adp", adp)):
+        if rows is None:
+            continue
+        t = _compact(rows, MOE_SHAPE + ["num_tokens"])
+        t["moe_dtype"] = _codes(t["moe_dtype"], MOE_DTYPES)
+        arrays.update({f"{prefix}.{k}": v for k, v in t.items()})
 
     ar = _allreduce_rows(mirror, commit, files, gpu, engine, used)
     if ar is not None:

@@ -109,6 +109,18 @@ def _moe_dtype(t: KernelTables, d: Deployment, block_scaled: bool) -> str:
     return (own or have)[0]
 
 
+def _moe_table(d: Deployment, t: KernelTables, dtype: str) -> str:
+    """The MoE table of the kernel the engine launches for this layout: "moe_adp" under attention data
+    parallelism where the import found the engine's recipes launch another kernel there and measured it at
+    the model's experts (TensorRT-LLM's FP4 DeepSeek-R1 on Blackwell: CUTLASS), else "moe"."""
+    moe = d.model.moe
+    if (moe is None or sharding(d).attention_dp <= 1
+            or not t.has_moe_shape(dtype, d.model.d_model, moe.d_ff_expert, moe.top_k, moe.n_experts,
+                                   "moe_adp")):
+        return "moe"
+    return "moe_adp"
+
+
 def _layer_precisions(d: Deployment, t: KernelTables) -> tuple[str, str]:
     """GEMM precision of the dense layers (attention, shared experts) and of the routed experts. An MLA
     model's fp8 checkpoints are block-scaled (DeepSeek's 128x128 scales); a routed-experts-only quantization
@@ -161,7 +173,7 @@ def _layer_ms(d: Deployment, t: KernelTables, tokens: np.ndarray, attention_ms: 
         ff = m.d_ff // tp
         expert_tp = 1 if d.ep > 1 else tp
         routed = t.moe_ms(moe_dt, moe_tokens, D, moe.d_ff_expert, moe.top_k, moe.n_experts, expert_tp,
-                          max(d.ep, 1))
+                          max(d.ep, 1), _moe_table(d, t, moe_dt))
         shared = np.zeros_like(tokens)
         if moe.n_shared_experts:
             sff = moe.n_shared_experts * moe.d_ff_expert // tp
@@ -212,9 +224,13 @@ def decode_parts(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike,
     return _parts(d, t, tokens, attention, moe_tokens, d.efficiency.step_overhead_us / 1e3)
 
 
-def prefill_parts(d: Deployment, prompt_len: npt.ArrayLike) -> StepParts:
-    """One prompt prefilled alone from the kernel tables (context attention at its length), plus the
-    engine's fixed per-prefill cost."""
+def prefill_parts(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepParts:
+    """One prompt prefilled from the kernel tables (context attention at its length), plus the engine's
+    fixed per-prefill cost. `busy_groups` attention groups (data-parallel under EP) prefill a prompt of this
+    length each at once: each group runs its own prompt's attention and dense layers, the experts serve the
+    routed tokens of all of them (TensorRT-LLM's and SGLang's attention DP: the MoE layer's tokens are the
+    union of every rank's, gathered or sent all-to-all), so the MoE kernels run at busy_groups x the prompt's
+    tokens. 1: the prompt alone."""
     t = _tables(d)
     m = d.model
     s_len = np.asarray(prompt_len, dtype=float)
@@ -232,7 +248,8 @@ def prefill_parts(d: Deployment, prompt_len: npt.ArrayLike) -> StepParts:
         w = np.minimum(s_len, float(m.sliding_window or 0))
         attention = attention + windowed * layer(w) * s_len / np.maximum(w, 1.0)
     attention = np.where(s_len > 0, attention, 0.0)
-    return _parts(d, t, s_len, attention, s_len, d.efficiency.prefill_overhead_ms)
+    groups = max(min(int(busy_groups), sharding(d).attention_dp), 1)
+    return _parts(d, t, s_len, attention, s_len * groups, d.efficiency.prefill_overhead_ms)
 
 
 def _parts(d: Deployment, t: KernelTables, tokens: np.ndarray, attention: np.ndarray, moe_tokens: np.ndarray,

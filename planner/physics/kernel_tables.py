@@ -384,23 +384,31 @@ class KernelTables:
         return curve(np.minimum(s, top)) * (heads / near["num_heads"]) * np.maximum(s / top, 1.0) ** 2
 
     # -- MoE ----------------------------------------------------------------------------------------
-    def moe_dtypes(self) -> frozenset[str]:
-        if "moe" not in self._dtypes:
-            self._dtypes["moe"] = frozenset(MOE_DTYPES[c] for c in np.unique(self._raw["moe.moe_dtype"]))
-        return self._dtypes["moe"]
+    def moe_dtypes(self, table: str = "moe") -> frozenset[str]:
+        """The expert precisions of a MoE table: "moe", or "moe_adp" (the kernel the engine launches under
+        attention data parallelism, where the import found it differs; empty where there is none)."""
+        if table not in self._dtypes:
+            codes = (np.unique(self._raw[f"{table}.moe_dtype"]) if self.has(table)
+                     else np.zeros(0, dtype=np.int8))
+            self._dtypes[table] = frozenset(MOE_DTYPES[c] for c in codes)
+        return self._dtypes[table]
 
-    def has_moe_shape(self, dtype: str, hidden: int, inter: int, top_k: int, experts: int) -> bool:
+    def has_moe_shape(self, dtype: str, hidden: int, inter: int, top_k: int, experts: int,
+                      table: str = "moe") -> bool:
         """Whether the table measured this MoE shape (any split) in `dtype`."""
-        key = (dtype, hidden, inter, top_k, experts)  # kept: every MoE step asks, for each precision
+        key = (dtype, hidden, inter, top_k, experts, table)  # kept: every MoE step asks, for each precision
         if key not in self._moe_shapes:
-            t = self._table("moe")
+            if not self.has(table):
+                self._moe_shapes[key] = False
+                return False
+            t = self._table(table)
             rows = ((t["moe_dtype"] == MOE_DTYPES.index(dtype)) & (t["hidden_size"] == hidden)
                     & (t["inter_size"] == inter) & (t["topk"] == top_k) & (t["num_experts"] == experts))
             self._moe_shapes[key] = bool(rows.any())
         return self._moe_shapes[key]
 
     def moe_ms(self, dtype: str, tokens: npt.ArrayLike, hidden: int, inter: int, top_k: int, experts: int,
-               tp: int, ep: int) -> npt.NDArray[np.float64]:
+               tp: int, ep: int, table: str = "moe") -> npt.NDArray[np.float64]:
         """One MoE layer's routed experts (grouped GEMMs, routing) for `tokens` tokens, on one GPU of a
         tp x ep expert split. A configuration nobody measured is scaled from the nearest measured one by the
         expert weights its tokens touch per GPU (active experts x 3 x hidden x inter / shards) and, past the
@@ -411,9 +419,9 @@ class KernelTables:
                 "moe_ep_size": float(ep)}
         # the nearest measured split (tp and ep both in the distance: a table may lack tp 8 x ep 1 but have
         # tp 8 x ep 2), scaled below by the shards each holds
-        near = self._nearest("moe", want,
+        near = self._nearest(table, want,
                              exact=("moe_dtype", "hidden_size", "inter_size", "topk", "num_experts"))
-        curve = self._curve("moe", near, ("num_tokens",))
+        curve = self._curve(table, near, ("num_tokens",))
         t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
         ms = curve(t)
 

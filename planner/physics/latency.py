@@ -199,7 +199,7 @@ def prefill(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> S
     e = d.efficiency
     work = prefill_work(d, prompt_len, busy_groups)
     if e.kernel_tables is not None:
-        return _from_kernels(d, work, kernel_step.prefill_parts(d, prompt_len))
+        return _from_kernels(d, work, kernel_step.prefill_parts(d, prompt_len, busy_groups))
     return _step_time(d, work, prompt_len, _prefill_gemm_efficiency(d), e.attention_compute,
                       e.prefill_layer_overhead_us, e.prefill_overhead_ms, e.prefill_smoothing)
 
@@ -285,6 +285,20 @@ def prefill_chunk_work_ms(d: Deployment, prompt_len: npt.ArrayLike, cached_token
     work = np.maximum(np.asarray(total(prompt_len), dtype=float) - before, 0.0)
     chunk = np.asarray(prompt_len, dtype=float) - cached
     return work + shared_pass_gemm_ms(d, chunk, riding_tokens)
+
+
+def attention_dp_share_ms(d: Deployment, prompt_len: npt.ArrayLike,
+                          empty_ms: float | None = None) -> npt.NDArray[np.float64]:
+    """Under attention data parallelism, what one prompt adds to an iteration in which every attention group
+    prefills a prompt like it: the groups run their prompts' attention and dense layers side by side and the
+    experts serve all of their routed tokens (prefill with busy_groups = the groups), so the iteration's
+    prompt work is that prefill less an empty iteration, shared by the groups' prompts. An iteration of
+    prompts spread over the groups takes at least its busiest group's prompts alone
+    (prefill_chunk_work_ms) and at least the sum of their shares. Without attention DP: the prompt alone."""
+    groups = sharding(d).attention_dp
+    empty = empty_ms if empty_ms is not None else empty_iteration_ms(d)
+    full = np.asarray(prefill(d, prompt_len, groups).total_ms, dtype=float)
+    return np.maximum(full - empty, 0.0) / groups
 
 
 def mixed_iteration_ms(d: Deployment, decode_batch: npt.ArrayLike, context: npt.ArrayLike,

@@ -47,7 +47,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.core.deployment import Deployment
-from planner.physics.latency import decode_step, prefill_chunk_work_ms
+from planner.hardware.parallelism import sharding
+from planner.physics.latency import attention_dp_share_ms, decode_step, prefill_chunk_work_ms
 from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms, weights_read_ms
 from planner.serving.distributions import Percentiles
 from planner.serving.replica import Workload
@@ -146,6 +147,16 @@ def _lengths(rng: np.random.Generator, nominal: float, client: BenchmarkClient, 
     return rng.integers(low, high + 1, size=n)
 
 
+def _attention_dp_shares(d: Deployment, prompts: np.ndarray, computed: np.ndarray) -> tuple[int, list[float]]:
+    """Attention DP: each rank prefills its own prompts side by side (its own token budget) and the experts
+    serve all of their tokens. The ranks, and each prompt's share per token of an iteration every rank
+    prefills in (planner.physics.latency.attention_dp_share_ms; none without attention DP)."""
+    ranks = sharding(d).attention_dp
+    if ranks <= 1:
+        return 1, []
+    return ranks, (attention_dp_share_ms(d, prompts.astype(float)) / computed).tolist()
+
+
 class _ClosedLoop:
     """The engine's scheduler under a closed loop of clients, one iteration at a time: the requests' lengths
     and step-time tables, the queue, the decoding sequences, and what the run records."""
@@ -164,13 +175,14 @@ class _ClosedLoop:
         # the roofline floor of an iteration (planner.physics.roofline): its decodes' and its chunks' compute
         per_token_floor = prefill_compute_floor_ms(d, self.prompts.astype(float), cached) / computed
         self.per_token_ms, self.per_token_floor_ms = per_token.tolist(), per_token_floor.tolist()
+        self.ranks, self.share_per_token_ms = _attention_dp_shares(d, self.prompts, computed)
         self.cap = max(int(w.max_running), 1)
         context = w.context if w.context is not None else w.prompt_len + w.output_len / 2
         steps = decode_step(d, np.arange(self.cap + 1, dtype=float), context)
         decode = np.asarray(steps.total_ms, dtype=float)
         decode_floor = np.broadcast_to(compute_floor_ms(d, steps.work), decode.shape)
         self.decode_ms, self.decode_floor_ms = decode.tolist(), decode_floor.tolist()
-        self.budget_total = int(w.max_num_batched_tokens)
+        self.budget_total = int(w.max_num_batched_tokens) * self.ranks  # the budget is each rank's
         # Under MoE a pass reads each expert some token routes to; a cached prefix's prefill, subtracted
         # from a prompt's work, read them, and the empty pass reads none: the pass's weight read by its
         # tokens (a table up to 65,536 tokens, by then every expert: a lower bound past it)
@@ -200,6 +212,8 @@ class _ClosedLoop:
         self.recv_every = int(w.scheduler.recv_interval_steps)
         self.since_recv = self.recv_every  # decode iterations since the scheduler last polled
         self.held = 0  # iterations the waiting prompts have been held behind the decodes
+        # attention DP: this iteration's prompt work and compute floor on each rank, its prompts' shares
+        self.ranks_busy, self.ranks_floor, self.shares = [0.0] * 0, [0.0] * 0, 0.0
         self.ends: list[int] = []  # heap of iterations at which decodes finish
         self.finishing: dict[int, list[int]] = {}
         self.durations: list[float] = []
@@ -234,7 +248,8 @@ class _ClosedLoop:
         """One iteration with prompt chunks (first come first served up to the budget); the prompts it
         finishes. Prefill-first (SGLang): the iteration carries no decodes; without chunked prefill
         (TensorRT-LLM) a prompt that does not fit the rest of the budget waits for the next iteration."""
-        work, floor, finished, offered = 0.0, 0.0, [], budget
+        work, floor, offered = 0.0, 0.0, budget
+        finished: list[int] = []
         per_token_ms, running, prefilling, cap = self.per_token_ms, self.running, self.prefilling, self.cap
         per_token_floor_ms, floored = self.per_token_floor_ms, self.floored
         whole = not self.policy.chunked_prefill
@@ -253,6 +268,8 @@ class _ClosedLoop:
             budget -= chunk
             item[1] -= chunk
             work += chunk * per_token_ms[item[0]]
+            if self.ranks > 1:  # the iteration's prompts spread over the ranks, in turn
+                self.rank_work(len(finished), chunk, item[0])
             if floored:
                 floor += chunk * per_token_floor_ms[item[0]]
             if item[1] == 0:
@@ -260,6 +277,8 @@ class _ClosedLoop:
         self.prefilling = prefilling
         for _ in finished:
             self.queue.popleft()
+        if self.ranks > 1:
+            work, floor = self.attention_dp_work(floor)
         # prompts riding one pass share its weight read, never their FLOPs: at least the pass's compute, and
         # the weights its tokens touch (a prefill-first iteration carries no decodes)
         riding = 0 if self.policy.prefill_first else running
@@ -305,6 +324,25 @@ class _ClosedLoop:
             return False
         return not (a.prefill_wait_tokens
                     and sum(item[1] for item in self.queue) + self.running >= a.prefill_wait_tokens)
+
+    def rank_work(self, position: int, chunk: int, request: int) -> None:
+        """Record a chunk of the iteration's prompt at `position` (from 0) on its rank (round robin, as
+        TensorRT-LLM's router balances a wave of new requests) and its share of an every-rank prefill."""
+        if not self.ranks_busy:
+            self.ranks_busy, self.ranks_floor = [0.0] * self.ranks, [0.0] * self.ranks
+        self.ranks_busy[position % self.ranks] += chunk * self.per_token_ms[request]
+        self.ranks_floor[position % self.ranks] += chunk * self.per_token_floor_ms[request]
+        self.shares += chunk * self.share_per_token_ms[request]
+
+    def attention_dp_work(self, floor: float) -> tuple[float, float]:
+        """The iteration's prompt work under attention DP: at least its busiest rank's prompts alone, and at
+        least the sum of the prompts' shares (the experts serve every rank's tokens); and its compute floor,
+        the busiest rank's (every GPU its own rank's dense layers and a share of every rank's experts), at
+        least the iteration's over the ranks. `floor`: the prompts' floors one after another."""
+        work = max(max(self.ranks_busy, default=0.0), self.shares)
+        floor = max(max(self.ranks_floor, default=0.0), floor / self.ranks)
+        self.ranks_busy, self.ranks_floor, self.shares = [], [], 0.0
+        return work, floor
 
     def decode_until(self, holding: bool) -> None:
         """No prompt runs: every iteration until the next completion, the scheduler's next poll for a

@@ -95,6 +95,16 @@ def launched_scheduling(engine: str, settings: SchedulerSettings) -> EngineSched
     return policy
 
 
+def prompts_until_every_rank_has_one(ranks: int) -> int:
+    """Prompts that arrive, on average, before each of `ranks` attention-DP ranks holds one. TensorRT-LLM's
+    attention-DP balance (`attention_dp_config.enable_balance`) holds a rank's context requests until every
+    rank has one (or `timeout_iters` pass), and a new request goes to the rank with the fewest requests (the
+    one a completion just freed, in a closed loop), so arrivals land on ranks as completions do: at random.
+    Covering `ranks` ranks then takes ranks x (1 + 1/2 + ... + 1/ranks) arrivals (the coupon collector):
+    22 for 8 ranks, not 8."""
+    return max(round(ranks * sum(1.0 / k for k in range(1, ranks + 1))), 1)
+
+
 def admitted_sequences(d: Deployment, mem: MemoryPlan, prompt_len: float, output_len: float,
                        length_scale: float = 1.0) -> int:
     """Sequences the engine's KV pool admits at once in a closed loop of prompts of `prompt_len` and outputs
