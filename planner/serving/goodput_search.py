@@ -20,6 +20,7 @@ from planner.serving.distributions import (
     ttft_distribution,
     window_arrivals_bound,
 )
+from planner.serving.interference_bound import quiet_rate_bound_per_s, quiet_window_limit
 from planner.serving.layout_memo import StepTable, bound_steps
 from planner.serving.queue_bands import AGREEMENT, LOADS, arrival_class
 from planner.serving.replica import LoadPoint, ReplicaModel, load_point
@@ -250,23 +251,33 @@ def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: 
 def confirmed_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int, work_ms: float,
                           steps: StepTable | None, objective: SizingObjective,
                           shape: tuple[float, bool, str], max_utilization: float | None,
-                          fixed_prompts: bool = False) -> float | None:
+                          fixed_prompts: bool = False, chunk_ms: float | None = None,
+                          empty_ms: float | None = None) -> float | None:
     """An upper bound on a replica's confirmed rate (planner.serving.confirmed_rate), req/s: rate_bound_per_s
     with the decode step capped by the ITL bound over the band's least ratio (1 + the validated agreement)
     and by mean TPOT (at least the decode step), and at most the headroom's share of the bound at the largest
     population, where the headroom is also under the load at which the band's TTFT ratio reaches objective /
     prompt work (every TTFT is at least its prompt's work: `fixed_prompts`, every prompt as long as
-    `work_ms`'s). `shape`: (arrival CV, variable lengths, prompt class)."""
+    `work_ms`'s). `shape`: (arrival CV, variable lengths, prompt class). `chunk_ms` and `empty_ms` (an
+    aggregated replica under Poisson or smoother arrivals with fixed prompts: a lower bound on a prompt's
+    first chunk's work, A, and the empty iteration): the ITL bound also counts the prompt chunks riding the
+    iterations (planner.serving.interference_bound)."""
     banded = arrival_class(shape[0]) is not None
     pct = objective.percentile
     decode_cap_ms = objective.itl_ms if objective.itl_ms is not None else math.inf
     if banded:
         decode_cap_ms /= 1.0 + AGREEMENT[f"p{pct}"]
-    decode_cap_ms = min(decode_cap_ms, objective.tpot_ms or math.inf)
+    itl_cap_ms, decode_cap_ms = decode_cap_ms, min(decode_cap_ms, objective.tpot_ms or math.inf)
     bound = rate_bound_per_s(d, context, max_batch, output_len, decode_cap_ms, work_ms, steps)
     top = rate_bound_per_s(d, context, max_batch, output_len, math.inf, work_ms, steps)
     if bound is None or top is None:
         return bound
+    window = quiet_window_limit(pct) if objective.itl_ms is not None and shape[0] <= 1.0 else None
+    if chunk_ms is not None and empty_ms is not None and window is not None and fixed_prompts:
+        table = steps if steps is not None else bound_steps(d, max_batch, context)
+        chunked_cap_ms = min(itl_cap_ms - chunk_ms, objective.tpot_ms or math.inf)  # D + A within ITL
+        chunked = rate_bound_per_s(d, context, max_batch, output_len, chunked_cap_ms, work_ms, table)
+        bound = min(bound, max(chunked or 0.0, quiet_rate_bound_per_s(table, empty_ms, output_len, window)))
     load = max_utilization or (LOADS[-1] if banded else NO_BAND_UTILIZATION)
     if banded and fixed_prompts and work_ms > 0 and objective.ttft_ms is not None:
         load = min(load, band_load_limit(f"ttft_p{pct}", *shape, objective.ttft_ms / work_ms))

@@ -44,7 +44,9 @@ from planner.serving.confirmed_rate import (
 from planner.serving.cost_cutoff import CostCutoff
 from planner.serving.floor_order import FloorOrder
 from planner.serving.goodput_search import confirmed_bound_per_s, itl_percentiles
+from planner.serving.interference_bound import first_chunk_work_ms
 from planner.serving.layout_memo import LayoutMemo, layout_key
+from planner.serving.pareto import pareto_mask
 from planner.serving.queue_bands import arrival_class, prompt_class
 from planner.serving.replica import PrefillWork
 from planner.serving.request_bounds import check_work
@@ -142,18 +144,6 @@ def _scenario_for(req: SizingRequest, fam: LayoutCandidate, batch: int | None = 
     return s
 
 
-def pareto_mask(cost: npt.NDArray[np.float64], latency: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
-    """True where no other point is at least as good on both and better on one (lower is better)."""
-    order = np.lexsort((latency, cost))
-    mask = np.zeros(len(cost), dtype=bool)
-    best_latency = np.inf
-    for i in order:
-        if latency[i] < best_latency:
-            mask[i] = True
-            best_latency = latency[i]
-    return mask
-
-
 @dataclass
 class FamilyResult:
     """One family through the serving model: its options, or why it has none, and how many caps it tried."""
@@ -225,11 +215,13 @@ def _prepare(req: SizingRequest, fam: LayoutCandidate,
     steps = memo.bound_steps(key, d, mem.max_batch, scenario.mean_context)  # first: it times the empty step
 
     shape = (float(t.arrival_cv), t.prompt_len_cv > 0 or t.output_len_cv > 0, prompt_class(t.prompt_len))
+    empty_ms, budget = memo.empty_iteration_ms(key, d), scenario.max_num_batched_tokens
 
-    def floor(work_ms: float) -> float:  # a larger prefill work can only raise it
+    def floor(work_ms: float) -> float:  # a larger prefill work can only raise it (interference_bound too)
+        chunk_ms = first_chunk_work_ms(work_ms, t.prompt_len - cached, budget, mem.max_batch)
         bound_per_s = confirmed_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, work_ms,
                                             steps, objective_of(req), shape, req.max_utilization,
-                                            t.prompt_len_cv == 0)
+                                            t.prompt_len_cv == 0, chunk_ms, empty_ms)
         if not bound_per_s:
             return 0.0  # evaluated, so that it says why
         return math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
