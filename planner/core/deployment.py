@@ -44,4 +44,21 @@ class Deployment:
     layout: object | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "params", param_counts(self.model))
+        object.__setattr__(self, "params", _params_of(self.model))
+
+
+# The parameter counts of the models recently resolved, by object: a sizing request resolves thousands of
+# layouts of one model (~17 us each to count; issue 31). An entry holds its model, so its id is not reused
+# while the entry stands; a model is not changed once a deployment holds it.
+_PARAMS: dict[int, tuple[ModelSpec, ParamCounts]] = {}
+
+
+def _params_of(model: ModelSpec) -> ParamCounts:
+    kept = _PARAMS.get(id(model))
+    if kept is not None and kept[0] is model:
+        return kept[1]
+    if len(_PARAMS) >= 64:  # custom models come and go: keep the cache small
+        _PARAMS.clear()
+    counts = param_counts(model)
+    _PARAMS[id(model)] = (model, counts)
+    return counts

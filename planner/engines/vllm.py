@@ -415,6 +415,33 @@ def cuda_graph_gib(
     return cuda_graph_pool_gib(m, stage_layer_fraction)
 
 
+# The terms of plan_engine_memory that the KV cache's precision leaves alone, by everything they read: a
+# sizing request plans each layout with every KV precision it lists (issue 31). An entry holds the model and
+# GPU objects its key names by id, so no id is reused while it stands.
+_KV_FREE: dict[tuple, tuple[ModelSpec, GpuSpec, tuple[float, ...]]] = {}
+
+
+def _kv_free_terms(d: Deployment, max_num_batched_tokens: int, enforce_eager: bool, seqs: int,
+                   vllm_version: str, sampler: str) -> tuple[float, ...]:
+    """(weights, activation peak, non-torch, CUDA graphs, rotary tables, allocator rounding) GiB per GPU."""
+    key = (id(d.model), id(d.gpu), d.tp, d.pp, d.ep, d.weights, d.engine, max_num_batched_tokens,
+           enforce_eager, seqs, vllm_version, sampler)
+    kept = _KV_FREE.get(key)
+    if kept is not None and kept[0] is d.model and kept[1] is d.gpu:
+        return kept[2]
+    m = d.model
+    held, width = holds_moe_workspace(m, d.weights, vllm_version), model_dtype_bytes(d.weights)
+    terms = (weights_gib_per_gpu(d, vllm_version),
+             activation_peak_gib(m, d.tp, max_num_batched_tokens, seqs, sampler, held, width),
+             non_torch_gib(d.tp, vllm_version, d.gpu),
+             cuda_graph_gib(m, vllm_version, enforce_eager, sharding(d).stage_layer_fraction),
+             rotary_cache_gib(m, d.weights), allocator_rounding_gib_per_gpu(d))
+    if len(_KV_FREE) >= 4096:  # a few requests' layouts
+        _KV_FREE.clear()
+    _KV_FREE[key] = (d.model, d.gpu, terms)
+    return terms
+
+
 def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens: int, block_size: int,
                        enforce_eager: bool = False, max_num_seqs: int | None = None,
                        vllm_version: str = VLLM_RULES_VERSION, sampler: str | None = None) -> EngineMemory:
@@ -423,15 +450,9 @@ def plan_engine_memory(d: Deployment, max_model_len: int, max_num_batched_tokens
     visible = visible_total_gib(d.gpu.memory_gb)
     seqs = max_num_seqs if max_num_seqs is not None else default_max_num_seqs(visible, d.gpu.name)
     requested = visible * d.memory_utilization
-    weights = weights_gib_per_gpu(d, vllm_version)
     sampler_path = sampler or default_sampler(vllm_version)
-    activation = activation_peak_gib(
-        m, d.tp, max_num_batched_tokens, seqs, sampler_path, holds_moe_workspace(m, d.weights, vllm_version),
-        model_dtype_bytes(d.weights),
-    )
-    non_torch = non_torch_gib(d.tp, vllm_version, d.gpu)
-    graphs = cuda_graph_gib(m, vllm_version, enforce_eager, sharding(d).stage_layer_fraction)
-    rotary, rounding = rotary_cache_gib(m, d.weights), allocator_rounding_gib_per_gpu(d)
+    weights, activation, non_torch, graphs, rotary, rounding = _kv_free_terms(
+        d, max_num_batched_tokens, enforce_eager, seqs, vllm_version, sampler_path)
     override = d.reserve_gb * 1e9 / GIB if d.reserve_gb is not None else None
     overheads = override if override is not None else rotary + rounding + activation + non_torch + graphs
     budget = requested - weights - overheads
