@@ -5,7 +5,10 @@ options, and the disaggregated pools' floors stay under what they bound."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from planner.core.errors import ScenarioError
 from planner.physics.memory import plan_memory
 from planner.scenario.scenario import Scenario, resolve
 from planner.serving.disaggregation import TrafficShape, _prefill_cost_floor, prefill_worker
@@ -197,9 +200,33 @@ def test_prefill_bound_is_below_the_prefill(fields):
             d = resolve(s)
             key = layout_key(fields["gpu"], d.tp, d.pp, d.ep, d.weights, d.kv_cache)
             for prompt in (1, 37, 2000, 50_000):
-                assert prefill_floor_ms(d, prompt) <= float(prefill(d, [float(prompt)]).total_ms[0])
-                bound = LayoutMemo().prefill_work_floor_ms(key, d, prompt, 0)
-                assert 0.0 <= bound <= LayoutMemo().prefill_work_ms(key, d, prompt, 0)
+                for alltoall in (False, True):
+                    floor = prefill_floor_ms(d, prompt, alltoall)
+                    assert floor <= float(prefill(d, [float(prompt)]).total_ms[0])
+                    bound = LayoutMemo().prefill_work_floor_ms(key, d, prompt, 0, alltoall)
+                    assert 0.0 <= bound <= LayoutMemo().prefill_work_ms(key, d, prompt, 0)
+
+
+@given(gpu=st.sampled_from(["mi350x", "mi300x", "gaudi3", "l40s", "h100-sxm"]), tp=st.sampled_from([1, 2, 4]),
+       ep=st.sampled_from([8, 16]), weights=st.sampled_from(["fp8", "bf16"]), prompt=st.integers(1, 20_000),
+       overlap=st.sampled_from([None, 0.0, 0.4, 1.0]))
+@settings(max_examples=60, deadline=None)
+def test_prefill_bound_with_expert_alltoalls_is_below_the_prefill(gpu, tp, ep, weights, prompt, overlap):
+    """Source: invariant: the prefill bound with an EP layout's expert all-to-alls (what they add to the
+    joins, at least: latency.prefill_floors_ms) stays under the prefill, for any overlap of them with the
+    compute, and at or above the bound without them."""
+    from planner.physics.latency import prefill, prefill_floors_ms
+
+    fields = {"model": "qwen3-235b-a22b", "gpu": gpu, "tp": tp, "ep": ep, "weights": weights,
+              "kv_cache": "fp8", "prompt_len": 2000, "output_len": 400}
+    if overlap is not None:
+        fields["efficiency"] = {"ep_overlap": overlap}
+    try:
+        d = resolve(Scenario.model_validate(fields))
+    except ScenarioError:
+        return  # a layout the GPU cannot run (its peak, its memory): no case
+    plain, alltoalls = prefill_floors_ms(d, prompt)
+    assert plain <= alltoalls <= float(prefill(d, [float(prompt)]).total_ms[0])
 
 
 def test_cost_cutoff_never_drops_a_shown_row():

@@ -80,6 +80,7 @@ def test_parameter_counts_are_computed_once_per_plan(monkeypatch):
     Source: model-card: the totals and active counts above, within 1% (1.5% for DeepSeek-V3's active)."""
     import sys
 
+    import planner.core.deployment as deployment
     import planner.core.model_shapes as shapes
     from planner.contract.planning import plan_dict
 
@@ -100,6 +101,7 @@ def test_parameter_counts_are_computed_once_per_plan(monkeypatch):
                  "deepseek-v3": (671.0, 37.0, 0.015)}
     for model in ("llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"):
         calls.clear()
+        monkeypatch.setattr(deployment, "_PARAMS", {})  # counted afresh: not kept from an earlier plan
         out = plan_dict({"model": model, "gpu": "h200", "tp": 8, "weights": "fp8", "kv_cache": "fp8",
                          "prompt_len": 2000, "output_len": 400, "batch": 16})
         assert out["model"]["total_params"] > out["model"]["active_params"] or model == "llama-3.1-70b"

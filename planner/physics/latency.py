@@ -233,16 +233,25 @@ def ttft_ms(d: Deployment, prefill_ms: npt.ArrayLike) -> npt.NDArray[np.float64]
 
 
 
-def prefill_floor_ms(d: Deployment, prompt_len: float) -> float:
+def prefill_floor_ms(d: Deployment, prompt_len: float, alltoall: bool = False) -> float:
     """A lower bound on prefill(d, [prompt_len]).total_ms without its p-norm joins: each join (GEMMs,
     attention) is at least its compute input, the other terms are those of the step, pipeline sends and
     expert all-to-alls are at least 0, and a sum in the step's order of terms no larger than the step's is
     no larger in floating point; 1e-9 off for the rounding of terms computed here apart. A kernel-table
-    deployment's prefill is bounded by the roofline of its work instead (its joins are measured kernels)."""
+    deployment's prefill is bounded by the roofline of its work instead (its joins are measured kernels).
+    `alltoall`: with what an EP layout's expert all-to-alls add at least (prefill_floors_ms)."""
+    return prefill_floors_ms(d, prompt_len)[1 if alltoall else 0]
+
+
+def prefill_floors_ms(d: Deployment, prompt_len: float) -> tuple[float, float]:
+    """prefill_floor_ms without and with the expert all-to-alls, from one evaluation of the terms (the sizing
+    search's prefill pool orders its workers by the second; the aggregated search keeps the first, which
+    decides the families it says why of)."""
     e = d.efficiency
     s = float(prompt_len)
     if e.kernel_tables is not None:  # the kernel-table step is held at its work's roofline, never below
-        return float(_bound_ms(d, prefill_work(d, [s]))[0]) * (1.0 - 1e-9)
+        roofline = float(_bound_ms(d, prefill_work(d, [s]))[0]) * (1.0 - 1e-9)
+        return roofline, roofline
     bw = d.gpu.hbm_tb_s * 1e12
     peak_c = d.gpu.peak_tflops(d.compute) * 1e12
     peak_attn = d.gpu.peak_tflops("bf16") * 1e12
@@ -251,7 +260,14 @@ def prefill_floor_ms(d: Deployment, prompt_len: float) -> float:
     activations = prefill_activation_bytes(d, s) / (e.bandwidth * bw) * 1e3
     comm = float(tp_communication_ms(d, s)) if d.tp > 1 else 0.0
     overhead = _fixed_costs_ms(d, e.prefill_layer_overhead_us, e.prefill_overhead_ms)
-    return float(gemm + attention + activations + comm + overhead) * (1.0 - 1e-9)
+    joins = gemm + attention + activations
+    plain = float(joins + comm + overhead) * (1.0 - 1e-9)
+    if d.ep <= 1 or d.model.moe is None:
+        return plain, plain
+    # the expert all-to-alls add max(A - overlap x G, 0) to the joins G: G plus that is at least G and at
+    # least (1 - overlap) G + A, each growing with G, so at least the larger at G's compute inputs
+    joins = max(joins, (1.0 - e.ep_overlap) * joins + float(ep_communication_ms(d, s / d.tp)[()]))
+    return plain, float(joins + comm + overhead) * (1.0 - 1e-9)
 
 
 def empty_iteration_ms(d: Deployment) -> float:

@@ -127,7 +127,8 @@ class Checker:
     def __init__(self, m: ReplicaModel, slots: int, objective: SizingObjective, limit: float) -> None:
         self.m, self.slots, self.objective, self.limit = m, slots, objective, limit
         self.capacity = float(m.capacity_per_ms(float(slots)))
-        self.chain = SlotChain(m, slots)
+        # the slot wait is TTFT's: a decode worker's checks (ITL alone) never ask for it
+        self.chain = SlotChain(m, slots) if objective.ttft_ms is not None else None
         pct = objective.percentile
         w = m.workload
         self.banded = arrival_class(w.arrival_cv) is not None
@@ -158,6 +159,7 @@ class Checker:
             tpot = ok & (np.asarray(p.iteration_ms) <= objective.tpot_ms)
         if objective.ttft_ms is not None and ok.any():
             bound = objective.ttft_ms
+            assert self.chain is not None
             probability, mean = self.chain.wait(rates)
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = self._ratio(self.ttft_steps, load) if self.banded else np.ones_like(load)

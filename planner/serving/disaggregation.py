@@ -326,7 +326,8 @@ def _prefill_floors(memo: LayoutMemo, key: LayoutKey, d: Deployment, shape: Traf
                     cached: int) -> tuple[float, Callable[[], float]]:
     """A prefill candidate's cost floor: a bound on it (from a bound on the prompt's prefill work; the floor
     grows with the work) and the floor itself on demand."""
-    bound = _prefill_cost_floor(d, shape, price, memo.prefill_work_floor_ms(key, d, shape.prompt_len, cached))
+    bound = _prefill_cost_floor(d, shape, price, memo.prefill_work_floor_ms(key, d, shape.prompt_len, cached,
+                                                                            alltoall=True))
     return bound, lambda: _prefill_cost_floor(d, shape, price,
                                               memo.prefill_work_ms(key, d, shape.prompt_len, cached))
 

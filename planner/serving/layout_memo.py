@@ -20,7 +20,7 @@ from planner.physics.latency import (
     empty_iteration_ms,
     prefill,
     prefill_chunk_work_ms,
-    prefill_floor_ms,
+    prefill_floors_ms,
 )
 from planner.physics.memory import MemoryPlan, plan_memory
 from planner.serving.replica import PrefillWork, geometric_grid
@@ -47,7 +47,8 @@ class LayoutMemo:
         self._longest_fit: dict[LayoutKey, int] = {}  # the longest context a plan has found to fit
         self._weights_fit: dict[LayoutKey, bool] = {}  # whether the weights leave any KV budget
         self._work: dict[tuple[LayoutKey, float, float], float] = {}
-        self._work_floor: dict[tuple[LayoutKey, float], float] = {}  # bounds on a whole prompt's work
+        # bounds on a whole prompt's work: without and with the expert all-to-alls (latency.prefill_floors_ms)
+        self._work_floor: dict[tuple[LayoutKey, float], tuple[float, float]] = {}
         self._steps: dict[tuple[LayoutKey, int, float], StepTable] = {}
         self._empty: dict[LayoutKey, float] = {}
         self._prefill: dict[tuple[LayoutKey, float], float] = {}  # a lone prompt's prefill by its length
@@ -104,16 +105,17 @@ class LayoutMemo:
         return self._work[key, prompt_len, cached_tokens]
 
     def prefill_work_floor_ms(self, key: LayoutKey, d: Deployment, prompt_len: float,
-                              cached_tokens: float) -> float:
+                              cached_tokens: float, alltoall: bool = False) -> float:
         """A lower bound on prefill_work_ms: the figure itself where the memo holds it (or a prefix is
-        cached), else the prompt's prefill bound (latency.prefill_floor_ms) less the empty iteration, as the
-        work is its prefill less that iteration (at least 0)."""
+        cached), else the prompt's prefill bound (latency.prefill_floor_ms, `alltoall` as there) less the
+        empty iteration, as the work is its prefill less that iteration (at least 0)."""
         if (key, prompt_len, cached_tokens) in self._work or cached_tokens > 0:
             return self.prefill_work_ms(key, d, prompt_len, cached_tokens)
         if (key, prompt_len) not in self._work_floor:
-            self._work_floor[key, prompt_len] = max(prefill_floor_ms(d, prompt_len)
-                                                    - self.empty_iteration_ms(key, d), 0.0)
-        return self._work_floor[key, prompt_len]
+            empty = self.empty_iteration_ms(key, d)
+            plain, alltoalls = prefill_floors_ms(d, prompt_len)
+            self._work_floor[key, prompt_len] = max(plain - empty, 0.0), max(alltoalls - empty, 0.0)
+        return self._work_floor[key, prompt_len][1 if alltoall else 0]
 
     def prefill_work(self, key: LayoutKey, d: Deployment) -> PrefillWork:
         """prefill_chunk_work_ms(d, prompts, cached) for the layout's replica models: a lone prompt's the
