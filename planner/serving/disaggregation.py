@@ -33,6 +33,7 @@ workers, the router's queueing.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ from planner.serving.pool_checks import (
     DecodeSide,
     PrefillJudge,
     decode_side,
+    fewest_decode_workers,
     fewest_prefill_workers,
 )
 from planner.serving.replica import PrefillWork
@@ -413,31 +415,36 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
                                           context_len, itl_slo_ms, percentile, set(paths), max_utilization)
     pairings: list[tuple[float, Callable[[], dict[str, Any] | None]]] = []
     decode_sides: dict[int, DecodeSide] = {}
+
+    def side_of(dw: DecodeWorker) -> DecodeSide:  # every prefill candidate meets the same decode fleet
+        if id(dw) not in decode_sides:
+            decode_sides[id(dw)] = decode_fleet(dw, requests_per_s, percentile)
+        return decode_sides[id(dw)]
     for key, path in paths.items():
         pre = prefills[key]
         for p_side in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
             for d_side in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
                 dw = d_side[1]
-                if id(dw) not in decode_sides:  # every prefill candidate meets the same decode fleet
-                    decode_sides[id(dw)] = decode_fleet(dw, requests_per_s, percentile)
-                pairings.append(_pairing(p_side, d_side, decode_sides[id(dw)], path, requests_per_s,
+                pairings.append(_pairing(p_side, d_side, functools.partial(side_of, dw), path, requests_per_s,
                                          prompt_len, output_len, ttft_slo_ms, percentile, max_utilization))
     options = build_cheapest(pairings, finish_first or len(pairings) + 1, lambda o: o["usd_per_hour"])
     return _finished(options, finish_first), searched_p + searched_d
 
 
-def _pairing(p_side: Priced, d_side: Priced, decode: DecodeSide, path: KvTransferPath, requests_per_s: float,
-             prompt_len: int, output_len: int, ttft_slo_ms: float, percentile: int,
+def _pairing(p_side: Priced, d_side: Priced, decode: Callable[[], DecodeSide], path: KvTransferPath,
+             requests_per_s: float, prompt_len: int, output_len: int, ttft_slo_ms: float, percentile: int,
              max_utilization: float | None) -> tuple[float, Callable[[], dict[str, Any] | None]]:
     """A pairing of the pools: a floor under its fleet's $/hour (its decode workers, and the fewest prefill
     workers their capacity allows: pool_checks.fewest_prefill_workers never goes below its headroom's count)
-    and the fleet's option on demand (None where no count meets the objectives)."""
+    and the fleet's option on demand (None where no count meets the objectives). `decode`: the decode side
+    (decode_fleet), asked only when the fleet is built: the floor needs its count of workers alone."""
     pw, dw = p_side[1], d_side[1]
     prefill_workers = math.ceil(requests_per_s / pw.prompts_per_s * (1 - 1e-9)) if pw.prompts_per_s > 0 else 1
-    floor = max(prefill_workers, 1) * pw.gpus * p_side[3] + decode.workers * dw.gpus * d_side[3]
+    decode_workers = fewest_decode_workers(dw.goodput_per_s, requests_per_s)  # decode_fleet's, without extra
+    floor = max(prefill_workers, 1) * pw.gpus * p_side[3] + decode_workers * dw.gpus * d_side[3]
 
     def build() -> dict[str, Any] | None:
-        sized = _sized(pw, dw, requests_per_s, prompt_len, ttft_slo_ms, percentile, decode, max_utilization)
+        sized = _sized(pw, dw, requests_per_s, prompt_len, ttft_slo_ms, percentile, decode(), max_utilization)
         return None if sized is None else fleet_option(sized, p_side, d_side, requests_per_s, output_len,
                                                   percentile, path)
     return floor, build

@@ -46,10 +46,15 @@ class DecodeSide:
     wait_mean_ms: float  # that wait's mean, given it happens
 
 
+def fewest_decode_workers(goodput_per_s: float, requests_per_s: float) -> int:
+    """decode_side's workers without `extra` (a pairing's floor prices them before its figures are needed)."""
+    return max(1, math.ceil(requests_per_s / goodput_per_s * (1 - 1e-12)))
+
+
 def decode_side(m: ReplicaModel, max_running: int, goodput_per_s: float, requests_per_s: float,
                 percentile: int, extra: int = 0) -> DecodeSide:
     """The fewest decode workers at `goodput_per_s` each (plus `extra`) and their figures."""
-    workers = max(1, math.ceil(requests_per_s / goodput_per_s * (1 - 1e-12))) + extra
+    workers = fewest_decode_workers(goodput_per_s, requests_per_s) + extra
     rate_per_ms = requests_per_s / workers / 1000.0
     point = load_point(m, rate_per_ms)
     itl = itl_percentiles(m, point).at(percentile)
