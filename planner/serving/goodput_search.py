@@ -276,7 +276,8 @@ def confirmed_bound_per_s(d: Deployment, context: float, max_batch: int, output_
     if chunk_ms is not None and empty_ms is not None and window is not None and fixed_prompts:
         table = steps if steps is not None else bound_steps(d, max_batch, context)
         chunked_cap_ms = min(itl_cap_ms - chunk_ms, objective.tpot_ms or math.inf)  # D + A within ITL
-        chunked = rate_bound_per_s(d, context, max_batch, output_len, chunked_cap_ms, work_ms, table)
+        chunked = (rate_bound_per_s(d, context, max_batch, output_len, chunked_cap_ms, work_ms, table)
+                   if chunked_cap_ms >= float(table[1].min()) else None)  # else none within: None
         bound = min(bound, max(chunked or 0.0, quiet_rate_bound_per_s(table, empty_ms, output_len, window)))
     load = max_utilization or (LOADS[-1] if banded else NO_BAND_UTILIZATION)
     if banded and fixed_prompts and work_ms > 0 and objective.ttft_ms is not None:

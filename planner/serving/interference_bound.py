@@ -29,6 +29,7 @@ cheapest fleet."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -39,6 +40,7 @@ ERF_ERROR = 1.5e-7  # |error| of distributions._normal_cdf's erf (Abramowitz & S
 TRUNCATION = 2.8e-6  # P(K >= 9) for a Poisson count of mean <= 1: at most 1 / 9!
 
 
+@functools.lru_cache(maxsize=8)
 def quiet_window_limit(percentile: int) -> float | None:
     """MU: the largest mean prompt arrivals per iteration at which the ITL percentile can still fall on an
     iteration without prompts (None below p75, where no such limit holds)."""
@@ -53,10 +55,11 @@ def quiet_rate_bound_per_s(steps: StepTable, empty_ms: float, output_len: int,
     """Case (ii): the highest rate (req/s) whose window lambda x D(N) stays within `window_limit`, over the
     decode-step table (populations, step ms) and the empty iteration."""
     population, step_ms = steps
-    lefts = np.concatenate([[empty_ms], step_ms[:-1]])  # D at each cell's low end
     served = population / ((output_len - 1) * step_ms)  # lambda at each cell's high end
-    quiet = window_limit / np.maximum(lefts, 1e-300)
-    return 1.01 * float(np.max(np.minimum(served, quiet))) * 1000.0
+    quiet = window_limit / np.maximum(step_ms, 1e-300)  # MU / D at each cell's low end, the next cell's
+    first = min(float(served[0]), window_limit / max(empty_ms, 1e-300))  # the cell from the empty iteration
+    best = max(first, float(np.minimum(served[1:], quiet[:-1]).max())) if len(step_ms) > 1 else first
+    return 1.01 * best * 1000.0
 
 
 def first_chunk_work_ms(work_ms: float, computed_tokens: int, batched_tokens: int, max_batch: int) -> float:
