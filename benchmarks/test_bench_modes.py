@@ -42,6 +42,27 @@ cheapest fleets cost 2.0-3.0x their floors (quartiles, measured at 832291c): the
 ITL band (539 of 552 searched), while the goodput bound caps the population by the decode step alone, leaving
 out the iterations that carry prompt chunks; a floor with them in would skip most of the families searched
 that show nothing.
+
+Issue 31, tighter floors and less repeated work (2026-11-27 20:53-20:57 UTC, the same host at load average
+2.5-3.3 from other developers' work, main at 5e266e5 (before) against the branch (after), interleaved; shown
+options, order, figures, pareto flags, verdict, infeasible and searched identical for ISSUE9, WHOLE_CATALOG,
+ISSUE31, REPEATED and 40 drawn requests; of 12 drawn catalog-wide ones, one lists 3 fewer infeasible families,
+skipped now: docs/CONTRACT_EXTENSIONS.md): the aggregated cost floor counts the prompt chunks riding the
+iterations on ITL (planner.serving.interference_bound: a p90 token must see an iteration without prompts where
+a prompt's first chunk cannot ride within ITL, which caps the arrivals per iteration at 0.22; families
+searched 294 -> 201, their cheapest fleets still 1.8-2.3x the floor, quartiles, as the ITL distribution's
+spread and the band's ratio above 1.15 at higher loads are left out); the prefill pool's bound counts what an
+EP layout's expert all-to-alls add (exact prefill floors settled 1,442 -> 948); a deployment's parameter
+counts are kept per model object and vLLM's KV-free start-up terms per layout (both KV precisions share them);
+a pairing's floor needs its decode workers' count alone (decode sides worked out 144 -> 54). In-process CPU,
+best of three, two rounds: 2.26-2.34 s before, 2.03-2.05 s after (the first request of a process, the fair
+figure since the branch's caches by model object outlive a request: 2.46-2.59 s, 2.34-2.39 s). The whole
+command, three rounds, user+system CPU (wall): 2.66-2.88 s (3.66-4.67 s) before, 2.44-2.59 s (3.46-3.64 s)
+after. Still ~0.5 s over 2 s on this host; what is left (profiled, after): the 2,778 decode-step tables (~0.3
+s), the 495 decode workers built for 144 kept (~0.4 s: their serving models and confirmed-rate grids), the
+lone prefills the floors settle (~0.2 s), memory plans and resolves (~0.25 s), the 201 families (~0.25 s) and
+the imports (~0.3 s of the whole command). Much of it is per-call cost of small numpy operations over one
+layout at a time.
 No timing is asserted; `make bench` times it."""
 
 from __future__ import annotations

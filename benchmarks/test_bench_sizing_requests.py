@@ -36,6 +36,15 @@ unchanged); REPEATED 0.010-0.011 s both. The whole command, three rounds, wall (
 WHOLE_CATALOG 2.23-2.31 s (2.22-2.30 s) before, 1.89-1.98 s (1.87-1.97 s) after; ISSUE9 3.03-3.12 s (3.01-3.11
 s), 2.61-2.67 s (2.61-2.65 s); ISSUE31 0.43-0.47 s both; REPEATED 0.31-0.35 s both. On this host WHOLE_CATALOG
 now meets the 2 s target (by 0.02-0.11 s) and ISSUE9 misses it by ~0.65 s.
+
+Issue 31, tighter floors and less repeated work (what changed: test_bench_modes.py), 2026-11-27 20:53-20:57
+UTC, load average 2.5-3.3 (other developers' work), main at 5e266e5 (before) and the branch (after)
+interleaved, outputs identical but for `pruned` and `feasible`. In-process CPU, best of three, two rounds:
+WHOLE_CATALOG 1.57-1.60 s before, 1.50 s after; ISSUE9 2.26-2.34 s, 2.03-2.05 s; ISSUE31 0.124-0.126 s,
+0.121-0.127 s (unchanged within noise). The whole command, three rounds, user+system CPU (wall, inflated by
+the load): WHOLE_CATALOG 1.89-1.96 s (2.31-3.24 s) before, 1.76-1.84 s (1.78-2.99 s) after; ISSUE9 2.66-2.88 s
+(3.66-4.67 s), 2.44-2.59 s (3.46-3.64 s); ISSUE31 0.45-0.47 s, 0.39-0.42 s. WHOLE_CATALOG meets 2 s of CPU by
+0.16-0.24 s; ISSUE9 misses it by ~0.45-0.6 s.
 """
 
 from __future__ import annotations
