@@ -57,12 +57,12 @@ counts are kept per model object and vLLM's KV-free start-up terms per layout (b
 a pairing's floor needs its decode workers' count alone (decode sides worked out 144 -> 54). In-process CPU,
 best of three, two rounds: 2.26-2.34 s before, 2.03-2.05 s after (the first request of a process, the fair
 figure since the branch's caches by model object outlive a request: 2.46-2.59 s, 2.34-2.39 s). The whole
-command, three rounds, user+system CPU (wall): 2.66-2.88 s (3.66-4.67 s) before, 2.44-2.59 s (3.46-3.64 s)
-after. Still ~0.5 s over 2 s on this host; what is left (profiled, after): the 2,778 decode-step tables (~0.3
-s), the 495 decode workers built for 144 kept (~0.4 s: their serving models and confirmed-rate grids), the
-lone prefills the floors settle (~0.2 s), memory plans and resolves (~0.25 s), the 201 families (~0.25 s) and
-the imports (~0.3 s of the whole command). Much of it is per-call cost of small numpy operations over one
-layout at a time.
+command, four rounds, neither tree with cached bytecode (21:01-21:02 UTC, load average 3.6-4.0), user+system
+CPU (wall): 2.76-3.11 s (4.82-6.27 s) before, 2.58-2.87 s (4.33-5.84 s) after. Still ~0.6-0.9 s of CPU over 2
+s on this host; what is left (profiled, after): the 2,778 decode-step tables (~0.3 s), the 495 decode workers
+built for 144 kept (~0.4 s: their serving models and confirmed-rate grids), the lone prefills the floors
+settle (~0.2 s), memory plans and resolves (~0.25 s), the 201 families (~0.25 s) and the imports (~0.3 s of
+the whole command). Much of it is per-call cost of small numpy operations over one layout at a time.
 No timing is asserted; `make bench` times it."""
 
 from __future__ import annotations
