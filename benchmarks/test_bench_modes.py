@@ -43,8 +43,8 @@ ITL band (539 of 552 searched), while the goodput bound caps the population by t
 out the iterations that carry prompt chunks; a floor with them in would skip most of the families searched
 that show nothing.
 
-Issue 31, tighter floors and less repeated work (2026-11-27 20:53-20:57 UTC, the same host at load average
-2.5-3.3 from other developers' work, main at 5e266e5 (before) against the branch (after), interleaved; shown
+Issue 31, tighter floors and less repeated work (2026-11-27 21:07-21:09 UTC, the same host at load average
+1.9-2.9 from other developers' work, main at 48833be (before) against the branch (after), interleaved; shown
 options, order, figures, pareto flags, verdict, infeasible and searched identical for ISSUE9, WHOLE_CATALOG,
 ISSUE31, REPEATED and 40 drawn requests; of 12 drawn catalog-wide ones, one lists 3 fewer infeasible families,
 skipped now: docs/CONTRACT_EXTENSIONS.md): the aggregated cost floor counts the prompt chunks riding the
@@ -55,14 +55,14 @@ spread and the band's ratio above 1.15 at higher loads are left out); the prefil
 EP layout's expert all-to-alls add (exact prefill floors settled 1,442 -> 948); a deployment's parameter
 counts are kept per model object and vLLM's KV-free start-up terms per layout (both KV precisions share them);
 a pairing's floor needs its decode workers' count alone (decode sides worked out 144 -> 54). In-process CPU,
-best of three, two rounds: 2.26-2.34 s before, 2.03-2.05 s after (the first request of a process, the fair
-figure since the branch's caches by model object outlive a request: 2.46-2.59 s, 2.34-2.39 s). The whole
-command, four rounds, neither tree with cached bytecode (21:01-21:02 UTC, load average 3.6-4.0), user+system
-CPU (wall): 2.76-3.11 s (4.82-6.27 s) before, 2.58-2.87 s (4.33-5.84 s) after. Still ~0.6-0.9 s of CPU over 2
-s on this host; what is left (profiled, after): the 2,778 decode-step tables (~0.3 s), the 495 decode workers
-built for 144 kept (~0.4 s: their serving models and confirmed-rate grids), the lone prefills the floors
-settle (~0.2 s), memory plans and resolves (~0.25 s), the 201 families (~0.25 s) and the imports (~0.3 s of
-the whole command). Much of it is per-call cost of small numpy operations over one layout at a time.
+best of three, two rounds: 2.32-2.39 s before, 2.06-2.13 s after (the first request of a process, the fair
+figure since the branch's caches by model object outlive a request: 2.55-2.56 s, 2.34-2.45 s). The whole
+command, four rounds, neither tree with cached bytecode, user+system CPU (wall): 2.72-2.83 s (3.62-4.29 s)
+before, 2.53-2.61 s (3.51-3.94 s) after. Still ~0.55-0.6 s of CPU over 2 s on this host; what is left
+(profiled, after): the 2,778 decode-step tables (~0.3 s), the 495 decode workers built for 144 kept (~0.4 s:
+their serving models and confirmed-rate grids), the lone prefills the floors settle (~0.2 s), memory plans and
+resolves (~0.25 s), the 201 families (~0.25 s) and the imports (~0.3 s of the whole command). Much of it is
+per-call cost of small numpy operations over one layout at a time.
 No timing is asserted; `make bench` times it."""
 
 from __future__ import annotations

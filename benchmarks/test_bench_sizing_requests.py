@@ -37,16 +37,16 @@ WHOLE_CATALOG 2.23-2.31 s (2.22-2.30 s) before, 1.89-1.98 s (1.87-1.97 s) after;
 s), 2.61-2.67 s (2.61-2.65 s); ISSUE31 0.43-0.47 s both; REPEATED 0.31-0.35 s both. On this host WHOLE_CATALOG
 now meets the 2 s target (by 0.02-0.11 s) and ISSUE9 misses it by ~0.65 s.
 
-Issue 31, tighter floors and less repeated work (what changed: test_bench_modes.py), 2026-11-27 20:53-20:57
-UTC, load average 2.5-3.3 (other developers' work), main at 5e266e5 (before) and the branch (after)
+Issue 31, tighter floors and less repeated work (what changed: test_bench_modes.py), 2026-11-27 21:07-21:09
+UTC, load average 1.9-2.9 (other developers' work), main at 48833be (before) and the branch (after)
 interleaved, outputs identical but for `pruned` and `feasible`. In-process CPU, best of three, two rounds:
-WHOLE_CATALOG 1.57-1.60 s before, 1.50 s after; ISSUE9 2.26-2.34 s, 2.03-2.05 s; ISSUE31 0.124-0.126 s,
-0.121-0.127 s (unchanged within noise); the branch's caches by model object outlive a request, so its repeat
-requests gain a little more than a process's first (the whole command is the fair figure). The whole command,
-neither tree with cached bytecode, 21:01-21:03 UTC at load average 3.4-4.0, user+system CPU (wall, inflated by
-the load): WHOLE_CATALOG 1.96-1.99 s (2.66-3.38 s) before, 1.86-1.92 s (2.39-3.31 s) after, four rounds;
-ISSUE9 2.76-3.11 s (4.82-6.27 s), 2.58-2.87 s (4.33-5.84 s), four rounds; ISSUE31 0.40-0.41 s, 0.41-0.42 s,
-three rounds. WHOLE_CATALOG meets 2 s of CPU by 0.08-0.14 s; ISSUE9 misses it by ~0.6-0.9 s (under this load).
+WHOLE_CATALOG 1.62-1.70 s before, 1.56-1.57 s after; ISSUE9 2.32-2.39 s, 2.06-2.13 s (the branch's caches by
+model object outlive a request, so its repeat requests gain a little more than a process's first: the whole
+command is the fair figure). The whole command, four rounds, neither tree with cached bytecode, user+system
+CPU (wall, inflated by the load): WHOLE_CATALOG 1.98-2.06 s (2.97-3.19 s) before, 1.87-2.01 s (2.63-3.10 s)
+after; ISSUE9 2.72-2.83 s (3.62-4.29 s), 2.53-2.61 s (3.51-3.94 s); ISSUE31 0.40-0.41 s, 0.41-0.42 s (three
+rounds, 21:02 UTC against 5e266e5, whose outputs and ISSUE31 figures main keeps). WHOLE_CATALOG is at 2 s of
+CPU under this load; ISSUE9 misses it by ~0.55-0.6 s.
 """
 
 from __future__ import annotations
