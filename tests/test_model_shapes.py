@@ -15,6 +15,9 @@ OFFICIAL_TOTAL_B = {
     "llama-3.2-3b": 3.21, "mistral-7b": 7.24, "mixtral-8x7b": 46.7, "mixtral-8x22b": 140.6,
     "qwen2.5-7b": 7.61, "qwen2.5-72b": 72.7, "qwen3-8b": 8.19, "qwen3-32b": 32.8, "qwen3-235b-a22b": 235.0,
     "gemma-2-9b": 9.24, "gemma-2-27b": 27.2, "deepseek-v3": 671.0,
+    # GLM-4.5 model card / transformers' glm4_moe page: "106 billion total" (Air), "355 billion total"
+    # (GLM-4.5, whose architecture GLM-4.6 keeps); ours 106.85B and 352.8B, the MTP layer left out
+    "glm-4.5-air": 106.0, "glm-4.6": 355.0,
 }
 
 
@@ -90,3 +93,13 @@ def test_experts_touched_rises_toward_all_experts():
     assert expected_experts_touched(8, 2, 64) == pytest.approx(8.0, rel=1e-6)
     touched = [expected_experts_touched(256, 8, b) for b in (1, 4, 16, 64, 256)]
     assert touched == sorted(touched) and touched[-1] < 256
+
+
+@pytest.mark.parametrize("model_id, active_b", [("glm-4.5-air", 12.0), ("glm-4.6", 32.0)])
+def test_glm_active_params_without_embeddings(model_id, active_b):
+    """Source: model-card: GLM-4.5's card gives 12B active (Air) and 32B active (GLM-4.5 / 4.6), two-digit
+    figures (+-4% for 12B): ours less the input and output embedding tables (1.24B and 1.55B), which the
+    card's active count leaves out."""
+    spec = PRESETS[model_id]
+    embeddings = 2 * spec.vocab_size * spec.d_model
+    assert (active_params(spec) - embeddings) / 1e9 == pytest.approx(active_b, rel=0.04)

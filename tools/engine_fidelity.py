@@ -14,6 +14,7 @@ multi-node runs, speculative decoding, engines without a profile, GPUs or models
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 from dataclasses import dataclass
@@ -91,10 +92,13 @@ def scheduler_for(row: pd.Series) -> dict[str, int | bool]:
       * vLLM: `async-scheduling: true` in every `70b_*` and `gptoss_fp4_*` script's config.yaml (NVIDIA and
         AMD, read at 2025-10-21, the Llama-3.3-70B export's date, and through 2026-02; InferenceX dropped the
         line with vLLM 0.15.1 as "now enabled by default since v0.14.0"): one iteration formed ahead.
-    Other sources' runs (GPUStack) used the engines' defaults: nothing held."""
+    GPUStack's runs used the engines' defaults but for the flags their serving command (`serve_command`) sets:
+    vLLM's `--async-scheduling` (off by default in vLLM 0.10-0.11)."""
     source = str(row.get("source", ""))
     if row["engine"] == "vllm" and source in (*INFERENCEX_SOURCES, "inferencemax-agg"):
         return {"async_scheduling": True}
+    if source == GPUSTACK_LAB:
+        return {"async_scheduling": True} if "--async-scheduling" in _serve_flags(row) else {}
     if source not in INFERENCEX_SOURCES:
         return {}
     engine, gpu, weights = str(row["engine"]), str(row["gpu"]), str(row["weights"])
@@ -130,6 +134,19 @@ def trt_max_num_tokens(row: pd.Series) -> int:
 
 
 INFERENCEX_SOURCES = ("inferencex", "inferencemax-v1-export")
+GPUSTACK_LAB = "gpustack-performance-lab"  # rows of tools/import_gpustack_lab.py, with their serving command
+
+
+def _serve_flags(row: pd.Series) -> dict[str, str]:
+    """The published serving command's flags (`--flag value` / `--flag=value`; `true` for a bare flag)."""
+    tokens = str(row.get("serve_command") or "").split()
+    flags: dict[str, str] = {}
+    for i, tok in enumerate(tokens):
+        if tok.startswith("--"):
+            name, eq, value = tok.partition("=")
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+            flags[name] = value if eq else (nxt if nxt and not nxt.startswith("-") else "true")
+    return flags
 # SGLang's --max-prefill-tokens when a launch script leaves it unset (python/sglang/srt/server_args.py,
 # `max_prefill_tokens: int = 16384`): a prefill batch takes at most this many new prompt tokens
 SGLANG_MAX_PREFILL_TOKENS = 16384
@@ -159,8 +176,12 @@ def recipe_for(row: pd.Series) -> dict[str, Any]:
         0.75 on H200, 0.8 on B200; gpt-oss 0.85); vLLM's NVIDIA scripts keep `--gpu-memory-utilization 0.9`
         (AMD: 0.94).
     InferenceMAX's gpt-oss export records its token budgets in the row; its TensorRT-LLM B200 script sets an
-    fp8 KV cache. GPUStack's rows record what they set."""
+    fp8 KV cache. GPUStack's rows record their KV dtype and token budget; their memory fraction is the serving
+    command's `--gpu-memory-utilization` (one GLM-4.6 run: 0.85), else the engine's default."""
     source = str(row.get("source", ""))
+    if source == GPUSTACK_LAB:
+        fraction = _serve_flags(row).get("--gpu-memory-utilization")
+        return {"memory_utilization": float(fraction)} if fraction else {}
     if source == "inferencemax-agg" and row["engine"] == "trt-llm":
         # gptoss_fp4_{h200,b200}_trt_slurm.sh: free_gpu_memory_fraction 0.85; B200 an fp8 KV cache (H200:
         # `dtype: auto`, the model's)
@@ -242,6 +263,10 @@ def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
         scenario["load"]["max_num_batched_tokens"] = int(tokens)
     if "memory_utilization" in recipe:
         scenario["memory"] = {"utilization": recipe["memory_utilization"]}
+    if row["weights"] == "fp4" and "fp4" not in _catalog()[row["gpu"]].tflops:
+        # MXFP4 experts on a GPU without fp4 tensor cores run weight-only, dequantized to bf16 (vLLM's and
+        # TensorRT-LLM's gpt-oss kernels on Hopper)
+        scenario["compute"] = "bf16"
     scheduler = scheduler_for(row)
     if scheduler:
         scenario["load"]["scheduler"] = scheduler
@@ -250,6 +275,11 @@ def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     scenario["load"]["benchmark"] = {"random_range_ratio": _num(row.get("random_range_ratio")) or 1.0,
                                      "range": "below", **({"num_prompts": int(prompts)} if prompts else {})}
     return scenario
+
+
+@functools.lru_cache(maxsize=1)
+def _catalog() -> dict:
+    return dict(load_catalog())
 
 
 def predict(row: pd.Series, engine: str | None = None) -> Prediction:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -70,8 +71,12 @@ TARGET = 0.20  # issue 30: TTFT within 20% at the median, at low and at high con
 
 
 def family(preset: str) -> str:
-    """A preset's architecture line: the unit a held-out fit leaves out."""
-    for prefix in ("deepseek", "kimi", "llama", "gpt-oss", "qwen3", "glm", "minimax"):
+    """A preset's architecture line: the unit a held-out fit leaves out. Qwen3's dense and MoE models are
+    two (their layers differ: dense MLP or 128 routed experts); GLM-4.5/4.6 (GQA + MoE with a shared expert)
+    is its own, though its nearest neighbour is Qwen3 MoE."""
+    if preset.startswith("qwen3"):
+        return "qwen3-moe" if re.search(r"-a\d+(\.\d+)?b", preset) else "qwen3-dense"
+    for prefix in ("deepseek", "kimi", "llama", "gpt-oss", "glm", "minimax"):
         if preset.startswith(prefix):
             return "deepseek" if prefix == "kimi" else prefix
     return preset
