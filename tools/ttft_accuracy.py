@@ -56,7 +56,7 @@ from planner.serving.scheduler_wait import (  # noqa: E402
     admitted_sequences,
 )
 from planner.serving.workload import running_cap, workload_for  # noqa: E402
-from tools.engine_fidelity import RUNS_CSV, scenario_for, skip_reason  # noqa: E402
+from tools.engine_fidelity import RUNS_CSV, scenario_for, skip_reason, validation_only  # noqa: E402
 from tools.optimize import nelder_mead  # noqa: E402
 
 PREFILL_TERMS = ("prefill_compute", "prefill_quantized_compute", "attention_compute")
@@ -152,6 +152,8 @@ def simulate_runs(frame: pd.DataFrame) -> pd.DataFrame:
         rec = {k: row[k] for k in ("run_id", "source", "engine", "gpu", "model_preset", "weights", "tp",
                                    "concurrency", "prompt_len", "output_len", "ttft_median_ms",
                                    "ttft_mean_ms", "tpot_median_ms")}
+        # rows imported for held-out validation (GPUStack's bursts): scored, never fitted on
+        rec["validation_only"] = validation_only(row)
         try:
             for name in CLIENTS:
                 policy = NONE if name == "before" else None  # None: the engine's as launched
@@ -211,9 +213,9 @@ def held_out(runs: pd.DataFrame) -> pd.DataFrame:
         runs[f"{client}_terms"] = ""
     runs["holdout"] = ""
     for _, group in runs.groupby("engine"):
-        by = "family" if group["family"].nunique() > 1 else "generation"
+        by = "family" if group.loc[~group["validation_only"], "family"].nunique() > 1 else "generation"
         for value in group[by].unique():
-            train = group[group[by] != value]
+            train = group[(group[by] != value) & ~group["validation_only"]]
             test = group[group[by] == value]
             if train.empty:
                 continue
@@ -326,7 +328,7 @@ def write_terms(runs: pd.DataFrame) -> dict[str, dict[str, float]]:
     finds scales near 1."""
     profiles = json.loads(PROFILES_PATH.read_text())
     written: dict[str, dict[str, float]] = {}
-    for engine, group in runs.groupby("engine"):
+    for engine, group in runs[~runs["validation_only"]].groupby("engine"):
         pooled_fixed, _, _ = fit_engine(group)
         for generation, gen_runs in group.groupby("generation"):
             fitted = profiles["engines"][engine].get("production", {}).get(generation)

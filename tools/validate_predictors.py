@@ -36,7 +36,7 @@ from planner.engines.profile_records import record  # noqa: E402
 from planner.engines.profiles import with_efficiency  # noqa: E402
 from planner.physics.step_predictor import with_kernel_tables  # noqa: E402
 from planner.scenario.scenario import resolve_efficiency  # noqa: E402
-from tools.engine_fidelity import RUNS_CSV  # noqa: E402
+from tools.engine_fidelity import RUNS_CSV, is_burst, validation_only  # noqa: E402
 from tools.fit_production_engines import Run, load_runs  # noqa: E402
 
 OUT = ROOT / "data" / "predictor_residuals.csv"
@@ -139,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                "family": family(r.model), "weights": r.weights, "tp": r.base.tp, "ep": r.base.ep,
                "concurrency": int(r.row["concurrency"]), "prompt_len": int(r.row["prompt_len"]),
                "output_len": int(r.row["output_len"]), "tpot_ms": r.tpot_ms, "tpot_is_mean": r.tpot_is_mean,
-               "ttft_median_ms": r.ttft_median_ms, "run_id": r.row["run_id"],
+               "ttft_median_ms": r.ttft_median_ms, "run_id": r.row["run_id"], "burst": is_burst(r.row),
+               "validation_only": validation_only(r.row),
                # the TTFT the kernel-table columns compare with: the median, else the published mean
                "ttft_is_mean": _ttft_is_mean(r),
                "ttft_ms": float(r.row["ttft_mean_ms"]) if _ttft_is_mean(r) else r.ttft_median_ms,
@@ -178,6 +179,8 @@ def shipped_terms(frame: pd.DataFrame) -> dict:
     design (leave-one-family-out residuals, predicted / measured - 1, 10th and 90th percentiles)."""
     out: dict = {}
     has = frame[frame["kernel_tpot_h0"].notna()] if "kernel_tpot_h0" in frame else frame.iloc[:0]
+    if "validation_only" in has:  # fitted and banded on the fitted sources only (VALIDATION_ONLY_RUN_IDS)
+        has = has[~has["validation_only"].astype(bool)]
     for (engine, generation), group in has.groupby(["engine", "generation"]):
         _, host = _fit_kernel_terms(group, np.array([1.0]))
         fixed, per = _fit_frontend(group, host)
@@ -244,12 +247,14 @@ def leave_family_out(frame: pd.DataFrame) -> pd.DataFrame:
     frame["kernel_fit_group"] = ""
     for engine in sorted(frame.engine.unique()):
         mine = frame[(frame.engine == engine) & has]
+        # every run is predicted; the terms are fitted on the fitted sources only (VALIDATION_ONLY_RUN_IDS)
+        fit = mine[~mine["validation_only"].astype(bool)] if "validation_only" in mine else mine
         for held in sorted(mine.family.unique()):
             test = mine[mine.family == held]
             for generation, test_g in test.groupby("generation"):
-                same = mine[(mine.generation == generation) & (mine.family != held)]
+                same = fit[(fit.generation == generation) & (fit.family != held)]
                 train, group = (same, f"{engine} {generation}") if not same.empty else (
-                    mine[mine.family != held], f"{engine}, every generation")
+                    fit[fit.family != held], f"{engine}, every generation")
                 if train.empty:  # the engine's only family: nothing to leave it out of
                     continue
                 # the design: measured kernels as they are plus a host cost; and, to show what the tables
