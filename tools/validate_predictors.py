@@ -14,6 +14,9 @@ benchmark client (planner.serving.benchmark_client) under three predictors:
   fitted leaving the run's own architecture family out (LOFO): the held-out family's runs are predicted with
   terms fitted on the engine's other families only.
 
+Rows imported for validation only (tools.engine_fidelity.validation_only: GPUStack's performance-lab runs and
+any burst) are predicted and scored, never fitted on: no LOFO fit, shipped term or band learns from them.
+
 Writes data/predictor_residuals.csv (one row per run x predictor); tools/accuracy_report.py turns it into
 docs/ACCURACY.md's headline tables.
 """
