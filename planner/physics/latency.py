@@ -228,6 +228,16 @@ def shared_pass_gemm_ms(d: Deployment, chunk_tokens: npt.ArrayLike,
     return np.where(r > 0, np.maximum(extra, 0.0), 0.0)
 
 
+def pass_token_terms_ms(d: Deployment, tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """The terms of a prefill pass that are functions of all the tokens it carries, not of how they split
+    into prompts: its GEMMs (one read of the weights and, under MoE, of each expert some token routes to),
+    TP all-reduces, activations, expert all-to-alls and pipeline sends. An engine flattens every prompt chunk
+    and decode of an iteration into one token batch for these; only attention (per sequence) and the fixed
+    costs are the prompts' own. Prefill's (analytic or kernel-table) at `tokens` tokens."""
+    step = prefill(d, np.asarray(tokens, dtype=float))
+    return np.asarray(step.total_ms - step.attention_ms - step.overhead_ms, dtype=float)
+
+
 def ttft_ms(d: Deployment, prefill_ms: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return np.asarray(prefill_ms, dtype=float) + d.efficiency.ttft_overhead_ms
 

@@ -48,7 +48,12 @@ import numpy as np
 
 from planner.core.deployment import Deployment
 from planner.hardware.parallelism import sharding
-from planner.physics.latency import attention_dp_share_ms, decode_step, prefill_chunk_work_ms
+from planner.physics.latency import (
+    attention_dp_share_ms,
+    decode_step,
+    pass_token_terms_ms,
+    prefill_chunk_work_ms,
+)
 from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms, weights_read_ms
 from planner.serving.distributions import Percentiles
 from planner.serving.replica import Workload
@@ -170,19 +175,18 @@ class _ClosedLoop:
         self.outputs = _lengths(rng, w.output_len, client, n)
         computed = np.maximum(np.round(self.prompts * (1.0 - w.prefix_cache_hit)), 1).astype(np.int64)
         cached = (self.prompts - computed).astype(float)
-        per_token = np.asarray(prefill_chunk_work_ms(d, self.prompts.astype(float), cached),
-                               dtype=float) / computed
+        self.ranks, self.share_per_token_ms = _attention_dp_shares(d, self.prompts, computed)
+        self.budget_total = int(w.max_num_batched_tokens) * self.ranks  # the budget is each rank's
+        per_token = self._prompt_work_ms(d, cached) / computed
         # the roofline floor of an iteration (planner.physics.roofline): its decodes' and its chunks' compute
         per_token_floor = prefill_compute_floor_ms(d, self.prompts.astype(float), cached) / computed
         self.per_token_ms, self.per_token_floor_ms = per_token.tolist(), per_token_floor.tolist()
-        self.ranks, self.share_per_token_ms = _attention_dp_shares(d, self.prompts, computed)
         self.cap = max(int(w.max_running), 1)
         context = w.context if w.context is not None else w.prompt_len + w.output_len / 2
         steps = decode_step(d, np.arange(self.cap + 1, dtype=float), context)
         decode = np.asarray(steps.total_ms, dtype=float)
         decode_floor = np.broadcast_to(compute_floor_ms(d, steps.work), decode.shape)
         self.decode_ms, self.decode_floor_ms = decode.tolist(), decode_floor.tolist()
-        self.budget_total = int(w.max_num_batched_tokens) * self.ranks  # the budget is each rank's
         # Under MoE a pass reads each expert some token routes to; a cached prefix's prefill, subtracted
         # from a prompt's work, read them, and the empty pass reads none: the pass's weight read by its
         # tokens (a table up to 65,536 tokens, by then every expert: a lower bound past it)
@@ -221,6 +225,38 @@ class _ClosedLoop:
         self.batches: list[float] = []
         self.t, self.iteration, self.sent, self.done, self.running, self.prefilling = 0.0, 0, 0, 0, 0, 0
         self.step_index = 0  # decode iterations so far: a sequence's tokens count these
+
+    def _prompt_work_ms(self, d: Deployment, cached: np.ndarray) -> np.ndarray:
+        """Each prompt's own work in an iteration (latency.prefill_chunk_work_ms), and the table of the
+        terms an iteration pays once for all the tokens it carries (`pass_tokens_ms`).
+
+        An iteration flattens its chunks and decodes into one token batch for its GEMMs, all-reduces and
+        expert reads (latency.pass_token_terms_ms), but a prompt's work carries them at its own length
+        alone. Under MoE a 128-token prompt reads nearly every expert, so summing prompts paid that read once
+        per prompt (Qwen3-235B TP 8 on H100: 64 prompts of 128 tokens 1,791 ms, one of 8,192 tokens 275 ms;
+        GPUStack's 128-token bursts planned 3-13x their TPOT). So under MoE each prompt keeps the rest of its
+        work (attention, fixed costs) and the iteration pays those terms once, for its tokens beyond its
+        decodes'; a prompt alone in an iteration still pays exactly its prefill. A dense model's prompt
+        shares the same way in principle (its compute hides under its own copy of the weight read), but its
+        read is in the empty iteration already and its step times are validated as sums: not changed here."""
+        prompts = self.prompts.astype(float)
+        work = np.asarray(prefill_chunk_work_ms(d, prompts, cached), dtype=float)
+        if d.model.moe is None or self.ranks > 1:  # attention DP: its ranks' own rule (_attention_dp_shares)
+            self.pass_tokens_ms = [0.0]
+            return work
+        self.pass_tokens_ms = self._token_terms(d, self.budget_total)
+        own = pass_token_terms_ms(d, prompts) - pass_token_terms_ms(d, cached)
+        return np.maximum(work - own, 0.0)
+
+    @staticmethod
+    def _token_terms(d: Deployment, budget: int) -> list[float]:
+        """latency.pass_token_terms_ms at every token count an iteration carries (decodes and chunks, at
+        most the budget; a table up to 131,072 tokens, linear between points 1 apart up to 512 and
+        budget / 256 apart past it)."""
+        top = min(max(budget, 1), 1 << 17)
+        grid = np.unique(np.concatenate([np.arange(min(top, 512) + 1.0), np.linspace(0.0, top, 257).round()]))
+        terms = np.asarray(pass_token_terms_ms(d, grid), dtype=float)
+        return np.interp(np.arange(top + 1.0), grid, terms).tolist()
 
     def busy(self, now: float | None = None) -> bool:
         """The engine has work: running or prefilling sequences, received requests, or (at `now`) requests
@@ -282,7 +318,10 @@ class _ClosedLoop:
         # prompts riding one pass share its weight read, never their FLOPs: at least the pass's compute, and
         # the weights its tokens touch (a prefill-first iteration carries no decodes)
         riding = 0 if self.policy.prefill_first else running
-        step = self.decode_ms[riding] + work
+        terms = self.pass_tokens_ms
+        top = len(terms) - 1
+        step = (self.decode_ms[riding] + work + terms[min(riding + offered - budget, top)]
+                - terms[min(riding, top)])
         if floored:
             reads = self.pass_read_ms
             step = max(step, self.decode_floor_ms[riding] + floor,
