@@ -238,6 +238,15 @@ def pass_token_terms_ms(d: Deployment, tokens: npt.ArrayLike) -> npt.NDArray[np.
     return np.asarray(step.total_ms - step.attention_ms - step.overhead_ms, dtype=float)
 
 
+def own_pass_terms_ms(d: Deployment, prompt_len: npt.ArrayLike,
+                      cached_tokens: npt.ArrayLike = 0.0) -> npt.NDArray[np.float64]:
+    """What a prompt's work alone (prefill_chunk_work_ms: its prefill less its cached prefix's, or less an
+    empty iteration) carries of pass_token_terms_ms: those terms at its length less at its prefix's. Under
+    MoE that includes a read of every expert its tokens route to, which a pass shared with other tokens
+    reads once for all of them."""
+    return np.asarray(pass_token_terms_ms(d, prompt_len) - pass_token_terms_ms(d, cached_tokens), dtype=float)
+
+
 def ttft_ms(d: Deployment, prefill_ms: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return np.asarray(prefill_ms, dtype=float) + d.efficiency.ttft_overhead_ms
 
@@ -337,10 +346,25 @@ def mixed_iteration_ms(d: Deployment, decode_batch: npt.ArrayLike, context: npt.
     n = np.asarray(decode_batch, dtype=float)
     p = np.asarray(chunk_tokens, dtype=float)
     total = np.asarray(decode_step(d, n, context).total_ms, dtype=float)
-    for i in range(chunks):
-        total = total + prefill_chunk_work_ms(d, p, 0, n + i * p)
+    if d.model.moe is not None and chunks > 0:
+        total = total + _moe_chunks_ms(d, n, p, chunks)
+    else:
+        for i in range(chunks):
+            total = total + prefill_chunk_work_ms(d, p, 0, n + i * p)
     beside = d.model.n_layers * d.efficiency.chunk_layer_overhead_us / 1e3
     return total + np.where((n > 0) & (chunks > 0), beside, 0.0)
+
+
+def _moe_chunks_ms(d: Deployment, decodes: np.ndarray, chunk_tokens: np.ndarray,
+                   chunks: int) -> npt.NDArray[np.float64]:
+    """What `chunks` prompt chunks add to an MoE pass carrying `decodes` decodes. A chunk's work alone
+    carries its own read of every expert its tokens route to (and its GEMMs and all-reduces at its own
+    length); the pass runs those once over all its tokens (pass_token_terms_ms), so each chunk keeps only
+    the rest of its work (attention, fixed costs). The closed-loop client composes its iterations by the
+    same rule (planner.serving.benchmark_client)."""
+    rest = np.maximum(prefill_chunk_work_ms(d, chunk_tokens) - own_pass_terms_ms(d, chunk_tokens), 0.0)
+    return (chunks * rest + pass_token_terms_ms(d, decodes + chunks * chunk_tokens)
+            - pass_token_terms_ms(d, decodes))
 
 
 def static_batch_e2e_ms(d: Deployment, batch: int, prompt_len: int, output_len: int) -> float:

@@ -51,6 +51,7 @@ from planner.hardware.parallelism import sharding
 from planner.physics.latency import (
     attention_dp_share_ms,
     decode_step,
+    own_pass_terms_ms,
     pass_token_terms_ms,
     prefill_chunk_work_ms,
 )
@@ -245,8 +246,7 @@ class _ClosedLoop:
             self.pass_tokens_ms = [0.0]
             return work
         self.pass_tokens_ms = self._token_terms(d, self.budget_total)
-        own = pass_token_terms_ms(d, prompts) - pass_token_terms_ms(d, cached)
-        return np.maximum(work - own, 0.0)
+        return np.maximum(work - own_pass_terms_ms(d, prompts, cached), 0.0)
 
     @staticmethod
     def _token_terms(d: Deployment, budget: int) -> list[float]:
