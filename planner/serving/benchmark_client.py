@@ -8,7 +8,8 @@ concurrency prompts), so the first wave's prefill pile-up and the lock-step of e
 of what it measures: at concurrency 64 of 1k prompts, a request's TTFT is mostly the other prompts of its
 wave. So this module runs the engine's scheduler itself, one engine iteration at a time, with the same step
 physics as the fast model (latency.decode_step of each iteration's decode batch, latency.prefill_chunk_work_ms
-spread over a prompt's tokens), and reports the run's statistics as the benchmark computes them:
+spread over a prompt's tokens; under MoE an iteration's GEMMs, all-reduces and expert reads once over all its
+tokens, planner.serving.shared_pass), and reports the run's statistics as the benchmark computes them:
 
   * TTFT: arrival -> first token, per request (+ the engine's per-request serving cost);
   * TPOT: (E2E - TTFT) / (output - 1), per request, requests with one output token left out;
@@ -51,15 +52,13 @@ from planner.hardware.parallelism import sharding
 from planner.physics.latency import (
     attention_dp_share_ms,
     decode_step,
-    own_pass_terms_ms,
-    pass_token_terms_ms,
-    prefill_chunk_work_ms,
 )
 from planner.physics.roofline import compute_floor_ms, prefill_compute_floor_ms, weights_read_ms
 from planner.serving.distributions import Percentiles
 from planner.serving.replica import Workload
 from planner.serving.scheduler_wait import EngineScheduling, launched_scheduling
 from planner.serving.serving import ServingPoint
+from planner.serving.shared_pass import prompt_work_ms
 
 # InferenceX's runs send 10 x concurrency prompts (`--num-prompts $(( $CONC * 10 ))`); the benchmark
 # commands Ridgeline generates send at least MIN_PROMPTS, enough for a stable median and a meaningful p99.
@@ -178,7 +177,10 @@ class _ClosedLoop:
         cached = (self.prompts - computed).astype(float)
         self.ranks, self.share_per_token_ms = _attention_dp_shares(d, self.prompts, computed)
         self.budget_total = int(w.max_num_batched_tokens) * self.ranks  # the budget is each rank's
-        per_token = self._prompt_work_ms(d, cached) / computed
+        # prompts sharing an iteration (planner.serving.shared_pass): MoE passes read their experts once
+        work, self.pass_tokens_ms = prompt_work_ms(d, self.prompts.astype(float), cached, self.budget_total,
+                                                   self.ranks)
+        per_token = work / computed
         # the roofline floor of an iteration (planner.physics.roofline): its decodes' and its chunks' compute
         per_token_floor = prefill_compute_floor_ms(d, self.prompts.astype(float), cached) / computed
         self.per_token_ms, self.per_token_floor_ms = per_token.tolist(), per_token_floor.tolist()
@@ -226,37 +228,6 @@ class _ClosedLoop:
         self.batches: list[float] = []
         self.t, self.iteration, self.sent, self.done, self.running, self.prefilling = 0.0, 0, 0, 0, 0, 0
         self.step_index = 0  # decode iterations so far: a sequence's tokens count these
-
-    def _prompt_work_ms(self, d: Deployment, cached: np.ndarray) -> np.ndarray:
-        """Each prompt's own work in an iteration (latency.prefill_chunk_work_ms), and the table of the
-        terms an iteration pays once for all the tokens it carries (`pass_tokens_ms`).
-
-        An iteration flattens its chunks and decodes into one token batch for its GEMMs, all-reduces and
-        expert reads (latency.pass_token_terms_ms), but a prompt's work carries them at its own length
-        alone. Under MoE a 128-token prompt reads nearly every expert, so summing prompts paid that read once
-        per prompt (Qwen3-235B TP 8 on H100: 64 prompts of 128 tokens 1,791 ms, one of 8,192 tokens 275 ms;
-        GPUStack's 128-token bursts planned 3-13x their TPOT). So under MoE each prompt keeps the rest of its
-        work (attention, fixed costs) and the iteration pays those terms once, for its tokens beyond its
-        decodes'; a prompt alone in an iteration still pays exactly its prefill. A dense model's prompt
-        shares the same way in principle (its compute hides under its own copy of the weight read), but its
-        read is in the empty iteration already and its step times are validated as sums: not changed here."""
-        prompts = self.prompts.astype(float)
-        work = np.asarray(prefill_chunk_work_ms(d, prompts, cached), dtype=float)
-        if d.model.moe is None or self.ranks > 1:  # attention DP: its ranks' own rule (_attention_dp_shares)
-            self.pass_tokens_ms = [0.0]
-            return work
-        self.pass_tokens_ms = self._token_terms(d, self.budget_total)
-        return np.maximum(work - own_pass_terms_ms(d, prompts, cached), 0.0)
-
-    @staticmethod
-    def _token_terms(d: Deployment, budget: int) -> list[float]:
-        """latency.pass_token_terms_ms at every token count an iteration carries (decodes and chunks, at
-        most the budget; a table up to 131,072 tokens, linear between points 1 apart up to 512 and
-        budget / 256 apart past it)."""
-        top = min(max(budget, 1), 1 << 17)
-        grid = np.unique(np.concatenate([np.arange(min(top, 512) + 1.0), np.linspace(0.0, top, 257).round()]))
-        terms = np.asarray(pass_token_terms_ms(d, grid), dtype=float)
-        return np.interp(np.arange(top + 1.0), grid, terms).tolist()
 
     def busy(self, now: float | None = None) -> bool:
         """The engine has work: running or prefilling sequences, received requests, or (at `now`) requests
