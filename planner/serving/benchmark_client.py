@@ -177,11 +177,10 @@ class _ClosedLoop:
         cached = (self.prompts - computed).astype(float)
         self.ranks, self.share_per_token_ms = _attention_dp_shares(d, self.prompts, computed)
         self.budget_total = int(w.max_num_batched_tokens) * self.ranks  # the budget is each rank's
-        # prompts sharing an iteration (planner.serving.shared_pass): MoE passes read their experts once
-        work, self.pass_tokens_ms = prompt_work_ms(d, self.prompts.astype(float), cached, self.budget_total,
-                                                   self.ranks)
+        # an MoE iteration reads its experts once for all its prompts (planner.serving.shared_pass); its
+        # roofline floor (planner.physics.roofline): its decodes' and its chunks' compute
+        work, self.pass_tokens_ms = prompt_work_ms(d, self.prompts, cached, self.budget_total, self.ranks)
         per_token = work / computed
-        # the roofline floor of an iteration (planner.physics.roofline): its decodes' and its chunks' compute
         per_token_floor = prefill_compute_floor_ms(d, self.prompts.astype(float), cached) / computed
         self.per_token_ms, self.per_token_floor_ms = per_token.tolist(), per_token_floor.tolist()
         self.cap = max(int(w.max_running), 1)
@@ -195,8 +194,7 @@ class _ClosedLoop:
         # tokens (a table up to 65,536 tokens, by then every expert: a lower bound past it)
         self.pass_read_ms = (weights_read_ms(d, np.arange(min(self.budget_total, 1 << 16) + 1)).tolist()
                              if d.model.moe is not None else [0.0])
-        # the floor can only bind where a prompt's work per token is below its compute (short prompts), or
-        # a pass's expert reads are nobody's work
+        # the floor binds only where a prompt's work per token is below its compute, or under MoE (reads)
         self.floored = bool(np.any(per_token_floor > per_token) or np.any(decode_floor > decode)
                             or d.model.moe is not None)
         self.computed_l, self.outputs_l = computed.tolist(), self.outputs.tolist()

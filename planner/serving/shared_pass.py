@@ -25,10 +25,11 @@ def prompt_work_ms(d: Deployment, prompts: np.ndarray, cached: np.ndarray, budge
                    attention_ranks: int = 1) -> tuple[np.ndarray, list[float]]:
     """Each prompt's own work in an iteration (ms) and the table, by the tokens an iteration carries, of
     the terms it pays once for all of them (`[0.0]` where prompts keep their whole work)."""
-    work = np.asarray(prefill_chunk_work_ms(d, prompts, cached), dtype=float)
+    lengths = np.asarray(prompts, dtype=float)
+    work = np.asarray(prefill_chunk_work_ms(d, lengths, cached), dtype=float)
     if d.model.moe is None or attention_ranks > 1:
         return work, [0.0]
-    return np.maximum(work - own_pass_terms_ms(d, prompts, cached), 0.0), pass_terms_table(d, budget)
+    return np.maximum(work - own_pass_terms_ms(d, lengths, cached), 0.0), pass_terms_table(d, budget)
 
 
 def pass_terms_table(d: Deployment, budget: int) -> list[float]:
