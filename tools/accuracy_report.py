@@ -504,6 +504,29 @@ DEFAULT_NOTE = ("What the plan uses by default (planner/physics/step_predictor.p
                 "family left out.")
 
 
+def _regime_lines(f, t_med: float, t_p90: float, ttft_t: float) -> list[str]:  # type: ignore[no-untyped-def]
+    """The per-engine headline split by how the client sent its requests: a fixed number of clients each
+    waiting for its answer (InferenceX, InferenceMAX, GPUStack's latency pages), or every prompt at once
+    (GPUStack's throughput pages, `--num-prompts N` without `--max-concurrency`: a burst that drains)."""
+    if "burst" not in f or not f.burst.astype(bool).any():
+        return []
+    lines = ["", "The same, split by how the client sent its requests (fixed concurrency: a fixed number of "
+             "clients, each sending its next request when its answer ends; burst: every prompt sent at once and "
+             "drained, GPUStack's throughput pages, validation only):", "",
+             "| engine | requests sent | runs | families | kernel tables LOFO: TPOT median / p90 | "
+             "kernel tables LOFO: TTFT median | kernel tables LOFO: TPOT median signed |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    target = f[f.gpu.isin(TARGET_GPUS)]
+    for (engine, burst), g in target.groupby([target.engine, target.burst.astype(bool)]):
+        kernel = _abs_err(g.kernel_tpot_ms, g.tpot_ms)
+        ttft = _abs_err(g.kernel_ttft_ms, g.ttft_median_ms)
+        signed = float(np.nanmedian(g.kernel_tpot_ms / g.tpot_ms - 1))
+        lines.append(f"| {engine} | {'burst' if burst else 'fixed concurrency'} | {len(g)} | "
+                     f"{', '.join(sorted(g.family.unique()))} | {_cell(kernel, t_med)} / "
+                     f"{_cell(kernel, t_p90, 90)} | {_cell(ttft, ttft_t)} | {signed:+.0%} |")
+    return lines
+
+
 def lofo_section() -> list[str]:
     """Issue 30's headline: leave-one-family-out TPOT and TTFT per engine and GPU "
     "(data/predictor_residuals.csv,
@@ -594,6 +617,7 @@ def lofo_section() -> list[str]:
                      f"{_cell(kernel, t_med)} / {_cell(kernel, t_p90, 90)} | "
                      f"{_cell(scaled, t_med)} / {_cell(scaled, t_p90, 90)} | "
                      f"{_cell(prod_held, t_med)} / {_cell(prod_held, t_p90, 90)} ({len(prod_held)}) |")
+    lines += _regime_lines(f, t_med, t_p90, ttft_t)
     lines += ["", DEFAULT_NOTE]
     lines += ["", "TTFT by concurrency (median absolute error of the median TTFT):", "",
               "| engine | concurrency | runs | kernel tables LOFO | production (in-sample where fitted) | "
