@@ -619,11 +619,16 @@ def lofo_section() -> list[str]:
                      f"{_cell(prod_held, t_med)} / {_cell(prod_held, t_p90, 90)} ({len(prod_held)}) |")
     lines += _regime_lines(f, t_med, t_p90, ttft_t)
     lines += ["", DEFAULT_NOTE]
-    lines += ["", "TTFT by concurrency (median absolute error of the median TTFT):", "",
+    lines += ["", "TTFT by concurrency (median absolute error of the median TTFT; fixed-concurrency runs, bursts apart):", "",
               "| engine | concurrency | runs | kernel tables LOFO | production (in-sample where fitted) | "
               "roofline floor |", "| --- | --- | --- | --- | --- | --- |"]
+    bursts = f.burst.astype(bool) if "burst" in f else np.zeros(len(f), dtype=bool)
     for engine, g in f.groupby("engine"):
-        for label, sel in (("<= 8", g.concurrency <= 8), (">= 64", g.concurrency >= 64)):
+        fixed = ~bursts[g.index]
+        for label, sel in (("<= 8", fixed & (g.concurrency <= 8)), (">= 64", fixed & (g.concurrency >= 64)),
+                           ("burst (all prompts at once)", ~fixed)):
+            if label.startswith("burst") and not sel.any():
+                continue
             h = g[sel]
             kernel_ttft = _abs_err(h.kernel_ttft_ms, h.ttft_median_ms)
             lines.append(f"| {engine} | {label} | {len(h)} | {_cell(kernel_ttft, ttft_t)} | "
