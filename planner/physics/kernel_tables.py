@@ -163,13 +163,15 @@ def _dense(axis_values: list[np.ndarray], latency: np.ndarray, level: bool = Tru
         moved = np.moveaxis(grid, ax, -1)
         flat = moved.reshape(-1, moved.shape[-1])
         axis_log = _log(uniq[ax])
-        for row in flat:
-            ok = np.isfinite(row)
-            if ok.any() and not ok.all():
-                measured, missing = np.flatnonzero(ok), np.flatnonzero(~ok)
-                row[missing] = np.interp(missing, measured, row[ok])
-                beyond = missing[missing > measured[-1]]
-                row[beyond] = row[measured[-1]] + axis_log[beyond] - axis_log[measured[-1]]
+        finite = np.isfinite(flat)
+        counts = finite.sum(axis=1)
+        # only rows with some cells measured and some missing change (each row on its own, as before)
+        for r in np.flatnonzero((counts > 0) & (counts < flat.shape[1])):
+            row, ok = flat[r], finite[r]
+            measured, missing = np.flatnonzero(ok), np.flatnonzero(~ok)
+            row[missing] = np.interp(missing, measured, row[ok])
+            beyond = missing[missing > measured[-1]]
+            row[beyond] = row[measured[-1]] + axis_log[beyond] - axis_log[measured[-1]]
         grid = np.moveaxis(flat.reshape(moved.shape), -1, ax)
     grid = np.where(np.isfinite(grid), grid, np.nanmax(grid) if np.isfinite(grid).any() else 0.0)
     # every axis adds work (tokens, length, width, bytes) and a smaller call can always run padded to a larger
