@@ -156,6 +156,7 @@ def ep_communication_ms(d: Deployment, tokens_per_gpu) -> np.ndarray:
     per_gpu = np.asarray(tokens_per_gpu, dtype=float)
     dispatch_bytes = DISPATCH_BYTES_FP8 if d.compute == "fp8" else ACTIVATION_BYTES
     moe_layers = m.n_layers - m.moe.first_dense_layers
-    return moe_layers * (
-        ep_alltoall_ms(d, per_gpu, dispatch_bytes) + ep_alltoall_ms(d, per_gpu, ACTIVATION_BYTES)
-    )
+    combine = ep_alltoall_ms(d, per_gpu, ACTIVATION_BYTES)
+    # a 16-bit dispatch is the combine's twin: the same figures, computed once
+    dispatch = combine if dispatch_bytes == ACTIVATION_BYTES else ep_alltoall_ms(d, per_gpu, dispatch_bytes)
+    return moe_layers * (dispatch + combine)

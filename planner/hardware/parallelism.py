@@ -91,9 +91,11 @@ class Sharding:
 def sharding(d: Deployment) -> Sharding:
     """The layout of `d`, computed once per Deployment (kept in its `layout` field: every physics function
     asks for it, and the sizing search asks thousands of times)."""
-    if d.layout is None:
-        object.__setattr__(d, "layout", _sharding(d))
-    return cast(Sharding, d.layout)
+    layout = d.layout
+    if layout is None:
+        layout = _sharding(d)
+        object.__setattr__(d, "layout", layout)
+    return cast(Sharding, layout)
 
 
 def _sharding(d: Deployment) -> Sharding:
