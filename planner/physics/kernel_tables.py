@@ -199,6 +199,9 @@ class KernelTables:
         self._tables: dict[str, dict[str, np.ndarray]] = {}
         self._dtypes: dict[str, frozenset[str]] = {}
         self._moe_shapes: dict[tuple, bool] = {}  # the GEMM and MoE precisions the tables hold
+        # a call's nearest measured shape and its curve, by the call's own arguments (the keys above sort
+        # the shape's columns: thousands of calls a sizing request)
+        self._shapes: dict[tuple, tuple[dict[str, float], Curve]] = {}
 
     def _table(self, name: str) -> dict[str, np.ndarray]:
         if name not in self._tables:
@@ -303,10 +306,13 @@ class KernelTables:
                                 head_dim: int, kv_fp8: bool) -> npt.NDArray[np.float64]:
         """One layer's decode attention (GQA/MHA) over `batch` sequences of `kv_len` cached tokens, one
         GPU's heads. A shape without rows: the nearest measured one, scaled by the KV bytes it reads."""
-        want = {"kv_fp8": float(kv_fp8), "head_dim": float(head_dim), "num_heads": float(heads),
-                "num_key_value_heads": float(kv_heads)}
-        near = self._nearest("gen_attn", want, exact=("kv_fp8", "head_dim"))
-        curve = self._attention_curve(near, kv_heads, head_dim)
+        shape_key = ("gen_attn", kv_fp8, head_dim, heads, kv_heads)
+        if shape_key not in self._shapes:  # kept: every decode step of a layout asks for the same
+            want = {"kv_fp8": float(kv_fp8), "head_dim": float(head_dim), "num_heads": float(heads),
+                    "num_key_value_heads": float(kv_heads)}
+            found = self._nearest("gen_attn", want, exact=("kv_fp8", "head_dim"))
+            self._shapes[shape_key] = found, self._attention_curve(found, kv_heads, head_dim)
+        curve = self._shapes[shape_key][1]
         b = np.asarray(batch, dtype=float)
         return np.where(b > 0, curve(np.maximum(b, 1.0), np.maximum(kv_len, 1.0)), 0.0)
 
@@ -415,15 +421,18 @@ class KernelTables:
         tp x ep expert split. A configuration nobody measured is scaled from the nearest measured one by the
         expert weights its tokens touch per GPU (active experts x 3 x hidden x inter / shards) and, past the
         weights, by its FLOPs (tokens x top-k x hidden x inter / shards)."""
-        code = float(MOE_DTYPES.index(dtype))
-        want = {"moe_dtype": code, "hidden_size": float(hidden), "inter_size": float(inter),
-                "topk": float(top_k), "num_experts": float(experts), "moe_tp_size": float(tp),
-                "moe_ep_size": float(ep)}
-        # the nearest measured split (tp and ep both in the distance: a table may lack tp 8 x ep 1 but have
-        # tp 8 x ep 2), scaled below by the shards each holds
-        near = self._nearest(table, want,
-                             exact=("moe_dtype", "hidden_size", "inter_size", "topk", "num_experts"))
-        curve = self._curve(table, near, ("num_tokens",))
+        shape_key = ("moe", dtype, hidden, inter, top_k, experts, tp, ep, table)
+        if shape_key not in self._shapes:  # kept: every MoE step of a layout asks for the same
+            code = float(MOE_DTYPES.index(dtype))
+            want = {"moe_dtype": code, "hidden_size": float(hidden), "inter_size": float(inter),
+                    "topk": float(top_k), "num_experts": float(experts), "moe_tp_size": float(tp),
+                    "moe_ep_size": float(ep)}
+            # the nearest measured split (tp and ep both in the distance: a table may lack tp 8 x ep 1 but
+            # have tp 8 x ep 2), scaled below by the shards each holds
+            found = self._nearest(table, want,
+                                  exact=("moe_dtype", "hidden_size", "inter_size", "topk", "num_experts"))
+            self._shapes[shape_key] = found, self._curve(table, found, ("num_tokens",))
+        near, curve = self._shapes[shape_key]
         t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
         ms = curve(t)
 
@@ -443,8 +452,12 @@ class KernelTables:
     def allreduce_ms(self, message_bytes: npt.ArrayLike, gpus: int) -> npt.NDArray[np.float64] | None:
         if not self.has("allreduce") or gpus <= 1:
             return None
-        near = self._nearest("allreduce", {"num_gpus": float(gpus)})
-        curve = self._curve("allreduce", {"num_gpus": near["num_gpus"]}, ("message_size",))
+        shape_key = ("allreduce", gpus)
+        if shape_key not in self._shapes:
+            near = self._nearest("allreduce", {"num_gpus": float(gpus)})
+            self._shapes[shape_key] = near, self._curve("allreduce", {"num_gpus": near["num_gpus"]},
+                                                        ("message_size",))
+        curve = self._shapes[shape_key][1]
         return curve(np.maximum(np.asarray(message_bytes, dtype=float), 1.0))
 
 
