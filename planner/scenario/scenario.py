@@ -20,7 +20,6 @@ from planner.economics.power import EconomicsSettings
 from planner.engines.base import DEFAULT_BLOCK_SIZE, DEFAULT_ENGINE, DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.engines.profiles import engine_efficiency
 from planner.hardware.parallelism import effective_ep, validate_parallelism
-from planner.model.hf_import import model_from_hf_config
 from planner.model.presets import load_presets
 from planner.physics.calibration import CalibrationProfile
 from planner.physics.memory import NAPKIN_RESERVE_GB
@@ -269,6 +268,9 @@ def resolve_model(model: str | dict[str, Any], field: str = "model") -> ModelSpe
             raise ScenarioError(field, f"unknown preset '{model[:60]}' (known: {', '.join(presets)})")
         return presets[model]
     if set(model) == {"hf_config"}:
+        # imported here: only a model given as its config.json needs it (not a preset's plan or sizing)
+        from planner.model.hf_import import model_from_hf_config
+
         return model_from_hf_config(model["hf_config"], f"{field}.hf_config")
     try:
         return ModelSpec.model_validate(model)
