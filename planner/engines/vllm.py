@@ -419,6 +419,7 @@ def cuda_graph_gib(
 # sizing request plans each layout with every KV precision it lists (issue 31). An entry holds the model and
 # GPU objects its key names by id, so no id is reused while it stands.
 _KV_FREE: dict[tuple, tuple[ModelSpec, GpuSpec, tuple[float, ...]]] = {}
+_ROUNDING: dict[tuple, tuple[ModelSpec, float]] = {}  # allocator rounding (weight tensors alone) by the same
 
 
 def _kv_free_terms(d: Deployment, max_num_batched_tokens: int, enforce_eager: bool, seqs: int,
@@ -431,13 +432,17 @@ def _kv_free_terms(d: Deployment, max_num_batched_tokens: int, enforce_eager: bo
         return kept[2]
     m = d.model
     held, width = holds_moe_workspace(m, d.weights, vllm_version), model_dtype_bytes(d.weights)
+    rounding = _ROUNDING.get(key[:1] + key[2:7])  # no GPU figure: a request's GPUs share it
+    if rounding is None or rounding[0] is not m:
+        rounding = _ROUNDING[key[:1] + key[2:7]] = (m, allocator_rounding_gib_per_gpu(d))
     terms = (weights_gib_per_gpu(d, vllm_version),
              activation_peak_gib(m, d.tp, max_num_batched_tokens, seqs, sampler, held, width),
              non_torch_gib(d.tp, vllm_version, d.gpu),
              cuda_graph_gib(m, vllm_version, enforce_eager, sharding(d).stage_layer_fraction),
-             rotary_cache_gib(m, d.weights), allocator_rounding_gib_per_gpu(d))
+             rotary_cache_gib(m, d.weights), rounding[1])
     if len(_KV_FREE) >= 4096:  # a few requests' layouts
         _KV_FREE.clear()
+        _ROUNDING.clear()
     _KV_FREE[key] = (d.model, d.gpu, terms)
     return terms
 
