@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -75,6 +75,11 @@ class Curve:
     axes: tuple[np.ndarray, ...]  # log axis values, ascending
     log_ms: np.ndarray
 
+    @cached_property
+    def _widths(self) -> tuple[np.ndarray, ...]:
+        """Each axis's cell widths, axis[i + 1] - axis[i] (as _interpolate subtracted them a call)."""
+        return tuple(axis[1:] - axis[:-1] for axis in self.axes)
+
     def __call__(self, *points: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """Latency at the points; beyond an axis's last value, linear in that axis (work grows with it)."""
         if len(self.axes) <= 2 and all(len(axis) > 1 for axis in self.axes):
@@ -108,15 +113,15 @@ class Curve:
             inside = np.minimum(np.maximum(p, axis[0]), axis[-1])  # np.clip's figures
             i = np.minimum(np.maximum(np.searchsorted(axis, inside, side="right") - 1, 0), len(axis) - 2)
             cell.append(i)
-            frac.append((inside - axis[i]) / (axis[i + 1] - axis[i]))
+            frac.append((inside - axis[i]) / self._widths[len(cell) - 1][i])
         v = self.log_ms
         if len(pts) == 1:
             (i,), (f,) = cell, frac
             out = (1.0 - f) * v[i] + f * v[i + 1]
-        else:
+        else:  # each weight and corner taken once (the same products, so the same bits)
             (i, j), (f, g) = cell, frac
-            out = ((1.0 - f) * (1.0 - g) * v[i, j] + f * (1.0 - g) * v[i + 1, j]
-                   + (1.0 - f) * g * v[i, j + 1] + f * g * v[i + 1, j + 1])
+            i1, j1, f0, g0 = i + 1, j + 1, 1.0 - f, 1.0 - g
+            out = f0 * g0 * v[i, j] + f * g0 * v[i1, j] + f0 * g * v[i, j1] + f * g * v[i1, j1]
         assert scale is not None
         return np.exp(out + scale)
 
