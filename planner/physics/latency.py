@@ -61,15 +61,13 @@ class StepTime:
     # reads the total of thousands of steps and never their bound).
     @functools.cached_property
     def total_ms(self) -> np.ndarray:
-        return (
-            self.gemm_ms
-            + self.attention_ms
-            + self.activations_ms
-            + self.communication_ms
-            + self.overhead_ms
-            + self.pp_ms
-            + self.ep_ms
-        )
+        total = self.gemm_ms + self.attention_ms + self.activations_ms
+        # in the same order; a term that is the float 0.0 (no TP, pp or ep) is skipped: adding it changes no
+        # bit of a sum of non-negative times (thousands of steps a sizing request)
+        for term in (self.communication_ms, self.overhead_ms, self.pp_ms, self.ep_ms):
+            if not (isinstance(term, float) and term == 0.0):
+                total = total + term
+        return total
 
     @functools.cached_property
     def bound_ms(self) -> np.ndarray:

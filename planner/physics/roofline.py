@@ -63,10 +63,10 @@ def _weights_read_bytes(d: Deployment, tokens: np.ndarray, include_head: bool = 
     w_bytes = expert_bytes_per_value(m, d.weights)
     shared = (p.attention + p.dense_mlp + p.shared_experts + p.router) * dense_bytes_per_value(m, d.weights)
     head = p.head * embedding_bytes_per_value(d.weights) if include_head else 0.0
-    experts = np.zeros_like(tokens, dtype=float)
-    if m.moe is not None:
-        touched_share = 1.0 - (1.0 - m.moe.top_k / m.moe.n_experts) ** tokens
-        experts = p.expert_params * w_bytes * touched_share * sharding(d).expert_weight_fraction
+    if m.moe is None:
+        return (shared + head) / d.tp + np.zeros_like(tokens, dtype=float)
+    touched_share = 1.0 - (1.0 - m.moe.top_k / m.moe.n_experts) ** tokens
+    experts = p.expert_params * w_bytes * touched_share * sharding(d).expert_weight_fraction
     return (shared + head) / d.tp + experts
 
 

@@ -101,8 +101,11 @@ def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: fl
         # an unstable point's window is infinite: no Poisson count there (NaN, as 0 x log(inf) gave), and
         # log is only ever taken of a finite positive mean
         finite = np.isfinite(mu)
-        safe = np.where(finite, mu, 1.0)
-        pk = np.where(finite, np.exp(k * np.log(safe) - safe - _LOG_FACTORIAL[: kmax + 1]), np.nan)
+        if finite.all():  # the usual case: the same figures without the two selections
+            pk = np.exp(k * np.log(mu) - mu - _LOG_FACTORIAL[: kmax + 1])
+        else:
+            safe = np.where(finite, mu, 1.0)
+            pk = np.where(finite, np.exp(k * np.log(safe) - safe - _LOG_FACTORIAL[: kmax + 1]), np.nan)
         return pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
     shape = 1.0 / ca2
     x = (np.asarray(rate_per_ms, dtype=float) * shape * np.asarray(window_ms, dtype=float))[

@@ -239,7 +239,7 @@ def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: 
     if output_len <= 1:
         return None
     population, step_ms = steps if steps is not None else bound_steps(d, max_batch, context)
-    within = np.nonzero(step_ms <= itl_ms)[0]
+    within = (step_ms <= itl_ms).nonzero()[0]
     if len(within) == 0:
         return None  # even one sequence misses ITL: evaluated, so that it says why
     last = int(within[-1])
