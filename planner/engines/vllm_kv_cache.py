@@ -10,8 +10,23 @@ from planner.core.model_shapes import ModelSpec
 from planner.engines.base import GIB, KvCacheGroup, kv_page_bytes_per_layer
 
 
+# kv_cache_groups by model object and stage fraction: every memory plan asks twice (ISSUE9: 7,830 calls, 8
+# distinct answers). An entry holds its model, so its id is not reused while it stands.
+_GROUPS: dict[tuple[int, float], tuple[ModelSpec, tuple[KvCacheGroup, ...]]] = {}
+
+
 def kv_cache_groups(m: ModelSpec, stage_layer_fraction: float = 1.0) -> tuple[KvCacheGroup, ...]:
     """The KV-cache groups of the busiest pipeline stage (all layers at pp 1)."""
+    kept = _GROUPS.get((id(m), stage_layer_fraction))
+    if kept is not None and kept[0] is m:
+        return kept[1]
+    if len(_GROUPS) >= 1024:
+        _GROUPS.clear()
+    groups = _GROUPS[id(m), stage_layer_fraction] = m, _kv_cache_groups(m, stage_layer_fraction)
+    return groups[1]
+
+
+def _kv_cache_groups(m: ModelSpec, stage_layer_fraction: float) -> tuple[KvCacheGroup, ...]:
     windowed = math.ceil(m.n_windowed_layers * stage_layer_fraction)
     full = math.ceil((m.n_layers - m.n_windowed_layers) * stage_layer_fraction)
     groups = []
