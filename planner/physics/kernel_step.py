@@ -204,9 +204,11 @@ def decode_parts(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike,
     s = sharding(d)
     micro = decode_micro_batch(d, batch)
     context = np.asarray(context, dtype=float)
-    group = micro / s.attention_dp
+    # dividing by one attention group or multiplying by one token a sequence leaves every value as it is
+    group = micro / s.attention_dp if s.attention_dp != 1 else micro
     shape = np.broadcast_shapes(group.shape, context.shape)
-    tokens = np.array(np.broadcast_to(group * tokens_per_sequence, shape), dtype=float)
+    tokens = np.array(np.broadcast_to(group * tokens_per_sequence if tokens_per_sequence != 1 else group,
+                                      shape), dtype=float)
     kv_fp8 = bits_per_value(d.kv_cache) <= 8
     heads = max(m.n_heads // d.tp, 1)
     def layer(kv_len: np.ndarray) -> np.ndarray:
@@ -220,7 +222,8 @@ def decode_parts(d: Deployment, batch: npt.ArrayLike, context: npt.ArrayLike,
     attention = (m.n_layers - windowed) * layer(context)
     if windowed:
         attention = attention + windowed * layer(np.minimum(context, float(m.sliding_window or 0)))
-    moe_tokens = np.array(np.broadcast_to(micro * tokens_per_sequence, shape), dtype=float)
+    moe_tokens = np.array(np.broadcast_to(micro * tokens_per_sequence if tokens_per_sequence != 1 else micro,
+                                          shape), dtype=float)
     return _parts(d, t, tokens, attention, moe_tokens, d.efficiency.step_overhead_us / 1e3)
 
 
