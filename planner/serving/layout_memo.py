@@ -97,6 +97,12 @@ class LayoutMemo:
                         cached_tokens: float) -> float:
         """Prefill work of one prompt riding an iteration (planner.physics.latency.prefill_chunk_work_ms)."""
         if (key, prompt_len, cached_tokens) not in self._work:
+            prefix, known = max(float(cached_tokens), 1.0), self._prefill
+            if cached_tokens > 0 and (key, prefix) not in known and (key, prompt_len) not in known:
+                # both lone prefills in one call (prefill is elementwise in the length: the same figures)
+                both = np.asarray(prefill(d, [prefix, float(prompt_len)]).total_ms, dtype=float)
+                self._prefill[key, prefix], self._prefill[key, prompt_len] = float(both[0]), float(both[1])
+
             def lone(lengths: npt.ArrayLike) -> np.ndarray:  # lengths: [prompt] or [cached prefix]
                 return np.array([self.prefill_ms(key, d, float(np.asarray(lengths, dtype=float)[0]))])
             work = prefill_chunk_work_ms(d, [float(prompt_len)], [float(cached_tokens)],
