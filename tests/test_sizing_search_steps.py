@@ -361,3 +361,24 @@ def test_a_decode_worker_without_a_goodput_bound_has_no_goodput(itl_ms):
                 max_batch, m = _decode_model(d, context_len, shape, mem)
                 assert ConfirmedDecodeRate(m, max_batch, 90, itl_ms, None).hi == 0.0, (gpu, tp, weights)
     assert none > 0
+
+
+@given(gpu=st.sampled_from(["h100-sxm", "h200", "b200", "mi300x", "l40s"]), tp=st.sampled_from([1, 2, 8]),
+       ep=st.sampled_from([1, 8]), weights=st.sampled_from(["fp8", "bf16", "int4"]),
+       lengths=st.lists(st.integers(1, 40_000), min_size=2, max_size=3))
+@settings(max_examples=60, deadline=None)
+def test_prefill_is_elementwise_in_the_prompt_length(gpu, tp, ep, weights, lengths):
+    """Source: invariant: a prefill over several prompt lengths gives each length the figure it gets alone,
+    to the bit, on the physics and the kernel-table paths (LayoutMemo computes a prompt's and its cached
+    prefix's lone prefills in one call)."""
+    from planner.physics.latency import prefill
+
+    fields = {"model": "qwen3-235b-a22b", "gpu": gpu, "tp": tp, "ep": ep, "weights": weights,
+              "kv_cache": "fp8", "prompt_len": 2000, "output_len": 400}
+    try:
+        d = resolve(Scenario.model_validate(fields))
+    except ScenarioError:
+        return  # a layout the GPU cannot run: no case
+    together = prefill(d, [float(n) for n in lengths]).total_ms
+    for i, n in enumerate(lengths):
+        assert together[i] == prefill(d, [float(n)]).total_ms[0]
