@@ -63,6 +63,28 @@ before, 2.53-2.61 s (3.51-3.94 s) after. Still ~0.55-0.6 s of CPU over 2 s on th
 their serving models and confirmed-rate grids), the lone prefills the floors settle (~0.2 s), memory plans and
 resolves (~0.25 s), the 201 families (~0.25 s) and the imports (~0.3 s of the whole command). Much of it is
 per-call cost of small numpy operations over one layout at a time.
+
+Issue 31, per-call costs (2026-11-27 21:33-21:34 UTC, the same host at load average 0.95-0.98, main at
+17bab82 (before) against the branch (after), interleaved; ISSUE9, WHOLE_CATALOG, ISSUE31 and REPEATED outputs
+byte-identical, work counters included): kernel tables fill a curve's gaps from one isfinite pass and keep a
+call's nearest measured shape and curve by its arguments, and their bilinear step computes each weight once;
+a memory plan's allocator rounding is kept per model x layout (no GPU figure: 72 figures for 1,800 layouts)
+and its KV-cache groups per model x stage; a layout's prompt and cached-prefix prefills are one call (the
+decode workers': prefills 1,492 -> 1,172); a step's total skips terms that are the float 0.0 and a 16-bit
+EP dispatch is the combine's twin; the young generation is collected at 250,000 objects (~30 ms of CPU went
+to its collections); hf_import is imported only for a config.json model. The whole command, three rounds,
+neither tree with cached bytecode, user+system CPU (wall): 2.50-2.58 s (2.51-2.58 s) before, 2.33-2.37 s
+(2.33-2.38 s) after (a second series at load 1.2-1.3: 2.41-2.53 s, 2.30-2.34 s); in-process, first request of
+a process: 2.12-2.21 s, 2.02 s (repeat requests 1.83-1.88 s, 1.76 s). Still ~0.35 s of CPU over 2 s: the
+in-process first request would have to drop to ~1.7 s (imports ~0.3 s, of which ~0.07 s compiles planner's
+sources: this host writes no bytecode). What is left is spread (measured, after): the 2,778 decode-step
+tables ~0.3 s in a repeat request (a physics step ~64 us a call, dozens of numpy calls on 49 points; a
+kernel-table step ~230 us) and ~0.15 s more in a process's first, which builds the kernel tables' curves; the
+decode pool ~0.5 s (its 495 serving models and confirmed-rate grids; the request's 868 serving models
+~0.28 s in all); lone prefills ~0.14 s (1,172 calls); memory plans ~0.07 s (17 us each). Byte-identical
+figures forbid folding a chain of scalar products on an array into one (the rounding changes), so what
+remains needs the physics over arrays of layouts (a row per GPU of a layout family: the same operations per
+element give the same bits), not one Deployment per call.
 No timing is asserted; `make bench` times it."""
 
 from __future__ import annotations

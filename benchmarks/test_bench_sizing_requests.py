@@ -47,6 +47,14 @@ CPU (wall, inflated by the load): WHOLE_CATALOG 1.98-2.06 s (2.97-3.19 s) before
 after; ISSUE9 2.72-2.83 s (3.62-4.29 s), 2.53-2.61 s (3.51-3.94 s); ISSUE31 0.40-0.41 s, 0.41-0.42 s (three
 rounds, 21:02 UTC against 5e266e5, whose outputs and ISSUE31 figures main keeps). WHOLE_CATALOG is at 2 s of
 CPU under this load; ISSUE9 misses it by ~0.55-0.6 s.
+
+Issue 31, per-call costs (what changed: test_bench_modes.py), 2026-11-27 21:33-21:34 UTC, load average
+0.95-0.98, main at 17bab82 (before) and the branch (after) interleaved, all four outputs byte-identical. The
+whole command, three rounds, neither tree with cached bytecode, user+system CPU (wall): WHOLE_CATALOG
+1.81-1.85 s (1.81-1.85 s) before, 1.75-1.76 s (1.75-1.77 s) after; ISSUE9 2.50-2.58 s (2.51-2.58 s),
+2.33-2.37 s (2.33-2.38 s); ISSUE31 0.41-0.42 s both. In-process CPU, ISSUE9, the first request of a process:
+2.12-2.21 s before, 2.02 s after (repeats 1.83-1.88 s, 1.76 s). WHOLE_CATALOG meets 2 s by ~0.25 s at this
+load; ISSUE9 misses it by ~0.35 s.
 """
 
 from __future__ import annotations
