@@ -9,7 +9,6 @@ import math
 from planner.core.model_shapes import ModelSpec
 from planner.engines.base import GIB, KvCacheGroup, kv_page_bytes_per_layer
 
-
 # kv_cache_groups by model object and stage fraction: every memory plan asks twice (ISSUE9: 7,830 calls, 8
 # distinct answers). An entry holds its model, so its id is not reused while it stands.
 _GROUPS: dict[tuple[int, float], tuple[ModelSpec, tuple[KvCacheGroup, ...]]] = {}
