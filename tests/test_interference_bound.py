@@ -76,7 +76,7 @@ def test_quiet_window_limit():
 
 
 def test_interference_raises_issue9s_floors():
-    """Source: measurement: issue 9's qwen3-235b-a22b on MI350X TP2 fp8 (20 req/s, 2,000 + 400 tokens, p90
+    """Source: hand: issue 9's qwen3-235b-a22b on MI350X TP2 fp8 (20 req/s, 2,000 + 400 tokens, p90
     ITL 60 ms): its prompt (48 ms of work) cannot ride within ITL, so the p90 token must see an iteration
     without prompts, which holds the window at 0.22 arrivals: the floor rises from 2 replicas' price to 3
     (the family's confirmed rate, 2.99 req/s, needs 7); the floor still holds under it."""

@@ -511,8 +511,8 @@ def _regime_lines(f, t_med: float, t_p90: float, ttft_t: float) -> list[str]:  #
     if "burst" not in f or not f.burst.astype(bool).any():
         return []
     lines = ["", "The same, split by how the client sent its requests (fixed concurrency: a fixed number of "
-             "clients, each sending its next request when its answer ends; burst: every prompt sent at once and "
-             "drained, GPUStack's throughput pages, validation only):", "",
+             "clients, each sending its next request when its answer ends; burst: every prompt sent at "
+             "once and drained, GPUStack's throughput pages, validation only):", "",
              "| engine | requests sent | runs | families | kernel tables LOFO: TPOT median / p90 | "
              "kernel tables LOFO: TTFT median | kernel tables LOFO: TPOT median signed |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -619,7 +619,8 @@ def lofo_section() -> list[str]:
                      f"{_cell(prod_held, t_med)} / {_cell(prod_held, t_p90, 90)} ({len(prod_held)}) |")
     lines += _regime_lines(f, t_med, t_p90, ttft_t)
     lines += ["", DEFAULT_NOTE]
-    lines += ["", "TTFT by concurrency (median absolute error of the median TTFT; fixed-concurrency runs, bursts apart):", "",
+    lines += ["", "TTFT by concurrency (median absolute error of the median TTFT; fixed-concurrency runs, "
+              "bursts apart):", "",
               "| engine | concurrency | runs | kernel tables LOFO | production (in-sample where fitted) | "
               "roofline floor |", "| --- | --- | --- | --- | --- | --- |"]
     bursts = f.burst.astype(bool) if "burst" in f else np.zeros(len(f), dtype=bool)
