@@ -80,12 +80,18 @@ def test_engine_profiles_share_one_physics_and_fit_only_their_own_terms():
     before-first-token costs; where it has runs (Hopper), it may differ from the graph physics only in the
     terms tools/fit_production_engines.py fits (decode terms, weight streaming, its prefill efficiencies
     fitted on TTFT, serving costs); "graph" adds nothing anywhere."""
-    from tools.fit_production_engines import DECODE_TERMS, PREFILL_TERMS, WEIGHT_TERMS
+    from tools.fit_production_engines import (
+        DECODE_TERMS,
+        PREFILL_TERMS,
+        TIED_TERMS,
+        WEIGHT_ONLY_4BIT_TERM,
+        WEIGHT_TERMS,
+    )
 
     assert not profiles()["engines"]["graph"].get("overheads")
     assert not profiles()["engines"]["graph"].get("production")
     fitted = {name for name, _, _ in DECODE_TERMS} | set(WEIGHT_TERMS.values()) | set(PREFILL_TERMS) | {
-        "ttft_overhead_ms", "ttft_per_running_ms"}
+        "ttft_overhead_ms", "ttft_per_running_ms", WEIGHT_ONLY_4BIT_TERM} | set(TIED_TERMS)
     for gpu, allowed in (("a100-sxm-80gb", set(ENGINE_TERMS)), ("h100-sxm", set(ENGINE_TERMS) | fitted)):
         graph = engine_efficiency("graph", gpu).model_dump()
         for name in ENGINES:
