@@ -57,7 +57,12 @@ from planner.physics.memory import MemoryPlan, plan_memory  # noqa: E402
 from planner.scenario.scenario import Scenario, parse_scenario, resolve  # noqa: E402
 from tools.engine_fidelity import RUNS_CSV, scenario_for, skip_reason  # noqa: E402
 from tools.optimize import nelder_mead  # noqa: E402
-from tools.production_evidence import fitted_precisions, unfitted_terms  # noqa: E402
+from tools.production_evidence import (  # noqa: E402
+    at_bound_reason,
+    fitted_precisions,
+    held_value,
+    unfitted_terms,
+)
 
 BANDWIDTH_CEILING = 0.95
 # (term, low, high). Weight streaming is fitted per weight precision (a run's only sub-16-bit term).
@@ -108,6 +113,14 @@ RESIDUALS = ROOT / "data" / "production_residuals.csv"
 # outside the records, planned by default from the kernel tables.
 DEFAULT_EXCLUDED_MODELS = "gpt-oss-120b"
 MIN_GROUP_ROWS = 12
+# Engines whose MoE prefill takes the routed experts from their kernel tables (EngineEfficiency
+# .prefill_moe_from_tables, issue 30): TensorRT-LLM's DeepSeek-R1 prefill from the tables is 1.6-2.5x the
+# fitted physics' on H200 and 1.2-1.9x on B200 (the graph physics' dense prefill rate, scaled on TTFT, ran its
+# grouped expert GEMMs at 0.6-0.9 of the peak where the tables measure 0.04-0.28), and the runs' TTFT at
+# concurrency <= 8 sided with the tables (docs/ACCURACY.md).
+PREFILL_MOE_FROM_TABLES = ("trt-llm",)
+# a fitted value within 1% of its range from a bound is "at" it (tests/test_profile_records.py)
+AT_BOUND = 0.01
 
 
 @dataclass
@@ -143,6 +156,8 @@ class GroupFit:
     rows: int = 0
     # terms the group's runs cannot pin, and why (tools.production_evidence): they keep the planned value
     not_fitted: dict[str, str] = field(default_factory=dict)
+    # the values those terms are held at (decode terms, and 'precision:term' for weight streaming)
+    held: dict[str, float] = field(default_factory=dict)
 
 
 def load_runs(path: Path = RUNS_CSV, exclude_models: frozenset[str] = frozenset()) -> list[Run]:
@@ -170,6 +185,7 @@ def load_runs(path: Path = RUNS_CSV, exclude_models: frozenset[str] = frozenset(
                 **{
                     **physics_values(str(row["gpu"])),
                     **profiles()["engines"][scenario.engine].get("overheads", {}),
+                    "prefill_moe_from_tables": scenario.engine in PREFILL_MOE_FROM_TABLES,
                     "name": scenario.engine,
                 }
             ),
@@ -191,8 +207,15 @@ def _efficiency(run: Run, fit: GroupFit | None) -> EngineEfficiency:
     base = run.base.efficiency.model_dump()
     if fit is None:
         return run.base.efficiency
-    values = {**base, **fit.terms, **fit.weights.get(run.weights, {})}
+    values = {**base, **held_terms(fit.held, run.weights), **fit.terms, **fit.weights.get(run.weights, {})}
     return EngineEfficiency.model_validate(values)
+
+
+def held_terms(held: dict[str, float], weights: str | None) -> dict[str, float]:
+    """The held values a run in `weights` takes: every decode term's, and its precision's streaming term."""
+    out = {k: v for k, v in held.items() if ":" not in k}
+    out.update({k.split(":")[1]: v for k, v in held.items() if ":" in k and k.split(":")[0] == weights})
+    return out
 
 
 def simulate(run: Run, fit: GroupFit | None) -> None:
@@ -222,21 +245,52 @@ class FreeTerms:
     # TIED_TERMS some run needs, at the planned value of a source the group does not fit
     tied: dict[str, float]
     not_fitted: dict[str, str]
+    held: dict[str, float] = field(default_factory=dict)
 
 
-def free_terms(runs: list[Run]) -> FreeTerms:
+def free_terms(runs: list[Run], generation: str,
+               pinned_out: dict[str, tuple[str, float | None]] | None = None) -> FreeTerms:
+    """The terms the group fits; `pinned_out`: terms a fit drove to a bound, with the reason and the value
+    they are held at instead (None: the planned one)."""
+    pinned_out = pinned_out or {}
     left = unfitted_terms(runs)
     precisions, left_weights = fitted_precisions(runs)
-    terms = {p: weight_term(next(r for r in runs if r.weights == p)) for p in precisions}
+    terms = {p: weight_term(next(r for r in runs if r.weights == p)) for p in precisions
+             if f"{p}:{WEIGHT_TERMS[p]}" not in pinned_out}
     not_fitted = {**left, **{f"{p}:{WEIGHT_TERMS[p]}": why for p, why in left_weights.items()}}
     planned = runs[0].base.efficiency
-    tied = {k: float(getattr(planned, source)) for k, (source, needs) in TIED_TERMS.items()
+    held: dict[str, float] = {}
+    for term in not_fitted:
+        value, source = held_value(term, generation, planned)
+        if value is not None:
+            held[term] = value
+            not_fitted[term] += f"; held at {value:g} ({source})"
+    for term, (why, value) in pinned_out.items():
+        not_fitted[term] = why
+        if value is not None:
+            held[term] = value
+    tied = {k: float(held.get(source, getattr(planned, source))) for k, (source, needs) in TIED_TERMS.items()
             if any(needs(r.base) for r in runs)}
-    return FreeTerms(tuple(t for t in DECODE_TERMS if t[0] not in left), terms, tied, not_fitted)
+    decode = tuple(t for t in DECODE_TERMS if t[0] not in left and t[0] not in pinned_out)
+    return FreeTerms(decode, terms, tied, not_fitted, held)
+
+
+def at_bounds(fit: GroupFit, free: FreeTerms, generation: str, planned: EngineEfficiency,
+              ) -> dict[str, tuple[str, float | None]]:
+    """Free terms the fit drove within AT_BOUND of a bound: each with its reason and held value."""
+    values = [(n, fit.terms[n], lo, hi) for n, lo, hi in free.decode]
+    values += [(f"{p}:{t}", fit.weights[p][t], *WEIGHT_BOUNDS) for p, t in free.weights.items()]
+    out: dict[str, tuple[str, float | None]] = {}
+    for name, value, lo, hi in values:
+        if min(value - lo, hi - value) <= AT_BOUND * (hi - lo):
+            side, bound = ("high", hi) if hi - value < value - lo else ("low", lo)
+            held, source = held_value(name, generation, planned, side, bound)
+            out[name] = (at_bound_reason(bound, side, held, source), held)
+    return out
 
 
 def _unpack(x: np.ndarray, free: FreeTerms) -> GroupFit:
-    fit = GroupFit("", "", not_fitted=dict(free.not_fitted))
+    fit = GroupFit("", "", not_fitted=dict(free.not_fitted), held=dict(free.held))
     values = 1.0 / (
         1.0 + np.exp(-np.clip(np.asarray(x, dtype=float), -50.0, 50.0))
     )  # place inside its bounds
@@ -249,8 +303,13 @@ def _unpack(x: np.ndarray, free: FreeTerms) -> GroupFit:
     return fit
 
 
+def _names(free: FreeTerms) -> list[str]:
+    return [n for n, _, _ in free.decode] + [f"{p}:{t}" for p, t in free.weights.items()]
+
+
 def fit_group(runs: list[Run], engine: str, generation: str) -> GroupFit:
-    free = free_terms(runs)
+    pinned_out: dict[str, tuple[str, float | None]] = {}
+    free = free_terms(runs, generation)
     x0 = np.zeros(len(free.decode) + len(free.weights))
     best = GroupFit(engine, generation)
     prefill_terms: dict[str, float] = {}
@@ -274,7 +333,7 @@ def fit_group(runs: list[Run], engine: str, generation: str) -> GroupFit:
                     np.array([runs[i].context for i in idx]), np.array([runs[i].stretch for i in idx]))
                    for idx in by_layout.values()]
 
-        def loss(x: np.ndarray, measured: np.ndarray = measured, weight: np.ndarray = weight,
+        def loss(x: np.ndarray, free: FreeTerms, measured: np.ndarray = measured, weight: np.ndarray = weight,
                  layouts: list = layouts) -> float:
             fit = _unpack(x, free)
             predicted = np.empty(len(runs))
@@ -284,8 +343,19 @@ def fit_group(runs: list[Run], engine: str, generation: str) -> GroupFit:
             # L1 in log space: the median run, not the worst, sets the terms
             return float(np.sum(weight * np.abs(np.log(predicted) - measured)))
 
-        x0, _ = nelder_mead(loss, x0, step=1.0, iters=400)
-        best = _unpack(x0, free)
+        # a term the fit drives to a bound is not pinned by the runs: it is held at its stated value and
+        # the others refit without it, until no free term sits at a bound
+        while True:
+            if len(x0):
+                x0, _ = nelder_mead(lambda x, free=free: loss(x, free), x0, step=1.0, iters=400)
+            best = _unpack(x0, free)
+            hit = at_bounds(best, free, generation, runs[0].base.efficiency)
+            if not hit:
+                break
+            kept = dict(zip(_names(free), x0, strict=True))
+            pinned_out.update(hit)
+            free = free_terms(runs, generation, pinned_out)
+            x0 = np.array([kept[n] for n in _names(free)], dtype=float)
         best.engine, best.generation = engine, generation
         best.terms.update(prefill_terms)
         for r in runs:
@@ -347,7 +417,7 @@ def fit_prefill_scale(runs: list[Run], fit: GroupFit) -> dict[str, float]:
     current = {t: float(getattr(_efficiency(timed[0], fit), t)) for t in PREFILL_TERMS}
     at_speed = np.array([r.sim_ttft_median_ms for r in timed])
     slow = GroupFit(fit.engine, fit.generation, {**fit.terms, **{t: v / 2 for t, v in current.items()}},
-                    fit.weights)
+                    fit.weights, held=fit.held)
     for r in timed:
         simulate(r, slow)
     prefill_ms = np.array([r.sim_ttft_median_ms for r in timed]) - at_speed
@@ -492,6 +562,8 @@ def write_profiles(fits: list[GroupFit], validation: dict[str, Any]) -> None:
                 "rows": f.rows,
                 # issue 30: what the runs cannot pin keeps its planned value; tied terms follow their source
                 "not_fitted": f.not_fitted,
+                "held": {k: round(v, 4) for k, v in f.held.items()},
+                **({"prefill_moe_from_tables": True} if engine in PREFILL_MOE_FROM_TABLES else {}),
                 **({"tied": {k: source for k, (source, _) in TIED_TERMS.items() if k in f.terms}}
                    if any(k in f.terms for k in TIED_TERMS) else {}),
             }

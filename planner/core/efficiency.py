@@ -79,6 +79,14 @@ class EngineEfficiency(BaseModel):
     prefill_quantized_compute: float = Field(
         default=1.0, ge=0.01, le=1, description="prefill GEMMs in fp8/int8, fraction of that precision's peak"
     )
+    # issue 30: an MoE layer's routed experts in prefill run grouped GEMMs of a few dozen tokens per expert at
+    # 0.04-0.28 of the peak in the engines' kernel tables, where a dense prefill GEMM reaches 0.6-0.9: True
+    # takes their time from the tables of the GPU x engine (planner.physics.kernel_step.routed_moe_ms) where
+    # those exist, the rest of the prefill from these fractions of peak
+    prefill_moe_from_tables: bool = Field(
+        default=False,
+        description="routed experts' prefill time from the engine's kernel tables where they exist",
+    )
     prefill_smoothing: float = Field(
         default=0.0, ge=0, le=64, description="p of the p-norm joining a prefill's compute and memory time"
     )

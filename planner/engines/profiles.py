@@ -56,10 +56,14 @@ def gpu_generation(gpu_id: str | None) -> str | None:
 
 def production_terms(engine: str, gpu_id: str | None, weights: str | None = None) -> dict[str, float]:
     """The terms fitted on public runs of `engine` on the GPU's generation (tools/fit_production_engines.py),
-    with the weight precision's streaming efficiency; none for a generation without runs."""
+    with the weight precision's streaming efficiency; none for a generation without runs. A term the runs
+    cannot pin takes the value the record holds it at (`held`: a measured or published figure, issue 30)."""
     fitted = profiles()["engines"][engine].get("production", {}).get(gpu_generation(gpu_id) or "", {})
-    terms = dict(fitted.get("terms", {}))
+    held = fitted.get("held", {})
+    terms = {k: v for k, v in held.items() if ":" not in k}
+    terms.update(fitted.get("terms", {}))
     if weights is not None:
+        terms.update({k.split(":")[1]: v for k, v in held.items() if k.split(":")[0] == weights and ":" in k})
         terms.update(fitted.get("weights", {}).get(weights, {}))
     return terms
 
@@ -76,8 +80,12 @@ def _engine_efficiency(engine: str, gpu_id: str | None, weights: str | None) -> 
     if engine not in ENGINES:
         raise ValueError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
     overheads = profiles()["engines"][engine].get("overheads", {})
+    record = profiles()["engines"][engine].get("production", {}).get(gpu_generation(gpu_id) or "", {})
+    # issue 30: the record's MoE prefill takes the routed experts from the engine's kernel tables
+    tables = {"prefill_moe_from_tables": True} if record.get("prefill_moe_from_tables") else {}
     return EngineEfficiency(
-        **{**physics_values(gpu_id), **overheads, **production_terms(engine, gpu_id, weights), "name": engine}
+        **{**physics_values(gpu_id), **overheads, **production_terms(engine, gpu_id, weights), **tables,
+           "name": engine}
     )
 
 

@@ -264,3 +264,19 @@ def _parts(d: Deployment, t: KernelTables, tokens: np.ndarray, attention: np.nda
         ep = np.maximum(ep_communication_ms(d, tokens / d.tp) - d.efficiency.ep_overlap * kernels, 0.0)
     pp = pp_communication_ms(d, moe_tokens) if d.pp > 1 else 0.0
     return StepParts(kernels - attention_total, attention_total, allreduce, fixed_ms * d.pp, pp, ep)
+
+
+def routed_moe_ms(d: Deployment, key: str, routed_tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """A pass's routed experts over every MoE layer from the kernel tables `key` ("gpu/engine"), the EP
+    group routing `routed_tokens` tokens: what planner.physics.latency.prefill takes for them where the
+    efficiency asks (`prefill_moe_from_tables`)."""
+    gpu, engine = key.split("/")
+    t = tables(gpu, engine)
+    m = d.model
+    assert m.moe is not None
+    _, moe_dt = _layer_precisions(d, t)
+    expert_tp = 1 if d.ep > 1 else d.tp
+    tokens = np.asarray(routed_tokens, dtype=float)
+    per_layer = t.moe_ms(moe_dt, tokens, m.d_model, m.moe.d_ff_expert, m.moe.top_k, m.moe.n_experts,
+                         expert_tp, max(d.ep, 1))
+    return np.asarray((m.n_layers - m.moe.first_dense_layers) * per_layer, dtype=float)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +32,7 @@ from planner.physics.roofline import (
     prefill_gemm_flops,
     prefill_work,
     roofline_floor_ms,
+    routed_expert_work,
 )
 
 
@@ -189,6 +190,17 @@ def _prefill_gemm_efficiency(d: Deployment) -> float:
     return e.prefill_quantized_compute if bits_per_value(d.compute) < 16 else e.prefill_compute
 
 
+def _routed_from_tables_ms(d: Deployment,
+                           routed_tokens: npt.ArrayLike) -> npt.NDArray[np.float64] | None:
+    """An MoE prefill's routed experts, every MoE layer, from the engine's kernel tables
+    (`prefill_moe_from_tables`); None where the efficiency does not ask for it or the GPU x engine has
+    none."""
+    if not d.efficiency.prefill_moe_from_tables or d.model.moe is None:
+        return None
+    key = kernel_step.tables_key(getattr(d.gpu, "id", None), d.efficiency.name)  # a custom GPU has none
+    return None if key is None else kernel_step.routed_moe_ms(d, key, routed_tokens)
+
+
 def prefill(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepTime:
     """One request's prompt processed alone: GEMMs and attention at prefill rates, a kernel cost per
     layer, and the engine's fixed cost per prefill (scheduling, input preparation). A short prompt's
@@ -198,8 +210,21 @@ def prefill(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> S
     work = prefill_work(d, prompt_len, busy_groups)
     if e.kernel_tables is not None:
         return _from_kernels(d, work, kernel_step.prefill_parts(d, prompt_len, busy_groups))
-    return _step_time(d, work, prompt_len, _prefill_gemm_efficiency(d), e.attention_compute,
+    routed_tokens = np.asarray(prompt_len, dtype=float) * busy_groups
+    routed_ms = _routed_from_tables_ms(d, routed_tokens)
+    if routed_ms is None:
+        return _step_time(d, work, prompt_len, _prefill_gemm_efficiency(d), e.attention_compute,
+                          e.prefill_layer_overhead_us, e.prefill_overhead_ms, e.prefill_smoothing)
+    # the routed experts from the tables, the rest (attention projections, shared experts, dense layers,
+    # their weight read) as before; never below the roofline of the whole work
+    flops, weight_bytes = routed_expert_work(d, routed_tokens)
+    rest = StepWork(work.gemm_flops - flops, work.attention_flops, work.weight_bytes - weight_bytes,
+                    work.kv_bytes, work.activation_bytes)
+    step = _step_time(d, rest, prompt_len, _prefill_gemm_efficiency(d), e.attention_compute,
                       e.prefill_layer_overhead_us, e.prefill_overhead_ms, e.prefill_smoothing)
+    step = replace(step, gemm_ms=step.gemm_ms + routed_ms, work=work)
+    short = np.maximum(step.bound_ms - step.total_ms, 0.0)
+    return replace(step, gemm_ms=step.gemm_ms + short) if np.any(short > 0) else step
 
 
 def _pass_gemm_ms(d: Deployment, tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -273,6 +298,10 @@ def prefill_floors_ms(d: Deployment, prompt_len: float) -> tuple[float, float]:
     peak_c = d.gpu.peak_tflops(d.compute) * 1e12
     peak_attn = d.gpu.peak_tflops("bf16") * 1e12
     gemm = prefill_gemm_flops(d, s) / (_prefill_gemm_efficiency(d) * peak_c) * 1e3
+    routed_ms = _routed_from_tables_ms(d, [s])
+    if routed_ms is not None:  # the routed experts at the tables' time, the rest at its rate
+        flops, _ = routed_expert_work(d, np.array([s]))
+        gemm = gemm - float(flops[0]) / (_prefill_gemm_efficiency(d) * peak_c) * 1e3 + float(routed_ms[0])
     attention = prefill_attention_flops(d, s) / (e.attention_compute * peak_attn) * 1e3
     activations = prefill_activation_bytes(d, s) / (e.bandwidth * bw) * 1e3
     comm = float(tp_communication_ms(d, s)) if d.tp > 1 else 0.0

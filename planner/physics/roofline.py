@@ -70,6 +70,15 @@ def _weights_read_bytes(d: Deployment, tokens: np.ndarray, include_head: bool = 
     return (shared + head) / d.tp + experts
 
 
+def routed_expert_work(d: Deployment, routed_tokens: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """The routed experts' share of a pass on the busiest GPU when the EP group routes `routed_tokens`
+    tokens: their matmul FLOPs and the expert weight bytes they read (0 for a dense model)."""
+    t = np.asarray(routed_tokens, dtype=float)
+    flops = _gemm_flops(d, 0.0, t, 0.0) * np.ones_like(t)
+    weight_bytes = _weights_read_bytes(d, t, include_head=False) - _weights_read_bytes(d, 0.0 * t, False)
+    return flops, weight_bytes
+
+
 def _gemm_flops(d: Deployment, tokens_per_group, tokens_routed, dense_params: float) -> np.ndarray:
     """Matmul FLOPs on the busiest GPU: each attention group's tokens through the TP-sharded weights, and
     the EP group's routed tokens through the local experts (uneven routing: the busiest GPU's share)."""
