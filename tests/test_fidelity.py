@@ -91,7 +91,8 @@ def test_engine_profiles_share_one_physics_and_fit_only_their_own_terms():
     assert not profiles()["engines"]["graph"].get("overheads")
     assert not profiles()["engines"]["graph"].get("production")
     fitted = {name for name, _, _ in DECODE_TERMS} | set(WEIGHT_TERMS.values()) | set(PREFILL_TERMS) | {
-        "ttft_overhead_ms", "ttft_per_running_ms", WEIGHT_ONLY_4BIT_TERM} | set(TIED_TERMS)
+        "ttft_overhead_ms", "ttft_per_running_ms", WEIGHT_ONLY_4BIT_TERM, "prefill_moe_from_tables",
+    } | set(TIED_TERMS)
     for gpu, allowed in (("a100-sxm-80gb", set(ENGINE_TERMS)), ("h100-sxm", set(ENGINE_TERMS) | fitted)):
         graph = engine_efficiency("graph", gpu).model_dump()
         for name in ENGINES:

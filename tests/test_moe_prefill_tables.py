@@ -1,5 +1,6 @@
-"""An MoE prefill's routed experts from the engine's kernel tables (issue 30: TensorRT-LLM's production prefill of
-DeepSeek-R1 ran its grouped expert GEMMs at the dense prefill rate, 2.1-2.5x faster than its tables on H200)."""
+"""An MoE prefill's routed experts from the engine's kernel tables (issue 30: TensorRT-LLM's production
+prefill of DeepSeek-R1 ran its grouped expert GEMMs at the dense prefill rate, 2.1-2.5x faster than its
+tables on H200)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def test_a_dense_model_or_a_gpu_without_tables_keeps_its_prefill():
     """Source: invariant: the flag moves only routed experts that some table measured. Llama-3.3-70B (no
     experts) on H200 and DeepSeek-R1 on MI355X (no tables) prefill exactly as without it."""
     lengths = np.array([256.0, 1024.0, 8192.0])
-    for args in (("llama-3.3-70b", "h200", 8, "fp8", "trt-llm"), ("deepseek-r1", "mi355x", 8, "fp8", "sglang")):
+    for args in (("llama-3.3-70b", "h200", 8, "fp8", "trt-llm"),
+                 ("deepseek-r1", "mi355x", 8, "fp8", "sglang")):
         on, off = _deployment(*args, True), _deployment(*args, False)
         assert np.array_equal(prefill(on, lengths).total_ms, prefill(off, lengths).total_ms), args
 
@@ -49,9 +51,12 @@ def test_the_routed_experts_take_the_tables_time_and_the_prefill_follows_its_tab
     key = tables_key(gpu, "trt-llm")
     assert key is not None
     assert np.all(step.gemm_ms >= routed_moe_ms(on, key, lengths))
-    kernels = prefill(with_efficiency(on, with_kernel_tables(on.efficiency, gpu, "trt-llm")), lengths).total_ms
+    tables_eff = with_kernel_tables(on.efficiency, gpu, "trt-llm")
+    assert tables_eff is not None
+    kernels = prefill(with_efficiency(on, tables_eff), lengths).total_ms
     ratio = step.total_ms / kernels
-    off = prefill(_deployment("deepseek-r1", gpu, tp, weights, "trt-llm", False, ep), lengths).total_ms / kernels
+    off_d = _deployment("deepseek-r1", gpu, tp, weights, "trt-llm", False, ep)
+    off = prefill(off_d, lengths).total_ms / kernels
     assert np.all((ratio > 0.65) & (ratio < 1.35)), ratio
     assert np.all(np.abs(np.log(ratio)) <= np.abs(np.log(off)) + 0.05), (ratio, off)
 

@@ -33,6 +33,7 @@ from collections import Counter
 from typing import Any, Protocol
 
 from planner.core.precision import bits_per_value
+from planner.physics.kernel_tables import kernel_terms
 from planner.physics.latency import weight_bandwidth_efficiency
 from planner.physics.roofline import decode_work
 
@@ -142,11 +143,28 @@ _SOURCES = {
     "layer_overhead_us": "per-layer kernel cost measured in CUDA graphs on H100/H200 (the graph physics)",
     "moe_layer_overhead_us": "extra MoE-layer kernels measured on H100/H200 (the graph physics)",
     "allreduce_latency_us": "NCCL all-reduce latency measured on H100/H200 (the graph physics)",
-    "step_overhead_us": "the engine profile's per-step host cost",
+    "step_overhead_us": "the engine profile's per-step host cost (no kernel-table host cost)",
     "ep_overlap": "the planned default: the other micro-batch's compute hides the all-to-alls",
     "alltoall_latency_us": "the planned default: the all-reduce's latency",
 }
 _WEIGHT_SOURCE = "weight streaming measured on H100/H200 (the graph physics)"
+
+
+def host_cost_us(engine: str, generation: str) -> tuple[float, str] | None:
+    """The engine's per-step host cost as the kernel-table predictor fitted it (planner/data/kernel_tables/
+    kernel_terms.json: the end-to-end time its measured kernels leave, fitted per engine x generation on
+    every architecture family, held out by family): the one term of a step the tables cannot see. A
+    generation without tables (CDNA) takes the mean of the engine's NVIDIA generations (the same engine's
+    CPU-side scheduling, sampling and detokenizing)."""
+    own = kernel_terms(engine, generation)
+    if own is not None:
+        return float(own["step_overhead_us"]), f"the kernel-table predictor's host cost on {generation}"
+    others = [kernel_terms(engine, g) for g in ("hopper", "blackwell")]
+    values = [float(t["step_overhead_us"]) for t in others if t is not None]
+    if not values:
+        return None
+    return (sum(values) / len(values),
+            "the mean of the kernel-table predictor's host costs on Hopper and Blackwell (no tables here)")
 
 
 def held_value(term: str, generation: str, planned: Any, side: str | None = None,
@@ -154,6 +172,9 @@ def held_value(term: str, generation: str, planned: Any, side: str | None = None
     """The value a term the runs cannot pin is held at, and its source. `term` is a decode term or
     'precision:streaming term'; `side`: 'low' or 'high' where the fit drove it to that bound (`bound`)."""
     name = term.split(":")[-1]
+    host = host_cost_us(planned.name, generation) if name == "step_overhead_us" and side != "low" else None
+    if host is not None:
+        return host
     vendor = "cdna" if generation.startswith("cdna") else "nvidia"
     if ":" in term and side == "high":
         source = ("the most a plain HBM read reaches: measured on H100 0.89-0.91, H200 0.87 "
