@@ -27,7 +27,7 @@ from planner.core.efficiency import EngineEfficiency
 from planner.core.model_shapes import ModelSpec
 from planner.engines.base import ENGINES
 from planner.engines.profile_records import EXTRAPOLATED, band_quantiles
-from planner.engines.profiles import gpu_generation
+from planner.engines.profiles import gpu_generation, profiles
 from planner.physics import latency
 from planner.physics.kernel_step import tables_key
 from planner.physics.kernel_tables import kernel_terms
@@ -89,7 +89,11 @@ def with_kernel_tables(efficiency: EngineEfficiency, gpu_id: str | None,
     key = tables_key(gpu_id, engine)
     if key is None:
         return None
-    return efficiency.model_copy(update={"kernel_tables": key, **kernel_host_terms(gpu_id, engine)})
+    # issue 30: the expert all-to-all's terms fitted on this predictor's own residuals, where the engine's
+    # production record holds them (tools/fit_production_engines.ep_terms_from_tables)
+    record = profiles()["engines"][engine].get("production", {}).get(gpu_generation(gpu_id) or "", {})
+    return efficiency.model_copy(update={"kernel_tables": key, **kernel_host_terms(gpu_id, engine),
+                                         **record.get("kernel_table_terms", {})})
 
 
 def kernel_host_terms(gpu_id: str | None, engine: str) -> dict[str, float]:
