@@ -278,5 +278,5 @@ def routed_moe_ms(d: Deployment, key: str, routed_tokens: npt.ArrayLike) -> npt.
     expert_tp = 1 if d.ep > 1 else d.tp
     tokens = np.asarray(routed_tokens, dtype=float)
     per_layer = t.moe_ms(moe_dt, tokens, m.d_model, m.moe.d_ff_expert, m.moe.top_k, m.moe.n_experts,
-                         expert_tp, max(d.ep, 1))
+                         expert_tp, max(d.ep, 1), _moe_table(d, t, moe_dt))
     return np.asarray((m.n_layers - m.moe.first_dense_layers) * per_layer, dtype=float)
