@@ -19,7 +19,8 @@ from planner.scenario.scenario import parse_scenario, resolve
 def _deployment(model: str, gpu: str, tp: int, weights: str, engine: str, from_tables: bool, ep: int = 1):
     d = resolve(parse_scenario({"model": model, "gpu": gpu, "tp": tp, "ep": ep, "weights": weights,
                                 "kv_cache": "fp8", "engine": engine}))
-    e = engine_efficiency(engine, gpu, weights).model_copy(update={"prefill_moe_from_tables": from_tables})
+    share = float(from_tables)
+    e = engine_efficiency(engine, gpu, weights).model_copy(update={"prefill_moe_from_tables": share})
     return with_efficiency(d, e)
 
 

@@ -196,7 +196,7 @@ def load_runs(path: Path = RUNS_CSV, exclude_models: frozenset[str] = frozenset(
                 **{
                     **physics_values(str(row["gpu"])),
                     **profiles()["engines"][scenario.engine].get("overheads", {}),
-                    "prefill_moe_from_tables": scenario.engine in PREFILL_MOE_FROM_TABLES,
+                    "prefill_moe_from_tables": float(scenario.engine in PREFILL_MOE_FROM_TABLES),
                     "name": scenario.engine,
                 }
             ),

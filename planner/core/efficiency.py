@@ -80,12 +80,14 @@ class EngineEfficiency(BaseModel):
         default=1.0, ge=0.01, le=1, description="prefill GEMMs in fp8/int8, fraction of that precision's peak"
     )
     # issue 30: an MoE layer's routed experts in prefill run grouped GEMMs of a few dozen tokens per expert at
-    # 0.04-0.28 of the peak in the engines' kernel tables, where a dense prefill GEMM reaches 0.6-0.9: True
-    # takes their time from the tables of the GPU x engine (planner.physics.kernel_step.routed_moe_ms) where
-    # those exist, the rest of the prefill from these fractions of peak
-    prefill_moe_from_tables: bool = Field(
-        default=False,
-        description="routed experts' prefill time from the engine's kernel tables where they exist",
+    # 0.04-0.28 of the peak in the engines' kernel tables, where a dense prefill GEMM reaches 0.6-0.9: 1 takes
+    # their time from the tables of the GPU x engine (planner.physics.kernel_step.routed_moe_ms) where those
+    # exist, the rest of the prefill from these fractions of peak (a number, as every efficiency value is:
+    # calibration profiles scale and store them as numbers)
+    prefill_moe_from_tables: float = Field(
+        default=0.0, ge=0, le=1,
+        description="share of the routed experts' prefill time taken from the engine's kernel tables where "
+                    "they exist (1: all; 0: none, the prefill GEMM rate; between: that mix)",
     )
     prefill_smoothing: float = Field(
         default=0.0, ge=0, le=64, description="p of the p-norm joining a prefill's compute and memory time"

@@ -82,7 +82,7 @@ def _engine_efficiency(engine: str, gpu_id: str | None, weights: str | None) -> 
     overheads = profiles()["engines"][engine].get("overheads", {})
     record = profiles()["engines"][engine].get("production", {}).get(gpu_generation(gpu_id) or "", {})
     # issue 30: the record's MoE prefill takes the routed experts from the engine's kernel tables
-    tables = {"prefill_moe_from_tables": True} if record.get("prefill_moe_from_tables") else {}
+    tables = {"prefill_moe_from_tables": 1.0} if record.get("prefill_moe_from_tables") else {}
     return EngineEfficiency(
         **{**physics_values(gpu_id), **overheads, **production_terms(engine, gpu_id, weights), **tables,
            "name": engine}

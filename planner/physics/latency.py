@@ -195,10 +195,18 @@ def _routed_from_tables_ms(d: Deployment,
     """An MoE prefill's routed experts, every MoE layer, from the engine's kernel tables
     (`prefill_moe_from_tables`); None where the efficiency does not ask for it or the GPU x engine has
     none."""
-    if not d.efficiency.prefill_moe_from_tables or d.model.moe is None:
+    share = d.efficiency.prefill_moe_from_tables
+    if share <= 0 or d.model.moe is None:
         return None
     key = kernel_step.tables_key(getattr(d.gpu, "id", None), d.efficiency.name)  # a custom GPU has none
-    return None if key is None else kernel_step.routed_moe_ms(d, key, routed_tokens)
+    if key is None:
+        return None
+    tables_ms = kernel_step.routed_moe_ms(d, key, routed_tokens)
+    if share >= 1:
+        return tables_ms
+    flops, _ = routed_expert_work(d, routed_tokens)
+    at_rate_ms = flops / (_prefill_gemm_efficiency(d) * d.gpu.peak_tflops(d.compute) * 1e12) * 1e3
+    return np.asarray(share * tables_ms + (1 - share) * at_rate_ms, dtype=float)
 
 
 def prefill(d: Deployment, prompt_len: npt.ArrayLike, busy_groups: int = 1) -> StepTime:
