@@ -239,15 +239,6 @@ def _sglang_dsr1_recipe(gpu: str, weights: str, tp: int, lengths: tuple[int, int
     return {}
 
 
-def _weight_only_compute(row: pd.Series) -> dict[str, str]:
-    """MXFP4 weights on a GPU without fp4 tensor cores (gpt-oss on Hopper): the engines run them weight-only,
-    dequantized to bf16 math (vLLM's and TensorRT-LLM's MXFP4 MoE kernels there)."""
-    if str(row["weights"]) != "fp4":
-        return {}
-    gpu = load_catalog().get(str(row["gpu"]))
-    return {} if gpu is None or "fp4" in gpu.tflops else {"compute": "bf16"}
-
-
 def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     """The planner scenario of a published run. SGLang's and TensorRT-LLM's attention data parallelism
     (`dp_attention`) is the planner's EP layout with attention groups of tp / dp GPUs: TP 1 attention."""
@@ -260,8 +251,7 @@ def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     kv = kv if kv not in ("", "nan") else str(recipe.get("kv_cache", ""))
     scenario: dict[str, Any] = {
         "model": row["model_preset"], "gpu": row["gpu"], "tp": tp, "ep": ep,
-        "weights": row["weights"], **_weight_only_compute(row),
-        "kv_cache": kv if kv in ("fp8", "bf16", "fp16") else "bf16",
+        "weights": row["weights"], "kv_cache": kv if kv in ("fp8", "bf16", "fp16") else "bf16",
         "engine": engine or PLANNED_ENGINES[row["engine"]],
         "prompt_len": prompt, "output_len": output, "context_len": prompt + output,
         "load": {"concurrency": concurrency},

@@ -62,7 +62,7 @@ from planner.physics.latency import decode_step, is_weight_only_4bit  # noqa: E4
 from planner.physics.memory import MemoryPlan, plan_memory  # noqa: E402
 from planner.physics.step_predictor import with_kernel_tables  # noqa: E402
 from planner.scenario.scenario import Scenario, parse_scenario, resolve  # noqa: E402
-from tools.engine_fidelity import RUNS_CSV, scenario_for, skip_reason  # noqa: E402
+from tools.engine_fidelity import RUNS_CSV, scenario_for, skip_reason, validation_only  # noqa: E402
 from tools.optimize import nelder_mead  # noqa: E402
 from tools.production_evidence import (  # noqa: E402
     MIN_EVIDENCE_RUNS,
@@ -178,7 +178,9 @@ def load_runs(path: Path = RUNS_CSV, exclude_models: frozenset[str] = frozenset(
     gpus = set(catalog)
     runs = []
     for _, row in frame.iterrows():
-        if skip_reason(row, gpus) is not None:
+        # GPUStack's lab rows and every burst are validation only (tools.engine_fidelity.validation_only):
+        # predicted and scored by tools.validate_predictors and tools.ttft_accuracy, never fitted
+        if skip_reason(row, gpus) is not None or validation_only(row):
             continue
         tpot_mean, tpot_median = row.get("tpot_mean_ms"), row.get("tpot_median_ms")
         has_mean = pd.notna(tpot_mean)
