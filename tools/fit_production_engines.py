@@ -178,9 +178,7 @@ def load_runs(path: Path = RUNS_CSV, exclude_models: frozenset[str] = frozenset(
     gpus = set(catalog)
     runs = []
     for _, row in frame.iterrows():
-        # GPUStack's lab rows and every burst are validation only (tools.engine_fidelity.validation_only):
-        # predicted and scored by tools.validate_predictors and tools.ttft_accuracy, never fitted
-        if skip_reason(row, gpus) is not None or validation_only(row):
+        if skip_reason(row, gpus) is not None:
             continue
         tpot_mean, tpot_median = row.get("tpot_mean_ms"), row.get("tpot_median_ms")
         has_mean = pd.notna(tpot_mean)
@@ -657,6 +655,9 @@ def main(argv: list[str] | None = None) -> int:
         write_records(pd.read_csv(args.residuals))
         return 0
     runs = load_runs(args.runs, frozenset(m for m in args.exclude_models.split(",") if m))
+    # GPUStack's lab rows and every burst are validation only (tools.engine_fidelity.validation_only):
+    # tools.validate_predictors (which reads them through load_runs) and tools.ttft_accuracy score them
+    runs = [r for r in runs if not validation_only(r.row)]
     fits = [fit_group(members, e, g, kernel_ep=True) for (e, g), members in sorted(groups(runs).items())
             if len(members) >= MIN_GROUP_ROWS]
     by_key = {(f.engine, f.generation): f for f in fits}
