@@ -9,6 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpu_catalog import get_gpu
+from planner.serving import goodput_search
 from planner.serving.interference_bound import quiet_window_limit
 from planner.serving.sizing import FamilyResult, _evaluate, _families, _prepare, parse_sizing
 
@@ -75,14 +77,21 @@ def test_quiet_window_limit():
     assert quiet_window_limit(50) is None
 
 
-def test_interference_raises_issue9s_floors():
+def test_interference_raises_issue9s_floors(monkeypatch):
     """Source: hand: issue 9's qwen3-235b-a22b on MI350X TP2 fp8 (20 req/s, 2,000 + 400 tokens, p90
-    ITL 60 ms): its prompt (48 ms of work) cannot ride within ITL, so the p90 token must see an iteration
-    without prompts, which holds the window at 0.22 arrivals: the floor rises from 2 replicas' price to 3
-    (the family's confirmed rate, 2.99 req/s, needs 7); the floor still holds under it."""
+    ITL 60 ms): its prompt cannot ride within ITL, so the p90 token must see an iteration without prompts,
+    which holds the window at 0.22 arrivals: the floor rises from the 2 replicas the rate alone needs to 4
+    (2026-11-27 profiles; the family's cheapest fleet has 8 replicas at 2.5 req/s each); the floor is a
+    whole number of replicas at the catalog price and still holds under the cheapest fleet."""
     request = {"model": "qwen3-235b-a22b", "gpus": ["mi350x"], "tp": [2], "weights": ["fp8"],
                "kv_cache": ["bf16"], "slo": {"ttft_ms": 2000.0, "itl_ms": 60.0},
                "traffic": {"requests_per_s": 20.0, "prompt_len": 2000, "output_len": 400}}
     [(bound, floor, cheapest)] = _floors_and_cheapest(request)
-    replica_usd = cheapest / 7  # 2 GPUs at the catalog price
-    assert bound == floor == pytest.approx(3 * replica_usd, rel=1e-12)
+    monkeypatch.setattr(goodput_search, "quiet_window_limit", lambda percentile: None)
+    [(_, plain_floor, plain_cheapest)] = _floors_and_cheapest(request)
+    replica_usd = 2 * get_gpu("mi350x").usd_per_hour  # 2 GPUs at the catalog price
+    assert plain_cheapest == cheapest  # the bound prunes, it never changes a fleet
+    assert bound == floor <= cheapest
+    assert floor / replica_usd == pytest.approx(round(floor / replica_usd), rel=1e-12)
+    assert plain_floor / replica_usd == pytest.approx(2, rel=1e-12)
+    assert floor >= 2 * plain_floor
