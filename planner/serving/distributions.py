@@ -208,6 +208,32 @@ def bisection_midpoints(lo: float, hi: float, depth: int) -> list[float]:
     return mids
 
 
+def walk_bisection_tree(lo: float, hi: float, mids: list[float], above, depth: int) -> tuple[float, float]:
+    """The `depth` steps of a bisection of [lo, hi] that bisection_midpoints(lo, hi, depth)'s `mids` foresaw:
+    `above[i]`: whether the answer lies above mids[i] (the step keeps (mid, hi)). The same cell as the steps
+    taken one at a time."""
+    node = 0
+    for _ in range(depth):
+        if above[node]:
+            lo, node = mids[node], 2 * node + 2
+        else:
+            hi, node = mids[node], 2 * node + 1
+    return lo, hi
+
+
+def bisect_by_trees(lo: float, hi: float, steps: int, depth: int, above) -> tuple[float, float]:
+    """`steps` bisection steps of [lo, hi], the midpoints of `depth` steps judged in one call:
+    `above(lo, hi, depth, mids)` says for each midpoint whether the answer lies above it (elementwise, so
+    each midpoint's verdict is its own). Returns the final cell."""
+    done = 0
+    while done < steps:
+        d = min(depth, steps - done)
+        mids = bisection_midpoints(lo, hi, d)
+        lo, hi = walk_bisection_tree(lo, hi, mids, above(lo, hi, d, mids), d)
+        done += d
+    return lo, hi
+
+
 QUANTILE_DEPTH = 3  # bisection steps of quantile() whose midpoints one cdf call judges
 
 
@@ -232,12 +258,7 @@ def quantile(cdf, probability, high_ms, grid: int = 32, refine: int = 14) -> np.
         trees = [bisection_midpoints(a, b, depth) for a, b in zip(lo, hi, strict=True)]
         below = cdf(np.array([mid for tree in trees for mid in tree])).reshape(len(trees), -1) < prob[:, None]
         for j, tree in enumerate(trees):
-            node = 0
-            for _ in range(depth):
-                if below[j, node]:
-                    lo[j], node = tree[node], 2 * node + 2
-                else:
-                    hi[j], node = tree[node], 2 * node + 1
+            lo[j], hi[j] = walk_bisection_tree(lo[j], hi[j], tree, below[j], depth)
         done += depth
     return 0.5 * (np.array(lo) + np.array(hi))
 

@@ -16,7 +16,7 @@ from planner.serving.distributions import (
     NO_PERCENTILES,
     QUANTILE_DEPTH,
     Percentiles,
-    bisection_midpoints,
+    bisect_by_trees,
     itl_cdf,
     latency_percentiles,
     mean_itl_ms,
@@ -58,18 +58,8 @@ def rate_for_concurrency(m: ReplicaModel, concurrency: float, max_running=None) 
         lo, hi = float(rates[above[0] - 1]), float(rates[above[0]])
     # 20 bisection steps (the grid cell is 1/120 of capacity: 2^-20 of it is plenty), the midpoints of
     # three steps judged in one call (in_system is elementwise): the same midpoints, the same answer
-    done = 0
-    while done < 20:
-        depth = min(QUANTILE_DEPTH, 20 - done)
-        tree = bisection_midpoints(lo, hi, depth)
-        below = in_system(np.array(tree)) < concurrency
-        node = 0
-        for _ in range(depth):
-            if below[node]:
-                lo, node = tree[node], 2 * node + 2
-            else:
-                hi, node = tree[node], 2 * node + 1
-        done += depth
+    lo, hi = bisect_by_trees(lo, hi, 20, QUANTILE_DEPTH,
+                             lambda _lo, _hi, _depth, mids: in_system(np.array(mids)) < concurrency)
     return 0.5 * (lo + hi), True
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.core.deployment import Deployment
-from planner.serving.distributions import NO_PERCENTILES, Percentiles, bisection_midpoints
+from planner.serving.distributions import NO_PERCENTILES, Percentiles, bisect_by_trees
 from planner.serving.goodput_search import GoodputSearch, LoadPoints
 from planner.serving.replica import ReplicaModel, Workload, replica_model
 from planner.serving.slot_wait import (
@@ -44,20 +44,12 @@ def tpot_goodput_per_ms(m: ReplicaModel, tpot_ms: float | None, steps: int = 40,
     if ok.all():
         return float(rates[-1])
     last = int(np.argmin(ok)) - 1
-    lo, hi = float(rates[last]), float(rates[last + 1])
-    done = 0
-    while done < steps:  # the bisection's midpoints TREE_DEPTH steps at a time, each rate's figures its own
-        depth = min(TREE_DEPTH, steps - done)
-        mids = bisection_midpoints(lo, hi, depth)
+    # the bisection's midpoints TREE_DEPTH steps at a time, each rate's figures its own
+    def within(lo: float, hi: float, depth: int, mids: list[float]) -> np.ndarray:
         point = shared.point(("tree", lo, hi, depth), np.array(mids), elementwise=True)
-        within = np.asarray(point.iteration_ms) <= tpot_ms
-        node = 0
-        for _ in range(depth):
-            if within[node]:
-                lo, node = mids[node], 2 * node + 2
-            else:
-                hi, node = mids[node], 2 * node + 1
-        done += depth
+        return np.asarray(point.iteration_ms) <= tpot_ms
+
+    lo, _ = bisect_by_trees(float(rates[last]), float(rates[last + 1]), steps, TREE_DEPTH, within)
     return lo
 
 

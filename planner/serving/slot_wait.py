@@ -26,7 +26,7 @@ import numpy as np
 from planner.serving.distributions import (
     PERCENTILES,
     Percentiles,
-    bisection_midpoints,
+    bisect_by_trees,
     e2e_distribution,
     quantile,
     ttft_distribution,
@@ -249,17 +249,7 @@ def goodput_with_slot_wait(m: ReplicaModel, goodput_per_ms: float, percentile: i
     if plan_slot_wait(m, goodput_per_ms, chain)[0] <= NEGLIGIBLE_WAIT or within_ttft_with_slot_wait(
             m, goodput_per_ms, percentile, ttft_ms, chain, figures):
         return goodput_per_ms
-    lo, hi = 0.0, goodput_per_ms
-    done = 0
-    while done < steps:
-        depth = min(SLOT_TREE_DEPTH, steps - done)
-        mids = bisection_midpoints(lo, hi, depth)
-        within = within_ttft_over_rates(m, np.array(mids), percentile, ttft_ms, chain)
-        node = 0
-        for _ in range(depth):
-            if within[node]:
-                lo, node = mids[node], 2 * node + 2
-            else:
-                hi, node = mids[node], 2 * node + 1
-        done += depth
+    slots = chain
+    lo, _ = bisect_by_trees(0.0, goodput_per_ms, steps, SLOT_TREE_DEPTH, lambda _lo, _hi, _depth, mids:
+                            within_ttft_over_rates(m, np.array(mids), percentile, ttft_ms, slots))
     return lo
