@@ -1,4 +1,3 @@
-import gc
 import os
 import sys
 
@@ -7,16 +6,13 @@ import sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-# One command per process: what the imports build lives until exit, so the collector need not walk it
-# (the imports run with the young generation collected rarely, then gc.freeze), and a sizing request makes
-# hundreds of thousands of short-lived objects and few cycles, so the young generation is collected less
-# often (mypy's setting for the same reason). Issue 9's request: 1.87 s wall before, 1.56-1.67 s after
-# (benchmarks/test_bench_modes.py). At 100,000 the young generation was still collected 6-7 times over that
-# request, walking the memo's live figures each time (~30 ms of CPU, 2,748 objects freed); at 250,000 its
-# collections take under 1 ms in all and the peak memory is the same (106 MB; issue 31).
-gc.set_threshold(250_000, 50, 100)
+# One command per process: the collector settings of planner.core.one_request (issue 9's request: 1.87 s
+# wall before, 1.56-1.67 s after, benchmarks/test_bench_modes.py).
+from planner.core.one_request import collect_rarely, freeze_imports  # noqa: E402
+
+collect_rarely()
 
 from planner.contract.cli import main  # noqa: E402  (after the BLAS and collector settings)
 
-gc.freeze()
+freeze_imports()
 sys.exit(main())

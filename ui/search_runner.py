@@ -157,12 +157,16 @@ def _tool(name: str) -> Any:
 
 
 def main() -> int:
-    """The child: one request on stdin, one JSON answer on stdout."""
+    """The child: one request on stdin, one JSON answer on stdout (the CLI's collector settings,
+    planner.core.one_request: issue 9's search 2.54-2.60 s of CPU before, issue 31)."""
     _limit_self()
     from planner.core.errors import loads_json
+    from planner.core.one_request import collect_rarely, freeze_imports
 
+    collect_rarely()
     try:
         tool = _tool(sys.argv[1] if len(sys.argv) > 1 else "size")
+        freeze_imports()
         answer: Any = tool(loads_json(sys.stdin.buffer.read(), "request"))
     except ScenarioError as err:
         answer = {"error": {"field": err.field, "reason": err.reason}}
