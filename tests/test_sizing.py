@@ -194,7 +194,8 @@ def test_objectives_no_gpu_can_meet_give_a_clear_answer():
     r = size({**REQUEST, "slo": {"ttft_ms": 1.0, "itl_ms": 0.5}})
     assert r["options"] == [] and r["feasible"] == 0
     assert all(i["reason"] for i in r["infeasible"])
-    assert any("p90 ITL at a trickle" in i["reason"] for i in r["infeasible"])
+    # the step table alone shows it (goodput_search.trickle_miss): the decode step against the ITL objective
+    assert any("decode step" in i["reason"] and "p90 ITL (0.5 ms" in i["reason"] for i in r["infeasible"])
 
 
 def test_model_that_fits_nowhere():

@@ -248,6 +248,36 @@ def rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: 
     return 1.01 * n / ((output_len - 1) * float(step_ms[last]) + n * 0.99 * work_ms) * 1000.0
 
 
+def decode_step_caps_ms(objective: SizingObjective, arrival_cv: float) -> tuple[float, float]:
+    """(ITL cap, decode-step cap), ms: the most a decode step may take for the ITL objective to hold
+    confirmed, the objective over the band's least ratio (1 + the validated agreement) where the arrivals have
+    a simulated class, and for both ITL and mean TPOT (a TPOT is at least the decode step)."""
+    itl_cap_ms = objective.itl_ms if objective.itl_ms is not None else math.inf
+    if arrival_class(arrival_cv) is not None:
+        itl_cap_ms /= 1.0 + AGREEMENT[f"p{objective.percentile}"]
+    return itl_cap_ms, min(itl_cap_ms, objective.tpot_ms or math.inf)
+
+
+def trickle_miss(steps: StepTable, objective: SizingObjective, arrival_cv: float,
+                 output_len: int) -> str | None:
+    """Why no rate of a replica meets the objective, read off its decode-step table alone, or None where the
+    table does not show it. rate_bound_per_s's certificate: an ITL percentile of 50 or more is at least the
+    decode step D(N) of the decoding population, and D(N) >= min over N of the table, so where even that
+    minimum is over the decode-step cap (decode_step_caps_ms), every rate misses ITL (or mean TPOT), and the
+    family needs no serving model to say so (issue 31: a request with a tight ITL objective evaluated
+    thousands of such families one by one, 5.5 s of CPU)."""
+    itl_cap_ms, decode_cap_ms = decode_step_caps_ms(objective, arrival_cv)
+    fastest_ms = float(np.min(steps[1]))
+    if output_len <= 1 or not fastest_ms > decode_cap_ms:
+        return None
+    if objective.tpot_ms is not None and objective.tpot_ms <= itl_cap_ms:
+        return f"its fastest decode step is {fastest_ms:.1f} ms > {objective.tpot_ms:g} ms mean TPOT"
+    pct, itl_ms = objective.percentile, objective.itl_ms
+    margin = "" if itl_cap_ms == itl_ms else (
+        f" ({itl_ms:g} ms less the simulated range's {AGREEMENT[f'p{pct}']:.0%} margin)")
+    return f"its fastest decode step is {fastest_ms:.1f} ms > {itl_cap_ms:.1f} ms for p{pct} ITL{margin}"
+
+
 def confirmed_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int, work_ms: float,
                           steps: StepTable | None, objective: SizingObjective,
                           shape: tuple[float, bool, str], max_utilization: float | None,
@@ -264,10 +294,7 @@ def confirmed_bound_per_s(d: Deployment, context: float, max_batch: int, output_
     iterations (planner.serving.interference_bound)."""
     banded = arrival_class(shape[0]) is not None
     pct = objective.percentile
-    decode_cap_ms = objective.itl_ms if objective.itl_ms is not None else math.inf
-    if banded:
-        decode_cap_ms /= 1.0 + AGREEMENT[f"p{pct}"]
-    itl_cap_ms, decode_cap_ms = decode_cap_ms, min(decode_cap_ms, objective.tpot_ms or math.inf)
+    itl_cap_ms, decode_cap_ms = decode_step_caps_ms(objective, shape[0])
     bound = rate_bound_per_s(d, context, max_batch, output_len, decode_cap_ms, work_ms, steps)
     top = rate_bound_per_s(d, context, max_batch, output_len, math.inf, work_ms, steps)
     if bound is None or top is None:

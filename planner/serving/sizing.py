@@ -43,7 +43,7 @@ from planner.serving.confirmed_rate import (
 )
 from planner.serving.cost_cutoff import CostCutoff
 from planner.serving.floor_order import FloorOrder
-from planner.serving.goodput_search import confirmed_bound_per_s, itl_percentiles
+from planner.serving.goodput_search import confirmed_bound_per_s, itl_percentiles, trickle_miss
 from planner.serving.interference_bound import first_chunk_work_ms
 from planner.serving.layout_memo import LayoutMemo, layout_key
 from planner.serving.pareto import pareto_mask
@@ -175,6 +175,7 @@ class _Prepared:
     floor_bound_usd_per_hour: float
     cost_floor_usd_per_hour: Callable[[], float]
     prefill_work: PrefillWork | None = None  # the layout's prefill work (LayoutMemo.prefill_work)
+    trickle_miss: str | None = None  # why no rate meets the objective, where the step table shows it
 
 
 @functools.lru_cache(maxsize=4096)
@@ -229,7 +230,8 @@ def _prepare(req: SizingRequest, fam: LayoutCandidate,
     return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own,
                      floor(memo.prefill_work_floor_ms(key, d, t.prompt_len, cached)),
                      lambda: floor(memo.prefill_work_ms(key, d, t.prompt_len, cached)),
-                     memo.prefill_work(key, d))
+                     memo.prefill_work(key, d),
+                     trickle_miss(steps, objective_of(req), float(t.arrival_cv), t.output_len))
 
 
 def evaluate_family(req: SizingRequest, fam: LayoutCandidate, lazy: bool = False) -> FamilyResult:
@@ -375,7 +377,11 @@ def _prepared_families(req: SizingRequest, hints: list[dict[str, Any]] | None,
 def _search_family(req: SizingRequest, prep: _Prepared, lazy: bool, defer: bool, rows: list[dict[str, Any]],
                    infeasible: list[dict[str, str]], pending: list, above_usd: float) -> list[float]:
     """One family of `search`: its rows (deferred ones, ITL unranked, go to `pending`) and their $/hour;
-    `above_usd`: the max_options-th cheapest $/hour found so far (_confirmed)."""
+    `above_usd`: the max_options-th cheapest $/hour found so far (_confirmed). A family whose step table
+    already shows that no rate meets the objective (goodput_search.trickle_miss) says so unplanned."""
+    if prep.trickle_miss is not None:
+        infeasible.append({"candidate": _label(prep.fam), "reason": prep.trickle_miss})
+        return []
     m = _replica_model(prep)
     confirmed = _confirmed(req, prep, m, above_usd)
     if defer and lazy and confirmed.lo > 0:  # the fleet costs are settled; ITL waits until it ranks
