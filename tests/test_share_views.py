@@ -210,3 +210,43 @@ def test_a_sidebar_input_hidden_and_shown_again_keeps_its_value():
     link = query(at)
     assert json.loads(link["load"])["request_rate"] == 2.0
     assert json.loads(link["speculative"])["draft_tokens"] == 3
+
+
+def test_the_fleet_views_take_the_sidebars_tpot_objective_and_traffic_shape():
+    """The sidebar's whole objective and traffic reach Size a fleet and Power & fleets: a mean TPOT bound of
+    25 ms and bursty arrivals (CV 1.5) set on the sidebar fill the sizing form's TPOT input, go into the
+    search it runs (`slo.tpot_ms`, `traffic.arrival_cv`) and are named beside the power tools' inputs
+    (before, the fleet views took only TTFT, ITL and the percentile: the sizing form said "0: none" for TPOT
+    and sized Poisson arrivals while the Plan view judged 25 ms and CV 1.5).
+    Source: ui: the app's views (issue 31 item 4: each view starts from the sidebar's objective, traffic)."""
+    at = run_app()
+    at.sidebar.number_input(key="slo_tpot").set_value(25.0).run()
+    at.sidebar.number_input(key="arrival_cv").set_value(1.5).run(timeout=TIMEOUT)
+    _view(at, "Size a fleet")
+    assert at.session_state["sz_tpot"] == 25.0
+    at.multiselect(key="sz_gpus").set_value(["h200"])
+    at.multiselect(key="sz_tp").set_value([4])
+    press_find(at)
+    assert not at.exception
+    request = at.session_state["sz_request"]
+    assert request["slo"]["tpot_ms"] == 25.0 and request["traffic"]["arrival_cv"] == 1.5
+    assert any("arrival CV 1.5" in m.value and "mean TPOT ≤ 25.0 ms" in m.value for m in at.markdown)
+    _view(at, "Power & fleets")
+    assert any("mean TPOT ≤ 25 ms, arrival CV 1.5" in c.value for c in at.caption)
+
+
+def test_a_sizing_link_keeps_its_traffic_shape_through_the_search():
+    """A sizing link whose traffic is bursty (`arrival_cv` 2.5) sizes bursty traffic when its button is
+    pressed, and the link the page writes back still carries it (before, the form rebuilt `traffic` from its
+    three inputs: the search ran Poisson arrivals and the rewritten link dropped the CV).
+    Source: ui: the app's sizing link round trip (issue 31 item 4: a share link reproduces every view)."""
+    request = {"model": "llama-3.1-8b", "gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"],
+               "kv_cache": ["bf16"], "slo": {"ttft_ms": 800.0, "itl_ms": 30.0, "percentile": 90},
+               "traffic": {"requests_per_s": 10.0, "prompt_len": 1000, "output_len": 300, "arrival_cv": 2.5}}
+    at = run_app({"view": "size", "size": json.dumps(request)})
+    press_find(at)
+    assert not at.exception
+    assert at.session_state["sz_request"]["traffic"]["arrival_cv"] == 2.5
+    options = at.session_state["sz_result"]["options"]
+    assert options and all(o["scenario"]["load"]["arrival_cv"] == 2.5 for o in options)
+    assert json.loads(query(at)["size"])["traffic"]["arrival_cv"] == 2.5

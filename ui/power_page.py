@@ -92,19 +92,24 @@ def _common(prefix: str, catalog: dict[str, Any], gpus: list[str]) -> dict[str, 
     same = model == wl["model"] or model == SIDEBAR_MODEL
     request: dict[str, Any] = {
         "model": wl["model"] if model == SIDEBAR_MODEL else model,
-        "slo": {"ttft_ms": float(ttft), "itl_ms": float(itl), "percentile": int(wl["slo"]["percentile"])},
+        "slo": {"ttft_ms": float(ttft), "itl_ms": float(itl), "percentile": int(wl["slo"]["percentile"]),
+                **({"tpot_ms": wl["slo"]["tpot_ms"]} if wl["slo"].get("tpot_ms") else {})},
         "gpus": chosen or gpus,
     }
     if same:  # the sidebar's precisions and context belong to its model
         request.update(weights=[wl["weights"]], kv_cache=[wl["kv_cache"]])
         if wl.get("context_len"):
             request["context_len"] = int(wl["context_len"])
+    shape = shared_scenario.shape_words(wl.get("shape") or {})
     st.caption(
         f"From the sidebar: {'its model' if same else 'another model'}, "
         + (f"{wl['weights']} weights and {wl['kv_cache']} KV cache, " if same else "")
-        + f"objective at p{wl['slo']['percentile']}; change the sidebar and these follow."
+        + f"objective at p{wl['slo']['percentile']}"
+        + (f" with mean TPOT ≤ {wl['slo']['tpot_ms']:g} ms" if wl["slo"].get("tpot_ms") else "")
+        + (f", {shape}" if shape else "")
+        + "; change the sidebar and these follow."
     )
-    return {"request": request, "rps": float(rps)}
+    return {"request": request, "rps": float(rps), "shape": dict(wl.get("shape") or {})}
 
 
 def _run(fn: Any, request: dict[str, Any], key: str) -> None:
@@ -165,7 +170,7 @@ def _power_sizing(catalog: dict[str, Any]) -> None:
     source = c2[1].selectbox("kW per GPU", list(SOURCES), key="pw_source", **KEEP, format_func=SOURCES.get)
     if st.button("Size under power", key="pw_run") or st.session_state.pop("pw_autorun", False):
         sizing = {**common["request"], "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
-                                                   "output_len": int(output)}}
+                                                   "output_len": int(output), **common["shape"]}}
         request = {"sizing": sizing,
                    "power": {"objective": objective, "cost_tier": tier, "power_source": source}}
         if budget > 0:
@@ -253,7 +258,7 @@ def _context_tiers(catalog: dict[str, Any]) -> None:
                              format_func=lambda t: f"{t:,}")
     if st.button("Compare context tiers", key="ct_run") or st.session_state.pop("ct_autorun", False):
         sizing = {**common["request"], "traffic": {"requests_per_s": common["rps"], "prompt_len": int(prompt),
-                                                   "output_len": int(output)}}
+                                                   "output_len": int(output), **common["shape"]}}
         sizing.pop("context_len", None)  # each tier sets its own
         request = {"sizing": sizing, "context_lens": [int(t) for t in tiers] or [32768]}
         _run(context_tiers, request, "ct_result")

@@ -1,6 +1,7 @@
 """One scenario across the views (issue 31): what Size a fleet and Power & fleets take from the sidebar —
-model, precisions, lengths, context, the traffic target and the objective. Each view follows the sidebar
-whenever these change; inputs of its own (GPUs searched, budgets, tiers) stay as the user set them."""
+model, precisions, lengths, context, the traffic target and its shape (arrival and length CVs, prefix cache
+hits), and the objective (its mean TPOT bound included). Each view follows the sidebar whenever these change;
+inputs of its own (GPUs searched, budgets, tiers) stay as the user set them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
 from planner.serving.operating_point import DEFAULT_OBJECTIVE
 from ui import widget_state
 
+# the traffic's shape: a sizing request's `traffic` fields beside its rate and lengths
+TRAFFIC_SHAPE_KEYS = ("arrival_cv", "prompt_len_cv", "output_len_cv", "prefix_cache_hit")
+
 
 def traffic_target() -> float:
     """The sidebar's traffic target (requests/s over all replicas)."""
@@ -21,7 +25,9 @@ def traffic_target() -> float:
 def workload(scenario: dict[str, Any] | None = None) -> dict[str, Any]:
     """The sidebar's model, precisions, lengths, traffic and objective, as the fleet views use them."""
     scenario = scenario if scenario is not None else widget_state.read_scenario()
-    slo = (scenario.get("load") or {}).get("slo") or {}
+    load = scenario.get("load") or {}
+    slo = load.get("slo") or {}
+    tpot = {"tpot_ms": float(slo["tpot_ms"])} if slo.get("tpot_ms") else {}
     return {
         "model": scenario["model"], "weights": scenario.get("weights", "bf16"),
         "kv_cache": scenario.get("kv_cache", "bf16"), "context_len": scenario.get("context_len"),
@@ -31,8 +37,9 @@ def workload(scenario: dict[str, Any] | None = None) -> dict[str, Any]:
         "slo": {
             "ttft_ms": float(slo.get("ttft_ms") or DEFAULT_OBJECTIVE.ttft_ms or 1000.0),
             "itl_ms": float(slo.get("itl_ms") or DEFAULT_OBJECTIVE.itl_ms or 50.0),
-            "percentile": int(slo.get("percentile") or DEFAULT_OBJECTIVE.percentile),
+            "percentile": int(slo.get("percentile") or DEFAULT_OBJECTIVE.percentile), **tpot,
         },
+        "shape": {k: float(load[k]) for k in TRAFFIC_SHAPE_KEYS if load.get(k) is not None},
     }
 
 
@@ -42,12 +49,26 @@ def with_workload(request: dict[str, Any], wl: dict[str, Any]) -> dict[str, Any]
     out = {**request, "model": wl["model"], "slo": dict(wl["slo"]), "weights": [wl["weights"]],
            "kv_cache": [wl["kv_cache"]],
            "traffic": {"requests_per_s": wl["requests_per_s"], "prompt_len": wl["prompt_len"],
-                       "output_len": wl["output_len"]}}
+                       "output_len": wl["output_len"], **wl.get("shape", {})}}
     if wl.get("context_len"):
         out["context_len"] = int(wl["context_len"])
     else:
         out.pop("context_len", None)
     return out
+
+
+def traffic_shape(traffic: dict[str, Any] | None) -> dict[str, Any]:
+    """The shape fields of a sizing request's `traffic` (none of them: Poisson arrivals, fixed lengths)."""
+    return {k: traffic[k] for k in TRAFFIC_SHAPE_KEYS if (traffic or {}).get(k) is not None}
+
+
+def shape_words(shape: dict[str, Any]) -> str:
+    """The shape in words ("" for the default: Poisson arrivals, fixed lengths, no prefix hits)."""
+    names = {"arrival_cv": "arrival CV", "prompt_len_cv": "prompt length CV",
+             "output_len_cv": "output length CV", "prefix_cache_hit": "prefix cache hits"}
+    defaults = {"arrival_cv": 1.0}
+    parts = [f"{names[k]} {float(v):g}" for k, v in shape.items() if float(v) != defaults.get(k, 0.0)]
+    return ", ".join(parts)
 
 
 def changed(key: str, wl: dict[str, Any]) -> bool:

@@ -45,7 +45,8 @@ def _request_from_widgets(catalog) -> dict[str, Any]:
     req.update(
         {
             "model": model,
-            "traffic": {
+            "traffic": {  # the shape (arrival and length CVs), which the form has no input for, kept
+                **shared_scenario.traffic_shape(base.get("traffic")),
                 "requests_per_s": float(ss["sz_rps"]), "prompt_len": int(ss["sz_prompt"]),
                 "output_len": int(ss["sz_output"]),
             },
@@ -334,13 +335,15 @@ def _summary(result: dict[str, Any], request: dict[str, Any]) -> None:
     slo = request["slo"]
     pct = int(slo.get("percentile") or 90)
     tpot = f" and **mean TPOT ≤ {float(slo['tpot_ms']):,.1f} ms**" if slo.get("tpot_ms") else ""
+    words = shared_scenario.shape_words(shared_scenario.traffic_shape(request["traffic"]))
+    shape = f" ({words})" if words else ""
     headroom = (f"each replica at most {float(request['max_utilization']):.0%} of its capacity"
                 if request.get("max_utilization") else
                 "each replica up to the highest load at which the simulated range still meets them")
     st.markdown(
         f"Objectives: **TTFT p{pct} ≤ {slo['ttft_ms']:,.0f} ms** and **ITL p{pct} ≤ {slo['itl_ms']:,.1f} "
         f"ms**{tpot}, "
-        f"at {request['traffic']['requests_per_s']:,.3g} requests/s; {headroom}. Searched "
+        f"at {request['traffic']['requests_per_s']:,.3g} requests/s{shape}; {headroom}. Searched "
         f"**{result['searched']:,}** configurations; **{result['feasible']:,}** meet "
         + ("all three objectives." if slo.get("tpot_ms") else "both objectives.")
     )
