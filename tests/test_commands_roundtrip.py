@@ -93,6 +93,14 @@ SCENARIOS = {
         "load": {"request_rate": 6.0, "arrival_cv": 1.5, "prompt_len_cv": 0.2, "output_len_cv": 0.2,
                  "prefix_cache_hit": 0.4},
     },
+    # a goodput bound by the wait for a sequence slot (p90 TTFT 800 ms "through slots"), under a TPOT bound
+    # too: the launch command's --max-num-seqs (the KV cache's 46) frees memory for 48 sequences' KV, and the
+    # replanned command must still run at most 46 (it ran 48 before: mean TTFT 216 ms, below the sheet's band)
+    "slot-bound-goodput": {
+        "model": "qwen3-8b", "gpu": "h100-sxm", "tp": 1, "weights": "bf16", "kv_cache": "bf16",
+        "context_len": 8192, "prompt_len": 3000, "output_len": 500,
+        "load": {"at_goodput": True, "slo": {"ttft_ms": 800, "itl_ms": 40, "tpot_ms": 20, "percentile": 90}},
+    },
 }
 
 
@@ -169,3 +177,22 @@ def test_a_concurrency_only_command_misses_the_sheet():
     sheet = {f.result_key: f for f in cs.expected}
     ttft99 = sheet["p99_ttft_ms"]
     assert got["p99_ttft_ms"] is None or got["p99_ttft_ms"] > ttft99.band_high
+
+
+def test_a_plan_runs_at_most_its_max_num_seqs_in_an_open_loop():
+    """An open loop with `max_num_seqs` below what the KV cache admits runs at most max_num_seqs sequences, as
+    a closed loop already did: vLLM schedules no more than --max-num-seqs however much KV is free. The
+    slot-bound plan above launched with --max-num-seqs 46 has KV for 48 (the smaller cap frees the sampler's
+    memory); planned with its cap it keeps the 46 slots its sheet was computed with.
+    Source: contract: `max_num_seqs` (docs/CONTRACT_EXTENSIONS.md; vLLM's --max-num-seqs, the scheduler's cap
+    on running sequences)."""
+    scenario = SCENARIOS["slot-bound-goodput"]
+    cs = command_set(scenario, "vllm")
+    cap = int(flags_of(cs.launch.argv, 3)["--max-num-seqs"][0])
+    replanned = scenario_from_commands(cs.launch.argv, cs.bench, scenario["gpu"])
+    plan = plan_dict(replanned)
+    assert plan["memory"]["max_batch"] > cap  # the KV cache admits more than the engine runs
+    assert plan["serving"]["max_running"] == cap == plan_dict(scenario)["serving"]["max_running"]
+    for rate in (1.0, 4.0):
+        at_rate = plan_dict({**replanned, "load": {"request_rate": rate}})
+        assert at_rate["serving"]["max_running"] == cap

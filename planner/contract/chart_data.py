@@ -243,7 +243,7 @@ def serving_series(scenario: Scenario | dict[str, Any], p: Plan | None = None) -
         return None
     p = p if p is not None else plan(scenario)
     gpus = p.parallelism.gpus_per_replica if p.parallelism is not None else d.tp
-    running = running_cap(scenario.batch, mem.max_batch)
+    running = running_cap(scenario.batch, mem.max_batch, scenario.max_num_seqs)  # the plan's own cap
     m = replica_model(
         d, workload_for(scenario, d, running), max_population=mem.max_batch
     )  # the plan's own grid

@@ -219,7 +219,7 @@ def open_loop_searches(scenario: Scenario, d: Deployment, mem: MemoryPlan) -> Sh
     load = scenario.load
     if not mem.fits or load is None or load.slo is None or not (load.request_rate or load.at_goodput):
         return None
-    cap = running_cap(scenario.batch, mem.max_batch)
+    cap = running_cap(scenario.batch, mem.max_batch, scenario.max_num_seqs)
     return SharedSearches.of(d, workload_for(scenario, d, cap), mem.max_batch)
 
 
@@ -234,7 +234,9 @@ def operating_point(scenario: Scenario, d: Deployment, mem: MemoryPlan,
     load = scenario.load
     slo = (Objective(load.slo.ttft_ms, load.slo.itl_ms, load.slo.percentile)
            if load is not None and load.slo is not None else None)
-    cap = running_cap(scenario.batch, mem.max_batch)
+    # the engine runs at most max_num_seqs sequences, however many the KV cache admits (a launch command's
+    # --max-num-seqs frees the sampler's memory for KV: its KV cache can admit more than it runs)
+    cap = running_cap(scenario.batch, mem.max_batch, scenario.max_num_seqs)
     if load is not None and load.at_goodput and slo is not None:
         tpot = load.slo.tpot_ms if load.slo is not None else None
         return serve_at_goodput(d, workload_for(scenario, d, cap), slo, mem.max_batch, tpot, searches)
