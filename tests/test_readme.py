@@ -171,3 +171,24 @@ def test_the_contracts_cost_formula_gives_the_plans_figure():
         expression = expression.replace(name, repr(float(names[name])))
     assert re.fullmatch(r"[0-9.e+\-*/() ]+", expression), expression
     assert eval(expression) == pytest.approx(plan["cost"]["usd_per_million_output_tokens"], rel=1e-12)
+
+
+def test_the_contracts_worked_cost_example_is_the_default_plans():
+    """The worked example beside the formula (GPUs x $/GPU-hour / (output tokens/s x 3,600) x 1e6 = $/M) and
+    the decode-only bound's figure are the default plan's own, as it prints them: they were the previous
+    round's (1,778.9 tokens/s, $1.868 and $0.468) where the plan now prints 1,806.0, $1.840 and $0.458.
+    Source: contract: docs/CONTRACT.md's rows for cost.usd_per_million_output_tokens and its bound."""
+    contract = (ROOT / "docs" / "CONTRACT.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(): line for line in contract.splitlines() if line.startswith("| `cost.")}
+    example = re.search(r"(\d+) x \$([0-9.]+) / \(([0-9,.]+) x 3,600\) x 1e6 = \$([0-9.]+)",
+                        rows["`cost.usd_per_million_output_tokens`"])
+    bound = re.search(r"\(\$([0-9.]+) for the default scenario\)",
+                      rows["`cost.usd_per_million_output_tokens_bound`"])
+    assert example and bound
+    plan = readme.run_cli(readme.PLAN_ARGS + ["--full-precision"])
+    gpus, price, tokens, usd = example.groups()
+    assert int(gpus) == plan["parallelism"]["gpus_per_replica"]
+    assert float(price) == plan["cost"]["usd_per_gpu_hour"]
+    assert tokens == f"{plan['serving']['output_tokens_per_s']:,.1f}"
+    assert usd == f"{plan['cost']['usd_per_million_output_tokens']:.3f}"
+    assert bound.group(1) == f"{plan['cost']['usd_per_million_output_tokens_bound']:.3f}"
