@@ -30,3 +30,12 @@ def test_the_result_cache_is_bounded_in_bytes(monkeypatch):
     search_runner._remember("huge", "x" * 121)
     assert list(search_runner._cache) == ["b", "c"] and search_runner.cache_bytes() == 200
     assert search_runner._cached("a") is None and search_runner._cached("b") == "x" * 100
+
+
+def test_the_memory_limit_is_named_in_gib():
+    """A search past the child's limit says so in the app's one memory unit: the limit is 2 x 1024^3 bytes,
+    2 GiB (it read "2 GB", a GiB figure under the decimal unit's name, beside tiles in GiB).
+    Source: ui: the sizing page's refusal line (issue 31 item 7: one memory unit, GiB, throughout)."""
+    assert search_runner.MAX_SEARCH_MEMORY_BYTES == 2 * 1024**3
+    reason = search_runner.memory_limit_reason()
+    assert reason.startswith("needs more than 2 GiB of memory") and " GB" not in reason

@@ -156,6 +156,12 @@ def _tool(name: str) -> Any:
     return size_with_modes
 
 
+def memory_limit_reason() -> str:
+    """A search past the child's address-space limit, in the app's one memory unit (GiB, as vLLM logs it)."""
+    return (f"needs more than {MAX_SEARCH_MEMORY_BYTES / 2**30:g} GiB of memory, the app's limit per search: "
+            "narrow the candidate lists or use the CLI")
+
+
 def main() -> int:
     """The child: one request on stdin, one JSON answer on stdout (the CLI's collector settings,
     planner.core.one_request: issue 9's search 2.54-2.60 s of CPU before, issue 31)."""
@@ -171,9 +177,7 @@ def main() -> int:
     except ScenarioError as err:
         answer = {"error": {"field": err.field, "reason": err.reason}}
     except MemoryError:
-        reason = (f"needs more than {MAX_SEARCH_MEMORY_BYTES // 2**30} GB of memory, the app's limit per "
-                  "search: narrow the candidate lists or use the CLI")
-        answer = {"error": {"field": "sizing", "reason": reason}}
+        answer = {"error": {"field": "sizing", "reason": memory_limit_reason()}}
     except Exception as err:  # noqa: BLE001 - a bug of ours: one line, never a traceback on the page
         reason = f"{type(err).__name__}; please report the request"
         answer = {"error": {"field": "internal", "reason": reason}}
