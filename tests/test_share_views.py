@@ -250,3 +250,21 @@ def test_a_sizing_link_keeps_its_traffic_shape_through_the_search():
     options = at.session_state["sz_result"]["options"]
     assert options and all(o["scenario"]["load"]["arrival_cv"] == 2.5 for o in options)
     assert json.loads(query(at)["size"])["traffic"]["arrival_cv"] == 2.5
+
+
+def test_a_sizing_link_past_the_models_positions_names_the_limit_first():
+    """A sizing link for Llama-3.1-8B at a 1,000,000-token context (its config's max_position_embeddings is
+    131,072; vLLM refuses such a --max-model-len) finds no option, and the page's error line names the limit,
+    the reason most candidates give (560 of 600: the others are GPUs without fp8), rather than only "no
+    configuration meets both objectives" above a list of 600 reasons.
+    Source: ui: the sizing page's refusal (issue 31 item 7: contexts beyond the model's positions are refused
+    with the limit named)."""
+    request = {"model": "llama-3.1-8b", "context_len": 1_000_000,
+               "traffic": {"requests_per_s": 5.0, "prompt_len": 2000, "output_len": 400},
+               "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90}}
+    at = run_app({"view": "size", "size": json.dumps(request)})
+    press_find(at)
+    assert not at.exception and not at.session_state["sz_result"]["options"]
+    errors = [unescape(e.value) for e in at.error]
+    assert len(errors) == 1 and "beyond Llama-3.1-8B's limit of 131,072 tokens" in errors[0], errors
+    assert "The most common reason (" in errors[0] and " of " in errors[0]  # 560 of 600 candidates here

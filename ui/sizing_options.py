@@ -3,12 +3,14 @@ scatter with its Pareto frontier, and the order they are shown in."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from ui import charts
+from ui.text import plain
 
 # option key -> (header, format); only the keys a result carries, and only those that differ from row to row,
 # are shown, in this order. The option's `itl_ms` and `itl_ms_under_load` are one figure (ITL at the
@@ -167,3 +169,16 @@ def ordered_options(options: list[dict[str, Any]], validated_first: bool) -> lis
     """The planner's ranking (cheapest first); with `validated_first`, options on validated GPUs come first,
     each group keeping that ranking."""
     return sorted(options, key=lambda o: not o.get("validated")) if validated_first else list(options)
+
+
+def no_option_line(infeasible: list[dict[str, Any]]) -> str:
+    """Why no option: the reason most candidates give, with how many (a context beyond the model's positions
+    is every GPU's reason: it reads first, not behind a list of hundreds)."""
+    counts = Counter(str(i.get("reason")) for i in infeasible)
+    if not counts:
+        return "No configuration meets the objectives at this traffic."
+    reason, n = counts.most_common(1)[0]
+    share = ("Every candidate's reason" if n == len(infeasible)
+             else f"The most common reason ({n:,} of {len(infeasible):,} candidates)")
+    return (f"No configuration meets the objectives at this traffic. {share}: {plain(reason)} (all reasons "
+            "by candidate are below).")

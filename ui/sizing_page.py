@@ -20,7 +20,7 @@ from planner.serving.sizing_request import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGH
 from ui import charts, shared_scenario, view_links, widget_state
 from ui.links import SIZE_PARAM, sizing_request_from_link
 from ui.search_runner import run_search
-from ui.sizing_options import gpu_label, options_table, ordered_options, scatter
+from ui.sizing_options import gpu_label, no_option_line, options_table, ordered_options, scatter
 from ui.text import plain
 from ui.widget_state import KEEP
 
@@ -484,7 +484,7 @@ def render(catalog) -> None:
         st.query_params[SIZE_PARAM] = link
     _summary(result, request)
     if not result["options"]:
-        st.error("No configuration meets both objectives at this traffic. Reasons by candidate are below.")
+        st.error(no_option_line(result["infeasible"]))
     else:
         _options_view(result, request, catalog)
     if result["infeasible"]:
