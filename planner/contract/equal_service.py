@@ -78,10 +78,13 @@ def fleet_for(scenario: Scenario | dict[str, Any], requests_per_s: float, slo: S
                 "percentile": slo.percentile}}
     if s.context_len is not None:
         request["context_len"] = s.context_len
+    if s.compute is not None:  # the plan's own GEMM precision (e.g. fp4 weights computed in bf16 on Hopper)
+        request["compute"] = s.compute
     if s.usd_per_gpu_hour is not None:
         request["usd_per_gpu_hour"] = {key: float(s.usd_per_gpu_hour)}
     req = parse_sizing(request)
-    result = evaluate_family(req, LayoutCandidate(key, s.gpu, s.tp, s.weights, s.kv_cache, pp=s.pp, ep=s.ep))
+    result = evaluate_family(req, LayoutCandidate(key, s.gpu, s.tp, s.weights, s.kv_cache, pp=s.pp, ep=s.ep,
+                                                         compute=s.compute))
     if not result.options:
         return Fleet(None, None, None, None, None, result.reason or "no fleet meets the objective")
     o = result.options[0]

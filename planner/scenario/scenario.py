@@ -360,6 +360,18 @@ def check_context_limit(scenario: Scenario, model: ModelSpec) -> None:
             )
 
 
+def weight_only_compute(gpu: str | dict[str, Any], weights: str) -> str | None:
+    """"bf16" where the GPU has no dense tensor-core peak for the weights' own compute (fp8 weights on
+    Ampere, fp4 on Hopper, Ampere or CDNA3): the engines run such a checkpoint weight-only, dequantizing to
+    bf16 (vLLM's Marlin kernels, its MXFP4 Triton kernels for gpt-oss on Hopper); None where the GPU runs
+    the weights' precision natively, or has no bf16 peak either (resolve then names the gap). The sizing
+    search plans each GPU as its engines would run the checkpoint (issue 31: gpt-oss-120b fp4 found no H100
+    or H200 fleet)."""
+    tflops = resolve_gpu(gpu)[0].tflops
+    native = default_compute_precision(weights)
+    return "bf16" if native not in tflops and "bf16" in tflops else None
+
+
 def resolve(scenario: Scenario) -> Deployment:
     model = resolve_model(scenario.model)
     gpu, gpu_id = resolve_gpu(scenario.gpu)

@@ -44,8 +44,8 @@ class ModeSettings(BaseModel):
     decode_gpus: list[str | dict[str, Any]] | None = Field(default=None, min_length=1, max_length=100)
 
 
-def _pool(gpus, tps, pps, eps, weights, kvs) -> list[PoolCandidate]:
-    return [PoolCandidate(gpu_key(g), g, tp, w, kv, pp=pp, ep=ep)
+def _pool(gpus, tps, pps, eps, weights, kvs, compute=None) -> list[PoolCandidate]:
+    return [PoolCandidate(gpu_key(g), g, tp, w, kv, pp=pp, ep=ep, compute=compute)
             for g in gpus for tp in tps for pp in pps for ep in eps for w in weights for kv in kvs]
 
 
@@ -110,8 +110,10 @@ def _disaggregated(req: SizingRequest, modes: ModeSettings, memo: LayoutMemo) ->
     def price_of(key: str, value: Any) -> float | None:
         return gpu_price(prices.get(key), resolve_gpu(value)[0])
 
-    prefill_pool = _pool(modes.prefill_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache)
-    decode_pool = _pool(modes.decode_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache)
+    prefill_pool = _pool(modes.prefill_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache,
+                         req.compute)
+    decode_pool = _pool(modes.decode_gpus or gpus, req.tp, req.pp, req.ep, req.weights, req.kv_cache,
+                        req.compute)
     disagg, searched = disaggregated_options(base, prefill_pool, decode_pool, t.requests_per_s, t.prompt_len,
                                              t.output_len, context, req.slo.ttft_ms, req.slo.itl_ms, price_of,
                                              TrafficShape(t.prompt_len, t.output_len, t.arrival_cv,

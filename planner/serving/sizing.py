@@ -85,7 +85,8 @@ def _families(req: SizingRequest, hints: list[dict[str, Any]] | None = None) -> 
                 for ep in eps:
                     for w in req.weights:
                         for kv in req.kv_cache:
-                            out.append(LayoutCandidate(key, gpu, tp, w, kv, pp=pp, ep=ep))
+                            out.append(LayoutCandidate(key, gpu, tp, w, kv, pp=pp, ep=ep,
+                                                       compute=req.compute))
     if "pp" not in req.model_fields_set:
         by_key = {gpu_key(g): g for g in gpus}
         have = {(f.gpu_key, f.tp, f.pp, f.ep, f.weights) for f in out}
@@ -96,7 +97,7 @@ def _families(req: SizingRequest, hints: list[dict[str, Any]] | None = None) -> 
                 continue
             for kv in req.kv_cache:
                 out.append(LayoutCandidate(hint["gpu"], by_key[hint["gpu"]], layout["tp"], hint["weights"],
-                                           kv, pp=layout["pp"], ep=layout["ep"]))
+                                           kv, pp=layout["pp"], ep=layout["ep"], compute=req.compute))
     return out
 
 

@@ -3,16 +3,23 @@ objective, the candidate GPUs, layouts and precisions, and the price each GPU-ho
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planner.core.errors import ScenarioError, from_validation_error
-from planner.core.precision import KvPrecision, WeightPrecision
+from planner.core.precision import ComputePrecision, KvPrecision, WeightPrecision
 from planner.economics.cost import gpu_price
 from planner.economics.ownership import OwnershipCosts, owned_usd_per_gpu_hour
-from planner.scenario.scenario import MemorySettings, TrafficShapeFields, resolve_gpu, resolve_model
+from planner.scenario.scenario import (
+    MemorySettings,
+    TrafficShapeFields,
+    resolve_gpu,
+    resolve_model,
+    weight_only_compute,
+)
 from planner.serving.request_bounds import dedupe_lists
 
 DEFAULT_TP = [1, 2, 4, 8]
@@ -78,6 +85,9 @@ class SizingRequest(BaseModel):
     # the headroom: the most a replica may serve, as a share of its capacity; null: the highest load at which
     # the simulated range still meets the objective (planner.serving.confirmed_rate)
     max_utilization: float | None = Field(default=None, gt=0.0, le=0.95)
+    # the GEMMs' precision on every candidate; null: each GPU's own for the weights, or bf16 (weight-only)
+    # where it has no tensor cores for them (planner.scenario.scenario.weight_only_compute)
+    compute: ComputePrecision | None = None
 
 
 @dataclass(frozen=True)
@@ -93,11 +103,26 @@ class LayoutCandidate:
     kv_cache: str
     pp: int = 1
     ep: int = 1
+    compute: str | None = None  # the request's `compute`; None: the GPU's own for the weights, or weight-only
 
     def scenario_fields(self) -> dict[str, Any]:
-        """The scenario keys this candidate sets."""
-        return {"gpu": self.gpu_value, "tp": self.tp, "pp": self.pp, "ep": self.ep, "weights": self.weights,
-                "kv_cache": self.kv_cache}
+        """The scenario keys this candidate sets (`compute` only where it is not the weights' own)."""
+        fields = {"gpu": self.gpu_value, "tp": self.tp, "pp": self.pp, "ep": self.ep, "weights": self.weights,
+                  "kv_cache": self.kv_cache}
+        compute = self.compute or _weight_only(self.gpu_value, self.weights)
+        if compute is not None:
+            fields["compute"] = compute
+        return fields
+
+
+@functools.lru_cache(maxsize=1024)
+def _weight_only_by_id(gpu_id: str, weights: str) -> str | None:
+    return weight_only_compute(gpu_id, weights)
+
+
+def _weight_only(gpu: str | dict[str, Any], weights: str) -> str | None:
+    """weight_only_compute, kept per catalog GPU (a search asks it once per candidate)."""
+    return _weight_only_by_id(gpu, weights) if isinstance(gpu, str) else weight_only_compute(gpu, weights)
 
 
 
