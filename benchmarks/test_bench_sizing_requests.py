@@ -73,6 +73,12 @@ ISSUE31 = {
     "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200", "b200", "mi355x"],
     "weights": ["fp8"],
 }
+# issue 31, "any legal request under 2 s": issue 9's request made harder in the ways a buyer may ask
+TIGHT = {**ISSUE9, "slo": {"ttft_ms": 300.0, "itl_ms": 15.0}}  # most families miss ITL at any rate
+P99_BURSTY = {**ISSUE9, "slo": {"ttft_ms": 2000.0, "itl_ms": 60.0, "percentile": 99},
+              "traffic": {**ISSUE9["traffic"], "arrival_cv": 2.0}}  # looser floors: more families evaluated
+MANY_OPTIONS = {**ISSUE9, "max_options": 1000}
+WIDEST = {**ISSUE9, "pp": [1, 2, 4]}  # 16,200 family plans of the 20,000 allowed
 REPEATED = {
     "model": "llama-3.1-8b", "traffic": {"requests_per_s": 5.0, "prompt_len": 1000, "output_len": 200},
     "slo": {"ttft_ms": 2000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm"], "tp": [1], "weights": ["fp8"] * 2000,
@@ -98,3 +104,23 @@ def test_bench_repeated_candidates(benchmark):
 def test_bench_issue31_request(benchmark):
     result = benchmark.pedantic(size, (ISSUE31,), rounds=1, iterations=1)
     assert all(o["ttft_ms_simulated_high"] <= 1000.0 * (1 + 1e-4) for o in result["options"])
+
+
+def test_bench_issue9_tight_objective(benchmark):
+    result = benchmark.pedantic(size_with_modes, (TIGHT,), rounds=1, iterations=1)
+    assert any("fastest decode step" in i["reason"] for i in result["infeasible"])
+
+
+def test_bench_issue9_p99_bursty(benchmark):
+    result = benchmark.pedantic(size_with_modes, (P99_BURSTY,), rounds=1, iterations=1)
+    assert result["options"]
+
+
+def test_bench_issue9_many_options(benchmark):
+    result = benchmark.pedantic(size_with_modes, (MANY_OPTIONS,), rounds=1, iterations=1)
+    assert len(result["options"]) > 200
+
+
+def test_bench_issue9_widest_legal(benchmark):
+    result = benchmark.pedantic(size_with_modes, (WIDEST,), rounds=1, iterations=1)
+    assert result["searched"] > 118_148  # issue 9's configurations, and the pp 4 ones
