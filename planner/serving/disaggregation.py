@@ -49,6 +49,7 @@ from planner.physics.memory import MemoryPlan
 from planner.scenario.scenario import Scenario, resolve
 from planner.serving.cheapest_first import build_cheapest
 from planner.serving.confirmed_rate import SizingObjective
+from planner.serving.decode_bound import decode_rate_bound_per_s
 from planner.serving.disaggregated_workers import (
     ConfirmedDecodeRate,
     DecodeWorker,
@@ -89,6 +90,7 @@ class _DecodeCandidate:
     gpu_key: str
     price: float
     max_batch: int
+    index: int  # in the pool's list: the kept workers go back to it
 
     def cost(self, goodput_per_ms: float) -> float:
         return self.price * sharding(self.d).gpus_per_replica / (goodput_per_ms * 1000.0)
@@ -111,13 +113,15 @@ def _decode_pool(candidates: list[DecodeCandidate], context_len: int,
                  percentile: int, max_utilization: float | None = None) -> list[Priced]:
     """decode_worker for each candidate, cheapest floor first, until the KEEP_PER_POOL cheapest found cost
     less than any floor left; those that can be among the KEEP_PER_POOL cheapest, in that order. A goodput
-    is searched only as far as the comparisons need (its exact value where a comparison is close)."""
+    is searched only as far as the comparisons need (its exact value where a comparison is close). The kept
+    ones come in the list's order (a caller that ranks them by cost keeps it among equal costs)."""
     visited: list[_DecodeCandidate] = []
 
     def kth(costs) -> float:
         return sorted(costs)[KEEP_PER_POOL - 1]
 
-    for floor, c, d, price, mem, prefill_work in sorted(candidates, key=lambda x: x[0]):
+    for index, (floor, c, d, price, mem, prefill_work) in sorted(enumerate(candidates),
+                                                                 key=lambda x: x[1][0]):
         if len(visited) >= KEEP_PER_POOL:
             if floor > kth(v.cost_hi for v in visited):
                 break
@@ -134,10 +138,10 @@ def _decode_pool(candidates: list[DecodeCandidate], context_len: int,
             continue
         goodput = ConfirmedDecodeRate(built[1], built[0], percentile, itl_slo_ms, max_utilization)
         if goodput.lo > 0:  # a goodput of 0 gives no worker; above 0 its load point meets the objective
-            visited.append(_DecodeCandidate(goodput, d, c.gpu_key, price, built[0]))
+            visited.append(_DecodeCandidate(goodput, d, c.gpu_key, price, built[0], index))
     cutoff = kth(v.cost_hi for v in visited) if len(visited) >= KEEP_PER_POOL else math.inf
     kept = []
-    for v in visited:
+    for v in sorted(visited, key=lambda v: v.index):
         if v.cost_lo > cutoff:  # dearer than KEEP_PER_POOL others whatever its exact goodput
             continue
         dw = _decode_worker_at(v.d, v.max_batch, v.goodput.m, v.goodput.finish(), percentile)
@@ -344,7 +348,7 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
     than any bound left (planner.serving.sizing's bound on the confirmed rate, prompt work 0: it is cached).
     Only for the pools a prefill pool can pair with (`pairs_with`)."""
     searched = 0
-    bounded: dict[PoolKey, list[DecodeCandidate]] = {}
+    bounded: dict[PoolKey, list[tuple[float, DecodeCandidate]]] = {}
     objective = SizingObjective(percentile, None, itl_slo_ms)
     banding = (float(shape.arrival_cv), shape.prompt_len_cv > 0 or shape.output_len_cv > 0, "fits")
     for c in decode_pool:
@@ -359,16 +363,25 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
         if not mem.fits:
             continue
         context = shape.prompt_len + shape.output_len / 2
+        steps = memo.bound_steps(key_of(c), d, mem.max_batch, context)
         bound = confirmed_bound_per_s(d, context, mem.max_batch, shape.output_len, 0.0,
-                                      memo.bound_steps(key_of(c), d, mem.max_batch, context), objective,
-                                      banding, max_utilization)
+                                      steps, objective, banding, max_utilization)
         if bound is None and shape.output_len > 1:
             continue  # one sequence's step misses ITL already: a token's mean ITL is D(N + 1) >= D(1)
         floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
-        bounded.setdefault(_pool_key(c, d), []).append((floor, c, d, price, mem,
-                                                                memo.prefill_work(key_of(c), d)))
-    return {key: _decode_pool(candidates, context_len, shape, itl_slo_ms, percentile, max_utilization)
-            for key, candidates in bounded.items()}, searched
+        tight = None if bound is None else decode_rate_bound_per_s(
+            d, context, mem.max_batch, shape.output_len, steps, itl_slo_ms, percentile,
+            float(shape.arrival_cv), banding[1], shape.prompt_len, max_utilization)
+        if tight is None and bound is not None:
+            continue  # no rate passes (planner.serving.decode_bound): a goodput of 0, never visited
+        walk = floor if tight is None else max(floor, price * sharding(d).gpus_per_replica / tight)
+        bounded.setdefault(_pool_key(c, d), []).append((floor, (walk, c, d, price, mem,
+                                                                memo.prefill_work(key_of(c), d))))
+    # each pool listed by the sizing bound's floor (the order its kept workers' cost ties keep), walked by the
+    # tighter one (planner.serving.decode_bound)
+    return {key: _decode_pool([x[1] for x in sorted(floored, key=lambda x: x[0])], context_len, shape,
+                              itl_slo_ms, percentile, max_utilization)
+            for key, floored in bounded.items()}, searched
 
 
 def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
