@@ -29,52 +29,75 @@ every load up to the headroom (NO_BAND_UTILIZATION): min(limit T, RB(itl)).
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
-from planner.core.deployment import Deployment
 from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.serving.confirmed_rate import GRID, NO_BAND_UTILIZATION, _ratio_steps
-from planner.serving.goodput_search import rate_bound_per_s
 from planner.serving.layout_memo import StepTable
 from planner.serving.queue_bands import LOADS, arrival_class, prompt_class
 
 # the exact-load argument needs the first grid's step under the gap between tabulated loads
 assert LOADS[-1] / GRID < min(b - a for a, b in zip(LOADS, LOADS[1:], strict=False))
+_LOADS = np.array(LOADS)
 
 
-def decode_rate_bound_per_s(d: Deployment, context: float, max_batch: int, output_len: int, steps: StepTable,
-                            itl_ms: float, percentile: int, arrival_cv: float, variable: bool,
-                            prompt_len: float, max_utilization: float | None,
-                            max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS) -> float | None:
-    """An upper bound (req/s) on a decode worker's confirmed rate under the ITL objective alone, or None
-    where even one sequence's step misses the objective over the least ratio (no rate passes: the module's
-    docstring says why it holds). `steps`: LayoutMemo.bound_steps at the max batch and `context`;
-    `variable`: lengths vary (a CV above 0)."""
-    def rb(cap_ms: float) -> float:
-        bound = rate_bound_per_s(d, context, max_batch, output_len, cap_ms, 0.0, steps)
-        return 0.0 if bound is None else bound
+class DecodeRateBound:
+    """An upper bound (req/s) on the confirmed rate of any decode worker of one request (the ITL objective
+    alone: the module's docstring says why it holds). What does not depend on the worker (the caps on the
+    decode step each segment of loads allows, the headroom) is worked out once.
+    `variable`: lengths vary (a CV above 0); `prompt_len` and `max_num_batched_tokens`: the workload's, which
+    pick the band's prompt class."""
 
-    top = rate_bound_per_s(d, context, max_batch, output_len, math.inf, 0.0, steps)
-    if top is None:
-        return None
-    if arrival_class(arrival_cv) is None:
-        if rate_bound_per_s(d, context, max_batch, output_len, itl_ms, 0.0, steps) is None:
+    def __init__(self, itl_ms: float, percentile: int, arrival_cv: float, variable: bool, prompt_len: float,
+                 max_utilization: float | None,
+                 max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS) -> None:
+        self.banded = arrival_class(arrival_cv) is not None
+        if not self.banded:  # ratio 1 up to the headroom: [no cap, the objective]
+            self.limit = max_utilization if max_utilization is not None else NO_BAND_UTILIZATION
+            self.caps_ms = np.array([np.inf, itl_ms])
+            return
+        self.limit = min(max_utilization, LOADS[-1]) if max_utilization is not None else LOADS[-1]
+        at, below = _ratio_steps(f"itl_p{percentile}", float(arrival_cv), variable,
+                                 prompt_class(prompt_len, max_num_batched_tokens))
+        within = self.limit * (1.0 + 1e-12)
+        # segment i: loads in (LOADS[i - 1], LOADS[i]] (the first: up to LOADS[0]), where within the headroom
+        self.segments = np.concatenate([[True], _LOADS[:-1] < within])
+        # the tabulated load itself is within the headroom (every load up to the first has its ratio)
+        self.on_load = np.concatenate([[True], _LOADS[1:] / (1.0 + 1e-9) <= within])
+        self.upper = np.minimum(_LOADS, within)
+        with np.errstate(divide="ignore"):
+            # [no cap, the least ratio's, each load's own, each open interval's]
+            self.caps_ms = np.concatenate([[np.inf, itl_ms / min(at.min(), below.min())], itl_ms / at,
+                                           itl_ms / below])
+
+    def per_s(self, output_len: int, steps: StepTable) -> float | None:
+        """The bound for a worker whose decode step table (LayoutMemo.bound_steps at its max batch and the
+        mean context) is `steps`; None where even one sequence's step misses the objective over the least
+        ratio (no rate passes)."""
+        if output_len <= 1:
             return None
-        return min((max_utilization or NO_BAND_UTILIZATION) * top, rb(itl_ms))
-    limit = min(max_utilization, LOADS[-1]) if max_utilization is not None else LOADS[-1]
-    at, below = _ratio_steps(f"itl_p{percentile}", float(arrival_cv), variable,
-                             prompt_class(prompt_len, max_num_batched_tokens))
-    if rate_bound_per_s(d, context, max_batch, output_len, itl_ms / min(at.min(), below.min()), 0.0,
-                        steps) is None:
-        return None
-    within = limit * (1.0 + 1e-12)
-    best = 0.0
-    best = min(min(LOADS[0], within) * top, rb(itl_ms / float(at[0])))  # up to the first load: at[0]
-    for i in range(1, len(LOADS)):
-        if not LOADS[i - 1] < within:
-            break  # the segment lies above the headroom
-        rate = open_rate = rb(itl_ms / float(below[i]))
-        if LOADS[i] / (1.0 + 1e-9) <= within:  # the tabulated load itself is within the headroom
-            rate = max(rate, min(rb(itl_ms / float(at[i])), (1.0 + 1e-9) * (open_rate + limit * top / GRID)))
-        best = max(best, min(min(LOADS[i], within) * top, rate))
-    return best
+        rates = _step_capped_rates(steps, output_len, self.caps_ms)
+        top = rates[0]
+        if not rates[1] > 0:
+            return None
+        if not self.banded:
+            return float(min(self.limit * (1.0 + 1e-12) * top, rates[1]))
+        n = len(LOADS)
+        on, below = rates[2:2 + n], rates[2 + n:]
+        below[0] = 0.0  # loads up to LOADS[0] have at[0] alone
+        gap = (1.0 + 1e-9) * (below + self.limit * top / GRID)
+        gap[0] = np.inf
+        rate = np.maximum(below, np.where(self.on_load, np.minimum(on, gap), 0.0))
+        return float(np.max(np.where(self.segments, np.minimum(self.upper * top, rate), 0.0)))
+
+
+def _step_capped_rates(steps: StepTable, output_len: int, caps_ms: np.ndarray) -> np.ndarray:
+    """goodput_search.rate_bound_per_s at each cap on the decode step (prompt work 0; 0 where no population
+    is within the cap): N_next / ((O - 1) D(N_last)), N_last the last population of the table within the
+    cap, N_next the one after it, 1 % above."""
+    population, step_ms = steps
+    within = step_ms[None, :] <= caps_ms[:, None]
+    last = len(step_ms) - 1 - np.argmax(within[:, ::-1], axis=1)
+    nxt = np.minimum(last + 1, len(step_ms) - 1)
+    rates = 1.01 * population[nxt] / ((output_len - 1) * step_ms[last]) * 1000.0
+    return np.where(within.any(axis=1), rates, 0.0)

@@ -49,7 +49,7 @@ from planner.physics.memory import MemoryPlan
 from planner.scenario.scenario import Scenario, resolve
 from planner.serving.cheapest_first import build_cheapest
 from planner.serving.confirmed_rate import SizingObjective
-from planner.serving.decode_bound import decode_rate_bound_per_s
+from planner.serving.decode_bound import DecodeRateBound
 from planner.serving.disaggregated_workers import (
     ConfirmedDecodeRate,
     DecodeWorker,
@@ -67,7 +67,7 @@ from planner.serving.goodput_search import (
     GoodputSearch,
     confirmed_bound_per_s,
 )
-from planner.serving.layout_memo import LayoutKey, LayoutMemo, layout_key
+from planner.serving.layout_memo import LayoutKey, LayoutMemo, StepTable, layout_key
 from planner.serving.pool_checks import (
     MAX_EXTRA_DECODE,
     DecodeSide,
@@ -110,18 +110,26 @@ DecodeCandidate = tuple[float, LayoutCandidate, Deployment, float, MemoryPlan, P
 
 def _decode_pool(candidates: list[DecodeCandidate], context_len: int,
                  shape: TrafficShape, itl_slo_ms: float,
-                 percentile: int, max_utilization: float | None = None) -> list[Priced]:
+                 percentile: int, max_utilization: float | None = None,
+                 walk_floors: Sequence[Callable[[], float]] | None = None) -> list[Priced]:
     """decode_worker for each candidate, cheapest floor first, until the KEEP_PER_POOL cheapest found cost
-    less than any floor left; those that can be among the KEEP_PER_POOL cheapest, in that order. A goodput
-    is searched only as far as the comparisons need (its exact value where a comparison is close). The kept
-    ones come in the list's order (a caller that ranks them by cost keeps it among equal costs)."""
+    less than any floor left; those that can be among the KEEP_PER_POOL cheapest, in the list's order (a
+    caller that ranks them by cost keeps it among equal costs). A goodput is searched only as far as the
+    comparisons need (its exact value where a comparison is close). `walk_floors`: each candidate's tighter
+    floor on demand (at least its listed one, infinite where no rate passes), which orders the walk instead:
+    computed only where the listed floor leaves the order open (planner.serving.floor_order)."""
     visited: list[_DecodeCandidate] = []
 
     def kth(costs) -> float:
         return sorted(costs)[KEEP_PER_POOL - 1]
 
-    for index, (floor, c, d, price, mem, prefill_work) in sorted(enumerate(candidates),
-                                                                 key=lambda x: x[1][0]):
+    listed = [functools.partial(float, x[0]) for x in candidates] if walk_floors is None else walk_floors
+    order = FloorOrder([(x[0], listed[i], i) for i, x in enumerate(candidates)])
+    while order.left:
+        floor, index = order.pop()
+        if floor == math.inf:
+            break  # no rate passes on this or any candidate left: none gives a worker
+        _, c, d, price, mem, prefill_work = candidates[index]
         if len(visited) >= KEEP_PER_POOL:
             if floor > kth(v.cost_hi for v in visited):
                 break
@@ -348,9 +356,11 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
     than any bound left (planner.serving.sizing's bound on the confirmed rate, prompt work 0: it is cached).
     Only for the pools a prefill pool can pair with (`pairs_with`)."""
     searched = 0
-    bounded: dict[PoolKey, list[tuple[float, DecodeCandidate]]] = {}
+    bounded: dict[PoolKey, list[tuple[float, DecodeCandidate, Callable[[], float]]]] = {}
     objective = SizingObjective(percentile, None, itl_slo_ms)
     banding = (float(shape.arrival_cv), shape.prompt_len_cv > 0 or shape.output_len_cv > 0, "fits")
+    tighter = DecodeRateBound(itl_slo_ms, percentile, banding[0], banding[1], shape.prompt_len,
+                              max_utilization)
     for c in decode_pool:
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
@@ -368,20 +378,26 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
                                       steps, objective, banding, max_utilization)
         if bound is None and shape.output_len > 1:
             continue  # one sequence's step misses ITL already: a token's mean ITL is D(N + 1) >= D(1)
-        floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
-        tight = None if bound is None else decode_rate_bound_per_s(
-            d, context, mem.max_batch, shape.output_len, steps, itl_slo_ms, percentile,
-            float(shape.arrival_cv), banding[1], shape.prompt_len, max_utilization)
-        if tight is None and bound is not None:
-            continue  # no rate passes (planner.serving.decode_bound): a goodput of 0, never visited
-        walk = floor if tight is None else max(floor, price * sharding(d).gpus_per_replica / tight)
-        bounded.setdefault(_pool_key(c, d), []).append((floor, (walk, c, d, price, mem,
-                                                                memo.prefill_work(key_of(c), d))))
-    # each pool listed by the sizing bound's floor (the order its kept workers' cost ties keep), walked by the
-    # tighter one (planner.serving.decode_bound)
-    return {key: _decode_pool([x[1] for x in sorted(floored, key=lambda x: x[0])], context_len, shape,
-                              itl_slo_ms, percentile, max_utilization)
-            for key, floored in bounded.items()}, searched
+        usd_per_hour = price * sharding(d).gpus_per_replica
+        floor = 0.0 if bound is None else usd_per_hour / bound
+        walk = (functools.partial(float, floor) if bound is None else
+                functools.partial(_walk_floor, tighter, shape.output_len, steps, usd_per_hour, floor))
+        bounded.setdefault(_pool_key(c, d), []).append((floor, (floor, c, d, price, mem,
+                                                                memo.prefill_work(key_of(c), d)), walk))
+    pools = {}
+    for key, floored in bounded.items():
+        floored.sort(key=lambda x: x[0])  # the sizing bound's order: the one kept workers' cost ties keep
+        pools[key] = _decode_pool([x[1] for x in floored], context_len, shape, itl_slo_ms, percentile,
+                                  max_utilization, [x[2] for x in floored])
+    return pools, searched
+
+
+def _walk_floor(bound: DecodeRateBound, output_len: int, steps: StepTable, usd_per_hour: float,
+                floor: float) -> float:
+    """The decode pool's walk floor: the tighter bound's (planner.serving.decode_bound), at least the sizing
+    bound's `floor` (both hold), infinite where no rate passes."""
+    rate = bound.per_s(output_len, steps)
+    return math.inf if rate is None else max(floor, usd_per_hour / rate)
 
 
 def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
