@@ -93,7 +93,8 @@ def test_decode_pool_keeps_what_building_every_worker_keeps():
     KEEP_PER_POOL cheapest decode workers (cost, GPU, goodput, ITL) are those of the plain loop that builds
     each worker it reaches in floor order."""
     from planner.hardware.parallelism import sharding
-    from planner.serving.disaggregation import KEEP_PER_POOL, _decode_pool, decode_worker
+    from planner.serving.decode_pool import KEEP_PER_POOL, walk_decode_pool
+    from planner.serving.disaggregation import decode_worker
     from planner.serving.goodput_search import rate_bound_per_s
     from planner.serving.sizing_request import LayoutCandidate
 
@@ -129,7 +130,7 @@ def test_decode_pool_keeps_what_building_every_worker_keeps():
                 for cost, dw, gpu, price in sorted(kept, key=lambda x: x[0])[:KEEP_PER_POOL]]
 
     assert len(plain) > KEEP_PER_POOL
-    assert top(_decode_pool(candidates, 2400, shape, 40.0, 90)) == top(plain)
+    assert top(walk_decode_pool(candidates, 2400, shape, 40.0, 90)) == top(plain)
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trt-llm", "graph"])

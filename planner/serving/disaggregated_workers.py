@@ -4,6 +4,7 @@ the prompt cached, at its confirmed rate under the ITL objective) and the KV tra
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -15,7 +16,7 @@ from planner.physics.latency import prefill
 from planner.physics.memory import MemoryPlan, kv_bytes_per_token, plan_memory
 from planner.serving.confirmed_rate import GRID, Checker, SizingObjective, utilization_limit
 from planner.serving.goodput_search import LoadPoints, itl_percentiles
-from planner.serving.replica import PrefillWork, ReplicaModel, load_point, replica_model
+from planner.serving.replica import LoadPoint, PrefillWork, ReplicaModel, load_point, replica_model
 from planner.serving.workload import replica_workload
 
 
@@ -77,9 +78,18 @@ class DecodeWorker:
     max_running: int  # the KV cache's max batch (max_num_seqs)
     goodput_per_s: float  # highest request rate per worker whose ITL at the percentile meets the objective
     batch: int  # decoding sequences at that rate
-    itl_ms: float  # ITL at the percentile at that rate
     output_tokens_per_s: float  # at that rate
     gpus: int
+    percentile: int
+    point: LoadPoint = field(repr=False, compare=False)  # the serving model's load point at that rate
+
+    @functools.cached_property
+    def itl_ms(self) -> float:
+        """ITL at the percentile at that rate (on first use: the pool's ranking never reads it; the point is
+        stable, so it is a number)."""
+        itl = itl_percentiles(self.model, self.point).at(self.percentile)
+        assert itl is not None
+        return itl
 
 
 def decode_worker(d: Deployment, context_len: int, shape: TrafficShape, itl_slo_ms: float,
@@ -146,8 +156,8 @@ def _decode_worker_at(d: Deployment, max_batch: int, m: ReplicaModel, goodput: f
     if not goodput > 0:
         return None
     p = load_point(m, goodput)
-    itl = itl_percentiles(m, p).at(percentile)
-    if itl is None:
+    if not bool(p.stable):  # no ITL percentiles (distributions.latency_percentiles): none meets the objective
         return None
-    return DecodeWorker(d, m, max_batch, goodput * 1000.0, max(1, round(float(p.population))), itl,
-                        goodput * 1000.0 * float(np.mean(m.output_tokens)), sharding(d).gpus_per_replica)
+    return DecodeWorker(d, m, max_batch, goodput * 1000.0, max(1, round(float(p.population))),
+                        goodput * 1000.0 * float(np.mean(m.output_tokens)), sharding(d).gpus_per_replica,
+                        percentile, p)

@@ -45,18 +45,15 @@ from planner.core.deployment import Deployment
 from planner.core.errors import ScenarioError
 from planner.engines.kv_transfer import KvTransferPath, kv_transfer_path, vendor_key
 from planner.hardware.parallelism import sharding
-from planner.physics.memory import MemoryPlan
 from planner.scenario.scenario import Scenario, resolve
 from planner.serving.cheapest_first import build_cheapest
 from planner.serving.confirmed_rate import SizingObjective
 from planner.serving.decode_bound import DecodeRateBound
+from planner.serving.decode_pool import KEEP_PER_POOL, DecodeCandidate, walk_decode_pool
 from planner.serving.disaggregated_workers import (
-    ConfirmedDecodeRate,
     DecodeWorker,
     PrefillWorker,
     TrafficShape,
-    _decode_model,
-    _decode_worker_at,
     decode_worker,
     kv_transfer_ms,
     prefill_worker,
@@ -76,86 +73,7 @@ from planner.serving.pool_checks import (
     fewest_decode_workers,
     fewest_prefill_workers,
 )
-from planner.serving.replica import PrefillWork
 from planner.serving.sizing_request import LayoutCandidate
-
-
-@dataclass
-class _DecodeCandidate:
-    """A decode candidate whose goodput is searched only as far as the pool's ranking needs: its cost per
-    request/s lies in [cost_lo, cost_hi] (equal once the goodput is exact)."""
-
-    goodput: ConfirmedDecodeRate
-    d: Deployment
-    gpu_key: str
-    price: float
-    max_batch: int
-    index: int  # in the pool's list: the kept workers go back to it
-
-    def cost(self, goodput_per_ms: float) -> float:
-        return self.price * sharding(self.d).gpus_per_replica / (goodput_per_ms * 1000.0)
-
-    @property
-    def cost_lo(self) -> float:
-        return self.cost(self.goodput.hi)
-
-    @property
-    def cost_hi(self) -> float:
-        return self.cost(self.goodput.lo)
-
-
-# (cost floor, candidate, deployment, $/GPU-hour, memory plan at the context, the layout's prefill work)
-DecodeCandidate = tuple[float, LayoutCandidate, Deployment, float, MemoryPlan, PrefillWork | None]
-
-
-def _decode_pool(candidates: list[DecodeCandidate], context_len: int,
-                 shape: TrafficShape, itl_slo_ms: float,
-                 percentile: int, max_utilization: float | None = None,
-                 walk_floors: Sequence[Callable[[], float]] | None = None) -> list[Priced]:
-    """decode_worker for each candidate, cheapest floor first, until the KEEP_PER_POOL cheapest found cost
-    less than any floor left; those that can be among the KEEP_PER_POOL cheapest, in the list's order (a
-    caller that ranks them by cost keeps it among equal costs). A goodput is searched only as far as the
-    comparisons need (its exact value where a comparison is close). `walk_floors`: each candidate's tighter
-    floor on demand (at least its listed one, infinite where no rate passes), which orders the walk instead:
-    computed only where the listed floor leaves the order open (planner.serving.floor_order)."""
-    visited: list[_DecodeCandidate] = []
-
-    def kth(costs) -> float:
-        return sorted(costs)[KEEP_PER_POOL - 1]
-
-    listed = [functools.partial(float, x[0]) for x in candidates] if walk_floors is None else walk_floors
-    order = FloorOrder([(x[0], listed[i], i) for i, x in enumerate(candidates)])
-    while order.left:
-        floor, index = order.pop()
-        if floor == math.inf:
-            break  # no rate passes on this or any candidate left: none gives a worker
-        _, c, d, price, mem, prefill_work = candidates[index]
-        if len(visited) >= KEEP_PER_POOL:
-            if floor > kth(v.cost_hi for v in visited):
-                break
-            if floor > kth(v.cost_lo for v in visited):  # close: decide on exact costs
-                # only a cost that may be under the floor counts, cheapest first, until the answer is known
-                for v in sorted(visited, key=lambda v: v.cost_lo):
-                    if not v.cost_lo < floor or floor > kth(v.cost_hi for v in visited):
-                        break
-                    v.goodput.finish()
-                if floor > kth(v.cost_hi for v in visited):
-                    break
-        built = _decode_model(d, context_len, shape, mem, prefill_work)
-        if built is None:
-            continue
-        goodput = ConfirmedDecodeRate(built[1], built[0], percentile, itl_slo_ms, max_utilization)
-        if goodput.lo > 0:  # a goodput of 0 gives no worker; above 0 its load point meets the objective
-            visited.append(_DecodeCandidate(goodput, d, c.gpu_key, price, built[0], index))
-    cutoff = kth(v.cost_hi for v in visited) if len(visited) >= KEEP_PER_POOL else math.inf
-    kept = []
-    for v in sorted(visited, key=lambda v: v.index):
-        if v.cost_lo > cutoff:  # dearer than KEEP_PER_POOL others whatever its exact goodput
-            continue
-        dw = _decode_worker_at(v.d, v.max_batch, v.goodput.m, v.goodput.finish(), percentile)
-        if dw is not None:
-            kept.append((v.price * dw.gpus / dw.goodput_per_s, dw, v.gpu_key, v.price))
-    return kept
 
 
 @dataclass(frozen=True)
@@ -262,9 +180,6 @@ def _sized(p: PrefillWorker, dw: DecodeWorker, requests_per_s: float, prompt_len
     return None
 
 
-KEEP_PER_POOL = 8  # best candidates per pool that are paired (cost per unit of work)
-
-
 PoolCandidate = LayoutCandidate  # a prefill or decode worker's configuration
 
 
@@ -356,7 +271,7 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
     than any bound left (planner.serving.sizing's bound on the confirmed rate, prompt work 0: it is cached).
     Only for the pools a prefill pool can pair with (`pairs_with`)."""
     searched = 0
-    bounded: dict[PoolKey, list[tuple[float, DecodeCandidate, Callable[[], float]]]] = {}
+    bounded: dict[PoolKey, list[tuple[float, DecodeCandidate, tuple[Callable[[], float], ...]]]] = {}
     objective = SizingObjective(percentile, None, itl_slo_ms)
     banding = (float(shape.arrival_cv), shape.prompt_len_cv > 0 or shape.output_len_cv > 0, "fits")
     tighter = DecodeRateBound(itl_slo_ms, percentile, banding[0], banding[1], shape.prompt_len,
@@ -380,24 +295,26 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
             continue  # one sequence's step misses ITL already: a token's mean ITL is D(N + 1) >= D(1)
         usd_per_hour = price * sharding(d).gpus_per_replica
         floor = 0.0 if bound is None else usd_per_hour / bound
-        walk = (functools.partial(float, floor) if bound is None else
-                functools.partial(_walk_floor, tighter, shape.output_len, steps, usd_per_hour, floor))
+        refined = functools.partial(tighter.refined_per_s, d, context)
+        refine = () if bound is None else (
+            functools.partial(_walk_floor, tighter.per_s, shape.output_len, steps, usd_per_hour),
+            functools.partial(_walk_floor, refined, shape.output_len, steps, usd_per_hour))
         bounded.setdefault(_pool_key(c, d), []).append((floor, (floor, c, d, price, mem,
-                                                                memo.prefill_work(key_of(c), d)), walk))
+                                                                memo.prefill_work(key_of(c), d)), refine))
     pools = {}
     for key, floored in bounded.items():
         floored.sort(key=lambda x: x[0])  # the sizing bound's order: the one kept workers' cost ties keep
-        pools[key] = _decode_pool([x[1] for x in floored], context_len, shape, itl_slo_ms, percentile,
-                                  max_utilization, [x[2] for x in floored])
+        pools[key] = walk_decode_pool([x[1] for x in floored], context_len, shape, itl_slo_ms, percentile,
+                                      max_utilization, [x[2] for x in floored])
     return pools, searched
 
 
-def _walk_floor(bound: DecodeRateBound, output_len: int, steps: StepTable, usd_per_hour: float,
-                floor: float) -> float:
-    """The decode pool's walk floor: the tighter bound's (planner.serving.decode_bound), at least the sizing
-    bound's `floor` (both hold), infinite where no rate passes."""
-    rate = bound.per_s(output_len, steps)
-    return math.inf if rate is None else max(floor, usd_per_hour / rate)
+def _walk_floor(rate_bound: Callable[[int, StepTable], float | None], output_len: int, steps: StepTable,
+                usd_per_hour: float) -> float:
+    """A decode worker's cost floor from a bound on its confirmed rate (planner.serving.decode_bound),
+    infinite where no rate passes."""
+    rate = rate_bound(output_len, steps)
+    return math.inf if rate is None else usd_per_hour / rate
 
 
 def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
