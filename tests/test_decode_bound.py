@@ -1,6 +1,5 @@
 """The disaggregated decode pool's bound on a decode worker's confirmed rate (planner.serving.decode_bound),
-which orders and stops the pool's walk: never below the confirmed rate it bounds, on its coarse table or
-its refined one."""
+which orders and stops the pool's walk: never below the confirmed rate it bounds."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from hypothesis import strategies as st
 
 from planner.scenario.scenario import Scenario, resolve
 from planner.serving.decode_bound import DecodeRateBound
-from planner.serving.decode_pool import RefinedOrder
 from planner.serving.disaggregated_workers import ConfirmedDecodeRate, TrafficShape, _decode_model
 from planner.serving.layout_memo import bound_steps
 
@@ -31,10 +29,10 @@ LAYOUTS = [("llama-3.1-8b", "l40s", 1, 1), ("llama-3.1-8b", "h100-sxm", 1, 1),
        max_utilization=st.sampled_from([None, 0.05, 0.6, 0.82, 0.9]))
 def test_decode_rate_bound_is_above_the_confirmed_rate(layout, pp, weights, kv, prompt, output, itl,
                                                        percentile, arrival_cv, prompt_cv, max_utilization):
-    """Source: invariant: the decode pool's bound on a decode worker's confirmed rate, coarse and refined, is
-    at least the confirmed rate ConfirmedDecodeRate finds (req/s), and None only where that rate is 0, over
-    drawn decode candidates (layout, lengths, ITL objective, percentile, arrival CV inside and outside the
-    simulated classes, length CV, headroom): the walk it orders never stops before a cheaper worker."""
+    """Source: invariant: the decode pool's bound on a decode worker's confirmed rate is at least the
+    confirmed rate ConfirmedDecodeRate finds (req/s), and None only where that rate is 0, over drawn decode
+    candidates (layout, lengths, ITL objective, percentile, arrival CV inside and outside the simulated
+    classes, length CV, headroom): the walk it orders never stops before a cheaper worker."""
     model, gpu, tp, ep = layout
     try:
         d = resolve(Scenario.model_validate({"model": model, "gpu": gpu, "tp": tp, "pp": pp, "ep": ep,
@@ -49,35 +47,8 @@ def test_decode_rate_bound_is_above_the_confirmed_rate(layout, pp, weights, kv, 
     max_batch, m = built
     exact = ConfirmedDecodeRate(m, max_batch, percentile, itl, max_utilization).finish() * 1000.0
     bound = DecodeRateBound(itl, percentile, arrival_cv, prompt_cv > 0, prompt, max_utilization)
-    context = prompt + output / 2
-    steps = bound_steps(d, max_batch, context)
-    coarse, refined = bound.per_s(output, steps), bound.refined_per_s(d, context, output, steps)
-    for rate in (coarse, refined):
-        if rate is None:
-            assert exact == 0.0
-        else:
-            assert exact <= rate
-    assert (coarse is None) == (refined is None)
-    if coarse is not None and refined is not None:
-        assert refined <= coarse  # each floor of the walk at least the one before
-
-
-@given(floors=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(0, 3)), max_size=12))
-def test_refined_order_pops_by_last_floor_then_list_order(floors):
-    """Source: invariant: RefinedOrder gives the candidates in the order of their last floor, ties in list
-    order (as sorting by the last floor does), over drawn floors that grow level by level, each later
-    floor computed only on demand."""
-    levels = [(float(a), [float(a + b), float(a + b + c)]) for a, b, c in floors]
-    asked = []
-
-    def later(i: int, level: int):
-        def floor() -> float:
-            asked.append((i, level))
-            return levels[i][1][level]
-        return floor
-
-    order = RefinedOrder([(first, [later(i, 0), later(i, 1)]) for i, (first, _) in enumerate(levels)])
-    popped = [order.pop() for _ in range(len(levels))]
-    assert order.left == 0
-    assert popped == sorted(((rest[-1], i) for i, (_, rest) in enumerate(levels)))
-    assert len(asked) == len(set(asked))  # each floor once
+    rate = bound.per_s(output, bound_steps(d, max_batch, prompt + output / 2))
+    if rate is None:
+        assert exact == 0.0
+    else:
+        assert exact <= rate

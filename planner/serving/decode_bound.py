@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.core.deployment import Deployment
 from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
-from planner.physics.latency import decode_step
 from planner.serving.confirmed_rate import GRID, NO_BAND_UTILIZATION, _ratio_steps
 from planner.serving.layout_memo import StepTable
 from planner.serving.queue_bands import LOADS, arrival_class, prompt_class
@@ -41,7 +39,6 @@ from planner.serving.queue_bands import LOADS, arrival_class, prompt_class
 # the exact-load argument needs the first grid's step under the gap between tabulated loads
 assert LOADS[-1] / GRID < min(b - a for a, b in zip(LOADS, LOADS[1:], strict=False))
 _LOADS = np.array(LOADS)
-REFINE = 8  # populations refined_per_s adds between two of the table's (geometric: 9 steps a bracket)
 
 
 class DecodeRateBound:
@@ -80,30 +77,6 @@ class DecodeRateBound:
         if output_len <= 1:
             return None
         return self._combined(_step_capped_rates(steps, output_len, self.caps_ms))
-
-    def refined_per_s(self, d: Deployment, context: float, output_len: int, steps: StepTable) -> float | None:
-        """per_s on a finer table of the decode step: REFINE more populations (geometric) between the two of
-        `steps` that bracket each cap, the decode step at each (latency.decode_step, the same call as the
-        table's); each cap's rate is the lower of the two tables' (both bound it: rate_bound_per_s's
-        argument holds on any grid of populations)."""
-        if output_len <= 1:
-            return None
-        coarse = _step_capped_rates(steps, output_len, self.caps_ms)
-        population, step_ms = steps
-        within = step_ms[None, :] <= self.caps_ms[:, None]
-        last = len(step_ms) - 1 - np.argmax(within[:, ::-1], axis=1)
-        lows = np.unique(last[within.any(axis=1) & (last < len(step_ms) - 1)])
-        if not len(lows):
-            return self._combined(coarse)
-        lo, hi = population[lows], population[lows + 1]
-        fractions = np.arange(1, REFINE + 1) / (REFINE + 1)
-        added = (lo[:, None] * (hi / lo)[:, None] ** fractions[None, :]).ravel()
-        added_ms = np.asarray(decode_step(d, added, context).total_ms, dtype=float)
-        merged = np.concatenate([population, added])
-        order = np.argsort(merged, kind="stable")
-        fine = _step_capped_rates((merged[order], np.concatenate([step_ms, added_ms])[order]), output_len,
-                                  self.caps_ms)
-        return self._combined(np.minimum(coarse, fine))
 
     def _combined(self, rates: np.ndarray) -> float | None:
         """The bound from the rate at each cap ([no cap, the least ratio's, then the loads' and the open

@@ -1,11 +1,11 @@
 """The disaggregated decode pool's walk (planner.serving.disaggregation): decode workers built cheapest cost
-floor first until the KEEP_PER_POOL cheapest found cost less than any floor left, each floor refined only
-as far as the walk's order needs (a cheap bound first, tighter ones on demand: planner.serving.decode_bound),
-each goodput searched only as far as the pool's ranking needs."""
+floor first until the KEEP_PER_POOL cheapest found cost less than any floor left, the tighter floor
+(planner.serving.decode_bound) computed only where the listed one leaves the walk's order open
+(planner.serving.floor_order), each goodput searched only as far as the pool's ranking needs."""
 
 from __future__ import annotations
 
-import heapq
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +20,7 @@ from planner.serving.disaggregated_workers import (
     _decode_worker_at,
 )
 from planner.serving.fleet_option import Priced
+from planner.serving.floor_order import FloorOrder
 from planner.serving.replica import PrefillWork
 from planner.serving.sizing_request import LayoutCandidate
 
@@ -27,31 +28,6 @@ KEEP_PER_POOL = 8  # best candidates per pool that are paired (cost per unit of 
 
 # (cost floor, candidate, deployment, $/GPU-hour, memory plan at the context, the layout's prefill work)
 DecodeCandidate = tuple[float, LayoutCandidate, Deployment, float, MemoryPlan, PrefillWork | None]
-
-
-class RefinedOrder:
-    """Candidates in the order of their last floor (ties in list order), each floor computed only where the
-    ones before it leave the order open. `floors`: each candidate's floors, cheapest to compute first, each
-    at least the one before it (each a lower bound on the next), the first a number, the others on demand.
-    A heap holds each candidate under its latest floor: the least entry, once its floor is the last, goes
-    next, as every other candidate's last floor is at least its own entry (ties: (floor, list index) is
-    the heap's key, so an equal last floor later in the list never comes first)."""
-
-    def __init__(self, floors: Sequence[tuple[float, Sequence[Callable[[], float]]]]) -> None:
-        self._later = [later for _, later in floors]
-        self._heap = [(floor, i, 0) for i, (floor, _) in enumerate(floors)]
-        heapq.heapify(self._heap)
-        self.left = len(floors)
-
-    def pop(self) -> tuple[float, int]:
-        """The next candidate's last floor and list index."""
-        while True:
-            floor, i, level = self._heap[0]
-            if level == len(self._later[i]):
-                heapq.heappop(self._heap)
-                self.left -= 1
-                return floor, i
-            heapq.heapreplace(self._heap, (max(floor, self._later[i][level]()), i, level + 1))
 
 
 @dataclass
@@ -80,19 +56,20 @@ class _DecodeCandidate:
 
 def walk_decode_pool(candidates: list[DecodeCandidate], context_len: int, shape: TrafficShape,
                      itl_slo_ms: float, percentile: int, max_utilization: float | None = None,
-                     tighter: Sequence[Sequence[Callable[[], float]]] | None = None) -> list[Priced]:
+                     walk_floors: Sequence[Callable[[], float]] | None = None) -> list[Priced]:
     """decode_worker for each candidate, cheapest floor first, until the KEEP_PER_POOL cheapest found cost
     less than any floor left; those that can be among the KEEP_PER_POOL cheapest, in the list's order (a
     caller that ranks them by cost keeps it among equal costs). A goodput is searched only as far as the
-    comparisons need (its exact value where a comparison is close). `tighter`: each candidate's tighter
-    floors on demand (RefinedOrder's; infinite where no rate passes), the last of which orders the walk."""
+    comparisons need (its exact value where a comparison is close). `walk_floors`: each candidate's tighter
+    floor on demand (at least its listed one, infinite where no rate passes), which orders the walk instead:
+    computed only where the listed floor leaves the order open (planner.serving.floor_order)."""
     visited: list[_DecodeCandidate] = []
 
     def kth(costs) -> float:
         return sorted(costs)[KEEP_PER_POOL - 1]
 
-    order = RefinedOrder([(x[0], tighter[i] if tighter is not None else ()) for i, x in
-                          enumerate(candidates)])
+    listed = [functools.partial(float, x[0]) for x in candidates] if walk_floors is None else walk_floors
+    order = FloorOrder([(x[0], listed[i], i) for i, x in enumerate(candidates)])
     while order.left:
         floor, index = order.pop()
         if floor == math.inf:

@@ -271,7 +271,7 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
     than any bound left (planner.serving.sizing's bound on the confirmed rate, prompt work 0: it is cached).
     Only for the pools a prefill pool can pair with (`pairs_with`)."""
     searched = 0
-    bounded: dict[PoolKey, list[tuple[float, DecodeCandidate, tuple[Callable[[], float], ...]]]] = {}
+    bounded: dict[PoolKey, list[tuple[float, DecodeCandidate, Callable[[], float]]]] = {}
     objective = SizingObjective(percentile, None, itl_slo_ms)
     banding = (float(shape.arrival_cv), shape.prompt_len_cv > 0 or shape.output_len_cv > 0, "fits")
     tighter = DecodeRateBound(itl_slo_ms, percentile, banding[0], banding[1], shape.prompt_len,
@@ -295,12 +295,10 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
             continue  # one sequence's step misses ITL already: a token's mean ITL is D(N + 1) >= D(1)
         usd_per_hour = price * sharding(d).gpus_per_replica
         floor = 0.0 if bound is None else usd_per_hour / bound
-        refined = functools.partial(tighter.refined_per_s, d, context)
-        refine = () if bound is None else (
-            functools.partial(_walk_floor, tighter.per_s, shape.output_len, steps, usd_per_hour),
-            functools.partial(_walk_floor, refined, shape.output_len, steps, usd_per_hour))
+        walk = (functools.partial(float, floor) if bound is None else
+                functools.partial(_walk_floor, tighter, shape.output_len, steps, usd_per_hour, floor))
         bounded.setdefault(_pool_key(c, d), []).append((floor, (floor, c, d, price, mem,
-                                                                memo.prefill_work(key_of(c), d)), refine))
+                                                                memo.prefill_work(key_of(c), d)), walk))
     pools = {}
     for key, floored in bounded.items():
         floored.sort(key=lambda x: x[0])  # the sizing bound's order: the one kept workers' cost ties keep
@@ -309,12 +307,12 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
     return pools, searched
 
 
-def _walk_floor(rate_bound: Callable[[int, StepTable], float | None], output_len: int, steps: StepTable,
-                usd_per_hour: float) -> float:
-    """A decode worker's cost floor from a bound on its confirmed rate (planner.serving.decode_bound),
-    infinite where no rate passes."""
-    rate = rate_bound(output_len, steps)
-    return math.inf if rate is None else usd_per_hour / rate
+def _walk_floor(bound: DecodeRateBound, output_len: int, steps: StepTable, usd_per_hour: float,
+                floor: float) -> float:
+    """The decode pool's walk floor: the tighter bound's (planner.serving.decode_bound), at least the sizing
+    bound's `floor` (both hold), infinite where no rate passes."""
+    rate = bound.per_s(output_len, steps)
+    return math.inf if rate is None else max(floor, usd_per_hour / rate)
 
 
 def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
