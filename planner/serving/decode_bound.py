@@ -24,7 +24,8 @@ So the confirmed rate r*, which passes, lies in one segment i, u* in (LOADS[i-1]
     is within limit / GRID <= 0.95 / 48 < 0.05 (the narrowest gap between LOADS) under it: inside the open
     interval, so g <= RB(itl / below[i]), and r* <= LOADS[i] C <= (1 + 1e-9) (g + top / GRID).
 The bound is the largest of the segments'. Where the arrival CV has no simulated class the ratio is 1 at
-every load up to the headroom (NO_BAND_UTILIZATION): min(limit T, RB(itl)).
+every load up to the headroom (max_utilization, else NO_BAND_UTILIZATION): min(limit T, RB(itl)).
+tests/test_decode_bound.py checks it against ConfirmedDecodeRate over drawn decode candidates.
 """
 
 from __future__ import annotations
