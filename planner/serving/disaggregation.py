@@ -310,9 +310,10 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
 def _walk_floor(bound: DecodeRateBound, output_len: int, steps: StepTable, usd_per_hour: float,
                 floor: float) -> float:
     """The decode pool's walk floor: the tighter bound's (planner.serving.decode_bound), at least the sizing
-    bound's `floor` (both hold), infinite where no rate passes."""
+    bound's `floor` (both hold), infinite where no rate passes (no bound, or a bound of 0: no segment of
+    loads within the headroom lets one sequence's step meet its cap)."""
     rate = bound.per_s(output_len, steps)
-    return math.inf if rate is None else max(floor, usd_per_hour / rate)
+    return math.inf if not rate else max(floor, usd_per_hour / rate)
 
 
 def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[PoolCandidate],
