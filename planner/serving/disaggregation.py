@@ -43,6 +43,7 @@ from pydantic import ValidationError
 
 from planner.core.deployment import Deployment
 from planner.core.errors import ScenarioError
+from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.engines.kv_transfer import KvTransferPath, kv_transfer_path, vendor_key
 from planner.hardware.parallelism import sharding
 from planner.scenario.scenario import Scenario, resolve
@@ -268,14 +269,16 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
                     max_utilization: float | None = None) -> tuple[dict[PoolKey, list[Priced]], int]:
     """Decode workers by (weights, KV, vendor), priced per request per second, and how many were searched:
     cheapest bound first, confirmed rates searched until the KEEP_PER_POOL best found cost less per request
-    than any bound left (planner.serving.sizing's bound on the confirmed rate, prompt work 0: it is cached).
+    than any bound left (planner.serving.sizing's bound on the confirmed rate, prompt work 0: it is cached;
+    walked by planner.serving.decode_bound's tighter one, computed where the first leaves the order open).
     Only for the pools a prefill pool can pair with (`pairs_with`)."""
     searched = 0
     bounded: dict[PoolKey, list[tuple[float, DecodeCandidate, Callable[[], float]]]] = {}
     objective = SizingObjective(percentile, None, itl_slo_ms)
     banding = (float(shape.arrival_cv), shape.prompt_len_cv > 0 or shape.output_len_cv > 0, "fits")
     tighter = DecodeRateBound(itl_slo_ms, percentile, banding[0], banding[1], shape.prompt_len,
-                              max_utilization)
+                              max_utilization,  # the workload's budget picks the band's prompt class
+                              getattr(shape, "max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS))
     for c in decode_pool:
         d = deployment_of(c)
         price = price_of(c.gpu_key, c.gpu_value)
