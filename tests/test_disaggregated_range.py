@@ -190,11 +190,6 @@ def test_an_option_opened_from_sizing_shows_the_ttft_its_row_judged():
         assert np.isfinite(o["ttft_ms_simulated_high"]) and o["ttft_ms_simulated_high"] <= 8000.0 * TOLERANCE
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "disaggregated pools ignore slo.tpot_ms (planner/serving/pool_checks.py judges TTFT and ITL only): on "
-    "issue 31's case with mean TPOT <= 25 ms, 32 of 144 disaggregated options run decode workers at a mean "
-    "TPOT of 30.3-31.8 ms, option 1 (gaudi3 TP2 decode, 31.79 ms, $64.00/h) 'wins' against $96.00/h for "
-    "aggregated replicas that do meet 25 ms (the highest 24.94 ms)"))
 def test_disaggregated_options_meet_a_mean_tpot_objective():
     """A sizing request with a mean TPOT bound holds every option to it: a disaggregated option's decode
     worker, opened as the plan the sizing page shows, decodes at a mean TPOT within the bound, as the

@@ -56,7 +56,8 @@ class _DecodeCandidate:
 
 def walk_decode_pool(candidates: list[DecodeCandidate], context_len: int, shape: TrafficShape,
                      itl_slo_ms: float, percentile: int, max_utilization: float | None = None,
-                     walk_floors: Sequence[Callable[[], float]] | None = None) -> list[Priced]:
+                     walk_floors: Sequence[Callable[[], float]] | None = None,
+                     tpot_slo_ms: float | None = None) -> list[Priced]:
     """decode_worker for each candidate, cheapest floor first, until the KEEP_PER_POOL cheapest found cost
     less than any floor left; those that can be among the KEEP_PER_POOL cheapest, in the list's order (a
     caller that ranks them by cost keeps it among equal costs). A goodput is searched only as far as the
@@ -89,7 +90,8 @@ def walk_decode_pool(candidates: list[DecodeCandidate], context_len: int, shape:
         built = _decode_model(d, context_len, shape, mem, prefill_work)
         if built is None:
             continue
-        goodput = ConfirmedDecodeRate(built[1], built[0], percentile, itl_slo_ms, max_utilization)
+        goodput = ConfirmedDecodeRate(built[1], built[0], percentile, itl_slo_ms, max_utilization,
+                                      tpot_slo_ms)
         if goodput.lo > 0:  # a goodput of 0 gives no worker; above 0 its load point meets the objective
             visited.append(_DecodeCandidate(goodput, d, c.gpu_key, price, built[0], index))
     cutoff = kth(v.cost_hi for v in visited) if len(visited) >= KEEP_PER_POOL else math.inf

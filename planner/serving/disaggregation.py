@@ -265,8 +265,8 @@ def _prefill_floors(memo: LayoutMemo, key: LayoutKey, d: Deployment, shape: Traf
 def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolver,
                     key_of: Callable[[PoolCandidate], LayoutKey], price_of: Pricer,
                     memo: LayoutMemo, shape: TrafficShape, context_len: int, itl_slo_ms: float,
-                    percentile: int, pairs_with: set[PoolKey],
-                    max_utilization: float | None = None) -> tuple[dict[PoolKey, list[Priced]], int]:
+                    percentile: int, pairs_with: set[PoolKey], max_utilization: float | None = None,
+                    tpot_slo_ms: float | None = None) -> tuple[dict[PoolKey, list[Priced]], int]:
     """Decode workers by (weights, KV, vendor), priced per request per second, and how many were searched:
     cheapest bound first, confirmed rates searched until the KEEP_PER_POOL best found cost less per request
     than any bound left (planner.serving.sizing's bound on the confirmed rate, prompt work 0: it is cached;
@@ -305,8 +305,9 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
     pools = {}
     for key, floored in bounded.items():
         floored.sort(key=lambda x: x[0])  # the sizing bound's order: the one kept workers' cost ties keep
+        # the bounds above leave the TPOT bound out (ITL alone: still bounds, looser); the walk judges it
         pools[key] = walk_decode_pool([x[1] for x in floored], context_len, shape, itl_slo_ms, percentile,
-                                      max_utilization, [x[2] for x in floored])
+                                      max_utilization, [x[2] for x in floored], tpot_slo_ms)
     return pools, searched
 
 
@@ -324,8 +325,8 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
                           output_len: int, context_len: int, ttft_slo_ms: float, itl_slo_ms: float,
                           price_of: Callable[[str, Any], float | None], shape: TrafficShape | None = None,
                           percentile: int = 90, memo: LayoutMemo | None = None,
-                          max_utilization: float | None = None,
-                          finish_first: int | None = None) -> tuple[list[dict[str, Any]], int]:
+                          max_utilization: float | None = None, finish_first: int | None = None,
+                          tpot_slo_ms: float | None = None) -> tuple[list[dict[str, Any]], int]:
     """Cheapest disaggregated fleets (prefill and decode pools may use different GPUs and layouts of one
     vendor; they share the weight and KV precision so the KV cache transfers as is, over the engine's
     documented path). Returns (options, searched).
@@ -360,7 +361,8 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
         if path is not None:
             paths[key] = path
     decodes, searched_d = _decode_workers(decode_pool, deployment_of, key_of, price_of, memo, shape,
-                                          context_len, itl_slo_ms, percentile, set(paths), max_utilization)
+                                          context_len, itl_slo_ms, percentile, set(paths), max_utilization,
+                                          tpot_slo_ms)
     pairings: list[tuple[float, Callable[[], dict[str, Any] | None]]] = []
     decode_sides: dict[int, DecodeSide] = {}
 

@@ -120,7 +120,7 @@ def _disaggregated(req: SizingRequest, modes: ModeSettings, memo: LayoutMemo) ->
                                                           t.prompt_len_cv,
                                                           t.output_len_cv, t.prefix_cache_hit),
                                              req.slo.percentile, memo, req.max_utilization,
-                                             req.max_options)
+                                             req.max_options, req.slo.tpot_ms)
     for option in disagg:  # validated only when both pools run on validated GPUs
         option["validated"] = is_validated(option["prefill"]["gpu"]) and is_validated(option["decode"]["gpu"])
     return disagg, searched
