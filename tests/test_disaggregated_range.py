@@ -100,7 +100,7 @@ def test_the_verdict_the_table_and_the_opened_plan_show_one_fleets_figures(issue
         assert f"TTFT at {o['ttft_ms']:.0f} ms" in verdict["why"]
     frame, _, _ = options_table(options, load_catalog())
     row = frame.loc[n]
-    assert row["utilization (% of capacity)"] == pytest.approx(100.0 * o["utilization"])
+    assert row["utilization"] == pytest.approx(100.0 * o["utilization"])
     for pool in ("prefill", "decode"):
         assert float(str(row[f"{pool} pool utilization"]).rstrip("%")) == pytest.approx(
             100.0 * o[pool]["utilization"], abs=0.5)

@@ -19,7 +19,7 @@ COLUMNS: dict[str, tuple[str, str | None]] = {  # the fleet's GPUs and $ early: 
     "mode": ("mode", None), "gpu_name": ("GPU", None), "gpus_total": ("GPUs", "%d"),
     "usd_per_hour": ("fleet $/hour", "$%.2f"),
     "usd_per_million_output_tokens": ("$/M output tokens", "$%.3f"),
-    "utilization_pct": ("utilization (% of capacity)", "%.0f%%"),
+    "utilization_pct": ("utilization", "%.0f%%"),  # of capacity: a short header, on screen at 1,024 px
     # a disaggregated fleet's pools (its utilization above is the busier pool's)
     "prefill_utilization_pct": ("prefill pool utilization", "%.0f%%"),
     "decode_utilization_pct": ("decode pool utilization", "%.0f%%"),
