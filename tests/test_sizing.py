@@ -294,7 +294,7 @@ def test_own_mode_prices_the_fleet_with_owned_cost():
 @pytest.mark.parametrize("bad, field", [
     ({"traffic": {"requests_per_s": -1, "prompt_len": 10, "output_len": 10}}, "traffic.requests_per_s"),
     ({"slo": {"ttft_ms": 100}}, "slo.itl_ms"), ({"gpus": ["h900"]}, "gpus.0"), ({"model": "gpt-9"}, "model"),
-    ({"weights": ["int3"]}, "weights.0"), ({"tp": [0]}, "tp.0"),
+    ({"weights": ["int3"]}, "weights.0"), ({"tp": [0]}, "tp.0"), ({"compute": "int3"}, "compute"),
 ])
 def test_bad_sizing_inputs_name_the_field(bad, field):
     """Source: contract: a bad sizing input names its field."""
