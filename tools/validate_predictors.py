@@ -64,13 +64,19 @@ def family(model: str) -> str:
     return FAMILIES.get(model, model)
 
 
-def _simulate(run: Run, efficiency) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    """TPOT (the statistic the run published) and TTFT: the median where the run published one, else the
-    mean (GPUStack's rows print means only: data/reference/serving_runs_published.md)."""
+def _benchmark(run: Run, efficiency):  # type: ignore[no-untyped-def]
+    """The run as the closed-loop benchmark client plans it under `efficiency`."""
     d = with_efficiency(run.base, efficiency)
     bench = closed_loop_benchmark(run.scenario, d, run.memory)
     assert bench is not None
-    result = bench[1]
+    return bench[1]
+
+
+def _simulate(run: Run, efficiency, result=None) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    """TPOT (the statistic the run published) and TTFT: the median where the run published one, else the
+    mean (GPUStack's rows print means only: data/reference/serving_runs_published.md). `result`: the run's
+    _benchmark under `efficiency`, when the caller holds it."""
+    result = result if result is not None else _benchmark(run, efficiency)
     tpot = result.tpot_ms.mean if run.tpot_is_mean else result.tpot_ms.p50
     ttft = result.ttft_ms.mean if _ttft_is_mean(run) else result.ttft_ms.p50
     return float(tpot), float(ttft)
@@ -137,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         if kernel is not None:  # the frontend's cost is refitted below, leaving the family out
             kernel = kernel.model_copy(update={"ttft_overhead_ms": 0.0, "ttft_per_running_ms": 0.0})
         roof_tpot, roof_ttft = _simulate(r, ideal())
-        prod_tpot, prod_ttft = _simulate(r, production)
+        prod_run = _benchmark(r, production)
+        prod_tpot, prod_ttft = _simulate(r, production, prod_run)
         row = {"engine": r.engine, "generation": r.generation, "gpu": r.gpu, "model": r.model,
                "family": family(r.model), "weights": r.weights, "tp": r.base.tp, "ep": r.base.ep,
                "concurrency": int(r.row["concurrency"]), "prompt_len": int(r.row["prompt_len"]),
@@ -148,7 +155,13 @@ def main(argv: list[str] | None = None) -> int:
                "ttft_is_mean": _ttft_is_mean(r),
                "ttft_ms": float(r.row["ttft_mean_ms"]) if _ttft_is_mean(r) else r.ttft_median_ms,
                "roofline_tpot_ms": roof_tpot, "roofline_ttft_ms": roof_ttft,
-               "production_tpot_ms": prod_tpot, "production_ttft_ms": prod_ttft}
+               "production_tpot_ms": prod_tpot, "production_ttft_ms": prod_ttft,
+               # the step and the run around it (docs/ACCURACY.md's bursts): ITL median and output tokens/s,
+               # measured and as the production fit plans them
+               "itl_median_ms": float(r.row.get("itl_median_ms", np.nan)),
+               "output_tok_s": float(r.row.get("output_throughput", np.nan)),
+               "production_itl_median_ms": float(prod_run.itl_ms.p50),
+               "production_output_tok_s": float(prod_run.output_throughput)}
         if kernel is not None:
             grid = [_simulate(r, kernel.model_copy(update={"step_overhead_us": float(h)}))
                     for h in HOST_GRID_US]
