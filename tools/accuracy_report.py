@@ -548,9 +548,9 @@ def _burst_step_lines(target) -> list[str]:  # type: ignore[no-untyped-def]
             f"(signed {float(np.median(itl)):+.0%}), while its mean TPOT is {float(np.median(tpot)):+.0%} "
             f"off and its output tokens/s {float(np.median(tput)):.1f}x the measured (all {len(b)} bursts: "
             f"{float(np.median(duration)):.1f}x): the steps are much nearer the plan than the runs, "
-            "which did not keep their batches decoding. What the plan leaves out there is around the steps: the frontend "
-            "admitting and streaming a thousand chat streams, or KV preemption under ShareGPT's long "
-            "tails (the plan admits by the mean lengths); neither is modelled."]
+            "which did not keep their batches decoding. What the plan leaves out there is around the "
+            "steps: the frontend admitting and streaming a thousand chat streams, or KV preemption under "
+            "ShareGPT's long tails (the plan admits by the mean lengths); neither is modelled."]
 
 
 def lofo_section() -> list[str]:
