@@ -163,10 +163,11 @@ class LatencyPercentiles(BaseModel):
 
 class TpotSummary(BaseModel):
     """Time per output token per request, (E2E - TTFT) / (output - 1): mean (what `vllm bench serve` prints
-    first), p50, p99."""
+    first), p50, p90, p99 (`vllm bench serve` prints all three percentiles)."""
 
     mean: float | None = None
     p50: float | None = None
+    p90: float | None = None
     p99: float | None = None
 
 

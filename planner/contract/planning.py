@@ -323,7 +323,7 @@ def _serving_section(scenario: Scenario, gpus: int, point: ServingPoint | None) 
         decoding_sequences=point.decoding_sequences if real else None,
         max_running=point.max_running, max_num_batched_tokens=scenario.max_num_batched_tokens,
         slo_percentile=point.slo.percentile if point.slo is not None else None,
-        tpot_ms=TpotSummary(mean=tpot.mean, p50=tpot.p50, p99=tpot.p99),
+        tpot_ms=TpotSummary(mean=tpot.mean, p50=tpot.p50, p90=tpot.p90, p99=tpot.p99),
         at_goodput=bool(scenario.load is not None and scenario.load.at_goodput), saturated=point.saturated,
         queue_bands=point.queue_bands, slot_wait_probability=point.slot_wait_probability,
         slot_wait_mean_ms=point.slot_wait_mean_ms,

@@ -72,6 +72,7 @@ class TimePerOutputToken:
     mean: float | None
     p50: float | None
     p99: float | None
+    p90: float | None = None  # after p99: positional callers keep their order
 
 
 def time_per_output_token(point: ServingPoint) -> TimePerOutputToken:
@@ -81,11 +82,11 @@ def time_per_output_token(point: ServingPoint) -> TimePerOutputToken:
     prints; pooled ITL (per token) is the other view of the same decode. None where not stable, or with
     one output token (no decode)."""
     if point.tpot_ms is not None:  # a closed-loop benchmark measured it request by request
-        return TimePerOutputToken(point.tpot_mean_ms, point.tpot_ms.p50, point.tpot_ms.p99)
+        return TimePerOutputToken(point.tpot_mean_ms, point.tpot_ms.p50, point.tpot_ms.p99, point.tpot_ms.p90)
     t = point.mean_iteration_ms
     if not point.stable or t is None or point.decode_steps_per_request <= 0:
         return TimePerOutputToken(None, None, None)
-    return TimePerOutputToken(t, t, t)
+    return TimePerOutputToken(t, t, t, t)
 
 
 def meets(value_ms: float | None, bound_ms: float | None) -> bool | None:
