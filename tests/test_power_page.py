@@ -116,3 +116,25 @@ def test_a_link_reproduces_the_power_view_its_tool_and_its_answer():
     bad.run()
     warnings = " ".join(w.value for w in bad.warning)
     assert "power.pw_budget" in warnings and "power.nope" in warnings and not bad.exception
+
+
+def test_a_mixed_fleet_no_gpu_serves_names_the_class():
+    """Source: ui: with the sidebar's interactive objective (p90 TTFT <= 1 s) the Power view's default length
+    classes (90% 128-token chats, 10% 32,000-token prompts) have no mixed fleet: a 32,000-token prefill alone
+    misses 1 s on H100 and H200 (the audit saw only "No GPU serves every length class"). The warning names the
+    class no candidate serves and what to change."""
+    from planner.serving.mixed_fleet import mixed_fleet
+    from ui.power_page import MIXED_DEFAULTS, unserved_classes_line
+
+    d = MIXED_DEFAULTS
+    request = {"model": "llama-3.1-70b", "gpus": ["h100-sxm", "h200"], "weights": ["fp8"],
+               "kv_cache": ["fp8"], "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90}, "requests_per_s": 50.0,
+               "lengths": {"histogram": [
+                   {"prompt_len": d["mf_p1"], "output_len": d["mf_o1"], "weight": d["mf_share"]},
+                   {"prompt_len": d["mf_p2"], "output_len": d["mf_o2"], "weight": 1.0 - d["mf_share"]}]}}
+    result = mixed_fleet(request)
+    assert result["mixed"] is None
+    line = unserved_classes_line(result)
+    assert "32,000-token prompts" in line and "128-token" not in line and "TTFT objective" in line
+    relaxed = mixed_fleet({**request, "slo": {**request["slo"], "ttft_ms": 60_000.0}})
+    assert relaxed["mixed"] is not None  # with room for the long prefill, a mix exists

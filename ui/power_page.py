@@ -197,6 +197,20 @@ def pools_table(pools: list[dict[str, Any]], catalog: dict[str, Any]) -> pd.Data
     } for p in pools])
 
 
+def unserved_classes_line(result: dict[str, Any]) -> str:
+    """Why a mixed fleet has no answer, naming the length classes that no candidate serves (goodput 0 on every
+    GPU and layout: with the sidebar's 1 s TTFT, a 32,000-token prompt's prefill alone misses it) and what to
+    change."""
+    table = result.get("goodput_table") or []
+    unserved = [c for i, c in enumerate(result.get("classes") or [])
+                if not any((row["goodput_request_rate_by_class"][i] or 0.0) > 0 for row in table)]
+    if not unserved:
+        return "No GPU serves every length class within the objectives."
+    named = ", ".join(f"{c['prompt_len']:,}-token prompts" for c in unserved)
+    return (f"No GPU and layout searched serves the class of {named} within the objectives: raise the TTFT "
+            "objective in the sidebar, shorten that class, or add larger GPUs.")
+
+
 def _mixed_fleet(catalog: dict[str, Any]) -> None:
     common = _common("mf", catalog, ["h100-sxm", "h200"])
     st.caption("Two length classes (a bimodal histogram); routing cuts on the prompt length.")
@@ -218,7 +232,7 @@ def _mixed_fleet(catalog: dict[str, Any]) -> None:
     if result is None:
         return
     if result["mixed"] is None:
-        st.warning("No GPU serves every length class within the objectives.")
+        st.warning(unserved_classes_line(result))
         return
     for name in ("mixed", "best_single"):
         r = result[name]
