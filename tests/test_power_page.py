@@ -128,7 +128,8 @@ def test_a_mixed_fleet_no_gpu_serves_names_the_class():
 
     d = MIXED_DEFAULTS
     request = {"model": "llama-3.1-70b", "gpus": ["h100-sxm", "h200"], "weights": ["fp8"],
-               "kv_cache": ["fp8"], "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90}, "requests_per_s": 50.0,
+               "kv_cache": ["fp8"], "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0, "percentile": 90},
+               "requests_per_s": 50.0,
                "lengths": {"histogram": [
                    {"prompt_len": d["mf_p1"], "output_len": d["mf_o1"], "weight": d["mf_share"]},
                    {"prompt_len": d["mf_p2"], "output_len": d["mf_o2"], "weight": 1.0 - d["mf_share"]}]}}
