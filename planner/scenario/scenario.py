@@ -367,7 +367,11 @@ def weight_only_compute(gpu: str | dict[str, Any], weights: str) -> str | None:
     the weights' precision natively, or has no bf16 peak either (resolve then names the gap). The sizing
     search plans each GPU as its engines would run the checkpoint (issue 31: gpt-oss-120b fp4 found no H100
     or H200 fleet)."""
-    tflops = resolve_gpu(gpu)[0].tflops
+    return _weight_only(resolve_gpu(gpu)[0].tflops, weights)
+
+
+def _weight_only(tflops: dict[str, float], weights: str) -> str | None:
+    """weight_only_compute on the GPU's dense peaks (resolve's fallback for a checkpoint's weights too)."""
     native = default_compute_precision(weights)
     return "bf16" if native not in tflops and "bf16" in tflops else None
 
@@ -378,9 +382,8 @@ def resolve(scenario: Scenario) -> Deployment:
     weights = checkpoint_weights(scenario, model)
     compute = scenario.compute or default_compute_precision(weights)
     if compute not in gpu.tflops and weights != scenario.weights:
-        compute = (
-            "bf16"  # weight-only kernels (Marlin) dequantize a checkpoint the GPU has no tensor cores for
-        )
+        # weight-only kernels (Marlin) dequantize a checkpoint the GPU has no tensor cores for
+        compute = _weight_only(gpu.tflops, weights) or compute
     if compute not in gpu.tflops:
         have = ", ".join(sorted(gpu.tflops))
         field = "compute" if scenario.compute else "weights"
