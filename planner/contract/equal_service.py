@@ -84,7 +84,7 @@ def fleet_for(scenario: Scenario | dict[str, Any], requests_per_s: float, slo: S
         request["usd_per_gpu_hour"] = {key: float(s.usd_per_gpu_hour)}
     req = parse_sizing(request)
     result = evaluate_family(req, LayoutCandidate(key, s.gpu, s.tp, s.weights, s.kv_cache, pp=s.pp, ep=s.ep,
-                                                         compute=s.compute))
+                                                         compute=req.compute))
     if not result.options:
         return Fleet(None, None, None, None, None, result.reason or "no fleet meets the objective")
     o = result.options[0]

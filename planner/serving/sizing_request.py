@@ -3,7 +3,6 @@ objective, the candidate GPUs, layouts and precisions, and the price each GPU-ho
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -109,20 +108,10 @@ class LayoutCandidate:
         """The scenario keys this candidate sets (`compute` only where it is not the weights' own)."""
         fields = {"gpu": self.gpu_value, "tp": self.tp, "pp": self.pp, "ep": self.ep, "weights": self.weights,
                   "kv_cache": self.kv_cache}
-        compute = self.compute or _weight_only(self.gpu_value, self.weights)
+        compute = self.compute or weight_only_compute(self.gpu_value, self.weights)
         if compute is not None:
             fields["compute"] = compute
         return fields
-
-
-@functools.lru_cache(maxsize=1024)
-def _weight_only_by_id(gpu_id: str, weights: str) -> str | None:
-    return weight_only_compute(gpu_id, weights)
-
-
-def _weight_only(gpu: str | dict[str, Any], weights: str) -> str | None:
-    """weight_only_compute, kept per catalog GPU (a search asks it once per candidate)."""
-    return _weight_only_by_id(gpu, weights) if isinstance(gpu, str) else weight_only_compute(gpu, weights)
 
 
 
