@@ -11,10 +11,8 @@ import streamlit as st
 
 from planner.contract.equal_service import DEFAULT_TRAFFIC_REQUESTS_PER_S
 from planner.serving.operating_point import DEFAULT_OBJECTIVE
+from planner.serving.sizing_request import SHAPE_FIELDS
 from ui import widget_state
-
-# the traffic's shape: a sizing request's `traffic` fields beside its rate and lengths
-TRAFFIC_SHAPE_KEYS = ("arrival_cv", "prompt_len_cv", "output_len_cv", "prefix_cache_hit")
 
 
 def traffic_target() -> float:
@@ -39,7 +37,7 @@ def workload(scenario: dict[str, Any] | None = None) -> dict[str, Any]:
             "itl_ms": float(slo.get("itl_ms") or DEFAULT_OBJECTIVE.itl_ms or 50.0),
             "percentile": int(slo.get("percentile") or DEFAULT_OBJECTIVE.percentile), **tpot,
         },
-        "shape": {k: float(load[k]) for k in TRAFFIC_SHAPE_KEYS if load.get(k) is not None},
+        "shape": {k: float(load[k]) for k in SHAPE_FIELDS if load.get(k) is not None},
     }
 
 
@@ -59,7 +57,7 @@ def with_workload(request: dict[str, Any], wl: dict[str, Any]) -> dict[str, Any]
 
 def traffic_shape(traffic: dict[str, Any] | None) -> dict[str, Any]:
     """The shape fields of a sizing request's `traffic` (none of them: Poisson arrivals, fixed lengths)."""
-    return {k: traffic[k] for k in TRAFFIC_SHAPE_KEYS if (traffic or {}).get(k) is not None}
+    return {k: traffic[k] for k in SHAPE_FIELDS if (traffic or {}).get(k) is not None}
 
 
 def shape_words(shape: dict[str, Any]) -> str:

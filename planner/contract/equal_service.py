@@ -12,6 +12,7 @@ from planner.contract.planning import Plan, plan
 from planner.core.errors import ScenarioError
 from planner.scenario.scenario import Scenario, ServiceObjective, parse_scenario
 from planner.serving.sizing import LayoutCandidate, evaluate_family, gpu_key, parse_sizing
+from planner.serving.sizing_request import SHAPE_FIELDS
 
 DEFAULT_TRAFFIC_REQUESTS_PER_S = 50.0  # a mid-size chat service: ~4.3 M requests a day
 # The sizing request needs both bounds; an objective without one is held to this (the contract's maximum).
@@ -61,7 +62,7 @@ def fleet_for(scenario: Scenario | dict[str, Any], requests_per_s: float, slo: S
     shape = (
         {
             k: getattr(s.load, k)
-            for k in ("arrival_cv", "prompt_len_cv", "output_len_cv", "prefix_cache_hit")
+            for k in SHAPE_FIELDS
             if k in s.load.model_fields_set
         }
         if s.load is not None
