@@ -192,6 +192,21 @@ def test_bad_link_parameters_fall_back_and_the_rest_applies():
     )
 
 
+def test_reserve_input_is_in_gib_and_a_link_keeps_its_gb():
+    """The reserve input speaks GiB, the unit vLLM logs and the memory waterfall shows (issue 31: one memory
+    unit), while the link keeps the contract's decimal GB: a 6 GB reserve reads 6e9 / 2^30 = 5.59 GiB, the
+    link reproduces 6 exactly, and 3 GiB typed in is 3 x 2^30 = 3,221,225,472 B = 3.221225472 GB.
+    Source: hand: the unit definitions (1 GiB = 2^30 B, 1 GB = 1e9 B).
+    """
+    at = run_app({"memory.reserve_gb": "6"})
+    reserve = at.sidebar.number_input(key="reserve_gib")
+    assert "GiB" in reserve.label and reserve.value == pytest.approx(6e9 / 2**30, rel=1e-12)
+    assert float(query(at)["memory.reserve_gb"]) == 6.0  # the link as given, not 6.000000000000001
+    reserve.set_value(3.0).run()
+    assert not at.exception and not at.error
+    assert float(query(at)["memory.reserve_gb"]) == pytest.approx(3 * 2**30 / 1e9, rel=1e-12)
+
+
 def test_changing_an_input_updates_the_url():
     """TP 8 halves the default's weights per GPU: 68,451,041,280 / 8 + 4,202,692,608 / 8 + 2,637,824 B =
     9.08 GB; a B200 then shows its fp8 ridge, 4,500 dense TFLOP/s over 8 TB/s = 562.5 FLOP/byte.

@@ -281,9 +281,9 @@ def _engine_inputs(sb: Any, ss: Any) -> None:
         st.checkbox("Model the engine's overheads (activations, NCCL, CUDA graphs)", key="reserve_auto",
                     help="off: one fixed reserve per GPU instead (memory.reserve_gb)")
         if not ss["reserve_auto"]:
-            st.number_input("Reserve per GPU (GB)", *_bounds("reserve_gb"), step=0.5, key="reserve_gb",
-                            **KEEP,
-                            help="runtime, activations, CUDA graphs")
+            st.number_input("Reserve per GPU (GiB)", *_bounds("reserve_gib"), step=0.5, format="%.2f",
+                            key="reserve_gib", **KEEP,
+                            help="runtime, activations, CUDA graphs (memory.reserve_gb holds it in GB)")
         st.selectbox("Engine", with_current(ENGINES, ss.get("engine")), key="engine",
                      format_func=lambda e: ENGINE_LABELS.get(e, e),
                      help="whose memory rules and step-time profile the plan follows")

@@ -25,6 +25,9 @@ AT_OBJECTIVE = "at objective"
 ENGINE_KNOBS = ("max_model_len", "block_size", "max_num_seqs", "vllm_sampler")
 
 
+GIB_PER_GB = 1e9 / 2**30  # the reserve input is in GiB; the contract's memory.reserve_gb stays decimal GB
+
+
 # (min, max) of every numeric widget: the planner's own accepted
 # range (planner/scenario/scenario.py), or wider,
 # so that any value a link or a file can hold is shown as it is and the planner judges it.
@@ -35,7 +38,7 @@ WIDGET_BOUNDS: dict[str, tuple[float, float]] = {
     "g_hbm_tb_s": (0.0, 1e6), "g_bf16": (0.0, 1e9), "g_fp8": (0.0, 1e9), "g_fp4": (0.0, 1e9),
     "g_link": (0.0, 1e9), "context_len": (1, 100_000_000), "prompt_len": (1, 100_000_000),
     "output_len": (1, 100_000_000), "batch": (1, 10_000_000), "utilization": (0.0, 1.0),
-    "reserve_gb": (0.0, 10_000.0), "pp": (1, 256), "ep": (1, 1024), "load_rate": (0.0, 1e6),
+    "reserve_gib": (0.0, 10_000.0 * GIB_PER_GB), "pp": (1, 256), "ep": (1, 1024), "load_rate": (0.0, 1e6),
     "traffic_rps": (1e-6, 1e7), "load_concurrency": (1, 10_000_000), "slo_ttft": (0.0, 1e7),
     "slo_itl": (0.0, 1e7), "slo_tpot": (0.0, 1e7), "arrival_cv": (0.0, 10.0), "prompt_len_cv": (0.0, 10.0),
     "output_len_cv": (0.0, 10.0), "prefix_cache_hit": (0.0, 1.0), "max_num_batched_tokens": (16, 10_000_000),
@@ -53,6 +56,13 @@ CUSTOM_MODEL_DEFAULT = {"name": "my-model", "n_layers": 32, "d_model": 4096, "n_
 # No source: the price input's starting value for a GPU that has none (a custom GPU given without
 # usd_per_hour). The plan itself never invents a price: without one it warns and leaves costs empty.
 PLACEHOLDER_USD_PER_GPU_HOUR = 2.0
+
+
+def _reserve_gb(ss: Any) -> float:
+    """memory.reserve_gb of the GiB input: the seeded link's own figure while the input still shows it (a
+    GB -> GiB -> GB round trip can move the last digit, and a link must reproduce itself), else converted."""
+    gib, seed = float(ss["reserve_gib"]), ss.get("reserve_seed")
+    return float(seed[1]) if seed is not None and seed[0] == gib else gib / GIB_PER_GB
 
 
 def catalog_price(gpu_id: str) -> float:
@@ -142,9 +152,9 @@ def _seed_deployment(ss: Any, scenario: dict[str, Any]) -> None:
     memory = scenario.get("memory") or {}
     ss["utilization"] = float(memory.get("utilization", DEFAULT_MEMORY_UTILIZATION))
     ss["reserve_auto"] = memory.get("reserve_gb") is None  # None: the engine's overheads are modelled
-    ss["reserve_gb"] = float(
-        memory.get("reserve_gb") if memory.get("reserve_gb") is not None else DEFAULT_RESERVE_GB
-    )
+    reserve_gb = memory.get("reserve_gb") if memory.get("reserve_gb") is not None else DEFAULT_RESERVE_GB
+    ss["reserve_gib"] = float(reserve_gb) * GIB_PER_GB  # shown in GiB, as vLLM logs memory (issue 31)
+    ss["reserve_seed"] = (ss["reserve_gib"], float(reserve_gb))  # the link's own GB while the input is kept
     ss["pp"] = int(scenario.get("pp", 1))
     ss["ep"] = int(scenario.get("ep", 1))
     ss["engine"] = str(scenario.get("engine", "vllm"))
@@ -299,7 +309,7 @@ def read_scenario() -> dict[str, Any]:
     if abs(ss["utilization"] - DEFAULT_MEMORY_UTILIZATION) > 1e-9:
         memory["utilization"] = float(ss["utilization"])
     if not ss.get("reserve_auto", True):
-        memory["reserve_gb"] = float(ss["reserve_gb"])
+        memory["reserve_gb"] = _reserve_gb(ss)
     if memory:
         scenario["memory"] = memory
     for key in ("pp", "ep"):
