@@ -10,6 +10,8 @@ import numpy as np
 
 MAX_WINDOW_ARRIVALS = 48
 _LOG_FACTORIAL = np.array([math.lgamma(k + 1.0) for k in range(MAX_WINDOW_ARRIVALS + 1)])
+_COUNTS = np.arange(MAX_WINDOW_ARRIVALS + 1, dtype=float)  # k = 0..MAX_WINDOW_ARRIVALS
+_COUNTS_LESS_ONE = _COUNTS[1:] - 1.0  # k - 1 on k = 1..MAX_WINDOW_ARRIVALS
 
 
 def waiting_probability(utilization: np.ndarray, arrival_cv: float) -> np.ndarray:
@@ -23,16 +25,14 @@ def waiting_probability(utilization: np.ndarray, arrival_cv: float) -> np.ndarra
     if abs(ca2 - 1.0) < 1e-9:
         return rho
 
-    def transform(sigma):
-        if ca2 < 1e-9:  # deterministic arrivals: e^(-s / lambda)
-            return np.exp(-(1.0 - sigma) / rho)
-        return (1.0 + ca2 * (1.0 - sigma) / rho) ** (-1.0 / ca2)
-
+    fixed = ca2 < 1e-9  # deterministic arrivals: A*(s) = e^(-s / lambda)
+    power = 0.0 if fixed else -1.0 / ca2
     lo, hi = np.zeros_like(rho), np.full_like(rho, 1.0 - 1e-9)
     for _ in range(24):  # sigma - A*(.) is < 0 below the root and > 0 between it and 1 (2^-24: plenty)
         mid = 0.5 * (lo + hi)
-        below = mid < transform(mid)
-        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        below = mid < (np.exp(-(1.0 - mid) / rho) if fixed else (1.0 + ca2 * (1.0 - mid) / rho) ** power)
+        np.copyto(lo, mid, where=below)  # in place: the cell's new ends without two selections
+        np.copyto(hi, mid, where=~below)
     return 0.5 * (lo + hi)
 
 
@@ -56,15 +56,17 @@ def _lower_gamma_regularized(a: float, x: np.ndarray, terms: int = 80,
     # An unstable point's window is infinite: P(a, inf) = 1 exactly. The series runs on finite x only
     # (inf - inf in the log front would be NaN, and numpy would warn); a NaN x stays NaN.
     finite = np.isfinite(given)
-    x = np.where(finite, given, 0.0)
-    term = np.ones_like(x)
-    total = np.ones_like(x)
+    everywhere = bool(finite.all())  # the usual case: the same figures without the selections
+    x = given if everywhere else np.where(finite, given, 0.0)
+    # the first term, 1 x x / (a + 1), is x / (a + 1) to the bit: the sum starts there
+    term = x / (a + 1)
+    total = 1.0 + term
     going = np.ones(x.shape, dtype=bool) if elementwise else None
-    for n in range(1, terms):
+    for n in range(2, terms):
         term = term * x / (a + n)
         total = total + term if going is None else np.where(going, total + term, total)
         if n % 4 == 0:
-            if going is None and not np.any(term > 1e-10 * total):  # converged everywhere
+            if going is None and not (term > 1e-10 * total).any():  # converged everywhere
                 break
             if going is not None:
                 going &= term > 1e-10 * total
@@ -72,7 +74,7 @@ def _lower_gamma_regularized(a: float, x: np.ndarray, terms: int = 80,
                     break
     log_front = a * np.log(np.maximum(x, 1e-300)) - x - math.lgamma(a + 1.0)
     series = np.where(x > 0, np.minimum(np.exp(log_front) * total, 1.0), 0.0)
-    return np.where(finite, series, np.where(given == np.inf, 1.0, np.nan))
+    return series if everywhere else np.where(finite, series, np.where(given == np.inf, 1.0, np.nan))
 
 
 def gap_cdf(rate_per_ms: np.ndarray, t_ms: np.ndarray, arrival_cv: float,
@@ -94,10 +96,10 @@ def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: fl
     Gamma inter-arrival times of CV ca > 1 (clumps): P(0) exact for the stationary renewal process, 1 - lambda
     E[min(gap, window)], and the windows that do get arrivals get them in clumps, a geometric count on 1, 2,
     ... keeping the mean lambda x window. `elementwise`: as _lower_gamma_regularized's."""
-    mu = np.maximum(np.asarray(rate_per_ms * window_ms, dtype=float), 1e-300)[..., None]
-    k = np.arange(kmax + 1, dtype=float)
     ca2 = float(arrival_cv) ** 2
     if ca2 <= 1.0 + 1e-9:
+        mu = np.maximum(np.asarray(rate_per_ms * window_ms, dtype=float), 1e-300)[..., None]
+        k = _COUNTS[: kmax + 1]
         # an unstable point's window is infinite: no Poisson count there (NaN, as 0 x log(inf) gave), and
         # log is only ever taken of a finite positive mean
         finite = np.isfinite(mu)
@@ -107,12 +109,51 @@ def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: fl
             safe = np.where(finite, mu, 1.0)
             pk = np.where(finite, np.exp(k * np.log(safe) - safe - _LOG_FACTORIAL[: kmax + 1]), np.nan)
         return pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
+    _, busy, clump = _clumps(rate_per_ms, window_ms, ca2, elementwise)
+    if kmax == 1:  # ratio^0 is 1 (NaN included), and x 1 leaves busy / clump as it is
+        pk = np.concatenate([1.0 - busy, busy / clump], axis=-1)
+    else:  # busy / clump x ratio^(k - 1) on k = 1..kmax (every k there is >= 1)
+        ratio = 1.0 - 1.0 / clump
+        pk = np.concatenate([1.0 - busy, busy / clump * ratio ** _COUNTS_LESS_ONE[:kmax]], axis=-1)
+    return pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
+
+
+_CLUMPS_KEPT = 4  # a load point's windows are counted twice (its riders, its ITL): the last few kept
+_clumps_kept: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _clumps(rate_per_ms: np.ndarray, window_ms: np.ndarray, ca2: float,
+            elementwise: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """window_counts' clumped figures, shape (..., 1): the mean count lambda x window, P(N >= 1) and the
+    mean count of a window that has arrivals. Kept by the inputs' bits (read-only), so the same windows
+    asked again get the same arrays without the series."""
+    rate, window = np.asarray(rate_per_ms, dtype=float), np.asarray(window_ms, dtype=float)
+    key = (ca2, elementwise, rate.shape, window.shape, rate.tobytes(), window.tobytes())
+    kept = _clumps_kept.get(key)
+    if kept is None:
+        kept = _count_clumps(rate, window, ca2, elementwise)
+        for a in kept:
+            a.flags.writeable = False
+        if len(_clumps_kept) >= _CLUMPS_KEPT:  # (clear: atomic, where threads share the dict)
+            _clumps_kept.clear()
+        _clumps_kept[key] = kept
+    return kept
+
+
+def _count_clumps(rate_per_ms: np.ndarray, window_ms: np.ndarray, ca2: float,
+                  elementwise: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    mu = np.maximum(np.asarray(rate_per_ms * window_ms, dtype=float), 1e-300)[..., None]
     shape = 1.0 / ca2
     x = (np.asarray(rate_per_ms, dtype=float) * shape * np.asarray(window_ms, dtype=float))[
         ..., None
     ]  # window / theta
     lower = _lower_gamma_regularized(shape, x, elementwise=elementwise)
     survival = 1.0 - lower
+    if np.isfinite(mu).all() and np.isfinite(x).all():  # the usual case: no infinite window to select
+        front = np.exp(shape * np.log(np.maximum(x, 1e-300)) - x - math.lgamma(shape + 1.0))
+        below = np.clip(lower - np.where(x > 0, front, 0.0), 0.0, 1.0)
+        busy = np.clip(mu * survival + below, 1e-300, 1.0)
+        return mu, busy, np.maximum(mu / busy, 1.0)
     # P(a + 1, x) = P(a, x) - x^a e^-x / Gamma(a + 1); the front is 0 at an infinite window (on finite x only)
     safe_x = np.where(np.isfinite(x), x, 0.0)
     front = np.where(np.isfinite(x), np.exp(shape * np.log(np.maximum(safe_x, 1e-300)) - safe_x
@@ -122,7 +163,4 @@ def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: fl
     finite_mu = np.isfinite(mu)
     busy = np.where(finite_mu, np.clip(np.where(finite_mu, mu, 0.0) * survival + below, 1e-300, 1.0), 1.0)
     clump = np.maximum(mu / busy, 1.0)  # mean count of a window that has arrivals
-    ratio = 1.0 - 1.0 / clump
-    pk = np.where(k[1:] >= 1, busy / clump * ratio ** (k[1:] - 1.0), 0.0)
-    pk = np.concatenate([1.0 - busy, pk], axis=-1)
-    return pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
+    return mu, busy, clump
