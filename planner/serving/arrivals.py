@@ -10,8 +10,9 @@ import numpy as np
 
 MAX_WINDOW_ARRIVALS = 48
 _LOG_FACTORIAL = np.array([math.lgamma(k + 1.0) for k in range(MAX_WINDOW_ARRIVALS + 1)])
-_COUNTS = np.arange(MAX_WINDOW_ARRIVALS + 1, dtype=float)  # k = 0..MAX_WINDOW_ARRIVALS
-_COUNTS_LESS_ONE = _COUNTS[1:] - 1.0  # k - 1 on k = 1..MAX_WINDOW_ARRIVALS
+WINDOW_ARRIVALS = np.arange(MAX_WINDOW_ARRIVALS + 1, dtype=float)  # the counts k = 0..MAX_WINDOW_ARRIVALS
+WINDOW_ARRIVALS.flags.writeable = False
+_COUNTS_LESS_ONE = WINDOW_ARRIVALS[1:] - 1.0  # k - 1 on k = 1..MAX_WINDOW_ARRIVALS
 
 
 def waiting_probability(utilization: np.ndarray, arrival_cv: float) -> np.ndarray:
@@ -99,7 +100,7 @@ def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: fl
     ca2 = float(arrival_cv) ** 2
     if ca2 <= 1.0 + 1e-9:
         mu = np.maximum(np.asarray(rate_per_ms * window_ms, dtype=float), 1e-300)[..., None]
-        k = _COUNTS[: kmax + 1]
+        k = WINDOW_ARRIVALS[: kmax + 1]
         # an unstable point's window is infinite: no Poisson count there (NaN, as 0 x log(inf) gave), and
         # log is only ever taken of a finite positive mean
         finite = np.isfinite(mu)

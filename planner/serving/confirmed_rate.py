@@ -34,6 +34,8 @@ from planner.serving.slot_wait import SLOT_POINTS, SlotChain
 NO_BAND_UTILIZATION = 0.85  # the stated cap where no simulated range exists (arrival CV outside 0.75-3.5)
 GRID = 48  # loads per refinement; one resolves the rate to 1/2,304 of capacity, two to 1/110,592
 _LOADS = np.array(LOADS)
+# the slot wait's equal-mass points: log(1 - u) at each (slot_wait.wait_offsets_ms's, negated)
+_SLOT_LOG_SURVIVAL = np.log1p(-(np.arange(SLOT_POINTS) + 0.5) / SLOT_POINTS)[:, None]
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,8 @@ class Checker:
 
     def __init__(self, m: ReplicaModel, slots: int, objective: SizingObjective, limit: float) -> None:
         self.m, self.slots, self.objective, self.limit = m, slots, objective, limit
-        self.capacity = float(m.capacity_per_ms(float(slots)))
+        self.capacity_at_slots = m.capacity_per_ms(float(slots))
+        self.capacity = float(self.capacity_at_slots)
         # the slot wait is TTFT's: a decode worker's checks (ITL alone) never ask for it
         self.chain = SlotChain(m, slots) if objective.ttft_ms is not None else None
         pct = objective.percentile
@@ -138,21 +141,30 @@ class Checker:
             self.ttft_steps = _ratio_steps(f"ttft_p{pct}", *shape)
             self.itl_steps = _ratio_steps(f"itl_p{pct}", *shape)
 
-    def _ratio(self, steps: tuple[np.ndarray, np.ndarray], load: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _steps_at(load: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Where each load falls among the tabulated ones (as _ratio reads it): the index, whether the load
+        is that tabulated load, whether it is above them all."""
+        i = np.minimum(np.searchsorted(_LOADS, load), len(_LOADS) - 1)
+        exact = (np.abs(_LOADS[i] - load) <= 1e-9 * np.abs(load)) | (load <= _LOADS[0])
+        return i, exact, load > _LOADS[-1]
+
+    def _ratio(self, steps: tuple[np.ndarray, np.ndarray], load: np.ndarray,
+               at_steps: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         if not self.banded:
             return np.ones_like(load)
         at, below = steps
-        i = np.minimum(np.searchsorted(_LOADS, load), len(_LOADS) - 1)
-        exact = (np.abs(_LOADS[i] - load) <= 1e-9 * np.abs(load)) | (load <= _LOADS[0])
-        return np.where(load > _LOADS[-1], math.inf, np.where(exact, at[i], below[i]))
+        i, exact, over = at_steps if at_steps is not None else self._steps_at(load)
+        return np.where(over, math.inf, np.where(exact, at[i], below[i]))
 
     def verdicts(self, rates_per_ms: np.ndarray) -> Verdicts:
         """The checks at each rate."""
         m, objective = self.m, self.objective
         rates = np.atleast_1d(np.asarray(rates_per_ms, dtype=float))
         load = rates / self.capacity if self.capacity > 0 else np.full_like(rates, math.inf)
-        p = load_point(m, rates, float(self.slots))
+        p = load_point(m, rates, float(self.slots), capacity_per_ms=self.capacity_at_slots)
         ok = np.asarray(p.stable, dtype=bool) & (load <= self.limit * (1.0 + 1e-12))
+        at_steps = self._steps_at(load) if self.banded else None  # both bands read the same steps
         q = objective.percentile / 100.0
         ttft_band = ttft_slots = itl_band = tpot = ok
         if objective.tpot_ms is not None:
@@ -162,14 +174,13 @@ class Checker:
             assert self.chain is not None
             probability, mean = self.chain.wait(rates)
             with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = self._ratio(self.ttft_steps, load) if self.banded else np.ones_like(load)
+                ratio = self._ratio(self.ttft_steps, load, at_steps) if self.banded else np.ones_like(load)
                 banded = np.where(np.isfinite(ratio), bound / ratio, -1.0)
             waiting = bool((probability > 0).any())
             at = [banded]
             if waiting:  # the bound itself, and less each of the slot wait's equal-mass points
-                u = (np.arange(SLOT_POINTS) + 0.5) / SLOT_POINTS
                 at.append(np.full(len(rates), bound))
-                at.extend(bound + np.log1p(-u)[:, None] * np.where(np.isfinite(mean), mean, 1e30)[None, :])
+                at.extend(bound + _SLOT_LOG_SURVIVAL * np.where(np.isfinite(mean), mean, 1e30)[None, :])
             cdf = ttft_distribution(m, p)(np.stack(at))
             ttft_band = ok & (cdf[0] >= q)
             if waiting:  # without a wait the band's check (ratio >= 1) implies the bound's
@@ -177,7 +188,7 @@ class Checker:
                 ttft_slots = ok & (within >= q)
         if objective.itl_ms is not None and (ttft_band & ttft_slots & tpot).any():
             with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = self._ratio(self.itl_steps, load) if self.banded else np.ones_like(load)
+                ratio = self._ratio(self.itl_steps, load, at_steps) if self.banded else np.ones_like(load)
                 banded = np.where(np.isfinite(ratio), objective.itl_ms / ratio, -1.0)
             itl_band = ok & (itl_distribution(m, p)(banded) >= q)
         elif objective.itl_ms is not None:

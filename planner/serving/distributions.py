@@ -8,10 +8,11 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from planner.serving.arrivals import MAX_WINDOW_ARRIVALS, gap_cdf, window_counts
+from planner.serving.arrivals import MAX_WINDOW_ARRIVALS, WINDOW_ARRIVALS, gap_cdf, window_counts
 from planner.serving.replica import LoadPoint, ReplicaModel, mean_over_lengths
 
 RESIDUAL_POINTS = 8  # equal-mass points of the uniform rest of the iteration in progress
+_RESIDUAL_U = (np.arange(RESIDUAL_POINTS) + 0.5) / RESIDUAL_POINTS  # their positions in the rest
 PERCENTILES = (50, 90, 99)
 
 
@@ -32,26 +33,27 @@ def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray, 
     own = np.ceil(m.computed_tokens / p.chunk_tokens[..., None]) * p.decode_ms[..., None] + m.prefill_work_ms
     waits = np.clip(np.asarray(p.wait_probability) * p.seen, 0.0, 1.0)
     busy = 1.0 - np.exp(-p.population * p.seen)  # an arrival finds a decode iteration in progress
-    u = (np.arange(RESIDUAL_POINTS) + 0.5) / RESIDUAL_POINTS
-    zero = np.zeros_like(p.iteration_ms)[..., None]
     # Prompts arriving between this one and the start of its iteration ride it too (up to the budget),
     # each adding its work: every ms before the iteration starts costs 1 + lambda E[W] (the prefill share).
     fits = np.maximum(p.chunk_tokens / m.mean_computed_tokens - 1.0, 0.0)
     stretch = 1.0 + p.prefill_share * np.minimum(fits, 1.0) * p.seen
-    residual = np.concatenate([zero, zero, (p.decode_ms * stretch)[..., None] * u], axis=-1)
-    weight = np.concatenate(
-        [
-            waits[..., None], ((1.0 - busy) * (1.0 - waits))[..., None],
-            np.repeat((busy * (1.0 - waits) / RESIDUAL_POINTS)[..., None], RESIDUAL_POINTS, axis=-1),
-        ],
-        axis=-1,
-    )
+    # the parts (waiting, no iteration in progress, RESIDUAL_POINTS rests of one), filled in place
+    points = np.shape(p.iteration_ms) + (RESIDUAL_POINTS + 2,)
+    residual = np.zeros(points)
+    residual[..., 2:] = (p.decode_ms * stretch)[..., None] * _RESIDUAL_U
+    weight = np.empty(points)
+    weight[..., 0] = waits
+    weight[..., 1] = (1.0 - busy) * (1.0 - waits)
+    weight[..., 2:] = (busy * (1.0 - waits) / RESIDUAL_POINTS)[..., None]
     with np.errstate(divide="ignore", invalid="ignore"):
         conditional = np.where(waits > 0, p.wait_mean_ms * p.seen / np.maximum(waits, 1e-300), 0.0)
-    means = np.concatenate([conditional[..., None], np.zeros_like(residual[..., 1:])], axis=-1)
+    means = np.zeros(points)
+    means[..., 0] = conditional
     parts = own[..., :, None] + residual[..., None, :]
-    weights = np.broadcast_to(weight[..., None, :] / len(m.computed_tokens), parts.shape)
-    tails = np.broadcast_to(means[..., None, :], parts.shape)
+    weights = weight[..., None, :] / len(m.computed_tokens)
+    tails = means[..., None, :]
+    if weights.shape != parts.shape:  # a length grid: each length gets the same weights and means
+        weights, tails = np.broadcast_to(weights, parts.shape), np.broadcast_to(tails, parts.shape)
     shape = parts.shape[:-2] + (-1,)
     frontend = m.workload.ttft_overhead_ms + m.workload.ttft_per_running_ms * p.population * p.seen
     return (parts.reshape(shape) + np.asarray(frontend)[..., None], weights.reshape(shape),
@@ -61,13 +63,21 @@ def _ttft_parts(m: ReplicaModel, p: LoadPoint) -> tuple[np.ndarray, np.ndarray, 
 def ttft_distribution(m: ReplicaModel, p: LoadPoint):
     """t -> P(TTFT <= t) at the load point (its parts computed once); t broadcasts against its shape."""
     parts, weights, tails = _ttft_parts(m, p)
-    scale = np.maximum(tails, 1e-9)
+    # Only the first part of each length's block (the wait) has an exponential tail (_ttft_parts: every
+    # other mean is 0), so only those are evaluated as exponentials; the rest are point masses, x >= 0.
+    waits = (Ellipsis, slice(0, None, RESIDUAL_POINTS + 2))
+    wait_tails = tails[waits]
+    wait_scale = np.maximum(wait_tails, 1e-9)
+    waiting = wait_tails > 0
 
     def cdf(t_ms) -> np.ndarray:
         x = np.asarray(t_ms, dtype=float)[..., None] - parts
+        within = (x >= 0).astype(float)
+        x_wait = x[waits]
         with np.errstate(over="ignore"):
-            inside = np.where(x < 0, 0.0, -np.expm1(-np.maximum(x, 0.0) / scale))
-        return np.sum(weights * np.where(tails > 0, inside, x >= 0), axis=-1)
+            inside = np.where(x_wait < 0, 0.0, -np.expm1(-np.maximum(x_wait, 0.0) / wait_scale))
+        within[waits] = np.where(waiting, inside, within[waits])
+        return np.sum(weights * within, axis=-1)
     return cdf
 
 
@@ -95,9 +105,10 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint, elementwise: bool = False) -> tupl
     full_share = np.minimum(1.0, window * mean_over_lengths(continuations))
     full_extra = mean_over_lengths(chunk * per_token)
     # prompts arriving during the previous iteration: Poisson count, their first chunks together
-    kmax = window_arrivals_bound(float(np.max(window, initial=0.0)), m.workload.arrival_cv)
+    widest = max(float(np.asarray(window).max()), 0.0) if np.size(window) else 0.0  # np.max(initial=0)'s
+    kmax = window_arrivals_bound(widest, m.workload.arrival_cv)
     pk = window_counts(p.rate_per_ms, p.iteration_ms, m.workload.arrival_cv, kmax, elementwise)
-    k = np.arange(kmax + 1, dtype=float)
+    k = WINDOW_ARRIVALS[: kmax + 1]
     mean_first_tokens = mean_over_lengths(first, keepdims=True)
     mean_first_work = mean_over_lengths(first * per_token, keepdims=True)
     tokens_k = np.minimum(k * mean_first_tokens, chunk)
@@ -125,10 +136,11 @@ def _itl_atoms(m: ReplicaModel, p: LoadPoint, elementwise: bool = False) -> tupl
             [(1.0 - carrying)[..., None], pk[..., 1:] * (carrying / some)[..., None]], axis=-1
         )
     atoms = np.concatenate([full_extra[..., None], extra_k[..., :1], one, extra_k[..., 2:]], axis=-1)
-    lone = pk[..., 1:2] / one.shape[-1]
-    weights = np.concatenate([full_share[..., None], (1 - full_share[..., None]) * pk[..., :1],
-                              (1 - full_share[..., None]) * np.broadcast_to(lone, one.shape),
-                              (1 - full_share[..., None]) * pk[..., 2:]], axis=-1)
+    rest = 1 - full_share[..., None]
+    alone = rest * (pk[..., 1:2] / one.shape[-1])
+    weights = np.concatenate([full_share[..., None], rest * pk[..., :1],
+                              alone if alone.shape == one.shape else np.broadcast_to(alone, one.shape),
+                              rest * pk[..., 2:]], axis=-1)
     return atoms, weights
 
 

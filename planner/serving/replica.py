@@ -164,8 +164,8 @@ class ReplicaModel:
         work is below its compute (a short prompt, whose compute hides under a pass's weight read) or a decode
         step below its own; elsewhere every floored figure is the engine's, and load points skip the floor."""
         budget = self.workload.max_num_batched_tokens
-        return bool(np.any(self.prefill_floor_ms > self.prefill_work_ms)
-                    or np.any(self.decode_floor_ms > self.decode_ms)
+        return bool((self.prefill_floor_ms > self.prefill_work_ms).any()
+                    or (self.decode_floor_ms > self.decode_ms).any()
                     or self.mean_computed_tokens * self.pass_read_ms / budget > self.mean_prefill_work_ms)
 
     @functools.cached_property
@@ -336,14 +336,16 @@ def _floored_services(m: ReplicaModel, lam: np.ndarray, dc: np.ndarray, chunk: n
 
 
 def load_point(m: ReplicaModel, rate_per_ms, max_running=None, seen: float = 1.0,
-               elementwise: bool = False) -> LoadPoint:
+               elementwise: bool = False, capacity_per_ms: np.ndarray | None = None) -> LoadPoint:
     """`seen`: an arrival in a closed loop of c clients finds the other c - 1 (the arrival theorem), so it
     sees (c - 1) / c of the mean decoding population and queue; an open loop's arrival sees all of it.
     `elementwise`: each rate of an array gets the figures it gets alone (clumped arrivals' series otherwise
-    run until the whole array converges: arrivals.window_counts)."""
+    run until the whole array converges: arrivals.window_counts). `capacity_per_ms`:
+    m.capacity_per_ms(max_running), when the caller has it."""
     lam = np.asarray(rate_per_ms, dtype=float)
     w = m.workload
-    cap = m.capacity_per_ms(max_running) if max_running is not None else m.capacity_at_max_running_per_ms
+    cap = (capacity_per_ms if capacity_per_ms is not None else m.capacity_per_ms(max_running)
+           if max_running is not None else m.capacity_at_max_running_per_ms)
     n = np.interp(lam, m.rate_per_ms, m.population) if m.decode_steps_per_request > 0 else np.zeros_like(lam)
     d = np.interp(n, m.population, m.decode_ms)
     slope = np.interp(n + 1.0, m.population, m.decode_ms) - d

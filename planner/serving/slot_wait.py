@@ -31,7 +31,7 @@ from planner.serving.distributions import (
     quantile,
     ttft_distribution,
 )
-from planner.serving.replica import LoadPoint, ReplicaModel, load_point
+from planner.serving.replica import LoadPoint, ReplicaModel, load_point, mean_over_lengths
 
 BLOCKS = 64  # the chain in at most this many blocks of states sharing one departure rate
 
@@ -48,14 +48,16 @@ class SlotChain:
         # a request's own prefill at the full replica (its chunks beside `slots` decodes), a bound on it below
         chunk = max(m.workload.max_num_batched_tokens - slots, 1)
         self.step_full = float(np.interp(slots, m.population, m.decode_ms))
-        self.own = float(np.mean(np.ceil(m.computed_tokens / chunk) * self.step_full + m.prefill_work_ms))
+        self.own = float(mean_over_lengths(np.ceil(m.computed_tokens / chunk) * self.step_full
+                                           + m.prefill_work_ms))
         width = max(slots // BLOCKS, 1)
         k = np.arange(width, slots + 1, width, dtype=float)
         k[-1] = slots
-        self.k, self.widths = k, np.diff(np.concatenate([[0.0], k]))
+        self.k, self.widths = k, np.diff(k, prepend=0.0)
         self.step_k = np.interp(k, m.population, m.decode_ms)
-        steps = max(float(np.mean(m.output_tokens - 1.0)), 1.0)
-        self.hold_cv2 = float(np.var(m.output_tokens)) / steps ** 2
+        steps = max(m.decode_steps_per_request, 1.0)  # float(np.mean(output_tokens - 1)), kept by the model
+        # a fixed output length's variance is 0 (np.var of one finite point)
+        self.hold_cv2 = (float(np.var(m.output_tokens)) if len(m.output_tokens) > 1 else 0.0) / steps ** 2
 
     def wait(self, rate_per_ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lam_all = np.atleast_1d(np.asarray(rate_per_ms, dtype=float))
@@ -63,7 +65,7 @@ class SlotChain:
         if self.none:
             return out_p, out_mean
         m, slots = self.m, self.slots
-        share_all = np.clip(lam_all * m.mean_prefill_work_ms, 0.0, 1.0 - 1e-9)
+        share_all = np.minimum(np.maximum(lam_all * m.mean_prefill_work_ms, 0.0), 1.0 - 1e-9)  # np.clip's
         # Where the full replica drains twice as fast as requests come, the chain's mode is below slots / 2
         # (the hold lengthens with k) and P(k >= slots) under (1/2)^(slots / 2): such rates skip the chain.
         full_hold = self.own + m.decode_steps_per_request * self.step_full / (1.0 - share_all)
@@ -81,7 +83,9 @@ class SlotChain:
             ratio = lam / mu[:, -1]
             tail = np.where(ratio < 1.0, w[:, -1] / (1.0 - ratio), np.inf)
             total = np.exp(-top[:, 0]) + (widths[:-1] * w[:, :-1]).sum(axis=-1) + tail
-            probability = np.nan_to_num(np.where(np.isfinite(tail), tail / total, 1.0), nan=0.0)
+            probability = np.where(np.isfinite(tail), tail / total, 1.0)
+            if not np.isfinite(probability).all():  # np.nan_to_num returns the finite ones as they are
+                probability = np.nan_to_num(probability, nan=0.0)
             mean = np.where(ratio < 1.0, 1.0 / (mu[:, -1] - lam), np.inf) * (
                 m.workload.arrival_cv ** 2 + self.hold_cv2) / 2.0
         out_p[near] = np.where(lam > 0, probability, 0.0)
