@@ -21,7 +21,8 @@ def waiting_probability(utilization: np.ndarray, arrival_cv: float) -> np.ndarra
     (k = 1 / ca^2, theta mu = ca^2 / rho). Poisson gives sigma = rho; clumped arrivals (ca > 1) wait far more
     often than rho says (ca 2 at rho 0.1: sigma 0.46), since most of a clump's arrivals land while the one
     before is still in prefill."""
-    rho = np.clip(np.asarray(utilization, dtype=float), 1e-12, 1.0 - 1e-12)
+    # np.clip's figures (bounds away from 0: no signed zero for the two to differ on)
+    rho = np.minimum(np.maximum(np.asarray(utilization, dtype=float), 1e-12), 1.0 - 1e-12)
     ca2 = float(arrival_cv) ** 2
     if abs(ca2 - 1.0) < 1e-9:
         return rho
@@ -43,7 +44,8 @@ def waiting_probabilities(first: np.ndarray, second: np.ndarray,
     elementwise: the same numbers in half the calls)."""
     if abs(float(arrival_cv) ** 2 - 1.0) < 1e-9:  # Poisson: each is its utilization, no search to share
         return waiting_probability(first, arrival_cv), waiting_probability(second, arrival_cv)
-    roots = waiting_probability(np.stack(np.broadcast_arrays(first, second)), arrival_cv)
+    both = (first, second) if np.shape(first) == np.shape(second) else np.broadcast_arrays(first, second)
+    roots = waiting_probability(np.stack(both), arrival_cv)
     return roots[0, ...], roots[1, ...]
 
 
@@ -152,8 +154,10 @@ def _count_clumps(rate_per_ms: np.ndarray, window_ms: np.ndarray, ca2: float,
     survival = 1.0 - lower
     if np.isfinite(mu).all() and np.isfinite(x).all():  # the usual case: no infinite window to select
         front = np.exp(shape * np.log(np.maximum(x, 1e-300)) - x - math.lgamma(shape + 1.0))
-        below = np.clip(lower - np.where(x > 0, front, 0.0), 0.0, 1.0)
-        busy = np.clip(mu * survival + below, 1e-300, 1.0)
+        # np.clip's bounds as minimum / maximum: the same figures, but a -0 `below` stays -0, which busy
+        # (at least 1e-300) never shows
+        below = np.minimum(np.maximum(lower - np.where(x > 0, front, 0.0), 0.0), 1.0)
+        busy = np.minimum(np.maximum(mu * survival + below, 1e-300), 1.0)
         return mu, busy, np.maximum(mu / busy, 1.0)
     # P(a + 1, x) = P(a, x) - x^a e^-x / Gamma(a + 1); the front is 0 at an infinite window (on finite x only)
     safe_x = np.where(np.isfinite(x), x, 0.0)

@@ -144,19 +144,19 @@ class ReplicaModel:
     # The model is immutable: the figures below are computed once per model (every load point asks for them).
     @functools.cached_property
     def decode_steps_per_request(self) -> float:
-        return float(np.mean(self.output_tokens - 1.0))
+        return _length_mean(self.output_tokens - 1.0)
 
     @functools.cached_property
     def mean_prefill_work_ms(self) -> float:
-        return float(np.mean(self.prefill_work_ms))
+        return _length_mean(self.prefill_work_ms)
 
     @functools.cached_property
     def mean_computed_tokens(self) -> float:
-        return float(np.mean(self.computed_tokens))
+        return _length_mean(self.computed_tokens)
 
     @functools.cached_property
     def mean_prefill_floor_ms(self) -> float:
-        return float(np.mean(self.prefill_floor_ms))
+        return _length_mean(self.prefill_floor_ms)
 
     @functools.cached_property
     def floor_may_bind(self) -> bool:
@@ -235,9 +235,9 @@ def replica_model(d: Deployment, w: Workload, max_population: int | None = None,
     # and a full pass reads the weights its tokens touch (a cached prefix's prefill, subtracted from a
     # prompt's work, already read them: under MoE the empty pass reads no expert, the full one nearly all)
     pass_read = float(weights_read_ms(d, w.max_num_batched_tokens))
-    steps = float(np.mean(outputs - 1.0))
-    mean_work, mean_floor = float(np.mean(work)), float(np.mean(work_floor))
-    mean_computed = float(np.mean(computed))
+    steps = _length_mean(outputs - 1.0)
+    mean_work, mean_floor = _length_mean(work), _length_mean(work_floor)
+    mean_computed = _length_mean(computed)
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = (
             population / np.maximum(steps * decode + population * mean_work,
@@ -249,8 +249,18 @@ def replica_model(d: Deployment, w: Workload, max_population: int | None = None,
                                         mean_floor + mean_computed * decode_floor / chunk),
                              mean_computed * pass_read / chunk)
         util = np.where(chunk >= 1.0, rate * service, np.inf)
-    return ReplicaModel(w, prompts, computed, work, outputs, population, decode, rate, util, work_floor,
-                        decode_floor, pass_read)
+    model = ReplicaModel(w, prompts, computed, work, outputs, population, decode, rate, util, work_floor,
+                         decode_floor, pass_read)
+    # the means it keeps are the ones just computed (the same expressions): seeded, not recomputed
+    model.__dict__.update(decode_steps_per_request=steps, mean_prefill_work_ms=mean_work,
+                          mean_computed_tokens=mean_computed, mean_prefill_floor_ms=mean_floor)
+    return model
+
+
+def _length_mean(x: np.ndarray) -> float:
+    """float(np.mean(x)) of a length grid; a fixed length's one point is its own mean (x / 1: the same
+    bits), without the reduction's cost."""
+    return float(x[0]) if np.shape(x) == (1,) else float(np.mean(x))
 
 
 def mean_over_lengths(x: np.ndarray, keepdims: bool = False) -> np.ndarray:

@@ -53,7 +53,7 @@ class SlotChain:
         width = max(slots // BLOCKS, 1)
         k = np.arange(width, slots + 1, width, dtype=float)
         k[-1] = slots
-        self.k, self.widths = k, np.diff(k, prepend=0.0)
+        self.k, self.widths = k, np.diff(np.concatenate([[0.0], k]))
         self.step_k = np.interp(k, m.population, m.decode_ms)
         steps = max(m.decode_steps_per_request, 1.0)  # float(np.mean(output_tokens - 1)), kept by the model
         # a fixed output length's variance is 0 (np.var of one finite point)
