@@ -72,7 +72,8 @@ class SlotChain:
         near = ~((slots >= 32) & (lam_all * full_hold < 0.5 * slots))
         if not near.any():
             return out_p, out_mean
-        lam, share = lam_all[near], share_all[near]
+        every = bool(near.all())  # then no selection: the same figures, each rate in place
+        lam, share = (lam_all, share_all) if every else (lam_all[near], share_all[near])
         step = self.step_k[None, :] / (1.0 - share[:, None])
         mu = self.k[None, :] / (self.own + m.decode_steps_per_request * step)
         widths = self.widths
@@ -88,6 +89,9 @@ class SlotChain:
                 probability = np.nan_to_num(probability, nan=0.0)
             mean = np.where(ratio < 1.0, 1.0 / (mu[:, -1] - lam), np.inf) * (
                 m.workload.arrival_cv ** 2 + self.hold_cv2) / 2.0
+        if every:
+            waited = np.where(lam > 0, probability, 0.0)
+            return waited, np.where(waited > 0, mean, 0.0)
         out_p[near] = np.where(lam > 0, probability, 0.0)
         out_mean[near] = np.where(out_p[near] > 0, mean, 0.0)
         return out_p, out_mean

@@ -41,7 +41,8 @@ def replica_workload(d: Deployment, prompt_len: float, output_len: float, max_ru
         prompt_len_cv=mix.prompt_len_cv, output_len_cv=mix.output_len_cv, arrival_cv=mix.arrival_cv,
         prefix_cache_hit=mix.prefix_cache_hit if prefix_cache_hit is None else prefix_cache_hit,
         max_num_batched_tokens=getattr(mix, "max_num_batched_tokens", DEFAULT_MAX_NUM_BATCHED_TOKENS),
-        context=context, scheduler=getattr(mix, "scheduler", SchedulerSettings()))
+        # (the default built only where the mix has none: a pydantic model per call otherwise)
+        context=context, scheduler=mix.scheduler if hasattr(mix, "scheduler") else SchedulerSettings())
 
 
 def running_cap(batch: int | None, max_batch: int, max_num_seqs: int | None = None) -> int:
