@@ -53,7 +53,9 @@ class SlotChain:
         width = max(slots // BLOCKS, 1)
         k = np.arange(width, slots + 1, width, dtype=float)
         k[-1] = slots
-        self.k, self.widths = k, np.diff(np.concatenate([[0.0], k]))
+        widths = np.empty_like(k)  # np.diff of [0, k...]: k[0] - 0 is k[0]; the rest as diff subtracts them
+        widths[0], widths[1:] = k[0], k[1:] - k[:-1]
+        self.k, self.widths = k, widths
         self.step_k = np.interp(k, m.population, m.decode_ms)
         steps = max(m.decode_steps_per_request, 1.0)  # float(np.mean(output_tokens - 1)), kept by the model
         # a fixed output length's variance is 0 (np.var of one finite point)
