@@ -4,6 +4,8 @@ options, and the disaggregated pools' floors stay under what they bound."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -317,11 +319,16 @@ def test_pairing_floors_are_below_their_fleets(monkeypatch):
     cut = serving_modes.size_with_modes(request)
     seen: list[tuple[float, float]] = []
 
-    def build_every(candidates, keep, cost):
-        built = [(floor, build()) for floor, build in candidates]
+    def build_every(groups, keep, cost):
+        built = []
+        for group in groups:  # each pool's pairings, all listed at once (a group's floor is below them all)
+            group_floor = group.floor
+            listed, rest = group.listed(math.inf)
+            assert rest is None and all(group_floor <= floor for _, floor, _ in listed)
+            built.extend((floor, build()) for _, floor, build in listed)
         seen.extend((floor, cost(option)) for floor, option in built if option is not None)
         return [option for _, option in built if option is not None]
-    monkeypatch.setattr(disaggregation, "build_cheapest", build_every)
+    monkeypatch.setattr(disaggregation, "build_cheapest_grouped", build_every)
     full = serving_modes.size_with_modes(request)
     assert len(seen) > 10 and all(floor <= usd * (1 + 1e-12) for floor, usd in seen)
     assert json.dumps(cut["options"]) == json.dumps(full["options"])

@@ -47,10 +47,10 @@ from planner.engines.base import DEFAULT_MAX_NUM_BATCHED_TOKENS
 from planner.engines.kv_transfer import KvTransferPath, kv_transfer_path, vendor_key
 from planner.hardware.parallelism import sharding
 from planner.scenario.scenario import Scenario, resolve
-from planner.serving.cheapest_first import build_cheapest
+from planner.serving.cheapest_first import build_cheapest_grouped
 from planner.serving.confirmed_rate import SizingObjective
 from planner.serving.decode_bound import DecodeRateBound
-from planner.serving.decode_pool import KEEP_PER_POOL, DecodeCandidate, walk_decode_pool
+from planner.serving.decode_pool import KEEP_PER_POOL, DecodeCandidate, DecodePoolWalk
 from planner.serving.disaggregated_workers import (
     DecodeWorker,
     PrefillWorker,
@@ -266,14 +266,16 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
                     key_of: Callable[[PoolCandidate], LayoutKey], price_of: Pricer,
                     memo: LayoutMemo, shape: TrafficShape, context_len: int, itl_slo_ms: float,
                     percentile: int, pairs_with: set[PoolKey], max_utilization: float | None = None,
-                    tpot_slo_ms: float | None = None) -> tuple[dict[PoolKey, list[Priced]], int]:
-    """Decode workers by (weights, KV, vendor), priced per request per second, and how many were searched:
-    cheapest bound first, confirmed rates searched until the KEEP_PER_POOL best found cost less per request
-    than any bound left (planner.serving.sizing's bound on the confirmed rate, prompt work 0: it is cached;
-    walked by planner.serving.decode_bound's tighter one, computed where the first leaves the order open).
-    Only for the pools a prefill pool can pair with (`pairs_with`)."""
+                    tpot_slo_ms: float | None = None) -> tuple[dict[PoolKey, DecodePool], int]:
+    """Decode pools by (weights, KV, vendor), their workers priced per request per second, and how many were
+    searched: cheapest bound first, confirmed rates searched until the KEEP_PER_POOL best found cost less per
+    request than any bound left (planner.serving.sizing's bound on the confirmed rate, prompt work 0: it is
+    cached; walked by planner.serving.decode_bound's tighter one, computed where the first leaves the order
+    open), each walked only as far as the pairing needs (DecodePoolWalk). Only for the pools a prefill pool
+    can pair with (`pairs_with`)."""
     searched = 0
     bounded: dict[PoolKey, list[tuple[float, DecodeCandidate, Callable[[], float]]]] = {}
+    rate_bounds: dict[PoolKey, list[tuple[float | None, float]]] = {}
     objective = SizingObjective(percentile, None, itl_slo_ms)
     banding = (float(shape.arrival_cv), shape.prompt_len_cv > 0 or shape.output_len_cv > 0, "fits")
     tighter = DecodeRateBound(itl_slo_ms, percentile, banding[0], banding[1], shape.prompt_len,
@@ -302,13 +304,68 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
                 functools.partial(_walk_floor, tighter, shape.output_len, steps, usd_per_hour, floor))
         bounded.setdefault(_pool_key(c, d), []).append((floor, (floor, c, d, price, mem,
                                                                 memo.prefill_work(key_of(c), d)), walk))
+        rate_bounds.setdefault(_pool_key(c, d), []).append((bound, usd_per_hour))
     pools = {}
     for key, floored in bounded.items():
         floored.sort(key=lambda x: x[0])  # the sizing bound's order: the one kept workers' cost ties keep
         # the bounds above leave the TPOT bound out (ITL alone: still bounds, looser); the walk judges it
-        pools[key] = walk_decode_pool([x[1] for x in floored], context_len, shape, itl_slo_ms, percentile,
-                                      max_utilization, [x[2] for x in floored], tpot_slo_ms)
+        pools[key] = DecodePool(rate_bounds[key], DecodePoolWalk(
+            [x[1] for x in floored], context_len, shape, itl_slo_ms, percentile, max_utilization,
+            [x[2] for x in floored], tpot_slo_ms))
     return pools, searched
+
+
+@dataclass(frozen=True)
+class DecodePool:
+    """A decode pool: each candidate's bound on its confirmed rate (req/s; None: none) and $/hour, and the
+    pool's walk."""
+
+    rate_bounds: list[tuple[float | None, float]]
+    walk: DecodePoolWalk
+
+    def least_usd_per_hour(self, requests_per_s: float) -> float:
+        """At most any of its workers' $/hour in a pairing's floor (fewest_decode_workers at a rate at least
+        the worker's goodput), 1e-9 under it for the products' rounding."""
+        return min(fewest_decode_workers(rate, requests_per_s) * usd_per_hour if rate is not None
+                   else usd_per_hour for rate, usd_per_hour in self.rate_bounds) * (1.0 - 1e-9)
+
+
+Pairing = tuple[float, Callable[[], dict[str, Any] | None]]  # a floor and its fleet's option on demand
+
+
+class _PoolPairings:
+    """A decode pool's pairings with its prefill pool's KEEP_PER_POOL cheapest, listed as the build's floor
+    reaches them (cheapest_first.Group, keyed as the joined list orders them: prefill rank, decode rank):
+    the decode pool is walked only up to the $/hour per request/s, `reach`, that a pairing at that floor can
+    have (DecodePoolWalk.cheapest_upto), growing by at least a quarter each time."""
+
+    def __init__(self, p_sides: list[Priced], pool: DecodePool, requests_per_s: float,
+                 pairing: Callable[[Priced, Priced], Pairing]) -> None:
+        self.p_sides, self.walk, self.pairing = p_sides, pool.walk, pairing
+        self.requests_per_s = requests_per_s
+        self.prefill_usd = min(_prefill_floor_usd(p_side, requests_per_s) for p_side in p_sides)
+        self.floor = (self.prefill_usd + pool.least_usd_per_hour(requests_per_s)) * (1.0 - 1e-9)
+        self.reach = 0.0
+        self.paired: set[int] = set()  # decode ranks listed
+
+    def listed(self, floor: float) -> tuple[list[tuple[Any, float, Callable[[], dict[str, Any] | None]]],
+                                           float | None]:
+        # a pairing's decode workers cost at least the traffic times their $/hour per request/s (1e-12 under
+        # it: fewest_decode_workers' margin), so one whose floor is at most `floor` costs at most the reach
+        rps = self.requests_per_s
+        reach = (max(1.25 * self.reach, (floor / (1.0 - 1e-9) - self.prefill_usd) / rps * (1.0 + 1e-6))
+                 if rps > 0 else math.inf)
+        rest: float | None = (self.prefill_usd + rps * reach) * (1.0 - 1e-9)
+        self.walk.advance(reach if rest is not None and rest > floor else math.inf)
+        ranked = self.walk.cheapest_upto(reach) if not self.walk.ended else None
+        if ranked is None:  # walked to its end (or a rank is left open): every pairing listed
+            self.walk.advance(math.inf)
+            ranked, rest = self.walk.cheapest(), None
+        self.reach = reach
+        new = [(rank, d_side) for rank, d_side in ranked if rank not in self.paired]
+        self.paired.update(rank for rank, _ in new)
+        return [((i, rank), *self.pairing(p_side, d_side)) for i, p_side in enumerate(self.p_sides)
+                for rank, d_side in new], rest
 
 
 def _walk_floor(bound: DecodeRateBound, output_len: int, steps: StepTable, usd_per_hour: float,
@@ -363,21 +420,21 @@ def disaggregated_options(base_scenario: dict[str, Any], prefill_pool: Sequence[
     decodes, searched_d = _decode_workers(decode_pool, deployment_of, key_of, price_of, memo, shape,
                                           context_len, itl_slo_ms, percentile, set(paths), max_utilization,
                                           tpot_slo_ms)
-    pairings: list[tuple[float, Callable[[], dict[str, Any] | None]]] = []
     decode_sides: dict[int, DecodeSide] = {}
 
     def side_of(dw: DecodeWorker) -> DecodeSide:  # every prefill candidate meets the same decode fleet
         if id(dw) not in decode_sides:
             decode_sides[id(dw)] = decode_fleet(dw, requests_per_s, percentile)
         return decode_sides[id(dw)]
-    for key, path in paths.items():
-        pre = prefills[key]
-        for p_side in sorted(pre, key=lambda x: x[0])[:KEEP_PER_POOL]:
-            for d_side in sorted(decodes.get(key, []), key=lambda x: x[0])[:KEEP_PER_POOL]:
-                dw = d_side[1]
-                pairings.append(_pairing(p_side, d_side, functools.partial(side_of, dw), path, requests_per_s,
-                                         prompt_len, output_len, ttft_slo_ms, percentile, max_utilization))
-    options = build_cheapest(pairings, finish_first or len(pairings) + 1, lambda o: o["usd_per_hour"])
+
+    def pair(p_side: Priced, d_side: Priced, path: KvTransferPath) -> Pairing:
+        return _pairing(p_side, d_side, functools.partial(side_of, d_side[1]), path, requests_per_s,
+                        prompt_len, output_len, ttft_slo_ms, percentile, max_utilization)
+    groups = [_PoolPairings(sorted(prefills[key], key=lambda x: x[0])[:KEEP_PER_POOL], decodes[key],
+                            requests_per_s, functools.partial(pair, path=path))
+              for key, path in paths.items() if key in decodes]
+    keep = finish_first or KEEP_PER_POOL * KEEP_PER_POOL * len(groups) + 1
+    options = build_cheapest_grouped(groups, keep, lambda o: o["usd_per_hour"])
     return _finished(options, finish_first), searched_p + searched_d
 
 
@@ -389,15 +446,21 @@ def _pairing(p_side: Priced, d_side: Priced, decode: Callable[[], DecodeSide], p
     and the fleet's option on demand (None where no count meets the objectives). `decode`: the decode side
     (decode_fleet), asked only when the fleet is built: the floor needs its count of workers alone."""
     pw, dw = p_side[1], d_side[1]
-    prefill_workers = math.ceil(requests_per_s / pw.prompts_per_s * (1 - 1e-9)) if pw.prompts_per_s > 0 else 1
     decode_workers = fewest_decode_workers(dw.goodput_per_s, requests_per_s)  # decode_fleet's, without extra
-    floor = max(prefill_workers, 1) * pw.gpus * p_side[3] + decode_workers * dw.gpus * d_side[3]
+    floor = _prefill_floor_usd(p_side, requests_per_s) + decode_workers * dw.gpus * d_side[3]
 
     def build() -> dict[str, Any] | None:
         sized = _sized(pw, dw, requests_per_s, prompt_len, ttft_slo_ms, percentile, decode(), max_utilization)
         return None if sized is None else fleet_option(sized, p_side, d_side, requests_per_s, output_len,
                                                   percentile, path)
     return floor, build
+
+
+def _prefill_floor_usd(p_side: Priced, requests_per_s: float) -> float:
+    """A pairing's floor's prefill part: the fewest prefill workers their capacity allows, their $/hour."""
+    pw = p_side[1]
+    prefill_workers = math.ceil(requests_per_s / pw.prompts_per_s * (1 - 1e-9)) if pw.prompts_per_s > 0 else 1
+    return max(prefill_workers, 1) * pw.gpus * p_side[3]
 
 
 def _finished(options: list[dict[str, Any]], first: int | None) -> list[dict[str, Any]]:
