@@ -106,7 +106,7 @@ def _whole():
                                                                                   for x in kept]
 
 
-@given(st.lists(st.floats(0.0, 3.0, allow_nan=False), min_size=1, max_size=4))
+@given(st.lists(st.floats(0.0, 0.8, allow_nan=False), min_size=1, max_size=4))  # the cheapest: 0.36-0.58
 @settings(max_examples=15, deadline=None)
 def test_a_paused_decode_walk_names_the_whole_walks_cheapest(reaches):
     """Source: invariant: every candidate costs at least its floor, so a walk paused where every candidate
