@@ -5,6 +5,7 @@ floor first until the KEEP_PER_POOL cheapest found cost less than any floor left
 
 from __future__ import annotations
 
+import bisect
 import copy
 import functools
 import math
@@ -193,22 +194,29 @@ class DecodePoolWalk:
     def cheapest_upto(self, usd_per_request_s: float) -> list[tuple[int, Priced]] | None:
         """(rank, worker) of those of `cheapest()` that cost at most `usd_per_request_s`, once advanced to it
         (every candidate that costs at most it visited): None where a visited candidate without a worker
-        leaves a rank open (the caller ends the walk)."""
-        below = []
-        for v in self.visited:
-            if not v.cost(v.goodput.hi) > usd_per_request_s:  # its cost may be within: made exact
-                below.append((v.cost(v.peek()), v.index, v))
-        below.sort(key=lambda x: (x[0], x[1]))
-        ranked, workers = [], 0
-        for place, (cost, _, v) in enumerate(below):
-            if cost > usd_per_request_s:
+        leaves a rank open (the caller ends the walk). Goodputs are made exact (their brackets left as the
+        walk reads them) lowest cost bracket first, until KEEP_PER_POOL workers cost less than any left."""
+        percentile = self.objective[0]
+        exact: list[tuple[float, int, Priced | None]] = []
+        worker_costs: list[float] = []
+        within = usd_per_request_s
+        for v in sorted(self.visited, key=lambda v: v.cost_lo):
+            if v.cost_lo > within:
+                break  # this and every one left cost more than it, or than KEEP_PER_POOL workers
+            worker = v.priced(percentile)
+            exact.append((v.cost(v.peek()), v.index, worker))
+            if worker is not None:
+                bisect.insort(worker_costs, exact[-1][0])
+                if len(worker_costs) >= KEEP_PER_POOL:
+                    within = min(within, worker_costs[KEEP_PER_POOL - 1])
+        exact.sort(key=lambda x: (x[0], x[1]))
+        ranked: list[tuple[int, Priced]] = []
+        for place, (cost, _, worker) in enumerate(exact):
+            if cost > usd_per_request_s or len(ranked) >= KEEP_PER_POOL:
                 break
-            worker = v.priced(self.objective[0])
             if worker is None:
                 continue
-            if workers < KEEP_PER_POOL and place >= KEEP_PER_POOL:
+            if place >= KEEP_PER_POOL:
                 return None  # cheaper candidates without a worker: the whole walk's ranking decides
-            if workers < KEEP_PER_POOL:
-                ranked.append((workers, worker))
-            workers += 1
+            ranked.append((len(ranked), worker))
         return ranked

@@ -287,7 +287,8 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
         if d is None or price is None:
             continue
         searched += 1
-        if _pool_key(c, d) not in pairs_with:
+        pool_key = _pool_key(c, d)
+        if pool_key not in pairs_with:
             continue
         mem = memo.memory(key_of(c), d, context_len)
         if not mem.fits:
@@ -302,9 +303,9 @@ def _decode_workers(decode_pool: Sequence[PoolCandidate], deployment_of: Resolve
         floor = 0.0 if bound is None else usd_per_hour / bound
         walk = (functools.partial(float, floor) if bound is None else
                 functools.partial(_walk_floor, tighter, shape.output_len, steps, usd_per_hour, floor))
-        bounded.setdefault(_pool_key(c, d), []).append((floor, (floor, c, d, price, mem,
+        bounded.setdefault(pool_key, []).append((floor, (floor, c, d, price, mem,
                                                                 memo.prefill_work(key_of(c), d)), walk))
-        rate_bounds.setdefault(_pool_key(c, d), []).append((bound, usd_per_hour))
+        rate_bounds.setdefault(pool_key, []).append((bound, usd_per_hour))
     pools = {}
     for key, floored in bounded.items():
         floored.sort(key=lambda x: x[0])  # the sizing bound's order: the one kept workers' cost ties keep
