@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -39,3 +41,37 @@ def test_the_memory_limit_is_named_in_gib():
     assert search_runner.MAX_SEARCH_MEMORY_BYTES == 2 * 1024**3
     reason = search_runner.memory_limit_reason()
     assert reason.startswith("needs more than 2 GiB of memory") and " GB" not in reason
+
+
+SMALL = {"model": "llama-3.1-8b", "gpus": ["h100-sxm"], "tp": [1], "weights": ["bf16"], "kv_cache": ["bf16"],
+         "traffic": {"requests_per_s": 5.0, "prompt_len": 1000, "output_len": 200},
+         "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0}, "max_options": 3}
+
+
+def _one_shot(tool: str, request: dict) -> dict:
+    """The child as it ran before the standby: the tool named on its command line, the request on stdin."""
+    done = subprocess.run([sys.executable, "-m", "ui.search_runner", tool],
+                          input=json.dumps(request).encode(), capture_output=True, cwd=search_runner.ROOT,
+                          env=search_runner._child_env(), check=True)
+    return json.loads(done.stdout)
+
+
+def test_the_standby_child_answers_as_a_fresh_one(monkeypatch):
+    """The standby child (imports done before the request, issue 31) gives the one-shot child's answer, byte
+    for byte once parsed, and a fresh standby waits for the next search.
+    Source: contract: ui/search_runner.py's docstring (one request per child; the tool's name on stdin's first
+    line)."""
+    monkeypatch.setattr(search_runner, "_cache", type(search_runner._cache)())
+    search_runner.prestart()
+    answer = search_runner.run_search(json.dumps(SMALL, sort_keys=True))
+    assert answer == _one_shot("size", SMALL) and answer["options"]
+    assert search_runner._standby is not None and search_runner._standby.poll() is None
+
+
+def test_a_standby_child_refuses_an_unknown_tool_in_one_line():
+    """A standby child given a tool it does not have answers one line (an internal refusal), not a traceback.
+    Source: contract: docs/CONTRACT_EXTENSIONS.md, "Bounded sizing requests" (issue 32)."""
+    child = search_runner._start_child()
+    out, err = child.communicate(b"rm -rf\n{}", timeout=120)
+    assert child.returncode == 0 and json.loads(out)["error"]["field"] == "internal"
+    assert b"Traceback" not in err

@@ -19,10 +19,16 @@ Results are kept in a process-wide cache bounded in bytes (CACHE_MAX_BYTES), not
 The child is `python -m ui.search_runner TOOL`: the request as JSON on stdin, the result (or
 {"error": {"field", "reason"}}) as JSON on stdout. TOOL is the sizing search (`size`) or one of the Power
 view's searches (`size-power`, `mixed-fleet`, `context-tiers`), which are bounded and run the same way.
+
+A standby child (`python -m ui.search_runner --standby`) is started ahead of the next search: it starts
+Python and imports the planner (~0.3 s of the 2 s a sizing request may take, issue 31) while nobody waits,
+then blocks on stdin for the tool's name on the first line and the request after it. Each child answers one
+request and exits, as before; the next standby starts once a search is done.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -45,6 +51,8 @@ CACHE_MAX_BYTES = 64_000_000  # JSON text of the results kept, all sessions toge
 CACHE_MAX_ENTRY_BYTES = 16_000_000
 
 _slots = threading.BoundedSemaphore(MAX_CONCURRENT_SEARCHES)
+_standby: subprocess.Popen | None = None  # a child with its imports done, waiting for a request
+_standby_lock = threading.Lock()
 _cache: OrderedDict[str, str] = OrderedDict()
 _cache_bytes = 0
 _cache_lock = threading.Lock()
@@ -86,23 +94,56 @@ def _child_env() -> dict[str, str]:
 TOOLS = ("size", "size-power", "mixed-fleet", "context-tiers")
 
 
+def _start_child() -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "ui.search_runner", "--standby"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=_child_env())
+
+
+def _take_child() -> subprocess.Popen:
+    """The standby child when one is alive, else a fresh one (the next standby starts once this search is
+    done: started now, its imports would take CPU from this search on a two-core host)."""
+    global _standby
+    with _standby_lock:
+        child = _standby if _standby is not None and _standby.poll() is None else None
+        _standby = None
+    return child if child is not None else _start_child()
+
+
+def prestart() -> None:
+    """Start the standby child now (the sizing page calls it as it draws, so the first search is warm)."""
+    global _standby
+    with _standby_lock:
+        if _standby is None or _standby.poll() is not None:
+            _standby = _start_child()
+
+
+@atexit.register
+def _stop_standby() -> None:
+    with _standby_lock:
+        if _standby is not None and _standby.poll() is None:
+            _standby.kill()
+            _standby.communicate()
+
+
 def _run_child(request_json: str, tool: str) -> str:
     """The child's stdout; ScenarioError when it was stopped by a limit or failed."""
+    child = _take_child()
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "ui.search_runner", tool], input=request_json.encode(),
-            capture_output=True, cwd=ROOT, env=_child_env(), timeout=MAX_SEARCH_WALL_S, check=False,
-        )
+        out, _ = child.communicate(f"{tool}\n{request_json}".encode(), timeout=MAX_SEARCH_WALL_S)
     except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
         raise ScenarioError("sizing", f"the search ran past {MAX_SEARCH_WALL_S} s on this busy server and "
                                       "was stopped: narrow the candidate lists or use the CLI") from None
-    if done.returncode != 0:
-        if done.returncode in (-24, -9):  # SIGXCPU at the soft CPU limit, SIGKILL at the hard one
+    finally:
+        prestart()  # the next search's child
+    if child.returncode != 0:
+        if child.returncode in (-24, -9):  # SIGXCPU at the soft CPU limit, SIGKILL at the hard one
             raise ScenarioError("sizing", f"needs more than {MAX_SEARCH_CPU_S} s of CPU, the app's limit "
                                           "per search: narrow the candidate lists or use the CLI")
-        stopped = f"the search stopped (exit {done.returncode}); please report the request"
+        stopped = f"the search stopped (exit {child.returncode}); please report the request"
         raise ScenarioError("sizing", stopped)
-    return done.stdout.decode()
+    return out.decode()
 
 
 def run_search(request_json: str, tool: str = "size") -> dict[str, Any]:
@@ -164,16 +205,23 @@ def memory_limit_reason() -> str:
 
 def main() -> int:
     """The child: one request on stdin, one JSON answer on stdout (the CLI's collector settings,
-    planner.core.one_request: issue 9's search 2.54-2.60 s of CPU before, issue 31)."""
+    planner.core.one_request: issue 9's search 2.54-2.60 s of CPU before, issue 31). `--standby`: every
+    tool imported first, then the tool's name on stdin's first line and the request after it."""
     _limit_self()
     from planner.core.errors import loads_json
     from planner.core.one_request import collect_rarely, freeze_imports
 
     collect_rarely()
     try:
-        tool = _tool(sys.argv[1] if len(sys.argv) > 1 else "size")
+        standby = sys.argv[1:] == ["--standby"]
+        tools = {name: _tool(name) for name in (TOOLS if standby else (sys.argv[1:] or ["size"])[:1])}
         freeze_imports()
-        answer: Any = tool(loads_json(sys.stdin.buffer.read(), "request"))
+        data = sys.stdin.buffer.read()
+        name, _, data = data.partition(b"\n") if standby else (next(iter(tools)).encode(), b"", data)
+        tool = tools.get(name.decode(errors="replace"))
+        if tool is None:
+            raise ValueError("unknown tool")
+        answer: Any = tool(loads_json(data, "request"))
     except ScenarioError as err:
         answer = {"error": {"field": err.field, "reason": err.reason}}
     except MemoryError:

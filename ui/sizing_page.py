@@ -19,7 +19,7 @@ from planner.serving.serving_modes import decode_worker_scenario, modes_verdict
 from planner.serving.sizing_request import DEFAULT_KV, DEFAULT_TP, DEFAULT_WEIGHTS
 from ui import charts, shared_scenario, view_links, widget_state
 from ui.links import SIZE_PARAM, sizing_request_from_link
-from ui.search_runner import run_search
+from ui.search_runner import prestart, run_search
 from ui.sizing_options import gpu_label, no_option_line, options_table, ordered_options, scatter
 from ui.text import plain
 from ui.widget_state import KEEP
@@ -459,6 +459,7 @@ def _run_search(req: dict[str, Any], submitted: bool) -> None:
 
 
 def render(catalog) -> None:
+    prestart()  # a search child with its imports done waits for the button (ui/search_runner.py)
     _init(catalog)
     _follow_sidebar(catalog)
     ss = st.session_state
