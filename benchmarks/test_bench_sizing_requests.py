@@ -67,6 +67,24 @@ fp4 on Hopper weight-only (more families fit: ISSUE9 searches 124,321 configurat
 MANY_OPTIONS by ~2.2 s: their families are evaluated one by one (~1.5 ms each, 880-1,140 of them), because
 their cost floors sit far under their fleets' cost (p99 with bursty arrivals: ~18x; the ITL band's ratio
 load by load, tried on the aggregated floors, cut the families evaluated 4-16% and saved no CPU).
+
+Issue 31, fewer numpy calls per family (arrivals, distributions, confirmed_rate, replica, slot_wait), decode
+pools walked only as far as the pairing build needs (decode_pool.DecodePoolWalk), 2026-11-28 00:46-00:48 UTC,
+load average 1.0-1.3, the stop's start (56ae56c, before) and main at 74cb606 (after) interleaved, every output
+byte-identical (34 requests and these seven), the whole command, user+system CPU, three rounds: ISSUE9
+2.21-2.36 s before, 2.08-2.17 s after; WHOLE_CATALOG 1.33-1.34 s, 1.15-1.22 s; ISSUE31 0.35-0.37 s, 0.34-0.36
+s; TIGHT 2.37-2.53 s, 2.24-2.35 s; P99_BURSTY 4.31-4.49 s, 3.87-4.07 s; MANY_OPTIONS 4.16-4.35 s, 3.88-4.03
+s; WIDEST 3.04-3.18 s, 2.99-3.04 s. In the app the search child now waits with its imports done
+(ui/search_runner.py, standby), which takes ~0.2-0.3 s off each search: run_search's wall time, five rounds
+against the one-shot child, 00:52-00:54 UTC at load 0.1-0.6: ISSUE9 2.09-2.30 s one-shot, 1.89-2.18 s standby;
+P99_BURSTY 3.82-4.20 s, 3.58-3.92 s; ISSUE31 (three rounds) 0.35-0.38 s, 0.14-0.17 s. The 2 s target holds
+for ISSUE31 and WHOLE_CATALOG, and in the app for ISSUE9 in four of five rounds; P99_BURSTY, MANY_OPTIONS and
+WIDEST still miss it by 1-2 s. What is left is per layout and per family: preparing every layout (resolve,
+memory, the decode-step table, the floors: ~0.3 ms each, 1.2 s for ISSUE9's 3,600 families, 1.7 s for
+WIDEST's 5,400) and evaluating a family (~1.1 ms). Neither the floors nor a second process pays that back: a
+cheaper floor cannot skip the layouts the disaggregated pools plan anyway, and moving prepared layouts between
+processes costs 0.5 s to pickle and load ISSUE9's. Closing it needs the step tables and the serving model
+computed for many layouts in one numpy pass.
 """
 
 from __future__ import annotations
