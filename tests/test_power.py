@@ -383,6 +383,32 @@ def test_mixed_fleet_example_routes_short_to_h200_and_long_to_h100():
     assert r["saving"] == pytest.approx(1 - mix["usd_per_hour"] / single["usd_per_hour"])
 
 
+def test_a_length_class_may_carry_its_own_ttft_objective():
+    """A class's own ttft_ms is the objective its goodput is searched under, the others keep slo.ttft_ms: at a
+    1 s TTFT no GPU serves 32,000-token prompts on Llama-3.1-70B, so the fleet has no answer; with 20 s for
+    that class alone it has one, its long class's goodputs are the example's (same lengths, same 20 s), and
+    its short class's those of the same search at 1 s (issue 31: per-class TTFT for a mixed fleet).
+    Source: contract: docs/CONTRACT_EXTENSIONS.md, mixed fleets (lengths.histogram[].ttft_ms)."""
+    example = json.loads((EXAMPLES / "mixed_fleet_bimodal.json").read_text())
+    tight = {**example, "slo": {**example["slo"], "ttft_ms": 1000}}
+    at_one_s = mixed_fleet(tight)
+    assert at_one_s["mixed"] is None
+    short, long = example["lengths"]["histogram"]
+    bins = [dict(short), {**long, "ttft_ms": 20000}]
+    r = mixed_fleet({**tight, "lengths": {"histogram": bins}})
+    assert r["mixed"] is not None and [c["ttft_ms"] for c in r["classes"]] == [1000, 20000]
+    reference = {(f["gpu"], f["tp"]): f["goodput_request_rate_by_class"]
+                 for f in mixed_fleet(example)["goodput_table"]}
+    alone = {(f["gpu"], f["tp"]): f["goodput_request_rate_by_class"] for f in at_one_s["goodput_table"]}
+    for f in r["goodput_table"]:
+        key = (f["gpu"], f["tp"])
+        assert f["goodput_request_rate_by_class"][1] == reference[key][1]
+        assert f["goodput_request_rate_by_class"][0] == alone.get(key, [0.0])[0]
+    with pytest.raises(ScenarioError) as err:
+        mixed_fleet({**tight, "lengths": {"histogram": [{**bins[1], "ttft_ms": -1}]}})
+    assert err.value.field == "lengths.histogram.0.ttft_ms"
+
+
 def test_mixed_fleet_bad_inputs_name_their_field():
     """Source: invariant: one distribution kind, named on error."""
     base = json.loads((EXAMPLES / "mixed_fleet_bimodal.json").read_text())

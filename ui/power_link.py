@@ -33,7 +33,8 @@ INPUTS: dict[str, tuple[str, Any]] = {
     "pw_source": ("choice", tuple(SOURCES)), "pw_budget": ("float", (0.0, 100_000.0)),
     "pw_gpus": ("gpus", None), "mf_gpus": ("gpus", None), "ct_gpus": ("gpus", None),
     **{k: ("int", (1, 10_000_000)) for k in ("mf_p1", "mf_o1", "mf_p2", "mf_o2")},
-    "mf_share": ("float", (0.01, 0.99)), "ct_tiers": ("ints", CONTEXT_CHOICES), **_FOLLOWED,
+    "mf_share": ("float", (0.01, 0.99)), "mf_ttft2": ("float", (1.0, 1e7)),
+    "ct_tiers": ("ints", CONTEXT_CHOICES), **_FOLLOWED,
 }
 
 

@@ -24,7 +24,10 @@ TOOLS = ("Power-capped sizing", "Mixed fleet", "Context tiers")
 OBJECTIVES = {"min_mw": "Fewest MW for this traffic", "max_goodput": "Most goodput for the budget"}
 SOURCES = {"catalog": "catalog (TDP-based, all-in)", "inferencex": "InferenceX's all-in figure"}
 CONTEXT_CHOICES = (8192, 32768, 65536, 131072, 262144, 1000000)
-MIXED_DEFAULTS = {"mf_p1": 128, "mf_o1": 1024, "mf_p2": 32000, "mf_o2": 64, "mf_share": 0.9}
+# No source: starting values of the mixed-fleet inputs (data/examples/mixed_fleet_bimodal.json's classes, and
+# its 20 s TTFT for the long class: a 32,000-token prompt's prefill alone takes seconds)
+MIXED_DEFAULTS = {"mf_p1": 128, "mf_o1": 1024, "mf_p2": 32000, "mf_o2": 64, "mf_share": 0.9,
+                  "mf_ttft2": 20000.0}
 TIERS = {"rent": "Rent (catalog or your prices)", "own": "Own (ownership model)",
          "hyperscaler": "Owning - Hyperscaler (InferenceX)", "neocloud": "Owning - Neocloud (InferenceX)",
          "rental_3yr": "Renting - 3-year (InferenceX)"}
@@ -207,13 +210,14 @@ def unserved_classes_line(result: dict[str, Any]) -> str:
     if not unserved:
         return "No GPU serves every length class within the objectives."
     named = ", ".join(f"{c['prompt_len']:,}-token prompts" for c in unserved)
-    return (f"No GPU and layout searched serves the class of {named} within the objectives: raise the TTFT "
-            "objective in the sidebar, shorten that class, or add larger GPUs.")
+    return (f"No GPU and layout searched serves the class of {named} within the objectives: raise that "
+            "class's TTFT objective, shorten it, or add larger GPUs.")
 
 
 def _mixed_fleet(catalog: dict[str, Any]) -> None:
     common = _common("mf", catalog, ["h100-sxm", "h200"])
-    st.caption("Two length classes (a bimodal histogram); routing cuts on the prompt length.")
+    st.caption("Two length classes (a bimodal histogram); routing cuts on the prompt length. The short class "
+               "keeps the TTFT objective above; the long class has its own.")
     for key, value in MIXED_DEFAULTS.items():
         st.session_state.setdefault(key, value)
     c = st.columns(5)
@@ -222,10 +226,13 @@ def _mixed_fleet(catalog: dict[str, Any]) -> None:
     p2 = c[2].number_input("Long prompt", min_value=1, max_value=10_000_000, key="mf_p2", **KEEP)
     o2 = c[3].number_input("Long output", min_value=1, max_value=10_000_000, key="mf_o2", **KEEP)
     share = c[4].number_input("Short share", min_value=0.01, max_value=0.99, key="mf_share", **KEEP)
+    ttft2 = st.columns(5)[2].number_input("Long TTFT objective (ms)", min_value=1.0, max_value=1e7,
+                                          key="mf_ttft2", **KEEP)
     if st.button("Find the cheapest mix", key="mf_run") or st.session_state.pop("mf_autorun", False):
         request = {**common["request"], "requests_per_s": common["rps"], "lengths": {"histogram": [
             {"prompt_len": int(p1), "output_len": int(o1), "weight": float(share)},
-            {"prompt_len": int(p2), "output_len": int(o2), "weight": 1.0 - float(share)}]}}
+            {"prompt_len": int(p2), "output_len": int(o2), "weight": 1.0 - float(share),
+             "ttft_ms": float(ttft2)}]}}
         request.pop("context_len", None)  # each length class has its own context
         _run(mixed_fleet, request, "mf_result")
     result = st.session_state.get("mf_result")

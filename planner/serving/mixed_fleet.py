@@ -37,6 +37,8 @@ class LengthBin(BaseModel):
     prompt_len: int = Field(ge=1, le=10_000_000)
     output_len: int = Field(ge=1, le=10_000_000)
     weight: float = Field(gt=0, le=1e12)
+    # the class's own TTFT objective (a long prompt's prefill alone takes seconds); absent: slo.ttft_ms
+    ttft_ms: float | None = Field(default=None, gt=0, le=1e7)
 
 
 class Lognormal(BaseModel):
@@ -84,6 +86,7 @@ class LengthClass:
     prompt_len: int
     output_len: int
     share: float  # of the requests
+    ttft_ms: float | None = None  # the class's own TTFT objective, else the request's
 
 
 def lognormal_classes(d: Lognormal) -> list[LengthClass]:
@@ -101,15 +104,17 @@ def lognormal_classes(d: Lognormal) -> list[LengthClass]:
 
 def histogram_classes(bins: list[LengthBin]) -> list[LengthClass]:
     total = sum(b.weight for b in bins)
-    return [LengthClass(b.prompt_len, b.output_len, b.weight / total) for b in bins]
+    return [LengthClass(b.prompt_len, b.output_len, b.weight / total, b.ttft_ms) for b in bins]
 
 
 def merge_by_prompt(classes: list[LengthClass]) -> list[LengthClass]:
-    """Sorted by prompt length (routing cuts on it); equal classes merged."""
-    merged: dict[tuple[int, int], float] = {}
+    """Sorted by prompt length (routing cuts on it); equal classes (lengths and objective) merged."""
+    merged: dict[tuple[int, int, float | None], float] = {}
     for c in classes:
-        merged[(c.prompt_len, c.output_len)] = merged.get((c.prompt_len, c.output_len), 0.0) + c.share
-    return [LengthClass(p, o, s) for (p, o), s in sorted(merged.items())]
+        key = (c.prompt_len, c.output_len, c.ttft_ms)
+        merged[key] = merged.get(key, 0.0) + c.share
+    order = sorted(merged, key=lambda k: (k[0], k[1], math.inf if k[2] is None else k[2]))
+    return [LengthClass(p, o, merged[p, o, t], t) for p, o, t in order]
 
 
 def pool_replicas(rates: list[float], goodputs: list[float]) -> float:
@@ -173,8 +178,9 @@ def parse_mixed_fleet(data: Any) -> MixedFleetRequest:
 
 
 def _sizing_for(req: MixedFleetRequest, c: LengthClass) -> dict[str, Any]:
+    slo = req.slo if c.ttft_ms is None else {**req.slo, "ttft_ms": c.ttft_ms}
     s: dict[str, Any] = {
-        "model": req.model, "slo": req.slo, "cost_mode": req.cost_mode, "max_options": 100_000,
+        "model": req.model, "slo": slo, "cost_mode": req.cost_mode, "max_options": 100_000,
         "traffic": {
             "requests_per_s": max(req.requests_per_s * c.share, 1e-6), "prompt_len": c.prompt_len,
             "output_len": c.output_len,
@@ -260,7 +266,8 @@ def mixed_fleet(data: Any) -> dict[str, Any]:
             d["usd_per_million_output_tokens"] = usd_per_million_tokens(d["usd_per_hour"], total_tokens)
     return {
         "classes": [
-            {"prompt_len": c.prompt_len, "output_len": c.output_len, "share": c.share, "requests_per_s": r}
+            {"prompt_len": c.prompt_len, "output_len": c.output_len, "share": c.share, "requests_per_s": r,
+             "ttft_ms": c.ttft_ms if c.ttft_ms is not None else req.slo.get("ttft_ms")}
             for c, r in zip(classes, rates, strict=True)
         ],
         "goodput_table": [{**families[f], "goodput_request_rate_by_class": table[f]} for f in keys],
@@ -275,6 +282,7 @@ def mixed_fleet(data: Any) -> dict[str, Any]:
             "pool_replicas": "ceil(sum over its classes of rate / goodput at that class's lengths) "
             "(Mélange's "
             "fractional assignment; a replica's time shared between classes)",
-            "goodput": "planner.serving.sizing's search at each class's lengths (its SLO and percentile)",
+            "goodput": "planner.serving.sizing's search at each class's lengths (its SLO and percentile; a "
+                       "class's own ttft_ms where the histogram gives one)",
         },
     }
