@@ -96,7 +96,8 @@ def test_a_link_reproduces_the_power_view_its_tool_and_its_answer():
     at.radio(key="pw_tool").set_value("Mixed fleet").run()
     at.selectbox(key="mf_model").set_value("llama-3.1-8b")
     at.number_input(key="mf_ttft").set_value(3000.0)
-    at.number_input(key="mf_rps").set_value(20.0).run()
+    at.number_input(key="mf_rps").set_value(20.0)
+    at.number_input(key="mf_ttft2").set_value(15000.0).run()
     at.button(key="mf_run").click().run()
     link = {k: at.query_params[k] for k in at.query_params}
     link = {k: (v[0] if isinstance(v, list) else v) for k, v in link.items()}
@@ -107,8 +108,8 @@ def test_a_link_reproduces_the_power_view_its_tool_and_its_answer():
     again.run()
     assert not again.exception and not again.warning
     ss = again.session_state
-    assert (ss["view"], ss["pw_tool"], ss["mf_model"], ss["mf_ttft"], ss["mf_rps"]) == (
-        "Power & fleets", "Mixed fleet", "llama-3.1-8b", 3000.0, 20.0)
+    assert (ss["view"], ss["pw_tool"], ss["mf_model"], ss["mf_ttft"], ss["mf_rps"], ss["mf_ttft2"]) == (
+        "Power & fleets", "Mixed fleet", "llama-3.1-8b", 3000.0, 20.0, 15000.0)
     assert ss["mf_result"] == at.session_state["mf_result"]
     bad = AppTest.from_file(str(APP), default_timeout=120)
     bad.query_params["view"] = "power"
