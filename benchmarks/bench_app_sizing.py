@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The app's sizing search as a user sees it (issue 31, "any legal sizing request under 2 s"): headless
+Chromium opens a `?view=size&size=` link, presses **Find the cheapest fleet**; the wall time runs until the
+options table is drawn and the script is idle. Figures, not assertions; each round nudges the traffic by
+0.1 req/s so the app's result cache never answers.
+
+    python benchmarks/bench_app_sizing.py [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.test_bench_sizing_requests import ISSUE9, P99_BURSTY  # noqa: E402
+from tools.screenshots import DRAWN, _size_request  # noqa: E402
+from tools.streamlit_session import start_streamlit  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+REQUESTS = {"issue 31's buyer (the Size view's default form)": _size_request(), "issue 9": ISSUE9,
+            "issue 9 at p99, arrival CV 2": P99_BURSTY}
+
+
+def _nudged(request: dict, round_: int) -> dict:
+    traffic = {**request["traffic"], "requests_per_s": request["traffic"]["requests_per_s"] + 0.1 * round_}
+    return {**request, "traffic": traffic}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    proc, port = start_streamlit(ROOT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                        args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            for name, request in REQUESTS.items():
+                walls = []
+                for r in range(1, args.rounds + 1):
+                    link = {"view": "size", "size": json.dumps(_nudged(request, r), separators=(",", ":"))}
+                    page.goto(url + "/?" + urlencode(link))
+                    page.wait_for_function(DRAWN, timeout=180_000)
+                    page.wait_for_timeout(3000)  # the standby child's imports finish while the user reads
+                    start = time.perf_counter()
+                    page.get_by_role("button", name="Find the cheapest fleet").click()
+                    page.wait_for_selector('[data-testid="stDataFrame"]', timeout=180_000)
+                    page.wait_for_function(DRAWN, timeout=180_000)
+                    walls.append(time.perf_counter() - start)
+                print(f"{name}: button to drawn options {min(walls):.2f}-{max(walls):.2f} s "
+                      f"(median {statistics.median(walls):.2f} s, {len(walls)} rounds)", flush=True)
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+if __name__ == "__main__":
+    main()
