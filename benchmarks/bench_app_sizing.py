@@ -21,13 +21,20 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.test_bench_sizing_requests import ISSUE9, P99_BURSTY  # noqa: E402
+from benchmarks.test_bench_sizing_requests import (  # noqa: E402
+    ISSUE9,
+    MANY_OPTIONS,
+    P99_BURSTY,
+    TIGHT,
+    WIDEST,
+)
 from tools.screenshots import DRAWN, _size_request  # noqa: E402
 from tools.streamlit_session import start_streamlit  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 REQUESTS = {"issue 31's buyer (the Size view's default form)": _size_request(), "issue 9": ISSUE9,
-            "issue 9 at p99, arrival CV 2": P99_BURSTY}
+            "issue 9, TTFT <= 300 ms, ITL <= 15 ms": TIGHT, "issue 9 at p99, arrival CV 2": P99_BURSTY,
+            "issue 9 with 1,000 options": MANY_OPTIONS, "issue 9 with pp [1, 2, 4]": WIDEST}
 
 
 def _nudged(request: dict, round_: int) -> dict:

@@ -72,6 +72,40 @@ def test_a_standby_child_refuses_an_unknown_tool_in_one_line():
     """A standby child given a tool it does not have answers one line (an internal refusal), not a traceback.
     Source: contract: docs/CONTRACT_EXTENSIONS.md, "Bounded sizing requests" (issue 32)."""
     child = search_runner._start_child()
-    out, err = child.communicate(b"rm -rf\n{}", timeout=120)
+    out, err = child.communicate(b"rm -rf {}\n", timeout=120)
     assert child.returncode == 0 and json.loads(out)["error"]["field"] == "internal"
     assert b"Traceback" not in err
+
+
+@pytest.mark.parametrize("prepare", [SMALL, {**SMALL, "tp": [1, 2]}, "{not json"])
+def test_a_prepared_standby_answers_the_request_sent(prepare):
+    """The standby prepares the form's request before the button (prestart); whatever it prepared (this
+    request, another one, or a broken one), it answers the request actually sent as a one-shot child does.
+    Source: contract: ui/search_runner.py's docstring (a prepared request is used only if that very request
+    comes)."""
+    child = search_runner._start_child()
+    text = prepare if isinstance(prepare, str) else json.dumps(prepare, sort_keys=True)
+    request = json.dumps(SMALL, sort_keys=True)
+    out, err = child.communicate(f"prepare {text}\nsize {request}\n".encode(), timeout=300)
+    assert child.returncode == 0 and b"Traceback" not in err
+    assert json.loads(out) == _one_shot("size", SMALL)
+
+
+def test_prestart_prepares_the_forms_request_and_skips_one_already_answered(monkeypatch):
+    """prestart hands the standby the form's request once; a request already in the result cache is not
+    prepared again, and a new request replaces a standby that prepared another.
+    Source: contract: ui/search_runner.py's prestart docstring."""
+    monkeypatch.setattr(search_runner, "_cache", type(search_runner._cache)())
+    monkeypatch.setattr(search_runner, "_cache_bytes", 0)
+    request = json.dumps(SMALL, sort_keys=True)
+    search_runner.prestart(request)
+    first = search_runner._standby
+    assert search_runner._standby_request == request
+    search_runner.prestart(request)
+    assert search_runner._standby is first  # the same request: the same child, prepared once
+    other = json.dumps({**SMALL, "tp": [1, 2]}, sort_keys=True)
+    search_runner.prestart(other)
+    assert search_runner._standby is not first and search_runner._standby_request == other
+    search_runner._remember(f"size {request}", "{}")
+    search_runner.prestart(request)  # answered already: a fresh standby, nothing to prepare
+    assert search_runner._standby_request is None

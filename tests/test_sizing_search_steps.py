@@ -390,3 +390,30 @@ def test_prefill_is_elementwise_in_the_prompt_length(gpu, tp, ep, weights, lengt
     together = prefill(d, [float(n) for n in lengths]).total_ms
     for i, n in enumerate(lengths):
         assert together[i] == prefill(d, [float(n)]).total_ms[0]
+
+
+PREPARED = [
+    {"model": "llama-3.1-70b", "traffic": {"requests_per_s": 20.0, "prompt_len": 2000, "output_len": 400},
+     "slo": {"ttft_ms": 1000.0, "itl_ms": 50.0}, "gpus": ["h100-sxm", "h200", "mi300x"], "tp": [1, 2, 4, 8],
+     "weights": ["fp8", "bf16"], "kv_cache": ["fp8"], "disaggregation": True},
+    {"model": "qwen3-235b-a22b", "traffic": {"requests_per_s": 5.0, "prompt_len": 4000, "output_len": 200,
+                                             "arrival_cv": 2.0},
+     "slo": {"ttft_ms": 3000.0, "itl_ms": 60.0, "percentile": 99}, "gpus": ["h200", "b200"], "tp": [4, 8],
+     "ep": [1, 8], "weights": ["fp8"], "kv_cache": ["bf16", "fp8"], "max_options": 30},
+]
+
+
+@pytest.mark.parametrize("request_", PREPARED)
+def test_layouts_prepared_ahead_give_the_same_answer(request_):
+    """The app's search child prepares a request's layouts while the user reads the form (issue 31,
+    ui/search_runner.py): the search given them answers byte for byte as the search alone (each memo figure is
+    the one the plain call gives), and a request past the bound is not prepared at all.
+    Source: invariant: planner.serving.layout_memo's contract (one figure per layout, by the same call)."""
+    import json
+
+    from planner.serving.serving_modes import prepared_layouts, size_with_modes
+
+    alone = json.dumps(size_with_modes(request_), sort_keys=True)
+    memo = prepared_layouts(request_)
+    assert memo is not None and json.dumps(size_with_modes(request_, memo), sort_keys=True) == alone
+    assert prepared_layouts(request_, max_families=1) is None

@@ -22,8 +22,10 @@ view's searches (`size-power`, `mixed-fleet`, `context-tiers`), which are bounde
 
 A standby child (`python -m ui.search_runner --standby`) is started ahead of the next search: it starts
 Python and imports the planner (~0.3 s of the 2 s a sizing request may take, issue 31) while nobody waits,
-then blocks on stdin for the tool's name on the first line and the request after it. Each child answers one
-request and exits, as before; the next standby starts once a search is done.
+then blocks on stdin, one message a line: `prepare <request>` (the sizing request the form holds: the child
+prepares its layouts while the user reads the form, planner.serving.serving_modes.prepared_layouts, and uses
+them if that very request comes), then `<tool> <request>`. Each child answers one request and exits, as
+before; the next standby starts once a search is done.
 """
 
 from __future__ import annotations
@@ -47,11 +49,16 @@ MAX_SEARCH_MEMORY_BYTES = 2 * 1024**3  # address space; the largest legal search
 MAX_SEARCH_WALL_S = 600  # at a low priority on a busy host a search may wait: a deadline on the wait
 MAX_CONCURRENT_SEARCHES = 2  # per server process: two cores
 SLOT_WAIT_S = 30.0
+# A request the standby prepares before anyone pressed the button (prestart) plans at most this many
+# configuration families (issue 9's request: 3,600, ~1 s of CPU at nice 10): a link alone never costs more
+# (issue 32: a link that ran its search on arrival handed a stranger's click a minute of the server's CPU).
+MAX_PREPARED_FAMILIES = 4_000
 CACHE_MAX_BYTES = 64_000_000  # JSON text of the results kept, all sessions together
 CACHE_MAX_ENTRY_BYTES = 16_000_000
 
 _slots = threading.BoundedSemaphore(MAX_CONCURRENT_SEARCHES)
 _standby: subprocess.Popen | None = None  # a child with its imports done, waiting for a request
+_standby_request: str | None = None  # the sizing request the standby prepares (prestart), if any
 _standby_lock = threading.Lock()
 _cache: OrderedDict[str, str] = OrderedDict()
 _cache_bytes = 0
@@ -101,35 +108,59 @@ def _start_child() -> subprocess.Popen:
 
 def _take_child() -> subprocess.Popen:
     """The standby child when one is alive, else a fresh one (the next standby starts once this search is
-    done: started now, its imports would take CPU from this search on a two-core host)."""
-    global _standby
+    done: started now, its imports would take CPU from this search on a two-core host). A standby that
+    prepared another request still serves: its imports are done, and the preparation (bounded:
+    MAX_PREPARED_FAMILIES) has most likely ended while the user edited the form."""
+    global _standby, _standby_request
     with _standby_lock:
         child = _standby if _standby is not None and _standby.poll() is None else None
-        _standby = None
+        _standby, _standby_request = None, None
     return child if child is not None else _start_child()
 
 
-def prestart() -> None:
-    """Start the standby child now (the sizing page calls it as it draws, so the first search is warm)."""
-    global _standby
+def prestart(request_json: str | None = None) -> None:
+    """Start the standby child now (the sizing page calls it as it draws, so the search finds it warm).
+    `request_json`: the sizing request the form holds (run_search's text); the standby prepares its layouts
+    while the user reads the form (planner.serving.serving_modes.prepared_layouts), so that pressing the
+    button on that request skips the work. A standby preparing another request is replaced; a request
+    already answered (cached) is not prepared."""
+    global _standby, _standby_request
     with _standby_lock:
-        if _standby is None or _standby.poll() is not None:
-            _standby = _start_child()
+        child = _standby if _standby is not None and _standby.poll() is None else None
+        if child is not None and request_json is not None and _standby_request not in (None, request_json):
+            _stop(child)  # its prepared layouts are another request's
+            child = None
+        if child is None:
+            child = _standby = _start_child()
+            _standby_request = None
+        if request_json is None or _standby_request == request_json or _cached(f"size {request_json}"):
+            return
+        try:
+            assert child.stdin is not None  # started with a pipe
+            child.stdin.write(f"prepare {request_json}\n".encode())
+            child.stdin.flush()
+            _standby_request = request_json
+        except OSError:  # it died meanwhile: the next search starts a fresh one
+            _standby, _standby_request = None, None
+
+
+def _stop(child: subprocess.Popen) -> None:
+    child.kill()
+    child.communicate()
 
 
 @atexit.register
 def _stop_standby() -> None:
     with _standby_lock:
         if _standby is not None and _standby.poll() is None:
-            _standby.kill()
-            _standby.communicate()
+            _stop(_standby)
 
 
 def _run_child(request_json: str, tool: str) -> str:
     """The child's stdout; ScenarioError when it was stopped by a limit or failed."""
     child = _take_child()
     try:
-        out, _ = child.communicate(f"{tool}\n{request_json}".encode(), timeout=MAX_SEARCH_WALL_S)
+        out, _ = child.communicate(f"{tool} {request_json}\n".encode(), timeout=MAX_SEARCH_WALL_S)
     except subprocess.TimeoutExpired:
         child.kill()
         child.communicate()
@@ -203,12 +234,40 @@ def memory_limit_reason() -> str:
             "narrow the candidate lists or use the CLI")
 
 
+def _answer(tools: dict[str, Any], standby: bool) -> Any:
+    """The tool's answer to the request on stdin. A standby child reads one message a line, `<word> <json>`:
+    `prepare` (the layouts of a sizing request the user may send next: kept, and used if that very request
+    comes), then the tool's name with its request."""
+    from planner.core.errors import loads_json
+    from planner.serving.serving_modes import prepared_layouts
+
+    if not standby:
+        return next(iter(tools.values()))(loads_json(sys.stdin.buffer.read(), "request"))
+    prepared: tuple[bytes, Any] | None = None
+    for line in sys.stdin.buffer:
+        word, _, payload = line.rstrip(b"\n").partition(b" ")
+        if word == b"prepare":
+            try:
+                memo = prepared_layouts(loads_json(payload, "request"), MAX_PREPARED_FAMILIES)
+                prepared = None if memo is None else (payload, memo)
+            except Exception:  # noqa: BLE001 - the search itself names what is wrong with the request
+                prepared = None
+            continue
+        tool = tools.get(word.decode(errors="replace"))
+        if tool is None:
+            raise ValueError("unknown tool")
+        data = loads_json(payload, "request")
+        if word == b"size" and prepared is not None and prepared[0] == payload:
+            return tool(data, prepared[1])
+        return tool(data)
+    raise ValueError("no request")
+
+
 def main() -> int:
     """The child: one request on stdin, one JSON answer on stdout (the CLI's collector settings,
     planner.core.one_request: issue 9's search 2.54-2.60 s of CPU before, issue 31). `--standby`: every
-    tool imported first, then the tool's name on stdin's first line and the request after it."""
+    tool imported first, then messages a line each (_answer)."""
     _limit_self()
-    from planner.core.errors import loads_json
     from planner.core.one_request import collect_rarely, freeze_imports
 
     collect_rarely()
@@ -216,12 +275,7 @@ def main() -> int:
         standby = sys.argv[1:] == ["--standby"]
         tools = {name: _tool(name) for name in (TOOLS if standby else (sys.argv[1:] or ["size"])[:1])}
         freeze_imports()
-        data = sys.stdin.buffer.read()
-        name, _, data = data.partition(b"\n") if standby else (next(iter(tools)).encode(), b"", data)
-        tool = tools.get(name.decode(errors="replace"))
-        if tool is None:
-            raise ValueError("unknown tool")
-        answer: Any = tool(loads_json(data, "request"))
+        answer: Any = _answer(tools, standby)
     except ScenarioError as err:
         answer = {"error": {"field": err.field, "reason": err.reason}}
     except MemoryError:

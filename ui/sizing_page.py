@@ -459,7 +459,6 @@ def _run_search(req: dict[str, Any], submitted: bool) -> None:
 
 
 def render(catalog) -> None:
-    prestart()  # a search child with its imports done waits for the button (ui/search_runner.py)
     _init(catalog)
     _follow_sidebar(catalog)
     ss = st.session_state
@@ -467,7 +466,10 @@ def render(catalog) -> None:
     st.radio("Cost", ["rent", "own"], key="sz_cost_mode", **KEEP, horizontal=True,
              help="rent: catalog $/GPU-hour; own: capex amortized + power + hosting")
     submitted = _request_form(catalog, ss, load_presets())
-    _run_search(_request_from_widgets(catalog), submitted)
+    request = _request_from_widgets(catalog)
+    if not submitted:  # a search child prepares the form's request while the user reads it (search_runner)
+        prestart(json.dumps(request, sort_keys=True))
+    _run_search(request, submitted)
     if ss.get("sz_link_filled"):  # the search a link filled has not run yet
         link_note.info("The link filled in this search: press **Find the cheapest fleet** to run it.")
     result = ss.get("sz_result")

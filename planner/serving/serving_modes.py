@@ -24,7 +24,15 @@ from planner.serving.cost_cutoff import shown_below_usd
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
 from planner.serving.layout_memo import LayoutMemo
 from planner.serving.request_bounds import check_work, dedupe_lists
-from planner.serving.sizing import _finish, families, fit_hints, gpu_key, parse_sizing, size
+from planner.serving.sizing import (
+    _finish,
+    families,
+    fit_hints,
+    gpu_key,
+    parse_sizing,
+    prepared_families,
+    size,
+)
 from planner.serving.sizing_request import SizingRequest
 
 Options = list[dict[str, Any]]
@@ -57,7 +65,8 @@ def check_modes(data: dict[str, Any]) -> ModeSettings:
         raise from_validation_error(err) from None
 
 
-def size_with_modes(data: Any) -> dict[str, Any]:
+def _parsed(data: Any) -> tuple[ModeSettings, SizingRequest]:
+    """The request's modes and sizing request, within the work bound (ScenarioError names a field)."""
     if not isinstance(data, dict):
         raise ScenarioError("sizing", "must be a JSON object")
     data = dedupe_lists(data)
@@ -65,7 +74,28 @@ def size_with_modes(data: Any) -> dict[str, Any]:
     req = parse_sizing({k: v for k, v in data.items() if k not in MODE_FIELDS})
     check_work([families(req)] + ([families(req, modes.prefill_gpus), families(req, modes.decode_gpus)]
                                   if modes.disaggregation else []), req.max_options)
-    memo = LayoutMemo()  # the aggregated and disaggregated searches plan the same layouts
+    return modes, req
+
+
+def prepared_layouts(data: Any, max_families: int | None = None) -> LayoutMemo | None:
+    """The per-layout figures the request's search plans first (each family's deployment, memory plan,
+    decode-step table and prompt-work floor: sizing.prepared_families), computed ahead of the search:
+    size_with_modes(data, this) answers as size_with_modes(data) does, each figure being the one the plain
+    call gives (planner.serving.layout_memo), without that work. The app prepares them while the user reads
+    the form (ui/search_runner.py). None past `max_families` (a bound on work done before anyone asked)."""
+    _, req = _parsed(data)
+    if max_families is not None and families(req) > max_families:
+        return None
+    memo = LayoutMemo()
+    prepared_families(req, fit_hints(req), memo)
+    return memo
+
+
+def size_with_modes(data: Any, memo: LayoutMemo | None = None) -> dict[str, Any]:
+    """The sizing search with its serving modes; `memo`: prepared_layouts(data)'s, when the caller holds it
+    (a memo of another request would hold its figures: only this request's may be passed)."""
+    modes, req = _parsed(data)
+    memo = memo if memo is not None else LayoutMemo()  # the aggregated and disaggregated searches share it
     disagg: list[Options] = []  # the disaggregated options, searched once the aggregated layouts are prepared
     searched = [0]
 

@@ -357,7 +357,7 @@ def _finish(option: dict[str, Any]) -> None:
                   slot_wait_mean_ms=float(mean[0]) if probability[0] > 0 else 0.0)
 
 
-def _prepared_families(req: SizingRequest, hints: list[dict[str, Any]] | None,
+def prepared_families(req: SizingRequest, hints: list[dict[str, Any]] | None,
                        memo: LayoutMemo | None) -> tuple[list[_Prepared], list[dict[str, str]], int]:
     """Every family resolved and checked for memory and price: (those to evaluate, the infeasible ones with
     their reason, configurations searched so far)."""
@@ -413,7 +413,7 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     their $/hour alone and an infinite ITL, and rank past every returned row. `memo`: per-layout figures
     shared with another search of the request; `shown_below`: planner.serving.cost_cutoff."""
     rows: list[dict[str, Any]] = []
-    prepared, infeasible, searched = _prepared_families(req, hints, memo)
+    prepared, infeasible, searched = prepared_families(req, hints, memo)
     searched += sum(len(prep.caps) for prep in prepared)
     pruned = 0
     order = FloorOrder([(p.floor_bound_usd_per_hour, p.cost_floor_usd_per_hour, p) if prune else
