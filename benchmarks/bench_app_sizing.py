@@ -5,6 +5,22 @@ options table is drawn and the script is idle. Figures, not assertions; each rou
 0.1 req/s so the app's result cache never answers.
 
     python benchmarks/bench_app_sizing.py [--rounds 3]
+
+Measured 2026-11-28 01:30-01:33 UTC on the shared 2-core host (the app server and the headless Chromium on the
+same two cores, load average 0.7-0.9), three rounds each, the stop's start (56ae56c: a fresh search child per
+search) against main (a standby child that prepared the form's request: ui/search_runner.py):
+
+    request                                   before            after
+    issue 31's buyer (the default form)       0.76-1.25 s       0.65-1.19 s
+    issue 9                                   3.01-3.08 s       1.57-1.62 s
+    issue 9, TTFT <= 300 ms, ITL <= 15 ms     3.10-3.15 s       2.11-2.13 s
+    issue 9 at p99, arrival CV 2              5.10-5.21 s       3.23-3.57 s
+    issue 9 with 1,000 options                4.64-4.65 s       3.32-3.60 s
+    issue 9 with pp [1, 2, 4]                 3.59-3.66 s       3.28-3.63 s (5,400 families: not prepared)
+
+The server's script around the search adds ~0.05 s (AppTest: 1.91-1.95 s with a 1.86-1.90 s search); the rest
+beyond the search is Streamlit's round trip (~0.2-0.45 s from the click until the script runs) and the page
+drawing the table and chart in a software-rendered browser on the loaded host.
 """
 
 from __future__ import annotations
