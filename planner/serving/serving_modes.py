@@ -22,7 +22,7 @@ from planner.hardware.validated import is_validated
 from planner.scenario.scenario import resolve_gpu, resolve_model
 from planner.serving.cost_cutoff import shown_below_usd
 from planner.serving.disaggregation import PoolCandidate, TrafficShape, disaggregated_options
-from planner.serving.layout_memo import LayoutMemo
+from planner.serving.layout_memo import LayoutMemo, layout_key
 from planner.serving.request_bounds import check_work, dedupe_lists
 from planner.serving.sizing import (
     _finish,
@@ -79,7 +79,8 @@ def _parsed(data: Any) -> tuple[ModeSettings, SizingRequest]:
 
 def prepared_layouts(data: Any, max_families: int | None = None) -> LayoutMemo | None:
     """The per-layout figures the request's search plans first (each family's deployment, memory plan,
-    decode-step table and prompt-work floor: sizing.prepared_families), computed ahead of the search:
+    decode-step table and prompt-work floor: sizing.prepared_families; and a lone prompt's prefill), computed
+    ahead of the search:
     size_with_modes(data, this) answers as size_with_modes(data) does, each figure being the one the plain
     call gives (planner.serving.layout_memo), without that work. The app prepares them while the user reads
     the form (ui/search_runner.py). None past `max_families` (a bound on work done before anyone asked)."""
@@ -87,7 +88,12 @@ def prepared_layouts(data: Any, max_families: int | None = None) -> LayoutMemo |
     if max_families is not None and families(req) > max_families:
         return None
     memo = LayoutMemo()
-    prepared_families(req, fit_hints(req), memo)
+    prepared, _, _ = prepared_families(req, fit_hints(req), memo)
+    for p in prepared:  # a lone prompt's prefill, which the exact cost floors and the prefill pools read (not
+        # the prompt's work itself: held, it would stand in for the bound that orders the families)
+        f = p.fam
+        memo.prefill_ms(layout_key(f.gpu_value, f.tp, f.pp, f.ep, f.weights, f.kv_cache), p.d,
+                        float(req.traffic.prompt_len))
     return memo
 
 
