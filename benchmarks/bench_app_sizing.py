@@ -6,17 +6,18 @@ options table is drawn and the script is idle. Figures, not assertions; each rou
 
     python benchmarks/bench_app_sizing.py [--rounds 3]
 
-Measured 2026-11-28 01:30-01:33 UTC on the shared 2-core host (the app server and the headless Chromium on the
-same two cores, load average 0.7-0.9), three rounds each, the stop's start (56ae56c: a fresh search child per
-search) against main (a standby child that prepared the form's request: ui/search_runner.py):
+Measured 2026-11-28 on the shared 2-core host (the app server and the headless Chromium on the same two
+cores, load average 0.7-1.1), three rounds each: before is the stop's start (56ae56c: a fresh search child per
+search, 01:32 UTC), after is main at 0d54025 (a standby child that prepared the form's request:
+ui/search_runner.py, 01:47 UTC):
 
     request                                   before            after
-    issue 31's buyer (the default form)       0.76-1.25 s       0.65-1.19 s
-    issue 9                                   3.01-3.08 s       1.57-1.62 s
-    issue 9, TTFT <= 300 ms, ITL <= 15 ms     3.10-3.15 s       2.11-2.13 s
-    issue 9 at p99, arrival CV 2              5.10-5.21 s       3.23-3.57 s
-    issue 9 with 1,000 options                4.64-4.65 s       3.32-3.60 s
-    issue 9 with pp [1, 2, 4]                 3.59-3.66 s       3.28-3.63 s (5,400 families: not prepared)
+    issue 31's buyer (the default form)       0.76-1.25 s       0.66-1.34 s
+    issue 9                                   3.01-3.08 s       1.52-1.73 s
+    issue 9, TTFT <= 300 ms, ITL <= 15 ms     3.10-3.15 s       1.58-1.61 s
+    issue 9 at p99, arrival CV 2              5.10-5.21 s       3.08-3.13 s
+    issue 9 with 1,000 options                4.64-4.65 s       3.06-3.17 s
+    issue 9 with pp [1, 2, 4]                 3.59-3.66 s       3.12-3.16 s (5,400 families: not prepared)
 
 The server's script around the search adds ~0.05 s (AppTest: 1.91-1.95 s with a 1.86-1.90 s search); the rest
 beyond the search is Streamlit's round trip (~0.2-0.45 s from the click until the script runs) and the page
