@@ -56,32 +56,9 @@ def test_grouped_build_builds_what_the_joined_list_builds(groups, keep):
 
 @functools.lru_cache(maxsize=1)
 def _decode_candidates():
-    """A decode pool of llama-3.1-70b layouts on five GPUs, listed floor first (the pool's order)."""
-    from planner.hardware.parallelism import sharding
-    from planner.scenario.scenario import Scenario, resolve
-    from planner.serving.goodput_search import rate_bound_per_s
-    from planner.serving.layout_memo import LayoutMemo, layout_key
-    from planner.serving.sizing_request import LayoutCandidate
+    from tests.test_sizing_search_steps import llama70b_decode_candidates
 
-    candidates = []
-    prices = {"h100-sxm": 2.5, "h200": 3.5, "b200": 5.0, "a100-sxm-80gb": 1.5, "l40s": 0.9}
-    for gpu, price in prices.items():
-        for tp in (1, 2, 4, 8):
-            for weights in ("fp8", "int4", "bf16"):
-                c = LayoutCandidate(gpu, gpu, tp, weights, "fp8")
-                s = Scenario.model_validate({"model": "llama-3.1-70b", "prompt_len": 2000, "output_len": 400,
-                                             **c.scenario_fields()})
-                try:
-                    d = resolve(s)
-                except Exception:
-                    continue
-                mem = LayoutMemo().memory(layout_key(gpu, tp, 1, 1, weights, "fp8"), d, 2400)
-                if not mem.fits:
-                    continue
-                bound = rate_bound_per_s(d, 2200.0, mem.max_batch, 400, 40.0, 0.0)
-                floor = 0.0 if bound is None else price * sharding(d).gpus_per_replica / bound
-                candidates.append((floor, c, d, price, mem, None))
-    return sorted(candidates, key=lambda x: x[0])
+    return sorted(llama70b_decode_candidates(("fp8", "int4", "bf16")), key=lambda x: x[0])
 
 
 def _walk():
