@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from planner.serving.cheapest_first import build_cheapest, build_cheapest_grouped
 from planner.serving.disaggregated_workers import TrafficShape
+from tests.decode_pool_candidates import llama70b_decode_candidates
 
 SHAPE = TrafficShape(2000, 400, arrival_cv=2.0)
 
@@ -56,8 +57,6 @@ def test_grouped_build_builds_what_the_joined_list_builds(groups, keep):
 
 @functools.lru_cache(maxsize=1)
 def _decode_candidates():
-    from tests.test_sizing_search_steps import llama70b_decode_candidates
-
     return sorted(llama70b_decode_candidates(("fp8", "int4", "bf16")), key=lambda x: x[0])
 
 
