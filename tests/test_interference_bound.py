@@ -40,7 +40,7 @@ def _floors_and_cheapest(request: dict) -> list[tuple[float, float, float]]:
        kv=st.sampled_from(["fp8", "bf16"]), rate=st.floats(0.5, 200.0),
        prompt=st.integers(64, 12_000), output=st.integers(2, 2_000), itl=st.floats(8.0, 200.0),
        ttft=st.one_of(st.none(), st.floats(300.0, 10_000.0)), percentile=st.sampled_from([50, 90, 99]),
-       arrival_cv=st.sampled_from([0.5, 1.0, 2.0]), hit=st.sampled_from([0.0, 0.5]))
+       arrival_cv=st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0]), hit=st.sampled_from([0.0, 0.5]))
 def test_floor_is_below_the_familys_cheapest_fleet(layout, weights, kv, rate, prompt, output, itl, ttft,
                                                     percentile, arrival_cv, hit):
     """Source: invariant: a family's cost floor (with the prompt chunks' interference on ITL) is at most the

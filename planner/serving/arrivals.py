@@ -121,6 +121,12 @@ def window_counts(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: fl
     return pk / np.maximum(pk.sum(axis=-1, keepdims=True), 1e-300)
 
 
+def clump_mean(rate_per_ms: np.ndarray, window_ms: np.ndarray, arrival_cv: float) -> np.ndarray:
+    """The mean count of a window that has arrivals, max(lambda x window / P(N >= 1), 1), under gamma
+    inter-arrival times of CV `arrival_cv` > 1: the geometric clump window_counts draws."""
+    return _clumps(rate_per_ms, window_ms, float(arrival_cv) ** 2, False)[2][..., 0]
+
+
 _CLUMPS_KEPT = 4  # a load point's windows are counted twice (its riders, its ITL): the last few kept
 _clumps_kept: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 

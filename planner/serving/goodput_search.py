@@ -10,6 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from planner.core.deployment import Deployment
+from planner.serving.clumped_quiet_window import clumped_window_limit
 from planner.serving.confirmed_rate import NO_BAND_UTILIZATION, SizingObjective, band_load_limit
 from planner.serving.distributions import (
     PERCENTILES,
@@ -25,6 +26,7 @@ from planner.serving.layout_memo import StepTable, bound_steps
 from planner.serving.queue_bands import AGREEMENT, LOADS, arrival_class
 from planner.serving.replica import LoadPoint, ReplicaModel, load_point
 from planner.serving.serving import latency_percentiles, meets_objective
+from planner.serving.wait_bound import ttft_wait_rate_bound_per_s
 
 GOODPUT_GRID = 48  # goodput_per_ms's default grid of rates, whose first step goodput_bracket repeats
 
@@ -282,7 +284,7 @@ def confirmed_bound_per_s(d: Deployment, context: float, max_batch: int, output_
                           steps: StepTable | None, objective: SizingObjective,
                           shape: tuple[float, bool, str], max_utilization: float | None,
                           fixed_prompts: bool = False, chunk_ms: float | None = None,
-                          empty_ms: float | None = None) -> float | None:
+                          empty_ms: float | None = None, exact_work: bool = False) -> float | None:
     """An upper bound on a replica's confirmed rate (planner.serving.confirmed_rate), req/s: rate_bound_per_s
     with the decode step capped by the ITL bound over the band's least ratio (1 + the validated agreement)
     and by mean TPOT (at least the decode step), and at most the headroom's share of the bound at the largest
@@ -291,7 +293,10 @@ def confirmed_bound_per_s(d: Deployment, context: float, max_batch: int, output_
     `work_ms`'s). `shape`: (arrival CV, variable lengths, prompt class). `chunk_ms` and `empty_ms` (an
     aggregated replica under Poisson or smoother arrivals with fixed prompts: a lower bound on a prompt's
     first chunk's work, A, and the empty iteration): the ITL bound also counts the prompt chunks riding the
-    iterations (planner.serving.interference_bound)."""
+    iterations (planner.serving.interference_bound). `exact_work` (with `empty_ms`; clumped arrivals,
+    CV > 1): `work_ms` is the prompt's own work, not a floor under it, so it also bounds a prompt-carrying
+    iteration from above, as the quiet window's limit under clumps needs (planner.serving.
+    clumped_quiet_window: a larger work loosens that limit, so a floor may not stand in for it)."""
     banded = arrival_class(shape[0]) is not None
     pct = objective.percentile
     itl_cap_ms, decode_cap_ms = decode_step_caps_ms(objective, shape[0])
@@ -299,13 +304,23 @@ def confirmed_bound_per_s(d: Deployment, context: float, max_batch: int, output_
     top = rate_bound_per_s(d, context, max_batch, output_len, math.inf, work_ms, steps)
     if bound is None or top is None:
         return bound
-    window = quiet_window_limit(pct) if objective.itl_ms is not None and shape[0] <= 1.0 else None
+    window: float | np.ndarray | None = None
+    if objective.itl_ms is not None and shape[0] <= 1.0:
+        window = quiet_window_limit(pct)
+    elif objective.itl_ms is not None and exact_work and empty_ms is not None:
+        table = steps if steps is not None else bound_steps(d, max_batch, context)
+        low_ms = np.concatenate([[empty_ms], table[1]])  # each cell's low end, the empty iteration's first
+        window = clumped_window_limit(shape[0], pct, work_ms / np.maximum(low_ms, 1e-300))
+        window = None if not np.isfinite(window).any() else window
     if chunk_ms is not None and empty_ms is not None and window is not None and fixed_prompts:
         table = steps if steps is not None else bound_steps(d, max_batch, context)
         chunked_cap_ms = min(itl_cap_ms - chunk_ms, objective.tpot_ms or math.inf)  # D + A within ITL
         chunked = (rate_bound_per_s(d, context, max_batch, output_len, chunked_cap_ms, work_ms, table)
                    if chunked_cap_ms >= float(table[1].min()) else None)  # else none within: None
         bound = min(bound, max(chunked or 0.0, quiet_rate_bound_per_s(table, empty_ms, output_len, window)))
+    if fixed_prompts and objective.ttft_ms is not None:
+        waiting = ttft_wait_rate_bound_per_s(work_ms, objective.ttft_ms, pct, shape[0], shape[1])
+        bound = bound if waiting is None else min(bound, waiting)
     load = max_utilization or (LOADS[-1] if banded else NO_BAND_UTILIZATION)
     if banded and fixed_prompts and work_ms > 0 and objective.ttft_ms is not None:
         load = min(load, band_load_limit(f"ttft_p{pct}", *shape, objective.ttft_ms / work_ms))

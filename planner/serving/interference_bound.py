@@ -33,6 +33,7 @@ import functools
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from planner.serving.layout_memo import StepTable
 
@@ -51,13 +52,19 @@ def quiet_window_limit(percentile: int) -> float | None:
 
 
 def quiet_rate_bound_per_s(steps: StepTable, empty_ms: float, output_len: int,
-                           window_limit: float) -> float:
+                           window_limit: float | npt.NDArray[np.float64]) -> float:
     """Case (ii): the highest rate (req/s) whose window lambda x D(N) stays within `window_limit`, over the
-    decode-step table (populations, step ms) and the empty iteration."""
+    decode-step table (populations, step ms) and the empty iteration. `window_limit`: one for every cell, or
+    one per cell (the empty iteration's first, then each step's as a cell's low end)."""
     population, step_ms = steps
     served = population / ((output_len - 1) * step_ms)  # lambda at each cell's high end
-    quiet = window_limit / np.maximum(step_ms, 1e-300)  # MU / D at each cell's low end, the next cell's
-    first = min(float(served[0]), window_limit / max(empty_ms, 1e-300))  # the cell from the empty iteration
+    if isinstance(window_limit, float):  # one limit for every cell: no array of them to build
+        quiet = window_limit / np.maximum(step_ms, 1e-300)  # MU / D at each cell's low end, the next cell's
+        first_limit = window_limit
+    else:
+        quiet = window_limit[1:] / np.maximum(step_ms, 1e-300)
+        first_limit = float(window_limit[0])
+    first = min(float(served[0]), first_limit / max(empty_ms, 1e-300))  # the cell from the empty iteration
     best = max(first, float(np.minimum(served[1:], quiet[:-1]).max())) if len(step_ms) > 1 else first
     return 1.01 * best * 1000.0
 

@@ -219,18 +219,18 @@ def _prepare(req: SizingRequest, fam: LayoutCandidate,
     shape = (float(t.arrival_cv), t.prompt_len_cv > 0 or t.output_len_cv > 0, prompt_class(t.prompt_len))
     empty_ms, budget = memo.empty_iteration_ms(key, d), scenario.max_num_batched_tokens
 
-    def floor(work_ms: float) -> float:  # a larger prefill work can only raise it (interference_bound too)
+    def floor(work_ms: float, exact: bool) -> float:  # larger work: higher (`exact`: the prompt's own work)
         chunk_ms = first_chunk_work_ms(work_ms, t.prompt_len - cached, budget, mem.max_batch)
         bound_per_s = confirmed_bound_per_s(d, scenario.mean_context, mem.max_batch, t.output_len, work_ms,
                                             steps, objective_of(req), shape, req.max_utilization,
-                                            t.prompt_len_cv == 0, chunk_ms, empty_ms)
+                                            t.prompt_len_cv == 0, chunk_ms, empty_ms, exact)
         if not bound_per_s:
             return 0.0  # evaluated, so that it says why
         return math.ceil(t.requests_per_s / bound_per_s * (1 - 1e-9)) * sharding(d).gpus_per_replica * price
 
     return _Prepared(fam, base, scenario, d, mem.max_batch, caps, price, rent, own,
-                     floor(memo.prefill_work_floor_ms(key, d, t.prompt_len, cached)),
-                     lambda: floor(memo.prefill_work_ms(key, d, t.prompt_len, cached)),
+                     floor(memo.prefill_work_floor_ms(key, d, t.prompt_len, cached), False),
+                     lambda: floor(memo.prefill_work_ms(key, d, t.prompt_len, cached), True),
                      memo.prefill_work(key, d),
                      trickle_miss(steps, objective_of(req), float(t.arrival_cv), t.output_len))
 
