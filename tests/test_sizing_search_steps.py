@@ -398,3 +398,28 @@ def test_layouts_prepared_ahead_give_the_same_answer(request_):
     memo = prepared_layouts(request_)
     assert memo is not None and json.dumps(size_with_modes(request_, memo), sort_keys=True) == alone
     assert prepared_layouts(request_, max_families=1) is None
+
+
+@pytest.mark.parametrize("request_", PREPARED)
+def test_prepared_families_are_taken_once(request_, monkeypatch):
+    """The families prepared ahead are taken by the one search that follows (it prepares none again), and
+    only under the fit hints they were prepared with; the memo's layouts still serve a second search, which
+    prepares its families itself: both answer as the search alone.
+    Source: invariant: planner.serving.layout_memo.keep_families's contract."""
+    import json
+
+    from planner.serving import sizing
+    from planner.serving.serving_modes import prepared_layouts, size_with_modes
+
+    alone = json.dumps(size_with_modes(request_), sort_keys=True)
+    memo = prepared_layouts(request_)
+    assert memo is not None
+    calls = []
+    real = sizing.prepared_families
+    monkeypatch.setattr(sizing, "prepared_families", lambda *a: calls.append(1) or real(*a))
+    assert json.dumps(size_with_modes(request_, memo), sort_keys=True) == alone
+    assert calls == []  # taken as kept
+    assert json.dumps(size_with_modes(request_, memo), sort_keys=True) == alone
+    assert calls == [1]  # kept for one search only
+    memo.keep_families([{"other": "hints"}], ([], [], 0))
+    assert memo.take_families(None) is None and memo.take_families([{"other": "hints"}]) is None

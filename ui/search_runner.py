@@ -50,9 +50,11 @@ MAX_SEARCH_WALL_S = 600  # at a low priority on a busy host a search may wait: a
 MAX_CONCURRENT_SEARCHES = 2  # per server process: two cores
 SLOT_WAIT_S = 30.0
 # A request the standby prepares before anyone pressed the button (prestart) plans at most this many
-# configuration families (issue 9's request: 3,600, ~1.4 s of CPU at nice 10): a link alone never costs more
-# (issue 32: a link that ran its search on arrival handed a stranger's click a minute of the server's CPU).
-MAX_PREPARED_FAMILIES = 4_000
+# configuration families: every legal request with disaggregation (20,000 family plans, 3 a family) and
+# issue 9's with pp [1, 2, 4] (5,400: ~2.0 s of CPU); 7,000 take ~2.6 s at nice 10, one standby a server at
+# a time: a link alone never costs more (issue 32: a link that ran its search on arrival handed a stranger's
+# click a minute of the server's CPU).
+MAX_PREPARED_FAMILIES = 7_000
 CACHE_MAX_BYTES = 64_000_000  # JSON text of the results kept, all sessions together
 CACHE_MAX_ENTRY_BYTES = 16_000_000
 

@@ -38,6 +38,10 @@ def layout_key(gpu_value: str | dict[str, Any], tp: int, pp: int, ep: int, weigh
     return gpu, tp, pp, ep, weights, kv_cache
 
 
+def _hints_key(hints: Any) -> str:
+    return json.dumps(hints, sort_keys=True, default=str)
+
+
 class LayoutMemo:
     """Per-layout figures of one request, each computed on first use."""
 
@@ -52,6 +56,22 @@ class LayoutMemo:
         self._steps: dict[tuple[LayoutKey, int, float], StepTable] = {}
         self._empty: dict[LayoutKey, float] = {}
         self._prefill: dict[tuple[LayoutKey, float], float] = {}  # a lone prompt's prefill by its length
+        self._families: tuple[str, tuple[list[Any], list[Any], int]] | None = None  # for one search
+
+    def keep_families(self, hints: Any, families: tuple[list[Any], list[Any], int]) -> None:
+        """The request's families as prepared under these fit hints (planner.serving.sizing.prepared_families:
+        those to evaluate, the infeasible ones, configurations searched), for the one search that follows to
+        take instead of preparing them again (the same figures: each was computed by the same calls)."""
+        self._families = (_hints_key(hints), families)
+
+    def take_families(self, hints: Any) -> tuple[list[Any], list[Any], int] | None:
+        """The families kept under these hints, once, in lists of the caller's own (None: none kept, or
+        under other hints)."""
+        kept, self._families = self._families, None
+        if kept is None or kept[0] != _hints_key(hints):
+            return None
+        prepared, infeasible, searched = kept[1]
+        return list(prepared), list(infeasible), searched
 
     def deployment(self, key: LayoutKey, build: Callable[[], Deployment]) -> Deployment:
         """The layout's deployment (`build` raises for a layout that does not resolve; nothing is kept)."""

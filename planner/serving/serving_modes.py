@@ -87,9 +87,10 @@ def prepared_layouts(data: Any, max_families: int | None = None) -> LayoutMemo |
     _, req = _parsed(data)
     if max_families is not None and families(req) > max_families:
         return None
-    memo = LayoutMemo()
-    prepared, _, _ = prepared_families(req, fit_hints(req), memo)
-    for p in prepared:  # a lone prompt's prefill, which the exact cost floors and the prefill pools read (not
+    memo, hints = LayoutMemo(), fit_hints(req)
+    kept = prepared_families(req, hints, memo)
+    memo.keep_families(hints, kept)  # the search takes them as they are: no family prepared twice
+    for p in kept[0]:  # a lone prompt's prefill, which the exact cost floors and the prefill pools read (not
         # the prompt's work itself: held, it would stand in for the bound that orders the families)
         f = p.fam
         memo.prefill_ms(layout_key(f.gpu_value, f.tp, f.pp, f.ep, f.weights, f.kv_cache), p.d,

@@ -413,7 +413,8 @@ def search(req: SizingRequest, hints: list[dict[str, Any]] | None = None, lazy: 
     their $/hour alone and an infinite ITL, and rank past every returned row. `memo`: per-layout figures
     shared with another search of the request; `shown_below`: planner.serving.cost_cutoff."""
     rows: list[dict[str, Any]] = []
-    prepared, infeasible, searched = prepared_families(req, hints, memo)
+    kept = memo.take_families(hints) if memo is not None else None  # prepared ahead (serving_modes)
+    prepared, infeasible, searched = kept if kept is not None else prepared_families(req, hints, memo)
     searched += sum(len(prep.caps) for prep in prepared)
     pruned = 0
     order = FloorOrder([(p.floor_bound_usd_per_hour, p.cost_floor_usd_per_hour, p) if prune else
