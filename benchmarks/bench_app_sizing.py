@@ -19,6 +19,23 @@ ui/search_runner.py, 01:47 UTC):
     issue 9 with 1,000 options                4.64-4.65 s       3.06-3.17 s
     issue 9 with pp [1, 2, 4]                 3.59-3.66 s       3.12-3.16 s (5,400 families: not prepared)
 
+Again 2026-11-28, 02:34-02:42 UTC (load average 0.5-0.9), three rounds each: before is 41b6a6f, after is
+099d9b7 (the exact cost floors count clumped arrivals and the TTFT tail: planner/serving/
+clumped_quiet_window.py and wait_bound.py; the standby keeps the families it prepared and prepares up to
+7,000 families):
+
+    request                                   before            after
+    issue 31's buyer (the default form)       0.69-1.16 s       0.61-1.34 s
+    issue 9                                   1.49-1.58 s       1.56-1.64 s
+    issue 9, TTFT <= 300 ms, ITL <= 15 ms     1.52-1.62 s       1.48-1.58 s
+    issue 9 at p99, arrival CV 2              3.05-3.12 s       2.51-2.57 s
+    issue 9 with 1,000 options                3.11-3.12 s       3.06-3.12 s
+    issue 9 with pp [1, 2, 4]                 3.11-3.16 s       1.58-1.62 s (now prepared)
+
+The search alone in the standby child, prestarted 4.5 s ahead (wall, two rounds, 02:44 UTC): issue 9 0.84-0.86
+-> 0.71-0.72 s, pp [1, 2, 4] 2.61-2.62 -> 1.01-1.02 s; the browser's figure for issue 9 does not show the
+0.14 s within its noise.
+
 The server's script around the search adds ~0.05 s (AppTest: 1.91-1.95 s with a 1.86-1.90 s search); the rest
 beyond the search is Streamlit's round trip (~0.2-0.45 s from the click until the script runs) and the page
 drawing the table and chart in a software-rendered browser on the loaded host.
