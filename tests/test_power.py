@@ -115,6 +115,44 @@ def test_board_power_within_15_percent_of_a_serving_decode_sweep(gpu):
     assert checked >= 23
 
 
+def _held_out(gpu: str, shape: str) -> list[dict]:
+    from tools.fit_power import held_out_points  # the tool that prints these figures computes them
+
+    return [r for r in held_out_points() if (r["gpu"], r["shape"]) == (gpu, shape)]
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "h200"])
+@pytest.mark.parametrize("shape", ["qwen3-32b-tp2-rank", "llama-3.1-70b-tp4-rank-fp8"])
+def test_board_power_within_15_percent_on_shapes_never_fitted(gpu, shape):
+    """Source: measured: NVIDIA H100 80GB HBM3 and NVIDIA H200, driver 580.159.04, torch 2.11.0+cu130, CUDA
+    13.0, 700 W limit, 2026-11-28 (data/measurements/h*_power_heldout_2026-11-28.json,
+    tools/measure_power_serving.py --plan held-out): shapes the power rule was never fitted on, a Qwen3-32B
+    rank at TP 2 (bf16, 16 of 64 layers) and the Llama-3.1-70B TP-4 rank with fp8 weights (per-tensor scales),
+    decode at batch 1-256 (context 2,048) and 1k/4k-token prefills replayed from CUDA graphs. The shipped
+    rule, unfitted, on the planner's own `graph` step: decode within 15% at every batch (H100 worst -6.2%,
+    H200 worst +13.7%, fp8 at batch 64), prefill within 5% (at the power limit)."""
+    rows = _held_out(gpu, shape)
+    assert len(rows) == 8
+    for r in rows:
+        tolerance = 0.15 if r["kind"] == "decode" else 0.05
+        assert r["plan_w"] == pytest.approx(r["measured_w"], rel=tolerance), r
+
+
+MOE_POWER_GAP = ("MoE decode draws 13-30% more than the rule reads: the rule counts the experts' useful "
+                 "FLOPs, not the tensor-core tiles tiny per-expert GEMMs pad to (issue 31's closing note)")
+
+
+@pytest.mark.xfail(strict=True, reason=MOE_POWER_GAP)
+@pytest.mark.parametrize("gpu", ["h100-sxm", "h200"])
+def test_board_power_within_15_percent_on_a_mixture_of_experts(gpu):
+    """Source: measured: the same runs, Qwen3-30B-A3B at TP 1 (24 of 48 layers; 128 experts, top 8, a fixed
+    random routing, torch._grouped_mm): decode at batch 1-256 (context 1,024) reads 303-613 W on the H100
+    and 295-685 W on the H200, where the rule says 223-472 W and 239-599 W (-22.9% to -29.8%, -12.5% to
+    -19.3%); the planner's step time is the measured one within 4% on the H100. Prefill is within 2.5%."""
+    for r in _held_out(gpu, "qwen3-30b-a3b-tp1"):
+        assert r["plan_w"] == pytest.approx(r["measured_w"], rel=0.15), r
+
+
 def test_power_model_reproduces_the_h100_power_vs_load_measurement():
     """Source: measured: H100 SXM, driver 580.159.04, torch 2.11, 2026-11-26
     (data/measurements/h100_power_vs_load_2026-11-26.json): board power at 25-100% duty of a bf16 GEMM

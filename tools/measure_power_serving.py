@@ -4,7 +4,7 @@ from CUDA graphs, with nvidia-smi's power.draw sampled every 100 ms. The evidenc
 of planner/economics/power.py, measured where the old rule (fitted on one GEMV and one GEMM) was weakest:
 decode at batch 64-256 runs GEMMs of 64-256 rows that load the tensor cores as well as HBM.
 
-    python3 tools/measure_power_serving.py --out power_serving.json [--budget-s 420]
+    python3 tools/measure_power_serving.py --out power_serving.json [--budget-s 420] [--plan held-out]
 
 Shapes (one tensor-parallel rank, random bf16 weights and caches, never zeros; tools/measure_physics.py's
 RankModel and decode attention):
@@ -12,6 +12,9 @@ RankModel and decode attention):
     prefill of 1k-8k tokens;
   * a Llama-3.1-70B rank at TP 4 (d_model 8192, 16 query heads, 2 KV heads, d_ff 7,168 per rank),
     20 of its 80 layers: decode at batch 1-256, context 2,048; prefill 1k-8k.
+`--plan held-out` measures shapes the rule never saw (tools/fit_power.py --held-out scores it there): a
+Qwen3-32B rank at TP 2 (16 of 64 layers), the Llama-3.1-70B TP-4 rank with fp8 weights (per-tensor scales,
+torch._scaled_mm), and Qwen3-30B-A3B at TP 1 (24 of 48 layers: 128 experts, top 8, fixed random routing).
 Each point replays its graph for PHASE_S seconds; the draw is the median of the samples after SETTLE_S.
 The step time is the median graph replay (CUDA events). Written with GPU, driver, torch, CUDA, date and the
 power limit in `meta`.
@@ -41,6 +44,29 @@ LLAMA_8B = {"d_model": 4096, "n_heads": 32, "n_kv_heads": 8, "head_dim": 128, "d
             "vocab_size": 128256, "n_layers": 32}
 LLAMA_70B = {"d_model": 8192, "n_heads": 64, "n_kv_heads": 8, "head_dim": 128, "d_ff": 28672,
              "vocab_size": 128256, "n_layers": 80}
+QWEN3_32B = {"d_model": 5120, "n_heads": 64, "n_kv_heads": 8, "head_dim": 128, "d_ff": 25600,
+             "vocab_size": 151936, "n_layers": 64}
+QWEN3_30B_A3B = {"d_model": 2048, "n_heads": 32, "n_kv_heads": 4, "head_dim": 128, "d_ff": 6144,
+                 "vocab_size": 151936, "n_layers": 48,
+                 "moe": {"n_experts": 128, "top_k": 8, "d_ff_expert": 768}}
+BATCHES = (1, 16, 32, 64, 128, 256)
+# (name, spec, tp, precision, layers timed, decode (batch, context) points, prefill tokens)
+PLANS = {
+    # the shapes the power rule was fitted on (tools/fit_power.py)
+    "fit": [
+        ("llama-3.1-8b-tp1", LLAMA_8B, 1, "bf16", 32,
+         [(b, 1024) for b in (1, 8, 16, 32, 64, 96, 128, 192, 256)] + [(b, 4096) for b in (16, 64)],
+         (1024, 2048, 4096, 8192)),
+        ("llama-3.1-70b-tp4-rank", LLAMA_70B, 4, "bf16", 20, [(b, 2048) for b in (1, 16, 32, 64, 128, 256)],
+         (1024, 4096, 8192)),
+    ],
+    # shapes it never saw, to score it held out: another dense shape, fp8 weights, a mixture of experts
+    "held-out": [
+        ("qwen3-32b-tp2-rank", QWEN3_32B, 2, "bf16", 16, [(b, 2048) for b in BATCHES], (1024, 4096)),
+        ("llama-3.1-70b-tp4-rank-fp8", LLAMA_70B, 4, "fp8", 20, [(b, 2048) for b in BATCHES], (1024, 4096)),
+        ("qwen3-30b-a3b-tp1", QWEN3_30B_A3B, 1, "bf16", 24, [(b, 1024) for b in BATCHES], (1024, 4096)),
+    ],
+}
 
 
 def sustain(sampler: Sampler, name: str, graph) -> dict:
@@ -97,6 +123,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--budget-s", type=float, default=420.0)
+    parser.add_argument("--plan", choices=sorted(PLANS), default="fit")
     args = parser.parse_args()
     deadline = time.monotonic() + args.budget_s
     mp.N_SM = torch.cuda.get_device_properties(0).multi_processor_count
@@ -108,14 +135,9 @@ def main() -> None:
         t0 = time.monotonic()
         time.sleep(3.0)
         meta["idle_context_w"] = sampler.stats("idle", t0 + 1.0)["median_w"]
-        plans = [
-            ("llama-3.1-8b-tp1", LLAMA_8B, 1, 32, [(b, 1024) for b in (1, 8, 16, 32, 64, 96, 128, 192, 256)]
-             + [(b, 4096) for b in (16, 64)], (1024, 2048, 4096, 8192)),
-            ("llama-3.1-70b-tp4-rank", LLAMA_70B, 4, 20, [(b, 2048) for b in (1, 16, 32, 64, 128, 256)],
-             (1024, 4096, 8192)),
-        ]
-        for name, spec, tp, layers, decodes, prefills in plans:
-            model = mp.RankModel(spec, tp, "bf16", layers)
+        meta["plan"] = args.plan
+        for name, spec, tp, precision, layers, decodes, prefills in PLANS[args.plan]:
+            model = mp.RankModel(spec, tp, precision, layers)
             for batch, ctx in decodes:
                 if time.monotonic() > deadline:
                     break
