@@ -15,6 +15,7 @@ RankModel and decode attention):
 `--plan held-out` measures shapes the rule never saw (tools/fit_power.py --held-out scores it there): a
 Qwen3-32B rank at TP 2 (16 of 64 layers), the Llama-3.1-70B TP-4 rank with fp8 weights (per-tensor scales,
 torch._scaled_mm), and Qwen3-30B-A3B at TP 1 (24 of 48 layers: 128 experts, top 8, fixed random routing).
+`--plan moe-kernels` runs that MoE twice, its experts as one GEMM each (cuBLAS) and as the grouped GEMM.
 Each point replays its graph for PHASE_S seconds; the draw is the median of the samples after SETTLE_S.
 The step time is the median graph replay (CUDA events). Written with GPU, driver, torch, CUDA, date and the
 power limit in `meta`.
@@ -65,6 +66,12 @@ PLANS = {
         ("qwen3-32b-tp2-rank", QWEN3_32B, 2, "bf16", 16, [(b, 2048) for b in BATCHES], (1024, 4096)),
         ("llama-3.1-70b-tp4-rank-fp8", LLAMA_70B, 4, "fp8", 20, [(b, 2048) for b in BATCHES], (1024, 4096)),
         ("qwen3-30b-a3b-tp1", QWEN3_30B_A3B, 1, "bf16", 24, [(b, 1024) for b in BATCHES], (1024, 4096)),
+    ],
+    # the same MoE with its experts run one GEMM each (cuBLAS picks its kernel by each expert's few rows)
+    # beside the grouped GEMM, to tell the tensor-core tiles a grouped kernel pads to from the rest
+    "moe-kernels": [
+        ("qwen3-30b-a3b-tp1-per-expert", QWEN3_30B_A3B, 1, "bf16", 24, [(b, 1024) for b in BATCHES], ()),
+        ("qwen3-30b-a3b-tp1", QWEN3_30B_A3B, 1, "bf16", 24, [(b, 1024) for b in BATCHES], ()),
     ],
 }
 
@@ -138,6 +145,8 @@ def main() -> None:
         meta["plan"] = args.plan
         for name, spec, tp, precision, layers, decodes, prefills in PLANS[args.plan]:
             model = mp.RankModel(spec, tp, precision, layers)
+            if name.endswith("-per-expert"):
+                model.grouped = False  # RankModel.moe_mlp's loop: one GEMM per expert that has tokens
             for batch, ctx in decodes:
                 if time.monotonic() > deadline:
                     break
