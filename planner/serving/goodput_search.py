@@ -310,7 +310,8 @@ def confirmed_bound_per_s(d: Deployment, context: float, max_batch: int, output_
     elif objective.itl_ms is not None and exact_work and empty_ms is not None:
         table = steps if steps is not None else bound_steps(d, max_batch, context)
         low_ms = np.concatenate([[empty_ms], table[1]])  # each cell's low end, the empty iteration's first
-        window = clumped_window_limit(shape[0], pct, work_ms / np.maximum(low_ms, 1e-300))
+        low_ms = np.maximum(low_ms, 1e-300)
+        window = clumped_window_limit(shape[0], pct, itl_cap_ms / low_ms, work_ms / low_ms)
         window = None if not np.isfinite(window).any() else window
     if chunk_ms is not None and empty_ms is not None and window is not None and fixed_prompts:
         table = steps if steps is not None else bound_steps(d, max_batch, context)
