@@ -28,13 +28,16 @@ clumped_quiet_window.py and wait_bound.py; the standby keeps the families it pre
     issue 31's buyer (the default form)       0.69-1.16 s       0.61-1.34 s
     issue 9                                   1.49-1.58 s       1.56-1.64 s
     issue 9, TTFT <= 300 ms, ITL <= 15 ms     1.52-1.62 s       1.48-1.58 s
-    issue 9 at p99, arrival CV 2              3.05-3.12 s       2.51-2.57 s
+    issue 9 at p99, arrival CV 2              3.05-3.12 s       2.51-2.57 s (a3ed075: 2.83-3.12 s)
     issue 9 with 1,000 options                3.11-3.12 s       3.06-3.12 s
     issue 9 with pp [1, 2, 4]                 3.11-3.16 s       1.58-1.62 s (now prepared)
 
 The search alone in the standby child, prestarted 4.5 s ahead (wall, two rounds, 02:44 UTC): issue 9 0.84-0.86
 -> 0.71-0.72 s, pp [1, 2, 4] 2.61-2.62 -> 1.01-1.02 s; the browser's figure for issue 9 does not show the
-0.14 s within its noise.
+0.14 s within its noise. A review then found the clumped quiet window's proof unsound where the token step
+outlasts the iteration; its corrected limit (a3ed075) is looser, and p99 at CV 2 reads 2.83-3.12 s in the
+browser (03:35-03:37 UTC, load 1.2-1.7: every request read ~0.05-0.1 s slower than at 02:34) and 2.47-2.62 ->
+2.21-2.29 s for the standby's search alone against 41b6a6f (03:38 UTC).
 
 The server's script around the search adds ~0.05 s (AppTest: 1.91-1.95 s with a 1.86-1.90 s search); the rest
 beyond the search is Streamlit's round trip (~0.2-0.45 s from the click until the script runs) and the page
