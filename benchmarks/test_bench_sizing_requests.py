@@ -96,12 +96,12 @@ interleaved, the options identical on 41 requests (P99_BURSTY evaluates fewer fa
 rounds: P99_BURSTY 3.68-3.84 s before, 3.26-3.42 s after; ISSUE31 0.41-0.42 s, 0.36 s; WHOLE_CATALOG 1.21-1.28
 s, 1.15-1.20 s; ISSUE9 2.06-2.10 s, 2.03-2.14 s; TIGHT 2.27-2.33 s, 2.22-2.24 s; WIDEST 2.88-2.98 s, 2.92-2.96
 s; MANY_OPTIONS 3.81-3.90 s, 3.75-3.89 s. P99_BURSTY's floors were ~9x under its families' cheapest fleets at
-the median and are ~3x now. A review then found the clumped quiet window's proof unsound where the token step
-outlasts the iteration; the corrected limit (a3ed075) is looser: P99_BURSTY `pruned` 2,212, `feasible` 2,441,
-and at 03:34 UTC (load 0.5-0.8, both trees slower than at 02:42) 3.95-4.11 s before, 3.70-3.76 s after. The
-largest legal requests are far from 2 s: issue 9's model over the whole catalog with tp [1, 2, 4, 8], pp [1,
-2, 4], ep [1, 2, 4, 8, 16] (9,000 families), p99 under CV 2 and 1,000 options, took 8.95 s of CPU (8.96 s
-wall, 205 MB) on this host at 02:30 UTC.
+the median and were ~3x with the first clumped limit. A review then found that limit's proof unsound where the
+token step outlasts the iteration; the corrected limit (a3ed075) is looser (floors ~4x under, median):
+P99_BURSTY `pruned` 2,212, `feasible` 2,441, and at 03:34 UTC (load 0.5-0.8, both trees slower than at 02:42)
+3.95-4.11 s before, 3.70-3.76 s after. The largest legal requests are far from 2 s: issue 9's model over the
+whole catalog with tp [1, 2, 4, 8], pp [1, 2, 4], ep [1, 2, 4, 8, 16] (9,000 families), p99 under CV 2 and
+1,000 options, took 8.95 s of CPU (8.96 s wall, 205 MB) on this host at 02:30 UTC.
 """
 
 from __future__ import annotations
