@@ -337,6 +337,23 @@ def test_gap_cdf_matches_closed_forms():
     assert float(gap_cdf(np.array(0.5), np.array(2.0), math.sqrt(0.5))) == pytest.approx(0.593994, abs=1e-6)
 
 
+def test_gap_cdf_stays_right_in_wide_windows():
+    """Source: hand: the regularized incomplete gamma P(a, x) in closed form at a = 1 (1 - e^-x) and a = 1/2
+    (erf(sqrt x)) up to x = 1e5, and Erlang-4 gaps (CV 1/2: 1 - e^-x sum_{k<4} x^k / k!) at x = 40-400.
+    The power series alone read P far under 1 past x ~ 40 (0.52 at x = 80 for CV 1.2, where P is 1 - 1e-34;
+    a review found gap_cdf(9.44/ms, 16.94 ms, CV 1.2) = 0.0011): where it has not converged, the continued
+    fraction of 1 - P answers."""
+    from planner.serving.arrivals import _lower_gamma_regularized, gap_cdf
+
+    x = np.array([0.5, 5.0, 30.0, 45.0, 60.0, 80.0, 120.0, 200.0, 1e3, 1e5])
+    assert _lower_gamma_regularized(1.0, x) == pytest.approx(-np.expm1(-x), abs=1e-12)
+    assert _lower_gamma_regularized(0.5, x) == pytest.approx([math.erf(math.sqrt(v)) for v in x], abs=1e-12)
+    for v in (40.0, 80.0, 400.0):
+        erlang = 1.0 - math.exp(-v) * sum(v**k / math.factorial(k) for k in range(4))
+        assert float(gap_cdf(np.array(1.0), np.array(v / 4.0), 0.5)) == pytest.approx(erlang, abs=1e-12)
+    assert float(gap_cdf(np.array(9.44), np.array(16.94), 1.2)) == pytest.approx(1.0, abs=1e-12)
+
+
 def test_window_counts_of_clumped_arrivals_match_a_renewal_simulation():
     """Poisson arrivals (CV 1) give a Poisson count: a window of 0.2 mean gaps sees none with probability
     e^-0.2 = 0.818731 and one with 0.2 e^-0.2 = 0.163746. Clumped arrivals: a gamma renewal process (CV 2)

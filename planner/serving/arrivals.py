@@ -76,8 +76,38 @@ def _lower_gamma_regularized(a: float, x: np.ndarray, terms: int = 80,
                 if not going.any():
                     break
     log_front = a * np.log(np.maximum(x, 1e-300)) - x - math.lgamma(a + 1.0)
-    series = np.where(x > 0, np.minimum(np.exp(log_front) * total, 1.0), 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):  # a sum that overflowed is replaced below
+        series = np.where(x > 0, np.minimum(np.exp(log_front) * total, 1.0), 0.0)
+    # Past ~30 the series' `terms` fall short of its peak (at n ~ x) and it reads P far under 1 (0.52 at
+    # x = 80, 6e-5 at 120) or overflows: where it has not converged, 1 - Q(a, x) from Q's continued fraction,
+    # which converges there (x > a + 1). Converged elements keep the series' figures to the bit.
+    short = ~(term <= 1e-10 * total) & (x > a + 1.0)
+    if short.any():
+        series = np.where(short, 1.0 - _upper_gamma_regularized(a, np.where(short, x, a + 2.0)), series)
     return series if everywhere else np.where(finite, series, np.where(given == np.inf, 1.0, np.nan))
+
+
+def _upper_gamma_regularized(a: float, x: np.ndarray, steps: int = 300) -> np.ndarray:
+    """Q(a, x) = Gamma(a, x) / Gamma(a) by its continued fraction (modified Lentz), for x > a + 1, where it
+    converges: e^-x x^a / Gamma(a) / (x + 1 - a - 1 (1 - a) / (x + 3 - a - 2 (2 - a) / (x + 5 - a - ...)))."""
+    tiny = 1e-300
+    b = x + 1.0 - a
+    c = np.full(np.shape(x), 1.0 / tiny)
+    d = 1.0 / b
+    h = d
+    for i in range(1, steps):
+        an = -i * (i - a)
+        b = b + 2.0
+        d = an * d + b
+        d = np.where(np.abs(d) < tiny, tiny, d)
+        c = b + an / c
+        c = np.where(np.abs(c) < tiny, tiny, c)
+        d = 1.0 / d
+        delta = d * c
+        h = h * delta
+        if np.all(np.abs(delta - 1.0) < 1e-15):
+            break
+    return np.minimum(np.exp(a * np.log(x) - x - math.lgamma(a)) * h, 1.0)
 
 
 def gap_cdf(rate_per_ms: np.ndarray, t_ms: np.ndarray, arrival_cv: float,
