@@ -188,20 +188,19 @@ def _count_clumps(rate_per_ms: np.ndarray, window_ms: np.ndarray, ca2: float,
     ]  # window / theta
     lower = _lower_gamma_regularized(shape, x, elementwise=elementwise)
     survival = 1.0 - lower
-    if np.isfinite(mu).all() and np.isfinite(x).all():  # the usual case: no infinite window to select
-        front = np.exp(shape * np.log(np.maximum(x, 1e-300)) - x - math.lgamma(shape + 1.0))
-        # np.clip's bounds as minimum / maximum: the same figures, but a -0 `below` stays -0, which busy
-        # (at least 1e-300) never shows
-        below = np.minimum(np.maximum(lower - np.where(x > 0, front, 0.0), 0.0), 1.0)
-        busy = np.minimum(np.maximum(mu * survival + below, 1e-300), 1.0)
-        return mu, busy, np.maximum(mu / busy, 1.0)
+    finite = bool(np.isfinite(mu).all() and np.isfinite(x).all())  # the usual case: nothing to select
     # P(a + 1, x) = P(a, x) - x^a e^-x / Gamma(a + 1); the front is 0 at an infinite window (on finite x only)
-    safe_x = np.where(np.isfinite(x), x, 0.0)
-    front = np.where(np.isfinite(x), np.exp(shape * np.log(np.maximum(safe_x, 1e-300)) - safe_x
-                                            - math.lgamma(shape + 1.0)), 0.0)
-    below = np.clip(lower - np.where(x > 0, front, 0.0), 0.0, 1.0)  # E[gap; gap < window] / E[gap]
+    safe_x = x if finite else np.where(np.isfinite(x), x, 0.0)
+    front = np.exp(shape * np.log(np.maximum(safe_x, 1e-300)) - safe_x - math.lgamma(shape + 1.0))
+    if not finite:
+        front = np.where(np.isfinite(x), front, 0.0)
+    # E[gap; gap < window] / E[gap], within [0, 1] (np.clip's figures: minimum / maximum keep a -0, which
+    # busy, at least 1e-300, never shows)
+    below = np.minimum(np.maximum(lower - np.where(x > 0, front, 0.0), 0.0), 1.0)
     # P(N >= 1) = lambda E[min(gap, window)]; 1 in an infinite window (where inf x 0 would be NaN)
-    finite_mu = np.isfinite(mu)
-    busy = np.where(finite_mu, np.clip(np.where(finite_mu, mu, 0.0) * survival + below, 1e-300, 1.0), 1.0)
+    busy = np.minimum(np.maximum((mu if finite else np.where(np.isfinite(mu), mu, 0.0)) * survival + below,
+                                 1e-300), 1.0)
+    if not finite:
+        busy = np.where(np.isfinite(mu), busy, 1.0)
     clump = np.maximum(mu / busy, 1.0)  # mean count of a window that has arrivals
     return mu, busy, clump

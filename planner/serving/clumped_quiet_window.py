@@ -44,21 +44,20 @@ CAP_RATIOS = np.concatenate([[1.0], np.geomspace(1.02, 1e4, 39)])  # a = ITL cap
 WORK_RATIOS = np.concatenate([[0.0], np.geomspace(1e-3, 1e6, 45)])  # b = W / D(N)
 
 
-def _envelopes(arrival_cv: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """(E_ca, S_ca, E_1, clump's running maximum) on WINDOWS, as monotone envelopes; None where a series'
+def _envelopes(arrival_cv: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(E_ca, S_ca, clump's running maximum) on WINDOWS, as monotone envelopes; None where a series'
     rounding is not all that sets them apart (no bound then)."""
     x, one = WINDOWS, np.ones_like(WINDOWS)
     e_ca = 1.0 - window_counts(one, x, arrival_cv, 1)[..., 0]
     s_ca = 1.0 - gap_cdf(one, x, arrival_cv)
-    e_1 = 1.0 - window_counts(one, x, 1.0, 1)[..., 0]
     clump = clump_mean(one, x, arrival_cv)
     # the series' last bits wobble where E is ~1 and S ~1e-14: E's least from the right and S's most,
     # which differ from them by rounding alone
     e_low = np.minimum.accumulate(e_ca[::-1])[::-1]
     s_high = np.maximum.accumulate(s_ca[::-1])[::-1]
-    if not (np.all(e_ca - e_low <= 1e-9) and np.all(s_high - s_ca <= 1e-9) and np.all(np.diff(e_1) >= 0)):
+    if not (np.all(e_ca - e_low <= 1e-9) and np.all(s_high - s_ca <= 1e-9)):
         return None
-    return e_low, s_high, e_1, np.maximum.accumulate(clump)
+    return e_low, s_high, np.maximum.accumulate(clump)
 
 
 @functools.lru_cache(maxsize=16)
@@ -69,7 +68,7 @@ def clumped_window_limits(arrival_cv: float, percentile: int) -> npt.NDArray[np.
     envelopes = _envelopes(float(arrival_cv)) if q >= 0.75 and arrival_cv > 1.0 else None
     if envelopes is None:
         return None
-    e_ca, s_ca, _, clump = envelopes
+    e_ca, s_ca, clump = envelopes
     y, room = WINDOWS, 1.0 - (2.0 * q - 1.0 - ERF_ERROR)
     chain_low = e_ca[:-1] / np.maximum(e_ca[:-1] + s_ca[:-1], 1e-300)
     share = y[:-1] / (1.0 + y[:-1])

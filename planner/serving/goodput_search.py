@@ -304,21 +304,22 @@ def confirmed_bound_per_s(d: Deployment, context: float, max_batch: int, output_
     top = rate_bound_per_s(d, context, max_batch, output_len, math.inf, work_ms, steps)
     if bound is None or top is None:
         return bound
-    window: float | np.ndarray | None = None
-    if objective.itl_ms is not None and shape[0] <= 1.0:
-        window = quiet_window_limit(pct)
-    elif objective.itl_ms is not None and exact_work and empty_ms is not None:
+    if (objective.itl_ms is not None and chunk_ms is not None and empty_ms is not None and fixed_prompts
+            and (shape[0] <= 1.0 or exact_work)):
         table = steps if steps is not None else bound_steps(d, max_batch, context)
-        low_ms = np.concatenate([[empty_ms], table[1]])  # each cell's low end, the empty iteration's first
-        low_ms = np.maximum(low_ms, 1e-300)
-        window = clumped_window_limit(shape[0], pct, itl_cap_ms / low_ms, work_ms / low_ms)
-        window = None if not np.isfinite(window).any() else window
-    if chunk_ms is not None and empty_ms is not None and window is not None and fixed_prompts:
-        table = steps if steps is not None else bound_steps(d, max_batch, context)
-        chunked_cap_ms = min(itl_cap_ms - chunk_ms, objective.tpot_ms or math.inf)  # D + A within ITL
-        chunked = (rate_bound_per_s(d, context, max_batch, output_len, chunked_cap_ms, work_ms, table)
-                   if chunked_cap_ms >= float(table[1].min()) else None)  # else none within: None
-        bound = min(bound, max(chunked or 0.0, quiet_rate_bound_per_s(table, empty_ms, output_len, window)))
+        window: float | np.ndarray | None
+        if shape[0] <= 1.0:
+            window = quiet_window_limit(pct)
+        else:  # per cell, at its low end (the empty iteration's first)
+            low_ms = np.maximum(np.concatenate([[empty_ms], table[1]]), 1e-300)
+            window = clumped_window_limit(shape[0], pct, itl_cap_ms / low_ms, work_ms / low_ms)
+            window = window if np.isfinite(window).any() else None
+        if window is not None:
+            chunked_cap_ms = min(itl_cap_ms - chunk_ms, objective.tpot_ms or math.inf)  # D + A within ITL
+            chunked = (rate_bound_per_s(d, context, max_batch, output_len, chunked_cap_ms, work_ms, table)
+                       if chunked_cap_ms >= float(table[1].min()) else None)  # else none within: None
+            quiet = quiet_rate_bound_per_s(table, empty_ms, output_len, window)
+            bound = min(bound, max(chunked or 0.0, quiet))
     if fixed_prompts and objective.ttft_ms is not None:
         waiting = ttft_wait_rate_bound_per_s(work_ms, objective.ttft_ms, pct, shape[0], shape[1])
         bound = bound if waiting is None else min(bound, waiting)
