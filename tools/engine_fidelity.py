@@ -135,6 +135,7 @@ def trt_max_num_tokens(row: pd.Series) -> int:
 
 INFERENCEX_SOURCES = ("inferencex", "inferencemax-v1-export")
 GPUSTACK_LAB = "gpustack-performance-lab"  # rows of tools/import_gpustack_lab.py, with their serving command
+SGLANG_COOKBOOK = "sglang-github-logs"  # SGLang cookbook printouts, with their launch command
 
 
 def _serve_flags(row: pd.Series) -> dict[str, str]:
@@ -177,8 +178,13 @@ def recipe_for(row: pd.Series) -> dict[str, Any]:
         (AMD: 0.94).
     InferenceMAX's gpt-oss export records its token budgets in the row; its TensorRT-LLM B200 script sets an
     fp8 KV cache. GPUStack's rows record their KV dtype and token budget; their memory fraction is the serving
-    command's `--gpu-memory-utilization` (one GLM-4.6 run: 0.85), else the engine's default."""
+    command's `--gpu-memory-utilization` (one GLM-4.6 run: 0.85), else the engine's default; the SGLang
+    cookbook's rows record their token budget, and their memory fraction is the launch command's
+    `--mem-fraction-static` (MiniMax-M2.5: 0.85), else the engine's default."""
     source = str(row.get("source", ""))
+    if source == SGLANG_COOKBOOK:
+        fraction = _serve_flags(row).get("--mem-fraction-static")
+        return {"memory_utilization": float(fraction)} if fraction else {}
     if source == GPUSTACK_LAB:
         fraction = _serve_flags(row).get("--gpu-memory-utilization")
         return {"memory_utilization": float(fraction)} if fraction else {}
@@ -270,9 +276,12 @@ def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     scheduler = scheduler_for(row)
     if scheduler:
         scenario["load"]["scheduler"] = scheduler
-    # the run's client: its prompts, and InferenceX's lengths uniform in [r L, L]
+    # the run's client: its prompts, and InferenceX's lengths uniform in [r L, L]; r = 0 (the SGLang
+    # cookbook's bench_serving 0.5.6-0.5.9, its default) draws from one token up: [max(int(0 x L), 1), L]
     prompts = _num(row.get("num_prompts"))
-    scenario["load"]["benchmark"] = {"random_range_ratio": _num(row.get("random_range_ratio")) or 1.0,
+    ratio = _num(row.get("random_range_ratio"))
+    ratio = 1.0 if ratio is None else ratio if ratio > 0 else 1.0 / max(prompt, output)
+    scenario["load"]["benchmark"] = {"random_range_ratio": ratio,
                                      "range": "below", **({"num_prompts": int(prompts)} if prompts else {})}
     return scenario
 
