@@ -141,6 +141,42 @@ def check_row(row: dict[str, str]) -> Check:
     )
 
 
+@dataclass(frozen=True)
+class AtRate:
+    """One row planned at its published rate (open loop, Poisson): the plan's latencies beside the log's."""
+
+    row_id: str
+    scenario: str
+    utilization: float
+    ttft_p99_ms: float
+    measured_ttft_p99_ms: float
+    tpot_mean_ms: float
+    measured_tpot_mean_ms: float
+    measured_tpot_p99_ms: float
+
+    @property
+    def tpot_ratio(self) -> float:
+        return self.tpot_mean_ms / self.measured_tpot_mean_ms
+
+
+def at_published_rate(row: dict[str, str]) -> AtRate:
+    """The row's scenario at `load.request_rate` = the completed samples/s per replica."""
+    scenario = scenario_for(row)
+    load = {k: v for k, v in scenario["load"].items() if k not in ("at_goodput", "slo")}
+    load["request_rate"] = float(row["samples_per_s"]) / replicas(row)
+    serving = plan_dict({**scenario, "load": load})["serving"]
+    return AtRate(
+        row_id=row["row_id"],
+        scenario=row["scenario"],
+        utilization=load["request_rate"] / serving["max_request_rate"],
+        ttft_p99_ms=serving["ttft_ms"]["p99"],
+        measured_ttft_p99_ms=float(row["ttft_p99_ms"]),
+        tpot_mean_ms=serving["tpot_ms"]["mean"],
+        measured_tpot_mean_ms=float(row["tpot_mean_ms"]),
+        measured_tpot_p99_ms=float(row["tpot_p99_ms"]),
+    )
+
+
 def check_all(path: Path = CSV_PATH) -> list[Check]:
     return [check_row(row) for row in read_rows(path)]
 
@@ -160,21 +196,37 @@ def table_rows(checks: list[Check]) -> list[tuple[str, ...]]:
     return out
 
 
+AT_RATE_HEADER = ("row", "scenario", "planned load (of capacity)", "TTFT p99 planned / measured ms",
+                  "TPOT mean planned / measured ms", "TPOT ratio", "measured TPOT p99 ms")
+
+
+def at_rate_rows(points: list[AtRate]) -> list[tuple[str, ...]]:
+    return [(a.row_id, a.scenario, f"{a.utilization:.0%}",
+             f"{a.ttft_p99_ms:,.0f} / {a.measured_ttft_p99_ms:,.0f}",
+             f"{a.tpot_mean_ms:.1f} / {a.measured_tpot_mean_ms:.1f}", f"{a.tpot_ratio:.2f}",
+             f"{a.measured_tpot_p99_ms:.1f}") for a in points]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args(argv)
-    rows = table_rows(check_all())
-    if args.markdown:
-        print("| " + " | ".join(HEADER) + " |")
-        print("|" + "|".join(" --- " for _ in HEADER) + "|")
+    _print(HEADER, table_rows(check_all()), args.markdown)
+    print()
+    _print(AT_RATE_HEADER, at_rate_rows([at_published_rate(row) for row in read_rows()]), args.markdown)
+    return 0
+
+
+def _print(header: tuple[str, ...], rows: list[tuple[str, ...]], markdown: bool) -> None:
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "|".join(" --- " for _ in header) + "|")
         for r in rows:
             print("| " + " | ".join(r) + " |")
-        return 0
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEADER)]
-    for r in (HEADER, *rows):
+        return
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    for r in (header, *rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)))
-    return 0
 
 
 if __name__ == "__main__":
