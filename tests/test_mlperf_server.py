@@ -1,0 +1,89 @@
+"""MLPerf Inference SERVER / INTERACTIVE results as a held-out check of the planner's goodput
+(data/reference/mlperf_server_published.csv, planned by tools/mlperf_check.py; nothing was fitted on them).
+
+The tolerance: the planned tokens/s of the submission's 8 GPUs within 1.5x of the published figure either
+way (0.67 <= planned / published <= 1.5). The issue's bar is that a planner 2x off is worse than none, so the
+check must fail before that; 1.5x is about half of the 2x in log terms. Tighter would test the rows more than
+the planner: the same hardware and software reached 113-117 (H200 Llama-2-70B Server), 67-79 (H200
+Interactive) and 320-503 (H200 Llama-3.1-8B Server) samples/s in the hands of different v5.1 submitters, and
+the datasets' mean input lengths are assumed (data/reference/mlperf_server_published.md), which moves the
+405B rows' plan by 2x and more between the CSV's low and high inputs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.mlperf_check import at_published_rate, check_row, read_rows
+
+LOW, HIGH = 1 / 1.5, 1.5
+ROWS = {row["row_id"]: row for row in read_rows()}
+
+# Interactive rows whose plan, at the published rate, decodes faster than the log by more than the tolerance
+# (planned / measured mean TPOT, at the planner's load share); numbers from `python -m tools.mlperf_check`.
+# At the assumed input means only: at the CSV's high inputs the same rows sit at 83-99% of the planned
+# capacity or past it and decode slower than the logs (docs/MLPERF.md), so a miss says the assumed mean and
+# the planner do not agree together, not which is wrong.
+TPOT_MISSES = {
+    "mlp-01": "Llama-2-70B B200 fp4 Interactive: planned TPOT 17.6 ms, measured 34.2 ms (0.51x) at 64% load",
+    "mlp-03": "Llama-3.1-8B B200 fp4 Interactive: planned 9.9 ms, measured 23.4 ms (0.42x) at 74% load",
+    "mlp-05": "Llama-3.1-405B B200 fp4 Interactive: planned 35.5 ms, measured 62.3 ms (0.57x) at 53% load",
+    "mlp-09": "Llama-3.1-8B H200 fp8 Interactive: planned 14.9 ms, measured 24.0 ms (0.62x) at 81% load",
+}
+
+
+def _interactive(row_id: str) -> bool:
+    return ROWS[row_id]["scenario"] == "Interactive"
+
+
+def test_the_rows_are_what_the_logs_say() -> None:
+    """Source: published: mlcommons/inference_results_v5.1@965182b0 and v4.1@a2f5d66d, each row's
+    mlperf_log_summary.txt: 13 valid closed-division 8-GPU TensorRT-LLM results, three models on B200, H200
+    and H100 SXM; tokens/s over samples/s is the run's output length (272-274 with fp4, 290-293 with fp8
+    against the dataset's reference 294.45 for Llama-2-70B); each scenario's limits as its log states them."""
+    rows = list(ROWS.values())
+    assert len(rows) == 13 and all(r["result"] == "VALID" and r["engine"] == "trt-llm" for r in rows)
+    assert {(r["model"], r["gpu"]) for r in rows} >= {
+        (m, g) for m in ("llama-2-70b", "llama-3.1-8b", "llama-3.1-405b") for g in ("b200", "h200")}
+    limits = {(r["model"], r["scenario"]): (float(r["ttft_limit_ms"]), float(r["tpot_limit_ms"]))
+              for r in rows}
+    assert limits == {
+        ("llama-2-70b", "Server"): (2000, 200), ("llama-2-70b", "Interactive"): (450, 40),
+        ("llama-3.1-8b", "Server"): (2000, 100), ("llama-3.1-8b", "Interactive"): (500, 30),
+        ("llama-3.1-405b", "Server"): (6000, 175), ("llama-3.1-405b", "Interactive"): (4500, 80)}
+    for r in rows:
+        per_sample = float(r["tokens_per_s"]) / float(r["samples_per_s"])
+        assert float(r["output_tokens_per_sample"]) == pytest.approx(per_sample, abs=0.06)
+        assert float(r["ttft_p99_ms"]) <= float(r["ttft_limit_ms"])
+        assert float(r["tpot_p99_ms"]) <= float(r["tpot_limit_ms"])
+        assert int(r["gpus_total"]) % (int(r["tp"]) * int(r["pp"])) == 0
+    fp8 = [float(r["output_tokens_per_sample"]) for r in rows
+           if r["model"] == "llama-2-70b" and r["weights"] == "fp8"]
+    assert all(290 <= x <= 294.45 for x in fp8)
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_planned_goodput_within_1_5x_of_the_published_tokens_per_s(row_id: str) -> None:
+    """Source: published: the row's mlperf_log_summary.txt "Completed tokens per second" (8 GPUs at the
+    highest rate the submitter ran within the scenario's p99 TTFT and TPOT limits); the plan is the
+    submission's layout, precisions, running cap and token budget at its goodput under those limits (p99 TTFT,
+    mean TPOT), at the assumed input mean. Tolerance 0.67-1.5x: the module docstring."""
+    check = check_row(ROWS[row_id])
+    assert LOW <= check.ratio <= HIGH, (
+        f"{row_id} {check.model} {check.gpu} {check.scenario}: planned {check.planned_tok_s:,.0f} tok/s, "
+        f"published {check.published_tok_s:,.0f} ({check.ratio:.2f}x), binding {check.binding}")
+
+
+@pytest.mark.parametrize("row_id", [
+    pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=TPOT_MISSES[r])) if r in TPOT_MISSES else r
+    for r in sorted(ROWS) if _interactive(r)])
+def test_interactive_tpot_at_the_published_rate_within_1_5x(row_id: str) -> None:
+    """Source: published: the row's mlperf_log_summary.txt "Mean Time to Output Token" at its completed
+    samples/s; the plan at that rate per replica (open loop, Poisson). Interactive rows only: the Server runs
+    sit at 88-99% of the planned capacity, where TPOT is a cliff (a 10% capacity error moves it 3x), so their
+    latency says little beyond the goodput test above. Tolerance as the goodput's."""
+    point = at_published_rate(ROWS[row_id])
+    assert LOW <= point.tpot_ratio <= HIGH, (
+        f"{row_id}: planned mean TPOT {point.tpot_mean_ms:.1f} ms, measured "
+        f"{point.measured_tpot_mean_ms:.1f} ms ({point.tpot_ratio:.2f}x) at {point.utilization:.0%} "
+        "of the planned capacity")
