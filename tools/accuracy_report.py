@@ -581,6 +581,10 @@ def lofo_section() -> list[str]:
         "both; the median is compared). Families: "
         + ", ".join(f"`{k}`" for k in sorted(f.family.unique())) + ".",
         "",
+        "The sizing goodput itself, against MLPerf Inference's SERVER and INTERACTIVE results (Poisson "
+        "arrivals, p99 TTFT and TPOT limits; held out, nothing fitted on them): docs/MLPERF.md, "
+        "`python -m tools.mlperf_check`.",
+        "",
         "- **kernel tables, LOFO**: the engine's measured kernels (AIConfigurator's per-kernel tables, "
         "planner/data/kernel_tables/) summed over the model's layers as measured, plus one fitted term per "
         "engine x GPU generation (per engine where a generation has one family), the per-step host cost; for "
