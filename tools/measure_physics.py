@@ -306,6 +306,8 @@ class RankModel:
         )  # bf16 in quantized checkpoints too
         self.final_norm = torch.rand(d, device=DEV, dtype=BF16) + 0.5
         self.grouped = None
+        self.expert_gemm = None  # a callable (xs, layer, plan) -> y replacing the experts' GEMMs
+        self.last_moe_plan = None
 
     def _norm(self, x, w):
         return F.rms_norm(x, (x.shape[-1],), w, 1e-5)
@@ -325,6 +327,11 @@ class RankModel:
     def moe_mlp(self, h, layer, plan):
         layer["router"](h)  # routing logits (cost only)
         xs = h.index_select(0, plan["token_of"])
+        if self.expert_gemm is not None:
+            y = self.expert_gemm(xs, layer, plan)
+            out = torch.zeros_like(h)
+            out.index_add_(0, plan["token_of"], y * plan["weight"])
+            return out
         if self.grouped is None:
             try:
                 torch._grouped_mm(
@@ -363,6 +370,7 @@ class RankModel:
     def decode_layers(self, batch, ctx, caches, attention, n_layers=None):
         x0 = torch.randn(batch, self.d, device=DEV, dtype=BF16)
         plan = self.moe_plan(batch) if self.moe else None
+        self.last_moe_plan = plan
         q_dim, kv_dim = self.q_dim, self.kv_dim
         layers = self.layers[: n_layers or len(self.layers)]
 

@@ -16,6 +16,10 @@ RankModel and decode attention):
 Qwen3-32B rank at TP 2 (16 of 64 layers), the Llama-3.1-70B TP-4 rank with fp8 weights (per-tensor scales,
 torch._scaled_mm), and Qwen3-30B-A3B at TP 1 (24 of 48 layers: 128 experts, top 8, fixed random routing).
 `--plan moe-kernels` runs that MoE twice, its experts as one GEMM each (cuBLAS) and as the grouped GEMM.
+`--plan moe-tiles` runs it with torch._grouped_mm and with a Triton grouped GEMM of row tile BLOCK_M = 16, 64
+and 128 (tools/moe_tile_gemm.py: rows sorted by expert, each expert padded to whole tiles); every MoE point
+records its routing (`expert_counts`, the tokens each expert got, the same in every layer), from which the
+rows the tiles ran follow, and `meta` the tile kernel's error against a float64 reference.
 Each point replays its graph for PHASE_S seconds; the draw is the median of the samples after SETTLE_S.
 The step time is the median graph replay (CUDA events). Written with GPU, driver, torch, CUDA, date and the
 power limit in `meta`.
@@ -37,6 +41,11 @@ except ImportError:
     import tools.measure_physics as mp
     from tools.gpu_timing import capture_graph, device_meta, time_cuda
     from tools.measure_power import Sampler, smi
+
+try:
+    import moe_tile_gemm as tile
+except ImportError:
+    import tools.moe_tile_gemm as tile
 
 PHASE_S = 5.0
 SETTLE_S = 1.5
@@ -67,6 +76,12 @@ PLANS = {
         ("llama-3.1-70b-tp4-rank-fp8", LLAMA_70B, 4, "fp8", 20, [(b, 2048) for b in BATCHES], (1024, 4096)),
         ("qwen3-30b-a3b-tp1", QWEN3_30B_A3B, 1, "bf16", 24, [(b, 1024) for b in BATCHES], (1024, 4096)),
     ],
+    # the same MoE with a grouped GEMM whose row tile is chosen (torch._grouped_mm's, then Triton's at 16, 64
+    # and 128 rows): the padded tile work grows with BLOCK_M, the useful FLOPs do not
+    "moe-tiles": [
+        (f"qwen3-30b-a3b-tp1{suffix}", QWEN3_30B_A3B, 1, "bf16", 24, [(b, 1024) for b in BATCHES], ())
+        for suffix in ("", "-tile16", "-tile64", "-tile128")
+    ],
     # the same MoE with its experts run one GEMM each (cuBLAS picks its kernel by each expert's few rows)
     # beside the grouped GEMM, to tell the tensor-core tiles a grouped kernel pads to from the rest
     "moe-kernels": [
@@ -74,6 +89,24 @@ PLANS = {
         ("qwen3-30b-a3b-tp1", QWEN3_30B_A3B, 1, "bf16", 24, [(b, 1024) for b in BATCHES], ()),
     ],
 }
+
+
+class TileExperts:
+    """The experts' two GEMMs (gate-up, then down) through the BLOCK_M-tiled grouped kernel; the padded row
+    layout is built once per routing, before the graph is captured."""
+
+    def __init__(self, block_m: int, d_ff: int) -> None:
+        self.block_m, self.d_ff = block_m, d_ff
+        self.layouts: dict[tuple[int, ...], tile.TileLayout] = {}
+
+    def __call__(self, xs, layer, plan):
+        key = tuple(plan["counts"])
+        if key not in self.layouts:
+            self.layouts[key] = tile.TileLayout(plan["counts"], self.block_m)
+        layout = self.layouts[key]
+        gu = tile.grouped_tile_gemm(xs, layer["w13"], layout)
+        act = torch.nn.functional.silu(gu[:, :self.d_ff]) * gu[:, self.d_ff:]
+        return tile.grouped_tile_gemm(act, layer["w2"], layout)
 
 
 def sustain(sampler: Sampler, name: str, graph) -> dict:
@@ -109,6 +142,8 @@ def decode_point(model, spec_name, batch, ctx, sampler, out):
     graph = capture_graph(step)
     row = {"kind": "decode", "shape": spec_name, "batch": batch, "context": ctx,
            "layers_timed": model.layers_timed, **sustain(sampler, f"{spec_name}-d{batch}-c{ctx}", graph)}
+    if model.moe:
+        row["expert_counts"] = [int(c) for c in model.last_moe_plan["counts"]]
     out.append(row)
     print(json.dumps(row), flush=True)
     del graph, caches
@@ -143,10 +178,17 @@ def main() -> None:
         time.sleep(3.0)
         meta["idle_context_w"] = sampler.stats("idle", t0 + 1.0)["median_w"]
         meta["plan"] = args.plan
+        if args.plan == "moe-tiles":
+            meta["tile_check_rel_err"] = {str(b): tile.check(b) for b in (16, 64, 128)}
+            meta["tile_kernel"] = {"block_n": tile.BLOCK_N, "block_k": tile.BLOCK_K, "num_stages": 3,
+                                   "num_warps": {str(b): tile.num_warps(b) for b in (16, 64, 128)}}
+            print(json.dumps(meta), flush=True)
         for name, spec, tp, precision, layers, decodes, prefills in PLANS[args.plan]:
             model = mp.RankModel(spec, tp, precision, layers)
             if name.endswith("-per-expert"):
                 model.grouped = False  # RankModel.moe_mlp's loop: one GEMM per expert that has tokens
+            if "-tile" in name:
+                model.expert_gemm = TileExperts(int(name.rsplit("-tile", 1)[1]), model.d_ff)
             for batch, ctx in decodes:
                 if time.monotonic() > deadline:
                     break
