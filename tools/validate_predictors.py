@@ -39,7 +39,7 @@ from planner.engines.profile_records import record  # noqa: E402
 from planner.engines.profiles import with_efficiency  # noqa: E402
 from planner.physics.step_predictor import with_kernel_tables  # noqa: E402
 from planner.scenario.scenario import resolve_efficiency  # noqa: E402
-from tools.engine_fidelity import RUNS_CSV, is_burst, validation_only  # noqa: E402
+from tools.engine_fidelity import RUNS_CSV, fits_frontend, is_burst, validation_only  # noqa: E402
 from tools.fit_production_engines import Run, load_runs  # noqa: E402
 
 OUT = ROOT / "data" / "predictor_residuals.csv"
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                "concurrency": int(r.row["concurrency"]), "prompt_len": int(r.row["prompt_len"]),
                "output_len": int(r.row["output_len"]), "tpot_ms": r.tpot_ms, "tpot_is_mean": r.tpot_is_mean,
                "ttft_median_ms": r.ttft_median_ms, "run_id": r.row["run_id"], "burst": is_burst(r.row),
-               "validation_only": validation_only(r.row),
+               "validation_only": validation_only(r.row), "fits_frontend": fits_frontend(r.row),
                # the TTFT the kernel-table columns compare with: the median, else the published mean
                "ttft_is_mean": _ttft_is_mean(r),
                "ttft_ms": float(r.row["ttft_mean_ms"]) if _ttft_is_mean(r) else r.ttft_median_ms,
@@ -195,11 +195,12 @@ def shipped_terms(frame: pd.DataFrame) -> dict:
     design (leave-one-family-out residuals, predicted / measured - 1, 10th and 90th percentiles)."""
     out: dict = {}
     has = frame[frame["kernel_tpot_h0"].notna()] if "kernel_tpot_h0" in frame else frame.iloc[:0]
+    front = has[_frontend_rows(has)]
     if "validation_only" in has:  # fitted and banded on the fitted sources only (VALIDATION_ONLY_RUN_IDS)
         has = has[~has["validation_only"].astype(bool)]
     for (engine, generation), group in has.groupby(["engine", "generation"]):
         _, host = _fit_kernel_terms(group, np.array([1.0]))
-        fixed, per = _fit_frontend(group, host)
+        fixed, per = _fit_frontend(front[(front.engine == engine) & (front.generation == generation)], host)
         record: dict = {"step_overhead_us": host, "ttft_overhead_ms": round(fixed, 3),
                         "ttft_per_running_ms": round(per, 4),
                         "fitted_on": {"families": sorted(group.family.unique()),
@@ -251,6 +252,16 @@ def _fit_kernel_terms(train: pd.DataFrame, scales: np.ndarray = SCALES) -> tuple
     return best
 
 
+def _frontend_rows(frame: pd.DataFrame) -> pd.Series:
+    """The runs the frontend's cost is fitted on (tools.engine_fidelity.fits_frontend): the fitted runs and
+    the validation-only runs whose TTFT still informs it."""
+    if "fits_frontend" in frame:
+        return frame["fits_frontend"].astype(bool)
+    if "validation_only" in frame:
+        return ~frame["validation_only"].astype(bool)
+    return pd.Series(True, index=frame.index)
+
+
 def leave_family_out(frame: pd.DataFrame) -> pd.DataFrame:
     """The kernel predictor's fitted terms, per engine x GPU generation (per engine where a generation has one
     family), each family predicted with terms fitted on the others."""
@@ -265,6 +276,7 @@ def leave_family_out(frame: pd.DataFrame) -> pd.DataFrame:
         mine = frame[(frame.engine == engine) & has]
         # every run is predicted; the terms are fitted on the fitted sources only (VALIDATION_ONLY_RUN_IDS)
         fit = mine[~mine["validation_only"].astype(bool)] if "validation_only" in mine else mine
+        front = mine[_frontend_rows(mine)]
         for held in sorted(mine.family.unique()):
             test = mine[mine.family == held]
             for generation, test_g in test.groupby("generation"):
@@ -277,7 +289,10 @@ def leave_family_out(frame: pd.DataFrame) -> pd.DataFrame:
                 # lack, the same with a fitted scale on the kernels' time
                 _, host = _fit_kernel_terms(train, np.array([1.0]))
                 scale, scaled_host = _fit_kernel_terms(train)
-                fixed, per = _fit_frontend(train, host)
+                # the frontend from the same generation's other families where any informs it, else every one
+                front_same = front[(front.generation == generation) & (front.family != held)]
+                train_front = front_same if not front_same.empty else front[front.family != held]
+                fixed, per = _fit_frontend(train_front, host)
                 idx = test_g.index
                 grid = _grid(test_g)
                 frame.loc[idx, "kernel_tpot_ms"] = test_g.kernel_tpot_h0 + np.array(
