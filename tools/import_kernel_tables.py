@@ -40,8 +40,8 @@ nearest to the public serving runs' releases), the fastest kernel per shape wher
 (for MoE, the kernel the engine's serving recipes launch where measured: LAUNCHED_MOE_KERNEL),
 MoE from every release of the engine on the GPU (a release's collection covers some splits and kernels only;
 TensorRT-LLM and vLLM also take FlashInfer's TRT-LLM-gen MoE rows measured under SGLang, the kernels they run
-on Blackwell) at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where a shape
-has none), context
+on Blackwell, at quantized precisions; bf16 experts run each engine's default Triton or CUTLASS kernel) at
+the `power_law_1.01` token distribution (real routing is skewed; `balanced` where a shape has none), context
 attention at batch 1 (the predictor scales by batch), and the all-reduce the engine runs inside a CUDA
 graph (the fastest of its releases per size). Each table is a long table of its axes and latency, in one
 compressed .npz per GPU x engine, with manifest.json holding the provenance (repository, commit, path, GPU,
@@ -181,13 +181,13 @@ MOE_SIBLING_KERNELS = {"trtllm": ("sglang", "flashinfer_trtllm"), "vllm": ("sgla
 # `moe_config.backend: TRTLLM` without attention DP (dsr1_fp{4,8}_b200_trt.sh), FlashInfer's TRT-LLM-gen
 # kernels (measured under SGLang), where its own tables hold DeepGEMM's fp8 and CUTLASS's fp4 kernels. On
 # Hopper each engine's tables hold one kernel per precision (SGLang Triton, TensorRT-LLM CUTLASS).
-# Unquantized (bf16) experts run each engine's default kernel: Triton's fused MoE in SGLang (0.5.6 and 0.5.8's
-# UnquantizedFusedMoEMethod has no TRT-LLM-gen path and takes FlashInfer's CUTLASS kernel only under
-# `--moe-runner-backend flashinfer_cutlass`; its server args pick flashinfer_trtllm for Qwen3 MoE on sm100 only
-# for fp8 and modelopt_fp4 checkpoints) and in vLLM (select_unquantized_moe_backend: FlashInfer's bf16 kernels
-# only under VLLM_USE_FLASHINFER_MOE_FP16=1); no public run sets those flags. The later releases' FlashInfer
-# bf16 rows (SGLang 0.5.14 on Blackwell: TRT-LLM-gen, 19.7 us for Qwen3-235B's experts at 1 token, TP 8,
-# where Triton's takes 33-38 us; on Hopper: CUTLASS) are kernels those runs did not launch.
+# Unquantized (bf16) experts run each engine's default kernel: Triton's fused MoE in SGLang (0.5.6 and
+# 0.5.8's UnquantizedFusedMoEMethod has no TRT-LLM-gen path and takes FlashInfer's CUTLASS kernel only under
+# `--moe-runner-backend flashinfer_cutlass`; its server args pick flashinfer_trtllm for Qwen3 MoE on sm100
+# only for fp8 and modelopt_fp4 checkpoints) and in vLLM (select_unquantized_moe_backend: FlashInfer's bf16
+# kernels only under VLLM_USE_FLASHINFER_MOE_FP16=1); no public run sets those flags. The later releases'
+# FlashInfer bf16 rows (SGLang 0.5.14 on Blackwell: TRT-LLM-gen, 19.7 us for Qwen3-235B's experts at 1 token,
+# TP 8, where Triton's takes 33-38 us; on Hopper: CUTLASS) are kernels those runs did not launch.
 _BF16_TRITON = {"bfloat16": "triton"}
 LAUNCHED_MOE_KERNEL = {
     ("sglang", "blackwell"): {"fp8_block": "flashinfer_trtllm", "nvfp4": "flashinfer_trtllm", **_BF16_TRITON},
