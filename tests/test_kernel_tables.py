@@ -371,3 +371,30 @@ def test_attention_dp_reads_the_kernel_its_recipe_launches():
     tp = float(t.moe_ms("nvfp4", tokens, 7168, 2048, 8, 256, 1, 8)[0])
     assert 0.85 <= adp <= 1.0 and tp == pytest.approx(0.684, rel=0.01)
     assert "moe_adp" not in {k.split(".")[0] for k in np.load(TABLES_DIR / "b200__sglang.npz").files}
+
+
+def test_bf16_experts_read_the_engines_default_kernel():
+    """Source: published: AIConfigurator's B200 SGLang MoE tables at the pinned commit (Qwen3-235B's bf16
+    experts, 4096 x 1536, top 8 of 128, TP 8, 1 token: Triton's fused MoE 33.3-37.9 us in 0.5.9/0.5.10,
+    FlashInfer's TRT-LLM-gen 19.7 us in 0.5.14) and SGLang 0.5.6's UnquantizedFusedMoEMethod (no TRT-LLM-gen
+    path for bf16 experts; the cookbook runs set no MoE backend). The shipped tables read Triton's kernel
+    on SGLang and vLLM alike, not the flag-only FlashInfer rows
+    (tools/import_kernel_tables.LAUNCHED_MOE_KERNEL)."""
+    one = np.array([1.0])
+    sglang = float(tables("b200", "sglang").moe_ms("bfloat16", one, 4096, 1536, 8, 128, 8, 1)[0])
+    assert 0.033 <= sglang <= 0.038
+    vllm = float(tables("b200", "vllm").moe_ms("bfloat16", one, 4096, 1536, 8, 128, 8, 1)[0])
+    assert vllm > 0.025  # vLLM 0.19's own Triton rows: 28.5-31.3 us
+
+
+def test_unmeasured_experts_scale_from_the_nearest_whole_shape():
+    """Source: invariant: experts nobody measured are scaled from the measured shape nearest in every column
+    at once. GLM-4.6's 160 top-8 experts of 1536 (hidden 5120) are nearer Qwen3-235B's 128 top-8 experts of
+    1536 (hidden 4096) than Llama-4 Maverick's 128 top-1 experts of 8192 (hidden 5120), so at 100 tokens,
+    where nearly every expert is touched, they take about their weights' ratio to Qwen3-235B's (1.56x), not
+    less than Qwen3-235B's as the top-1 shape read them."""
+    t = tables("b200", "sglang")
+    tokens = np.array([100.0])
+    glm = float(t.moe_ms("bfloat16", tokens, 5120, 1536, 8, 160, 8, 1)[0])
+    qwen = float(t.moe_ms("bfloat16", tokens, 4096, 1536, 8, 128, 8, 1)[0])
+    assert glm / qwen == pytest.approx(160 * 5120 / (128 * 4096), rel=0.05)

@@ -483,12 +483,21 @@ kernels on Blackwell; a MoE precision measured at the model's own expert shape b
 to it, and gpt-oss's MXFP4 experts on fp4 tensor cores with MXFP8 activations (the recipes' kernel); decode
 attention at 1-2 KV heads per GPU no slower than its bytes at the rate measured with more heads (vLLM's
 H200 1-KV-head rows read 0.7 TB/s, its 8-head rows 3.6 TB/s; the engine's TP8 Llama TPOT is flat from 1.5k
-to 5k cached tokens); grid cells past the last measured call extended by work, not copied. The raw sum, with
-no fitted term, against the measured TPOT (signed median; + is slower than the engine ran) is now slower in
-{slower} of {groups} engine x GPU x family groups; below the engine, the sum leaves out the per-step host
-cost (vLLM -13 to -18%: its fitted host cost, 1.0-1.5 ms a step, is that gap). What remains: DeepSeek-R1 on
-SGLang B200 (-15%), and off the tables: the expert all-to-all of TensorRT-LLM's tp 8 x ep 8 fp4 runs and the
-prefill stalls of its attention-DP 8k/1k runs."""
+to 5k cached tokens); grid cells past the last measured call extended by work, not copied. Two more for bf16
+MoE models (SGLang's Qwen3-235B -31% and GLM-4.6 -34% on B200, vLLM's GLM-4.6 -40% on H200 before): bf16
+experts read each engine's default kernel (SGLang's and vLLM's Triton fused MoE; SGLang 0.5.14's FlashInfer
+TRT-LLM-gen bf16 rows, the fastest of every release, run only behind a flag: 19.7 us where Triton takes 33 us
+for Qwen3-235B's experts at 1 token, TP 8), and experts nobody measured scaled from the shape nearest in
+every column, not the first with the same hidden size (GLM-4.6's from Llama-4 Maverick's top-1 experts of
+8192). The raw sum, with no fitted term, against the measured TPOT (signed median; + is slower than the
+engine ran) is now slower in {slower} of {groups} engine x GPU x family groups; below the engine, the sum
+leaves out the per-step host cost (vLLM -13 to -18%: its fitted host cost, 1.0-1.5 ms a step, is that gap).
+What remains: DeepSeek-R1 on SGLang B200 (-15%); the SGLang cookbook models (B200 -21/-29/-44% for
+Qwen3-235B/GLM-4.6/MiniMax-M2.5), whose decode step at concurrency 1 runs 40-90 us a layer past the tables'
+kernels (DeepSeek-R1: 18) and whose ITL median misses by about the same at every batch (Qwen3-235B 4-5 ms
+from concurrency 1 to 100): kernels the tables do not hold (norms, RoPE, QK-norm, routing, activation) in
+per-model counts that no per-step host cost carries across families; and off the tables: the expert
+all-to-all of TensorRT-LLM's tp 8 x ep 8 fp4 runs and the prefill stalls of its attention-DP 8k/1k runs."""
 
 
 def _default_note(f) -> str:  # type: ignore[no-untyped-def]

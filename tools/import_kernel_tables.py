@@ -40,8 +40,8 @@ nearest to the public serving runs' releases), the fastest kernel per shape wher
 (for MoE, the kernel the engine's serving recipes launch where measured: LAUNCHED_MOE_KERNEL),
 MoE from every release of the engine on the GPU (a release's collection covers some splits and kernels only;
 TensorRT-LLM and vLLM also take FlashInfer's TRT-LLM-gen MoE rows measured under SGLang, the kernels they run
-on Blackwell) at the `power_law_1.01` token distribution (real routing is skewed; `balanced` where a shape
-has none), context
+on Blackwell, at quantized precisions; bf16 experts run each engine's default Triton or CUTLASS kernel) at
+the `power_law_1.01` token distribution (real routing is skewed; `balanced` where a shape has none), context
 attention at batch 1 (the predictor scales by batch), and the all-reduce the engine runs inside a CUDA
 graph (the fastest of its releases per size). Each table is a long table of its axes and latency, in one
 compressed .npz per GPU x engine, with manifest.json holding the provenance (repository, commit, path, GPU,
@@ -181,9 +181,21 @@ MOE_SIBLING_KERNELS = {"trtllm": ("sglang", "flashinfer_trtllm"), "vllm": ("sgla
 # `moe_config.backend: TRTLLM` without attention DP (dsr1_fp{4,8}_b200_trt.sh), FlashInfer's TRT-LLM-gen
 # kernels (measured under SGLang), where its own tables hold DeepGEMM's fp8 and CUTLASS's fp4 kernels. On
 # Hopper each engine's tables hold one kernel per precision (SGLang Triton, TensorRT-LLM CUTLASS).
+# Unquantized (bf16) experts run each engine's default kernel: Triton's fused MoE in SGLang (0.5.6 and
+# 0.5.8's UnquantizedFusedMoEMethod has no TRT-LLM-gen path and takes FlashInfer's CUTLASS kernel only under
+# `--moe-runner-backend flashinfer_cutlass`; its server args pick flashinfer_trtllm for Qwen3 MoE on sm100
+# only for fp8 and modelopt_fp4 checkpoints) and in vLLM (select_unquantized_moe_backend: FlashInfer's bf16
+# kernels only under VLLM_USE_FLASHINFER_MOE_FP16=1); no public run sets those flags. The later releases'
+# FlashInfer bf16 rows (SGLang 0.5.14 on Blackwell: TRT-LLM-gen, 19.7 us for Qwen3-235B's experts at 1 token,
+# TP 8, where Triton's takes 33-38 us; on Hopper: CUTLASS) are kernels those runs did not launch.
+_BF16_TRITON = {"bfloat16": "triton"}
 LAUNCHED_MOE_KERNEL = {
-    ("sglang", "blackwell"): {"fp8_block": "flashinfer_trtllm", "nvfp4": "flashinfer_trtllm"},
+    ("sglang", "blackwell"): {"fp8_block": "flashinfer_trtllm", "nvfp4": "flashinfer_trtllm", **_BF16_TRITON},
+    ("sglang", "hopper"): _BF16_TRITON,
     ("trtllm", "blackwell"): {"fp8_block": "flashinfer_trtllm", "nvfp4": "flashinfer_trtllm"},
+    # vLLM's Triton MoE: `vllm_fused_moe` to 0.22, `..._triton_tritonexperts` from 0.24
+    ("vllm", "blackwell"): {"bfloat16": ("vllm_fused_moe", "triton")},
+    ("vllm", "hopper"): {"bfloat16": ("vllm_fused_moe", "triton")},
 }
 BLACKWELL = ("b200_sxm", "gb200", "b300_sxm")
 # ... and the kernel they launch with attention data parallelism where it differs (a second table, `moe_adp`,
@@ -200,9 +212,9 @@ def _launched_kernel_only(moe: pd.DataFrame, gpu: str, engine: str) -> pd.DataFr
     kernels = LAUNCHED_MOE_KERNEL.get((engine, generation), {})
     if not kernels:
         return moe
-    wanted = moe.moe_dtype.map(kernels).fillna("")
-    launched = pd.Series([bool(k) and k in str(src)
-                          for k, src in zip(wanted, moe.kernel_source, strict=True)], index=moe.index)
+    wanted = [kernels.get(d, ()) for d in moe.moe_dtype]
+    launched = pd.Series([any(k in str(src) for k in ((w,) if isinstance(w, str) else w))
+                          for w, src in zip(wanted, moe.kernel_source, strict=True)], index=moe.index)
     has = moe[launched][MOE_SHAPE].drop_duplicates().assign(_has=True)
     moe = moe.merge(has, on=MOE_SHAPE, how="left")
     keep = moe._has.isna().to_numpy() | launched.to_numpy()
@@ -226,7 +238,10 @@ def _moe_rows(mirror: Path, commit: str, files: set[str], gpu: str, engine: str,
             path = f"{DATA}/{gpu}/moe/{eng}/{ver}/moe_perf.parquet"
             rows = _read(mirror, commit, path)
             if kernel is not None:
-                rows = rows[rows.kernel_source.astype(str).str.contains(kernel)]
+                # the sibling's kernel at the precisions the engine's recipes launch it (quantized experts:
+                # no recipe runs FlashInfer's bf16 MoE, LAUNCHED_MOE_KERNEL)
+                rows = rows[rows.kernel_source.astype(str).str.contains(kernel)
+                            & (rows.moe_dtype != "bfloat16")]
             rows = rows[rows.distribution.isin(["power_law_1.01", "balanced"])
                         & rows.moe_dtype.isin(MOE_DTYPES) & (rows.num_tokens <= MOE_MAX_TOKENS)
                         & (rows.num_tokens & (rows.num_tokens - 1) == 0) & (rows.moe_tp_size <= 8)

@@ -432,10 +432,15 @@ class KernelTables:
             want = {"moe_dtype": code, "hidden_size": float(hidden), "inter_size": float(inter),
                     "topk": float(top_k), "num_experts": float(experts), "moe_tp_size": float(tp),
                     "moe_ep_size": float(ep)}
-            # the nearest measured split (tp and ep both in the distance: a table may lack tp 8 x ep 1 but
-            # have tp 8 x ep 2), scaled below by the shards each holds
-            found = self._nearest(table, want,
-                                  exact=("moe_dtype", "hidden_size", "inter_size", "topk", "num_experts"))
+            # the model's own experts at the nearest measured split (tp and ep both in the distance: a table
+            # may lack tp 8 x ep 1 but have tp 8 x ep 2), scaled below by the shards each holds; experts
+            # nobody measured: the shape nearest in every column at once. Matching the hidden size first read
+            # GLM-4.6's 160 top-8 experts of 1536 from Llama-4 Maverick's 128 top-1 experts of 8192 (scaled
+            # x1.5 at 1 token, x0.43 at 100), where Qwen3-235B's 128 top-8 experts of 1536 differ only in
+            # hidden size and expert count (1.25x each)
+            own = self.has_moe_shape(dtype, hidden, inter, top_k, experts, table)
+            found = self._nearest(table, want, exact=("moe_dtype", "hidden_size", "inter_size", "topk",
+                                                      "num_experts") if own else ("moe_dtype",))
             self._shapes[shape_key] = found, self._curve(table, found, ("num_tokens",))
         near, curve = self._shapes[shape_key]
         t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
