@@ -27,7 +27,7 @@ ROWS = {row["row_id"]: row for row in read_rows()}
 TPOT_MISSES = {
     "mlp-01": "Llama-2-70B B200 fp4 Interactive: planned TPOT 17.6 ms, measured 34.2 ms (0.51x) at 64% load",
     "mlp-03": "Llama-3.1-8B B200 fp4 Interactive: planned 9.9 ms, measured 23.4 ms (0.42x) at 74% load",
-    "mlp-05": "Llama-3.1-405B B200 fp4 Interactive: planned 35.5 ms, measured 62.3 ms (0.57x) at 53% load",
+    "mlp-05": "Llama-3.1-405B B200 fp4 Interactive: planned 35.6 ms, measured 62.3 ms (0.57x) at 53% load",
     "mlp-09": "Llama-3.1-8B H200 fp8 Interactive: planned 14.9 ms, measured 24.0 ms (0.62x) at 81% load",
 }
 
@@ -87,3 +87,21 @@ def test_interactive_tpot_at_the_published_rate_within_1_5x(row_id: str) -> None
         f"{row_id}: planned mean TPOT {point.tpot_mean_ms:.1f} ms, measured "
         f"{point.measured_tpot_mean_ms:.1f} ms ({point.tpot_ratio:.2f}x) at {point.utilization:.0%} "
         "of the planned capacity")
+
+
+def test_the_page_prints_the_tools_figures() -> None:
+    """Source: contract: docs/MLPERF.md's two tables are `python -m tools.mlperf_check --write`'s rows, and
+    the ranges its prose quotes (goodput 0.80-1.37x, median 1.11; the confirmed rate 0.57-1.11x) are the
+    rows'."""
+    from statistics import median
+
+    from tools.mlperf_check import DOC, check_all, markdown_rows
+
+    page = [line for line in DOC.read_text().splitlines() if line.startswith("| mlp-")]
+    assert page == markdown_rows()
+    checks = check_all()
+    ratios = [c.ratio for c in checks]
+    confirmed = [c.confirmed_tok_s / c.published_tok_s for c in checks]
+    text = DOC.read_text()
+    assert f"{min(ratios):.2f}-{max(ratios):.2f}x, median {median(ratios):.2f}" in text
+    assert f"{min(confirmed):.2f}-{max(confirmed):.2f}x the published figure" in text

@@ -6,6 +6,7 @@ the planner was fitted on these rows.
 
     python -m tools.mlperf_check              # the table (docs/MLPERF.md carries its output)
     python -m tools.mlperf_check --markdown   # the same as a Markdown table
+    python -m tools.mlperf_check --write      # refresh docs/MLPERF.md's two tables (a test compares them)
 
 How a row is planned (every choice is the submission's own where its config states it):
 - the GPU, the submission's layout (tp x pp per replica, 8 / (tp x pp) replicas on the 8 GPUs), its weight
@@ -207,10 +208,31 @@ def at_rate_rows(points: list[AtRate]) -> list[tuple[str, ...]]:
              f"{a.measured_tpot_p99_ms:.1f}") for a in points]
 
 
+DOC = ROOT / "docs" / "MLPERF.md"
+
+
+def markdown_rows() -> list[str]:
+    """The two tables' data rows as docs/MLPERF.md prints them (goodput, then latency at the published
+    rate)."""
+    rows = table_rows(check_all()) + at_rate_rows([at_published_rate(row) for row in read_rows()])
+    return ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def write_doc(path: Path = DOC) -> None:
+    """Replace docs/MLPERF.md's table rows (the lines starting `| mlp-`), in order, with the tool's."""
+    fresh = iter(markdown_rows())
+    lines = [next(fresh) if line.startswith("| mlp-") else line for line in path.read_text().splitlines()]
+    path.write_text("\n".join(lines) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--write", action="store_true", help="refresh docs/MLPERF.md's two tables")
     args = parser.parse_args(argv)
+    if args.write:
+        write_doc()
+        return 0
     _print(HEADER, table_rows(check_all()), args.markdown)
     print()
     _print(AT_RATE_HEADER, at_rate_rows([at_published_rate(row) for row in read_rows()]), args.markdown)
