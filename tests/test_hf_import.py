@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner import ScenarioError, plan
-from planner.core.model_shapes import active_params, param_counts
+from planner.core.model_shapes import ModelSpec, active_params, param_counts
 from planner.model.hf_import import SUPPORTED_MODEL_TYPES, model_from_hf_config
 
 # Abridged official config.json values (the fields the planner reads), per family.
@@ -200,6 +200,32 @@ def test_quantization_config_sets_the_checkpoint_precision(name, weights, scope)
     bitsandbytes load_in_4bit)."""
     m = model_from_hf_config(fixture(name))
     assert m.checkpoint_weights == weights and m.quantized_scope == scope
+
+
+@pytest.mark.parametrize("name,fmt,block", [
+    ("deepseek_v3__DeepSeek-V3", "block", [128, 128]),
+    ("llama_compressed_tensors_fp8__Llama-3.1-8B-Instruct-FP8", "tensor", None),
+    ("gpt_oss__gpt-oss-120b", None, None),
+])
+def test_quantization_config_sets_the_fp8_scaling_format(name, fmt, block):
+    """Source: model-card: quantization_config of each checkpoint: DeepSeek-V3's `quant_method: fp8` with
+    `weight_block_size: [128, 128]` (block-scaled), RedHatAI's compressed-tensors FP8 (channel-wise weights,
+    dynamic per-token activations: no block), gpt-oss's MXFP4 (no fp8 at all)."""
+    m = model_from_hf_config(fixture(name))
+    assert (m.fp8_format, m.fp8_block_size) == (fmt, block)
+
+
+def test_compressed_tensors_block_strategy_is_block_scaled():
+    """Source: docs: compressed-tensors' FP8_BLOCK scheme (llm-compressor's `scheme="FP8_BLOCK"`) writes
+    weights `strategy: "block"` with `block_structure: [128, 128]`; the import reads it as block-scaled, and a
+    block size without a block format is refused naming the field."""
+    config = fixture("llama_compressed_tensors_fp8__Llama-3.1-8B-Instruct-FP8")
+    weights = config["quantization_config"]["config_groups"]["group_0"]["weights"]
+    weights.update({"strategy": "block", "block_structure": [128, 128]})
+    m = model_from_hf_config(config)
+    assert (m.checkpoint_weights, m.fp8_format, m.fp8_block_size) == ("fp8", "block", [128, 128])
+    with pytest.raises(ValueError, match="fp8_block_size"):
+        ModelSpec(**{**m.model_dump(exclude_none=True), "fp8_format": "tensor"})
 
 
 def test_gpt_oss_plans_with_its_mxfp4_experts_and_bf16_attention():

@@ -216,6 +216,37 @@ def test_a_decode_step_from_the_tables_is_no_slower_than_our_compiled_step(gpu, 
         assert float(np.quantile(ratios, 0.9)) <= 1.10, engine
 
 
+def test_block_scaled_fp8_follows_the_checkpoint_not_its_attention():
+    """Source: model-card: config.json quantization_config of MiniMax-M2.5 and DeepSeek-R1
+    (`weight_block_size` [128, 128]: block-scaled) and of NVIDIA's Llama-3.3-70B-Instruct-FP8 (ModelOpt FP8,
+    per-tensor). A block-scaled fp8 checkpoint reads the tables' block-scaled GEMM and MoE rows whatever its
+    attention (GQA MiniMax as MLA DeepSeek-R1); a per-tensor one the per-tensor rows with its static input
+    scale (vLLM H100).
+    Qwen3-235B-A22B's preset names no fp8 checkpoint (per-tensor, the default); its block-scaled FP8 release
+    (`fp8_format` "block") reads the block rows, the only difference between the two plans."""
+    from planner.model.presets import load_presets
+    from planner.physics.kernel_step import _layer_precisions
+
+    t = tables("h100-sxm", "vllm")
+    assert _layer_precisions(_kernel_deployment("minimax-m2.5", "h100-sxm", 8, "fp8", "vllm"), t) == (
+        "fp8_block", "fp8_block")
+    assert _layer_precisions(_kernel_deployment("deepseek-r1", "h100-sxm", 8, "fp8", "vllm"), t) == (
+        "fp8_block", "fp8_block")
+    assert _layer_precisions(_kernel_deployment("llama-3.3-70b", "h100-sxm", 4, "fp8", "vllm"), t)[0] == (
+        "fp8_static")
+    tensor = _kernel_deployment("qwen3-235b-a22b", "h100-sxm", 4, "fp8", "vllm")
+    assert _layer_precisions(tensor, t) == ("fp8_static", "fp8")
+    release = {**load_presets()["qwen3-235b-a22b"].model_dump(exclude_none=True), "fp8_format": "block",
+               "fp8_block_size": [128, 128]}
+    block = _kernel_deployment(release, "h100-sxm", 4, "fp8", "vllm")
+    assert _layer_precisions(block, t) == ("fp8_block", "fp8_block")
+    # same weights, same bytes: the steps differ only by the kernels' own speed (within 1.3x, the bound
+    # test_the_h100_gemm_tables_are_what_our_h100_measures holds block-scaled GEMMs to)
+    block_ms = decode_step(block, [32], [2000]).total_ms[0]
+    ratio = float(block_ms / decode_step(tensor, [32], [2000]).total_ms[0])
+    assert 1 / 1.3 <= ratio <= 1.3
+
+
 def test_four_bit_checkpoints_read_the_four_bit_tables():
     """Source: invariant: an fp4 checkpoint's bits per value count its scales (4.5 for NVFP4), so it is a
     4-bit precision: on a GPU with fp4 tensor cores its routed experts read a native fp4 MoE table (NVFP4

@@ -103,3 +103,17 @@ def test_glm_active_params_without_embeddings(model_id, active_b):
     spec = PRESETS[model_id]
     embeddings = 2 * spec.vocab_size * spec.d_model
     assert (active_params(spec) - embeddings) / 1e9 == pytest.approx(active_b, rel=0.04)
+
+
+def test_block_scaled_fp8_presets_are_those_whose_checkpoint_says_so():
+    """Source: model-card: each checkpoint's config.json quantization_config (`quant_method: fp8`,
+    `weight_block_size: [128, 128]`: DeepSeek-V3, DeepSeek-R1, Kimi-K2-Instruct, MiniMax-M2.5,
+    Qwen3-30B-A3B-FP8, Qwen3-Coder-480B-A35B-Instruct-FP8; the bf16 Qwen3-30B-A3B and Qwen3-Coder presets
+    name those FP8 releases). Presets naming no fp8 checkpoint keep the per-tensor default; a block size
+    comes only with block scales."""
+    block = {k for k, m in PRESETS.items() if m.fp8_format == "block"}
+    assert block == {"deepseek-v3", "deepseek-r1", "kimi-k2", "minimax-m2.5", "qwen3-30b-a3b-fp8",
+                     "qwen3-coder-480b-a35b-fp8", "qwen3-30b-a3b", "qwen3-coder-480b-a35b"}
+    assert all(PRESETS[k].fp8_block_size == [128, 128] for k in block)
+    others = [m for k, m in PRESETS.items() if k not in block]
+    assert all(m.fp8_format is None and m.fp8_block_size is None for m in others)

@@ -177,3 +177,32 @@ def test_each_run_is_predicted_under_its_launch_scheduler():
     assert first(engine="vllm", source="inferencemax-v1-export") == {"async_scheduling": True}
     assert first(engine="vllm", source="inferencemax-agg") == {"async_scheduling": True}
     assert first(engine="vllm", source="gpustack-performance-lab") == {}
+
+
+def test_each_run_plans_its_own_checkpoints_fp8_scaling():
+    """Source: published: data/reference/serving_runs_published.csv `weights_format` (fp8-block for the
+    `-FP8` checkpoints, 128x128 blocks; fp8-tensor for NVIDIA's ModelOpt FP8 Llama). A run of a block-fp8
+    checkpoint plans block-scaled fp8 even where its preset's own checkpoint is bf16 (Qwen3-32B-FP8,
+    GLM-4.6-FP8); a run whose preset already says so (DeepSeek-R1, MiniMax-M2.5), a per-tensor run of a
+    per-tensor preset, or a run without the column keeps the preset's id."""
+    from tools.engine_fidelity import model_for, scenario_for
+
+    runs = pd.read_csv(RUNS_CSV, low_memory=False)
+
+    def first(**match):
+        sel = runs
+        for k, v in match.items():
+            sel = sel[sel[k] == v]
+        return sel.iloc[0]
+
+    qwen = first(model_hf_id="Qwen/Qwen3-32B-FP8", engine="trt-llm")
+    model = model_for(qwen)
+    assert isinstance(model, dict) and (model["fp8_format"], model["fp8_block_size"]) == ("block", [128, 128])
+    assert resolve(parse_scenario(scenario_for(qwen))).model.fp8_block_scaled
+    glm = first(model_hf_id="zai-org/GLM-4.6-FP8", gpu="h200")
+    assert resolve(parse_scenario(scenario_for(glm))).model.fp8_format == "block"
+    assert model_for(first(model_preset="deepseek-r1", weights_format="fp8-block", engine="sglang")) == (
+        "deepseek-r1")
+    assert model_for(first(model_preset="minimax-m2.5")) == "minimax-m2.5"
+    assert model_for(first(model_hf_id="nvidia/Llama-3.3-70B-Instruct-FP8", gpu="h200")) == "llama-3.3-70b"
+    assert model_for(first(model_hf_id="Qwen/Qwen3-8B-FP8")) == "qwen3-8b"

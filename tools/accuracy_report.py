@@ -489,8 +489,12 @@ experts read each engine's default kernel (SGLang's and vLLM's Triton fused MoE;
 TRT-LLM-gen bf16 rows, the fastest of every release, run only behind a flag: 19.7 us where Triton takes 33 us
 for Qwen3-235B's experts at 1 token, TP 8), and experts nobody measured scaled from the shape nearest in
 every column, not the first with the same hidden size (GLM-4.6's from Llama-4 Maverick's top-1 experts of
-8192). The raw sum, with no fitted term, against the measured TPOT (signed median; + is slower than the
-engine ran) is now slower in {slower} of {groups} engine x GPU x family groups; below the engine, the sum
+8192). Block-scaled fp8 is the checkpoint's format (`fp8_format`, from its config.json, or the run's
+`weights_format`), no longer assumed for MLA models only: the Qwen3, GLM and MiniMax `-FP8` runs read the
+block-scaled GEMM and MoE rows (vLLM H100 qwen3-moe -30% -> -23%, TensorRT-LLM H100 qwen3-dense -48% ->
+-46%; SGLang's MoE tables hold block-scaled fp8 only, so its MoE rows were already those). The raw sum, with
+no fitted term, against the measured TPOT (signed median; + is slower than the engine ran) is now slower in
+{slower} of {groups} engine x GPU x family groups; below the engine, the sum
 leaves out the per-step host cost (vLLM -13 to -18%: its fitted host cost, 1.0-1.5 ms a step, is that gap).
 What remains: DeepSeek-R1 on SGLang B200 (-15%); the SGLang cookbook models (B200 -21/-29/-44% for
 Qwen3-235B/GLM-4.6/MiniMax-M2.5), whose decode step at concurrency 1 runs 40-90 us a layer past the tables'

@@ -39,6 +39,11 @@ from planner.serving.workload import running_cap  # noqa: E402
 
 RUNS_CSV = ROOT / "data" / "reference" / "serving_runs_published.csv"
 PLANNED_ENGINES = {"vllm": "vllm", "sglang": "sglang", "trt-llm": "trt-llm"}
+# a run's `weights_format` as the model's `fp8_format`: the run's own checkpoint decides how its fp8 weights
+# are scaled (Qwen3's, GLM's and MiniMax's -FP8 releases are block-scaled whatever their preset's bf16
+# checkpoint; data/reference/serving_runs_published.md: fp8-block means 128x128 blocks)
+FP8_FORMATS = {"fp8-block": "block", "fp8-tensor": "tensor"}
+FP8_BLOCK = [128, 128]
 # InferenceX's client draws lengths uniformly in [r L, L] (benchmark_serving.py's random dataset).
 INFERENCEX_RANGE = "low"
 
@@ -245,6 +250,19 @@ def _sglang_dsr1_recipe(gpu: str, weights: str, tp: int, lengths: tuple[int, int
     return {}
 
 
+def model_for(row: pd.Series) -> str | dict[str, Any]:
+    """The run's model: its preset, with the run's fp8 scaling (`weights_format`) where the CSV gives one
+    that the preset does not already say (the preset's id where nothing differs)."""
+    preset = str(row["model_preset"])
+    fmt = FP8_FORMATS.get(str(row.get("weights_format") or ""))
+    model = load_presets()[preset]
+    if fmt is None or (model.fp8_format or "tensor") == fmt:
+        return preset
+    spec = model.model_dump(exclude_none=True)
+    spec.pop("fp8_block_size", None)
+    return {**spec, "fp8_format": fmt, **({"fp8_block_size": FP8_BLOCK} if fmt == "block" else {})}
+
+
 def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     """The planner scenario of a published run. SGLang's and TensorRT-LLM's attention data parallelism
     (`dp_attention`) is the planner's EP layout with attention groups of tp / dp GPUs: TP 1 attention."""
@@ -256,7 +274,7 @@ def scenario_for(row: pd.Series, engine: str | None = None) -> dict[str, Any]:
     kv = str(row.get("kv_cache") or "")
     kv = kv if kv not in ("", "nan") else str(recipe.get("kv_cache", ""))
     scenario: dict[str, Any] = {
-        "model": row["model_preset"], "gpu": row["gpu"], "tp": tp, "ep": ep,
+        "model": model_for(row), "gpu": row["gpu"], "tp": tp, "ep": ep,
         "weights": row["weights"], "kv_cache": kv if kv in ("fp8", "bf16", "fp16") else "bf16",
         "engine": engine or PLANNED_ENGINES[row["engine"]],
         "prompt_len": prompt, "output_len": output, "context_len": prompt + output,

@@ -84,6 +84,14 @@ class ModelSpec(BaseModel):
     # the fp4 block format of a checkpoint shipped in fp4: NVFP4 (16 values per FP8 scale, the default) or
     # MXFP4 (32 values per E8M0 scale: gpt-oss)
     fp4_format: Literal["nvfp4", "mxfp4"] | None = None
+    # how the fp8 checkpoint scales its weights: "tensor" (the default: one scale per tensor or per output
+    # channel, NVIDIA ModelOpt FP8, compressed-tensors FP8-dynamic) or "block" (one scale per
+    # `fp8_block_size` block of the weight, activations scaled per token and 128-wide group: config.json's
+    # `weight_block_size`, DeepSeek-V3/R1, Kimi-K2, Qwen3 -FP8, MiniMax-M2.5, GLM -FP8); the kernel-table
+    # predictor reads block-scaled GEMM and MoE kernels for "block"
+    fp8_format: Literal["tensor", "block"] | None = None
+    # [rows, columns] of one scale block of a block-scaled fp8 checkpoint (DeepSeek's [128, 128])
+    fp8_block_size: list[int] | None = Field(default=None, min_length=2, max_length=2)
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
@@ -101,7 +109,16 @@ class ModelSpec(BaseModel):
             1 <= r <= 1_000_000_000 for r in self.rotary_cache_positions
         ):
             raise ValueError("rotary_cache_positions must each be between 1 and 1,000,000,000")
+        if self.fp8_block_size is not None and (
+            self.fp8_format != "block" or not all(1 <= b <= 65_536 for b in self.fp8_block_size)
+        ):
+            raise ValueError("fp8_block_size needs fp8_format \"block\" and two sizes between 1 and 65,536")
         return self
+
+    @property
+    def fp8_block_scaled(self) -> bool:
+        """Whether the checkpoint's fp8 weights carry block scales (`fp8_format` "block")."""
+        return self.fp8_format == "block"
 
     @property
     def rotary_dim(self) -> int:

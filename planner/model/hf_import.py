@@ -217,6 +217,24 @@ def _fp4_format(config: dict[str, Any]) -> str:
     return "mxfp4" if method == "mxfp4" else "nvfp4"
 
 
+def _fp8_format(config: dict[str, Any]) -> dict[str, Any]:
+    """How an fp8 checkpoint scales its weights: "block" with its block size where quantization_config
+    gives one (`weight_block_size`, DeepSeek's fine-grained FP8; compressed-tensors' `strategy: block` with
+    `block_structure`), else "tensor" (per-tensor or per-channel: ModelOpt FP8, fbgemm_fp8, FP8-dynamic)."""
+    q = config.get("quantization_config")
+    q = q if isinstance(q, dict) else {}
+    block = q.get("weight_block_size")
+    groups = q.get("config_groups")
+    for group in (groups.values() if isinstance(groups, dict) else []):
+        weights = group.get("weights") if isinstance(group, dict) else None
+        if isinstance(weights, dict) and str(weights.get("strategy", "")).lower() == "block":
+            block = weights.get("block_structure")
+    if (isinstance(block, list) and len(block) == 2
+            and all(isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= 65_536 for b in block)):
+        return {"fp8_format": "block", "fp8_block_size": list(block)}
+    return {"fp8_format": "tensor"}
+
+
 def _rotary_table_rows(model_type: str, config: dict[str, Any], positions: int, field: str) -> list[int]:
     """Rows of each rotary cos/sin table vLLM's `get_rope` precomputes: max_position_embeddings, times the
     factor for linear and dynamic-NTK scaling, original_max_position_embeddings times the factor for YaRN;
@@ -389,8 +407,11 @@ def _checkpoint_spec(config: dict[str, Any], text: dict[str, Any], field: str, t
     weights, ignored, notes = _quantization(config, field)
     if weights is None and text is not config:
         weights, ignored, notes = _quantization(text, tf)
+    quantized = config if _dict(config, "quantization_config", field) else text
     if weights == "fp4":
-        spec["fp4_format"] = _fp4_format(config if _dict(config, "quantization_config", field) else text)
+        spec["fp4_format"] = _fp4_format(quantized)
+    if weights == "fp8":
+        spec.update(_fp8_format(quantized))
     if weights is not None:
         spec["checkpoint_weights"] = weights
         if spec.get("moe") and _keeps_attention(ignored):

@@ -122,10 +122,12 @@ def _moe_table(d: Deployment, t: KernelTables, dtype: str) -> str:
 
 
 def _layer_precisions(d: Deployment, t: KernelTables) -> tuple[str, str]:
-    """GEMM precision of the dense layers (attention, shared experts) and of the routed experts. An MLA
-    model's fp8 checkpoints are block-scaled (DeepSeek's 128x128 scales); a routed-experts-only quantization
-    keeps the dense layers in 16 bits (gpt-oss), an fp4 MoE checkpoint keeps them in fp8."""
-    block = d.model.mla is not None
+    """GEMM precision of the dense layers (attention, shared experts) and of the routed experts. A
+    block-scaled fp8 checkpoint (the model's `fp8_format` "block": DeepSeek's 128x128 scales, and Qwen3's,
+    MiniMax's and GLM's -FP8 releases) reads the tables' block-scaled rows, any other fp8 their per-tensor
+    ones; a routed-experts-only quantization keeps the dense layers in 16 bits (gpt-oss), an fp4 MoE
+    checkpoint keeps them in fp8."""
+    block = d.model.fp8_block_scaled
     dense = "bf16" if d.model.quantized_scope == "routed_experts" else d.weights
     if bits_per_value(dense) < FOUR_BIT and d.model.moe is not None:
         # an fp4 MoE checkpoint (NVIDIA's DeepSeek-R1-FP4, Qwen3 NVFP4) quantizes the experts; its attention
