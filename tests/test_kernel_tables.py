@@ -415,7 +415,7 @@ def test_bf16_experts_read_the_engines_default_kernel():
     sglang = float(tables("b200", "sglang").moe_ms("bfloat16", one, 4096, 1536, 8, 128, 8, 1)[0])
     assert 0.033 <= sglang <= 0.038
     vllm = float(tables("b200", "vllm").moe_ms("bfloat16", one, 4096, 1536, 8, 128, 8, 1)[0])
-    assert vllm > 0.025  # vLLM 0.19's own Triton rows: 28.5-31.3 us
+    assert 0.0285 * 0.95 <= vllm <= 0.0313 * 1.05  # vLLM 0.19's own Triton rows: 28.5-31.3 us
 
 
 def test_unmeasured_experts_scale_from_the_nearest_whole_shape():

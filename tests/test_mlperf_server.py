@@ -29,6 +29,12 @@ TPOT_MISSES = {
     "mlp-03": "Llama-3.1-8B B200 fp4 Interactive: planned 9.9 ms, measured 23.4 ms (0.42x) at 74% load",
     "mlp-05": "Llama-3.1-405B B200 fp4 Interactive: planned 35.6 ms, measured 62.3 ms (0.57x) at 53% load",
     "mlp-09": "Llama-3.1-8B H200 fp8 Interactive: planned 14.9 ms, measured 24.0 ms (0.62x) at 81% load",
+    # Server rows near the planned capacity, where TPOT is a cliff (a 10% capacity error moves it many-fold)
+    "mlp-00": "Llama-2-70B B200 fp4 Server: planned 36.8 ms, measured 123.3 ms (0.30x) at 89% load",
+    "mlp-06": "Llama-2-70B H200 fp8 Server: planned 50.5 ms, measured 183.3 ms (0.28x) at 89% load",
+    # the H100 row at 72% of the planned capacity: its goodput is also the highest of the set (1.37x)
+    "mlp-12": "Llama-2-70B H100 fp8 Server (v4.1 software): planned 28.1 ms, measured 155.0 ms (0.18x) at "
+              "72% load",
 }
 
 
@@ -76,12 +82,12 @@ def test_planned_goodput_within_1_5x_of_the_published_tokens_per_s(row_id: str) 
 
 @pytest.mark.parametrize("row_id", [
     pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=TPOT_MISSES[r])) if r in TPOT_MISSES else r
-    for r in sorted(ROWS) if _interactive(r)])
-def test_interactive_tpot_at_the_published_rate_within_1_5x(row_id: str) -> None:
+    for r in sorted(ROWS)])
+def test_tpot_at_the_published_rate_within_1_5x(row_id: str) -> None:
     """Source: published: the row's mlperf_log_summary.txt "Mean Time to Output Token" at its completed
-    samples/s; the plan at that rate per replica (open loop, Poisson). Interactive rows only: the Server runs
-    sit at 88-99% of the planned capacity, where TPOT is a cliff (a 10% capacity error moves it 3x), so their
-    latency says little beyond the goodput test above. Tolerance as the goodput's."""
+    samples/s; the plan at that rate per replica (open loop, Poisson). Five of the seven Server runs sit at
+    88-99% of the planned capacity, where TPOT is a cliff (a 10% capacity error moves it several-fold); the
+    misses, Server and Interactive, are strict xfails with their numbers. Tolerance as the goodput's."""
     point = at_published_rate(ROWS[row_id])
     assert LOW <= point.tpot_ratio <= HIGH, (
         f"{row_id}: planned mean TPOT {point.tpot_mean_ms:.1f} ms, measured "
@@ -105,3 +111,8 @@ def test_the_page_prints_the_tools_figures() -> None:
     text = DOC.read_text()
     assert f"{min(ratios):.2f}-{max(ratios):.2f}x, median {median(ratios):.2f}" in text
     assert f"{min(confirmed):.2f}-{max(confirmed):.2f}x the published figure" in text
+    smaller = [c for c in checks if c.model in ("llama-2-70b", "llama-3.1-8b")]
+    low = min(c.planned_high_input_tok_s / c.published_tok_s for c in smaller)
+    high = max(c.planned_low_input_tok_s / c.published_tok_s for c in smaller)
+    assert f"The Llama-2-70B and 8B rows move {low:.2f}-{high:.2f}x" in text
+    assert f"The planner is high on {sum(r > 1.0 for r in ratios)} rows" in text

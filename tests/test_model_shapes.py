@@ -117,3 +117,16 @@ def test_block_scaled_fp8_presets_are_those_whose_checkpoint_says_so():
     assert all(PRESETS[k].fp8_block_size == [128, 128] for k in block)
     others = [m for k, m in PRESETS.items() if k not in block]
     assert all(m.fp8_format is None and m.fp8_block_size is None for m in others)
+
+
+def test_an_mla_model_that_does_not_say_reads_block_scaled_fp8():
+    """Source: contract: docs/CONTRACT_EXTENSIONS.md (`model.fp8_format`): absent, an MLA model reads block
+    scales, as every MLA model did before the key (every public MLA fp8 checkpoint, DeepSeek-V3/R1's and
+    Kimi-K2's, is block-scaled), and any other model per-tensor scales; a stated format wins."""
+    r1 = PRESETS["deepseek-r1"].model_dump(exclude_none=True)
+    r1.pop("fp8_format"), r1.pop("fp8_block_size")
+    unsaid = ModelSpec(**r1)
+    assert unsaid.fp8_format is None and unsaid.fp8_block_scaled
+    assert not ModelSpec(**{**r1, "fp8_format": "tensor"}).fp8_block_scaled
+    assert PRESETS["deepseek-v2-lite"].fp8_block_scaled
+    assert not PRESETS["llama-3.1-70b"].fp8_block_scaled and not PRESETS["qwen3-235b-a22b"].fp8_block_scaled

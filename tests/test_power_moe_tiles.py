@@ -82,20 +82,22 @@ def test_padded_tile_flops_read_torch_grouped_mm_within_15_percent(scored):
     assert len(rows) == 18
     for r in rows:
         assert r["padded_w"] == pytest.approx(r["measured_w"], rel=0.15), r
+        assert r["padded_uncapped_w"] == pytest.approx(r["measured_w"], rel=0.15), r  # not the cap's doing
         assert r["useful_err"] < -0.14, r
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "padded tile FLOPs read 65 of 72 MoE tile points within 15%, not all: the H100 at tile 16 reads -18.5% "
-    "to -18.7% at batch 128 and -26.1% at 256 (the draw nears 660 W whatever the tile), tile 128 +17.0% "
-    "and +18.6% at batch 16, the H200 at tile 64 +16.1% at batch 16 (padding rows are zeros, cheaper than "
-    "real operands)"))
+    "padded tile FLOPs read 55 of 72 MoE tile points within 15% before the rule's cap at the power limit "
+    "(65 with it): the H100 at tile 16 reads -18.5% to -18.7% at batch 128 and -26.1% at 256 (the draw "
+    "nears 660 W whatever the tile), tile 128 +15.9% to +19.4% at batch 16-64, the H200 at tile 64 +16.4% "
+    "to +17.7% at batch 16-32 and at tile 128 +19.3% to +26.3% from batch 16 (padding rows are zeros, "
+    "perhaps cheaper than real operands)"))
 def test_padded_tile_flops_within_15_percent_for_every_tile(scored):
     """Source: measured: NVIDIA H100 80GB HBM3 (two runs) and NVIDIA H200, 2026-11-28:
     the hypothesis as a kernel property, whatever the tile: the rule over the
     FLOPs of the padded rows within 15% at every batch for BLOCK_M = 16, 64 and 128 and torch._grouped_mm."""
     for r in scored:
-        assert r["padded_w"] == pytest.approx(r["measured_w"], rel=0.15), r
+        assert r["padded_uncapped_w"] == pytest.approx(r["measured_w"], rel=0.15), r
 
 
 @given(st.lists(st.integers(0, 300), min_size=1, max_size=160), st.sampled_from([16, 32, 64, 128]))

@@ -496,20 +496,37 @@ block-scaled GEMM and MoE rows (vLLM H100 qwen3-moe -30% -> -23%, TensorRT-LLM H
 no fitted term, against the measured TPOT (signed median; + is slower than the engine ran) is now slower in
 {slower} of {groups} engine x GPU x family groups; below the engine, the sum
 leaves out the per-step host cost (vLLM -13 to -18%: its fitted host cost, 1.0-1.5 ms a step, is that gap).
-What remains: DeepSeek-R1 on SGLang B200 (-15%); the SGLang cookbook models (B200 -21/-29/-44% for
-Qwen3-235B/GLM-4.6/MiniMax-M2.5), whose decode step at concurrency 1 runs 40-90 us a layer past the tables'
-kernels (DeepSeek-R1: 18) and whose ITL median misses by about the same at every batch (Qwen3-235B 4-5 ms
-from concurrency 1 to 100): kernels the tables do not hold (norms, RoPE, QK-norm, routing, activation) in
-per-model counts that no per-step host cost carries across families; and off the tables: the expert
+What remains: DeepSeek-R1 on SGLang B200 ({deepseek_b200}); the SGLang cookbook models (B200: {cookbook}),
+whose measured TPOT at concurrency 1 runs past the tables' sum by, per layer, {per_layer}: by hypothesis,
+not profiled, kernels the tables do not hold (norms, RoPE, QK-norm, routing, activation) in per-model counts
+that no per-step host cost carries across families; and off the tables: the expert
 all-to-all of TensorRT-LLM's tp 8 x ep 8 fp4 runs and the prefill stalls of its attention-DP 8k/1k runs."""
 
 
-def _default_note(f) -> str:  # type: ignore[no-untyped-def]
+COOKBOOK_FAMILIES = (("Qwen3-235B", "qwen3-moe"), ("GLM-4.6", "glm-moe"), ("MiniMax-M2.5", "minimax-moe"))
+
+
+def _per_layer_gap_us(raw) -> str:  # type: ignore[no-untyped-def]
+    """SGLang's measured TPOT at concurrency 1 less the tables' raw sum, per layer (us), by model: the range
+    over its runs."""
+    from planner.model.presets import load_presets
+
+    presets = load_presets()
+    one = raw[(raw.engine == "sglang") & (raw.concurrency == 1)]
+    gap = (one.tpot_ms - one.kernel_tpot_h0) * 1000.0 / one.model.map(lambda m: presets[m].n_layers)
+    parts = [f"{m} {gap[one.model == m].min():.0f} to {gap[one.model == m].max():.0f} us"
+             for m in sorted(one.model.unique(), key=lambda m: float(gap[one.model == m].median()))]
+    return ", ".join(parts)
+
+
+def _default_note(f, family_out) -> str:  # type: ignore[no-untyped-def]
     """What the plan uses by default, with the SGLang figures behind that choice read from the residuals."""
     sgl = f[(f.engine == "sglang") & ~f.burst.astype(bool) & f.kernel_tpot_ms.notna()]
     kernel = sgl.kernel_tpot_ms / sgl.tpot_ms - 1
     prod = sgl.production_tpot_ms / sgl.tpot_ms - 1
     qwen8 = ", ".join(f"{e:+.0%}" for e in kernel[sgl.model == "qwen3-8b"])
+    out8 = family_out[(family_out.engine == "sglang") & (family_out.model == "qwen3-8b")]
+    prod8 = ", ".join(f"{e:+.0%}" for e in out8.pred_tpot_ms / out8.tpot_ms - 1)
     cook = sgl.run_id.astype(str).str.startswith("sgh-")
     per = [(m, g, float(kernel[cook & (sgl.model == m) & (sgl.gpu == g)].median()),
             float(prod[cook & (sgl.model == m) & (sgl.gpu == g)].median()))
@@ -523,7 +540,7 @@ def _default_note(f) -> str:  # type: ignore[no-untyped-def]
             "plan keeps the production fit, whose in-sample error on its own families (3-6%) is below the "
             "kernel tables' held-out error there. SGLang keeps the production fit (its record: DeepSeek-R1 "
             f"and Qwen3-8B): on Qwen3-8B's 2 runs the tables held out by family miss TPOT by {qwen8} "
-            "(production with the family left out: 13% and 17%), and on the SGLang cookbook's "
+            f"(production with the family left out: {prod8}), and on the SGLang cookbook's "
             f"fixed-concurrency runs (`sgh-*`, validation only, outside the record) by ({cookbook}; "
             f"median signed TPOT error, {int(cook.sum())} runs): the tables read their decode kernels short "
             "(the raw sum table below).")
@@ -676,7 +693,7 @@ def lofo_section() -> list[str]:
                      f"{_cell(scaled, t_med)} / {_cell(scaled, t_p90, 90)} | "
                      f"{_cell(prod_held, t_med)} / {_cell(prod_held, t_p90, 90)} ({len(prod_held)}) |")
     lines += _regime_lines(f, t_med, t_p90, ttft_t)
-    lines += ["", _default_note(f)]
+    lines += ["", _default_note(f, family_out)]
     lines += ["", "TTFT by concurrency (median absolute error of the median TTFT; fixed-concurrency runs, "
               "bursts apart):", "",
               "| engine | concurrency | runs | kernel tables LOFO | production (in-sample where fitted) | "
@@ -712,7 +729,11 @@ def lofo_section() -> list[str]:
     raw = f.dropna(subset=["kernel_tpot_h0"])
     signed = raw.groupby(["engine", "gpu", "family"]).apply(
         lambda h: float(np.median(h.kernel_tpot_h0 / h.tpot_ms - 1)), include_groups=False)
-    why = " ".join(WHY_KERNELS_MISS.split()).format(slower=int((signed > 0).sum()), groups=len(signed))
+    why = " ".join(WHY_KERNELS_MISS.split()).format(
+        slower=int((signed > 0).sum()), groups=len(signed),
+        deepseek_b200=f"{signed['sglang', 'b200', 'deepseek-mla-moe']:+.0%}",
+        cookbook=", ".join(f"{m} {signed['sglang', 'b200', fam]:+.0%}" for m, fam in COOKBOOK_FAMILIES),
+        per_layer=_per_layer_gap_us(raw))
     lines += ["", why, "",
               "| engine | GPU | family | runs | raw kernel sum vs measured TPOT |",
               "| --- | --- | --- | --- | --- |"]

@@ -141,6 +141,8 @@ def trt_max_num_tokens(row: pd.Series) -> int:
 INFERENCEX_SOURCES = ("inferencex", "inferencemax-v1-export")
 GPUSTACK_LAB = "gpustack-performance-lab"  # rows of tools/import_gpustack_lab.py, with their serving command
 SGLANG_COOKBOOK = "sglang-github-logs"  # SGLang cookbook printouts, with their launch command
+# the memory-fraction flag of the sources whose rows carry their serving command
+MEMORY_FRACTION_FLAG = {GPUSTACK_LAB: "--gpu-memory-utilization", SGLANG_COOKBOOK: "--mem-fraction-static"}
 
 
 def _serve_flags(row: pd.Series) -> dict[str, str]:
@@ -187,11 +189,8 @@ def recipe_for(row: pd.Series) -> dict[str, Any]:
     cookbook's rows record their token budget, and their memory fraction is the launch command's
     `--mem-fraction-static` (MiniMax-M2.5: 0.85), else the engine's default."""
     source = str(row.get("source", ""))
-    if source == SGLANG_COOKBOOK:
-        fraction = _serve_flags(row).get("--mem-fraction-static")
-        return {"memory_utilization": float(fraction)} if fraction else {}
-    if source == GPUSTACK_LAB:
-        fraction = _serve_flags(row).get("--gpu-memory-utilization")
+    if source in MEMORY_FRACTION_FLAG:  # the rows that carry their own serving command
+        fraction = _serve_flags(row).get(MEMORY_FRACTION_FLAG[source])
         return {"memory_utilization": float(fraction)} if fraction else {}
     if source == "inferencemax-agg" and row["engine"] == "trt-llm":
         # gptoss_fp4_{h200,b200}_trt_slurm.sh: free_gpu_memory_fraction 0.85; B200 an fp8 KV cache (H200:
@@ -319,11 +318,13 @@ def is_burst(row: pd.Series) -> bool:
 # vLLM Hopper's host cost held out from gpt-oss from 1.3 to 2.7 ms and gpt-oss's TPOT median there from 4% to
 # 24% (H100), and a burst's frontend cost per request in flight reached 0.4 ms.
 # The SGLang cookbook's rows (sgh-, serving_runs_published.md) are validation only for another reason: the
-# kernel tables miss their kernels, not their host. Their raw kernel sum reads 31-44% under the measured TPOT
+# kernel tables miss their kernels, not their host. Their raw kernel sum read 31-44% under the measured TPOT
 # on B200 (Qwen3-235B-A22B bf16, GLM-4.6 bf16, MiniMax-M2.5 fp8; DeepSeek-R1 -15%), a deficit no per-step host
 # cost can absorb: fitted, Blackwell's host cost held out from DeepSeek went to the search's 5,000 us bound
 # (from 1,300; a value at a bound is missing physics, issue 30) and SGLang's TPOT held out by family from
-# 6.8% / 30.2% to 18.9% / 53.3% (median / p90). Scored, never fitted on, until the tables read those kernels.
+# 6.8% / 30.2% to 18.9% / 53.3% (median / p90). After two MoE reading fixes the sum reads 21-44% under
+# (docs/ACCURACY.md's raw-sum table), and fitted on them the host cost (4,200 us) moves DeepSeek-R1's held-out
+# TPOT from 6.3% to 18.6%. Scored, never fitted on, until the tables read those kernels.
 VALIDATION_ONLY_RUN_IDS = ("gpl-", "sgh-")
 # What the cookbook rows still inform: the frontend's cost (the fixed and per-request TTFT terms), CPU work
 # outside the kernels the tables miss. At concurrency 1 on 8 GPUs their median TTFT is 80-160 ms, as

@@ -15,7 +15,7 @@ How a row is planned (every choice is the submission's own where its config stat
   `load.max_num_batched_tokens`);
 - Poisson arrivals (MLPerf's server scenario; `load.arrival_cv` 1), fixed lengths at the dataset's means:
   the output length is the run's own (completed tokens / completed samples), the input length an assumed
-  mean (the CSV's `input_len_mean_assumed`; no stored source gives it, see
+  mean (the CSV's `input_len_mean_assumed`; no source read publishes it, see
   data/reference/mlperf_server_published.md), and the check is repeated at the CSV's low and high inputs;
 - the objective: MLPerf's p99 TTFT limit as `load.slo.ttft_ms` at percentile 99, and its p99 TPOT limit as
   `load.slo.tpot_ms` (the contract's mean-TPOT objective: the serving model decodes every request at the
@@ -52,6 +52,7 @@ LLAMA_2_70B: dict[str, Any] = {
     "head_dim": 128,
     "d_ff": 28672,
     "vocab_size": 32000,
+    "max_position_embeddings": 4096,
     "tied_embeddings": False,
     "source": "https://huggingface.co/meta-llama/Llama-2-70b-chat-hf/blob/main/config.json",
 }

@@ -200,12 +200,16 @@ def shipped_terms(frame: pd.DataFrame) -> dict:
         has = has[~has["validation_only"].astype(bool)]
     for (engine, generation), group in has.groupby(["engine", "generation"]):
         _, host = _fit_kernel_terms(group, np.array([1.0]))
-        fixed, per = _fit_frontend(front[(front.engine == engine) & (front.generation == generation)], host)
+        group_front = front[(front.engine == engine) & (front.generation == generation)]
+        fixed, per = _fit_frontend(group_front, host)
         record: dict = {"step_overhead_us": host, "ttft_overhead_ms": round(fixed, 3),
                         "ttft_per_running_ms": round(per, 4),
                         "fitted_on": {"families": sorted(group.family.unique()),
                                       "models": sorted(group.model.unique()),
-                                      "gpus": sorted(group.gpu.unique()), "runs": len(group)}}
+                                      "gpus": sorted(group.gpu.unique()), "runs": len(group)},
+                        # the frontend's cost is also fitted on runs that inform it alone (fits_frontend)
+                        "frontend_fitted_on": {"families": sorted(group_front.family.unique()),
+                                               "runs": len(group_front)}}
         band = {}
         for metric, pred, measured in (("tpot", "kernel_tpot_ms", "tpot_ms"),
                                        ("ttft", "kernel_ttft_ms", "ttft_median_ms")):

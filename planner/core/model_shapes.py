@@ -117,7 +117,11 @@ class ModelSpec(BaseModel):
 
     @property
     def fp8_block_scaled(self) -> bool:
-        """Whether the checkpoint's fp8 weights carry block scales (`fp8_format` "block")."""
+        """Whether the checkpoint's fp8 weights carry block scales: `fp8_format` "block", or an MLA model that
+        does not say (every public MLA fp8 checkpoint, DeepSeek-V3/R1's and Kimi-K2's, is block-scaled, and
+        a saved model or custom MLA shape from before the key keeps the reading it had)."""
+        if self.fp8_format is None:
+            return self.mla is not None
         return self.fp8_format == "block"
 
     @property

@@ -118,14 +118,16 @@ def gpu_power_w(spec: PowerSpec, utilization: float, slope: float = 1.0) -> floa
     return min(spec.tdp_w, spec.idle_power_w + (spec.tdp_w - spec.idle_power_w) * slope * u)
 
 
-def step_gpu_power_w(spec: PowerSpec, achieved_tb_s: float, compute_utilization: float) -> float:
+def step_gpu_power_w(spec: PowerSpec, achieved_tb_s: float, compute_utilization: float,
+                     capped: bool = True) -> float:
     """One GPU's draw over a step moving `achieved_tb_s` of HBM traffic with the tensor cores at
     `compute_utilization` of their dense peak: idle + HBM energy per byte + the compute share, capped at
-    TDP."""
+    TDP (`capped` False: the rule's reading before the cap, for scoring it where a card stayed under it)."""
     tb_s = max(achieved_tb_s, 0.0) if math.isfinite(achieved_tb_s) else 0.0
     u = min(max(compute_utilization, 0.0), 1.0) if math.isfinite(compute_utilization) else 0.0
     busy_w = MEMORY_W_PER_TB_S * tb_s + (spec.tdp_w - spec.idle_power_w) * COMPUTE_SLOPE * u
-    return min(spec.tdp_w, spec.idle_power_w + busy_w)
+    reading = spec.idle_power_w + busy_w
+    return min(spec.tdp_w, reading) if capped else reading
 
 
 def operating_power_w(prefill_share: float, prefill_w: float, decode_w: float) -> float:

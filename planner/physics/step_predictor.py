@@ -106,13 +106,13 @@ def kernel_host_terms(gpu_id: str | None, engine: str) -> dict[str, float]:
 
 
 # Engines whose default plan of a model outside its production record's fitted families ("extrapolated") is
-# answered by the kernel tables: held out by architecture family on public runs (docs/ACCURACY.md), their TPOT
-# median error on H100/H200/B200 is 7.4% (vLLM) and 6.5% (TensorRT-LLM) against the production fit's 40.4%
-# and 33.4% on the families it was not fitted on. SGLang keeps the production fit: its tables' 6.2% (p90 19%)
-# is DeepSeek-R1, an MLA model this default never plans from the tables, and its production record covers
-# every family it ran; on its one other family (Qwen3-8B, H100, 2 runs) the tables miss by 10% and 22% against
-# the production fit's 13% and 17% with that family left out, and its TTFT at concurrency <= 8 misses by 34%
-# held out against the production fit's 17%.
+# answered by the kernel tables, held out by architecture family on public runs (docs/ACCURACY.md, where the
+# figures behind this choice are regenerated): on vLLM and TensorRT-LLM the tables' held-out TPOT error is a
+# fraction of the production fit's on the families it was not fitted on. SGLang keeps the production fit: its
+# tables' figures are DeepSeek-R1's, an MLA model this default never plans from the tables; on the other
+# families it ran the tables read the decode kernels short (Qwen3-8B on H100, and the SGLang cookbook's
+# Qwen3-235B, GLM-4.6 and MiniMax-M2.5 on B200: the raw sum 21-44% under the measured TPOT), where a host
+# cost fitted on DeepSeek-R1 does not carry over.
 KERNEL_DEFAULT_ENGINES = ("vllm", "trt-llm")
 
 
