@@ -14,7 +14,13 @@ import planner.hardware.parallelism as parallelism
 from gpu_catalog import GpuSpec, load_catalog
 from planner import ScenarioError, plan
 from planner.core.model_shapes import param_counts
-from planner.hardware.communication import ep_alltoall_ms, tp_allreduce_ms
+from planner.hardware.communication import (
+    ep_alltoall_ms,
+    ep_communication_ms,
+    runs_expert_alltoall,
+    tp_allreduce_ms,
+    tp_allreduces_per_pass,
+)
 from planner.hardware.parallelism import link_for_group, sharding
 from planner.model.presets import load_presets
 from planner.physics.memory import plan_memory, weight_bytes_total
@@ -164,6 +170,22 @@ def test_ep_all_to_all_matches_deepep_low_latency_table(monkeypatch, ep, dispatc
     d = deployment(model="deepseek-v3", gpu="h100-sxm", tp=1, ep=ep, weights="fp8")
     assert float(ep_alltoall_ms(d, 128, 1.0)) * 1e3 == pytest.approx(dispatch_us, rel=0.12)
     assert float(ep_alltoall_ms(d, 128, 2.0)) * 1e3 == pytest.approx(combine_us, rel=0.12)
+
+
+def test_sglang_ep_at_tp_combines_its_experts_in_the_tp_all_reduce():
+    """Source: docs: SGLang 0.5.6-0.5.12's default MoE dispatcher (`--moe-a2a-backend` none,
+    StandardDispatcher) only remaps routed experts to the rank's local ones, and the layer's TP all-reduce
+    sums the ranks' outputs: at tp = ep no all-to-all, and the MoE layers keep their all-reduce. vLLM's
+    expert parallelism, and SGLang's with attention data-parallel (ep > tp), keep the all-to-alls."""
+    base = {"model": "minimax-m2.5", "gpu": "b200", "tp": 8, "ep": 8, "weights": "fp8"}
+    sglang, vllm = deployment(**base, engine="sglang"), deployment(**base, engine="vllm")
+    assert not runs_expert_alltoall(sglang) and runs_expert_alltoall(vllm)
+    assert float(ep_communication_ms(sglang, 64.0)) == 0.0 < float(ep_communication_ms(vllm, 64.0))
+    layers = sglang.model.n_layers
+    assert tp_allreduces_per_pass(sglang) == 2 * layers
+    assert tp_allreduces_per_pass(vllm) == 2 * layers - (layers - sglang.model.moe.first_dense_layers)
+    wide = deployment(model="deepseek-v3", gpu="h200", tp=1, ep=8, weights="fp8", engine="sglang")
+    assert sharding(wide).attention_dp == 8 and runs_expert_alltoall(wide)
 
 
 def test_ep_shards_experts_and_runs_attention_data_parallel():

@@ -177,7 +177,8 @@ def test_the_contracts_worked_cost_example_is_the_default_plans():
     """The worked example beside the formula (GPUs x $/GPU-hour / (output tokens/s x 3,600) x 1e6 = $/M) and
     the decode-only bound's figure are the default plan's own, as it prints them: they were the previous
     round's (1,778.9 tokens/s, $1.868 and $0.468) where the plan printed 1,806.0, $1.840 and $0.458 (now
-    1,806.2 and $1.839: the open loop capped at max_num_seqs refitted the TTFT terms).
+    1,806.3 and $1.839: the open loop capped at max_num_seqs refitted the TTFT terms, then SGLang's EP
+    refit the production records' prefill terms).
     Source: contract: docs/CONTRACT.md's rows for cost.usd_per_million_output_tokens and its bound."""
     contract = (ROOT / "docs" / "CONTRACT.md").read_text(encoding="utf-8")
     rows = {line.split("|")[1].strip(): line for line in contract.splitlines() if line.startswith("| `cost.")}

@@ -33,6 +33,7 @@ from collections import Counter
 from typing import Any, Protocol
 
 from planner.core.precision import bits_per_value
+from planner.hardware.communication import runs_expert_alltoall
 from planner.physics.kernel_tables import kernel_terms
 from planner.physics.latency import weight_bandwidth_efficiency
 from planner.physics.roofline import decode_work
@@ -103,6 +104,10 @@ def unfitted_terms(runs: list[_Run]) -> dict[str, str]:
     if not any(r.base.ep > 1 and r.base.model.moe is not None for r in runs):
         for name in ("alltoall_latency_us", "ep_overlap"):
             out[name] = "no expert-parallel run"
+    elif not any(runs_expert_alltoall(r.base) for r in runs):
+        for name in ("alltoall_latency_us", "ep_overlap"):
+            out[name] = ("its expert-parallel runs move no tokens by all-to-all: the engine combines the "
+                         "experts in the TP all-reduce (planner.hardware.communication.runs_expert_alltoall)")
     return out
 
 

@@ -1,7 +1,8 @@
 """Communication of one forward pass: TP all-reduces, PP point-to-point sends, EP all-to-alls.
 
 TP: two all-reduces per layer (after attention and after the MLP; one per MoE layer under EP, whose MLP
-output returns by the combine instead). A ring all-reduce moves 2(n-1)/n of the message over each GPU's
+output returns by the combine instead, except on an engine that combines the experts in that all-reduce:
+runs_expert_alltoall). A ring all-reduce moves 2(n-1)/n of the message over each GPU's
 link, per direction, and pays a fixed latency per collective, which dominates at decode sizes. The
 latency is given at TP 2 and grows with log2(tp) (tree/NVSwitch algorithms add a step per doubling):
 measured on 2x H200 over NVLink, NCCL 2.28 (NCCL_VERSION 2.28.3 in the image, torch reports 2.28.9),
@@ -83,9 +84,27 @@ def tp_allreduce_ms(d: Deployment, message_bytes: npt.ArrayLike) -> npt.NDArray[
     return inner_ms + outer_ms
 
 
+# Engines whose expert parallelism at tp = ep moves no tokens between GPUs: SGLang's default MoE dispatcher
+# (`--moe-a2a-backend` "none", StandardDispatcher in 0.5.6-0.5.12, python/sglang/srt/layers/moe/) only remaps
+# the routed experts to the rank's local ones, every rank computes its experts for the whole batch (the TP
+# group already holds it), and the layer's TP all-reduce sums the ranks' partial outputs: the all-reduce a
+# TP MoE layer runs anyway, no all-to-all. No public SGLang run here sets an all-to-all backend (DeepEP,
+# Mooncake).
+ENGINES_COMBINING_EXPERTS_BY_ALLREDUCE = frozenset({"sglang"})
+
+
+def runs_expert_alltoall(d: Deployment) -> bool:
+    """Whether the deployment's expert parallelism moves tokens by all-to-alls (dispatch and combine): an EP
+    layout of an MoE model, unless its engine combines the experts in the TP all-reduce (attention not
+    data-parallel: every rank of the group holds the batch)."""
+    if d.ep <= 1 or d.model.moe is None:
+        return False
+    return not (d.engine in ENGINES_COMBINING_EXPERTS_BY_ALLREDUCE and sharding(d).attention_dp == 1)
+
+
 def tp_allreduces_per_pass(d: Deployment) -> int:
     m = d.model
-    if d.ep > 1 and m.moe is not None:
+    if runs_expert_alltoall(d) and m.moe is not None:
         moe_layers = m.n_layers - m.moe.first_dense_layers
         return ALLREDUCES_PER_LAYER * m.n_layers - moe_layers
     return ALLREDUCES_PER_LAYER * m.n_layers
@@ -151,7 +170,7 @@ def ep_communication_ms(d: Deployment, tokens_per_gpu) -> np.ndarray:
     """Dispatch + combine of every MoE layer of one pass in which each sending GPU holds `tokens_per_gpu`
     tokens (the TP ranks of an attention group split the group's tokens)."""
     m = d.model
-    if d.ep <= 1 or m.moe is None:
+    if not runs_expert_alltoall(d) or m.moe is None:
         return np.zeros_like(np.asarray(tokens_per_gpu, dtype=float))
     per_gpu = np.asarray(tokens_per_gpu, dtype=float)
     dispatch_bytes = DISPATCH_BYTES_FP8 if d.compute == "fp8" else ACTIVATION_BYTES
