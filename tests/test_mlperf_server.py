@@ -103,9 +103,9 @@ def test_the_page_prints_the_tools_figures() -> None:
 
     from tools.mlperf_check import DOC, check_all, markdown_rows
 
-    page = [line for line in DOC.read_text().splitlines() if line.startswith("| mlp-")]
-    assert page == markdown_rows()
     checks = check_all()
+    page = [line for line in DOC.read_text().splitlines() if line.startswith("| mlp-")]
+    assert page == markdown_rows(checks)
     ratios = [c.ratio for c in checks]
     confirmed = [c.confirmed_tok_s / c.published_tok_s for c in checks]
     text = DOC.read_text()

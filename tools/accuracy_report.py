@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from planner.engines.base import ENGINES  # noqa: E402
 from planner.engines.profiles import profiles  # noqa: E402
+from planner.model.presets import load_presets  # noqa: E402
 
 REPORT = ROOT / "docs" / "ACCURACY.md"
 PRODUCTION_RESIDUALS = ROOT / "data" / "production_residuals.csv"
@@ -509,8 +510,6 @@ COOKBOOK_FAMILIES = (("Qwen3-235B", "qwen3-moe"), ("GLM-4.6", "glm-moe"), ("Mini
 def _per_layer_gap_us(raw) -> str:  # type: ignore[no-untyped-def]
     """SGLang's measured TPOT at concurrency 1 less the tables' raw sum, per layer (us), by model: the range
     over its runs."""
-    from planner.model.presets import load_presets
-
     presets = load_presets()
     one = raw[(raw.engine == "sglang") & (raw.concurrency == 1)]
     gap = (one.tpot_ms - one.kernel_tpot_h0) * 1000.0 / one.model.map(lambda m: presets[m].n_layers)

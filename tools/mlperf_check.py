@@ -212,11 +212,16 @@ def at_rate_rows(points: list[AtRate]) -> list[tuple[str, ...]]:
 DOC = ROOT / "docs" / "MLPERF.md"
 
 
-def markdown_rows() -> list[str]:
+def _markdown_line(cells: tuple[str, ...]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def markdown_rows(checks: list[Check] | None = None) -> list[str]:
     """The two tables' data rows as docs/MLPERF.md prints them (goodput, then latency at the published
-    rate)."""
-    rows = table_rows(check_all()) + at_rate_rows([at_published_rate(row) for row in read_rows()])
-    return ["| " + " | ".join(r) + " |" for r in rows]
+    rate); `checks`: the goodput rows already planned (check_all), else planned here."""
+    rows = table_rows(check_all() if checks is None else checks) + at_rate_rows(
+        [at_published_rate(row) for row in read_rows()])
+    return [_markdown_line(r) for r in rows]
 
 
 def write_doc(path: Path = DOC) -> None:
@@ -242,10 +247,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print(header: tuple[str, ...], rows: list[tuple[str, ...]], markdown: bool) -> None:
     if markdown:
-        print("| " + " | ".join(header) + " |")
+        print(_markdown_line(header))
         print("|" + "|".join(" --- " for _ in header) + "|")
         for r in rows:
-            print("| " + " | ".join(r) + " |")
+            print(_markdown_line(r))
         return
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     for r in (header, *rows):
